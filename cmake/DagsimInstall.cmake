@@ -1,0 +1,16 @@
+# `cmake --install` puts the public headers under include/dagsim/core/..., the library under lib/,
+# and a CMake package, so another project can `find_package(dagsim)` and link dagsim::core.
+include(CMakePackageConfigHelpers)
+
+install(TARGETS dagsim_core dagsim_warnings EXPORT dagsimTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/core DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dagsim
+        FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*_test*" EXCLUDE)
+install(EXPORT dagsimTargets NAMESPACE dagsim:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dagsim)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/dagsimConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/dagsimConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dagsim)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/dagsimConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/dagsimConfig.cmake ${PROJECT_BINARY_DIR}/dagsimConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dagsim)

@@ -1,0 +1,375 @@
+// Elementwise ops: broadcasting binary ops, unary math, and in-place updates.
+#include <cmath>
+
+#include "core/autograd/grad_mode.h"
+#include "core/autograd/op_backward.h"
+#include "core/tensor/op_util.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim {
+
+using autograd::BackwardArgs;
+using autograd::record_op;
+using autograd::variable_list;
+
+namespace {
+
+// out[i] = f(a[i]).
+template <typename F>
+Tensor map1(const Tensor& a, F&& f) {
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    T* y = out.data<T>();
+    const int64_t n = a.numel();
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(f(x[i]));
+  });
+  return out;
+}
+
+// out[i] = f(a[i], b[i]) for equal shapes (backward formulas only).
+template <typename F>
+Tensor map2(const Tensor& a, const Tensor& b, F&& f) {
+  DAGSIM_ASSERT(a.shape() == b.shape());
+  DAGSIM_ASSERT(a.dtype() == b.dtype());
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    const T* z = b.data<T>();
+    T* y = out.data<T>();
+    const int64_t n = a.numel();
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(f(x[i], z[i]));
+  });
+  return out;
+}
+
+// out = f(a, b) with broadcasting; the op name goes into every error.
+template <typename F>
+Tensor broadcast_map(const char* op, const Tensor& a, const Tensor& b, F&& f) {
+  detail::check_defined(op, a, "self");
+  detail::check_defined(op, b, "other");
+  detail::check_same_dtype(op, a, b);
+  if (a.shape() == b.shape()) return map2(a, b, f);
+  const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::empty(out_shape, a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    const T* z = b.data<T>();
+    T* y = out.data<T>();
+    if (b.numel() == 1 && out_shape == a.shape()) {
+      const T s = z[0];
+      for (int64_t i = 0; i < out.numel(); ++i) y[i] = static_cast<T>(f(x[i], s));
+      return;
+    }
+    detail::for_each_broadcast(out_shape, detail::broadcast_strides(a.shape(), out_shape),
+                               detail::broadcast_strides(b.shape(), out_shape),
+                               [&](int64_t ia, int64_t ib, int64_t io) {
+                                 y[io] = static_cast<T>(f(x[ia], z[ib]));
+                               });
+  });
+  return out;
+}
+
+void check_unary(const char* op, const Tensor& a) { detail::check_defined(op, a); }
+
+void check_inplace(const char* op, const Tensor& self) {
+  detail::check_defined(op, self, "self");
+  if (autograd::GradMode::is_enabled() && self.requires_grad()) {
+    throw errors::invalid_argument(
+        std::string(op) + ": a " + (self.is_leaf() ? "leaf " : "") +
+        "tensor that requires grad is being used in an in-place operation; wrap the update in "
+        "NoGradGuard (as optimizers do) or use the out-of-place op");
+  }
+}
+
+}  // namespace
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t nd = std::max(a.size(), b.size());
+  Shape out(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    const int64_t sa = i < nd - a.size() ? 1 : a[i - (nd - a.size())];
+    const int64_t sb = i < nd - b.size() ? 1 : b[i - (nd - b.size())];
+    if (sa != sb && sa != 1 && sb != 1) {
+      throw errors::shape_mismatch(std::string(op) + ": the size of tensor a (" + std::to_string(sa) +
+                                   ") must match the size of tensor b (" + std::to_string(sb) +
+                                   ") at non-singleton dimension " + std::to_string(i) +
+                                   "; shapes " + shape_str(a) + " and " + shape_str(b));
+    }
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+Tensor sum_to(const Tensor& t, const Shape& shape) {
+  if (t.shape() == shape) return t;
+  if (shape.size() > t.shape().size()) {
+    throw errors::shape_mismatch("sum_to: cannot reduce shape " + shape_str(t.shape()) + " to " +
+                                 shape_str(shape));
+  }
+  // Validate: `shape` must broadcast to t's shape.
+  const size_t lead = t.shape().size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] != 1 && shape[d] != t.shape()[lead + d]) {
+      throw errors::shape_mismatch("sum_to: cannot reduce shape " + shape_str(t.shape()) + " to " +
+                                   shape_str(shape));
+    }
+  }
+  Tensor out = zeros(shape, t.dtype());
+  dispatch_dtype(t.dtype(), [&]<typename T>() {
+    const T* x = t.data<T>();
+    T* y = out.data<T>();
+    const std::vector<int64_t> own = detail::contiguous_strides(t.shape());
+    detail::for_each_broadcast(t.shape(), own, detail::broadcast_strides(shape, t.shape()),
+                               [&](int64_t ix, int64_t iy, int64_t) { y[iy] += x[ix]; });
+  });
+  return out;
+}
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = broadcast_map("add", a, b, [](auto x, auto y) { return x + y; });
+  record_op("AddBackward", {a, b}, {out}, [sa = a.shape(), sb = b.shape()](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    return variable_list{args.needs(0) ? sum_to(g, sa) : Tensor(),
+                         args.needs(1) ? sum_to(g, sb) : Tensor()};
+  });
+  return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor out = broadcast_map("sub", a, b, [](auto x, auto y) { return x - y; });
+  record_op("SubBackward", {a, b}, {out}, [sa = a.shape(), sb = b.shape()](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    return variable_list{args.needs(0) ? sum_to(g, sa) : Tensor(),
+                         args.needs(1) ? sum_to(neg(g), sb) : Tensor()};
+  });
+  return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = broadcast_map("mul", a, b, [](auto x, auto y) { return x * y; });
+  record_op("MulBackward", {a, b}, {out}, [](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    const Tensor& x = args.saved[0];
+    const Tensor& y = args.saved[1];
+    return variable_list{args.needs(0) ? sum_to(mul(g, y), x.shape()) : Tensor(),
+                         args.needs(1) ? sum_to(mul(g, x), y.shape()) : Tensor()};
+  }, {a, b});
+  return out;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = broadcast_map("div", a, b, [](auto x, auto y) { return x / y; });
+  record_op("DivBackward", {a, b}, {out}, [](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    const Tensor& x = args.saved[0];
+    const Tensor& y = args.saved[1];
+    Tensor gx = args.needs(0) ? sum_to(div(g, y), x.shape()) : Tensor();
+    Tensor gy;
+    if (args.needs(1)) {
+      // d(x/y)/dy = -x / y^2
+      gy = sum_to(neg(div(mul(g, x), mul(y, y))), y.shape());
+    }
+    return variable_list{gx, gy};
+  }, {a, b});
+  return out;
+}
+
+Tensor add(const Tensor& a, double b) {
+  check_unary("add", a);
+  Tensor out = map1(a, [b](auto x) { return x + b; });
+  record_op("AddBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{args.grads[0]};
+  });
+  return out;
+}
+
+Tensor mul(const Tensor& a, double b) {
+  check_unary("mul", a);
+  Tensor out = map1(a, [b](auto x) { return x * b; });
+  record_op("MulBackward", {a}, {out}, [b](const BackwardArgs& args) {
+    return variable_list{mul(args.grads[0], b)};
+  });
+  return out;
+}
+
+Tensor neg(const Tensor& a) {
+  check_unary("neg", a);
+  Tensor out = map1(a, [](auto x) { return -x; });
+  record_op("NegBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{neg(args.grads[0])};
+  });
+  return out;
+}
+
+Tensor pow(const Tensor& a, double exponent) {
+  check_unary("pow", a);
+  Tensor out = map1(a, [exponent](auto x) { return std::pow(x, static_cast<decltype(x)>(exponent)); });
+  record_op("PowBackward", {a}, {out}, [exponent](const BackwardArgs& args) {
+    if (exponent == 0.0) return variable_list{zeros_like(args.grads[0])};
+    return variable_list{map2(args.grads[0], args.saved[0], [exponent](auto g, auto x) {
+      using T = decltype(x);
+      return g * static_cast<T>(exponent) * std::pow(x, static_cast<T>(exponent - 1.0));
+    })};
+  }, {a});
+  return out;
+}
+
+Tensor exp(const Tensor& a) {
+  check_unary("exp", a);
+  Tensor out = map1(a, [](auto x) { return std::exp(x); });
+  record_op("ExpBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{mul(args.grads[0], args.saved[0])};
+  }, {}, {out});
+  return out;
+}
+
+Tensor log(const Tensor& a) {
+  check_unary("log", a);
+  Tensor out = map1(a, [](auto x) { return std::log(x); });
+  record_op("LogBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{div(args.grads[0], args.saved[0])};
+  }, {a});
+  return out;
+}
+
+Tensor sin(const Tensor& a) {
+  check_unary("sin", a);
+  Tensor out = map1(a, [](auto x) { return std::sin(x); });
+  record_op("SinBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto x) { return g * std::cos(x); })};
+  }, {a});
+  return out;
+}
+
+Tensor cos(const Tensor& a) {
+  check_unary("cos", a);
+  Tensor out = map1(a, [](auto x) { return std::cos(x); });
+  record_op("CosBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto x) { return -g * std::sin(x); })};
+  }, {a});
+  return out;
+}
+
+Tensor tanh(const Tensor& a) {
+  check_unary("tanh", a);
+  Tensor out = map1(a, [](auto x) { return std::tanh(x); });
+  record_op("TanhBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto y) { return g * (1 - y * y); })};
+  }, {}, {out});
+  return out;
+}
+
+Tensor sigmoid(const Tensor& a) {
+  check_unary("sigmoid", a);
+  Tensor out = map1(a, [](auto x) { return 1 / (1 + std::exp(-x)); });
+  record_op("SigmoidBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto y) { return g * y * (1 - y); })};
+  }, {}, {out});
+  return out;
+}
+
+Tensor relu(const Tensor& a) {
+  check_unary("relu", a);
+  Tensor out = map1(a, [](auto x) { return x > 0 ? x : decltype(x){0}; });
+  record_op("ReluBackward", {a}, {out}, [](const BackwardArgs& args) {
+    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto y) { return y > 0 ? g : decltype(g){0}; })};
+  }, {}, {out});
+  return out;
+}
+
+// In-place updates -----------------------------------------------------------------------------
+
+namespace {
+// self[i] = f(self[i], other broadcast to self's shape).
+template <typename F>
+Tensor& inplace_binary(const char* op, Tensor& self, const Tensor& other, F&& f) {
+  check_inplace(op, self);
+  detail::check_defined(op, other, "other");
+  detail::check_same_dtype(op, self, other);
+  if (broadcast_shapes(self.shape(), other.shape(), op) != self.shape()) {
+    throw errors::shape_mismatch(std::string(op) + ": output with shape " + shape_str(self.shape()) +
+                                 " doesn't match the broadcast shape of " + shape_str(other.shape()));
+  }
+  dispatch_dtype(self.dtype(), [&]<typename T>() {
+    T* x = self.data<T>();
+    const T* z = other.data<T>();
+    if (other.shape() == self.shape()) {
+      for (int64_t i = 0; i < self.numel(); ++i) x[i] = static_cast<T>(f(x[i], z[i]));
+      return;
+    }
+    detail::for_each_broadcast(self.shape(), detail::contiguous_strides(self.shape()),
+                               detail::broadcast_strides(other.shape(), self.shape()),
+                               [&](int64_t ix, int64_t iz, int64_t) { x[ix] = static_cast<T>(f(x[ix], z[iz])); });
+  });
+  self.bump_version();
+  return self;
+}
+}  // namespace
+
+Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
+  return inplace_binary("add_", self, other, [alpha](auto x, auto y) { return x + alpha * y; });
+}
+Tensor& sub_(Tensor& self, const Tensor& other) {
+  return inplace_binary("sub_", self, other, [](auto x, auto y) { return x - y; });
+}
+Tensor& mul_(Tensor& self, const Tensor& other) {
+  return inplace_binary("mul_", self, other, [](auto x, auto y) { return x * y; });
+}
+Tensor& div_(Tensor& self, const Tensor& other) {
+  return inplace_binary("div_", self, other, [](auto x, auto y) { return x / y; });
+}
+Tensor& copy_(Tensor& self, const Tensor& src) {
+  return inplace_binary("copy_", self, src, [](auto, auto y) { return y; });
+}
+
+Tensor& mul_(Tensor& self, double value) {
+  check_inplace("mul_", self);
+  dispatch_dtype(self.dtype(), [&]<typename T>() {
+    T* x = self.data<T>();
+    for (int64_t i = 0; i < self.numel(); ++i) x[i] = static_cast<T>(x[i] * value);
+  });
+  self.bump_version();
+  return self;
+}
+
+Tensor& fill_(Tensor& self, double value) {
+  check_inplace("fill_", self);
+  dispatch_dtype(self.dtype(), [&]<typename T>() { std::fill_n(self.data<T>(), self.numel(), static_cast<T>(value)); });
+  self.bump_version();
+  return self;
+}
+
+Tensor& zero_(Tensor& self) { return fill_(self, 0.0); }
+
+Tensor& addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
+  check_inplace("addcmul_", self);
+  for (const Tensor* t : {&a, &b}) {
+    detail::check_defined("addcmul_", *t, "tensor");
+    detail::check_same_dtype("addcmul_", self, *t);
+    if (t->shape() != self.shape()) {
+      throw errors::shape_mismatch("addcmul_: expected shape " + shape_str(self.shape()) + ", got " +
+                                   shape_str(t->shape()));
+    }
+  }
+  dispatch_dtype(self.dtype(), [&]<typename T>() {
+    T* x = self.data<T>();
+    const T* p = a.data<T>();
+    const T* q = b.data<T>();
+    for (int64_t i = 0; i < self.numel(); ++i) x[i] = static_cast<T>(x[i] + value * p[i] * q[i]);
+  });
+  self.bump_version();
+  return self;
+}
+
+Tensor& sqrt_(Tensor& self) {
+  check_inplace("sqrt_", self);
+  dispatch_dtype(self.dtype(), [&]<typename T>() {
+    T* x = self.data<T>();
+    for (int64_t i = 0; i < self.numel(); ++i) x[i] = std::sqrt(x[i]);
+  });
+  self.bump_version();
+  return self;
+}
+
+}  // namespace dagsim

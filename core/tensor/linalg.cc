@@ -1,0 +1,232 @@
+// Matrix products on the serial OpenBLAS build: matmul (torch.matmul's rules), bmm, multi_dot and
+// linear. Backward formulas call gemm with transpose flags instead of materialising transposes.
+#include <cblas.h>
+
+#include "core/autograd/op_backward.h"
+#include "core/tensor/op_util.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim {
+
+using autograd::BackwardArgs;
+using autograd::record_op;
+using autograd::variable_list;
+
+namespace {
+
+// C[m,n] = beta*C + op(A)·op(B), row-major, for `batch` independent products. A batch stride of 0
+// reuses one operand for every product (broadcast batch dims are expanded by the caller).
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  if (m == 0 || n == 0) return;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
+                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+  }
+}
+
+// out[b] = op(x[b]) · op(y[b]) for 3-D contiguous tensors, shapes already checked.
+// x: [B, m, k] (or [B, k, m] when trans_x), y: [B, k, n] (or [B, n, k] when trans_y).
+Tensor batched_gemm(const Tensor& x, const Tensor& y, bool trans_x, bool trans_y) {
+  const int64_t batch = x.shape()[0];
+  const int64_t m = trans_x ? x.shape()[2] : x.shape()[1];
+  const int64_t k = trans_x ? x.shape()[1] : x.shape()[2];
+  const int64_t n = trans_y ? y.shape()[1] : y.shape()[2];
+  Tensor out = Tensor::empty({batch, m, n}, x.dtype());
+  dispatch_dtype(x.dtype(), [&]<typename T>() {
+    const T* px = x.data<T>();
+    const T* py = y.data<T>();
+    T* po = out.data<T>();
+    for (int64_t b = 0; b < batch; ++b) {
+      if (k == 0) {
+        std::fill_n(po + b * m * n, m * n, T{0});
+        continue;
+      }
+      gemm<T>(trans_x, trans_y, m, n, k, px + b * m * k, x.shape()[2], py + b * k * n, y.shape()[2],
+              T{0}, po + b * m * n, n);
+    }
+  });
+  return out;
+}
+
+void check_matrix_operands(const char* op, const Tensor& a, const Tensor& b) {
+  detail::check_defined(op, a, "self");
+  detail::check_defined(op, b, "other");
+  detail::check_same_dtype(op, a, b);
+}
+
+// Plain 2-D product without autograd: op(a)·op(b), shapes already checked.
+Tensor mm_raw(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false) {
+  const int64_t m = trans_a ? a.shape()[1] : a.shape()[0];
+  const int64_t k = trans_a ? a.shape()[0] : a.shape()[1];
+  const int64_t n = trans_b ? b.shape()[0] : b.shape()[1];
+  Tensor out = Tensor::empty({m, n}, a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    if (k == 0) {
+      std::fill_n(out.data<T>(), m * n, T{0});
+      return;
+    }
+    gemm<T>(trans_a, trans_b, m, n, k, a.data<T>(), a.shape()[1], b.data<T>(), b.shape()[1], T{0},
+            out.data<T>(), n);
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_matrix_operands("bmm", a, b);
+  if (a.dim() != 3 || b.dim() != 3) {
+    throw errors::shape_mismatch("bmm: expected 3-D tensors, got " + shape_str(a.shape()) + " and " +
+                                 shape_str(b.shape()));
+  }
+  if (a.shape()[0] != b.shape()[0] || a.shape()[2] != b.shape()[1]) {
+    throw errors::shape_mismatch("bmm: batch1 and batch2 shapes cannot be multiplied (" +
+                                 shape_str(a.shape()) + " and " + shape_str(b.shape()) + ")");
+  }
+  Tensor out = batched_gemm(a, b, false, false);
+  record_op("BmmBackward", {a, b}, {out}, [](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    const Tensor& x = args.saved[0];
+    const Tensor& y = args.saved[1];
+    // dX = G·Yᵀ, dY = Xᵀ·G
+    return variable_list{args.needs(0) ? batched_gemm(g, y, false, true) : Tensor(),
+                         args.needs(1) ? batched_gemm(x, g, true, false) : Tensor()};
+  }, {a, b});
+  return out;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_matrix_operands("matmul", a, b);
+  if (a.dim() == 0 || b.dim() == 0) {
+    throw errors::shape_mismatch("matmul: both arguments need at least 1 dimension, got " +
+                                 shape_str(a.shape()) + " and " + shape_str(b.shape()));
+  }
+  const int64_t k_a = a.shape().back();
+  const int64_t k_b = b.dim() == 1 ? b.shape()[0] : b.shape()[b.shape().size() - 2];
+  if (k_a != k_b) {
+    throw errors::shape_mismatch("matmul: mat1 and mat2 shapes cannot be multiplied (" +
+                                 shape_str(a.shape()) + " and " + shape_str(b.shape()) + ")");
+  }
+  if (a.dim() == 2 && b.dim() == 2) {
+    // The common case, one gemm and no reshaping.
+    Tensor out = mm_raw(a, b);
+    record_op("MmBackward", {a, b}, {out}, [](const BackwardArgs& args) {
+      const Tensor& g = args.grads[0];
+      return variable_list{args.needs(0) ? mm_raw(g, args.saved[1], false, true) : Tensor(),
+                           args.needs(1) ? mm_raw(args.saved[0], g, true, false) : Tensor()};
+    }, {a, b});
+    return out;
+  }
+  // torch.matmul: a 1-D operand becomes a matrix (a row for the left, a column for the right),
+  // batch dims broadcast, and the added dim is removed from the result. Built from differentiable
+  // shape ops plus bmm, so its backward is theirs.
+  Tensor x = a.dim() == 1 ? unsqueeze(a, 0) : a;
+  Tensor y = b.dim() == 1 ? unsqueeze(b, 1) : b;
+  const Shape x_batch(x.shape().begin(), x.shape().end() - 2);
+  const Shape y_batch(y.shape().begin(), y.shape().end() - 2);
+  const Shape batch = broadcast_shapes(x_batch, y_batch, "matmul");
+  const int64_t n = x.shape()[x.shape().size() - 2];
+  const int64_t m = y.shape().back();
+  Tensor out;
+  if (batch.empty()) {
+    out = bmm(unsqueeze(x, 0), unsqueeze(y, 0));
+    out = squeeze(out, 0);
+  } else {
+    Shape x_full = batch, y_full = batch;
+    x_full.insert(x_full.end(), {n, k_a});
+    y_full.insert(y_full.end(), {k_a, m});
+    const int64_t flat = shape_numel(batch);
+    Tensor x3 = reshape(x_batch == batch ? x : expand(x, x_full), {flat, n, k_a});
+    Tensor y3 = reshape(y_batch == batch ? y : expand(y, y_full), {flat, k_a, m});
+    Shape out_shape = batch;
+    out_shape.insert(out_shape.end(), {n, m});
+    out = reshape(bmm(x3, y3), out_shape);
+  }
+  if (a.dim() == 1) out = squeeze(out, -2);
+  if (b.dim() == 1) out = squeeze(out, -1);
+  return out;
+}
+
+Tensor multi_dot(const std::vector<Tensor>& tensors) {
+  if (tensors.size() < 2) {
+    throw errors::invalid_argument("multi_dot: expected at least 2 tensors but got " +
+                                   std::to_string(tensors.size()));
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    detail::check_defined("multi_dot", tensors[i], "tensor");
+    const bool edge = i == 0 || i + 1 == tensors.size();
+    if (tensors[i].dim() != 2 && !(edge && tensors[i].dim() == 1)) {
+      throw errors::shape_mismatch("multi_dot: tensor " + std::to_string(i) + " must be 2-D" +
+                                   (edge ? " or 1-D" : "") + ", got shape " +
+                                   shape_str(tensors[i].shape()));
+    }
+  }
+  // Left to right; each product checks its own shapes and names them.
+  Tensor out = tensors[0];
+  for (size_t i = 1; i < tensors.size(); ++i) out = matmul(out, tensors[i]);
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_defined("linear", x, "input");
+  detail::check_defined("linear", weight, "weight");
+  detail::check_same_dtype("linear", x, weight);
+  if (weight.dim() != 2 || x.dim() == 0 || x.shape().back() != weight.shape()[1]) {
+    throw errors::shape_mismatch("linear: input " + shape_str(x.shape()) + " and weight " +
+                                 shape_str(weight.shape()) +
+                                 " cannot be multiplied (expected weight [out_features, " +
+                                 (x.dim() == 0 ? std::string("?") : std::to_string(x.shape().back())) + "])");
+  }
+  if (bias.defined()) {
+    detail::check_same_dtype("linear", x, bias);
+    if (bias.dim() != 1 || bias.shape()[0] != weight.shape()[0]) {
+      throw errors::shape_mismatch("linear: bias has shape " + shape_str(bias.shape()) + ", expected [" +
+                                   std::to_string(weight.shape()[0]) + "]");
+    }
+  }
+  if (x.dim() != 2) {
+    Tensor out = matmul(x, transpose(weight, 0, 1));
+    return bias.defined() ? add(out, bias) : out;
+  }
+  // The 2-D case is the MLP hot path: one gemm with a transposed weight, bias folded in.
+  const int64_t batch = x.shape()[0];
+  const int64_t in = x.shape()[1];
+  const int64_t out_features = weight.shape()[0];
+  Tensor out = Tensor::empty({batch, out_features}, x.dtype());
+  dispatch_dtype(x.dtype(), [&]<typename T>() {
+    T* po = out.data<T>();
+    T beta{0};
+    if (bias.defined()) {
+      const T* pb = bias.data<T>();
+      for (int64_t r = 0; r < batch; ++r) std::copy_n(pb, out_features, po + r * out_features);
+      beta = T{1};
+    }
+    if (in == 0) {
+      if (!bias.defined()) std::fill_n(po, batch * out_features, T{0});
+      return;
+    }
+    gemm<T>(false, true, batch, out_features, in, x.data<T>(), in, weight.data<T>(), in, beta, po,
+            out_features);
+  });
+  variable_list inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  record_op("LinearBackward", inputs, {out}, [has_bias = bias.defined()](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    const Tensor& xs = args.saved[0];
+    const Tensor& w = args.saved[1];
+    variable_list grads{args.needs(0) ? mm_raw(g, w) : Tensor(),            // dX = G·W
+                        args.needs(1) ? mm_raw(g, xs, true, false) : Tensor()};  // dW = Gᵀ·X
+    if (has_bias) grads.push_back(args.needs(2) ? sum(g, 0) : Tensor());
+    return grads;
+  }, {x, weight});
+  return out;
+}
+
+}  // namespace dagsim

@@ -1,0 +1,181 @@
+// Reductions (sum, mean: over everything or one dim, with keepdim) and the normalisations over a
+// dim (softmax, log_softmax), computed in the numerically stable max-shifted form.
+#include <cmath>
+#include <limits>
+
+#include "core/autograd/op_backward.h"
+#include "core/tensor/op_util.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim {
+
+using autograd::BackwardArgs;
+using autograd::record_op;
+using autograd::variable_list;
+
+namespace {
+
+// Splits a shape around `dim` into (outer, size, inner) extents of the row-major layout.
+struct DimSplit {
+  int64_t outer = 1;
+  int64_t size = 1;
+  int64_t inner = 1;
+};
+
+DimSplit split_at(const Shape& shape, int64_t dim) {
+  DimSplit s;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d < dim) s.outer *= shape[d];
+    else if (d == dim) s.size = shape[d];
+    else s.inner *= shape[d];
+  }
+  return s;
+}
+
+Shape reduced_shape(const Shape& shape, int64_t dim, bool keepdim) {
+  Shape out = shape;
+  if (keepdim) {
+    out[dim] = 1;
+  } else {
+    out.erase(out.begin() + dim);
+  }
+  return out;
+}
+
+// Sum over `dim` (already wrapped), scaled by `scale`.
+Tensor reduce_dim(const Tensor& a, int64_t dim, bool keepdim, double scale) {
+  const DimSplit s = split_at(a.shape(), dim);
+  Tensor out = Tensor::empty(reduced_shape(a.shape(), dim, keepdim), a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    T* y = out.data<T>();
+    for (int64_t o = 0; o < s.outer; ++o) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        T acc{0};
+        for (int64_t k = 0; k < s.size; ++k) acc += x[(o * s.size + k) * s.inner + i];
+        y[o * s.inner + i] = static_cast<T>(acc * scale);
+      }
+    }
+  });
+  return out;
+}
+
+// The backward of a reduction over `dim`: the gradient broadcast back along `dim`, scaled.
+Tensor unreduce(const Tensor& g, const Shape& input_shape, int64_t dim, bool keepdim, double scale) {
+  Tensor gk = keepdim ? g : unsqueeze(g, dim);
+  Tensor out = expand(gk, input_shape);
+  return scale == 1.0 ? out : mul(out, scale);
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a) {
+  detail::check_defined("sum", a);
+  Tensor out = Tensor::empty({}, a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    T acc{0};
+    for (int64_t i = 0; i < a.numel(); ++i) acc += x[i];
+    out.data<T>()[0] = acc;
+  });
+  record_op("SumBackward", {a}, {out}, [shape = a.shape()](const BackwardArgs& args) {
+    return variable_list{expand(args.grads[0], shape)};
+  });
+  return out;
+}
+
+Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
+  detail::check_defined("sum", a);
+  const int64_t d = detail::wrap_dim("sum", dim, a.shape());
+  Tensor out = reduce_dim(a, d, keepdim, 1.0);
+  record_op("SumBackward", {a}, {out}, [shape = a.shape(), d, keepdim](const BackwardArgs& args) {
+    return variable_list{unreduce(args.grads[0], shape, d, keepdim, 1.0)};
+  });
+  return out;
+}
+
+Tensor mean(const Tensor& a) {
+  detail::check_defined("mean", a);
+  if (a.numel() == 0) throw errors::invalid_argument("mean: cannot take the mean of an empty tensor");
+  const double scale = 1.0 / static_cast<double>(a.numel());
+  Tensor out = Tensor::empty({}, a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    T acc{0};
+    for (int64_t i = 0; i < a.numel(); ++i) acc += x[i];
+    out.data<T>()[0] = static_cast<T>(acc * scale);
+  });
+  record_op("MeanBackward", {a}, {out}, [shape = a.shape(), scale](const BackwardArgs& args) {
+    return variable_list{mul(expand(args.grads[0], shape), scale)};
+  });
+  return out;
+}
+
+Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
+  detail::check_defined("mean", a);
+  const int64_t d = detail::wrap_dim("mean", dim, a.shape());
+  if (a.shape()[d] == 0) throw errors::invalid_argument("mean: cannot reduce over an empty dimension");
+  const double scale = 1.0 / static_cast<double>(a.shape()[d]);
+  Tensor out = reduce_dim(a, d, keepdim, scale);
+  record_op("MeanBackward", {a}, {out}, [shape = a.shape(), d, keepdim, scale](const BackwardArgs& args) {
+    return variable_list{unreduce(args.grads[0], shape, d, keepdim, scale)};
+  });
+  return out;
+}
+
+namespace {
+
+// softmax (log_form = false) or log_softmax (true) along `dim`, already wrapped.
+Tensor softmax_forward(const Tensor& a, int64_t dim, bool log_form) {
+  const DimSplit s = split_at(a.shape(), dim);
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    T* y = out.data<T>();
+    for (int64_t o = 0; o < s.outer; ++o) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const int64_t base = o * s.size * s.inner + i;
+        T max = -std::numeric_limits<T>::infinity();
+        for (int64_t k = 0; k < s.size; ++k) max = std::max(max, x[base + k * s.inner]);
+        T total{0};
+        for (int64_t k = 0; k < s.size; ++k) total += std::exp(x[base + k * s.inner] - max);
+        const T log_total = std::log(total);
+        for (int64_t k = 0; k < s.size; ++k) {
+          const T shifted = x[base + k * s.inner] - max;
+          y[base + k * s.inner] = log_form ? shifted - log_total : std::exp(shifted) / total;
+        }
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& a, int64_t dim) {
+  detail::check_defined("softmax", a);
+  const int64_t d = detail::wrap_dim("softmax", dim, a.shape());
+  Tensor out = softmax_forward(a, d, false);
+  record_op("SoftmaxBackward", {a}, {out}, [d](const BackwardArgs& args) {
+    // dx = y * (g - sum(g * y, dim))
+    const Tensor& g = args.grads[0];
+    const Tensor& y = args.saved[0];
+    return variable_list{mul(y, sub(g, sum(mul(g, y), d, true)))};
+  }, {}, {out});
+  return out;
+}
+
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  detail::check_defined("log_softmax", a);
+  const int64_t d = detail::wrap_dim("log_softmax", dim, a.shape());
+  Tensor out = softmax_forward(a, d, true);
+  record_op("LogSoftmaxBackward", {a}, {out}, [d](const BackwardArgs& args) {
+    // dx = g - exp(y) * sum(g, dim)
+    const Tensor& g = args.grads[0];
+    const Tensor& y = args.saved[0];
+    return variable_list{sub(g, mul(exp(y), sum(g, d, true)))};
+  }, {}, {out});
+  return out;
+}
+
+}  // namespace dagsim

@@ -1,0 +1,273 @@
+#include "core/tensor/tensor.h"
+
+#include <cstdio>
+#include <new>
+#include <sstream>
+
+#include "core/autograd/accumulate_grad.h"
+#include "core/autograd/engine.h"
+#include "core/autograd/node.h"
+
+namespace dagsim {
+
+namespace {
+constexpr std::align_val_t kStorageAlignment{64};
+const Tensor kUndefinedTensor;
+const std::shared_ptr<autograd::Node> kNoNode;
+}  // namespace
+
+std::string shape_str(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+int64_t shape_numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
+  data_ = static_cast<std::byte*>(::operator new(nbytes == 0 ? 1 : nbytes, kStorageAlignment));
+}
+
+Storage::~Storage() { ::operator delete(data_, kStorageAlignment); }
+
+TensorImpl::TensorImpl(std::shared_ptr<Storage> storage_in, Shape shape_in, Dtype dtype_in)
+    : storage(std::move(storage_in)), shape(std::move(shape_in)), numel(shape_numel(shape)),
+      dtype(dtype_in) {
+  DAGSIM_ASSERT(storage != nullptr);
+  DAGSIM_ASSERT(storage->nbytes() >= static_cast<size_t>(numel) * dtype_size(dtype));
+}
+
+Tensor Tensor::empty(Shape shape, Dtype dtype) {
+  for (int64_t s : shape) {
+    if (s < 0) throw errors::invalid_argument("negative size in shape " + shape_str(shape));
+  }
+  const size_t nbytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  return Tensor(std::make_shared<TensorImpl>(std::make_shared<Storage>(nbytes), std::move(shape),
+                                             dtype));
+}
+
+const Shape& Tensor::shape() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->shape;
+}
+int64_t Tensor::dim() const { return static_cast<int64_t>(shape().size()); }
+
+int64_t Tensor::size(int64_t d) const {
+  const int64_t n = dim();
+  const int64_t wrapped = d < 0 ? d + n : d;
+  if (wrapped < 0 || wrapped >= n) {
+    throw errors::index_out_of_range("dimension " + std::to_string(d) + " out of range for tensor of shape " +
+                                     shape_str(shape()));
+  }
+  return shape()[static_cast<size_t>(wrapped)];
+}
+
+int64_t Tensor::numel() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->numel;
+}
+Dtype Tensor::dtype() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->dtype;
+}
+size_t Tensor::nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype()); }
+
+void* Tensor::raw_data() {
+  DAGSIM_ASSERT(defined());
+  return impl_->storage->data();
+}
+const void* Tensor::raw_data() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->storage->data();
+}
+
+double Tensor::item() const {
+  if (numel() != 1) {
+    throw errors::invalid_argument("item(): a tensor with " + std::to_string(numel()) +
+                                   " elements cannot be converted to a scalar (shape " +
+                                   shape_str(shape()) + ")");
+  }
+  return dispatch_dtype(dtype(), [&]<typename T>() { return static_cast<double>(data<T>()[0]); });
+}
+
+double Tensor::at(std::initializer_list<int64_t> index) const {
+  if (static_cast<int64_t>(index.size()) != dim()) {
+    throw errors::index_out_of_range("at(): " + std::to_string(index.size()) +
+                                     " indices for a tensor of shape " + shape_str(shape()));
+  }
+  int64_t offset = 0;
+  size_t d = 0;
+  for (int64_t i : index) {
+    const int64_t extent = shape()[d];
+    if (i < 0 || i >= extent) {
+      throw errors::index_out_of_range("at(): index " + std::to_string(i) + " out of range for dim " +
+                                       std::to_string(d) + " of shape " + shape_str(shape()));
+    }
+    offset = offset * extent + i;
+    ++d;
+  }
+  return dispatch_dtype(dtype(),
+                        [&]<typename T>() { return static_cast<double>(data<T>()[offset]); });
+}
+
+std::vector<double> Tensor::to_vector() const {
+  std::vector<double> out(static_cast<size_t>(numel()));
+  dispatch_dtype(dtype(), [&]<typename T>() {
+    const T* p = data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
+  });
+  return out;
+}
+
+std::string Tensor::to_string() const {
+  if (!defined()) return "tensor(undefined)";
+  const std::vector<double> values = to_vector();
+  std::ostringstream out;
+  out.precision(17);
+  // Nested brackets, row-major.
+  std::function<void(size_t, size_t&)> emit = [&](size_t d, size_t& pos) {
+    if (d == shape().size()) {
+      out << values[pos++];
+      return;
+    }
+    out << "[";
+    for (int64_t i = 0; i < shape()[d]; ++i) {
+      if (i > 0) out << ", ";
+      emit(d + 1, pos);
+    }
+    out << "]";
+  };
+  size_t pos = 0;
+  out << "tensor(";
+  emit(0, pos);
+  out << ", dtype=" << dtype_name(dtype()) << ")";
+  return out.str();
+}
+
+bool Tensor::requires_grad() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->autograd != nullptr && impl_->autograd->requires_grad;
+}
+
+const Tensor& Tensor::set_requires_grad(bool requires_grad) const {
+  DAGSIM_ASSERT(defined());
+  if (!is_leaf()) {
+    throw errors::invalid_argument(
+        "you can only change requires_grad flags of leaf variables (this tensor has grad_fn " +
+        std::string(grad_fn()->name()) + ")");
+  }
+  impl_->autograd_meta().requires_grad = requires_grad;
+  return *this;
+}
+
+bool Tensor::is_leaf() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->autograd == nullptr || impl_->autograd->grad_fn == nullptr;
+}
+
+const Tensor& Tensor::grad() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->autograd ? impl_->autograd->grad : kUndefinedTensor;
+}
+
+void Tensor::set_grad(Tensor grad) const {
+  DAGSIM_ASSERT(defined());
+  if (grad.defined() && grad.shape() != shape()) {
+    throw errors::shape_mismatch("assigned grad has shape " + shape_str(grad.shape()) +
+                                 " but the tensor has shape " + shape_str(shape()));
+  }
+  impl_->autograd_meta().grad = std::move(grad);
+}
+
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->autograd ? impl_->autograd->grad_fn : kNoNode;
+}
+
+uint32_t Tensor::output_nr() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->autograd ? impl_->autograd->output_nr : 0;
+}
+
+void Tensor::set_history(std::shared_ptr<autograd::Node> grad_fn, uint32_t output_nr) const {
+  DAGSIM_ASSERT(defined());
+  DAGSIM_ASSERT(grad_fn != nullptr);
+  AutogradMeta& meta = impl_->autograd_meta();
+  meta.requires_grad = true;
+  meta.grad_fn = std::move(grad_fn);
+  meta.output_nr = output_nr;
+}
+
+std::shared_ptr<autograd::Node> Tensor::grad_accumulator() const {
+  DAGSIM_ASSERT(defined());
+  DAGSIM_ASSERT(is_leaf());
+  DAGSIM_ASSERT(requires_grad());
+  AutogradMeta& meta = impl_->autograd_meta();
+  std::shared_ptr<autograd::Node> node = meta.grad_accumulator.lock();
+  if (!node) {
+    node = std::make_shared<autograd::AccumulateGrad>(*this);
+    meta.grad_accumulator = node;
+  }
+  return node;
+}
+
+void Tensor::register_hook(TensorHook hook) const {
+  if (!requires_grad()) {
+    throw errors::invalid_argument(
+        "cannot register a hook on a tensor that doesn't require gradient");
+  }
+  if (is_leaf()) {
+    impl_->autograd_meta().leaf_hooks.push_back(std::move(hook));
+  } else {
+    grad_fn()->add_pre_hook(output_nr(), std::move(hook));
+  }
+}
+
+void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const {
+  if (!is_leaf() || !requires_grad()) {
+    throw errors::invalid_argument(
+        "post accumulate grad hooks can only be registered on leaf tensors that require grad");
+  }
+  impl_->autograd_meta().post_accumulate_hooks.push_back(std::move(hook));
+}
+
+const std::vector<TensorHook>& Tensor::leaf_hooks() const {
+  static const std::vector<TensorHook> kNone;
+  return impl_->autograd ? impl_->autograd->leaf_hooks : kNone;
+}
+
+const std::vector<PostAccumulateGradHook>& Tensor::post_accumulate_grad_hooks() const {
+  static const std::vector<PostAccumulateGradHook> kNone;
+  return impl_->autograd ? impl_->autograd->post_accumulate_hooks : kNone;
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  autograd::Engine::backward({*this}, {gradient}, retain_graph);
+}
+
+uint32_t Tensor::version() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->storage->version();
+}
+void Tensor::bump_version() const {
+  DAGSIM_ASSERT(defined());
+  impl_->storage->bump_version();
+}
+const std::shared_ptr<Storage>& Tensor::storage() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->storage;
+}
+
+std::string describe(const Tensor& t) {
+  if (!t.defined()) return "undefined";
+  return std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape());
+}
+
+}  // namespace dagsim

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dagsim needs, and only those that are missing.
+# Idempotent: a machine that has everything runs no apt-get at all.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache
+  libboost-fiber-dev libboost-context-dev
+  libopenblas-serial-dev
+  libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev libssl-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "dagsim: installing ${missing[*]}" >&2
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "dagsim: need root or sudo to apt-get install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,30 @@
+// Env: everything core/ may ask of the outside world, one per node (DESIGN.md, "The seam").
+// Engines take an Env& at construction; there are no globals, so a simulated world holds many
+// nodes in one process. Random is dagsim's own Prng: seeded from the scenario in both runtimes
+// (workload data must match between sim and TCP), and only security material comes from the OS.
+#pragma once
+
+#include <string>
+
+#include "core/base/ids.h"
+#include "core/base/prng.h"
+#include "core/runtime/clock.h"
+#include "core/runtime/log.h"
+#include "core/runtime/spawner.h"
+#include "core/runtime/transport.h"
+
+namespace dagsim::runtime {
+
+using Random = Prng;
+
+struct Env {
+  WorkerId self;
+  std::string name;
+  Clock& clock;
+  Transport& transport;
+  Spawner& spawner;
+  Random& random;
+  Log& log;
+};
+
+}  // namespace dagsim::runtime

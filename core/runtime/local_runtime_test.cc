@@ -1,0 +1,165 @@
+// Tests of LocalRuntime: virtual time, deterministic schedules, deadlock and failure reports,
+// the loopback transport, and clean teardown of blocked fibers.
+#include <gtest/gtest.h>
+
+#include <boost/fiber/operations.hpp>
+
+#include "core/runtime/event.h"
+#include "core/runtime/local_runtime.h"
+
+namespace dagsim::runtime {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(LocalRuntime, VirtualTimeJumpsAndSleepersWakeInDeadlineOrder) {
+  LocalRuntime rt;
+  Env& env = rt.add_node("n0");
+  std::vector<int> order;
+  for (int i : {3, 1, 2}) {
+    env.spawner.spawn("sleeper", [&, i] {
+      env.clock.sleep_for(std::chrono::hours(i));
+      order.push_back(i);
+    });
+  }
+  EXPECT_EQ(rt.run(), LocalRuntime::Outcome::finished);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(rt.now().since_epoch, std::chrono::hours(3));
+}
+
+// Records the interleaving of fibers that yield to each other.
+std::vector<int> interleaving(LocalRuntimeOptions options) {
+  LocalRuntime rt(options);
+  Env& env = rt.add_node("n0");
+  std::vector<int> trace;
+  for (int f = 0; f < 4; ++f) {
+    env.spawner.spawn("worker", [&, f] {
+      for (int step = 0; step < 5; ++step) {
+        trace.push_back(f);
+        boost::this_fiber::yield();
+      }
+    });
+  }
+  rt.run();
+  return trace;
+}
+
+TEST(LocalRuntime, FifoScheduleIsRoundRobin) {
+  std::vector<int> trace = interleaving({});
+  ASSERT_EQ(trace.size(), 20u);
+  for (size_t i = 0; i < trace.size(); ++i) EXPECT_EQ(trace[i], static_cast<int>(i % 4));
+}
+
+TEST(LocalRuntime, RandomScheduleReplaysBySeed) {
+  LocalRuntimeOptions a{.seed = 7, .random_schedule = true};
+  LocalRuntimeOptions b{.seed = 8, .random_schedule = true};
+  EXPECT_EQ(interleaving(a), interleaving(a));
+  EXPECT_NE(interleaving(a), interleaving(b));
+}
+
+TEST(LocalRuntime, DeadlockIsReportedWithWhatEachFiberWaitsOn) {
+  Event never;  // declared first: it must outlive the fibers that wait on it
+  LocalRuntime rt;
+  Env& env = rt.add_node("alpha");
+  env.spawner.spawn("stuck-one", [&] { never.wait(); });
+  EXPECT_EQ(rt.run(), LocalRuntime::Outcome::deadlock);
+  const std::string report = rt.stuck_report();
+  EXPECT_NE(report.find("node alpha"), std::string::npos) << report;
+  EXPECT_NE(report.find("stuck-one"), std::string::npos) << report;
+  EXPECT_NE(report.find("Event::wait"), std::string::npos) << report;
+  // Destruction kills and joins the stuck fiber.
+}
+
+TEST(LocalRuntime, RunStopsAtTheTimeLimit) {
+  LocalRuntime rt;
+  Env& env = rt.add_node("n0");
+  env.spawner.spawn("ticker", [&] {
+    for (;;) env.clock.sleep_for(1s);
+  });
+  EXPECT_EQ(rt.run(TimePoint{10s}), LocalRuntime::Outcome::time_limit);
+  EXPECT_EQ(rt.now().since_epoch, 10s);
+}
+
+TEST(LocalRuntime, AnExceptionEndsOnlyItsFiberAndIsReported) {
+  LocalRuntime rt;
+  Env& env = rt.add_node("n0");
+  bool other_finished = false;
+  env.spawner.spawn("thrower", [] { throw errors::invalid_argument("bad thing"); });
+  env.spawner.spawn("other", [&] {
+    env.clock.sleep_for(1ms);
+    other_finished = true;
+  });
+  EXPECT_EQ(rt.run(), LocalRuntime::Outcome::finished);
+  EXPECT_TRUE(other_finished);
+  ASSERT_EQ(rt.failures().size(), 1u);
+  EXPECT_EQ(rt.failures()[0].fiber, "thrower");
+  EXPECT_NE(rt.failures()[0].what.find("bad thing"), std::string::npos);
+}
+
+TEST(LocalRuntime, RunOnRethrowsAndReportsNeverFinishing) {
+  Event never;  // outlives the runtime, whose destructor unwinds the fiber waiting on it
+  LocalRuntime rt;
+  rt.add_node("n0");
+  EXPECT_THROW(rt.run_on(0, [] { throw errors::invalid_argument("x"); }), Error);
+  try {
+    rt.run_on(0, [&] { never.wait(); });
+    FAIL() << "expected internal_error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::internal_error);
+    EXPECT_NE(std::string(e.what()).find("Event::wait"), std::string::npos);
+  }
+}
+
+TEST(LocalRuntime, LoopbackDeliversInOrderAndReportsDeadPeers) {
+  LocalRuntime rt;
+  Env& a = rt.add_node("a");
+  Env& b = rt.add_node("b");
+  std::vector<int> got;
+  b.spawner.spawn("receiver", [&] {
+    for (int i = 0; i < 3; ++i) got.push_back(b.transport.inbox().pop().payload.at(0));
+  });
+  a.spawner.spawn("sender", [&] {
+    for (uint8_t i = 0; i < 3; ++i) a.transport.send(1, Bytes{i});
+  });
+  EXPECT_EQ(rt.run(), LocalRuntime::Outcome::finished);
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2}));
+
+  rt.kill(1);
+  Delivery notice = rt.run_on(0, [&] {
+    a.transport.send(1, Bytes{9});
+    return a.transport.inbox().pop();
+  });
+  EXPECT_EQ(notice.kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(notice.peer, 1);
+}
+
+TEST(LocalRuntime, ContextsAreFiberLocal) {
+  LocalRuntime rt;
+  rt.add_node("a");
+  rt.add_node("b");
+  std::vector<std::string> names;
+  for (WorkerId n : {0, 1}) {
+    rt.env(n).spawner.spawn("probe", [&] {
+      boost::this_fiber::yield();
+      names.push_back(current_fiber()->node_name);
+    });
+  }
+  rt.run();
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(current_fiber(), nullptr);
+}
+
+TEST(SchedulerDeathTest, BoostTimedWaitAsserts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        LocalRuntime rt;
+        rt.add_node("n0");
+        rt.env(0).spawner.spawn("leak", [] { boost::this_fiber::sleep_for(std::chrono::milliseconds(1)); });
+        rt.run();
+      },
+      "timed wait");
+}
+
+}  // namespace
+}  // namespace dagsim::runtime

@@ -93,20 +93,18 @@ std::shared_ptr<Node> Engine::make_graph_root(std::vector<Edge> edges, variable_
 }
 
 void Engine::compute_dependencies(GraphTask& task, const std::vector<Node*>& roots) {
-  std::unordered_set<Node*> seen;
-  std::vector<Node*> stack;
-  for (Node* root : roots) {
-    DAGSIM_ASSERT(root != nullptr);
-    if (seen.insert(root).second) stack.push_back(root);
-  }
+  const std::unordered_set<Node*> root_set(roots.begin(), roots.end());
+  std::vector<Node*> stack(root_set.begin(), root_set.end());
+  for (Node* root : roots) DAGSIM_ASSERT(root != nullptr);
   while (!stack.empty()) {
     Node* fn = stack.back();
     stack.pop_back();
     for (const Edge& edge : fn->next_edges()) {
       Node* next = edge.function.get();
       if (next == nullptr) continue;
-      ++task.dependencies[next];
-      if (seen.insert(next).second) stack.push_back(next);
+      // The count doubles as the "seen" mark: a node's first edge is its first visit (roots
+      // were visited at the start).
+      if (++task.dependencies[next] == 1 && !root_set.contains(next)) stack.push_back(next);
     }
   }
 }

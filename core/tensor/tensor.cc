@@ -32,10 +32,13 @@ int64_t shape_numel(const Shape& shape) {
 }
 
 Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
-  data_ = static_cast<std::byte*>(::operator new(nbytes == 0 ? 1 : nbytes, kStorageAlignment));
+  data_ = nbytes <= kInlineBytes ? inline_
+                                 : static_cast<std::byte*>(::operator new(nbytes, kStorageAlignment));
 }
 
-Storage::~Storage() { ::operator delete(data_, kStorageAlignment); }
+Storage::~Storage() {
+  if (data_ != inline_) ::operator delete(data_, kStorageAlignment);
+}
 
 TensorImpl::TensorImpl(std::shared_ptr<Storage> storage_in, Shape shape_in, Dtype dtype_in)
     : storage(std::move(storage_in)), shape(std::move(shape_in)), numel(shape_numel(shape)),

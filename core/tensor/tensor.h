@@ -29,7 +29,8 @@ namespace autograd {
 class Node;
 }
 
-// Raw bytes of a tensor plus its version counter. Aligned for BLAS.
+// Raw bytes of a tensor plus its version counter, 64-byte aligned for BLAS. Small tensors keep
+// their bytes inline, so a scalar costs one allocation instead of two (autograd makes many).
 class Storage {
  public:
   explicit Storage(size_t nbytes);
@@ -45,9 +46,12 @@ class Storage {
   void bump_version() { ++version_; }
 
  private:
+  static constexpr size_t kInlineBytes = 64;
+
   std::byte* data_;
   size_t nbytes_;
   uint32_t version_ = 0;
+  alignas(64) std::byte inline_[kInlineBytes];
 };
 
 class Tensor;

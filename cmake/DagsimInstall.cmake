@@ -14,3 +14,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/dagsimConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/dagsimConfig.cmake ${PROJECT_BINARY_DIR}/dagsimConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dagsim)
+
+if(DAGSIM_BUILD_TESTS)
+  add_test(NAME install_consumer
+           COMMAND bash ${PROJECT_SOURCE_DIR}/cmake/consumer/check.sh ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+  set_tests_properties(install_consumer PROPERTIES TIMEOUT 300)
+endif()

@@ -12,3 +12,8 @@ function(dagsim_test name)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main dagsim_warnings)
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT ${ARG_TIMEOUT})
 endfunction()
+
+if(DAGSIM_BUILD_TESTS)
+  add_test(NAME design_rules COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/check_rules.sh ${PROJECT_SOURCE_DIR})
+  set_tests_properties(design_rules PROPERTIES TIMEOUT 60)
+endif()

@@ -288,8 +288,8 @@ Tensor& inplace_binary(const char* op, Tensor& self, const Tensor& other, F&& f)
   detail::check_defined(op, other, "other");
   detail::check_same_dtype(op, self, other);
   if (broadcast_shapes(self.shape(), other.shape(), op) != self.shape()) {
-    throw errors::shape_mismatch(std::string(op) + ": output with shape " + shape_str(self.shape()) +
-                                 " doesn't match the broadcast shape of " + shape_str(other.shape()));
+    throw errors::shape_mismatch(std::string(op) + ": other of shape " + shape_str(other.shape()) +
+                                 " does not broadcast to self's shape " + shape_str(self.shape()));
   }
   dispatch_dtype(self.dtype(), [&]<typename T>() {
     T* x = self.data<T>();
@@ -333,14 +333,17 @@ Tensor& mul_(Tensor& self, double value) {
   return self;
 }
 
-Tensor& fill_(Tensor& self, double value) {
-  check_inplace("fill_", self);
+namespace {
+Tensor& fill_named(const char* op, Tensor& self, double value) {
+  check_inplace(op, self);
   dispatch_dtype(self.dtype(), [&]<typename T>() { std::fill_n(self.data<T>(), self.numel(), static_cast<T>(value)); });
   self.bump_version();
   return self;
 }
+}  // namespace
 
-Tensor& zero_(Tensor& self) { return fill_(self, 0.0); }
+Tensor& fill_(Tensor& self, double value) { return fill_named("fill_", self, value); }
+Tensor& zero_(Tensor& self) { return fill_named("zero_", self, 0.0); }
 
 Tensor& addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
   check_inplace("addcmul_", self);

@@ -131,7 +131,17 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor y = b.dim() == 1 ? unsqueeze(b, 1) : b;
   const Shape x_batch(x.shape().begin(), x.shape().end() - 2);
   const Shape y_batch(y.shape().begin(), y.shape().end() - 2);
-  const Shape batch = broadcast_shapes(x_batch, y_batch, "matmul");
+  // Rethrown so the message names the operands: the batch dims alone ("[2] and [3]") do not say
+  // which call failed.
+  const Shape batch = [&] {
+    try {
+      return broadcast_shapes(x_batch, y_batch, "matmul");
+    } catch (const Error&) {
+      throw errors::shape_mismatch("matmul: batch dimensions " + shape_str(x_batch) + " and " +
+                                   shape_str(y_batch) + " do not broadcast (shapes " +
+                                   shape_str(a.shape()) + " and " + shape_str(b.shape()) + ")");
+    }
+  }();
   const int64_t n = x.shape()[x.shape().size() - 2];
   const int64_t m = y.shape().back();
   Tensor out;
@@ -168,7 +178,17 @@ Tensor multi_dot(const std::vector<Tensor>& tensors) {
                                    shape_str(tensors[i].shape()));
     }
   }
-  // Left to right; each product checks its own shapes and names them.
+  // Inner sizes are checked up front so the message names multi_dot and the tensors as given; a
+  // failing matmul further on would name an intermediate product the caller never passed.
+  for (size_t i = 0; i + 1 < tensors.size(); ++i) {
+    if (tensors[i].shape().back() != tensors[i + 1].shape()[0]) {
+      throw errors::shape_mismatch("multi_dot: tensor " + std::to_string(i) + " of shape " +
+                                   shape_str(tensors[i].shape()) + " and tensor " + std::to_string(i + 1) +
+                                   " of shape " + shape_str(tensors[i + 1].shape()) +
+                                   " cannot be multiplied");
+    }
+  }
+  // Left to right; shapes are compatible, so each matmul only fails on dtypes.
   Tensor out = tensors[0];
   for (size_t i = 1; i < tensors.size(); ++i) out = matmul(out, tensors[i]);
   return out;

@@ -20,22 +20,24 @@ void InputBuffer::add(size_t pos, Tensor grad) {
 }
 
 namespace {
-// Max-heap on sequence_nr: the latest op first.
-bool heap_less(const NodeTask& a, const NodeTask& b) {
-  return a.node->sequence_nr() < b.node->sequence_nr();
+// Max-heap on sequence_nr: the latest op first. The key is copied beside the task so the heap
+// never touches the nodes themselves (a wide graph's heap would miss the cache on every compare).
+bool heap_less(const GraphTask::ReadyEntry& a, const GraphTask::ReadyEntry& b) {
+  return a.sequence_nr < b.sequence_nr;
 }
 }  // namespace
 
 void GraphTask::push_ready(NodeTask task) {
   DAGSIM_ASSERT(task.node != nullptr);
-  ready_.push_back(std::move(task));
+  const uint64_t sequence_nr = task.node->sequence_nr();
+  ready_.push_back(ReadyEntry{sequence_nr, std::move(task)});
   std::push_heap(ready_.begin(), ready_.end(), heap_less);
 }
 
 NodeTask GraphTask::pop_ready() {
   DAGSIM_ASSERT(!ready_.empty());
   std::pop_heap(ready_.begin(), ready_.end(), heap_less);
-  NodeTask task = std::move(ready_.back());
+  NodeTask task = std::move(ready_.back().task);
   ready_.pop_back();
   return task;
 }

@@ -64,6 +64,11 @@ class GraphTask {
   // True when `node` should run in this pass (invariant 2).
   bool should_execute(Node* node) const;
 
+  struct ReadyEntry {
+    uint64_t sequence_nr;
+    NodeTask task;
+  };
+
   const bool keep_graph;
   std::unordered_map<Node*, int> dependencies;
   std::unordered_map<Node*, InputBuffer> not_ready;
@@ -72,7 +77,7 @@ class GraphTask {
   LeafCapture leaf_capture;
 
  private:
-  std::vector<NodeTask> ready_;  // a heap ordered by sequence_nr
+  std::vector<ReadyEntry> ready_;  // a heap ordered by sequence_nr
 };
 
 }  // namespace dagsim::autograd

@@ -4,31 +4,13 @@
 // backward through a freed graph.
 #include <gtest/gtest.h>
 
+#include "core/base/throws_error_test_util.h"
 #include "core/autograd/grad_mode.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim {
 namespace {
 
-// Runs `f`, expecting a dagsim::Error with `code` whose what() contains every fragment.
-template <typename F>
-::testing::AssertionResult throws_error(F&& f, ErrorCode code, const std::vector<std::string>& fragments) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (e.code() != code) {
-      return ::testing::AssertionFailure() << "code " << error_name(e.code()) << ", expected "
-                                           << error_name(code) << ": " << e.what();
-    }
-    for (const std::string& fragment : fragments) {
-      if (std::string(e.what()).find(fragment) == std::string::npos) {
-        return ::testing::AssertionFailure() << "'" << fragment << "' not in: " << e.what();
-      }
-    }
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "no dagsim::Error thrown";
-}
 
 constexpr ErrorCode kShape = ErrorCode::shape_mismatch;
 constexpr ErrorCode kDtype = ErrorCode::dtype_mismatch;

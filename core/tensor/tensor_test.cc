@@ -1,6 +1,7 @@
 // Tests of Tensor itself and the factories: values, seeded determinism, element access errors,
 // the autograd flags a tensor carries, detach's shared storage, the version counter and the
 // grad-mode rule for in-place updates, and to_string.
+#include "core/base/throws_error_test_util.h"
 #include "core/tensor/tensor.h"
 
 #include <gtest/gtest.h>
@@ -14,26 +15,6 @@
 namespace dagsim {
 namespace {
 
-// Runs `f`, expecting a dagsim::Error with `code` whose what() contains every fragment.
-template <typename F>
-::testing::AssertionResult throws_error(F&& f, ErrorCode code,
-                                        const std::vector<std::string>& fragments = {}) {
-  try {
-    f();
-  } catch (const Error& e) {
-    if (e.code() != code) {
-      return ::testing::AssertionFailure() << "code " << error_name(e.code()) << ", expected "
-                                           << error_name(code) << ": " << e.what();
-    }
-    for (const std::string& fragment : fragments) {
-      if (std::string(e.what()).find(fragment) == std::string::npos) {
-        return ::testing::AssertionFailure() << "'" << fragment << "' not in: " << e.what();
-      }
-    }
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << "no dagsim::Error thrown";
-}
 
 TEST(Tensor, ConstantFactories) {
   Tensor z = zeros({2, 3});

@@ -54,6 +54,9 @@ void WaitGuard::throw_if_killed() const {
 }
 
 void Clock::sleep_until(TimePoint deadline) {
+  // The wait arms its timer on the fiber's own clock, which must be this one.
+  FiberContext* self = current_fiber();
+  DAGSIM_ASSERT_MSG(self == nullptr || self->clock == this, "sleep_until on another node's clock");
   FiberMutex mutex;
   FiberCondition cv;
   FiberLock lock(mutex);

@@ -38,27 +38,27 @@ void split_extents(const Shape& shape, int64_t dim, int64_t* outer, int64_t* inn
   }
 }
 
-// Copies `src` (size L along dim) into `dst` (size N along dim) at offset `at` along dim; the
-// other dims match. With `reverse`, copies the other way: dst's slice [at, at+L) into src.
-void copy_along_dim(const Tensor& src, Tensor& dst, int64_t dim, int64_t at, bool reverse = false) {
+// Copies `length` slices along `dim` from `src` starting at `src_at` into `dst` starting at
+// `dst_at`; every other dim of the two tensors matches.
+void copy_slices(const Tensor& src, int64_t src_at, Tensor& dst, int64_t dst_at, int64_t dim, int64_t length) {
   int64_t outer = 0, inner = 0;
   split_extents(src.shape(), dim, &outer, &inner);
   const int64_t src_len = src.shape()[dim];
   const int64_t dst_len = dst.shape()[dim];
   const size_t elem = dtype_size(src.dtype());
-  auto* s = static_cast<std::byte*>(const_cast<void*>(src.raw_data()));
+  const size_t block = static_cast<size_t>(length * inner) * elem;
+  if (block == 0) return;
+  const auto* s = static_cast<const std::byte*>(src.raw_data());
   auto* d = static_cast<std::byte*>(dst.raw_data());
-  const size_t block = static_cast<size_t>(src_len * inner) * elem;
   for (int64_t o = 0; o < outer; ++o) {
-    std::byte* sp = s + static_cast<size_t>(o * src_len * inner) * elem;
-    std::byte* dp = d + static_cast<size_t>((o * dst_len + at) * inner) * elem;
-    if (block == 0) continue;
-    if (reverse) {
-      std::memcpy(sp, dp, block);
-    } else {
-      std::memcpy(dp, sp, block);
-    }
+    std::memcpy(d + static_cast<size_t>((o * dst_len + dst_at) * inner) * elem,
+                s + static_cast<size_t>((o * src_len + src_at) * inner) * elem, block);
   }
+}
+
+// `src` whole, into `dst` at offset `at` along dim.
+void copy_along_dim(const Tensor& src, Tensor& dst, int64_t dim, int64_t at) {
+  copy_slices(src, 0, dst, at, dim, src.shape()[dim]);
 }
 
 // The slice [start, start+length) along dim, as a new tensor (no autograd).
@@ -66,7 +66,7 @@ Tensor slice_raw(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
   Shape shape = a.shape();
   shape[dim] = length;
   Tensor out = Tensor::empty(shape, a.dtype());
-  copy_along_dim(out, const_cast<Tensor&>(a), dim, start, /*reverse=*/true);
+  copy_slices(a, start, out, 0, dim, length);
   return out;
 }
 

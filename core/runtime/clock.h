@@ -46,7 +46,7 @@ class Clock {
 
   // Blocks the calling fiber until `deadline` (throws node_killed if its node dies meanwhile).
   void sleep_until(TimePoint deadline);
-  void sleep_for(Duration d) { sleep_until(now() + d); }
+  void sleep(Duration d) { sleep_until(now() + d); }
 };
 
 }  // namespace dagsim::runtime

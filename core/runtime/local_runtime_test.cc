@@ -18,7 +18,7 @@ TEST(LocalRuntime, VirtualTimeJumpsAndSleepersWakeInDeadlineOrder) {
   std::vector<int> order;
   for (int i : {3, 1, 2}) {
     env.spawner.spawn("sleeper", [&, i] {
-      env.clock.sleep_for(std::chrono::hours(i));
+      env.clock.sleep(std::chrono::hours(i));
       order.push_back(i);
     });
   }
@@ -74,7 +74,7 @@ TEST(LocalRuntime, RunStopsAtTheTimeLimit) {
   LocalRuntime rt;
   Env& env = rt.add_node("n0");
   env.spawner.spawn("ticker", [&] {
-    for (;;) env.clock.sleep_for(1s);
+    for (;;) env.clock.sleep(1s);
   });
   EXPECT_EQ(rt.run(TimePoint{10s}), LocalRuntime::Outcome::time_limit);
   EXPECT_EQ(rt.now().since_epoch, 10s);
@@ -86,7 +86,7 @@ TEST(LocalRuntime, AnExceptionEndsOnlyItsFiberAndIsReported) {
   bool other_finished = false;
   env.spawner.spawn("thrower", [] { throw errors::invalid_argument("bad thing"); });
   env.spawner.spawn("other", [&] {
-    env.clock.sleep_for(1ms);
+    env.clock.sleep(1ms);
     other_finished = true;
   });
   EXPECT_EQ(rt.run(), LocalRuntime::Outcome::finished);

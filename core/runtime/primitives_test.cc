@@ -36,7 +36,7 @@ TEST(Event, SetReleasesEveryWaiter) {
   Event event;
   int released = 0;
   for (int i = 0; i < 3; ++i) env.spawner.spawn("waiter", [&] { event.wait(); ++released; });
-  env.spawner.spawn("setter", [&] { env.clock.sleep_for(1ms); event.set(); });
+  env.spawner.spawn("setter", [&] { env.clock.sleep(1ms); event.set(); });
   EXPECT_EQ(rt.run(), LocalRuntime::Outcome::finished);
   EXPECT_EQ(released, 3);
   EXPECT_EQ(rt.now(), at(1ms));
@@ -64,7 +64,7 @@ TEST(Future, ValueArrivesBeforeTheDeadline) {
   Env& env = rt.add_node("n0");
   Promise<int> promise;
   Future<int> future = promise.get_future();
-  env.spawner.spawn("producer", [&] { env.clock.sleep_for(3ms); promise.set_value(42); });
+  env.spawner.spawn("producer", [&] { env.clock.sleep(3ms); promise.set_value(42); });
   int value = rt.run_on(0, [&] { return future.get_until(env.clock.now() + 10ms); });
   EXPECT_EQ(value, 42);
 }
@@ -136,7 +136,7 @@ TEST(Channel, PopUntilTimesOutAndItemsArriveInOrder) {
   bool timed_out = false;
   env.spawner.spawn("producer", [&] {
     for (int i = 0; i < 3; ++i) {
-      env.clock.sleep_for(1ms);
+      env.clock.sleep(1ms);
       channel.push(i);
     }
   });
@@ -173,7 +173,7 @@ TEST(Channel, BoundedPushWaitsForRoom) {
     second_push_done = env.clock.now();
   });
   rt.run_on(0, [&] {
-    env.clock.sleep_for(4ms);
+    env.clock.sleep(4ms);
     EXPECT_EQ(channel.pop(), 1);
     EXPECT_EQ(channel.pop(), 2);
   });
@@ -189,7 +189,7 @@ TEST(Mutex, SerialisesAndLockUntilTimesOut) {
   env.spawner.spawn("holder", [&] {
     std::lock_guard<Mutex> guard(mutex);
     order.push_back("holder in");
-    env.clock.sleep_for(10ms);
+    env.clock.sleep(10ms);
     order.push_back("holder out");
   });
   env.spawner.spawn("impatient", [&] {
@@ -225,9 +225,9 @@ TEST(Cancellation, KillUnwindsEveryPrimitive) {
   env.spawner.spawn("future", [&] { Counter c{&unwound}; future.get(); });
   env.spawner.spawn("channel", [&] { Counter c{&unwound}; channel.pop(); });
   env.spawner.spawn("mutex", [&] { Counter c{&unwound}; mutex.lock(); });
-  env.spawner.spawn("sleep", [&] { Counter c{&unwound}; env.clock.sleep_for(1h); });
+  env.spawner.spawn("sleep", [&] { Counter c{&unwound}; env.clock.sleep(1h); });
   rt.env(1).spawner.spawn("killer", [&] {
-    rt.env(1).clock.sleep_for(1ms);
+    rt.env(1).clock.sleep(1ms);
     rt.kill(0);
   });
   EXPECT_EQ(rt.run(), LocalRuntime::Outcome::finished);

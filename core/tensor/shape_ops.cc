@@ -106,7 +106,6 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
     throw errors::shape_mismatch("reshape: shape " + shape_str(shape) + " is invalid for input of size " +
                                  std::to_string(a.numel()) + " (input shape " + shape_str(a.shape()) + ")");
   }
-  if (resolved == a.shape() && !a.requires_grad()) return view_as_shape(a, resolved);
   return record_view("ReshapeBackward", a, view_as_shape(a, resolved));
 }
 

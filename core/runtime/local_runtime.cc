@@ -1,5 +1,7 @@
 #include "core/runtime/local_runtime.h"
 
+#include "core/runtime/fiber_entry.h"
+
 #include <boost/fiber/fiber.hpp>
 #include <boost/fiber/operations.hpp>
 #include <boost/fiber/protected_fixedsize_stack.hpp>
@@ -9,39 +11,6 @@ namespace dagsim::runtime {
 namespace {
 thread_local LocalRuntime* active_runtime = nullptr;
 }  // namespace
-
-// VirtualClock ------------------------------------------------------------------------------------
-
-TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
-  const TimerId id = ++next_id_;
-  const TimePoint at = std::max(deadline, now_);
-  queue_.emplace(std::make_pair(at, id), std::move(fire));
-  deadlines_.emplace(id, at);
-  return id;
-}
-
-void VirtualClock::cancel(TimerId id) {
-  auto it = deadlines_.find(id);
-  if (it == deadlines_.end()) return;
-  queue_.erase({it->second, id});
-  deadlines_.erase(it);
-}
-
-TimePoint VirtualClock::next_deadline() const {
-  DAGSIM_ASSERT(!queue_.empty());
-  return queue_.begin()->first.first;
-}
-
-void VirtualClock::fire_next() {
-  DAGSIM_ASSERT(!queue_.empty());
-  auto it = queue_.begin();
-  DAGSIM_ASSERT(it->first.first >= now_);
-  now_ = it->first.first;
-  std::function<void()> fire = std::move(it->second);
-  deadlines_.erase(it->first.second);
-  queue_.erase(it);
-  fire();
-}
 
 // Nodes ---------------------------------------------------------------------------------------------
 
@@ -96,20 +65,9 @@ void LocalRuntime::NodeSpawner::spawn(std::string name, std::function<void()> fn
   boost::fibers::fiber fiber(
       std::allocator_arg, boost::fibers::protected_fixedsize_stack(runtime.options_.stack_bytes),
       [&runtime, &node, context, fn = std::move(fn)]() mutable {
-        set_current_fiber(&*context);
-        try {
-          fn();
-        } catch (const Error& e) {
-          if (e.code() != ErrorCode::node_killed) {
-            runtime.failures_.push_back({node.name, context->fiber_name, e.what()});
-          }
-        } catch (const std::exception& e) {
-          runtime.failures_.push_back({node.name, context->fiber_name, e.what()});
-        } catch (...) {
-          runtime.failures_.push_back({node.name, context->fiber_name, "unknown exception"});
+        if (auto failure = run_fiber_body(*context, fn)) {
+          runtime.failures_.push_back({node.name, context->fiber_name, std::move(*failure)});
         }
-        fn = nullptr;  // destroy captures while the context is still installed
-        set_current_fiber(nullptr);
         node.fibers.erase(context);
         --runtime.live_fibers_;
       });

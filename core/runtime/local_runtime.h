@@ -21,6 +21,7 @@
 #include "core/runtime/fiber_context.h"
 #include "core/runtime/future.h"
 #include "core/runtime/scheduler.h"
+#include "core/runtime/virtual_clock.h"
 
 namespace dagsim::runtime {
 
@@ -30,26 +31,6 @@ struct LocalRuntimeOptions {
   bool random_schedule = false;
   // Fiber stacks: protected (a guard page turns an overflow into a crash, not corruption).
   size_t stack_bytes = 256 * 1024;
-};
-
-// A virtual clock with a timer queue ordered by (time, sequence): equal times fire in the order
-// they were armed.
-class VirtualClock final : public Clock {
- public:
-  TimePoint now() const override { return now_; }
-  TimerId call_at(TimePoint deadline, std::function<void()> fire) override;
-  void cancel(TimerId id) override;
-
-  bool has_timers() const { return !queue_.empty(); }
-  TimePoint next_deadline() const;
-  // Moves time to the earliest timer and fires it. REQUIRES: has_timers().
-  void fire_next();
-
- private:
-  TimePoint now_;
-  TimerId next_id_ = 0;
-  std::map<std::pair<TimePoint, TimerId>, std::function<void()>> queue_;
-  std::map<TimerId, TimePoint> deadlines_;
 };
 
 struct FiberFailure {

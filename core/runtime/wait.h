@@ -66,6 +66,9 @@ bool block_until(FiberCondition& cv, FiberLock& lock, Pred ready, std::optional<
     if (guard.timed_out()) return false;
     cv.wait(lock);
   }
+  // A death and a wake-up in the same instant (a kill also closes the node's inbox): death wins,
+  // so the fiber unwinds instead of acting on what it was waiting for.
+  guard.throw_if_killed();
   return true;
 }
 

@@ -1,0 +1,30 @@
+#include "core/runtime/fiber_entry.h"
+
+#include <exception>
+
+#include "core/base/error.h"
+
+namespace dagsim::runtime {
+
+std::optional<std::string> run_fiber_body(FiberContext& context, std::function<void()>& fn) {
+  set_current_fiber(&context);
+  std::optional<std::string> failure;
+  try {
+    fn();
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::node_killed) failure = e.what();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  } catch (...) {
+    failure = "unknown exception";
+  }
+  try {
+    fn = nullptr;
+  } catch (...) {
+    if (!failure) failure = "exception while destroying the fiber's function";
+  }
+  set_current_fiber(nullptr);
+  return failure;
+}
+
+}  // namespace dagsim::runtime

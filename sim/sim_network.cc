@@ -1,0 +1,234 @@
+#include "sim/sim_network.h"
+
+#include <cmath>
+
+#include "core/base/assert.h"
+#include "sim/sim_world.h"
+
+namespace dagsim::sim {
+
+using runtime::Delivery;
+
+SimNetwork::SimNetwork(SimWorld& world, NetworkModel model) : world_(world), model_(std::move(model)) {}
+
+void SimNetwork::drop(WorkerId from, WorkerId to, uint64_t message_id, std::string_view why) {
+  ++stats_.dropped;
+  world_.trace().record(world_.now(), from, TraceKind::drop,
+                        "to " + world_.node_name(to) + ": " + std::string(why), message_id, to);
+}
+
+void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, Bytes payload) {
+  DAGSIM_ASSERT_MSG(target < world_.num_nodes(), "send to an unknown node");
+  DAGSIM_ASSERT_MSG(target != source, "a node cannot send to itself");
+  const NodeState source_state = world_.state(source);
+  const uint64_t id = ++next_message_;
+  ++stats_.sent;
+  stats_.bytes_sent += payload.size();
+  world_.trace().record(world_.now(), source, TraceKind::send,
+                        "to " + world_.node_name(target) + " " + std::to_string(payload.size()) + "B", id, target);
+  // A fiber of a dead incarnation unwinding past a send: the process is gone, so is the message.
+  if ((source_state != NodeState::up && source_state != NodeState::paused) ||
+      world_.incarnation(source) != incarnation) {
+    drop(source, target, id, "sender is no longer running");
+    return;
+  }
+  const Key key = key_of(source, target);
+  const int side = side_of(key, source);
+  const int dir = side;  // direction 0 is low -> high, which is what side 0 sends
+  Connection& conn = connections_[key];
+  if (!conn.open) {
+    if (conn.notice_pending[side]) {
+      drop(source, target, id, "connection failed; the sender has not learned it yet");
+      return;
+    }
+    const NodeState target_state = world_.state(target);
+    if (target_state == NodeState::not_started || target_state == NodeState::killed) {
+      drop(source, target, id, "connection refused");
+      conn.notice_pending[side] = true;
+      notify(key, side, incarnation, target,
+             "connection refused: " + world_.node_name(target) + " is not running",
+             world_.now() + model_.latency_for(source, target).sample(world_.random_stream()));
+      return;
+    }
+    // Open: a crashed target is still "there" as far as the sender knows; its traffic is held.
+    conn.open = true;
+    conn.incarnation[side] = incarnation;
+    conn.incarnation[1 - side] = world_.incarnation(target);
+    conn.direction[0] = Direction{};
+    conn.direction[1] = Direction{};
+  }
+  DAGSIM_ASSERT_MSG(conn.incarnation[side] == incarnation, "a connection outlived its incarnation");
+  if (model_.connection_failure_rate > 0 && world_.random_stream().bernoulli(model_.connection_failure_rate)) {
+    drop(source, target, id, "injected connection failure");
+    fail(key, conn, "connection to " + world_.node_name(target) + " failed (injected)", true);
+    return;
+  }
+  Direction& d = conn.direction[dir];
+  const TimePoint now = world_.now();
+  TimePoint sent_at = std::max(now, d.busy_until);
+  const double bandwidth = model_.bandwidth_for(source, target);
+  if (bandwidth > 0) {
+    const double ns = std::ceil(static_cast<double>(payload.size()) * 1e9 / bandwidth);
+    sent_at = sent_at + Duration{static_cast<int64_t>(ns)};
+  }
+  d.busy_until = sent_at;
+  const TimePoint arrival =
+      std::max(sent_at + model_.latency_for(source, target).sample(world_.random_stream()), d.last_arrival);
+  d.last_arrival = arrival;
+  world_.world_clock().call_at(arrival, [this, key, generation = conn.generation, dir,
+                                         message = Message{id, std::move(payload)}]() mutable {
+    arrive(key, generation, dir, std::move(message));
+  });
+}
+
+bool SimNetwork::blocked(WorkerId from, WorkerId to) const {
+  for (const auto& [id, pairs] : partitions_) {
+    if (pairs.count({from, to}) != 0) return true;
+  }
+  return false;
+}
+
+bool SimNetwork::must_hold(WorkerId from, WorkerId to) const {
+  return world_.state(to) == NodeState::crashed || blocked(from, to);
+}
+
+void SimNetwork::arrive(Key key, uint64_t generation, int dir, Message message) {
+  const WorkerId from = dir == 0 ? key.first : key.second;
+  const WorkerId to = dir == 0 ? key.second : key.first;
+  Connection& conn = connections_[key];
+  if (!conn.open || conn.generation != generation) {
+    drop(from, to, message.id, "lost with its connection");
+    return;
+  }
+  Direction& d = conn.direction[dir];
+  if (!d.held.empty() || must_hold(from, to)) {
+    hold(conn, key, dir, std::move(message));
+    return;
+  }
+  hand_over(key, dir, std::move(message));
+}
+
+void SimNetwork::hand_over(Key key, int dir, Message message) {
+  const WorkerId from = dir == 0 ? key.first : key.second;
+  const WorkerId to = dir == 0 ? key.second : key.first;
+  const Connection& conn = connections_[key];
+  const uint32_t target_incarnation = conn.incarnation[1 - dir];
+  const uint64_t id = message.id;
+  const size_t bytes = message.payload.size();
+  if (!world_.deliver(to, target_incarnation, Delivery{Delivery::Kind::message, from, std::move(message.payload), {}})) {
+    drop(from, to, id, "receiver is no longer running");
+    return;
+  }
+  ++stats_.delivered;
+  world_.trace().record(world_.now(), to, TraceKind::deliver,
+                        "from " + world_.node_name(from) + " " + std::to_string(bytes) + "B", id, from);
+}
+
+void SimNetwork::hold(Connection& conn, Key key, int dir, Message message) {
+  const WorkerId from = dir == 0 ? key.first : key.second;
+  const WorkerId to = dir == 0 ? key.second : key.first;
+  Direction& d = conn.direction[dir];
+  ++stats_.held;
+  world_.trace().record(world_.now(), to, TraceKind::hold, "from " + world_.node_name(from), message.id, from);
+  d.held.push_back(std::move(message));
+  if (d.silence_timer == 0) {
+    d.silence_timer = world_.world_clock().call_at(
+        world_.now() + model_.connection_timeout, [this, key, generation = conn.generation, dir] {
+          Connection& c = connections_[key];
+          if (!c.open || c.generation != generation) return;
+          c.direction[dir].silence_timer = 0;
+          const WorkerId silent = dir == 0 ? key.second : key.first;
+          fail(key, c, "connection to " + world_.node_name(silent) + " timed out (no traffic got through)", false);
+        });
+  }
+}
+
+void SimNetwork::release_held(Key key, Connection& conn) {
+  for (int dir = 0; dir < 2; ++dir) {
+    Direction& d = conn.direction[dir];
+    if (d.held.empty()) continue;
+    const WorkerId from = dir == 0 ? key.first : key.second;
+    const WorkerId to = dir == 0 ? key.second : key.first;
+    if (must_hold(from, to)) continue;
+    world_.world_clock().cancel(d.silence_timer);
+    d.silence_timer = 0;
+    std::deque<Message> held = std::move(d.held);
+    d.held.clear();
+    for (Message& message : held) hand_over(key, dir, std::move(message));
+  }
+}
+
+void SimNetwork::on_resume_or_heal() {
+  for (auto& [key, conn] : connections_) {
+    if (conn.open) release_held(key, conn);
+  }
+}
+
+void SimNetwork::fail(Key key, Connection& conn, const std::string& reason, bool delay_by_latency) {
+  DAGSIM_ASSERT(conn.open);
+  ++stats_.connection_failures;
+  world_.note_connection_failure(key.first, key.second, reason);
+  for (int dir = 0; dir < 2; ++dir) {
+    Direction& d = conn.direction[dir];
+    const WorkerId from = dir == 0 ? key.first : key.second;
+    const WorkerId to = dir == 0 ? key.second : key.first;
+    for (const Message& message : d.held) drop(from, to, message.id, "lost with its connection");
+    d.held.clear();
+    if (d.silence_timer != 0) world_.world_clock().cancel(d.silence_timer);
+    d.silence_timer = 0;
+  }
+  conn.open = false;
+  ++conn.generation;  // in-flight arrivals of this connection are now stale: lost
+  for (int side = 0; side < 2; ++side) {
+    const WorkerId self = side == 0 ? key.first : key.second;
+    const WorkerId peer = side == 0 ? key.second : key.first;
+    const NodeState state = world_.state(self);
+    if ((state != NodeState::up && state != NodeState::paused) || world_.incarnation(self) != conn.incarnation[side]) {
+      continue;  // that end is gone; nobody to tell
+    }
+    TimePoint when = world_.now();
+    if (delay_by_latency) when = when + model_.latency_for(peer, self).sample(world_.random_stream());
+    conn.notice_pending[side] = true;
+    notify(key, side, conn.incarnation[side], peer, reason, when);
+  }
+}
+
+void SimNetwork::notify(Key key, int side, uint32_t incarnation, WorkerId peer, std::string reason, TimePoint when) {
+  const WorkerId self = side == 0 ? key.first : key.second;
+  world_.world_clock().call_at(when, [this, key, side, self, incarnation, peer, reason = std::move(reason)]() mutable {
+    connections_[key].notice_pending[side] = false;
+    world_.trace().record(world_.now(), self, TraceKind::connection, reason, 0, peer);
+    world_.deliver(self, incarnation, Delivery{Delivery::Kind::peer_failed, peer, {}, std::move(reason)});
+  });
+}
+
+void SimNetwork::on_kill(WorkerId node) {
+  for (auto& [key, conn] : connections_) {
+    if (!conn.open || (key.first != node && key.second != node)) continue;
+    fail(key, conn, "connection reset: " + world_.node_name(node) + " died", true);
+  }
+}
+
+void SimNetwork::on_restart(WorkerId node) {
+  for (auto& [key, conn] : connections_) {
+    if (!conn.open || (key.first != node && key.second != node)) continue;
+    fail(key, conn, "connection reset: " + world_.node_name(node) + " restarted", true);
+  }
+}
+
+uint64_t SimNetwork::add_partition(uint64_t id, std::vector<std::pair<WorkerId, WorkerId>> blocked) {
+  partitions_[id] = std::set<std::pair<WorkerId, WorkerId>>(blocked.begin(), blocked.end());
+  return id;
+}
+
+void SimNetwork::remove_partition(uint64_t id) {
+  partitions_.erase(id);
+  on_resume_or_heal();
+}
+
+void SimNetwork::remove_all_partitions() {
+  partitions_.clear();
+  on_resume_or_heal();
+}
+
+}  // namespace dagsim::sim

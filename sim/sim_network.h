@@ -1,0 +1,105 @@
+// SimNetwork: the simulated network between a SimWorld's nodes, keeping DESIGN.md's delivery
+// contract ("The delivery contract (both transports)").
+//
+// Nodes talk over connections between incarnations, one per pair of nodes, opened by the first
+// send. On an open connection, messages arrive reliably, in order, exactly once: each is delayed
+// by serialisation (bytes / bandwidth, queued behind earlier ones on its direction) plus a latency
+// sample, and never overtakes an earlier message of its direction. Otherwise the connection fails,
+// everything in flight on it is lost, and each end still running receives a peer_failed delivery:
+//   - kill: the peer learns after about one latency (a TCP reset);
+//   - a seeded connection failure (rate per message): both ends learn after about one latency;
+//   - partition, or a crashed peer: traffic is held, in order; a partition that heals releases it,
+//     but traffic held for connection_timeout fails the connection and both ends learn then;
+//   - sending to a node that is not running is refused: the sender learns after one latency.
+// A sender that has not yet learned of its connection's failure loses what it sends meanwhile, as
+// writes to a reset socket do. Messages are the encoded bytes, exactly as TCP carries them.
+#pragma once
+
+#include <deque>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/runtime/transport.h"
+#include "sim/network_model.h"
+
+namespace dagsim::sim {
+
+class SimWorld;
+using runtime::Bytes;
+using runtime::TimePoint;
+
+struct NetworkStats {
+  uint64_t sent = 0;
+  uint64_t delivered = 0;
+  uint64_t dropped = 0;
+  uint64_t held = 0;
+  uint64_t connection_failures = 0;
+  uint64_t bytes_sent = 0;
+};
+
+class SimNetwork {
+ public:
+  SimNetwork(SimWorld& world, NetworkModel model);
+
+  // A message from `source` (running as `incarnation`) to `target`. Never blocks.
+  void send(WorkerId source, uint32_t incarnation, WorkerId target, Bytes payload);
+
+  // Lifecycle hooks from SimWorld.
+  void on_kill(WorkerId node);     // connections reset; peers told after about one latency
+  void on_restart(WorkerId node);  // the old incarnation's connections reset likewise
+  void on_resume_or_heal();        // releases held traffic that may now flow
+
+  uint64_t add_partition(uint64_t id, std::vector<std::pair<WorkerId, WorkerId>> blocked);
+  void remove_partition(uint64_t id);
+  void remove_all_partitions();
+  bool blocked(WorkerId from, WorkerId to) const;
+
+  const NetworkModel& model() const { return model_; }
+  const NetworkStats& stats() const { return stats_; }
+
+ private:
+  struct Message {
+    uint64_t id;
+    Bytes payload;
+  };
+  struct Direction {
+    TimePoint busy_until;    // serialisation: the link is sending until then
+    TimePoint last_arrival;  // FIFO: nothing arrives before the previous message
+    std::deque<Message> held;
+    uint64_t silence_timer = 0;
+  };
+  struct Connection {
+    bool open = false;
+    uint64_t generation = 0;        // bumped on every close, so in-flight events see they are stale
+    uint32_t incarnation[2] = {0, 0};
+    bool notice_pending[2] = {false, false};
+    Direction direction[2];         // [0]: low id -> high id, [1]: high -> low
+  };
+  using Key = std::pair<WorkerId, WorkerId>;  // (low, high)
+
+  static Key key_of(WorkerId a, WorkerId b) { return a < b ? Key{a, b} : Key{b, a}; }
+  static int side_of(const Key& key, WorkerId node) { return node == key.first ? 0 : 1; }
+
+  void arrive(Key key, uint64_t generation, int dir, Message message);
+  void hand_over(Key key, int dir, Message message);
+  // Whether traffic on this direction must wait (partition, crashed target).
+  bool must_hold(WorkerId from, WorkerId to) const;
+  void hold(Connection& conn, Key key, int dir, Message message);
+  void release_held(Key key, Connection& conn);
+  // Closes the connection, losing what it carries; tells each end still running after `delay`.
+  void fail(Key key, Connection& conn, const std::string& reason, bool delay_by_latency);
+  void notify(Key key, int side, uint32_t incarnation, WorkerId peer, std::string reason, TimePoint when);
+  void drop(WorkerId from, WorkerId to, uint64_t message_id, std::string_view why);
+
+  SimWorld& world_;
+  NetworkModel model_;
+  std::map<Key, Connection> connections_;
+  std::map<uint64_t, std::set<std::pair<WorkerId, WorkerId>>> partitions_;
+  uint64_t next_message_ = 0;
+  NetworkStats stats_;
+};
+
+}  // namespace dagsim::sim

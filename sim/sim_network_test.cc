@@ -1,0 +1,276 @@
+// Tests of SimNetwork against DESIGN.md's delivery contract: latency and bandwidth, per-connection
+// order, partitions that hold and heal, connection timeouts, kills, crashes, refusals and
+// injected connection failures.
+#include <gtest/gtest.h>
+
+#include "sim/sim_network.h"
+#include "sim/sim_test_util.h"
+
+namespace dagsim::sim {
+namespace {
+
+using namespace testing;
+using runtime::Delivery;
+
+SimOptions constant_latency(Duration latency) {
+  SimOptions options;
+  options.network.latency = LatencyModel::constant(latency);
+  return options;
+}
+
+// Sends `texts` from node 0 to node 1 at world time `t`.
+void send_at(SimWorld& world, runtime::TimePoint t, WorkerId from, WorkerId to, std::vector<std::string> msgs) {
+  world.at(t, "send", [&world, from, to, msgs] {
+    for (const std::string& m : msgs) world.env(from).transport.send(to, bytes_of(m));
+  });
+}
+
+TEST(SimNetwork, ConstantLatencyDeliversInOrderAfterTheLatency) {
+  SimWorld world(constant_latency(2ms));
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  send_at(world, at_ms(1), 0, 1, {"one", "two", "three"});
+  EXPECT_EQ(world.run({.stop_at = at_ms(10)}), SimWorld::Outcome::finished);
+  ASSERT_EQ(b_log.size(), 3u);
+  EXPECT_EQ(texts(b_log), (std::vector<std::string>{"one", "two", "three"}));
+  for (const Received& r : b_log) {
+    EXPECT_EQ(r.time_us, 3000);
+    EXPECT_EQ(r.peer, 0u);
+  }
+  EXPECT_EQ(world.network().stats().delivered, 3u);
+}
+
+TEST(SimNetwork, RandomLatencyNeverReordersAConnection) {
+  SimOptions options;
+  options.seed = 9;
+  options.network.latency = LatencyModel{LatencyModel::Dist::exponential, 10us, 5ms, 1ms, Duration{0}};
+  SimWorld world(options);
+  std::vector<Received> log;
+  world.add_node("a", nullptr);
+  world.add_node("b", recorder(log));
+  world.start(0);
+  world.start(1);
+  std::vector<std::string> msgs;
+  for (int i = 0; i < 200; ++i) msgs.push_back(std::to_string(i));
+  send_at(world, at_ms(0), 0, 1, msgs);
+  world.run({.stop_at = at_ms(100)});
+  EXPECT_EQ(texts(log), msgs);
+}
+
+TEST(SimNetwork, LatencySamplesStayWithinTheirClamp) {
+  Prng random(3);
+  const LatencyModel normal{LatencyModel::Dist::normal, 100us, 300us, 200us, 500us};
+  const LatencyModel uniform = LatencyModel::uniform(50us, 60us);
+  bool saw_min = false, saw_max = false;
+  for (int i = 0; i < 2000; ++i) {
+    const Duration n = normal.sample(random);
+    EXPECT_GE(n, Duration{100us});
+    EXPECT_LE(n, Duration{300us});
+    saw_min |= n == Duration{100us};
+    saw_max |= n == Duration{300us};
+    const Duration u = uniform.sample(random);
+    EXPECT_GE(u, Duration{50us});
+    EXPECT_LE(u, Duration{60us});
+  }
+  EXPECT_TRUE(saw_min && saw_max) << "a wide normal must hit both clamps";
+}
+
+TEST(SimNetwork, BandwidthDelaysBySizeAndQueuesBehindEarlierMessages) {
+  SimOptions options = constant_latency(1ms);
+  options.network.bandwidth_bytes_per_s = 1e6;  // 1 byte per microsecond
+  SimWorld world(options);
+  std::vector<Received> log;
+  world.add_node("a", nullptr);
+  world.add_node("b", recorder(log));
+  world.start(0);
+  world.start(1);
+  send_at(world, at_ms(0), 0, 1, {std::string(1000, 'x'), std::string(500, 'y')});
+  world.run({.stop_at = at_ms(10)});
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].time_us, 2000);  // 1000 us on the wire + 1 ms latency
+  EXPECT_EQ(log[1].time_us, 2500);  // queued behind the first
+}
+
+TEST(SimNetwork, PartitionHoldsTrafficAndHealReleasesItInOrder) {
+  SimWorld world(constant_latency(1ms));
+  std::vector<Received> log;
+  world.add_node("a", nullptr);
+  world.add_node("b", recorder(log));
+  world.start(0);
+  world.start(1);
+  uint64_t id = 0;
+  world.at(at_ms(0), "partition", [&] { id = world.partition({{0, 1}}); });
+  send_at(world, at_ms(1), 0, 1, {"held1", "held2"});
+  world.at(at_ms(50), "heal", [&] { world.heal(id); });
+  send_at(world, at_ms(60), 0, 1, {"after"});
+  world.run({.stop_at = at_ms(100)});
+  ASSERT_EQ(log.size(), 3u);
+  EXPECT_EQ(texts(log), (std::vector<std::string>{"held1", "held2", "after"}));
+  EXPECT_EQ(log[0].time_us, 50000);
+  EXPECT_EQ(log[2].time_us, 61000);
+}
+
+TEST(SimNetwork, OneWayPartitionBlocksOnlyItsDirection) {
+  SimWorld world(constant_latency(1ms));
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  world.at(at_ms(0), "partition", [&] { world.partition({{0, 1}}); });
+  send_at(world, at_ms(1), 0, 1, {"a->b"});
+  send_at(world, at_ms(1), 1, 0, {"b->a"});
+  world.run({.stop_at = at_ms(100)});
+  EXPECT_TRUE(b_log.empty());
+  ASSERT_EQ(a_log.size(), 1u);
+  EXPECT_EQ(a_log[0].text, "b->a");
+}
+
+TEST(SimNetwork, HeldTrafficPastConnectionTimeoutFailsBothEnds) {
+  SimOptions options = constant_latency(1ms);
+  options.network.connection_timeout = 20ms;
+  SimWorld world(options);
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  world.at(at_ms(0), "partition", [&] { world.partition({{0, 1}, {1, 0}}); });
+  send_at(world, at_ms(1), 0, 1, {"lost"});
+  world.run({.stop_at = at_ms(100)});
+  // Held from 2 ms (arrival), failed 20 ms later; both ends told then.
+  ASSERT_EQ(a_log.size(), 1u);
+  EXPECT_EQ(a_log[0].kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(a_log[0].peer, 1u);
+  EXPECT_EQ(a_log[0].time_us, 22000);
+  EXPECT_NE(a_log[0].text.find("timed out"), std::string::npos) << a_log[0].text;
+  ASSERT_EQ(b_log.size(), 1u);
+  EXPECT_EQ(b_log[0].kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(world.network().stats().delivered, 0u);
+  EXPECT_EQ(world.network().stats().dropped, 1u);
+}
+
+TEST(SimNetwork, KillLosesInFlightTrafficAndPeersLearnAfterALatency) {
+  SimWorld world(constant_latency(3ms));
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  send_at(world, at_ms(0), 1, 0, {"hello"});      // opens the connection, arrives at 3 ms
+  send_at(world, at_ms(10), 0, 1, {"in flight"});  // would arrive at 13 ms
+  world.at(at_ms(11), "kill", [&] { world.kill(1); });
+  world.run({.stop_at = at_ms(50)});
+  ASSERT_EQ(a_log.size(), 2u);
+  EXPECT_EQ(a_log[0].text, "hello");
+  EXPECT_EQ(a_log[1].kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(a_log[1].time_us, 14000);
+  EXPECT_NE(a_log[1].text.find("b died"), std::string::npos) << a_log[1].text;
+  EXPECT_TRUE(b_log.empty() || b_log.size() == 0u);
+  EXPECT_EQ(world.state(1), NodeState::killed);
+}
+
+TEST(SimNetwork, SendingToADeadNodeIsRefusedAfterALatency) {
+  SimWorld world(constant_latency(2ms));
+  std::vector<Received> log;
+  world.add_node("a", recorder(log));
+  world.add_node("b", nullptr);  // never started
+  world.start(0);
+  send_at(world, at_ms(5), 0, 1, {"x", "y"});
+  world.run({.stop_at = at_ms(50)});
+  ASSERT_EQ(log.size(), 1u) << "one refusal; the second send is lost while the notice travels";
+  EXPECT_EQ(log[0].kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(log[0].time_us, 7000);
+  EXPECT_NE(log[0].text.find("refused"), std::string::npos);
+}
+
+TEST(SimNetwork, CrashIsSilenceUntilTheConnectionTimesOut) {
+  SimOptions options = constant_latency(1ms);
+  options.network.connection_timeout = 30ms;
+  SimWorld world(options);
+  std::vector<Received> log;
+  world.add_node("a", recorder(log));
+  world.add_node("b", nullptr);
+  world.start(0);
+  world.start(1);
+  world.at(at_ms(0), "crash", [&] { world.crash(1); });
+  send_at(world, at_ms(10), 0, 1, {"into the void"});
+  world.run({.stop_at = at_ms(100)});
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(log[0].time_us, 41000);  // arrived (held) at 11 ms, failed 30 ms later
+}
+
+TEST(SimNetwork, RestartedNodeIsAFreshIncarnationThatResetsOldConnections) {
+  SimWorld world(constant_latency(1ms));
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  send_at(world, at_ms(0), 0, 1, {"to b#0"});
+  world.at(at_ms(5), "crash", [&] { world.crash(1); });
+  world.at(at_ms(6), "restart", [&] { world.restart(1); });
+  send_at(world, at_ms(20), 0, 1, {"to b#1"});
+  world.run({.stop_at = at_ms(50)});
+  EXPECT_EQ(world.incarnation(1), 1u);
+  // a learns the old connection reset; its next message goes to the new incarnation.
+  ASSERT_EQ(a_log.size(), 1u);
+  EXPECT_EQ(a_log[0].kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(a_log[0].time_us, 7000);
+  EXPECT_EQ(texts(b_log), (std::vector<std::string>{"to b#0", "to b#1"}));
+}
+
+TEST(SimNetwork, InjectedConnectionFailuresTellBothEndsAndLoseNothingSilently) {
+  SimOptions options = constant_latency(1ms);
+  options.seed = 5;
+  options.network.connection_failure_rate = 0.2;
+  SimWorld world(options);
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  for (int i = 0; i < 100; ++i) send_at(world, at_ms(10 * i), 0, 1, {std::to_string(i)});
+  world.run({.stop_at = at_ms(2000)});
+  const NetworkStats& stats = world.network().stats();
+  EXPECT_GT(stats.connection_failures, 5u);
+  EXPECT_EQ(stats.delivered + stats.dropped, stats.sent);
+  EXPECT_EQ(b_log.size(), stats.delivered + stats.connection_failures);  // messages + notices
+  // Delivered messages are still in send order.
+  int last = -1;
+  for (const Received& r : b_log) {
+    if (r.kind != Delivery::Kind::message) continue;
+    EXPECT_GT(std::stoi(r.text), last);
+    last = std::stoi(r.text);
+  }
+}
+
+TEST(SimNetwork, PausedNodeReceivesHeldTrafficAndFiresTimersOnResume) {
+  SimWorld world(constant_latency(1ms));
+  std::vector<Received> log;
+  std::vector<int64_t> woke_us;
+  world.add_node("a", nullptr);
+  world.add_node("b", [&](runtime::Env& env) {
+    env.spawner.spawn("sleeper", [&env, &woke_us] {
+      env.clock.sleep(10ms);
+      woke_us.push_back(env.clock.now().ns() / 1000);
+    });
+    recorder(log)(env);
+  });
+  world.start(0);
+  world.start(1);
+  world.at(at_ms(5), "pause", [&] { world.pause(1); });
+  send_at(world, at_ms(6), 0, 1, {"while paused"});
+  world.at(at_ms(30), "resume", [&] { world.resume(1); });
+  world.run({.stop_at = at_ms(50)});
+  EXPECT_EQ(woke_us, (std::vector<int64_t>{30000}));
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].time_us, 30000);
+}
+
+}  // namespace
+}  // namespace dagsim::sim

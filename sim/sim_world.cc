@@ -1,0 +1,413 @@
+#include "sim/sim_world.h"
+
+#include <boost/fiber/fiber.hpp>
+#include <boost/fiber/operations.hpp>
+#include <boost/fiber/protected_fixedsize_stack.hpp>
+#include <deque>
+
+#include "core/base/assert.h"
+#include "core/runtime/fiber_entry.h"
+#include "core/runtime/wait.h"
+#include "sim/sim_network.h"
+
+namespace dagsim::sim {
+
+using runtime::Delivery;
+using runtime::Env;
+using runtime::FiberContext;
+
+namespace {
+thread_local SimWorld* active_world = nullptr;
+// Streams forked from the seed, one per purpose, so adding draws to one leaves the others alone.
+enum Stream : uint64_t { kWorldStream = 1, kNetworkStream = 2, kScheduleStream = 3, kNodeStreams = 1000 };
+}  // namespace
+
+std::string_view node_state_name(NodeState state) {
+  switch (state) {
+    case NodeState::not_started: return "not started";
+    case NodeState::up: return "up";
+    case NodeState::paused: return "paused";
+    case NodeState::killed: return "killed";
+    case NodeState::crashed: return "crashed";
+  }
+  DAGSIM_UNREACHABLE();
+}
+
+// Nodes and incarnations ---------------------------------------------------------------------------
+
+class SimWorld::IncarnationSpawner final : public runtime::Spawner {
+ public:
+  IncarnationSpawner(SimWorld& world, Incarnation& inc) : world_(world), inc_(inc) {}
+  void spawn(std::string name, std::function<void()> fn) override {
+    world_.spawn_on(inc_, std::move(name), std::move(fn), false);
+  }
+
+ private:
+  SimWorld& world_;
+  Incarnation& inc_;
+};
+
+class SimWorld::Endpoint final : public runtime::Transport {
+ public:
+  Endpoint(SimWorld& world, WorkerId self, uint32_t incarnation)
+      : world_(world), self_(self), incarnation_(incarnation) {}
+  WorkerId self() const override { return self_; }
+  void send(WorkerId target, runtime::Bytes payload) override {
+    world_.network_->send(self_, incarnation_, target, std::move(payload));
+  }
+  runtime::Channel<Delivery>& inbox() override { return inbox_; }
+
+ private:
+  SimWorld& world_;
+  WorkerId self_;
+  uint32_t incarnation_;
+  runtime::Channel<Delivery> inbox_;
+};
+
+class SimWorld::TraceLog final : public runtime::Log {
+ public:
+  TraceLog(SimWorld& world, WorkerId node) : world_(world), node_(node) {}
+  void event(std::string_view kind, std::string_view detail) override {
+    std::string text(kind);
+    if (!detail.empty()) text.append(" ").append(detail);
+    world_.trace_.record(world_.now(), node_, TraceKind::workload, text);
+  }
+
+ private:
+  SimWorld& world_;
+  WorkerId node_;
+};
+
+struct SimWorld::Incarnation {
+  Incarnation(SimWorld& world, Node& node, uint32_t number);
+
+  Node& node;
+  uint32_t number;
+  runtime::NodeLifetime lifetime;
+  IncarnationSpawner spawner;
+  Endpoint transport;
+  Prng random;
+  TraceLog log;
+  Env env;
+  std::list<FiberContext> fibers;  // live fibers; list nodes keep their addresses
+};
+
+struct SimWorld::Node {
+  Node(SimWorld& world, WorkerId id, std::string name, NodeMain main, Duration skew, int64_t drift)
+      : id(id), name(std::move(name)), main(std::move(main)), clock(world.clock_, world.trace_, id, skew, drift) {}
+
+  WorkerId id;
+  std::string name;
+  NodeMain main;
+  NodeClock clock;
+  NodeState state = NodeState::not_started;
+  uint32_t incarnations = 0;  // how many have started
+  std::unique_ptr<Incarnation> current;
+  std::vector<std::unique_ptr<Incarnation>> retired;  // dead, until their fibers have unwound
+  std::deque<Delivery> held_while_paused;
+};
+
+SimWorld::Incarnation::Incarnation(SimWorld& world, Node& node, uint32_t number)
+    : node(node), number(number), spawner(world, *this), transport(world, node.id, number),
+      random(Prng(world.options_.seed).fork(kNodeStreams + (static_cast<uint64_t>(node.id) << 20) + number)),
+      log(world, node.id), env{node.id, node.name, node.clock, transport, spawner, random, log} {}
+
+// SimWorld -------------------------------------------------------------------------------------------
+
+SimWorld::SimWorld(SimOptions options)
+    : options_(std::move(options)), scheduler_(runtime::DeterministicScheduler::for_this_thread()),
+      trace_(options_.keep_trace_events), world_random_(Prng(options_.seed).fork(kWorldStream)),
+      network_random_(Prng(options_.seed).fork(kNetworkStream)) {
+  DAGSIM_ASSERT_MSG(active_world == nullptr, "one SimWorld at a time per thread");
+  active_world = this;
+  network_ = std::make_unique<SimNetwork>(*this, options_.network);
+  scheduler_.set_random_order(options_.random_schedule ? std::optional<Prng>(Prng(options_.seed).fork(kScheduleStream))
+                                                       : std::nullopt);
+}
+
+SimWorld::~SimWorld() {
+  shutdown();
+  scheduler_.set_random_order(std::nullopt);
+  active_world = nullptr;
+}
+
+WorkerId SimWorld::add_node(std::string name, NodeMain main) {
+  const auto id = static_cast<WorkerId>(nodes_.size());
+  const Duration skew{options_.clock_skew_max.count() > 0 ? world_random_.uniform_int(0, options_.clock_skew_max.count())
+                                                          : 0};
+  const int64_t drift = options_.clock_drift_max_ppm > 0
+                            ? world_random_.uniform_int(-options_.clock_drift_max_ppm, options_.clock_drift_max_ppm)
+                            : 0;
+  nodes_.push_back(std::make_unique<Node>(*this, id, std::move(name), std::move(main), skew, drift));
+  return id;
+}
+
+SimWorld::Node& SimWorld::node(WorkerId id) {
+  DAGSIM_ASSERT_MSG(id < nodes_.size(), "unknown node " + std::to_string(id));
+  return *nodes_[id];
+}
+const SimWorld::Node& SimWorld::node(WorkerId id) const {
+  DAGSIM_ASSERT_MSG(id < nodes_.size(), "unknown node " + std::to_string(id));
+  return *nodes_[id];
+}
+
+const std::string& SimWorld::node_name(WorkerId id) const { return node(id).name; }
+
+std::vector<std::string> SimWorld::node_names() const {
+  std::vector<std::string> names;
+  for (const auto& n : nodes_) names.push_back(n->name);
+  return names;
+}
+
+NodeState SimWorld::state(WorkerId id) const { return node(id).state; }
+
+uint32_t SimWorld::incarnation(WorkerId id) const {
+  const Node& n = node(id);
+  return n.current ? n.current->number : n.incarnations;
+}
+
+Env& SimWorld::env(WorkerId id) {
+  Node& n = node(id);
+  DAGSIM_ASSERT_MSG(n.current != nullptr, n.name + " is not running");
+  return n.current->env;
+}
+
+const NodeClock& SimWorld::clock(WorkerId id) const { return node(id).clock; }
+
+void SimWorld::record_fault(FaultEvent event, std::string detail) {
+  event.time = now();
+  const uint32_t track = (event.kind == FaultEvent::Kind::partition || event.kind == FaultEvent::Kind::heal)
+                             ? kWorldTrack
+                             : event.node;
+  trace_.record(now(), track, TraceKind::fault, detail);
+  history_.push_back(std::move(event));
+}
+
+void SimWorld::note_connection_failure(WorkerId a, WorkerId b, const std::string& reason) {
+  FaultEvent event{FaultEvent::Kind::connection_failed, now(), a, b, 0, {}};
+  trace_.record(now(), a, TraceKind::connection, "failed with " + node(b).name + ": " + reason, 0, b);
+  history_.push_back(std::move(event));
+}
+
+void SimWorld::begin_incarnation(Node& n) {
+  DAGSIM_ASSERT(n.current == nullptr);
+  n.current = std::make_unique<Incarnation>(*this, n, n.incarnations++);
+  n.state = NodeState::up;
+  if (n.main) {
+    Env* env = &n.current->env;
+    spawn_on(*n.current, "main", [main = n.main, env] { main(*env); }, false);
+  }
+}
+
+void SimWorld::end_incarnation(Node& n, NodeState new_state) {
+  DAGSIM_ASSERT(n.current != nullptr);
+  n.state = new_state;
+  n.clock.reset();  // a dead process has no deferred timers; its unwinding waits cancel theirs
+  n.held_while_paused.clear();
+  Incarnation& inc = *n.current;
+  inc.lifetime.kill();
+  n.retired.push_back(std::move(n.current));
+}
+
+void SimWorld::start(WorkerId id) {
+  Node& n = node(id);
+  DAGSIM_ASSERT_MSG(n.state == NodeState::not_started, n.name + " was already started");
+  record_fault({FaultEvent::Kind::start, {}, id, 0, 0, {}}, "start " + n.name);
+  begin_incarnation(n);
+}
+
+void SimWorld::kill(WorkerId id) {
+  Node& n = node(id);
+  if (n.current == nullptr) return;  // already down
+  record_fault({FaultEvent::Kind::kill, {}, id, 0, 0, {}}, "kill " + n.name);
+  end_incarnation(n, NodeState::killed);
+  network_->on_kill(id);
+}
+
+void SimWorld::crash(WorkerId id) {
+  Node& n = node(id);
+  if (n.current == nullptr) return;
+  record_fault({FaultEvent::Kind::crash, {}, id, 0, 0, {}}, "crash " + n.name);
+  end_incarnation(n, NodeState::crashed);
+}
+
+void SimWorld::restart(WorkerId id) {
+  Node& n = node(id);
+  if (n.current != nullptr) kill(id);
+  record_fault({FaultEvent::Kind::restart, {}, id, 0, 0, {}}, "restart " + n.name);
+  // Connections of the old incarnation (still open if it crashed) are reset by the new one.
+  network_->on_restart(id);
+  begin_incarnation(n);
+}
+
+void SimWorld::pause(WorkerId id) {
+  Node& n = node(id);
+  if (n.state != NodeState::up) return;
+  record_fault({FaultEvent::Kind::pause, {}, id, 0, 0, {}}, "pause " + n.name);
+  n.state = NodeState::paused;
+  n.clock.pause();
+}
+
+void SimWorld::resume(WorkerId id) {
+  Node& n = node(id);
+  if (n.state != NodeState::paused) return;
+  record_fault({FaultEvent::Kind::resume, {}, id, 0, 0, {}}, "resume " + n.name);
+  n.state = NodeState::up;
+  std::deque<Delivery> held = std::move(n.held_while_paused);
+  n.held_while_paused.clear();
+  for (Delivery& d : held) n.current->transport.inbox().push(std::move(d));
+  n.clock.resume();
+  network_->on_resume_or_heal();
+}
+
+uint64_t SimWorld::partition(std::vector<std::pair<WorkerId, WorkerId>> blocked) {
+  const uint64_t id = ++next_partition_;
+  std::string detail = "partition #" + std::to_string(id) + ":";
+  for (const auto& [from, to] : blocked) detail += " " + node(from).name + "->" + node(to).name;
+  record_fault({FaultEvent::Kind::partition, {}, 0, 0, id, blocked}, detail);
+  network_->add_partition(id, std::move(blocked));
+  return id;
+}
+
+void SimWorld::heal(uint64_t partition_id) {
+  record_fault({FaultEvent::Kind::heal, {}, 0, 0, partition_id, {}}, "heal #" + std::to_string(partition_id));
+  network_->remove_partition(partition_id);
+}
+
+void SimWorld::heal_all() {
+  record_fault({FaultEvent::Kind::heal, {}, 0, 0, 0, {}}, "heal all");
+  network_->remove_all_partitions();
+}
+
+bool SimWorld::deliver(WorkerId id, uint32_t incarnation, Delivery delivery) {
+  Node& n = node(id);
+  if (n.current == nullptr || n.current->number != incarnation) return false;
+  if (n.state == NodeState::paused) {
+    n.held_while_paused.push_back(std::move(delivery));
+    return true;
+  }
+  n.current->transport.inbox().push(std::move(delivery));
+  return true;
+}
+
+void SimWorld::spawn_foreground(WorkerId id, std::string name, std::function<void()> fn) {
+  Node& n = node(id);
+  DAGSIM_ASSERT_MSG(n.current != nullptr, "spawn_foreground on " + n.name + ", which is not running");
+  spawn_on(*n.current, std::move(name), std::move(fn), true);
+}
+
+void SimWorld::spawn_on(Incarnation& inc, std::string name, std::function<void()> fn, bool foreground) {
+  if (inc.lifetime.killed()) throw errors::node_killed(inc.node.name + ": cannot spawn " + name);
+  auto context = inc.fibers.insert(inc.fibers.end(), FiberContext{inc.node.name, std::move(name), &inc.lifetime,
+                                                                  &inc.node.clock, &inc.spawner, nullptr});
+  ++live_fibers_;
+  if (foreground) {
+    ++foreground_live_;
+    foreground_started_ = true;
+  }
+  boost::fibers::fiber fiber(
+      std::allocator_arg, boost::fibers::protected_fixedsize_stack(options_.stack_bytes),
+      [this, &inc, context, foreground, fn = std::move(fn)]() mutable {
+        if (auto failure = run_fiber_body(*context, fn)) {
+          trace_.record(now(), inc.node.id, TraceKind::fiber_failed, context->fiber_name + ": " + *failure);
+          failures_.push_back({now(), inc.node.name, context->fiber_name, std::move(*failure)});
+        }
+        inc.fibers.erase(context);
+        --live_fibers_;
+        if (foreground) --foreground_live_;
+      });
+  fiber.detach();
+}
+
+void SimWorld::at(TimePoint t, std::string what, std::function<void()> fn) {
+  clock_.call_at(t, [this, what = std::move(what), fn = std::move(fn)] {
+    trace_.record(now(), kWorldTrack, TraceKind::workload, what);
+    fn();
+  });
+}
+
+void SimWorld::reap_retired() {
+  for (auto& n : nodes_) {
+    auto& retired = n->retired;
+    for (size_t i = 0; i < retired.size();) {
+      if (retired[i]->fibers.empty()) {
+        retired.erase(retired.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+}
+
+SimWorld::Outcome SimWorld::run(RunLimits limits) {
+  DAGSIM_ASSERT(active_world == this);
+  for (;;) {
+    // The driver runs last (scheduler.h): when yield returns, every node fiber is blocked or done.
+    boost::this_fiber::yield();
+    ++steps_;
+    if (progress_ && (steps_ & 0xffff) == 0) progress_(now(), steps_);
+    reap_retired();
+    if (foreground_started_ && foreground_live_ == 0) return Outcome::finished;
+    check_quiescent();
+    if (!clock_.has_timers()) {
+      if (foreground_live_ > 0) return Outcome::deadlock;
+      if (!limits.stop_at) return Outcome::idle;
+      // Nothing more can happen: the workload's end comes with nothing in between.
+      const TimePoint end = std::min(*limits.stop_at, limits.max_virtual_time);
+      clock_.advance_to(std::max(now(), end));
+      return end == *limits.stop_at ? Outcome::finished : Outcome::time_limit;
+    }
+    const TimePoint next = clock_.next_deadline();
+    if (limits.stop_at && next > *limits.stop_at && *limits.stop_at <= limits.max_virtual_time) {
+      clock_.advance_to(std::max(now(), *limits.stop_at));
+      return Outcome::finished;
+    }
+    if (next > limits.max_virtual_time) {
+      clock_.advance_to(std::max(now(), limits.max_virtual_time));
+      return Outcome::time_limit;
+    }
+    clock_.fire_next();
+  }
+}
+
+void SimWorld::shutdown() {
+  for (auto& n : nodes_) {
+    if (n->current != nullptr) end_incarnation(*n, NodeState::killed);
+  }
+  // Killed fibers unwind at their blocking points without needing time to pass; a fiber that
+  // swallows node_killed and blocks again would never end, which is a bug in that fiber.
+  while (live_fibers_ > 0) {
+    const size_t before = live_fibers_;
+    boost::this_fiber::yield();
+    DAGSIM_ASSERT_MSG(live_fibers_ < before || scheduler_.ready_workers() > 0,
+                      "fibers survived their node's death:\n" + stuck_report());
+  }
+  reap_retired();
+  boost::this_fiber::yield();  // let the dispatcher free terminated fibers
+}
+
+void SimWorld::check_quiescent() const {
+  DAGSIM_ASSERT_MSG(runtime::fibers_blocked_in_primitives() == live_fibers_,
+                    "a fiber is blocked outside dagsim's runtime primitives: a Boost.Fiber timed wait "
+                    "(sleep_for, wait_for, ...) leaked in, which would wake on real time:\n" +
+                        stuck_report());
+}
+
+std::string SimWorld::stuck_report() const {
+  std::string report;
+  for (const auto& n : nodes_) {
+    auto describe = [&](const Incarnation& inc) {
+      for (const FiberContext& fiber : inc.fibers) {
+        report += "  node " + n->name + " (incarnation " + std::to_string(inc.number) + ", " +
+                  std::string(inc.lifetime.killed() ? "dead" : node_state_name(n->state)) + "), fiber " +
+                  fiber.fiber_name + ": waiting on " + (fiber.waiting_on ? fiber.waiting_on : "nothing (ready)") +
+                  "\n";
+      }
+    };
+    if (n->current) describe(*n->current);
+    for (const auto& inc : n->retired) describe(*inc);
+  }
+  return report;
+}
+
+}  // namespace dagsim::sim

@@ -1,0 +1,175 @@
+// SimWorld: a whole simulated cluster on one OS thread (DESIGN.md, "Simulator").
+//
+// Every node is a set of Boost.Fiber fibers under the DeterministicScheduler; the calling fiber is
+// the driver: it owns virtual time (a VirtualClock ordered by (time, sequence)) and moves it only
+// when no node fiber is ready, firing one event at a time. It never runs node code: timers and
+// deliveries only wake fibers. Nodes talk through SimNetwork (sim_network.h), each sees time
+// through its own NodeClock (skew, drift), and each life of a node is an Incarnation with its own
+// Env, so a restarted node is a fresh process with fresh state and a new incarnation number.
+//
+// Promises: the same options and the same calls give the same run, byte for byte (trace().hash());
+// run() always returns: the workload finished, the stop time came, max_virtual_time passed, or no
+// fiber can ever wake again, with a stuck report naming each blocked fiber, its node and what it
+// waits on; an exception in a node fiber is recorded against its node, never std::terminate;
+// destruction kills every node and joins every fiber. One SimWorld runs per thread at a time.
+#pragma once
+
+#include <functional>
+#include <list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/runtime/env.h"
+#include "core/runtime/fiber_context.h"
+#include "core/runtime/scheduler.h"
+#include "core/runtime/virtual_clock.h"
+#include "sim/network_model.h"
+#include "sim/node_clock.h"
+#include "sim/trace.h"
+
+namespace dagsim::sim {
+
+class SimNetwork;
+
+struct SimOptions {
+  uint64_t seed = 1;
+  bool random_schedule = false;  // seeded random pick among ready fibers instead of FIFO
+  NetworkModel network;
+  Duration clock_skew_max{0};    // each node's clock offset, uniform in [0, max]
+  int64_t clock_drift_max_ppm = 0;  // each node's rate error, uniform in [-max, +max]
+  bool keep_trace_events = false;   // needed for Chrome trace output
+  size_t stack_bytes = 256 * 1024;  // protected fiber stacks
+};
+
+enum class NodeState : uint8_t { not_started, up, paused, killed, crashed };
+std::string_view node_state_name(NodeState state);
+
+// What happened to nodes and links, in order, for checks that reason about faults.
+struct FaultEvent {
+  enum class Kind : uint8_t { start, kill, crash, restart, pause, resume, partition, heal, connection_failed };
+  Kind kind;
+  TimePoint time;
+  WorkerId node = 0;      // node faults; connection_failed: one end
+  WorkerId peer = 0;      // connection_failed: the other end
+  uint64_t partition = 0; // partition/heal: its id
+  std::vector<std::pair<WorkerId, WorkerId>> blocked;  // partition: the directed pairs it blocks
+};
+
+struct FiberFailure {
+  TimePoint time;
+  std::string node;
+  std::string fiber;
+  std::string what;
+};
+
+struct RunLimits {
+  std::optional<TimePoint> stop_at = std::nullopt;  // the workload's end: stop once time would pass it
+  TimePoint max_virtual_time = TimePoint{std::chrono::seconds(60)};
+};
+
+class SimWorld {
+ public:
+  // finished: every foreground fiber ended, or stop_at came. idle: nothing can happen any more
+  // and no foreground fiber was waiting. time_limit: max_virtual_time came first. deadlock: a
+  // foreground fiber waits and nothing can ever wake it.
+  enum class Outcome { finished, idle, time_limit, deadlock };
+  using NodeMain = std::function<void(runtime::Env&)>;
+  using Progress = std::function<void(TimePoint now, uint64_t events)>;
+
+  explicit SimWorld(SimOptions options);
+  ~SimWorld();
+  SimWorld(const SimWorld&) = delete;
+  SimWorld& operator=(const SimWorld&) = delete;
+
+  // Adds a node, not yet started. `main` runs on a fiber named "main" each time the node starts
+  // or restarts, with that incarnation's Env. Ids are dense, from 0.
+  WorkerId add_node(std::string name, NodeMain main);
+  size_t num_nodes() const { return nodes_.size(); }
+  const std::string& node_name(WorkerId node) const;
+  std::vector<std::string> node_names() const;
+
+  // Node lifecycle. All are immediate and may be called from the driver (before or between runs,
+  // or from an `at` event), never from a node fiber of the node itself.
+  void start(WorkerId node);
+  void kill(WorkerId node);     // process death: peers told after about one latency
+  void crash(WorkerId node);    // host silence: peers learn only through timeouts
+  void restart(WorkerId node);  // a fresh incarnation (kills a live one first)
+  void pause(WorkerId node);
+  void resume(WorkerId node);
+  // Blocks every directed pair; returns the partition's id for heal().
+  uint64_t partition(std::vector<std::pair<WorkerId, WorkerId>> blocked);
+  void heal(uint64_t partition_id);
+  void heal_all();
+
+  NodeState state(WorkerId node) const;
+  uint32_t incarnation(WorkerId node) const;
+  // The running incarnation's Env. REQUIRES: the node is up or paused.
+  runtime::Env& env(WorkerId node);
+  const NodeClock& clock(WorkerId node) const;
+
+  // Starts `fn` on a fiber of `node` that the run waits for: run() finishes when every
+  // foreground fiber has ended. REQUIRES: the node is up.
+  void spawn_foreground(WorkerId node, std::string name, std::function<void()> fn);
+  // Runs `fn` on the driver at world time `t` (faults, workload phases). `fn` must not block.
+  void at(TimePoint t, std::string what, std::function<void()> fn);
+
+  Outcome run(RunLimits limits);
+  // Kills every node quietly and joins their fibers: background fibers end with the workload.
+  void shutdown();
+
+  TimePoint now() const { return clock_.now(); }
+  Trace& trace() { return trace_; }
+  const Trace& trace() const { return trace_; }
+  SimNetwork& network() { return *network_; }
+  const std::vector<FaultEvent>& fault_history() const { return history_; }
+  const std::vector<FiberFailure>& failures() const { return failures_; }
+  size_t live_fibers() const { return live_fibers_; }
+  uint64_t driver_steps() const { return steps_; }
+  // One line per live fiber: its node, incarnation, name and what it waits on.
+  std::string stuck_report() const;
+  void set_progress(Progress progress) { progress_ = std::move(progress); }
+
+  // Used by SimNetwork: hands a delivery to the node's running incarnation (or holds it while the
+  // node is paused). Returns false if `incarnation` is no longer running.
+  bool deliver(WorkerId node, uint32_t incarnation, runtime::Delivery delivery);
+  Prng& random_stream() { return network_random_; }
+  runtime::VirtualClock& world_clock() { return clock_; }
+  void note_connection_failure(WorkerId a, WorkerId b, const std::string& reason);
+
+ private:
+  struct Node;
+  struct Incarnation;
+  class IncarnationSpawner;
+  class Endpoint;
+  class TraceLog;
+
+  Node& node(WorkerId id);
+  const Node& node(WorkerId id) const;
+  void begin_incarnation(Node& node);
+  void end_incarnation(Node& node, NodeState new_state);
+  void spawn_on(Incarnation& inc, std::string name, std::function<void()> fn, bool foreground);
+  void record_fault(FaultEvent event, std::string detail);
+  void reap_retired();
+  void check_quiescent() const;
+
+  SimOptions options_;
+  runtime::DeterministicScheduler& scheduler_;
+  runtime::VirtualClock clock_;
+  Trace trace_;
+  Prng world_random_;    // clock skews and drifts, at add_node
+  Prng network_random_;  // latency samples and connection failures
+  std::unique_ptr<SimNetwork> network_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<FaultEvent> history_;
+  std::vector<FiberFailure> failures_;
+  uint64_t next_partition_ = 0;
+  size_t live_fibers_ = 0;
+  size_t foreground_live_ = 0;
+  bool foreground_started_ = false;
+  uint64_t steps_ = 0;
+  Progress progress_;
+};
+
+}  // namespace dagsim::sim

@@ -1,0 +1,74 @@
+// Trace: the ordered record of everything that happens in a simulated run, and its hash.
+//
+// Every send, delivery, drop, timer, fault and workload event is appended as (virtual time, node,
+// kind, digest of its detail) and folded into a 64-bit rolling hash (xxHash64, each record seeded
+// with the hash so far). Two runs of one seed on one build must give the same `hash()`: that is
+// the determinism self-check. When asked to keep events, the trace also holds their details and
+// writes Chrome trace-event JSON (Perfetto, chrome://tracing): one named track per node, and each
+// message as a flow from its send to its delivery.
+//
+// Details must be functions of the run's inputs: no pointers, no wall time, no unordered order.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/runtime/clock.h"
+
+namespace dagsim::sim {
+
+enum class TraceKind : uint8_t {
+  send,         // a message left its node (flow start)
+  deliver,      // a message reached its node's inbox (flow end)
+  drop,         // a message was lost (dead connection, dead node)
+  hold,         // a message is held by a partition, a crashed or a paused node
+  timer,        // a node's timer fired
+  fault,        // kill, crash, restart, pause, resume, partition, heal
+  connection,   // a connection failed or a failure notice arrived
+  workload,     // an event logged by core or workload code through Env::log
+  fiber_failed, // a node fiber ended with an exception
+};
+
+std::string_view trace_kind_name(TraceKind kind);
+
+// A node id for events that belong to the world, not to one node (partitions, heals).
+inline constexpr uint32_t kWorldTrack = 0xffffffff;
+
+struct TraceEvent {
+  runtime::TimePoint time;
+  uint32_t node = 0;
+  TraceKind kind = TraceKind::workload;
+  uint64_t digest = 0;
+  uint64_t flow = 0;   // send/deliver/drop: the message id; 0 otherwise
+  uint32_t peer = 0;   // send/deliver: the other end
+  std::string detail;  // kept only when the trace keeps events
+};
+
+class Trace {
+ public:
+  explicit Trace(bool keep_events) : keep_events_(keep_events) {}
+
+  void record(runtime::TimePoint time, uint32_t node, TraceKind kind, std::string_view detail,
+              uint64_t flow = 0, uint32_t peer = 0);
+
+  uint64_t hash() const { return hash_; }
+  uint64_t count() const { return count_; }
+  uint64_t count(TraceKind kind) const { return per_kind_[static_cast<size_t>(kind)]; }
+  bool keeps_events() const { return keep_events_; }
+  const std::vector<TraceEvent>& events() const { return events_; }
+
+  // Chrome trace-event JSON. REQUIRES: keeps_events(). `node_names[i]` names track i.
+  void write_chrome_json(std::ostream& out, const std::vector<std::string>& node_names) const;
+
+ private:
+  bool keep_events_;
+  uint64_t hash_ = 0x64616773696d;  // "dagsim"
+  uint64_t count_ = 0;
+  uint64_t per_kind_[9] = {};
+  std::vector<TraceEvent> events_;
+};
+
+}  // namespace dagsim::sim

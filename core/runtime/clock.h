@@ -25,6 +25,11 @@ struct TimePoint {
     return TimePoint{t.since_epoch + d};
   }
   friend constexpr Duration operator-(TimePoint a, TimePoint b) { return a.since_epoch - b.since_epoch; }
+  // May go before the epoch (a look-back window near the start of a run); max() stays max().
+  friend constexpr TimePoint operator-(TimePoint t, Duration d) {
+    if (t == max()) return t;
+    return TimePoint{t.since_epoch - d};
+  }
   int64_t ns() const { return since_epoch.count(); }
 };
 

@@ -1,0 +1,35 @@
+// The `dagsim` subcommands (DESIGN.md, "The CLI contract"). Each returns the process exit code:
+// 0 all checks passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dagsim::cli {
+
+enum ExitCode : int { kPassed = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 3 };
+
+struct RunArgs {
+  std::string file;
+  uint64_t seed = 1;
+  std::string transport = "sim";
+  bool json = false;
+  std::string trace_path;  // Chrome trace-event JSON, when set
+  bool check_determinism = false;
+};
+int run_command(const RunArgs& args);
+
+int validate_command(const std::string& file);
+// The same check, printing only errors.
+int validate_command_quiet(const std::string& file);
+
+struct CheckArgs {
+  std::string file;
+  std::string seeds = "1..10";  // A..B inclusive, or one seed
+  unsigned jobs = 1;
+  bool json = false;
+  std::string self_path;  // this binary, to run each seed in its own process
+};
+int check_command(const CheckArgs& args);
+
+}  // namespace dagsim::cli

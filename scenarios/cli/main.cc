@@ -1,0 +1,88 @@
+// dagsim: the command line (DESIGN.md, "The CLI contract").
+//   dagsim run FILE [--seed N] [--transport sim] [--json] [--trace OUT.json] [--check-determinism]
+//   dagsim validate FILE
+//   dagsim check FILE --seeds A..B [--jobs N] [--json]
+// Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
+// (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario).
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+#include <unistd.h>
+
+#include "scenarios/cli/commands.h"
+
+namespace {
+
+// An assert aborts; the contract says an internal error exits 3. The message is already on
+// stderr (DAGSIM_ASSERT prints it with the replay command first).
+extern "C" void on_fatal_signal(int signal) {
+  const char text[] = "dagsim: internal error (fatal signal); this is a bug in dagsim\n";
+  (void)!write(STDERR_FILENO, text, sizeof(text) - 1);
+  std::_Exit(dagsim::cli::kInternalError + 0 * signal);
+}
+
+std::string self_path(const char* argv0) {
+  char buffer[4096];
+  const ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n > 0) return std::string(buffer, static_cast<size_t>(n));
+  return argv0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::signal(SIGABRT, on_fatal_signal);
+  std::signal(SIGSEGV, on_fatal_signal);
+  std::signal(SIGBUS, on_fatal_signal);
+  std::signal(SIGFPE, on_fatal_signal);
+
+  CLI::App app{"dagsim: deterministic simulator and conformance harness for distributed autograd and elastic rendezvous"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "dagsim 0.1.0");
+
+  dagsim::cli::RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "Run one scenario with one seed and report which checks passed");
+  run_cmd->add_option("FILE", run.file, "Scenario file (TOML; see docs/scenarios.md)")->required();
+  run_cmd->add_option("--seed", run.seed, "Seed of every random choice; the same seed replays the same run")
+      ->capture_default_str();
+  run_cmd->add_option("--transport", run.transport, "sim (the deterministic simulator)")
+      ->check(CLI::IsMember({"sim", "tcp"}))
+      ->capture_default_str();
+  run_cmd->add_flag("--json", run.json, "Print one JSON object instead of text");
+  run_cmd->add_option("--trace", run.trace_path, "Write Chrome trace-event JSON (Perfetto, chrome://tracing) here");
+  run_cmd->add_flag("--check-determinism", run.check_determinism,
+                    "Run the seed twice and fail unless both runs give the same trace hash");
+
+  std::string validate_file;
+  CLI::App* validate_cmd = app.add_subcommand("validate", "Check a scenario file without running it");
+  validate_cmd->add_option("FILE", validate_file, "Scenario file")->required();
+
+  dagsim::cli::CheckArgs check;
+  check.jobs = std::max(1u, std::thread::hardware_concurrency());
+  CLI::App* check_cmd = app.add_subcommand("check", "Run many seeds of a scenario, each in its own process");
+  check_cmd->add_option("FILE", check.file, "Scenario file")->required();
+  check_cmd->add_option("--seeds", check.seeds, "Seeds to run: A..B (inclusive) or one seed")->capture_default_str();
+  check_cmd->add_option("--jobs,-j", check.jobs, "Seeds run at once")->capture_default_str()->check(CLI::Range(1u, 1024u));
+  check_cmd->add_flag("--json", check.json, "Print one JSON summary instead of text");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? dagsim::cli::kPassed : dagsim::cli::kBadInput;
+  }
+  try {
+    if (*run_cmd) return dagsim::cli::run_command(run);
+    if (*validate_cmd) return dagsim::cli::validate_command(validate_file);
+    if (*check_cmd) {
+      check.self_path = self_path(argv[0]);
+      return dagsim::cli::check_command(check);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "dagsim: internal error: " << e.what() << "\n";
+    return dagsim::cli::kInternalError;
+  }
+  return dagsim::cli::kBadInput;
+}

@@ -1,0 +1,84 @@
+#include "scenarios/cli/report.h"
+
+#include <cblas.h>
+
+#include <fstream>
+#include <iomanip>
+
+#include "scenarios/cli/build_info.h"
+
+namespace dagsim::cli {
+
+namespace {
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown";
+}
+}  // namespace
+
+nlohmann::json provenance() {
+  return {{"dagsim_version", DAGSIM_VERSION},
+          {"git_commit", DAGSIM_GIT_COMMIT},
+          {"build_type", DAGSIM_BUILD_TYPE},
+          {"compiler", DAGSIM_COMPILER},
+          {"blas", openblas_get_config()},
+          {"cpu", cpu_model()}};
+}
+
+std::string replay_command(const std::string& file, uint64_t seed) {
+  return "dagsim run " + file + " --seed " + std::to_string(seed);
+}
+
+nlohmann::json report_json(const scenarios::RunResult& r, const std::string& file, double wall_ms) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const scenarios::CheckResult& c : r.checks) {
+    checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+  }
+  nlohmann::json j = {{"scenario", r.scenario},
+                      {"file", file},
+                      {"seed", r.seed},
+                      {"transport", r.transport},
+                      {"passed", r.passed},
+                      {"outcome", r.outcome},
+                      {"checks", std::move(checks)},
+                      {"trace_hash", scenarios::hash_hex(r.trace_hash)},
+                      {"trace_events", r.trace_events},
+                      {"virtual_time_ms", r.virtual_time_ms},
+                      {"wall_ms", wall_ms},
+                      {"messages", r.messages},
+                      {"messages_delivered", r.messages_delivered},
+                      {"messages_dropped", r.messages_dropped},
+                      {"connection_failures", r.connection_failures},
+                      {"faults", r.faults},
+                      {"replay", replay_command(file, r.seed)},
+                      {"provenance", provenance()}};
+  if (!r.stuck_report.empty()) j["stuck_report"] = r.stuck_report;
+  for (const auto& [key, value] : r.workload.items()) j[key] = value;
+  return j;
+}
+
+void print_report_text(std::ostream& out, const scenarios::RunResult& r, const std::string& file, double wall_ms) {
+  out << "scenario " << r.scenario << " (" << file << "), seed " << r.seed << ", transport " << r.transport << "\n";
+  out << std::fixed << std::setprecision(3) << "  " << r.outcome << " at " << r.virtual_time_ms << " ms virtual in "
+      << std::setprecision(1) << wall_ms << " ms wall; " << r.messages << " messages (" << r.messages_delivered
+      << " delivered, " << r.messages_dropped << " dropped), " << r.connection_failures << " connection failures; trace "
+      << scenarios::hash_hex(r.trace_hash) << " (" << r.trace_events << " events)\n";
+  for (const scenarios::CheckResult& c : r.checks) {
+    out << "  " << (c.passed ? "PASS " : "FAIL ") << c.name << ": " << c.detail;
+    if (c.detail.empty() || c.detail.back() != '\n') out << "\n";
+  }
+  if (r.passed) {
+    out << "passed\n";
+  } else {
+    out << "FAILED; replay with: " << replay_command(file, r.seed) << "\n";
+  }
+}
+
+}  // namespace dagsim::cli

@@ -1,0 +1,241 @@
+// The heartbeat workload's checks (docs/scenarios.md, "Checks"). Each is a judgement over data
+// after the run: the monitor's declarations (with true world time) against the faults the world
+// recorded. Bounds are in world time and allow for clock drift: a node's `interval` and the
+// monitor's timeout are measured on clocks that run up to clock_drift_max_ppm fast or slow.
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "scenarios/heartbeat_workload.h"
+
+namespace dagsim::scenarios {
+
+namespace {
+
+using runtime::TimePoint;
+using sim::FaultEvent;
+
+struct Interval {
+  TimePoint begin;
+  TimePoint end;
+  std::string cause;
+  bool partition = false;
+  bool connection = false;
+};
+
+double ms(TimePoint t) { return static_cast<double>(t.ns()) / 1e6; }
+double ms(Duration d) { return static_cast<double>(d.count()) / 1e6; }
+
+Duration scale(Duration d, double factor) { return Duration{static_cast<int64_t>(static_cast<double>(d.count()) * factor) + 1000}; }
+
+// The world-time figures every check derives from the scenario.
+struct Bounds {
+  Duration timeout_min;   // the monitor's timeout on the fastest clock
+  Duration timeout_max;   // ... on the slowest
+  Duration interval_max;  // a sender's interval on the slowest clock
+  Duration latency_max;   // one-way latency plus serialisation of one heartbeat
+  Duration gap_max;       // the longest gap between undisturbed heartbeats' arrivals
+  Duration detect;        // a fault is declared at most this long after it began
+  Duration lookback;      // a declaration needs a disruption this recently to be justified
+  bool slack_holds;       // gap_max < timeout_min: undisturbed nodes are never declared dead
+};
+
+Bounds bounds_of(const Scenario& scenario) {
+  const HeartbeatSpec& hb = *scenario.heartbeat;
+  const double drift = static_cast<double>(scenario.cluster.clock_drift_max_ppm) / 1e6;
+  Bounds b;
+  b.timeout_min = scale(hb.timeout(), 1.0 / (1.0 + drift)) - Duration{2000};
+  b.timeout_max = scale(hb.timeout(), 1.0 / (1.0 - drift));
+  b.interval_max = scale(hb.interval, 1.0 / (1.0 - drift));
+  Duration serialise{0};
+  if (scenario.network.bandwidth_bytes_per_s > 0) {
+    serialise = Duration{static_cast<int64_t>(hb.message_bytes * 1e9 / scenario.network.bandwidth_bytes_per_s) + 1};
+  }
+  for (const sim::LinkModel& link : scenario.network.links) {
+    if (link.bandwidth_bytes_per_s && *link.bandwidth_bytes_per_s > 0) {
+      serialise = std::max(serialise, Duration{static_cast<int64_t>(hb.message_bytes * 1e9 / *link.bandwidth_bytes_per_s) + 1});
+    }
+  }
+  b.latency_max = scenario.network.max_latency() + serialise;
+  b.gap_max = b.interval_max + b.latency_max;
+  b.detect = b.latency_max + b.timeout_max;
+  b.lookback = b.timeout_max + b.gap_max;
+  b.slack_holds = b.gap_max < b.timeout_min;
+  return b;
+}
+
+// When the path from `node` to the monitor was disrupted, from the world's fault history: the
+// node down or paused, a partition blocking node -> monitor, a failed connection between them
+// (whose heartbeats are lost until the sender learns of it). `monitor_side` gives the monitor's
+// own outages instead, which disrupt every node's path.
+std::vector<Interval> disruptions(const sim::SimWorld& world, uint32_t node, uint32_t monitor, Duration notice,
+                                  TimePoint end) {
+  std::vector<Interval> out;
+  std::optional<TimePoint> down_since, paused_since;
+  std::map<uint64_t, TimePoint> partitions;  // id -> begin, for partitions blocking node -> monitor
+  auto close_partition = [&](uint64_t id, TimePoint t) {
+    auto it = partitions.find(id);
+    if (it == partitions.end()) return;
+    out.push_back({it->second, t, "partition #" + std::to_string(id), true, false});
+    partitions.erase(it);
+  };
+  for (const FaultEvent& e : world.fault_history()) {
+    switch (e.kind) {
+      case FaultEvent::Kind::kill:
+      case FaultEvent::Kind::crash:
+        if (e.node == node && !down_since) down_since = e.time;
+        break;
+      case FaultEvent::Kind::start:
+      case FaultEvent::Kind::restart:
+        if (e.node == node && down_since) {
+          out.push_back({*down_since, e.time, "down", false, false});
+          down_since.reset();
+        }
+        if (e.node == node && e.kind == FaultEvent::Kind::restart) {
+          // A restart of a live node is a kill and a start in one instant.
+          out.push_back({e.time, e.time, "restart", false, false});
+        }
+        break;
+      case FaultEvent::Kind::pause:
+        if (e.node == node && !paused_since) paused_since = e.time;
+        break;
+      case FaultEvent::Kind::resume:
+        if (e.node == node && paused_since) {
+          out.push_back({*paused_since, e.time, "paused", false, false});
+          paused_since.reset();
+        }
+        break;
+      case FaultEvent::Kind::partition:
+        for (const auto& [from, to] : e.blocked) {
+          if (from == node && to == monitor) partitions.emplace(e.partition, e.time);
+        }
+        break;
+      case FaultEvent::Kind::heal:
+        if (e.partition == 0) {
+          while (!partitions.empty()) close_partition(partitions.begin()->first, e.time);
+        } else {
+          close_partition(e.partition, e.time);
+        }
+        break;
+      case FaultEvent::Kind::connection_failed:
+        if ((e.node == node && e.peer == monitor) || (e.node == monitor && e.peer == node)) {
+          out.push_back({e.time, e.time + notice, "connection failure", false, true});
+        }
+        break;
+    }
+  }
+  if (down_since) out.push_back({*down_since, end, "down", false, false});
+  if (paused_since) out.push_back({*paused_since, end, "paused", false, false});
+  for (const auto& [id, begin] : partitions) out.push_back({begin, end, "partition #" + std::to_string(id), true, false});
+  std::sort(out.begin(), out.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  return out;
+}
+
+bool overlaps(const std::vector<Interval>& intervals, TimePoint begin, TimePoint end, bool include_partitions = true) {
+  for (const Interval& i : intervals) {
+    if (!include_partitions && i.partition) continue;
+    if (i.begin <= end && i.end >= begin) return true;
+  }
+  return false;
+}
+
+// Whether `node` stood declared dead at `t` by the monitor.
+bool declared_dead_at(const std::vector<Declaration>& declarations, uint32_t node, TimePoint t) {
+  bool dead = false;
+  for (const Declaration& d : declarations) {
+    if (d.time > t) break;
+    if (d.node == node) dead = d.dead;
+  }
+  return dead;
+}
+
+}  // namespace
+
+CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld& world) const {
+  const Bounds b = bounds_of(scenario_);
+  const TimePoint end = world.now();
+  const uint32_t monitor = spec_.monitor;
+  const std::vector<Interval> monitor_out = disruptions(world, monitor, monitor, b.gap_max, end);
+  std::ostringstream problems;
+  int violations = 0;
+  auto violation = [&](const std::string& text) {
+    if (++violations <= 5) problems << (violations > 1 ? "; " : "") << text;
+  };
+  CheckResult result{spec.kind, true, ""};
+
+  if (spec.kind == "declared_dead" || spec.kind == "never_declared_dead") {
+    const bool want = spec.kind == "declared_dead";
+    for (uint32_t node : spec.nodes) {
+      const bool any = std::any_of(declarations_.begin(), declarations_.end(),
+                                   [&](const Declaration& d) { return d.node == node && d.dead; });
+      if (any != want) {
+        violation(scenario_.cluster.node_name(node) + (want ? " was never declared dead" : " was declared dead"));
+      }
+    }
+  } else if (spec.kind == "detects_failures") {
+    int judged = 0;
+    for (uint32_t node = 0; node < scenario_.cluster.nodes; ++node) {
+      if (node == monitor) continue;
+      for (const Interval& i : disruptions(world, node, monitor, b.gap_max, end)) {
+        if (i.connection) continue;
+        const TimePoint due = i.begin + b.detect;
+        if (i.end <= due || due > end) continue;  // too short to be detected, or the run ended first
+        if (overlaps(monitor_out, i.begin - b.lookback, due)) continue;  // the monitor was out itself
+        ++judged;
+        if (!declared_dead_at(declarations_, node, due)) {
+          std::ostringstream text;
+          text << scenario_.cluster.node_name(node) << " " << i.cause << " from " << ms(i.begin) << " ms was not declared dead by "
+               << ms(due) << " ms";
+          violation(text.str());
+        }
+      }
+    }
+    result.detail = std::to_string(judged) + " outage(s) longer than the bound of " + std::to_string(ms(b.detect)) +
+                    " ms, each declared in time";
+  } else if (spec.kind == "no_false_suspicion" || spec.kind == "partition_detected_after_start") {
+    if (!b.slack_holds) {
+      std::ostringstream text;
+      text << "not applicable: heartbeats may arrive " << ms(b.gap_max) << " ms apart (interval + latency max), "
+           << "not less than the timeout of " << ms(b.timeout_min) << " ms";
+      return {spec.kind, true, text.str()};
+    }
+    const Duration min_detect = b.timeout_min - b.gap_max;
+    int judged = 0;
+    for (const Declaration& d : declarations_) {
+      if (!d.dead) continue;
+      const std::vector<Interval> node_out = disruptions(world, d.node, monitor, b.gap_max, end);
+      const std::string name = scenario_.cluster.node_name(d.node);
+      if (spec.kind == "no_false_suspicion") {
+        ++judged;
+        if (!overlaps(node_out, d.time - b.lookback, d.time) && !overlaps(monitor_out, d.time - b.lookback, d.time)) {
+          violation(name + " declared dead at " + std::to_string(ms(d.time)) + " ms while up and reachable");
+        }
+        continue;
+      }
+      // partition_detected_after_start: a declaration during a partition comes no sooner than
+      // the partition allows, unless something else had already cut the node off.
+      for (const Interval& i : node_out) {
+        if (!i.partition || d.time < i.begin || d.time > i.end) continue;
+        ++judged;
+        const bool other_cause = overlaps(node_out, d.time - b.lookback, i.begin, false) ||
+                                 overlaps(monitor_out, d.time - b.lookback, d.time);
+        if (d.time < i.begin + min_detect && !other_cause) {
+          violation(name + " declared dead at " + std::to_string(ms(d.time)) + " ms, only " +
+                    std::to_string(ms(d.time - i.begin)) + " ms into its " + i.cause);
+        }
+      }
+    }
+    result.detail = std::to_string(judged) + " declaration(s) judged";
+  } else {
+    return {spec.kind, false, "unknown check kind for the heartbeat workload"};
+  }
+  if (violations > 0) {
+    result.passed = false;
+    result.detail = std::to_string(violations) + " violation(s): " + problems.str();
+  } else if (result.detail.empty()) {
+    result.detail = "holds";
+  }
+  return result;
+}
+
+}  // namespace dagsim::scenarios

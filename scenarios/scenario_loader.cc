@@ -1,0 +1,327 @@
+// The scenario loader (scenario_loader.h): the top level, [cluster], [network], the workload and
+// [[checks]]. The fault sections are in scenario_faults.cc; typed reads in toml_reader.cc.
+//
+// Sections are read in dependency order, not file order: [cluster] first (node names resolve
+// against it), then max_virtual_time_ms (faults must fall before it), then everything else.
+#include "scenarios/scenario_loader.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "core/base/error.h"
+#include "scenarios/scenario_faults.h"
+#include "scenarios/toml_reader.h"
+
+namespace dagsim::scenarios {
+namespace {
+
+using detail::Names;
+using detail::Range;
+using detail::Table;
+using detail::TomlReader;
+using Dist = sim::LatencyModel::Dist;
+
+constexpr int64_t kNsPerUs = 1'000;
+
+// The workload tables. A scenario has exactly one; a new workload adds its table here, its check
+// kinds to kCheckKinds, and its reader to read_workload.
+constexpr std::array<std::string_view, 1> kWorkloads = {"heartbeat"};
+
+// Every check kind, with the workload that can evaluate it and the keys it takes.
+struct CheckKind {
+  std::string_view name;
+  std::string_view workload;
+  bool takes_nodes;
+  bool takes_tolerances;  // rtol / atol
+};
+constexpr std::array<CheckKind, 5> kCheckKinds = {{
+    {"detects_failures", "heartbeat", false, false},
+    {"no_false_suspicion", "heartbeat", false, false},
+    {"partition_detected_after_start", "heartbeat", false, false},
+    {"declared_dead", "heartbeat", true, false},
+    {"never_declared_dead", "heartbeat", true, false},
+}};
+
+// The top-level keys other than the workload tables.
+constexpr std::array<std::string_view, 9> kTopKeys = {"name",    "description", "schedule", "max_virtual_time_ms",
+                                                      "cluster", "network",     "faults",   "random_faults",
+                                                      "checks"};
+
+std::string us(Duration d) { return detail::format_duration(d, kNsPerUs); }
+
+ClusterSpec read_cluster(const TomlReader& reader, const toml::node& node) {
+  static constexpr std::string_view kKeys[] = {"nodes", "name_prefix", "clock_skew_max_ms", "clock_drift_max_ppm"};
+  const Table t{reader.table(node, "cluster"), "cluster"};
+  reader.check_keys(t, kKeys, "keys in [cluster]");
+  ClusterSpec cluster;
+  cluster.nodes = static_cast<uint32_t>(reader.opt_integer(t, "nodes", 1, 1024).value_or(cluster.nodes));
+  if (std::optional<std::string> prefix = reader.opt_string(t, "name_prefix")) {
+    const toml::node& at = *t.get("name_prefix");
+    const bool valid_chars = std::all_of(prefix->begin(), prefix->end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+    if (prefix->empty()) reader.fail(at, "cluster.name_prefix", "must not be empty");
+    if (!valid_chars) {
+      reader.fail(at, "cluster.name_prefix", "\"" + *prefix + "\" may contain only letters, digits, _ and -");
+    }
+    // A prefix ending in a digit would make "w12" both node 12 of "w" and node 2 of "w1".
+    if (prefix->back() >= '0' && prefix->back() <= '9') {
+      reader.fail(at, "cluster.name_prefix", "\"" + *prefix + "\" must not end in a digit");
+    }
+    cluster.name_prefix = *prefix;
+  }
+  cluster.clock_skew_max = reader.opt_duration(t, "clock_skew_max_ms", Range{0, 1e6}).value_or(cluster.clock_skew_max);
+  cluster.clock_drift_max_ppm =
+      reader.opt_integer(t, "clock_drift_max_ppm", 0, 100'000).value_or(cluster.clock_drift_max_ppm);
+  return cluster;
+}
+
+// One latency table (the default one or a link's): `dist` picks which keys apply.
+sim::LatencyModel read_latency(const TomlReader& reader, const toml::node& node, const std::string& path) {
+  static constexpr std::array<std::string_view, 4> kDists = {"constant", "uniform", "exponential", "normal"};
+  static constexpr std::string_view kConstant[] = {"dist", "us"};
+  static constexpr std::string_view kUniform[] = {"dist", "min_us", "max_us"};
+  static constexpr std::string_view kExponential[] = {"dist", "mean_us", "min_us", "max_us"};
+  static constexpr std::string_view kNormal[] = {"dist", "mean_us", "stddev_us", "min_us", "max_us"};
+  static constexpr std::string_view kAll[] = {"dist", "us", "min_us", "max_us", "mean_us", "stddev_us"};
+  static constexpr std::array<Names, 4> kKeys = {kConstant, kUniform, kExponential, kNormal};
+
+  const Table t{reader.table(node, path), path};
+  const size_t dist = reader.choice(reader.required(t, "dist"), t.key_path("dist"), kDists);
+  reader.check_variant_keys(t, kKeys[dist], kAll, "dist \"" + std::string(kDists[dist]) + "\"");
+  const std::string why = " for dist \"" + std::string(kDists[dist]) + "\"";
+  auto required_us = [&](std::string_view key, Range range_ms) {
+    return reader.duration(reader.required(t, key, why), t.key_path(key), range_ms);
+  };
+
+  sim::LatencyModel model;
+  model.dist = static_cast<Dist>(dist);
+  switch (model.dist) {
+    case Dist::constant:
+      return sim::LatencyModel::constant(required_us("us", detail::kNonNegativeMs));
+    case Dist::uniform: {
+      // Read in a fixed order (not as two arguments), so the same key is reported first every time.
+      const Duration min = required_us("min_us", detail::kNonNegativeMs);
+      model = sim::LatencyModel::uniform(min, required_us("max_us", detail::kNonNegativeMs));
+      break;
+    }
+    case Dist::exponential:
+      model.mean = required_us("mean_us", detail::kPositiveMs);
+      model.max = required_us("max_us", detail::kNonNegativeMs);
+      model.min = reader.opt_duration(t, "min_us", detail::kNonNegativeMs).value_or(Duration{0});
+      break;
+    case Dist::normal:
+      model.mean = required_us("mean_us", detail::kNonNegativeMs);
+      model.stddev = required_us("stddev_us", detail::kNonNegativeMs);
+      model.max = required_us("max_us", detail::kNonNegativeMs);
+      model.min = reader.opt_duration(t, "min_us", detail::kNonNegativeMs).value_or(Duration{0});
+      if (model.mean < model.min || model.mean > model.max) {
+        reader.fail(*t.get("mean_us"), t.key_path("mean_us"),
+                    us(model.mean) + " is outside [min_us, max_us] = [" + us(model.min) + ", " + us(model.max) + "]");
+      }
+      break;
+  }
+  if (model.min > model.max) {
+    // Only reachable with min_us given: max_us is never negative.
+    reader.fail(*t.get("min_us"), t.key_path("min_us"), us(model.min) + " is more than max_us (" + us(model.max) + ")");
+  }
+  return model;
+}
+
+double bandwidth_bytes_per_s(const TomlReader& reader, const Table& t) {
+  const double mbps = reader.opt_number(t, "bandwidth_mbps", Range{0, 1e9}).value_or(0);
+  return mbps * 1e6 / 8;
+}
+
+void read_links(const TomlReader& reader, const toml::node& node, sim::NetworkModel& network) {
+  static constexpr std::string_view kKeys[] = {"from", "to", "latency", "bandwidth_mbps", "bidirectional"};
+  std::vector<std::string> declared_by;  // per entry of network.links, the [[links]] path that set it
+  const std::vector<const toml::table*> tables = reader.tables(node, "network.links");
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const Table t{*tables[i], "network.links[" + std::to_string(i) + "]"};
+    reader.check_keys(t, kKeys, "keys in [[network.links]]");
+    sim::LinkModel link;
+    const uint32_t from = reader.node_ref(reader.required(t, "from"), t.key_path("from"));
+    const uint32_t to = reader.node_ref(reader.required(t, "to"), t.key_path("to"));
+    if (from == to) reader.fail(*t.get("to"), t.key_path("to"), "same node as from; a link joins two nodes");
+    link.from = static_cast<WorkerId>(from);
+    link.to = static_cast<WorkerId>(to);
+    link.latency = read_latency(reader, reader.required(t, "latency"), t.key_path("latency"));
+    if (t.get("bandwidth_mbps") != nullptr) link.bandwidth_bytes_per_s = bandwidth_bytes_per_s(reader, t);
+    const bool bidirectional = reader.opt_boolean(t, "bidirectional").value_or(true);
+
+    std::vector<sim::LinkModel> directions = {link};
+    if (bidirectional) {
+      directions.push_back(link);
+      std::swap(directions.back().from, directions.back().to);
+    }
+    for (const sim::LinkModel& direction : directions) {
+      for (size_t j = 0; j < network.links.size(); ++j) {
+        if (network.links[j].from != direction.from || network.links[j].to != direction.to) continue;
+        reader.fail(t.line(), t.path,
+                    reader.cluster().node_name(direction.from) + " -> " + reader.cluster().node_name(direction.to) +
+                        " is already set by " + declared_by[j]);
+      }
+      network.links.push_back(direction);
+      declared_by.push_back(t.path);
+    }
+  }
+}
+
+sim::NetworkModel read_network(const TomlReader& reader, const toml::node& node) {
+  static constexpr std::string_view kKeys[] = {"latency", "bandwidth_mbps", "connection_failure_rate",
+                                               "connection_timeout_ms", "links"};
+  const Table t{reader.table(node, "network"), "network"};
+  reader.check_keys(t, kKeys, "keys in [network]");
+  sim::NetworkModel network;
+  if (const toml::node* latency = t.get("latency")) network.latency = read_latency(reader, *latency, "network.latency");
+  network.bandwidth_bytes_per_s = bandwidth_bytes_per_s(reader, t);
+  network.connection_failure_rate =
+      reader.opt_number(t, "connection_failure_rate", Range{0, 1, false, /*hi_open=*/true}).value_or(0);
+  network.connection_timeout =
+      reader.opt_duration(t, "connection_timeout_ms", detail::kPositiveMs).value_or(network.connection_timeout);
+  if (const toml::node* links = t.get("links")) read_links(reader, *links, network);
+  return network;
+}
+
+HeartbeatSpec read_heartbeat(const TomlReader& reader, const toml::node& node) {
+  static constexpr std::string_view kKeys[] = {"monitor", "interval_ms", "max_attempts", "duration_ms",
+                                               "message_bytes"};
+  const Table t{reader.table(node, "heartbeat"), "heartbeat"};
+  reader.check_keys(t, kKeys, "keys in [heartbeat]");
+  HeartbeatSpec spec;
+  spec.monitor = reader.opt_node_ref(t, "monitor").value_or(spec.monitor);
+  spec.interval = reader.opt_duration(t, "interval_ms", detail::kPositiveMs).value_or(spec.interval);
+  spec.max_attempts = static_cast<uint32_t>(reader.opt_integer(t, "max_attempts", 1, 1000).value_or(spec.max_attempts));
+  // A duration past max_virtual_time is legal: the run then fails when it reaches max_virtual_time,
+  // which is a verdict about the scenario, not a malformed file.
+  spec.duration = reader.opt_duration(t, "duration_ms", detail::kPositiveMs).value_or(spec.duration);
+  spec.message_bytes =
+      static_cast<uint32_t>(reader.opt_integer(t, "message_bytes", 1, 16'777'216).value_or(spec.message_bytes));
+  return spec;
+}
+
+// Exactly one workload table; returns its name.
+std::string_view read_workload(const TomlReader& reader, const Table& top, Scenario& scenario) {
+  std::string_view found;
+  for (std::string_view workload : kWorkloads) {
+    const toml::node* node = top.get(workload);
+    if (node == nullptr) continue;
+    if (!found.empty()) {
+      reader.fail(*node, workload,
+                  "a scenario has one workload, and this one already has [" + std::string(found) + "]");
+    }
+    found = workload;
+    if (workload == "heartbeat") scenario.heartbeat = read_heartbeat(reader, *node);
+  }
+  if (found.empty()) {
+    std::string tables;
+    for (std::string_view workload : kWorkloads) tables += (tables.empty() ? "[" : ", [") + std::string(workload) + "]";
+    reader.fail(1, "",
+                kWorkloads.size() == 1 ? "no workload: add a " + tables + " table"
+                                       : "no workload: add one of the tables " + tables);
+  }
+  return found;
+}
+
+CheckSpec read_check(const TomlReader& reader, const Table& t, std::string_view workload) {
+  static constexpr std::string_view kKeys[] = {"kind", "nodes", "rtol", "atol"};
+  std::array<std::string_view, kCheckKinds.size()> names;
+  for (size_t i = 0; i < kCheckKinds.size(); ++i) names[i] = kCheckKinds[i].name;
+
+  reader.check_keys(t, kKeys, "keys in [[checks]]");
+  CheckSpec check;
+  check.line = t.line();
+  const toml::node& kind_node = reader.required(t, "kind");
+  const CheckKind& kind = kCheckKinds[reader.choice(kind_node, t.key_path("kind"), names)];
+  check.kind = std::string(kind.name);
+  const std::string variant = "kind \"" + check.kind + "\"";
+  if (kind.workload != workload) {
+    reader.fail(kind_node, t.key_path("kind"),
+                variant + " checks the " + std::string(kind.workload) + " workload, which this scenario does not run");
+  }
+  if (kind.takes_nodes) {
+    check.nodes = reader.node_list(reader.required(t, "nodes", " for " + variant), t.key_path("nodes"), false);
+  } else if (const toml::node* nodes = t.get("nodes")) {
+    reader.fail(*nodes, t.key_path("nodes"), "does not apply to " + variant);
+  }
+  // Tolerances are parsed for every kind so a bad value reads the same everywhere; no heartbeat
+  // check compares numbers, so none of them takes one yet.
+  const Range tolerance{0, std::numeric_limits<double>::infinity(), false, /*hi_open=*/true};
+  check.rtol = reader.opt_number(t, "rtol", tolerance);
+  check.atol = reader.opt_number(t, "atol", tolerance);
+  for (std::string_view key : {"rtol", "atol"}) {
+    if (!kind.takes_tolerances && t.get(key) != nullptr) {
+      reader.fail(*t.get(key), t.key_path(key), "does not apply to " + variant);
+    }
+  }
+  return check;
+}
+
+Scenario read_scenario(const toml::table& root, std::string_view source_name) {
+  TomlReader reader(source_name);
+  const Table top{root, ""};
+  std::vector<std::string_view> top_keys(kTopKeys.begin(), kTopKeys.end());
+  top_keys.insert(top_keys.end(), kWorkloads.begin(), kWorkloads.end());
+  reader.check_keys(top, top_keys, "top-level keys");
+
+  Scenario scenario;
+  scenario.file = std::string(source_name);
+  scenario.name = reader.string(reader.required(top, "name"), "name");
+  if (scenario.name.empty()) reader.fail(*top.get("name"), "name", "must not be empty");
+  scenario.description = reader.opt_string(top, "description").value_or("");
+  static constexpr std::array<std::string_view, 2> kSchedules = {"fifo", "random"};
+  scenario.schedule = static_cast<Schedule>(reader.opt_choice(top, "schedule", kSchedules).value_or(0));
+  scenario.max_virtual_time =
+      reader.opt_duration(top, "max_virtual_time_ms", detail::kPositiveMs).value_or(scenario.max_virtual_time);
+
+  if (const toml::node* cluster = top.get("cluster")) scenario.cluster = read_cluster(reader, *cluster);
+  reader.set_cluster(scenario.cluster);
+  if (const toml::node* network = top.get("network")) scenario.network = read_network(reader, *network);
+  if (const toml::node* faults = top.get("faults")) {
+    scenario.faults = detail::read_faults(reader, *faults, scenario.max_virtual_time);
+  }
+  if (const toml::node* random = top.get("random_faults")) {
+    scenario.random_faults = detail::read_random_faults(reader, *random);
+  }
+  const std::string_view workload = read_workload(reader, top, scenario);
+  if (const toml::node* checks = top.get("checks")) {
+    const std::vector<const toml::table*> tables = reader.tables(*checks, "checks");
+    for (size_t i = 0; i < tables.size(); ++i) {
+      scenario.checks.push_back(read_check(reader, Table{*tables[i], "checks[" + std::to_string(i) + "]"}, workload));
+    }
+  }
+  return scenario;
+}
+
+}  // namespace
+
+Scenario parse_scenario(std::string_view toml_text, std::string_view source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& e) {
+    const toml::source_position& at = e.source().begin;
+    throw errors::invalid_scenario(std::string(source_name) + ":" + std::to_string(at.line) + ":" +
+                                   std::to_string(at.column) + ": invalid TOML: " + std::string(e.description()));
+  }
+  return read_scenario(root, source_name);
+}
+
+Scenario load_scenario_file(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw errors::invalid_scenario(path + ": cannot open: " + std::strerror(errno));
+  std::string text;
+  char buffer[8192];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
+  if (std::ferror(file.get())) throw errors::invalid_scenario(path + ": cannot read: " + std::strerror(errno));
+  return parse_scenario(text, path);
+}
+
+}  // namespace dagsim::scenarios

@@ -84,6 +84,10 @@ std::vector<Interval> disruptions(const sim::SimWorld& world, uint32_t node, uin
       case FaultEvent::Kind::kill:
       case FaultEvent::Kind::crash:
         if (e.node == node && !down_since) down_since = e.time;
+        if (e.node == node && paused_since) {  // a dead process is no longer paused
+          out.push_back({*paused_since, e.time, "paused", false, false});
+          paused_since.reset();
+        }
         break;
       case FaultEvent::Kind::start:
       case FaultEvent::Kind::restart:
@@ -131,9 +135,9 @@ std::vector<Interval> disruptions(const sim::SimWorld& world, uint32_t node, uin
   return out;
 }
 
-bool overlaps(const std::vector<Interval>& intervals, TimePoint begin, TimePoint end, bool include_partitions = true) {
+bool overlaps(const std::vector<Interval>& intervals, TimePoint begin, TimePoint end, const Interval* except = nullptr) {
   for (const Interval& i : intervals) {
-    if (!include_partitions && i.partition) continue;
+    if (&i == except) continue;
     if (i.begin <= end && i.end >= begin) return true;
   }
   return false;
@@ -176,9 +180,19 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
     int judged = 0;
     for (uint32_t node = 0; node < scenario_.cluster.nodes; ++node) {
       if (node == monitor) continue;
-      for (const Interval& i : disruptions(world, node, monitor, b.gap_max, end)) {
+      const std::vector<Interval> node_out = disruptions(world, node, monitor, b.gap_max, end);
+      for (const Interval& i : node_out) {
         if (i.connection) continue;
-        const TimePoint due = i.begin + b.detect;
+        // Heartbeats a live (paused) node sent into a partition, or that were in flight when one
+        // began, are released when it heals: the last may arrive then, not within a latency of
+        // the outage's start.
+        TimePoint last_sent = i.begin;
+        for (const Interval& p : node_out) {
+          if (p.partition && p.begin <= i.begin + b.latency_max && p.end > i.begin && p.end < i.end) {
+            last_sent = std::max(last_sent, p.end);
+          }
+        }
+        const TimePoint due = last_sent + b.detect;
         if (i.end <= due || due > end) continue;  // too short to be detected, or the run ended first
         if (overlaps(monitor_out, i.begin - b.lookback, due)) continue;  // the monitor was out itself
         ++judged;
@@ -217,7 +231,7 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
       for (const Interval& i : node_out) {
         if (!i.partition || d.time < i.begin || d.time > i.end) continue;
         ++judged;
-        const bool other_cause = overlaps(node_out, d.time - b.lookback, i.begin, false) ||
+        const bool other_cause = overlaps(node_out, d.time - b.lookback, i.begin, &i) ||
                                  overlaps(monitor_out, d.time - b.lookback, d.time);
         if (d.time < i.begin + min_detect && !other_cause) {
           violation(name + " declared dead at " + std::to_string(ms(d.time)) + " ms, only " +

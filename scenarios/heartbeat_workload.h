@@ -35,6 +35,8 @@ class HeartbeatWorkload final : public Workload {
 
   const std::vector<Declaration>& declarations() const { return declarations_; }
   uint64_t heartbeats_received() const { return heartbeats_received_; }
+  // For tests that prove the checks can fail (RunOptions::before_checks).
+  std::vector<Declaration>& mutable_declarations_for_testing() { return declarations_; }
 
  private:
   void run_monitor(runtime::Env& env);

@@ -82,6 +82,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
     }
   }
   result.checks.push_back(fibers);
+  if (options.before_checks) options.before_checks(*workload, world);
   for (const CheckSpec& spec : scenario.checks) result.checks.push_back(workload->check(spec, world));
   result.workload = workload->results(world);
 

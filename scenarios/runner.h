@@ -8,6 +8,7 @@
 // The same (scenario, seed) gives the same RunResult, trace hash included.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -27,6 +28,9 @@ struct RunOptions {
   std::ostream* chrome_trace = nullptr;
   // Called now and then on the driver with virtual time and driver steps (progress lines).
   sim::SimWorld::Progress progress;
+  // Called after the run, before the checks, with the workload and the world. Tests use it to
+  // tamper with a workload's records and prove that each check can fail.
+  std::function<void(Workload&, sim::SimWorld&)> before_checks;
 };
 
 struct RunResult {

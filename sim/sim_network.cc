@@ -102,6 +102,12 @@ void SimNetwork::arrive(Key key, uint64_t generation, int dir, Message message) 
   }
   Direction& d = conn.direction[dir];
   if (!d.held.empty() || must_hold(from, to)) {
+    // Held traffic waits on its sender's retransmissions; a sender that is gone sends no more.
+    const NodeState sender = world_.state(from);
+    if ((sender != NodeState::up && sender != NodeState::paused) || world_.incarnation(from) != conn.incarnation[dir]) {
+      drop(from, to, message.id, "its sender died before it got through");
+      return;
+    }
     hold(conn, key, dir, std::move(message));
     return;
   }
@@ -206,6 +212,19 @@ void SimNetwork::on_kill(WorkerId node) {
   for (auto& [key, conn] : connections_) {
     if (!conn.open || (key.first != node && key.second != node)) continue;
     fail(key, conn, "connection reset: " + world_.node_name(node) + " died", true);
+  }
+}
+
+void SimNetwork::on_crash(WorkerId node) {
+  for (auto& [key, conn] : connections_) {
+    if (!conn.open || (key.first != node && key.second != node)) continue;
+    const int dir = side_of(key, node);  // the direction this node sends on
+    Direction& d = conn.direction[dir];
+    const WorkerId to = dir == 0 ? key.second : key.first;
+    for (const Message& message : d.held) drop(node, to, message.id, "its sender crashed before it got through");
+    d.held.clear();
+    if (d.silence_timer != 0) world_.world_clock().cancel(d.silence_timer);
+    d.silence_timer = 0;
   }
 }
 

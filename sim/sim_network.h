@@ -9,7 +9,8 @@
 //   - kill: the peer learns after about one latency (a TCP reset);
 //   - a seeded connection failure (rate per message): both ends learn after about one latency;
 //   - partition, or a crashed peer: traffic is held, in order; a partition that heals releases it,
-//     but traffic held for connection_timeout fails the connection and both ends learn then;
+//     but traffic held for connection_timeout fails the connection and both ends learn then.
+//     Held traffic is the sender's to retransmit, so a sender that crashes or dies loses it;
 //   - sending to a node that is not running is refused: the sender learns after one latency.
 // A sender that has not yet learned of its connection's failure loses what it sends meanwhile, as
 // writes to a reset socket do. Messages are the encoded bytes, exactly as TCP carries them.
@@ -50,6 +51,7 @@ class SimNetwork {
   // Lifecycle hooks from SimWorld.
   void on_kill(WorkerId node);     // connections reset; peers told after about one latency
   void on_restart(WorkerId node);  // the old incarnation's connections reset likewise
+  void on_crash(WorkerId node);    // what it was still trying to send (held) dies with it
   void on_resume_or_heal();        // releases held traffic that may now flow
 
   uint64_t add_partition(uint64_t id, std::vector<std::pair<WorkerId, WorkerId>> blocked);

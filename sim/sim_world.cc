@@ -229,6 +229,7 @@ void SimWorld::crash(WorkerId id) {
   if (n.current == nullptr) return;
   record_fault({FaultEvent::Kind::crash, {}, id, 0, 0, {}}, "crash " + n.name);
   end_incarnation(n, NodeState::crashed);
+  network_->on_crash(id);
 }
 
 void SimWorld::restart(WorkerId id) {

@@ -9,6 +9,9 @@ status=0
 if hits=$(grep -rnE '#include *[<"](sim|net)/' core 2>/dev/null); then
   echo "core/ must not include sim/ or net/:"; echo "$hits"; status=1
 fi
+if hits=$(grep -rnE '#include *[<"](scenarios|net)/' sim 2>/dev/null); then
+  echo "sim/ must not include scenarios/ or net/:"; echo "$hits"; status=1
+fi
 pattern='std::thread|this_thread::sleep|this_fiber::sleep|wait_for\(|try_lock_for|system_clock|steady_clock::now|std::rand\(|random_device|uniform_(int|real)_distribution|normal_distribution|std::mutex|std::condition_variable'
 for dir in core sim; do
   [ -d "$dir" ] || continue

@@ -1,0 +1,255 @@
+// Tests of the `dagsim` binary against DESIGN.md's CLI contract: exit codes 0/1/2, the JSON
+// fields, replay by seed (same trace hash) and --check-determinism, strict validation messages,
+// the stuck report of a run that cannot finish, the Chrome trace structure, and `dagsim check`.
+// Every example under scenarios/examples passes with seed 42 and over DAGSIM_SEEDS seeds.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace dagsim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// One scratch directory per test process, removed when the process exits.
+struct ScratchDir {
+  fs::path path = fs::temp_directory_path() / ("dagsim-cli-test-" + std::to_string(::getpid()));
+  ScratchDir() { fs::create_directories(path); }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+fs::path temp_dir() {
+  static const ScratchDir dir;
+  return dir.path;
+}
+
+Output dagsim(const std::string& args) {
+  const fs::path err_file = temp_dir() / "stderr.txt";
+  const std::string command = std::string(DAGSIM_BINARY) + " " + args + " 2>" + err_file.string();
+  Output result;
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream err(err_file);
+  std::stringstream text;
+  text << err.rdbuf();
+  result.err = text.str();
+  return result;
+}
+
+fs::path write_scenario(const std::string& name, const std::string& text) {
+  const fs::path path = temp_dir() / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::vector<fs::path> examples() {
+  std::vector<fs::path> out;
+  for (const auto& entry : fs::directory_iterator(DAGSIM_EXAMPLES)) {
+    if (entry.path().extension() == ".toml") out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const char* kHealthy = R"(
+name = "healthy"
+[cluster]
+nodes = 3
+[heartbeat]
+duration_ms = 3000
+[[checks]]
+kind = "no_false_suspicion"
+)";
+
+TEST(Cli, EveryExamplePassesWithTheContractsJsonFieldsAndReplaysBySeed) {
+  ASSERT_GE(examples().size(), 3u);
+  for (const fs::path& example : examples()) {
+    SCOPED_TRACE(example.string());
+    const Output first = dagsim("run " + example.string() + " --seed 42 --json");
+    ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+    const nlohmann::json j = nlohmann::json::parse(first.out);
+    for (const char* key : {"scenario", "seed", "transport", "passed", "checks", "trace_hash", "virtual_time_ms",
+                            "wall_ms", "messages", "provenance", "faults", "replay"}) {
+      EXPECT_TRUE(j.contains(key)) << key;
+    }
+    EXPECT_EQ(j["seed"], 42);
+    EXPECT_EQ(j["transport"], "sim");
+    EXPECT_TRUE(j["passed"].get<bool>());
+    EXPECT_GT(j["messages"].get<uint64_t>(), 0u);
+    ASSERT_FALSE(j["checks"].empty());
+    for (const auto& check : j["checks"]) {
+      EXPECT_TRUE(check.contains("name") && check.contains("passed") && check.contains("detail"));
+    }
+    for (const char* key : {"dagsim_version", "git_commit", "build_type", "blas", "cpu"}) {
+      EXPECT_TRUE(j["provenance"].contains(key)) << key;
+    }
+    const Output second = dagsim("run " + example.string() + " --seed 42 --json");
+    EXPECT_EQ(nlohmann::json::parse(second.out)["trace_hash"], j["trace_hash"]);
+    const Output other = dagsim("run " + example.string() + " --seed 43 --json");
+    EXPECT_NE(nlohmann::json::parse(other.out)["trace_hash"], j["trace_hash"]);
+  }
+}
+
+TEST(Cli, CheckDeterminismRunsTheSeedTwiceAndCompares) {
+  const Output r = dagsim("run " + examples().front().string() + " --seed 7 --check-determinism");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("PASS determinism: a second run of seed 7 gave the same trace hash"), std::string::npos) << r.out;
+}
+
+TEST(Cli, MalformedScenariosExit2NamingLineAndKeyAndValidateSaysTheSame) {
+  struct Case {
+    const char* name;
+    const char* text;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"syntax.toml", "name = \"x\"\n[cluster\nnodes = 2\n", "syntax.toml:2"},
+      {"unknown.toml", "name = \"x\"\n[cluster]\nnodez = 2\n[heartbeat]\n", "unknown.toml:3: cluster.nodez: unknown key"},
+      {"type.toml", "name = \"x\"\n[cluster]\nnodes = \"four\"\n[heartbeat]\n", "type.toml:3: cluster.nodes: expected an integer"},
+      {"range.toml", "name = \"x\"\n[cluster]\nnodes = 0\n[heartbeat]\n", "range.toml:3: cluster.nodes: 0 is out of range"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path path = write_scenario(c.name, c.text);
+    const Output run = dagsim("run " + path.string() + " --seed 1");
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_NE(run.err.find(c.expected), std::string::npos) << run.err;
+    const Output validate = dagsim("validate " + path.string());
+    EXPECT_EQ(validate.exit_code, 2);
+    EXPECT_EQ(validate.err, run.err);
+  }
+  const Output unknown = dagsim("run " + write_scenario("u.toml", "name = \"x\"\n[cluster]\nnodez = 2\n[heartbeat]\n").string());
+  EXPECT_NE(unknown.err.find("allowed keys in [cluster]: nodes"), std::string::npos) << unknown.err;
+  EXPECT_EQ(dagsim("validate " + write_scenario("ok.toml", kHealthy).string()).exit_code, 0);
+  EXPECT_EQ(dagsim("run /nonexistent/scenario.toml").exit_code, 2);
+}
+
+TEST(Cli, AScenarioThatCannotFinishExits1WithItsStuckReport) {
+  const fs::path path = write_scenario("stuck.toml", R"(
+name = "stuck"
+max_virtual_time_ms = 2000
+[cluster]
+nodes = 2
+[heartbeat]
+duration_ms = 600000
+)");
+  const Output r = dagsim("run " + path.string() + " --seed 3");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL run_completed: max_virtual_time (2000 ms) reached"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node worker0 (incarnation 0, up), fiber main: waiting on Channel::pop"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("replay with: dagsim run " + path.string() + " --seed 3"), std::string::npos) << r.out;
+  const Output j = dagsim("run " + path.string() + " --seed 3 --json");
+  EXPECT_EQ(j.exit_code, 1);
+  const nlohmann::json report = nlohmann::json::parse(j.out);
+  EXPECT_EQ(report["outcome"], "time_limit");
+  EXPECT_NE(report["stuck_report"].get<std::string>().find("fiber main"), std::string::npos);
+}
+
+TEST(Cli, TraceOutputIsChromeTraceEventJsonWithNamedTracksAndPairedFlows) {
+  const fs::path trace = temp_dir() / "trace.json";
+  const Output r = dagsim("run " + write_scenario("t.toml", kHealthy).string() + " --seed 5 --trace " + trace.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::ifstream in(trace);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::map<int, std::string> tracks;
+  std::map<uint64_t, int> starts, finishes;
+  size_t slices = 0;
+  for (const auto& e : doc.at("traceEvents")) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid")) << e.dump();
+    const std::string ph = e["ph"];
+    if (ph == "M") {
+      if (e["name"] == "thread_name") tracks[e["tid"]] = e["args"]["name"];
+      continue;
+    }
+    ASSERT_TRUE(e.contains("ts")) << e.dump();
+    if (ph == "X") ++slices;
+    if (ph == "s") starts[e["id"]] = e["tid"];
+    if (ph == "f") finishes[e["id"]] = e["tid"];
+  }
+  EXPECT_EQ(tracks[1], "worker0");
+  EXPECT_EQ(tracks[2], "worker1");
+  EXPECT_EQ(tracks[3], "worker2");
+  EXPECT_GT(slices, 0u);
+  ASSERT_GT(starts.size(), 10u);
+  for (const auto& [id, tid] : finishes) EXPECT_TRUE(starts.count(id)) << "flow " << id << " finishes but never starts";
+  size_t paired = 0;
+  for (const auto& [id, tid] : starts) paired += finishes.count(id);
+  EXPECT_GE(paired + 3, starts.size()) << "only heartbeats still in flight at the end may be unpaired";
+}
+
+TEST(Cli, CheckRunsSeedsInIsolationAndPrintsHowToReplayFailures) {
+  const fs::path good = write_scenario("good.toml", kHealthy);
+  const Output pass = dagsim("check " + good.string() + " --seeds 1..4 --jobs 2");
+  EXPECT_EQ(pass.exit_code, 0) << pass.out << pass.err;
+  EXPECT_NE(pass.out.find("4/4 seeds passed (1..4)"), std::string::npos) << pass.out;
+  const fs::path bad = write_scenario("bad.toml", R"(
+name = "asserts_the_impossible"
+[cluster]
+nodes = 3
+[[faults]]
+at_ms = 500
+kind = "kill"
+node = "worker2"
+[heartbeat]
+duration_ms = 2000
+[[checks]]
+kind = "never_declared_dead"
+nodes = ["worker2"]
+)");
+  const Output fail = dagsim("check " + bad.string() + " --seeds 5..6");
+  EXPECT_EQ(fail.exit_code, 1);
+  EXPECT_NE(fail.out.find("seed 5: FAILED: never_declared_dead: 1 violation(s): worker2 was declared dead"),
+            std::string::npos)
+      << fail.out;
+  EXPECT_NE(fail.out.find("replay: dagsim run " + bad.string() + " --seed 6"), std::string::npos) << fail.out;
+  EXPECT_NE(fail.out.find("0/2 seeds passed"), std::string::npos) << fail.out;
+  EXPECT_EQ(dagsim("check " + good.string() + " --seeds 9..3").exit_code, 2);
+}
+
+TEST(Cli, HelpAndUsageErrors) {
+  for (const char* args : {"--help", "run --help", "validate --help", "check --help"}) {
+    const Output r = dagsim(args);
+    EXPECT_EQ(r.exit_code, 0) << args;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << ": " << r.out;
+  }
+  EXPECT_EQ(dagsim("").exit_code, 2);
+  EXPECT_EQ(dagsim("run").exit_code, 2);
+  EXPECT_EQ(dagsim("run x.toml --bogus").exit_code, 2);
+  const Output tcp = dagsim("run " + write_scenario("h.toml", kHealthy).string() + " --transport tcp");
+  EXPECT_EQ(tcp.exit_code, 2);
+  EXPECT_NE(tcp.err.find("--transport tcp"), std::string::npos) << tcp.err;
+}
+
+TEST(Cli, EveryExamplePassesOverManySeeds) {
+  // DESIGN.md's CI tiers: a modest count by default, DAGSIM_SEEDS=N for longer runs.
+  const char* env = std::getenv("DAGSIM_SEEDS");
+  const int seeds = env != nullptr && std::atoi(env) > 0 ? std::atoi(env) : 20;
+  for (const fs::path& example : examples()) {
+    const Output r = dagsim("check " + example.string() + " --seeds 1.." + std::to_string(seeds) + " --jobs 2");
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace dagsim::cli

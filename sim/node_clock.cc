@@ -41,7 +41,8 @@ TimerId NodeClock::call_at(TimePoint deadline, std::function<void()> fire) {
       deferred_.emplace_back(world_.firing_id(), std::move(fire));
       return;
     }
-    trace_.record(world_.now(), node_, TraceKind::timer, std::to_string(deadline.ns()));
+    trace_.record_lazy(world_.now(), node_, TraceKind::timer, static_cast<uint64_t>(deadline.ns()), 0, 0,
+                       [deadline] { return "deadline " + std::to_string(deadline.ns()) + " ns (local)"; });
     fire();
   });
 }

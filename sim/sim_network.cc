@@ -1,5 +1,6 @@
 #include "sim/sim_network.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/base/assert.h"
@@ -24,8 +25,10 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   const uint64_t id = ++next_message_;
   ++stats_.sent;
   stats_.bytes_sent += payload.size();
-  world_.trace().record(world_.now(), source, TraceKind::send,
-                        "to " + world_.node_name(target) + " " + std::to_string(payload.size()) + "B", id, target);
+  const size_t bytes = payload.size();
+  world_.trace().record_lazy(world_.now(), source, TraceKind::send, bytes, id, target, [&] {
+    return "to " + world_.node_name(target) + " " + std::to_string(bytes) + "B";
+  });
   // A fiber of a dead incarnation unwinding past a send: the process is gone, so is the message.
   if ((source_state != NodeState::up && source_state != NodeState::paused) ||
       world_.incarnation(source) != incarnation) {
@@ -75,10 +78,24 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   const TimePoint arrival =
       std::max(sent_at + model_.latency_for(source, target).sample(world_.random_stream()), d.last_arrival);
   d.last_arrival = arrival;
-  world_.world_clock().call_at(arrival, [this, key, generation = conn.generation, dir,
-                                         message = Message{id, std::move(payload)}]() mutable {
-    arrive(key, generation, dir, std::move(message));
-  });
+  uint32_t slot;
+  if (!free_in_flight_.empty()) {
+    slot = free_in_flight_.back();
+    free_in_flight_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(in_flight_.size());
+    in_flight_.emplace_back();
+  }
+  in_flight_[slot] = InFlight{key, conn.generation, dir, Message{id, std::move(payload)}};
+  world_.world_clock().call_at(arrival, [this, slot] { arrive(slot); });
+}
+
+std::vector<SimNetwork::Key> SimNetwork::sorted_keys() const {
+  std::vector<Key> keys;
+  keys.reserve(connections_.size());
+  for (const auto& entry : connections_) keys.push_back(entry.first);
+  std::sort(keys.begin(), keys.end());
+  return keys;
 }
 
 bool SimNetwork::blocked(WorkerId from, WorkerId to) const {
@@ -92,7 +109,13 @@ bool SimNetwork::must_hold(WorkerId from, WorkerId to) const {
   return world_.state(to) == NodeState::crashed || blocked(from, to);
 }
 
-void SimNetwork::arrive(Key key, uint64_t generation, int dir, Message message) {
+void SimNetwork::arrive(uint32_t in_flight_slot) {
+  InFlight flight = std::move(in_flight_[in_flight_slot]);
+  free_in_flight_.push_back(in_flight_slot);
+  const Key key = flight.key;
+  const uint64_t generation = flight.generation;
+  const int dir = flight.dir;
+  Message message = std::move(flight.message);
   const WorkerId from = dir == 0 ? key.first : key.second;
   const WorkerId to = dir == 0 ? key.second : key.first;
   Connection& conn = connections_[key];
@@ -126,8 +149,9 @@ void SimNetwork::hand_over(Key key, int dir, Message message) {
     return;
   }
   ++stats_.delivered;
-  world_.trace().record(world_.now(), to, TraceKind::deliver,
-                        "from " + world_.node_name(from) + " " + std::to_string(bytes) + "B", id, from);
+  world_.trace().record_lazy(world_.now(), to, TraceKind::deliver, bytes, id, from, [&] {
+    return "from " + world_.node_name(from) + " " + std::to_string(bytes) + "B";
+  });
 }
 
 void SimNetwork::hold(Connection& conn, Key key, int dir, Message message) {
@@ -135,7 +159,8 @@ void SimNetwork::hold(Connection& conn, Key key, int dir, Message message) {
   const WorkerId to = dir == 0 ? key.second : key.first;
   Direction& d = conn.direction[dir];
   ++stats_.held;
-  world_.trace().record(world_.now(), to, TraceKind::hold, "from " + world_.node_name(from), message.id, from);
+  world_.trace().record_lazy(world_.now(), to, TraceKind::hold, message.payload.size(), message.id, from,
+                             [&] { return "from " + world_.node_name(from) + " (held)"; });
   d.held.push_back(std::move(message));
   if (d.silence_timer == 0) {
     d.silence_timer = world_.world_clock().call_at(
@@ -158,14 +183,15 @@ void SimNetwork::release_held(Key key, Connection& conn) {
     if (must_hold(from, to)) continue;
     world_.world_clock().cancel(d.silence_timer);
     d.silence_timer = 0;
-    std::deque<Message> held = std::move(d.held);
+    std::vector<Message> held = std::move(d.held);
     d.held.clear();
     for (Message& message : held) hand_over(key, dir, std::move(message));
   }
 }
 
 void SimNetwork::on_resume_or_heal() {
-  for (auto& [key, conn] : connections_) {
+  for (const Key& key : sorted_keys()) {
+    Connection& conn = connections_.at(key);
     if (conn.open) release_held(key, conn);
   }
 }
@@ -209,14 +235,16 @@ void SimNetwork::notify(Key key, int side, uint32_t incarnation, WorkerId peer, 
 }
 
 void SimNetwork::on_kill(WorkerId node) {
-  for (auto& [key, conn] : connections_) {
+  for (const Key& key : sorted_keys()) {
+    Connection& conn = connections_.at(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
     fail(key, conn, "connection reset: " + world_.node_name(node) + " died", true);
   }
 }
 
 void SimNetwork::on_crash(WorkerId node) {
-  for (auto& [key, conn] : connections_) {
+  for (const Key& key : sorted_keys()) {
+    Connection& conn = connections_.at(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
     const int dir = side_of(key, node);  // the direction this node sends on
     Direction& d = conn.direction[dir];
@@ -229,7 +257,8 @@ void SimNetwork::on_crash(WorkerId node) {
 }
 
 void SimNetwork::on_restart(WorkerId node) {
-  for (auto& [key, conn] : connections_) {
+  for (const Key& key : sorted_keys()) {
+    Connection& conn = connections_.at(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
     fail(key, conn, "connection reset: " + world_.node_name(node) + " restarted", true);
   }

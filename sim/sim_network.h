@@ -16,9 +16,9 @@
 // writes to a reset socket do. Messages are the encoded bytes, exactly as TCP carries them.
 #pragma once
 
-#include <deque>
 #include <map>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -70,7 +70,7 @@ class SimNetwork {
   struct Direction {
     TimePoint busy_until;    // serialisation: the link is sending until then
     TimePoint last_arrival;  // FIFO: nothing arrives before the previous message
-    std::deque<Message> held;
+    std::vector<Message> held;  // appended, then released or dropped all at once
     uint64_t silence_timer = 0;
   };
   struct Connection {
@@ -81,11 +81,24 @@ class SimNetwork {
     Direction direction[2];         // [0]: low id -> high id, [1]: high -> low
   };
   using Key = std::pair<WorkerId, WorkerId>;  // (low, high)
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return (static_cast<size_t>(k.first) << 16) | k.second; }
+  };
+  // A message on the wire. The arrival event holds only its slot, so the event's callback fits
+  // std::function's inline buffer and a message costs no allocation beyond its payload.
+  struct InFlight {
+    Key key;
+    uint64_t generation = 0;
+    int dir = 0;
+    Message message;
+  };
 
   static Key key_of(WorkerId a, WorkerId b) { return a < b ? Key{a, b} : Key{b, a}; }
   static int side_of(const Key& key, WorkerId node) { return node == key.first ? 0 : 1; }
 
-  void arrive(Key key, uint64_t generation, int dir, Message message);
+  void arrive(uint32_t in_flight_slot);
+  // Connections in key order: whatever iterates them may reach the trace, so never hash order.
+  std::vector<Key> sorted_keys() const;
   void hand_over(Key key, int dir, Message message);
   // Whether traffic on this direction must wait (partition, crashed target).
   bool must_hold(WorkerId from, WorkerId to) const;
@@ -98,7 +111,9 @@ class SimNetwork {
 
   SimWorld& world_;
   NetworkModel model_;
-  std::map<Key, Connection> connections_;
+  std::unordered_map<Key, Connection, KeyHash> connections_;  // looked up per message; see sorted_keys
+  std::vector<InFlight> in_flight_;
+  std::vector<uint32_t> free_in_flight_;
   std::map<uint64_t, std::set<std::pair<WorkerId, WorkerId>>> partitions_;
   uint64_t next_message_ = 0;
   NetworkStats stats_;

@@ -207,6 +207,7 @@ void SimWorld::end_incarnation(Node& n, NodeState new_state) {
   Incarnation& inc = *n.current;
   inc.lifetime.kill();
   n.retired.push_back(std::move(n.current));
+  ++retired_;
 }
 
 void SimWorld::start(WorkerId id) {
@@ -328,11 +329,13 @@ void SimWorld::at(TimePoint t, std::string what, std::function<void()> fn) {
 }
 
 void SimWorld::reap_retired() {
+  if (retired_ == 0) return;
   for (auto& n : nodes_) {
     auto& retired = n->retired;
     for (size_t i = 0; i < retired.size();) {
       if (retired[i]->fibers.empty()) {
         retired.erase(retired.begin() + static_cast<std::ptrdiff_t>(i));
+        --retired_;
       } else {
         ++i;
       }
@@ -367,7 +370,13 @@ SimWorld::Outcome SimWorld::run(RunLimits limits) {
       clock_.advance_to(std::max(now(), limits.max_virtual_time));
       return Outcome::time_limit;
     }
-    clock_.fire_next();
+    // Every event of this instant, then the fibers they woke: a receiver drains a burst of
+    // same-instant deliveries in one wake instead of one driver round trip per message. Events
+    // fire in (time, sequence) order either way; only the fibers' view of the batch changes.
+    const TimePoint instant = clock_.next_deadline();
+    do {
+      clock_.fire_next();
+    } while (clock_.has_timers() && clock_.next_deadline() == instant);
   }
 }
 

@@ -166,6 +166,7 @@ class SimWorld {
   std::vector<FiberFailure> failures_;
   uint64_t next_partition_ = 0;
   size_t live_fibers_ = 0;
+  size_t retired_ = 0;  // incarnations whose fibers are still unwinding
   size_t foreground_live_ = 0;
   bool foreground_started_ = false;
   uint64_t steps_ = 0;

@@ -23,16 +23,18 @@ std::string_view trace_kind_name(TraceKind kind) {
   DAGSIM_UNREACHABLE();
 }
 
-void Trace::record(runtime::TimePoint time, uint32_t node, TraceKind kind, std::string_view detail,
-                   uint64_t flow, uint32_t peer) {
-  const uint64_t digest = XXH64(detail.data(), detail.size(), 0);
+void Trace::fold(runtime::TimePoint time, uint32_t node, TraceKind kind, uint64_t digest, uint64_t flow) {
   // Fixed-width words only, so no padding bytes reach the hash.
-  const uint64_t words[5] = {static_cast<uint64_t>(time.ns()), node, static_cast<uint64_t>(kind), digest,
-                             flow};
+  const uint64_t words[5] = {static_cast<uint64_t>(time.ns()), node, static_cast<uint64_t>(kind), digest, flow};
   hash_ = XXH64(words, sizeof(words), hash_);
   ++count_;
   ++per_kind_[static_cast<size_t>(kind)];
-  if (keep_events_) events_.push_back(TraceEvent{time, node, kind, digest, flow, peer, std::string(detail)});
+}
+
+void Trace::record(runtime::TimePoint time, uint32_t node, TraceKind kind, std::string_view detail,
+                   uint64_t flow, uint32_t peer) {
+  record_lazy(time, node, kind, XXH64(detail.data(), detail.size(), 0), flow, peer,
+              [detail] { return std::string(detail); });
 }
 
 namespace {

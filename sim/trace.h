@@ -54,6 +54,15 @@ class Trace {
   void record(runtime::TimePoint time, uint32_t node, TraceKind kind, std::string_view detail,
               uint64_t flow = 0, uint32_t peer = 0);
 
+  // For the hot events (sends, deliveries, timers): the digest is a number the caller derives
+  // from the event's fields, and the text is built only when the trace keeps its events.
+  template <typename MakeDetail>
+  void record_lazy(runtime::TimePoint time, uint32_t node, TraceKind kind, uint64_t digest, uint64_t flow,
+                   uint32_t peer, MakeDetail&& make_detail) {
+    fold(time, node, kind, digest, flow);
+    if (keep_events_) events_.push_back(TraceEvent{time, node, kind, digest, flow, peer, make_detail()});
+  }
+
   uint64_t hash() const { return hash_; }
   uint64_t count() const { return count_; }
   uint64_t count(TraceKind kind) const { return per_kind_[static_cast<size_t>(kind)]; }
@@ -64,6 +73,8 @@ class Trace {
   void write_chrome_json(std::ostream& out, const std::vector<std::string>& node_names) const;
 
  private:
+  void fold(runtime::TimePoint time, uint32_t node, TraceKind kind, uint64_t digest, uint64_t flow);
+
   bool keep_events_;
   uint64_t hash_ = 0x64616773696d;  // "dagsim"
   uint64_t count_ = 0;

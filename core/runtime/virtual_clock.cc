@@ -7,41 +7,75 @@
 namespace dagsim::runtime {
 
 TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
-  const TimerId id = ++next_id_;
-  const TimePoint at = std::max(deadline, now_);
-  queue_.emplace(std::make_pair(at, id), std::move(fire));
-  deadlines_.emplace(id, at);
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    DAGSIM_ASSERT_MSG(slots_.size() < kSlotMask, "more than 16M timers armed at once");
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.emplace_back();
+  }
+  const TimerId id = (++next_sequence_ << kSlotBits) | slot;
+  slots_[slot].id = id;
+  slots_[slot].fire = std::move(fire);
+  heap_.push_back(Entry{std::max(deadline, now_), id});
+  std::push_heap(heap_.begin(), heap_.end(), later);
+  ++live_;
   return id;
 }
 
 void VirtualClock::cancel(TimerId id) {
-  auto it = deadlines_.find(id);
-  if (it == deadlines_.end()) return;
-  queue_.erase({it->second, id});
-  deadlines_.erase(it);
+  const uint64_t slot = id & kSlotMask;
+  if (id == 0 || slot >= slots_.size() || slots_[slot].id != id) return;
+  slots_[slot].id = 0;
+  slots_[slot].fire = nullptr;
+  free_slots_.push_back(static_cast<uint32_t>(slot));
+  --live_;
+  // Cancelled long timeouts would otherwise sit in the heap until their deadline.
+  if (heap_.size() > 1024 && heap_.size() > 4 * live_) sweep();
 }
 
-TimePoint VirtualClock::next_deadline() const {
-  DAGSIM_ASSERT(!queue_.empty());
-  return queue_.begin()->first.first;
+void VirtualClock::sweep() {
+  std::erase_if(heap_, [this](const Entry& e) { return stale(e); });
+  std::make_heap(heap_.begin(), heap_.end(), later);
+}
+
+void VirtualClock::skip_stale() {
+  while (!heap_.empty() && stale(heap_.front())) {
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    heap_.pop_back();
+  }
+}
+
+TimePoint VirtualClock::next_deadline() {
+  DAGSIM_ASSERT(live_ > 0);
+  skip_stale();
+  return heap_.front().at;
 }
 
 void VirtualClock::fire_next() {
-  DAGSIM_ASSERT(!queue_.empty());
-  auto it = queue_.begin();
-  DAGSIM_ASSERT(it->first.first >= now_);
-  now_ = it->first.first;
-  std::function<void()> fire = std::move(it->second);
-  firing_ = it->first.second;
-  deadlines_.erase(it->first.second);
-  queue_.erase(it);
+  DAGSIM_ASSERT(live_ > 0);
+  skip_stale();
+  const Entry top = heap_.front();
+  std::pop_heap(heap_.begin(), heap_.end(), later);
+  heap_.pop_back();
+  DAGSIM_ASSERT(top.at >= now_);
+  now_ = top.at;
+  Slot& slot = slots_[top.id & kSlotMask];
+  std::function<void()> fire = std::move(slot.fire);
+  slot.id = 0;
+  slot.fire = nullptr;
+  free_slots_.push_back(static_cast<uint32_t>(top.id & kSlotMask));
+  --live_;
+  firing_ = top.id;
   fire();
   firing_ = 0;
 }
 
 void VirtualClock::advance_to(TimePoint t) {
   DAGSIM_ASSERT(t >= now_);
-  DAGSIM_ASSERT(queue_.empty() || next_deadline() >= t);
+  DAGSIM_ASSERT(live_ == 0 || next_deadline() >= t);
   now_ = t;
 }
 

@@ -4,12 +4,17 @@
 //
 // Promises: timers fire in (deadline, arm order) order, so equal deadlines replay in the order
 // they were armed; a deadline in the past fires at the current time, never earlier; cancel is
-// O(log n) and a no-op for a timer that fired or was cancelled.
+// O(1) and a no-op for a timer that fired or was cancelled.
+//
+// The queue is a binary heap over (deadline, sequence) with the callbacks in a slab of slots.
+// A timer id carries its sequence number and its slot, so cancel frees the slot at once and
+// leaves a stale heap entry that is skipped when it surfaces (and swept when stale entries
+// outnumber live ones), which keeps arm, fire and cancel free of tree rebalancing.
 #pragma once
 
+#include <cstdint>
 #include <functional>
-#include <map>
-#include <utility>
+#include <vector>
 
 #include "core/runtime/clock.h"
 
@@ -21,9 +26,10 @@ class VirtualClock final : public Clock {
   TimerId call_at(TimePoint deadline, std::function<void()> fire) override;
   void cancel(TimerId id) override;
 
-  bool has_timers() const { return !queue_.empty(); }
-  size_t pending_timers() const { return queue_.size(); }
-  TimePoint next_deadline() const;
+  bool has_timers() const { return live_ > 0; }
+  size_t pending_timers() const { return live_; }
+  // REQUIRES: has_timers().
+  TimePoint next_deadline();
   // Moves time to the earliest timer and fires it. REQUIRES: has_timers().
   void fire_next();
   // Moves time forward to `t` without firing anything (a run that stops at a time limit).
@@ -33,11 +39,31 @@ class VirtualClock final : public Clock {
   TimerId firing_id() const { return firing_; }
 
  private:
+  static constexpr int kSlotBits = 24;
+  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+
+  struct Entry {
+    TimePoint at;
+    TimerId id;  // (sequence << kSlotBits) | slot: ordering ids orders by sequence
+  };
+  struct Slot {
+    TimerId id = 0;  // 0: free
+    std::function<void()> fire;
+  };
+  // Min-heap order: earliest deadline, then earliest armed.
+  static bool later(const Entry& a, const Entry& b) { return a.at != b.at ? a.at > b.at : a.id > b.id; }
+  bool stale(const Entry& e) const { return slots_[e.id & kSlotMask].id != e.id; }
+  // Pops stale entries off the top of the heap.
+  void skip_stale();
+  void sweep();
+
   TimePoint now_;
-  TimerId next_id_ = 0;
+  uint64_t next_sequence_ = 0;
   TimerId firing_ = 0;
-  std::map<std::pair<TimePoint, TimerId>, std::function<void()>> queue_;
-  std::map<TimerId, TimePoint> deadlines_;
+  size_t live_ = 0;
+  std::vector<Entry> heap_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
 };
 
 }  // namespace dagsim::runtime

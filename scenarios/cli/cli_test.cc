@@ -90,7 +90,8 @@ TEST(Cli, EveryExamplePassesWithTheContractsJsonFieldsAndReplaysBySeed) {
     ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
     const nlohmann::json j = nlohmann::json::parse(first.out);
     for (const char* key : {"scenario", "seed", "transport", "passed", "checks", "trace_hash", "virtual_time_ms",
-                            "wall_ms", "messages", "provenance", "faults", "replay"}) {
+                            "wall_ms", "messages", "provenance", "faults", "replay", "gradients",
+                            "local_gradients", "params", "rendezvous", "heartbeat"}) {
       EXPECT_TRUE(j.contains(key)) << key;
     }
     EXPECT_EQ(j["seed"], 42);

@@ -60,6 +60,12 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
                       {"replay", replay_command(file, r.seed)},
                       {"provenance", provenance()}};
   if (!r.stuck_report.empty()) j["stuck_report"] = r.stuck_report;
+  // The workload-result keys of the contract are always present, so consumers see one schema;
+  // workloads that produce them (programs, training, rendezvous) fill them in.
+  j["gradients"] = nlohmann::json::object();
+  j["local_gradients"] = nlohmann::json::object();
+  j["params"] = nlohmann::json::object();
+  j["rendezvous"] = nlohmann::json::array();
   for (const auto& [key, value] : r.workload.items()) j[key] = value;
   return j;
 }

@@ -397,10 +397,7 @@ void SimWorld::shutdown() {
 }
 
 void SimWorld::check_quiescent() const {
-  DAGSIM_ASSERT_MSG(runtime::fibers_blocked_in_primitives() == live_fibers_,
-                    "a fiber is blocked outside dagsim's runtime primitives: a Boost.Fiber timed wait "
-                    "(sleep_for, wait_for, ...) leaked in, which would wake on real time:\n" +
-                        stuck_report());
+  runtime::assert_quiescent(live_fibers_, [this] { return stuck_report(); });
 }
 
 std::string SimWorld::stuck_report() const {

@@ -154,10 +154,7 @@ LocalRuntime::Outcome LocalRuntime::run(TimePoint until) {
 }
 
 void LocalRuntime::check_quiescent() const {
-  DAGSIM_ASSERT_MSG(fibers_blocked_in_primitives() == live_fibers_,
-                    "a fiber is blocked outside dagsim's runtime primitives: a Boost.Fiber timed wait "
-                    "(sleep_for, wait_for, ...) leaked in, which would wake on real time:\n" +
-                        stuck_report());
+  assert_quiescent(live_fibers_, [this] { return stuck_report(); });
 }
 
 std::string LocalRuntime::stuck_report() const {

@@ -11,6 +11,13 @@ thread_local size_t blocked_count = 0;
 
 size_t fibers_blocked_in_primitives() { return blocked_count; }
 
+void assert_quiescent(size_t live_fibers, const std::function<std::string()>& stuck_report) {
+  DAGSIM_ASSERT_MSG(blocked_count == live_fibers,
+                    "a fiber is blocked outside dagsim's runtime primitives: a Boost.Fiber timed wait "
+                    "(sleep_for, wait_for, ...) leaked in, which would wake on real time:\n" +
+                        stuck_report());
+}
+
 void throw_if_node_killed() {
   FiberContext* self = current_fiber();
   if (self != nullptr && self->lifetime != nullptr && self->lifetime->killed()) {

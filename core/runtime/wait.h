@@ -7,8 +7,10 @@
 
 #include <boost/fiber/condition_variable.hpp>
 #include <boost/fiber/mutex.hpp>
+#include <functional>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "core/runtime/clock.h"
 #include "core/runtime/fiber_context.h"
@@ -47,6 +49,10 @@ class WaitGuard {
 // quiescence compares it with its live fibers: any difference is a fiber blocked outside the
 // primitives (a Boost timed wait, which would wake on real time), and that is a bug.
 size_t fibers_blocked_in_primitives();
+
+// Asserts, at a runtime's quiescent point, that all `live_fibers` are blocked in the primitives;
+// `stuck_report` is called only on failure, to name them.
+void assert_quiescent(size_t live_fibers, const std::function<std::string()>& stuck_report);
 
 // Throws node_killed if the running fiber's node is dead. Primitives call it on entry, so a
 // killed node's fiber stops at its next blocking point even when it would not have to wait.

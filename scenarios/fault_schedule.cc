@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/assert.h"
+#include "core/base/error.h"
 #include "core/base/prng.h"
 
 namespace dagsim::scenarios {
@@ -25,6 +26,9 @@ std::string fault_kind_name(FaultSpec::Kind kind) {
 namespace {
 
 constexpr uint64_t kFaultStream = 0xfa017;
+// Each arrival scans the nodes' fault intervals; past this many a scenario is asking for a
+// fault storm the run could not meaningfully judge anyway.
+constexpr size_t kMaxRandomFaults = 20000;
 
 // Random faults of one kind: Poisson arrivals at `per_min` over [start, end).
 void draw_kind(const Scenario& scenario, Prng& random, FaultSpec::Kind kind, double per_min, Duration lasts,
@@ -34,9 +38,15 @@ void draw_kind(const Scenario& scenario, Prng& random, FaultSpec::Kind kind, dou
   const RandomFaultSpec& spec = scenario.random_faults;
   const double mean_gap_ns = 60e9 / per_min;
   TimePoint t = start;
+  size_t arrivals = 0;
   for (;;) {
-    t = t + Duration{static_cast<int64_t>(random.exponential(mean_gap_ns)) + 1};
+    // Clamped before the cast, so a vanishing rate saturates instead of overflowing.
+    t = t + Duration{static_cast<int64_t>(std::min(random.exponential(mean_gap_ns), 1e18)) + 1};
     if (t >= end) return;
+    if (++arrivals > kMaxRandomFaults) {
+      throw errors::invalid_scenario(scenario.file + ": random_faults: more than " + std::to_string(kMaxRandomFaults) +
+                                     " " + fault_kind_name(kind) + " faults over the run; lower the rate");
+    }
     const TimePoint until = t + lasts;
     // Eligible: not excluded, not faulted at any time in [t, until], and under max_concurrent.
     std::vector<uint32_t> eligible;
@@ -95,7 +105,22 @@ std::vector<FaultSpec> fault_timeline(const Scenario& scenario, uint64_t seed, T
     Prng random = Prng(seed).fork(kFaultStream);
     const TimePoint start{spec.start};
     const TimePoint stop = spec.end ? TimePoint{*spec.end} : end;
+    // Scheduled faults occupy their nodes too, so a random fault never lands on (or a random
+    // restart never undoes) a scheduled one.
     std::vector<std::vector<std::pair<TimePoint, TimePoint>>> busy(scenario.cluster.nodes);
+    for (const FaultSpec& f : scenario.faults) {
+      const TimePoint from{f.at};
+      const TimePoint to = f.until ? TimePoint{*f.until} : stop;
+      if (f.kind == FaultSpec::Kind::partition) {
+        for (const auto& group : f.groups) {
+          for (uint32_t n : group) busy[n].emplace_back(from, to);
+        }
+        for (uint32_t n : f.from) busy[n].emplace_back(from, to);
+        for (uint32_t n : f.to) busy[n].emplace_back(from, to);
+      } else if (f.kind != FaultSpec::Kind::heal) {
+        busy[f.node].emplace_back(from, to);
+      }
+    }
     draw_kind(scenario, random, FaultSpec::Kind::kill, spec.kill_per_min, spec.restart_after, start, stop, busy, faults);
     draw_kind(scenario, random, FaultSpec::Kind::crash, spec.crash_per_min, spec.restart_after, start, stop, busy, faults);
     draw_kind(scenario, random, FaultSpec::Kind::pause, spec.pause_per_min, spec.resume_after, start, stop, busy, faults);

@@ -37,6 +37,8 @@ struct Bounds {
   Duration gap_max;       // the longest gap between undisturbed heartbeats' arrivals
   Duration detect;        // a fault is declared at most this long after it began
   Duration lookback;      // a declaration needs a disruption this recently to be justified
+  Duration revive;        // a node whose outage ended is declared alive again within this
+  Duration notice;        // a failed connection silences its sender at most this long
   bool slack_holds;       // gap_max < timeout_min: undisturbed nodes are never declared dead
 };
 
@@ -60,6 +62,12 @@ Bounds bounds_of(const Scenario& scenario) {
   b.gap_max = b.interval_max + b.latency_max;
   b.detect = b.latency_max + b.timeout_max;
   b.lookback = b.timeout_max + b.gap_max;
+  // After an outage ends the next heartbeat leaves within an interval and may wait for one
+  // failure notice (a latency) ahead of it on a new connection.
+  b.revive = b.interval_max + 2 * b.latency_max;
+  // Until the sender learns its connection failed, its heartbeats are lost: about a latency, or
+  // the connection timeout when a partition keeps the reset from reaching it.
+  b.notice = scenario.network.connection_timeout + b.gap_max;
   b.slack_holds = b.gap_max < b.timeout_min;
   return b;
 }
@@ -143,14 +151,31 @@ bool overlaps(const std::vector<Interval>& intervals, TimePoint begin, TimePoint
   return false;
 }
 
-// Whether `node` stood declared dead at `t` by the monitor.
-bool declared_dead_at(const std::vector<Declaration>& declarations, uint32_t node, TimePoint t) {
+// Which incarnation of the monitor was running at `t` (each start or restart begins one).
+uint32_t monitor_incarnation_at(const sim::SimWorld& world, uint32_t monitor, TimePoint t) {
+  uint32_t started = 0;
+  for (const FaultEvent& e : world.fault_history()) {
+    if (e.time > t) break;
+    if (e.node == monitor && (e.kind == FaultEvent::Kind::start || e.kind == FaultEvent::Kind::restart)) ++started;
+  }
+  return started == 0 ? 0 : started - 1;
+}
+
+// Whether `node` stood declared dead at `t` by the monitor incarnation running then (a restarted
+// monitor starts from scratch: its predecessor's verdicts do not count).
+bool declared_dead_at(const std::vector<Declaration>& declarations, uint32_t node, TimePoint t, uint32_t incarnation) {
   bool dead = false;
   for (const Declaration& d : declarations) {
     if (d.time > t) break;
-    if (d.node == node) dead = d.dead;
+    if (d.node == node && d.monitor_incarnation == incarnation) dead = d.dead;
   }
   return dead;
+}
+
+bool declared_alive_within(const std::vector<Declaration>& declarations, uint32_t node, TimePoint from, TimePoint to) {
+  return std::any_of(declarations.begin(), declarations.end(), [&](const Declaration& d) {
+    return d.node == node && !d.dead && d.time >= from && d.time <= to;
+  });
 }
 
 }  // namespace
@@ -159,7 +184,7 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
   const Bounds b = bounds_of(scenario_);
   const TimePoint end = world.now();
   const uint32_t monitor = spec_.monitor;
-  const std::vector<Interval> monitor_out = disruptions(world, monitor, monitor, b.gap_max, end);
+  const std::vector<Interval> monitor_out = disruptions(world, monitor, monitor, b.notice, end);
   std::ostringstream problems;
   int violations = 0;
   auto violation = [&](const std::string& text) {
@@ -177,10 +202,10 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
       }
     }
   } else if (spec.kind == "detects_failures") {
-    int judged = 0;
+    int judged = 0, revivals = 0;
     for (uint32_t node = 0; node < scenario_.cluster.nodes; ++node) {
       if (node == monitor) continue;
-      const std::vector<Interval> node_out = disruptions(world, node, monitor, b.gap_max, end);
+      const std::vector<Interval> node_out = disruptions(world, node, monitor, b.notice, end);
       for (const Interval& i : node_out) {
         if (i.connection) continue;
         // Heartbeats a live (paused) node sent into a partition, or that were in flight when one
@@ -196,16 +221,37 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
         if (i.end <= due || due > end) continue;  // too short to be detected, or the run ended first
         if (overlaps(monitor_out, i.begin - b.lookback, due)) continue;  // the monitor was out itself
         ++judged;
-        if (!declared_dead_at(declarations_, node, due)) {
+        const uint32_t incarnation = monitor_incarnation_at(world, monitor, due);
+        if (!declared_dead_at(declarations_, node, due, incarnation)) {
           std::ostringstream text;
           text << scenario_.cluster.node_name(node) << " " << i.cause << " from " << ms(i.begin) << " ms was not declared dead by "
                << ms(due) << " ms";
+          violation(text.str());
+          continue;
+        }
+        // Recovery: once the outage ends, the node's heartbeats get through again and it must be
+        // declared alive, unless something else cuts it off meanwhile. (A connection reset at the
+        // very instant it ends, as a restart causes, only delays the first heartbeat.)
+        const TimePoint back = i.end;
+        const TimePoint revive_by = back + b.revive;
+        if (revive_by > end || overlaps(monitor_out, i.begin - b.lookback, revive_by)) continue;
+        bool other = false;
+        for (const Interval& o : node_out) {
+          if (&o == &i || (o.connection && o.begin == back)) continue;
+          other |= o.begin <= revive_by && o.end > back;
+        }
+        if (other) continue;
+        ++revivals;
+        if (!declared_alive_within(declarations_, node, back, revive_by)) {
+          std::ostringstream text;
+          text << scenario_.cluster.node_name(node) << " was back at " << ms(back) << " ms but not declared alive by "
+               << ms(revive_by) << " ms";
           violation(text.str());
         }
       }
     }
     result.detail = std::to_string(judged) + " outage(s) longer than the bound of " + std::to_string(ms(b.detect)) +
-                    " ms, each declared in time";
+                    " ms, each declared in time; " + std::to_string(revivals) + " recovery(ies) declared alive in time";
   } else if (spec.kind == "no_false_suspicion" || spec.kind == "partition_detected_after_start") {
     if (!b.slack_holds) {
       std::ostringstream text;
@@ -217,12 +263,16 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
     int judged = 0;
     for (const Declaration& d : declarations_) {
       if (!d.dead) continue;
-      const std::vector<Interval> node_out = disruptions(world, d.node, monitor, b.gap_max, end);
+      const std::vector<Interval> node_out = disruptions(world, d.node, monitor, b.notice, end);
       const std::string name = scenario_.cluster.node_name(d.node);
       if (spec.kind == "no_false_suspicion") {
         ++judged;
-        if (!overlaps(node_out, d.time - b.lookback, d.time) && !overlaps(monitor_out, d.time - b.lookback, d.time)) {
-          violation(name + " declared dead at " + std::to_string(ms(d.time)) + " ms while up and reachable");
+        // A cause must have begun early enough: heartbeats that stop at `a` still leave an arrival
+        // after a - gap, so the monitor cannot time out before a - gap + its shortest timeout.
+        if (!overlaps(node_out, d.time - b.lookback, d.time - min_detect) &&
+            !overlaps(monitor_out, d.time - b.lookback, d.time)) {
+          violation(name + " declared dead at " + std::to_string(ms(d.time)) +
+                    " ms without an outage that could explain it (up and reachable, or cut off too recently)");
         }
         continue;
       }

@@ -55,14 +55,19 @@ void HeartbeatWorkload::run_monitor(Env& env) {
     }
     std::optional<Delivery> delivery = env.transport.inbox().pop_until(deadline);
     const TimePoint now = env.clock.now();
-    if (delivery && delivery->kind == Delivery::Kind::message && delivery->peer < peers.size()) {
-      ++heartbeats_received_;
-      Peer& peer = peers[delivery->peer];
-      peer.last_heard = now;
-      if (peer.dead) {
-        peer.dead = false;
-        record(delivery->peer, false);
+    // Everything that has arrived counts before any deadline is judged (after a pause, a burst
+    // of heartbeats is waiting; judging after the first would declare the rest dead for nothing).
+    while (delivery) {
+      if (delivery->kind == Delivery::Kind::message && delivery->peer < peers.size()) {
+        ++heartbeats_received_;
+        Peer& peer = peers[delivery->peer];
+        peer.last_heard = now;
+        if (peer.dead) {
+          peer.dead = false;
+          record(delivery->peer, false);
+        }
       }
+      delivery = env.transport.inbox().try_pop();
     }
     for (uint32_t i = 0; i < peers.size(); ++i) {
       if (i == spec_.monitor || peers[i].dead || now < peers[i].last_heard + timeout) continue;

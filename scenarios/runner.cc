@@ -24,6 +24,7 @@ const char* outcome_name(SimWorld::Outcome outcome) {
     case SimWorld::Outcome::idle: return "finished";
     case SimWorld::Outcome::time_limit: return "time_limit";
     case SimWorld::Outcome::deadlock: return "deadlock";
+    case SimWorld::Outcome::livelock: return "livelock";
   }
   return "?";
 }
@@ -64,15 +65,23 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
 
   // The run itself: it must end by the workload's own end, not by the time limit or a deadlock.
   CheckResult completed{"run_completed", true, "the workload ran to its end"};
-  if (outcome == SimWorld::Outcome::time_limit || outcome == SimWorld::Outcome::deadlock) {
+  if (outcome == SimWorld::Outcome::time_limit || outcome == SimWorld::Outcome::deadlock ||
+      outcome == SimWorld::Outcome::livelock) {
     result.stuck_report = world.stuck_report();
     completed.passed = false;
-    completed.detail = outcome == SimWorld::Outcome::time_limit
-                           ? "max_virtual_time (" + std::to_string(scenario.max_virtual_time.count() / 1000000) +
-                                 " ms) reached before the workload ended; blocked fibers:\n" + result.stuck_report
-                           : "deadlock: no fiber can ever wake; blocked fibers:\n" + result.stuck_report;
+    if (outcome == SimWorld::Outcome::time_limit) {
+      completed.detail = "max_virtual_time (" + std::to_string(scenario.max_virtual_time.count() / 1000000) +
+                         " ms) reached before the workload ended; blocked fibers:\n" + result.stuck_report;
+    } else if (outcome == SimWorld::Outcome::deadlock) {
+      completed.detail = "deadlock: no fiber can ever wake; blocked fibers:\n" + result.stuck_report;
+    } else {
+      completed.detail = "livelock: virtual time stopped advancing at " + std::to_string(result.virtual_time_ms) +
+                         " ms (fibers re-arm zero-delay timers forever); fibers:\n" + result.stuck_report;
+    }
   }
   result.checks.push_back(completed);
+  // Background fibers end with the workload; exceptions thrown while they unwind count too.
+  world.shutdown();
   CheckResult fibers{"no_fiber_failures", world.failures().empty(), "no node fiber ended with an exception"};
   if (!fibers.passed) {
     fibers.detail.clear();
@@ -86,8 +95,6 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   for (const CheckSpec& spec : scenario.checks) result.checks.push_back(workload->check(spec, world));
   result.workload = workload->results(world);
 
-  // Background fibers end with the workload; then the trace is complete.
-  world.shutdown();
   result.trace_hash = world.trace().hash();
   result.trace_events = world.trace().count();
   const sim::NetworkStats& stats = world.network().stats();

@@ -20,11 +20,13 @@ TimePoint NodeClock::to_local(TimePoint world) const {
   if (world == TimePoint::max()) return world;
   const __int128 w = world.ns();
   const __int128 local = w + skew_.count() + (w * drift_ppm_) / kMillion;
+  if (local >= static_cast<__int128>(TimePoint::max().ns())) return TimePoint::max();
   return TimePoint{Duration{static_cast<int64_t>(local)}};
 }
 
 TimePoint NodeClock::to_world(TimePoint local) const {
-  if (local == TimePoint::max()) return local;
+  // Far-future deadlines (beyond ~126 years) are as good as never: no overflow near the top.
+  if (local.ns() >= (int64_t{1} << 62)) return TimePoint::max();
   const __int128 shifted = static_cast<__int128>(local.ns()) - skew_.count();
   if (shifted <= 0) return TimePoint{};
   // Invert local = w (1 + ppm / 1e6), then step to the first w whose reading reaches `local`

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <xxhash.h>
+
 #include "core/base/assert.h"
 #include "sim/sim_world.h"
 
@@ -26,7 +28,10 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   ++stats_.sent;
   stats_.bytes_sent += payload.size();
   const size_t bytes = payload.size();
-  world_.trace().record_lazy(world_.now(), source, TraceKind::send, bytes, id, target, [&] {
+  // The digest covers the bytes themselves, so the determinism self-check sees a payload that
+  // differs between runs (an unordered map serialised, uninitialised padding), not just its size.
+  const uint64_t digest = XXH3_64bits(payload.data(), payload.size());
+  world_.trace().record_lazy(world_.now(), source, TraceKind::send, digest, id, target, [&] {
     return "to " + world_.node_name(target) + " " + std::to_string(bytes) + "B";
   });
   // A fiber of a dead incarnation unwinding past a send: the process is gone, so is the message.
@@ -40,17 +45,23 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   const int dir = side;  // direction 0 is low -> high, which is what side 0 sends
   Connection& conn = connections_[key];
   if (!conn.open) {
-    if (conn.notice_pending[side]) {
+    if (conn.notice[side].pending && conn.notice[side].incarnation == incarnation) {
       drop(source, target, id, "connection failed; the sender has not learned it yet");
       return;
     }
     const NodeState target_state = world_.state(target);
     if (target_state == NodeState::not_started || target_state == NodeState::killed) {
       drop(source, target, id, "connection refused");
-      conn.notice_pending[side] = true;
-      notify(key, side, incarnation, target,
-             "connection refused: " + world_.node_name(target) + " is not running",
-             world_.now() + model_.latency_for(source, target).sample(world_.random_stream()));
+      if (blocked(source, target) || blocked(target, source)) {
+        // Neither the connection attempt nor a reset crosses a partition: the attempt times out.
+        notify(key, side, incarnation, target, world_.incarnation(target),
+               "connection to " + world_.node_name(target) + " timed out",
+               world_.now() + model_.connection_timeout);
+      } else {
+        notify(key, side, incarnation, target, world_.incarnation(target),
+               "connection refused: " + world_.node_name(target) + " is not running",
+               world_.now() + model_.latency_for(target, source).sample(world_.random_stream()));
+      }
       return;
     }
     // Open: a crashed target is still "there" as far as the sender knows; its traffic is held.
@@ -71,7 +82,8 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   TimePoint sent_at = std::max(now, d.busy_until);
   const double bandwidth = model_.bandwidth_for(source, target);
   if (bandwidth > 0) {
-    const double ns = std::ceil(static_cast<double>(payload.size()) * 1e9 / bandwidth);
+    // Clamped, so an absurdly low bandwidth saturates time instead of overflowing it.
+    const double ns = std::min(std::ceil(static_cast<double>(payload.size()) * 1e9 / bandwidth), 1e18);
     sent_at = sent_at + Duration{static_cast<int64_t>(ns)};
   }
   d.busy_until = sent_at;
@@ -144,7 +156,8 @@ void SimNetwork::hand_over(Key key, int dir, Message message) {
   const uint32_t target_incarnation = conn.incarnation[1 - dir];
   const uint64_t id = message.id;
   const size_t bytes = message.payload.size();
-  if (!world_.deliver(to, target_incarnation, Delivery{Delivery::Kind::message, from, std::move(message.payload), {}})) {
+  if (!world_.deliver(to, target_incarnation,
+                      Delivery{Delivery::Kind::message, from, std::move(message.payload), {}, conn.incarnation[dir]})) {
     drop(from, to, id, "receiver is no longer running");
     return;
   }
@@ -219,18 +232,30 @@ void SimNetwork::fail(Key key, Connection& conn, const std::string& reason, bool
       continue;  // that end is gone; nobody to tell
     }
     TimePoint when = world_.now();
-    if (delay_by_latency) when = when + model_.latency_for(peer, self).sample(world_.random_stream());
-    conn.notice_pending[side] = true;
-    notify(key, side, conn.incarnation[side], peer, reason, when);
+    std::string why = reason;
+    if (delay_by_latency && blocked(peer, self)) {
+      // The reset cannot cross the partition: this end finds out by its own timeout.
+      when = when + model_.connection_timeout;
+      why = "connection to " + world_.node_name(peer) + " timed out";
+    } else if (delay_by_latency) {
+      when = when + model_.latency_for(peer, self).sample(world_.random_stream());
+    }
+    notify(key, side, conn.incarnation[side], peer, conn.incarnation[1 - side], std::move(why), when);
   }
 }
 
-void SimNetwork::notify(Key key, int side, uint32_t incarnation, WorkerId peer, std::string reason, TimePoint when) {
+void SimNetwork::notify(Key key, int side, uint32_t incarnation, WorkerId peer, uint32_t peer_incarnation,
+                        std::string reason, TimePoint when) {
   const WorkerId self = side == 0 ? key.first : key.second;
-  world_.world_clock().call_at(when, [this, key, side, self, incarnation, peer, reason = std::move(reason)]() mutable {
-    connections_[key].notice_pending[side] = false;
+  Connection::Notice& notice = connections_[key].notice[side];
+  // A later notice to the same incarnation supersedes an earlier one still on its way.
+  notice = Connection::Notice{true, incarnation, std::max(when, notice.pending ? notice.at : when)};
+  world_.world_clock().call_at(when, [this, key, side, self, incarnation, peer, peer_incarnation, when,
+                                      reason = std::move(reason)]() mutable {
+    Connection::Notice& pending = connections_[key].notice[side];
+    if (pending.pending && pending.incarnation == incarnation && pending.at <= when) pending.pending = false;
     world_.trace().record(world_.now(), self, TraceKind::connection, reason, 0, peer);
-    world_.deliver(self, incarnation, Delivery{Delivery::Kind::peer_failed, peer, {}, std::move(reason)});
+    world_.deliver(self, incarnation, Delivery{Delivery::Kind::peer_failed, peer, {}, std::move(reason), peer_incarnation});
   });
 }
 

@@ -13,7 +13,9 @@
 //     Held traffic is the sender's to retransmit, so a sender that crashes or dies loses it;
 //   - sending to a node that is not running is refused: the sender learns after one latency.
 // A sender that has not yet learned of its connection's failure loses what it sends meanwhile, as
-// writes to a reset socket do. Messages are the encoded bytes, exactly as TCP carries them.
+// writes to a reset socket do. Every delivery names the peer's incarnation, so a notice about a
+// dead incarnation that arrives after its successor's first messages is recognisable.
+// Messages are the encoded bytes, exactly as TCP carries them.
 #pragma once
 
 #include <map>
@@ -77,7 +79,15 @@ class SimNetwork {
     bool open = false;
     uint64_t generation = 0;        // bumped on every close, so in-flight events see they are stale
     uint32_t incarnation[2] = {0, 0};
-    bool notice_pending[2] = {false, false};
+    // A failure notice on its way to each side: until it arrives, that incarnation's sends on
+    // the failed connection are lost (writes to a reset socket). The notice names the peer's
+    // incarnation, since a restarted peer's new connection may overtake it.
+    struct Notice {
+      bool pending = false;
+      uint32_t incarnation = 0;
+      TimePoint at;
+    };
+    Notice notice[2];
     Direction direction[2];         // [0]: low id -> high id, [1]: high -> low
   };
   using Key = std::pair<WorkerId, WorkerId>;  // (low, high)
@@ -106,7 +116,8 @@ class SimNetwork {
   void release_held(Key key, Connection& conn);
   // Closes the connection, losing what it carries; tells each end still running after `delay`.
   void fail(Key key, Connection& conn, const std::string& reason, bool delay_by_latency);
-  void notify(Key key, int side, uint32_t incarnation, WorkerId peer, std::string reason, TimePoint when);
+  void notify(Key key, int side, uint32_t incarnation, WorkerId peer, uint32_t peer_incarnation, std::string reason,
+              TimePoint when);
   void drop(WorkerId from, WorkerId to, uint64_t message_id, std::string_view why);
 
   SimWorld& world_;

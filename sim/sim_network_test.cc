@@ -187,6 +187,73 @@ TEST(SimNetwork, SendingToADeadNodeIsRefusedAfterALatency) {
   EXPECT_NE(log[0].text.find("refused"), std::string::npos);
 }
 
+TEST(SimNetwork, ANewIncarnationIsNotSilencedByItsPredecessorsPendingNotice) {
+  SimWorld world(constant_latency(1ms));
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  send_at(world, at_ms(0), 0, 1, {"hello"});
+  world.at(at_ms(10), "restart b", [&] { world.restart(1); });   // a#0 would learn at 11 ms
+  world.at(at_ms(10) + Duration{500us}, "restart a", [&] { world.restart(0); });
+  send_at(world, at_ms(10) + Duration{600us}, 0, 1, {"from a#1"});
+  world.run({.stop_at = at_ms(50)});
+  EXPECT_EQ(texts(b_log), (std::vector<std::string>{"hello", "from a#1"}));
+  EXPECT_TRUE(a_log.empty()) << "a#1 never had the old connection; a#0 died before its notice";
+}
+
+TEST(SimNetwork, DeliveriesNameThePeersIncarnation) {
+  // A restarted peer's first message and the notice that its predecessor died race; whichever
+  // comes first, each names the incarnation it is about.
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    SCOPED_TRACE(seed);
+    SimOptions options;
+    options.seed = seed;
+    options.network.latency = LatencyModel::uniform(1ms, 9ms);
+    SimWorld world(options);
+    std::vector<Delivery> a_log;
+    world.add_node("a", [&a_log](runtime::Env& env) {
+      for (;;) a_log.push_back(env.transport.inbox().pop());
+    });
+    world.add_node("b", nullptr);
+    world.start(0);
+    world.start(1);
+    send_at(world, at_ms(0), 0, 1, {"hello"});
+    send_at(world, at_ms(5), 1, 0, {"from b#0"});
+    world.at(at_ms(20), "restart b", [&] { world.restart(1); });
+    send_at(world, at_ms(20), 1, 0, {"from b#1"});
+    world.run({.stop_at = at_ms(100)});
+    ASSERT_EQ(a_log.size(), 3u);
+    EXPECT_EQ(a_log[0].peer_incarnation, 0u);
+    for (const Delivery& d : a_log) {
+      if (d.kind == Delivery::Kind::peer_failed) {
+        EXPECT_EQ(d.peer_incarnation, 0u);
+      } else if (std::string(d.payload.begin(), d.payload.end()) == "from b#1") {
+        EXPECT_EQ(d.peer_incarnation, 1u);
+      }
+    }
+  }
+}
+
+TEST(SimNetwork, AResetDoesNotCrossAPartition) {
+  SimOptions options = constant_latency(1ms);
+  options.network.connection_timeout = 40ms;
+  SimWorld world(options);
+  std::vector<Received> a_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", nullptr);
+  world.start(0);
+  world.start(1);
+  send_at(world, at_ms(0), 0, 1, {"hello"});
+  world.at(at_ms(5), "partition", [&] { world.partition({{0, 1}, {1, 0}}); });
+  world.at(at_ms(10), "kill b", [&] { world.kill(1); });
+  world.run({.stop_at = at_ms(100)});
+  ASSERT_EQ(a_log.size(), 1u);
+  EXPECT_EQ(a_log[0].time_us, 50000) << "told by its own timeout, not by a reset";
+  EXPECT_NE(a_log[0].text.find("timed out"), std::string::npos) << a_log[0].text;
+}
+
 TEST(SimNetwork, CrashIsSilenceUntilTheConnectionTimesOut) {
   SimOptions options = constant_latency(1ms);
   options.network.connection_timeout = 30ms;

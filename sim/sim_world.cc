@@ -103,7 +103,7 @@ struct SimWorld::Node {
   NodeState state = NodeState::not_started;
   uint32_t incarnations = 0;  // how many have started
   std::unique_ptr<Incarnation> current;
-  std::vector<std::unique_ptr<Incarnation>> retired;  // dead, until their fibers have unwound
+  std::vector<std::unique_ptr<Incarnation>> retired;  // dead ones, kept for the world's life
   std::deque<Delivery> held_while_paused;
 };
 
@@ -206,8 +206,9 @@ void SimWorld::end_incarnation(Node& n, NodeState new_state) {
   n.held_while_paused.clear();
   Incarnation& inc = *n.current;
   inc.lifetime.kill();
+  // Kept for the world's life, not freed when its fibers end: a `then` continuation armed on
+  // this incarnation may still reach its Spawner (which refuses, the node being dead).
   n.retired.push_back(std::move(n.current));
-  ++retired_;
 }
 
 void SimWorld::start(WorkerId id) {
@@ -257,7 +258,10 @@ void SimWorld::resume(WorkerId id) {
   n.state = NodeState::up;
   std::deque<Delivery> held = std::move(n.held_while_paused);
   n.held_while_paused.clear();
-  for (Delivery& d : held) n.current->transport.inbox().push(std::move(d));
+  runtime::Channel<Delivery>& inbox = n.current->transport.inbox();
+  for (Delivery& d : held) {
+    if (!inbox.closed()) inbox.push(std::move(d));
+  }
   n.clock.resume();
   network_->on_resume_or_heal();
 }
@@ -284,6 +288,7 @@ void SimWorld::heal_all() {
 bool SimWorld::deliver(WorkerId id, uint32_t incarnation, Delivery delivery) {
   Node& n = node(id);
   if (n.current == nullptr || n.current->number != incarnation) return false;
+  if (n.current->transport.inbox().closed()) return false;  // the node stopped listening
   if (n.state == NodeState::paused) {
     n.held_while_paused.push_back(std::move(delivery));
     return true;
@@ -328,21 +333,6 @@ void SimWorld::at(TimePoint t, std::string what, std::function<void()> fn) {
   });
 }
 
-void SimWorld::reap_retired() {
-  if (retired_ == 0) return;
-  for (auto& n : nodes_) {
-    auto& retired = n->retired;
-    for (size_t i = 0; i < retired.size();) {
-      if (retired[i]->fibers.empty()) {
-        retired.erase(retired.begin() + static_cast<std::ptrdiff_t>(i));
-        --retired_;
-      } else {
-        ++i;
-      }
-    }
-  }
-}
-
 SimWorld::Outcome SimWorld::run(RunLimits limits) {
   DAGSIM_ASSERT(active_world == this);
   for (;;) {
@@ -350,7 +340,6 @@ SimWorld::Outcome SimWorld::run(RunLimits limits) {
     boost::this_fiber::yield();
     ++steps_;
     if (progress_ && (steps_ & 0xffff) == 0) progress_(now(), steps_);
-    reap_retired();
     if (foreground_started_ && foreground_live_ == 0) return Outcome::finished;
     check_quiescent();
     if (!clock_.has_timers()) {
@@ -374,6 +363,11 @@ SimWorld::Outcome SimWorld::run(RunLimits limits) {
     // same-instant deliveries in one wake instead of one driver round trip per message. Events
     // fire in (time, sequence) order either way; only the fibers' view of the batch changes.
     const TimePoint instant = clock_.next_deadline();
+    // Fibers that re-arm timers at the current instant forever (a zero-delay retry loop) would
+    // never let time reach max_virtual_time: that is a livelock, and the run ends with it.
+    rounds_at_instant_ = instant == last_instant_ ? rounds_at_instant_ + 1 : 0;
+    last_instant_ = instant;
+    if (rounds_at_instant_ >= kMaxRoundsPerInstant) return Outcome::livelock;
     do {
       clock_.fire_next();
     } while (clock_.has_timers() && clock_.next_deadline() == instant);
@@ -392,7 +386,6 @@ void SimWorld::shutdown() {
     DAGSIM_ASSERT_MSG(live_fibers_ < before || scheduler_.ready_workers() > 0,
                       "fibers survived their node's death:\n" + stuck_report());
   }
-  reap_retired();
   boost::this_fiber::yield();  // let the dispatcher free terminated fibers
 }
 

@@ -73,8 +73,10 @@ class SimWorld {
  public:
   // finished: every foreground fiber ended, or stop_at came. idle: nothing can happen any more
   // and no foreground fiber was waiting. time_limit: max_virtual_time came first. deadlock: a
-  // foreground fiber waits and nothing can ever wake it.
-  enum class Outcome { finished, idle, time_limit, deadlock };
+  // foreground fiber waits and nothing can ever wake it. livelock: virtual time stopped moving
+  // (kMaxRoundsPerInstant driver rounds at one instant: fibers re-arming zero-delay timers).
+  enum class Outcome { finished, idle, time_limit, deadlock, livelock };
+  static constexpr uint64_t kMaxRoundsPerInstant = 1'000'000;
   using NodeMain = std::function<void(runtime::Env&)>;
   using Progress = std::function<void(TimePoint now, uint64_t events)>;
 
@@ -151,7 +153,6 @@ class SimWorld {
   void end_incarnation(Node& node, NodeState new_state);
   void spawn_on(Incarnation& inc, std::string name, std::function<void()> fn, bool foreground);
   void record_fault(FaultEvent event, std::string detail);
-  void reap_retired();
   void check_quiescent() const;
 
   SimOptions options_;
@@ -166,10 +167,11 @@ class SimWorld {
   std::vector<FiberFailure> failures_;
   uint64_t next_partition_ = 0;
   size_t live_fibers_ = 0;
-  size_t retired_ = 0;  // incarnations whose fibers are still unwinding
   size_t foreground_live_ = 0;
   bool foreground_started_ = false;
   uint64_t steps_ = 0;
+  TimePoint last_instant_ = TimePoint::max();
+  uint64_t rounds_at_instant_ = 0;
   Progress progress_;
 };
 

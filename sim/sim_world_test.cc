@@ -197,6 +197,18 @@ TEST(SimWorld, TimedWaitsOnFuturesUseTheNodeClock) {
   EXPECT_EQ(world.now(), at_ms(3000));
 }
 
+TEST(SimWorld, AZeroDelayLoopIsALivelockNotAHang) {
+  SimWorld world({});
+  world.add_node("n0", nullptr);
+  world.start(0);
+  world.spawn_foreground(0, "spinner", [&world] {
+    for (;;) world.env(0).clock.sleep(Duration{0});
+  });
+  EXPECT_EQ(world.run({}), SimWorld::Outcome::livelock);
+  EXPECT_EQ(world.now(), runtime::TimePoint{});
+  EXPECT_NE(world.stuck_report().find("fiber spinner"), std::string::npos);
+}
+
 TEST(SimWorldDeathTest, ABoostTimedWaitLeakingInIsAnAssertion) {
   EXPECT_DEATH(
       {

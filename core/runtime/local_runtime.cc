@@ -133,10 +133,10 @@ void LocalRuntime::deliver(WorkerId source, WorkerId target, Bytes payload) {
     if (!is_alive(source)) return;  // lost with its sender
     if (!is_alive(target)) {
       nodes_[source]->transport.inbox().push(
-          Delivery{Delivery::Kind::peer_failed, target, {}, nodes_[target]->name + " is dead"});
+          Delivery{Delivery::Kind::peer_failed, target, {}, nodes_[target]->name + " is dead", 0});
       return;
     }
-    nodes_[target]->transport.inbox().push(Delivery{Delivery::Kind::message, source, std::move(payload), {}});
+    nodes_[target]->transport.inbox().push(Delivery{Delivery::Kind::message, source, std::move(payload), {}, 0});
   });
 }
 

@@ -23,6 +23,11 @@ struct Delivery {
   WorkerId peer = 0;   // the sender, or the peer whose connection failed
   Bytes payload;       // message only
   std::string reason;  // peer_failed only: why, for error messages
+  // Which life of `peer` this is about: the sender's incarnation, or the incarnation whose
+  // connection failed. A restarted peer opens a new connection at once, so its messages may
+  // arrive before the notice that its predecessor's connection failed (as on TCP); a receiver
+  // fails only what it had pending with that incarnation.
+  uint32_t peer_incarnation = 0;
 };
 
 class Transport {

@@ -80,7 +80,7 @@ int run_command(const RunArgs& args) {
 
   const auto start = WallClock::now();
   scenarios::RunResult result;
-  {
+  try {
     ProgressLine progress(!args.json);
     scenarios::RunOptions options;
     options.seed = args.seed;
@@ -103,6 +103,11 @@ int run_command(const RunArgs& args) {
       result.checks.push_back(determinism);
       result.passed = result.passed && determinism.passed;
     }
+  } catch (const Error& e) {
+    // Some limits are found only when the scenario is expanded (the random fault timeline).
+    if (e.code() != ErrorCode::invalid_scenario) throw;
+    std::cerr << e.detail() << "\n";
+    return kBadInput;
   }
   const double wall_ms = ms_since(start);
   if (!args.trace_path.empty()) {

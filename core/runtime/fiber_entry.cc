@@ -18,11 +18,9 @@ std::optional<std::string> run_fiber_body(FiberContext& context, std::function<v
   } catch (...) {
     failure = "unknown exception";
   }
-  try {
-    fn = nullptr;
-  } catch (...) {
-    if (!failure) failure = "exception while destroying the fiber's function";
-  }
+  // Destructors are noexcept: a capture whose destructor throws (blocking on a dead node, say)
+  // terminates, which is a bug in that capture. Destroy them while the context is installed.
+  fn = nullptr;
   set_current_fiber(nullptr);
   return failure;
 }

@@ -67,6 +67,7 @@ struct SeedOutcome {
 
 // Why a seed failed, in one line: the failing checks' names and first lines.
 std::string summarise(const std::string& stdout_text, const std::string& stderr_text, int exit_code) {
+  if (exit_code == kBadInput) return stderr_text.substr(0, stderr_text.find('\n'));
   if (exit_code != kPassed && exit_code != kCheckFailed) {
     std::string first = stderr_text.substr(0, stderr_text.find('\n'));
     std::string assertion;
@@ -107,7 +108,10 @@ int check_command(const CheckArgs& args) {
   const unsigned jobs = std::max(1u, args.jobs);
   std::map<pid_t, Child> running;
   std::vector<SeedOutcome> outcomes;
-  uint64_t next = range->first;
+  // Counted, not compared, so a range ending at the largest seed cannot wrap around.
+  const uint64_t count = range->last - range->first + 1;  // 0 only for the full 2^64 range
+  uint64_t started = 0;
+  auto more = [&] { return count == 0 || started < count; };
   bool spawn_failed = false;
   auto finish = [&](pid_t pid, int status) {
     Child child = running.at(pid);
@@ -119,9 +123,9 @@ int check_command(const CheckArgs& args) {
     std::remove(child.out_path.c_str());
     std::remove(child.err_path.c_str());
   };
-  while ((next <= range->last && !spawn_failed) || !running.empty()) {
-    while (next <= range->last && running.size() < jobs && !spawn_failed) {
-      const uint64_t seed = next++;
+  while ((more() && !spawn_failed) || !running.empty()) {
+    while (more() && running.size() < jobs && !spawn_failed) {
+      const uint64_t seed = range->first + started++;
       Child child{seed, std::string(dir) + "/" + std::to_string(seed) + ".json", std::string(dir) + "/" + std::to_string(seed) + ".err"};
       posix_spawn_file_actions_t actions;
       posix_spawn_file_actions_init(&actions);
@@ -151,14 +155,16 @@ int check_command(const CheckArgs& args) {
   if (spawn_failed) return kInternalError;
 
   std::sort(outcomes.begin(), outcomes.end(), [](const SeedOutcome& a, const SeedOutcome& b) { return a.seed < b.seed; });
-  size_t failed = 0, crashed = 0;
+  size_t failed = 0, crashed = 0, invalid = 0;
   nlohmann::json failing = nlohmann::json::array();
   for (const SeedOutcome& o : outcomes) {
     if (o.exit_code == kPassed) continue;
     ++failed;
-    if (o.exit_code != kCheckFailed) ++crashed;
+    if (o.exit_code == kBadInput) ++invalid;
+    if (o.exit_code != kCheckFailed && o.exit_code != kBadInput) ++crashed;
+    const char* verdict = o.exit_code == kCheckFailed ? "FAILED" : o.exit_code == kBadInput ? "INVALID" : "CRASHED";
     if (!args.json) {
-      std::cout << "seed " << o.seed << ": " << (o.exit_code == kCheckFailed ? "FAILED" : "CRASHED") << ": " << o.summary
+      std::cout << "seed " << o.seed << ": " << verdict << ": " << o.summary
                 << "\n  replay: " << replay_command(args.file, o.seed) << "\n";
     }
     failing.push_back({{"seed", o.seed}, {"exit_code", o.exit_code}, {"summary", o.summary},
@@ -175,6 +181,7 @@ int check_command(const CheckArgs& args) {
               << (crashed > 0 ? ", " + std::to_string(crashed) + " crashed" : "") << "\n";
   }
   if (crashed > 0) return kInternalError;
+  if (invalid > 0) return kBadInput;  // e.g. the file changed or vanished mid-check
   return failed > 0 ? kCheckFailed : kPassed;
 }
 

@@ -30,13 +30,25 @@ std::string self_path(const char* argv0) {
   return argv0;
 }
 
+// The handlers run on their own stack: a fiber that overflows its stack hits the guard page,
+// and a handler on the overflowed stack would fault again and die by the signal (exit 139).
+void install_fatal_handlers() {
+  static char alternate_stack[64 * 1024];
+  stack_t ss{};
+  ss.ss_sp = alternate_stack;
+  ss.ss_size = sizeof(alternate_stack);
+  sigaltstack(&ss, nullptr);
+  struct sigaction action{};
+  action.sa_handler = on_fatal_signal;
+  action.sa_flags = SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) sigaction(signal, &action, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::signal(SIGABRT, on_fatal_signal);
-  std::signal(SIGSEGV, on_fatal_signal);
-  std::signal(SIGBUS, on_fatal_signal);
-  std::signal(SIGFPE, on_fatal_signal);
+  install_fatal_handlers();
 
   CLI::App app{"dagsim: deterministic simulator and conformance harness for distributed autograd and elastic rendezvous"};
   app.require_subcommand(1);

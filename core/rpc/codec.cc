@@ -1,0 +1,225 @@
+#include "core/rpc/codec.h"
+
+#include <xxhash.h>
+
+#include <bit>
+#include <cstring>
+
+#include "core/rpc/wire.h"
+
+namespace dagsim::rpc {
+
+// Tensor data goes on the wire as the host's bytes: that is little-endian only on a
+// little-endian host. A big-endian port must swap here (and in decode).
+static_assert(std::endian::native == std::endian::little, "the codec writes tensor data in host byte order");
+
+namespace {
+
+constexpr size_t kChecksumOffset = 24;
+
+// The header's fields seed the body's hash, so a flipped bit anywhere but the checksum itself
+// is caught.
+uint64_t checksum(std::span<const uint8_t> header_prefix, std::span<const uint8_t> body) {
+  return XXH3_64bits_withSeed(body.data(), body.size(), XXH3_64bits(header_prefix.data(), header_prefix.size()));
+}
+
+std::string hex(uint64_t v) {
+  char text[19];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(v));
+  return text;
+}
+
+struct Header {
+  MessageType type;
+  uint32_t flags;
+  uint64_t request_id;
+  uint32_t body_length;
+  uint64_t checksum;
+};
+
+Header read_header(std::span<const uint8_t> bytes, const CodecLimits& limits) {
+  WireReader r(bytes.first(kFrameHeaderBytes));
+  const uint32_t magic = r.u32("frame.magic");
+  if (magic != kFrameMagic) {
+    throw errors::protocol_error("frame.magic: " + hex(magic) + " is not a dagsim frame (expected " + hex(kFrameMagic) + ")");
+  }
+  const uint16_t version = r.u16("frame.version");
+  if (version != kProtocolVersion) {
+    throw errors::protocol_error("frame.version: protocol version " + std::to_string(version) +
+                                 ", this build speaks version " + std::to_string(kProtocolVersion));
+  }
+  const uint16_t type = r.u16("frame.type");
+  if (!is_known_message_type(type)) throw errors::protocol_error("frame.type: unknown message type " + hex(type));
+  Header h;
+  h.type = static_cast<MessageType>(type);
+  h.flags = r.u32("frame.flags");
+  h.request_id = r.u64("frame.request_id");
+  h.body_length = r.u32("frame.body_length");
+  h.checksum = r.u64("frame.checksum");
+  if (kFrameHeaderBytes + size_t{h.body_length} > limits.max_frame_bytes) {
+    throw errors::protocol_error("frame.body_length: " + std::to_string(h.body_length) + " bytes exceeds the limit of " +
+                                 std::to_string(limits.max_frame_bytes) + " bytes per frame");
+  }
+  return h;
+}
+
+Tensor read_tensor(WireReader& r, const CodecLimits& limits, uint32_t index) {
+  const std::string where = "tensor " + std::to_string(index);
+  const uint8_t dtype = r.u8("tensor.dtype");
+  if (dtype > static_cast<uint8_t>(Dtype::float64)) {
+    throw errors::protocol_error(where + ": unknown dtype " + std::to_string(dtype));
+  }
+  const uint8_t rank = r.u8("tensor.rank");
+  if (rank > limits.max_rank) {
+    throw errors::protocol_error(where + ": rank " + std::to_string(rank) + " exceeds the limit of " +
+                                 std::to_string(limits.max_rank));
+  }
+  Shape shape(rank);
+  uint64_t numel = 1;
+  for (uint8_t d = 0; d < rank; ++d) {
+    const int64_t size = r.i64("tensor.shape");
+    if (size < 0) throw errors::protocol_error(where + ": negative size " + std::to_string(size) + " in its shape");
+    shape[d] = size;
+    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(size), &numel)) {
+      throw errors::protocol_error(where + ": shape " + shape_str(shape) + " overflows");
+    }
+  }
+  const size_t element = dtype_size(static_cast<Dtype>(dtype));
+  // Checked against the bytes present before allocating: a forged shape cannot make us allocate.
+  if (numel > r.remaining() / element) {
+    throw errors::protocol_error(where + ": shape " + shape_str(shape) + " needs " + std::to_string(numel) + " elements, " +
+                                 "but only " + std::to_string(r.remaining()) + " bytes remain (truncated or forged)");
+  }
+  Tensor t = Tensor::empty(shape, static_cast<Dtype>(dtype));
+  const std::span<const uint8_t> data = r.bytes(numel * element, "tensor.data");
+  if (!data.empty()) std::memcpy(t.raw_data(), data.data(), data.size());
+  return t;
+}
+
+}  // namespace
+
+Bytes seal_frame(const Message& message, std::span<const uint8_t> body) {
+  DAGSIM_ASSERT(body.size() <= UINT32_MAX);
+  Bytes frame;
+  frame.reserve(kFrameHeaderBytes + body.size());
+  WireWriter h(frame);
+  h.u32(kFrameMagic);
+  h.u16(kProtocolVersion);
+  h.u16(static_cast<uint16_t>(message.type));
+  h.u32(message.flags);
+  h.u64(message.request_id);
+  h.u32(static_cast<uint32_t>(body.size()));
+  h.u64(checksum(std::span(frame.data(), kChecksumOffset), body));
+  h.bytes(body);
+  return frame;
+}
+
+Bytes encode(const Message& message, const CodecLimits& limits) {
+  if (message.tensors.size() > limits.max_tensors) {
+    throw errors::invalid_argument("rpc message: " + std::to_string(message.tensors.size()) +
+                                   " tensors exceed the limit of " + std::to_string(limits.max_tensors));
+  }
+  size_t body_length = 8 + message.payload.size();
+  for (const Tensor& t : message.tensors) {
+    DAGSIM_ASSERT_MSG(t.defined(), "an undefined tensor in an rpc message");
+    if (static_cast<uint32_t>(t.dim()) > limits.max_rank) {
+      throw errors::invalid_argument("rpc message: a tensor of rank " + std::to_string(t.dim()) +
+                                     " exceeds the limit of " + std::to_string(limits.max_rank));
+    }
+    body_length += 2 + 8 * static_cast<size_t>(t.dim()) + t.nbytes();
+  }
+  if (kFrameHeaderBytes + body_length > limits.max_frame_bytes || body_length > UINT32_MAX) {
+    throw errors::invalid_argument("rpc message: " + std::to_string(kFrameHeaderBytes + body_length) +
+                                   " bytes exceed the limit of " + std::to_string(limits.max_frame_bytes) +
+                                   " bytes per frame");
+  }
+  Bytes body;
+  body.reserve(body_length);
+  WireWriter w(body);
+  w.u32(static_cast<uint32_t>(message.payload.size()));
+  w.bytes(message.payload);
+  w.u32(static_cast<uint32_t>(message.tensors.size()));
+  for (const Tensor& t : message.tensors) {
+    w.u8(static_cast<uint8_t>(t.dtype()));
+    w.u8(static_cast<uint8_t>(t.dim()));
+    for (int64_t size : t.shape()) w.i64(size);
+    w.bytes(std::span(static_cast<const uint8_t*>(t.raw_data()), t.nbytes()));
+  }
+  DAGSIM_ASSERT_EQ(body.size(), body_length);
+  return seal_frame(message, body);
+}
+
+std::optional<size_t> frame_size(std::span<const uint8_t> prefix, const CodecLimits& limits) {
+  if (prefix.size() < kFrameHeaderBytes) return std::nullopt;
+  return kFrameHeaderBytes + read_header(prefix, limits).body_length;
+}
+
+Message decode(std::span<const uint8_t> frame, const CodecLimits& limits) {
+  if (frame.size() < kFrameHeaderBytes) {
+    throw errors::protocol_error("frame: " + std::to_string(frame.size()) + " bytes is shorter than the " +
+                                 std::to_string(kFrameHeaderBytes) + "-byte header (truncated)");
+  }
+  const Header h = read_header(frame, limits);
+  const size_t expected = kFrameHeaderBytes + h.body_length;
+  if (frame.size() != expected) {
+    throw errors::protocol_error("frame: " + std::to_string(frame.size()) + " bytes, but its header says " +
+                                 std::to_string(expected) + (frame.size() < expected ? " (truncated)" : " (trailing bytes)"));
+  }
+  const std::span<const uint8_t> body = frame.subspan(kFrameHeaderBytes);
+  const uint64_t actual = checksum(frame.first(kChecksumOffset), body);
+  if (actual != h.checksum) {
+    throw errors::protocol_error("frame: checksum " + hex(actual) + " does not match the header's " + hex(h.checksum) +
+                                 " (corrupted in transit)");
+  }
+  Message m;
+  m.type = h.type;
+  m.flags = h.flags;
+  m.request_id = h.request_id;
+  WireReader r(body);
+  const uint32_t payload_length = r.u32("frame.payload_length");
+  const std::span<const uint8_t> payload = r.bytes(payload_length, "frame.payload");
+  m.payload.assign(payload.begin(), payload.end());
+  const uint32_t count = r.u32("frame.tensor_count");
+  if (count > limits.max_tensors) {
+    throw errors::protocol_error("frame.tensor_count: " + std::to_string(count) + " exceeds the limit of " +
+                                 std::to_string(limits.max_tensors));
+  }
+  // Each tensor takes at least 2 bytes: a forged count cannot make us reserve much.
+  if (count > r.remaining() / 2) {
+    throw errors::protocol_error("frame.tensor_count: " + std::to_string(count) + " tensors cannot fit in " +
+                                 std::to_string(r.remaining()) + " bytes");
+  }
+  m.tensors.reserve(count);
+  for (uint32_t i = 0; i < count; ++i) m.tensors.push_back(read_tensor(r, limits, i));
+  r.expect_end("frame body");
+  return m;
+}
+
+const char* message_type_name(MessageType type) {
+  switch (type) {
+    case MessageType::call: return "call";
+    case MessageType::ret: return "ret";
+    case MessageType::remote_call: return "remote_call";
+    case MessageType::remote_ret: return "remote_ret";
+    case MessageType::rref_fetch_call: return "rref_fetch_call";
+    case MessageType::rref_fetch_ret: return "rref_fetch_ret";
+    case MessageType::rref_user_delete: return "rref_user_delete";
+    case MessageType::rref_fork_request: return "rref_fork_request";
+    case MessageType::rref_child_accept: return "rref_child_accept";
+    case MessageType::rref_ack: return "rref_ack";
+    case MessageType::forward_autograd_req: return "forward_autograd_req";
+    case MessageType::forward_autograd_resp: return "forward_autograd_resp";
+    case MessageType::backward_autograd_req: return "backward_autograd_req";
+    case MessageType::backward_autograd_resp: return "backward_autograd_resp";
+    case MessageType::cleanup_autograd_context_req: return "cleanup_autograd_context_req";
+    case MessageType::cleanup_autograd_context_resp: return "cleanup_autograd_context_resp";
+    case MessageType::rref_backward_req: return "rref_backward_req";
+    case MessageType::rref_backward_resp: return "rref_backward_resp";
+    case MessageType::exception: return "exception";
+  }
+  return nullptr;
+}
+
+bool is_known_message_type(uint16_t value) { return message_type_name(static_cast<MessageType>(value)) != nullptr; }
+
+}  // namespace dagsim::rpc

@@ -1,0 +1,59 @@
+// Message: what RPC agents exchange, before encoding (DESIGN.md, "Wire protocol").
+//
+// A message is a type, a request id that pairs a response with its request, a flags word, an
+// opaque payload (each type's fields, written with WireWriter) and a list of tensors, which travel
+// beside the payload as dtype + shape + raw bytes, as PyTorch's Message carries its tensors.
+// Type values follow PyTorch's table (torch/csrc/distributed/rpc/message.h): requests carry
+// 0x100, responses 0x200, so the wire is recognisable to anyone who knows that table.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "core/runtime/transport.h"
+#include "core/tensor/tensor.h"
+
+namespace dagsim::rpc {
+
+using runtime::Bytes;
+
+inline constexpr uint16_t kRequest = 0x100;
+inline constexpr uint16_t kResponse = 0x200;
+
+enum class MessageType : uint16_t {
+  call = 0x00 | kRequest,                         // SCRIPT_CALL: run a registered function
+  ret = 0x01 | kResponse,                         // SCRIPT_RET
+  remote_call = 0x04 | kRequest,                  // SCRIPT_REMOTE_CALL: run, keep the result as an owner RRef
+  remote_ret = 0x06 | kResponse,                  // REMOTE_RET
+  rref_fetch_call = 0x07 | kRequest,              // SCRIPT_RREF_FETCH_CALL: to_here
+  rref_fetch_ret = 0x09 | kResponse,              // SCRIPT_RREF_FETCH_RET
+  rref_user_delete = 0x0b | kRequest,             // RREF_USER_DELETE
+  rref_fork_request = 0x0c | kRequest,            // RREF_FORK_REQUEST
+  rref_child_accept = 0x0d | kRequest,            // RREF_CHILD_ACCEPT
+  rref_ack = 0x0e | kResponse,                    // RREF_ACK
+  forward_autograd_req = 0x0f | kRequest,         // FORWARD_AUTOGRAD_REQ: a message with autograd metadata
+  forward_autograd_resp = 0x10 | kResponse,       // FORWARD_AUTOGRAD_RESP
+  backward_autograd_req = 0x11 | kRequest,        // BACKWARD_AUTOGRAD_REQ: gradients for a send function
+  backward_autograd_resp = 0x12 | kResponse,      // BACKWARD_AUTOGRAD_RESP
+  cleanup_autograd_context_req = 0x13 | kRequest, // CLEANUP_AUTOGRAD_CONTEXT_REQ
+  cleanup_autograd_context_resp = 0x14 | kResponse,
+  rref_backward_req = 0x17 | kRequest,            // RREF_BACKWARD_REQ
+  rref_backward_resp = 0x18 | kResponse,
+  exception = 0x37 | kResponse,                   // EXCEPTION: an error code and text
+};
+
+// "call", "ret", ...; nullptr for a value that is not a known type.
+const char* message_type_name(MessageType type);
+bool is_known_message_type(uint16_t value);
+inline bool is_request(MessageType type) { return (static_cast<uint16_t>(type) & kRequest) != 0; }
+
+struct Message {
+  MessageType type = MessageType::call;
+  uint32_t flags = 0;
+  uint64_t request_id = 0;
+  Bytes payload;
+  std::vector<Tensor> tensors;
+};
+
+}  // namespace dagsim::rpc

@@ -1,6 +1,6 @@
 // NetworkModel: what the simulated network does to a message, as plain data (a scenario's
 // [network] table): per-link latency distributions, bandwidth, connection failures and the
-// silence timeout. SimTransport samples it from the world's seeded stream; nothing here reads a
+// silence timeout. SimNetwork samples it from the world's seeded stream; nothing here reads a
 // clock or a global generator, so a seed replays the same delays on any standard library.
 #pragma once
 

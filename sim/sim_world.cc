@@ -47,9 +47,11 @@ class SimWorld::IncarnationSpawner final : public runtime::Spawner {
   Incarnation& inc_;
 };
 
-class SimWorld::Endpoint final : public runtime::Transport {
+// SimTransport: one incarnation's Transport. Sends go to the world's SimNetwork tagged with the
+// incarnation (a dead incarnation's late sends are lost); deliveries arrive in its inbox.
+class SimWorld::SimTransport final : public runtime::Transport {
  public:
-  Endpoint(SimWorld& world, WorkerId self, uint32_t incarnation)
+  SimTransport(SimWorld& world, WorkerId self, uint32_t incarnation)
       : world_(world), self_(self), incarnation_(incarnation) {}
   WorkerId self() const override { return self_; }
   void send(WorkerId target, runtime::Bytes payload) override {
@@ -85,7 +87,7 @@ struct SimWorld::Incarnation {
   uint32_t number;
   runtime::NodeLifetime lifetime;
   IncarnationSpawner spawner;
-  Endpoint transport;
+  SimTransport transport;
   Prng random;
   TraceLog log;
   Env env;

@@ -144,7 +144,7 @@ class SimWorld {
   struct Node;
   struct Incarnation;
   class IncarnationSpawner;
-  class Endpoint;
+  class SimTransport;
   class TraceLog;
 
   Node& node(WorkerId id);

@@ -112,7 +112,7 @@ struct SimWorld::Node {
 SimWorld::Incarnation::Incarnation(SimWorld& world, Node& node, uint32_t number)
     : node(node), number(number), spawner(world, *this), transport(world, node.id, number),
       random(Prng(world.options_.seed).fork(kNodeStreams + (static_cast<uint64_t>(node.id) << 20) + number)),
-      log(world, node.id), env{node.id, node.name, node.clock, transport, spawner, random, log} {}
+      log(world, node.id), env{node.id, node.name, node.clock, transport, spawner, random, log, number} {}
 
 // SimWorld -------------------------------------------------------------------------------------------
 

@@ -25,6 +25,9 @@ struct Env {
   Spawner& spawner;
   Random& random;
   Log& log;
+  // Which life of this node: 0 at first start, +1 per restart. Ids a node makes carry it in
+  // their high bits, so a restarted node never reuses an id of an earlier life.
+  uint32_t incarnation = 0;
 };
 
 }  // namespace dagsim::runtime

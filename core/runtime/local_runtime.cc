@@ -42,7 +42,7 @@ class LocalRuntime::Node {
   Node(LocalRuntime& runtime, WorkerId id, std::string name)
       : name(std::move(name)), spawner(runtime, *this), transport(runtime, id),
         random(Prng(runtime.options_.seed).fork(id)),
-        env{id, this->name, runtime.clock_, transport, spawner, random, log} {}
+        env{id, this->name, runtime.clock_, transport, spawner, random, log, 0} {}
 
   std::string name;
   NodeLifetime lifetime;

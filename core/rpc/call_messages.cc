@@ -1,0 +1,73 @@
+#include "core/rpc/call_messages.h"
+
+#include "core/rpc/wire.h"
+
+namespace dagsim::rpc {
+
+Message make_call(uint64_t request_id, const std::string& function, const CallArgs& args) {
+  Message m;
+  m.type = MessageType::call;
+  m.request_id = request_id;
+  WireWriter w(m.payload);
+  w.string(function);
+  w.u32(static_cast<uint32_t>(args.attributes.size()));
+  for (const auto& [name, value] : args.attributes) {
+    w.string(name);
+    w.f64(value);
+  }
+  m.tensors = args.tensors;
+  return m;
+}
+
+Call read_call(const Message& message) {
+  WireReader r(message.payload);
+  Call call;
+  call.function = r.string("call.function", kMaxFunctionName);
+  const uint32_t count = r.u32("call.attribute_count");
+  if (count > kMaxAttributes) {
+    throw errors::protocol_error("call.attribute_count: " + std::to_string(count) + " exceeds the limit of " +
+                                 std::to_string(kMaxAttributes));
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string name = r.string("call.attribute.name", kMaxAttributeName);
+    call.args.attributes[std::move(name)] = r.f64("call.attribute.value");
+  }
+  r.expect_end("call");
+  call.args.tensors = message.tensors;
+  return call;
+}
+
+Message make_ret(uint64_t request_id, std::vector<Tensor> results) {
+  Message m;
+  m.type = MessageType::ret;
+  m.request_id = request_id;
+  m.tensors = std::move(results);
+  return m;
+}
+
+Message make_exception(uint64_t request_id, WorkerId node, const Error& error) {
+  Message m;
+  m.type = MessageType::exception;
+  m.request_id = request_id;
+  WireWriter w(m.payload);
+  w.u32(static_cast<uint32_t>(error.code()));
+  w.u16(node);
+  std::string text = error.detail();
+  // Nested remote errors already say where they came from; say it once.
+  if (text.rfind("Error on Node ", 0) != 0) text = "Error on Node " + std::to_string(node) + ": " + text;
+  if (text.size() > kMaxErrorText) text.resize(kMaxErrorText);
+  w.string(text);
+  return m;
+}
+
+Error read_exception(const Message& message) {
+  WireReader r(message.payload);
+  const uint32_t code = r.u32("exception.code");
+  r.u16("exception.node");
+  std::string text = r.string("exception.text", kMaxErrorText);
+  r.expect_end("exception");
+  const std::optional<ErrorCode> known = error_code_from_int(static_cast<int>(code));
+  return Error(known.value_or(ErrorCode::internal_error), std::move(text));
+}
+
+}  // namespace dagsim::rpc

@@ -1,0 +1,34 @@
+// The payloads of the plain RPC messages: call (a registered function's name, its attributes and
+// tensors), ret (the result tensors) and exception (an error code, the failing node, the text).
+// Decoding bounds every length and names the field that is wrong (protocol_error).
+#pragma once
+
+#include <string>
+
+#include "core/base/error.h"
+#include "core/rpc/function_registry.h"
+#include "core/rpc/message.h"
+
+namespace dagsim::rpc {
+
+inline constexpr size_t kMaxFunctionName = 256;
+inline constexpr size_t kMaxAttributeName = 64;
+inline constexpr size_t kMaxAttributes = 64;
+inline constexpr size_t kMaxErrorText = 64 * 1024;
+
+struct Call {
+  std::string function;
+  CallArgs args;
+};
+
+Message make_call(uint64_t request_id, const std::string& function, const CallArgs& args);
+Call read_call(const Message& message);
+
+Message make_ret(uint64_t request_id, std::vector<Tensor> results);
+
+// An exception reply. The text reads as PyTorch's: "Error on Node N: <what went wrong>".
+Message make_exception(uint64_t request_id, WorkerId node, const Error& error);
+// The error an exception reply carries, with its original code.
+Error read_exception(const Message& message);
+
+}  // namespace dagsim::rpc

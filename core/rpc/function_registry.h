@@ -1,0 +1,59 @@
+// FunctionRegistry: the functions a node will run for remote callers, by name.
+//
+// Remote calls name registered functions; nothing received over the wire is ever executed as
+// code (PyTorch's RPC runs pickled Python callables, a known remote-code-execution risk we do not
+// copy). A function takes tensors by position and named numeric attributes (dim, keepdim, ...),
+// returns tensors, and may itself make RPCs through the agent in its CallContext: nested calls
+// run on the handler's fiber, which carries the caller's autograd context as PyTorch's thread does.
+// Every node of a world registers the same functions (built-in tensor ops plus whatever the
+// program adds), so a name means the same thing everywhere.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/base/ids.h"
+#include "core/tensor/tensor.h"
+
+namespace dagsim::rpc {
+
+class RpcAgent;
+
+struct CallArgs {
+  std::vector<Tensor> tensors;
+  std::map<std::string, double> attributes;  // ordered, so encoding is deterministic
+
+  // The attribute `name`, or `fallback`; throws invalid_argument naming the function when a
+  // required one (no fallback) is missing.
+  double attribute(std::string_view function, const std::string& name, std::optional<double> fallback = {}) const;
+  // Exactly `n` tensors, or invalid_argument naming the function.
+  void expect_tensors(std::string_view function, size_t n) const;
+};
+
+struct CallContext {
+  RpcAgent& agent;
+  WorkerId caller;
+};
+
+using RpcFunction = std::function<std::vector<Tensor>(CallContext&, const CallArgs&)>;
+
+class FunctionRegistry {
+ public:
+  // The built-in tensor ops (add, sub, mul, div, matmul, neg, exp, log, tanh, sigmoid, relu,
+  // sum, mean, softmax, log_softmax, transpose, narrow, cat, clone, mse_loss, pow, linear).
+  static FunctionRegistry with_builtins();
+
+  // Asserts the name is new: two meanings for one name would be a programming error.
+  void add(std::string name, RpcFunction function);
+  const RpcFunction* find(std::string_view name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, RpcFunction, std::less<>> functions_;
+};
+
+}  // namespace dagsim::rpc

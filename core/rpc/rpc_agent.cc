@@ -1,0 +1,202 @@
+#include "core/rpc/rpc_agent.h"
+
+#include "core/rpc/call_messages.h"
+
+namespace dagsim::rpc {
+
+using runtime::Delivery;
+
+RpcAgent::RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptions options)
+    : env_(env), registry_(registry), options_(options),
+      ids_(env.self, static_cast<uint16_t>(env.incarnation)) {}
+
+RpcAgent::~RpcAgent() {
+  for (auto& [id, pending] : pending_) env_.clock.cancel(pending.timer);
+  // Destroying the promises completes their futures with broken_promise: no waiter hangs.
+  pending_.clear();
+}
+
+void RpcAgent::start() {
+  DAGSIM_ASSERT_MSG(!started_, "RpcAgent::start called twice");
+  started_ = true;
+  env_.spawner.spawn("rpc.listener", [this] { listen(); });
+}
+
+void RpcAgent::listen() {
+  for (;;) {
+    Delivery delivery;
+    try {
+      delivery = env_.transport.inbox().pop();
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::channel_closed) return;  // shut down
+      throw;
+    }
+    if (delivery.kind == Delivery::Kind::peer_failed) {
+      fail_calls_to(delivery.peer, delivery.reason);
+    } else {
+      on_frame(delivery.peer, delivery.payload);
+    }
+  }
+}
+
+void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
+  Message message;
+  try {
+    message = decode(frame, options_.limits);
+  } catch (const Error& e) {
+    // A peer that sends garbage gets nothing back: its request id cannot be trusted either.
+    env_.log.event("rpc.bad_frame", "from node " + std::to_string(from) + ": " + e.detail());
+    return;
+  }
+  switch (message.type) {
+    case MessageType::call:
+      ++handlers_;
+      env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
+        serve(from, std::move(message));
+      });
+      return;
+    case MessageType::ret:
+      finish(message.request_id, std::move(message.tensors), nullptr);
+      return;
+    case MessageType::exception: {
+      std::exception_ptr error;
+      try {
+        error = std::make_exception_ptr(read_exception(message));
+      } catch (const Error& e) {
+        error = std::make_exception_ptr(e);  // a malformed exception still ends the call
+      }
+      finish(message.request_id, std::nullopt, error);
+      return;
+    }
+    default:
+      env_.log.event("rpc.unexpected", std::string(message_type_name(message.type)) + " from node " + std::to_string(from));
+      return;
+  }
+}
+
+void RpcAgent::serve(WorkerId from, Message request) {
+  struct Done {
+    RpcAgent& agent;
+    ~Done() {
+      --agent.handlers_;
+      agent.notify_drained();
+    }
+  } done{*this};
+  Message response;
+  try {
+    Call call = read_call(request);
+    const RpcFunction* function = registry_.find(call.function);
+    if (function == nullptr) {
+      std::string known;
+      for (const std::string& name : registry_.names()) known += (known.empty() ? "" : ", ") + name;
+      throw errors::invalid_argument("unknown function '" + call.function + "'; registered: " + known);
+    }
+    CallContext context{*this, from};
+    response = make_ret(request.request_id, (*function)(context, call.args));
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::node_killed) throw;  // this node is dying: nobody left to reply
+    response = make_exception(request.request_id, env_.self, e);
+  } catch (const std::exception& e) {
+    response = make_exception(request.request_id, env_.self, errors::internal_error(e.what()));
+  }
+  reply(from, response);
+}
+
+void RpcAgent::reply(WorkerId to, const Message& message) {
+  try {
+    send(to, message);
+  } catch (const Error& e) {
+    // A result too large for a frame: the caller still gets an answer.
+    if (e.code() != ErrorCode::invalid_argument || message.type == MessageType::exception) throw;
+    send(to, make_exception(message.request_id, env_.self, e));
+  }
+}
+
+void RpcAgent::send(WorkerId to, const Message& message) {
+  runtime::Bytes frame = encode(message, options_.limits);
+  if (to == env_.self) {
+    // A call to oneself goes through the same encode/decode, on a fiber, as a remote one.
+    env_.spawner.spawn("rpc.local", [this, frame = std::move(frame)] { on_frame(env_.self, frame); });
+    return;
+  }
+  env_.transport.send(to, std::move(frame));
+}
+
+Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& function, CallArgs args,
+                                                std::optional<Duration> timeout) {
+  if (!started_ || stopping_) {
+    throw errors::invalid_argument("rpc to node " + std::to_string(to) + ": the RPC agent of node " +
+                                   std::to_string(env_.self) + (stopping_ ? " is shut down" : " is not started"));
+  }
+  const uint64_t id = ids_.next();
+  Pending& pending = pending_[id];
+  pending.to = to;
+  pending.function = function;
+  Future<std::vector<Tensor>> future = pending.promise.get_future();
+  const Duration limit = timeout.value_or(options_.default_timeout);
+  pending.timer = env_.clock.call_at(env_.clock.now() + limit, [this, id, to, function, limit] {
+    finish(id, std::nullopt,
+           std::make_exception_ptr(errors::timed_out("rpc '" + function + "' to node " + std::to_string(to) +
+                                                     " timed out after " +
+                                                     std::to_string(limit.count() / 1000000) + " ms")));
+  });
+  try {
+    send(to, make_call(id, function, args));
+  } catch (...) {
+    finish(id, std::nullopt, std::current_exception());
+  }
+  return future;
+}
+
+std::vector<Tensor> RpcAgent::rpc_sync(WorkerId to, const std::string& function, CallArgs args,
+                                       std::optional<Duration> timeout) {
+  return rpc_async(to, function, std::move(args), timeout).get();
+}
+
+bool RpcAgent::finish(uint64_t request_id, std::optional<std::vector<Tensor>> value, std::exception_ptr error) {
+  auto it = pending_.find(request_id);
+  if (it == pending_.end()) return false;  // timed out or failed already: a late reply
+  Pending pending = std::move(it->second);
+  pending_.erase(it);
+  env_.clock.cancel(pending.timer);
+  if (error) {
+    pending.promise.set_exception(error);
+  } else {
+    pending.promise.set_value(std::move(*value));
+  }
+  notify_drained();
+  return true;
+}
+
+void RpcAgent::fail_calls_to(WorkerId peer, const std::string& reason) {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, pending] : pending_) {
+    if (pending.to == peer) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    const std::string function = pending_.at(id).function;
+    finish(id, std::nullopt,
+           std::make_exception_ptr(errors::connection_failed("rpc '" + function + "' to node " + std::to_string(peer) +
+                                                             ": " + reason)));
+  }
+}
+
+void RpcAgent::notify_drained() {
+  if (stopping_ && pending_.empty() && handlers_ == 0) drained_.notify_all();
+}
+
+void RpcAgent::shutdown() {
+  stopping_ = true;
+  runtime::FiberLock lock(drain_mutex_);
+  const bool drained = runtime::block_until(
+      drained_, lock, [this] { return pending_.empty() && handlers_ == 0; },
+      env_.clock.now() + options_.default_timeout, "RpcAgent::shutdown");
+  if (!drained) {
+    throw errors::timed_out("RpcAgent::shutdown of node " + std::to_string(env_.self) + ": " +
+                            std::to_string(pending_.size()) + " call(s) and " + std::to_string(handlers_) +
+                            " handler(s) still outstanding");
+  }
+  env_.transport.inbox().close();
+}
+
+}  // namespace dagsim::rpc

@@ -1,0 +1,93 @@
+// RpcAgent: one node's RPC endpoint over its Env's Transport (PyTorch's RpcAgent, per node
+// rather than per process, since a simulated world holds many nodes in one process).
+//
+// rpc_async sends a call to a registered function on another node (or this one) and returns a
+// Future of its result tensors; rpc_sync waits for it. A listener fiber decodes every frame that
+// arrives: calls run each on a fiber of their own (so a function may itself make RPCs and block),
+// replies complete their pending futures, and a peer's failure fails every call pending on it.
+//
+// Promises: every call ends, with its result or an error: the callee's error with its code and
+// "Error on Node N: ..." text; timed_out after the call's timeout (the Clock's, so virtual time
+// in the simulator); connection_failed naming the peer when its connection fails. A malformed
+// frame is logged and dropped, never a crash. Calls are at most once: a call whose connection
+// failed may still have run on the callee. shutdown() refuses new calls, waits for outstanding
+// ones (ours and those we serve) and then stops the listener.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/ids.h"
+#include "core/rpc/codec.h"
+#include "core/rpc/function_registry.h"
+#include "core/runtime/env.h"
+#include "core/runtime/future.h"
+
+namespace dagsim::rpc {
+
+using runtime::Duration;
+using runtime::Future;
+
+struct RpcOptions {
+  Duration default_timeout = std::chrono::seconds(60);
+  CodecLimits limits;
+};
+
+class RpcAgent {
+ public:
+  RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptions options = {});
+  // Fails what is still pending (broken_promise) and cancels its timers.
+  ~RpcAgent();
+  RpcAgent(const RpcAgent&) = delete;
+  RpcAgent& operator=(const RpcAgent&) = delete;
+
+  // Spawns the listener. Call once, on a fiber of the agent's node or before the run.
+  void start();
+
+  Future<std::vector<Tensor>> rpc_async(WorkerId to, const std::string& function, CallArgs args,
+                                        std::optional<Duration> timeout = std::nullopt);
+  std::vector<Tensor> rpc_sync(WorkerId to, const std::string& function, CallArgs args,
+                               std::optional<Duration> timeout = std::nullopt);
+
+  // Graceful: refuses new calls, waits (up to the default timeout) for outstanding calls and
+  // handlers, then stops the listener. Throws timed_out if they do not drain.
+  void shutdown();
+
+  runtime::Env& env() { return env_; }
+  WorkerId self() const { return env_.self; }
+  size_t pending_calls() const { return pending_.size(); }
+  size_t running_handlers() const { return handlers_; }
+
+ private:
+  struct Pending {
+    WorkerId to;
+    std::string function;
+    runtime::Promise<std::vector<Tensor>> promise;
+    runtime::TimerId timer = 0;
+  };
+
+  void listen();
+  void on_frame(WorkerId from, const runtime::Bytes& frame);
+  void serve(WorkerId from, Message request);
+  void reply(WorkerId to, const Message& message);
+  void send(WorkerId to, const Message& message);
+  // Completes and forgets a pending call; false if it already ended (a late reply).
+  bool finish(uint64_t request_id, std::optional<std::vector<Tensor>> value, std::exception_ptr error);
+  void fail_calls_to(WorkerId peer, const std::string& reason);
+  void notify_drained();
+
+  runtime::Env& env_;
+  const FunctionRegistry& registry_;
+  RpcOptions options_;
+  IdGenerator ids_;
+  std::map<uint64_t, Pending> pending_;
+  size_t handlers_ = 0;
+  bool started_ = false;
+  bool stopping_ = false;
+  runtime::FiberMutex drain_mutex_;
+  runtime::FiberCondition drained_;
+};
+
+}  // namespace dagsim::rpc

@@ -1,0 +1,79 @@
+#include "core/dist_autograd/container.h"
+
+#include "core/base/error.h"
+#include "core/base/fiber_local.h"
+
+namespace dagsim::dist_autograd {
+
+namespace {
+FiberLocal<std::optional<ContextId>>& current() {
+  static FiberLocal<std::optional<ContextId>> slot;
+  return slot;
+}
+}  // namespace
+
+DistAutogradContainer::DistAutogradContainer(WorkerId worker, uint32_t incarnation)
+    : ids_(worker, static_cast<uint16_t>(incarnation)), message_ids_(worker, static_cast<uint16_t>(incarnation)) {}
+
+DistAutogradContext& DistAutogradContainer::new_context() {
+  const auto id = static_cast<ContextId>(ids_.next());
+  auto [it, inserted] = contexts_.emplace(id, std::make_unique<DistAutogradContext>(id));
+  DAGSIM_ASSERT(inserted);
+  return *it->second;
+}
+
+DistAutogradContext& DistAutogradContainer::get_or_create_context(ContextId id) {
+  auto it = contexts_.find(id);
+  if (it == contexts_.end()) it = contexts_.emplace(id, std::make_unique<DistAutogradContext>(id)).first;
+  return *it->second;
+}
+
+DistAutogradContext& DistAutogradContainer::retrieve_context(ContextId id) {
+  auto it = contexts_.find(id);
+  if (it == contexts_.end()) {
+    throw errors::invalid_argument("Could not find autograd context with id: " + std::to_string(id));
+  }
+  return *it->second;
+}
+
+std::set<WorkerId> DistAutogradContainer::release_context(ContextId id) {
+  std::optional<std::set<WorkerId>> workers = release_context_if_present(id);
+  if (!workers) throw errors::invalid_argument("Could not find autograd context with id: " + std::to_string(id));
+  return *workers;
+}
+
+std::optional<std::set<WorkerId>> DistAutogradContainer::release_context_if_present(ContextId id) {
+  auto it = contexts_.find(id);
+  if (it == contexts_.end()) return std::nullopt;
+  std::set<WorkerId> workers = it->second->known_worker_ids();
+  contexts_.erase(it);
+  if (current_context_id() == id) set_current_context_id(std::nullopt);
+  return workers;
+}
+
+std::vector<ContextId> DistAutogradContainer::context_ids() const {
+  std::vector<ContextId> ids;
+  for (const auto& [id, context] : contexts_) ids.push_back(id);
+  return ids;
+}
+
+std::optional<ContextId> DistAutogradContainer::current_context_id() { return current().get(); }
+void DistAutogradContainer::set_current_context_id(std::optional<ContextId> id) { current().get() = id; }
+
+DistAutogradContext& DistAutogradContainer::current_context() {
+  const std::optional<ContextId> id = current_context_id();
+  if (!id) {
+    throw errors::invalid_argument(
+        "Current thread doesn't have a valid autograd context. Please wrap your code using: `with "
+        "torch.distributed.autograd.context() as context_id` to generate a valid context");
+  }
+  return retrieve_context(*id);
+}
+
+ContextScope::ContextScope(std::optional<ContextId> id) : previous_(DistAutogradContainer::current_context_id()) {
+  DistAutogradContainer::set_current_context_id(id);
+}
+
+ContextScope::~ContextScope() { DistAutogradContainer::set_current_context_id(previous_); }
+
+}  // namespace dagsim::dist_autograd

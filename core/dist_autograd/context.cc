@@ -1,0 +1,54 @@
+#include "core/dist_autograd/context.h"
+
+#include "core/autograd/grad_mode.h"
+#include "core/base/error.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim::dist_autograd {
+
+void DistAutogradContext::add_send_function(MessageId id, std::shared_ptr<autograd::Node> send) {
+  DAGSIM_ASSERT(send != nullptr);
+  const bool inserted = sends_.emplace(id, std::move(send)).second;
+  DAGSIM_ASSERT_MSG(inserted, "send function for autograd message id " + std::to_string(id) + " recorded twice");
+}
+
+void DistAutogradContext::add_recv_function(MessageId id, std::shared_ptr<autograd::Node> recv) {
+  DAGSIM_ASSERT(recv != nullptr);
+  const bool inserted = recvs_.emplace(id, std::move(recv)).second;
+  DAGSIM_ASSERT_MSG(inserted, "recv function for autograd message id " + std::to_string(id) + " recorded twice");
+}
+
+std::shared_ptr<autograd::Node> DistAutogradContext::retrieve_send_function(MessageId id) const {
+  auto it = sends_.find(id);
+  if (it == sends_.end()) {
+    throw errors::invalid_argument("Could not find send function for autograd message id: " + std::to_string(id));
+  }
+  return it->second;
+}
+
+void DistAutogradContext::accumulate_grad(const Tensor& variable, const Tensor& grad) {
+  DAGSIM_ASSERT(variable.defined() && grad.defined());
+  autograd::NoGradGuard no_grad;
+  auto [it, inserted] = grad_index_.emplace(variable.unsafe_impl(), grads_.size());
+  if (inserted) {
+    grads_.emplace_back(variable, clone(grad));
+    return;
+  }
+  Tensor& sum = grads_[it->second].second;
+  sum = add(sum, grad);
+}
+
+std::vector<std::pair<Tensor, Tensor>> DistAutogradContext::gradients() const {
+  autograd::NoGradGuard no_grad;
+  std::vector<std::pair<Tensor, Tensor>> out;
+  out.reserve(grads_.size());
+  for (const auto& [variable, grad] : grads_) out.emplace_back(variable, clone(grad));
+  return out;
+}
+
+Tensor DistAutogradContext::gradient_of(const Tensor& variable) const {
+  auto it = grad_index_.find(variable.unsafe_impl());
+  return it == grad_index_.end() ? Tensor() : grads_[it->second].second;
+}
+
+}  // namespace dagsim::dist_autograd

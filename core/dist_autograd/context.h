@@ -1,0 +1,61 @@
+// DistAutogradContext: one distributed backward's state on one node (PyTorch's
+// DistAutogradContext): the send and recv functions recorded by RPCs in this context, keyed by
+// their autograd message id; the workers this node exchanged autograd messages with (whom a
+// release must reach); and the gradients accumulated for this node's leaves, which live here and
+// never in the tensors' own .grad.
+//
+// Gradients are kept in the order their leaves first received one, so get_gradients() (and
+// anything printed from it) never depends on pointer values.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "core/autograd/node.h"
+#include "core/base/ids.h"
+
+namespace dagsim::dist_autograd {
+
+using ContextId = int64_t;
+using MessageId = int64_t;
+
+class DistAutogradContext {
+ public:
+  explicit DistAutogradContext(ContextId id) : id_(id) {}
+  DistAutogradContext(const DistAutogradContext&) = delete;
+  DistAutogradContext& operator=(const DistAutogradContext&) = delete;
+
+  ContextId context_id() const { return id_; }
+
+  void add_send_function(MessageId id, std::shared_ptr<autograd::Node> send);
+  void add_recv_function(MessageId id, std::shared_ptr<autograd::Node> recv);
+  // Throws invalid_argument "Could not find send function for autograd message id: X".
+  std::shared_ptr<autograd::Node> retrieve_send_function(MessageId id) const;
+  const std::map<MessageId, std::shared_ptr<autograd::Node>>& send_functions() const { return sends_; }
+  const std::map<MessageId, std::shared_ptr<autograd::Node>>& recv_functions() const { return recvs_; }
+
+  void add_known_worker_id(WorkerId worker) { known_workers_.insert(worker); }
+  const std::set<WorkerId>& known_worker_ids() const { return known_workers_; }
+
+  // Adds `grad` to `variable`'s gradient in this context (the first one is stored as a copy, so
+  // later accumulation never writes into a tensor the caller still holds).
+  void accumulate_grad(const Tensor& variable, const Tensor& grad);
+  // Copies of (leaf, gradient) pairs, in the order the leaves first got a gradient.
+  std::vector<std::pair<Tensor, Tensor>> gradients() const;
+  // This context's gradient for `variable`; undefined if it has none.
+  Tensor gradient_of(const Tensor& variable) const;
+
+ private:
+  ContextId id_;
+  std::map<MessageId, std::shared_ptr<autograd::Node>> sends_;
+  std::map<MessageId, std::shared_ptr<autograd::Node>> recvs_;
+  std::set<WorkerId> known_workers_;
+  std::vector<std::pair<Tensor, Tensor>> grads_;                // insertion order
+  std::unordered_map<const void*, size_t> grad_index_;          // leaf identity -> index; lookup only
+};
+
+}  // namespace dagsim::dist_autograd

@@ -48,6 +48,20 @@ void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
     env_.log.event("rpc.bad_frame", "from node " + std::to_string(from) + ": " + e.detail());
     return;
   }
+  if (extension_ != nullptr && message.type != MessageType::call && message.type != MessageType::ret &&
+      message.type != MessageType::exception) {
+    if (!is_request(message.type)) {
+      // Unwrapped on the listener: what the extension records (recv functions) must exist before
+      // anyone waiting on the call runs.
+      const uint64_t request_id = message.request_id;
+      try {
+        message = extension_->incoming_response(from, std::move(message));
+      } catch (const Error& e) {
+        finish(request_id, std::nullopt, std::make_exception_ptr(e));
+        return;
+      }
+    }
+  }
   switch (message.type) {
     case MessageType::call:
       ++handlers_;
@@ -69,6 +83,13 @@ void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
       return;
     }
     default:
+      if (extension_ != nullptr && is_request(message.type)) {
+        ++handlers_;
+        env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
+          serve(from, std::move(message));
+        });
+        return;
+      }
       env_.log.event("rpc.unexpected", std::string(message_type_name(message.type)) + " from node " + std::to_string(from));
       return;
   }
@@ -83,6 +104,25 @@ void RpcAgent::serve(WorkerId from, Message request) {
     }
   } done{*this};
   Message response;
+  if (request.type == MessageType::call) {
+    response = run_call(from, request);
+  } else {
+    DAGSIM_ASSERT(extension_ != nullptr);
+    const uint64_t request_id = request.request_id;
+    try {
+      response = extension_->serve(from, std::move(request),
+                                   [this, from](Message call) { return run_call(from, call); });
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::node_killed) throw;
+      response = make_exception(request_id, env_.self, e);
+    } catch (const std::exception& e) {
+      response = make_exception(request_id, env_.self, errors::internal_error(e.what()));
+    }
+  }
+  reply(from, response);
+}
+
+Message RpcAgent::run_call(WorkerId from, const Message& request) {
   try {
     Call call = read_call(request);
     const RpcFunction* function = registry_.find(call.function);
@@ -92,14 +132,13 @@ void RpcAgent::serve(WorkerId from, Message request) {
       throw errors::invalid_argument("unknown function '" + call.function + "'; registered: " + known);
     }
     CallContext context{*this, from};
-    response = make_ret(request.request_id, (*function)(context, call.args));
+    return make_ret(request.request_id, (*function)(context, call.args));
   } catch (const Error& e) {
     if (e.code() == ErrorCode::node_killed) throw;  // this node is dying: nobody left to reply
-    response = make_exception(request.request_id, env_.self, e);
+    return make_exception(request.request_id, env_.self, e);
   } catch (const std::exception& e) {
-    response = make_exception(request.request_id, env_.self, errors::internal_error(e.what()));
+    return make_exception(request.request_id, env_.self, errors::internal_error(e.what()));
   }
-  reply(from, response);
 }
 
 void RpcAgent::reply(WorkerId to, const Message& message) {
@@ -124,24 +163,32 @@ void RpcAgent::send(WorkerId to, const Message& message) {
 
 Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& function, CallArgs args,
                                                 std::optional<Duration> timeout) {
+  Message call = make_call(0, function, args);
+  if (extension_ != nullptr) call = extension_->outgoing_call(to, std::move(call));
+  return request(to, std::move(call), "rpc '" + function + "'", timeout);
+}
+
+Future<std::vector<Tensor>> RpcAgent::request(WorkerId to, Message message, const std::string& what,
+                                              std::optional<Duration> timeout) {
   if (!started_ || stopping_) {
-    throw errors::invalid_argument("rpc to node " + std::to_string(to) + ": the RPC agent of node " +
+    throw errors::invalid_argument(what + " to node " + std::to_string(to) + ": the RPC agent of node " +
                                    std::to_string(env_.self) + (stopping_ ? " is shut down" : " is not started"));
   }
+  DAGSIM_ASSERT_MSG(is_request(message.type), "RpcAgent::request sends requests only");
   const uint64_t id = ids_.next();
+  message.request_id = id;
   Pending& pending = pending_[id];
   pending.to = to;
-  pending.function = function;
+  pending.function = what;
   Future<std::vector<Tensor>> future = pending.promise.get_future();
   const Duration limit = timeout.value_or(options_.default_timeout);
-  pending.timer = env_.clock.call_at(env_.clock.now() + limit, [this, id, to, function, limit] {
+  pending.timer = env_.clock.call_at(env_.clock.now() + limit, [this, id, to, what, limit] {
     finish(id, std::nullopt,
-           std::make_exception_ptr(errors::timed_out("rpc '" + function + "' to node " + std::to_string(to) +
-                                                     " timed out after " +
+           std::make_exception_ptr(errors::timed_out(what + " to node " + std::to_string(to) + " timed out after " +
                                                      std::to_string(limit.count() / 1000000) + " ms")));
   });
   try {
-    send(to, make_call(id, function, args));
+    send(to, message);
   } catch (...) {
     finish(id, std::nullopt, std::current_exception());
   }
@@ -176,8 +223,8 @@ void RpcAgent::fail_calls_to(WorkerId peer, const std::string& reason) {
   for (uint64_t id : ids) {
     const std::string function = pending_.at(id).function;
     finish(id, std::nullopt,
-           std::make_exception_ptr(errors::connection_failed("rpc '" + function + "' to node " + std::to_string(peer) +
-                                                             ": " + reason)));
+           std::make_exception_ptr(errors::connection_failed(function + " to node " + std::to_string(peer) + ": " +
+                                                             reason)));
   }
 }
 

@@ -22,6 +22,7 @@
 #include "core/base/ids.h"
 #include "core/rpc/codec.h"
 #include "core/rpc/function_registry.h"
+#include "core/rpc/rpc_extension.h"
 #include "core/runtime/env.h"
 #include "core/runtime/future.h"
 
@@ -51,6 +52,14 @@ class RpcAgent {
   std::vector<Tensor> rpc_sync(WorkerId to, const std::string& function, CallArgs args,
                                std::optional<Duration> timeout = std::nullopt);
 
+  // Sends any request message (the extension's: backward passes, cleanup) and returns the
+  // tensors of its ret, or its error. `what` names it in timeout and failure messages.
+  Future<std::vector<Tensor>> request(WorkerId to, Message message, const std::string& what,
+                                      std::optional<Duration> timeout = std::nullopt);
+
+  // Installs the extension (distributed autograd). Before start(); the agent does not own it.
+  void set_extension(RpcExtension* extension) { extension_ = extension; }
+
   // Graceful: refuses new calls, waits (up to the default timeout) for outstanding calls and
   // handlers, then stops the listener. Throws timed_out if they do not drain.
   void shutdown();
@@ -71,6 +80,8 @@ class RpcAgent {
   void listen();
   void on_frame(WorkerId from, const runtime::Bytes& frame);
   void serve(WorkerId from, Message request);
+  // Runs a plain call through the registry: its ret, or an exception reply.
+  Message run_call(WorkerId from, const Message& call);
   void reply(WorkerId to, const Message& message);
   void send(WorkerId to, const Message& message);
   // Completes and forgets a pending call; false if it already ended (a late reply).
@@ -86,6 +97,7 @@ class RpcAgent {
   size_t handlers_ = 0;
   bool started_ = false;
   bool stopping_ = false;
+  RpcExtension* extension_ = nullptr;
   runtime::FiberMutex drain_mutex_;
   runtime::FiberCondition drained_;
 };

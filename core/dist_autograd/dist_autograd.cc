@@ -1,0 +1,125 @@
+#include "core/dist_autograd/dist_autograd.h"
+
+#include "core/autograd/grad_mode.h"
+#include "core/base/error.h"
+#include "core/rpc/call_messages.h"
+
+namespace dagsim::dist_autograd {
+
+using rpc::Message;
+using rpc::MessageType;
+
+DistAutograd::DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options)
+    : agent_(agent), container_(agent.self(), agent.env().incarnation), engine_(container_, agent, options) {
+  agent_.set_extension(this);
+}
+
+DistAutograd::Context::Context(DistAutograd& owner)
+    : owner_(owner), id_(owner.container_.new_context().context_id()), scope_(id_) {}
+
+DistAutograd::Context::~Context() {
+  if (owner_.container_.has_context(id_)) owner_.release_context(id_);
+}
+
+void DistAutograd::backward(ContextId context, const autograd::variable_list& roots, bool retain_graph) {
+  engine_.backward(context, roots, retain_graph);
+}
+
+std::vector<std::pair<Tensor, Tensor>> DistAutograd::get_gradients(ContextId context) {
+  return container_.retrieve_context(context).gradients();
+}
+
+void DistAutograd::release_context(ContextId context) {
+  const std::set<WorkerId> workers = container_.release_context(context);
+  notify_release(context, workers, std::nullopt);
+}
+
+void DistAutograd::notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except) {
+  for (WorkerId worker : workers) {
+    if (worker == except || worker == agent_.self()) continue;
+    try {
+      // Fire and forget, as PyTorch: a worker that cannot be reached has lost the context anyway.
+      agent_.request(worker, make_cleanup_request(0, context), "release of context " + std::to_string(context));
+    } catch (const Error& e) {
+      agent_.env().log.event("dist_autograd.release_failed", e.detail());
+    }
+  }
+}
+
+DebugInfo DistAutograd::debug_info() const {
+  return {container_.num_contexts(), engine_.passes_in_flight()};
+}
+
+Message DistAutograd::outgoing_call(WorkerId to, Message call) {
+  const std::optional<ContextId> current = DistAutogradContainer::current_context_id();
+  // Outside a context, or with nothing to differentiate, the call goes out plain (PyTorch's
+  // builtin-op rule).
+  if (!current || !autograd::GradMode::is_enabled() || !autograd::any_requires_grad(call.tensors)) return call;
+  DistAutogradContext& context = container_.retrieve_context(*current);
+  const MessageId message = record_send(container_, context, to, call.tensors);
+  return wrap_with_autograd(MessageType::forward_autograd_req, call, {*current, message, agent_.self()});
+}
+
+Message DistAutograd::incoming_response(WorkerId from, Message response) {
+  switch (response.type) {
+    case MessageType::forward_autograd_resp: {
+      WithAutograd unwrapped = unwrap_autograd(response);
+      if (!container_.has_context(unwrapped.meta.context)) {
+        return rpc::make_exception(response.request_id, from,
+                                   errors::autograd_error("autograd context " + std::to_string(unwrapped.meta.context) +
+                                                          " was released before the reply arrived"));
+      }
+      DistAutogradContext& context = container_.retrieve_context(unwrapped.meta.context);
+      record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
+                  engine_.gradient_sender());
+      return std::move(unwrapped.inner);
+    }
+    case MessageType::backward_autograd_resp:
+    case MessageType::cleanup_autograd_context_resp:
+      return rpc::make_ret(response.request_id, {});
+    default:
+      throw errors::protocol_error(std::string("unexpected response type ") + rpc::message_type_name(response.type));
+  }
+}
+
+Message DistAutograd::serve(WorkerId from, Message request, const std::function<Message(Message)>& run_call) {
+  switch (request.type) {
+    case MessageType::forward_autograd_req: {
+      WithAutograd unwrapped = unwrap_autograd(request);
+      DistAutogradContext& context = container_.get_or_create_context(unwrapped.meta.context);
+      record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
+                  engine_.gradient_sender());
+      Message result;
+      {
+        // The function runs in the caller's context: nested RPCs it makes are recorded there.
+        ContextScope scope(unwrapped.meta.context);
+        result = run_call(std::move(unwrapped.inner));
+      }
+      if (result.type != MessageType::ret || !container_.has_context(unwrapped.meta.context)) return result;
+      DistAutogradContext& still = container_.retrieve_context(unwrapped.meta.context);
+      const MessageId message = record_send(container_, still, from, result.tensors);
+      return wrap_with_autograd(MessageType::forward_autograd_resp, result,
+                                {unwrapped.meta.context, message, agent_.self()});
+    }
+    case MessageType::backward_autograd_req: {
+      const uint64_t id = request.request_id;
+      engine_.receive_gradients(from, read_backward_request(request));
+      Message reply;
+      reply.type = MessageType::backward_autograd_resp;
+      reply.request_id = id;
+      return reply;
+    }
+    case MessageType::cleanup_autograd_context_req: {
+      const ContextId context = read_cleanup_request(request);
+      if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, from);
+      Message reply;
+      reply.type = MessageType::cleanup_autograd_context_resp;
+      reply.request_id = request.request_id;
+      return reply;
+    }
+    default:
+      throw errors::protocol_error(std::string("no handler for request type ") + rpc::message_type_name(request.type));
+  }
+}
+
+}  // namespace dagsim::dist_autograd

@@ -1,0 +1,69 @@
+// DistAutograd: distributed autograd on one node: its container, its engine, and the RPC
+// extension that records send/recv functions on every RPC made inside a context (PyTorch's
+// torch.distributed.autograd module, per node).
+//
+// Use (the PyTorch program, in C++):
+//   DistAutograd::Context ctx(autograd);            // with dist_autograd.context() as ctx:
+//   Tensor t3 = agent.rpc_sync(1, "add", {{t1, t2}})[0];
+//   Tensor loss = sum(mul(t3, t4));
+//   autograd.backward(ctx.id(), {loss});          //   dist_autograd.backward(ctx, [loss])
+//   auto grads = autograd.get_gradients(ctx.id());  //   dist_autograd.get_gradients(ctx)
+// Releasing a context (the guard's end) erases it here and asks every worker it exchanged
+// autograd messages with to release it too; they pass the request on to theirs.
+#pragma once
+
+#include "core/dist_autograd/container.h"
+#include "core/dist_autograd/dist_engine.h"
+#include "core/rpc/rpc_agent.h"
+#include "core/rpc/rpc_extension.h"
+
+namespace dagsim::dist_autograd {
+
+struct DebugInfo {
+  size_t num_autograd_contexts = 0;
+  size_t num_current_backward_passes = 0;
+};
+
+class DistAutograd final : public rpc::RpcExtension {
+ public:
+  // Installs itself as `agent`'s extension; call before agent.start().
+  DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options = {});
+
+  // `with dist_autograd.context() as context_id`: a new current context, released at scope end.
+  class Context {
+   public:
+    explicit Context(DistAutograd& owner);
+    ~Context();
+    Context(const Context&) = delete;
+    Context& operator=(const Context&) = delete;
+    ContextId id() const { return id_; }
+
+   private:
+    DistAutograd& owner_;
+    ContextId id_;
+    ContextScope scope_;
+  };
+
+  void backward(ContextId context, const autograd::variable_list& roots, bool retain_graph = false);
+  std::vector<std::pair<Tensor, Tensor>> get_gradients(ContextId context);
+  // Erases the context (invalid_argument if unknown) and notifies its known workers.
+  void release_context(ContextId context);
+  DebugInfo debug_info() const;
+
+  DistAutogradContainer& container() { return container_; }
+
+  // RpcExtension
+  rpc::Message outgoing_call(WorkerId to, rpc::Message call) override;
+  rpc::Message incoming_response(WorkerId from, rpc::Message response) override;
+  rpc::Message serve(WorkerId from, rpc::Message request,
+                     const std::function<rpc::Message(rpc::Message)>& run_call) override;
+
+ private:
+  void notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except);
+
+  rpc::RpcAgent& agent_;
+  DistAutogradContainer container_;
+  DistEngine engine_;
+};
+
+}  // namespace dagsim::dist_autograd

@@ -1,0 +1,63 @@
+// DistEngine: FAST-mode distributed backward on one node (PyTorch's DistEngine; see the seed
+// design note and shared/reference/dist_autograd.md).
+//
+// A pass over context C on this node computes dependencies from its roots plus every send
+// function of C, then runs the local engine's ready queue. A RecvRpcBackward it reaches sends its
+// gradients to the peer's send function (BACKWARD_AUTOGRAD_REQ) and counts the RPC as outstanding.
+// Gradients arriving for one of this node's send functions either start a pass here (the first
+// request of C: it runs until done and only then is answered) or join the pass already running
+// (answered at once). A pass is done when every send function of C has run and every gradient
+// RPC it sent has been answered; leaf gradients accumulate into C, never into .grad.
+//
+// Beyond PyTorch: no pass waits forever. A failed gradient RPC (a peer's error, its death, a
+// timeout) fails the pass with that error, and a pass that makes no progress for the backward
+// timeout fails naming the send functions that never received gradients (an RPC whose result was
+// unused: PyTorch's FAST mode hangs there).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+
+#include "core/autograd/graph_task.h"
+#include "core/dist_autograd/autograd_messages.h"
+#include "core/dist_autograd/container.h"
+#include "core/dist_autograd/rpc_functions.h"
+#include "core/rpc/rpc_agent.h"
+
+namespace dagsim::dist_autograd {
+
+struct DistEngineOptions {
+  runtime::Duration backward_timeout = std::chrono::seconds(60);
+};
+
+class DistEngine {
+ public:
+  DistEngine(DistAutogradContainer& container, rpc::RpcAgent& agent, DistEngineOptions options = {});
+
+  // torch.distributed.autograd.backward(context_id, roots, retain_graph) on the initiating node.
+  void backward(ContextId context, const autograd::variable_list& roots, bool retain_graph);
+
+  // Gradients for one of this node's send functions (a BACKWARD_AUTOGRAD_REQ); returns when the
+  // request may be answered. Runs on an RPC handler fiber.
+  void receive_gradients(WorkerId from, BackwardRequest request);
+
+  // The GradientSender every RecvRpcBackward of this node uses.
+  GradientSender gradient_sender();
+
+  size_t passes_in_flight() const { return passes_.size(); }
+
+ private:
+  struct Pass;
+  std::shared_ptr<Pass> begin_pass(DistAutogradContext& context, bool keep_graph,
+                                   const std::vector<std::shared_ptr<autograd::Node>>& extra_roots);
+  void run_pass(ContextId context, const std::shared_ptr<Pass>& pass);
+  void send_gradients(WorkerId to, ContextId context, MessageId message, autograd::variable_list grads);
+
+  DistAutogradContainer& container_;
+  rpc::RpcAgent& agent_;
+  DistEngineOptions options_;
+  std::map<ContextId, std::shared_ptr<Pass>> passes_;
+};
+
+}  // namespace dagsim::dist_autograd

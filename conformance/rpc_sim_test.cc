@@ -25,7 +25,7 @@ Tensor scalar(double v) { return from_values({1}, {v}); }
 FunctionRegistry registry() {
   FunctionRegistry r = FunctionRegistry::with_builtins();
   r.add("slow", [](CallContext& ctx, const CallArgs& args) {
-    ctx.agent.env().clock.sleep(1s);
+    ctx.agent().env().clock.sleep(1s);
     return args.tensors;
   });
   return r;

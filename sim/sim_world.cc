@@ -337,6 +337,9 @@ void SimWorld::at(TimePoint t, std::string what, std::function<void()> fn) {
 
 SimWorld::Outcome SimWorld::run(RunLimits limits) {
   DAGSIM_ASSERT(active_world == this);
+  // Foreground fibers end a run only if this run has some: a later run (draining what they left
+  // in flight, up to stop_at) is not cut short by fibers that ended before it began.
+  foreground_started_ = foreground_live_ > 0;
   for (;;) {
     // The driver runs last (scheduler.h): when yield returns, every node fiber is blocked or done.
     boost::this_fiber::yield();

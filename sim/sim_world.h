@@ -71,7 +71,8 @@ struct RunLimits {
 
 class SimWorld {
  public:
-  // finished: every foreground fiber ended, or stop_at came. idle: nothing can happen any more
+  // finished: every foreground fiber ended (if this run had any: live at its start or spawned
+  // during it), or stop_at came. idle: nothing can happen any more
   // and no foreground fiber was waiting. time_limit: max_virtual_time came first. deadlock: a
   // foreground fiber waits and nothing can ever wake it. livelock: virtual time stopped moving
   // (kMaxRoundsPerInstant driver rounds at one instant: fibers re-arming zero-delay timers).

@@ -16,10 +16,11 @@ void AccumulateGrad::accumulate_into(Tensor* slot, Tensor grad) {
   NoGradGuard no_grad;
   if (!slot->defined()) {
     // Steal the buffer when the engine holds the only reference, as PyTorch does; otherwise copy,
-    // so a later in-place accumulation cannot write into a tensor the user still sees.
-    *slot = grad.unsafe_impl() != nullptr && grad.storage().use_count() == 1 && !grad.requires_grad()
-                ? grad
-                : clone(grad);
+    // so a later in-place accumulation cannot write into a tensor someone else sees. Both counts
+    // matter: AddBackward hands one gradient tensor to both of its inputs, so two leaves can be
+    // offered the same TensorImpl (one storage owner, two handles); stealing it for both would
+    // alias their .grad and double-count every later accumulation.
+    *slot = grad.use_count() == 1 && grad.storage().use_count() == 1 && !grad.requires_grad() ? grad : clone(grad);
     return;
   }
   DAGSIM_ASSERT(slot->shape() == grad.shape());

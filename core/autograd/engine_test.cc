@@ -217,5 +217,20 @@ TEST(Engine, HundredThousandOpChainInsideAFiber) {
   EXPECT_EQ(grad, 2.0);
 }
 
+TEST(Engine, LeavesOfferedTheSameGradientTensorDoNotShareTheirGrad) {
+  // add() passes one gradient tensor to both inputs, down a chain of adds: t0 and t2 are offered
+  // the same TensorImpl. Found by the distributed-autograd property (DistGradsEqualLocal).
+  Tensor t0 = from_values({1}, {1});
+  Tensor t2 = from_values({1}, {1});
+  t0.set_requires_grad(true);
+  t2.set_requires_grad(true);
+  for (int call = 0; call < 2; ++call) {
+    Engine::backward({sum(add(add(t0, from_values({1}, {5})), t2))});
+  }
+  EXPECT_FALSE(t0.grad().is_same(t2.grad()));
+  EXPECT_EQ(t0.grad().to_vector(), (std::vector<double>{2}));
+  EXPECT_EQ(t2.grad().to_vector(), (std::vector<double>{2}));
+}
+
 }  // namespace
 }  // namespace dagsim::autograd

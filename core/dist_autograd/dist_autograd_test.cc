@@ -33,7 +33,7 @@ class DistAutogradTest : public ::testing::Test {
     registry_ = FunctionRegistry::with_builtins();
     registry_.add("nested_mul", [](CallContext& ctx, const CallArgs& args) {
       // On node 1: ask node 2 to add, then multiply locally, all inside the caller's context.
-      Tensor sum2 = ctx.agent.rpc_sync(2, "add", {{args.tensors[0], args.tensors[1]}, {}})[0];
+      Tensor sum2 = ctx.agent().rpc_sync(2, "add", {{args.tensors[0], args.tensors[1]}, {}})[0];
       return std::vector<Tensor>{mul(sum2, args.tensors[1])};
     });
     for (int i = 0; i < 3; ++i) {

@@ -20,6 +20,11 @@ void CallArgs::expect_tensors(std::string_view function, size_t n) const {
   }
 }
 
+RpcAgent& CallContext::agent() const {
+  DAGSIM_ASSERT_MSG(agent_or_null != nullptr, "this function makes RPCs and cannot run without an RPC agent");
+  return *agent_or_null;
+}
+
 void FunctionRegistry::add(std::string name, RpcFunction function) {
   DAGSIM_ASSERT_MSG(!name.empty() && function, "a registered function needs a name and a body");
   const bool inserted = functions_.emplace(name, std::move(function)).second;

@@ -34,9 +34,14 @@ struct CallArgs {
   void expect_tensors(std::string_view function, size_t n) const;
 };
 
+// Where a function runs: the agent serving the call (for nested RPCs) and who called. A function
+// evaluated locally, outside any agent (a local oracle run), gets no agent.
 struct CallContext {
-  RpcAgent& agent;
+  RpcAgent* agent_or_null;
   WorkerId caller;
+
+  // REQUIRES: an agent (asserts otherwise: a function that makes RPCs cannot run locally).
+  RpcAgent& agent() const;
 };
 
 using RpcFunction = std::function<std::vector<Tensor>(CallContext&, const CallArgs&)>;

@@ -131,7 +131,7 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
       for (const std::string& name : registry_.names()) known += (known.empty() ? "" : ", ") + name;
       throw errors::invalid_argument("unknown function '" + call.function + "'; registered: " + known);
     }
-    CallContext context{*this, from};
+    CallContext context{this, from};
     return make_ret(request.request_id, (*function)(context, call.args));
   } catch (const Error& e) {
     if (e.code() == ErrorCode::node_killed) throw;  // this node is dying: nobody left to reply

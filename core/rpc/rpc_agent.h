@@ -65,6 +65,7 @@ class RpcAgent {
   void shutdown();
 
   runtime::Env& env() { return env_; }
+  const FunctionRegistry& registry() const { return registry_; }
   WorkerId self() const { return env_.self; }
   size_t pending_calls() const { return pending_.size(); }
   size_t running_handlers() const { return handlers_; }

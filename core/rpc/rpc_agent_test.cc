@@ -27,12 +27,12 @@ class RpcAgentTest : public ::testing::Test {
       throw errors::shape_mismatch("fail: shapes [2] and [3] cannot broadcast");
     });
     registry_.add("slow", [](CallContext& ctx, const CallArgs& args) {
-      ctx.agent.env().clock.sleep(10s);
+      ctx.agent().env().clock.sleep(10s);
       return args.tensors;
     });
     registry_.add("nested_add", [](CallContext& ctx, const CallArgs& args) {
       // Runs on node 1 and asks node 2 to do the work.
-      return ctx.agent.rpc_sync(2, "add", args);
+      return ctx.agent().rpc_sync(2, "add", args);
     });
     for (int i = 0; i < 3; ++i) {
       runtime::Env& env = rt_.add_node("worker" + std::to_string(i));

@@ -130,6 +130,9 @@ class Tensor {
   uint32_t version() const;
   void bump_version() const;
   const std::shared_ptr<Storage>& storage() const;
+  // How many Tensor handles share this tensor (its TensorImpl). Accumulation steals a gradient's
+  // buffer only when nothing else can see it: one handle and one owner of the storage.
+  long use_count() const { return impl_.use_count(); }
 
   // Identity: two handles to the same TensorImpl.
   bool is_same(const Tensor& other) const { return impl_ == other.impl_; }

@@ -17,35 +17,9 @@
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/rpc/function_registry.h"
 #include "core/rpc/rpc_agent.h"
+#include "scenarios/program_spec.h"
 
 namespace dagsim::scenarios {
-
-struct ProgramTensor {
-  std::string name;
-  Shape shape;
-  std::vector<double> values;
-  bool requires_grad = true;
-};
-
-enum class Via : uint8_t { local, rpc_sync, rpc_async };
-
-struct Statement {
-  std::string out;
-  std::string call;
-  std::vector<std::string> args;
-  std::map<std::string, double> attributes;
-  Via via = Via::local;
-  uint32_t on = 0;  // rpc_*: the worker that runs it
-};
-
-struct Program {
-  uint32_t driver = 0;
-  std::vector<ProgramTensor> tensors;
-  std::vector<Statement> statements;
-  std::vector<std::string> roots;
-  bool retain_graph = false;
-  uint32_t backward_calls = 1;
-};
 
 // Leaf name -> gradient (summed over the backward calls). Leaves without one are absent.
 using Gradients = std::map<std::string, Tensor>;

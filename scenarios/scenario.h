@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "scenarios/program_spec.h"
 #include "sim/network_model.h"
 
 namespace dagsim::scenarios {
@@ -82,6 +83,7 @@ struct CheckSpec {
   std::optional<double> rtol;      // numeric checks (later workloads)
   std::optional<double> atol;
   int line = 0;
+  std::string message;             // expect_error: a fragment the error must contain
 };
 
 struct Scenario {
@@ -94,7 +96,8 @@ struct Scenario {
   sim::NetworkModel network;
   std::vector<FaultSpec> faults;
   RandomFaultSpec random_faults;
-  std::optional<HeartbeatSpec> heartbeat;  // the workload (exactly one workload section)
+  std::optional<HeartbeatSpec> heartbeat;  // the workload: exactly one of these
+  std::optional<Program> program;
   std::vector<CheckSpec> checks;
 };
 

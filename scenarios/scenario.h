@@ -83,7 +83,7 @@ struct CheckSpec {
   std::optional<double> rtol;      // numeric checks (later workloads)
   std::optional<double> atol;
   int line = 0;
-  std::string message;             // expect_error: a fragment the error must contain
+  std::string message = {};        // expect_error: a fragment the error must contain
 };
 
 struct Scenario {

@@ -61,7 +61,7 @@ TEST(Runner, AScenarioThatCannotFinishEndsAtMaxVirtualTimeWithAStuckReport) {
 TEST(Runner, AnExceptionInANodeFiberFailsThatNodesWorkloadNotTheWorld) {
   Scenario s = small_scenario();
   s.checks.push_back(CheckSpec{"declared_dead", {2}, std::nullopt, std::nullopt, 0});
-  std::unique_ptr<scenarios::Workload> workload = scenarios::make_workload(s);
+  std::unique_ptr<scenarios::Workload> workload = scenarios::make_workload(s, 1);
   sim::SimWorld world({});
   for (uint32_t i = 0; i < 3; ++i) {
     auto main = workload->node_main(i);

@@ -91,9 +91,5 @@ nlohmann::json HeartbeatWorkload::results(const sim::SimWorld&) const {
             {"declarations", std::move(declarations)}}}};
 }
 
-std::unique_ptr<Workload> make_workload(const Scenario& scenario) {
-  DAGSIM_ASSERT_MSG(scenario.heartbeat.has_value(), "the loader guarantees a workload");
-  return std::make_unique<HeartbeatWorkload>(scenario);
-}
 
 }  // namespace dagsim::scenarios

@@ -46,8 +46,17 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   RunResult result;
   result.scenario = scenario.name;
   result.seed = options.seed;
-  std::unique_ptr<Workload> workload = make_workload(scenario);
+  std::unique_ptr<Workload> workload = make_workload(scenario, options.seed);
   SimWorld world(world_options(scenario, options));
+  // Whatever the workload binds to nodes goes before the world does.
+  struct Release {
+    Workload& workload;
+    SimWorld& world;
+    ~Release() {
+      world.shutdown();
+      workload.release_nodes();
+    }
+  } release{*workload, world};
   if (options.progress) world.set_progress(options.progress);
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) world.add_node(scenario.cluster.node_name(i), workload->node_main(i));
   workload->install(world);
@@ -59,7 +68,11 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   install_faults(world, faults);
   result.faults = faults_to_json(scenario, faults);
 
-  const SimWorld::Outcome outcome = world.run({.stop_at = end, .max_virtual_time = max_time});
+  SimWorld::Outcome outcome = world.run({.stop_at = end, .max_virtual_time = max_time});
+  if (outcome == SimWorld::Outcome::finished && workload->drain_time() > runtime::Duration{0}) {
+    const TimePoint drained = std::min(world.now() + workload->drain_time(), max_time);
+    world.run({.stop_at = drained, .max_virtual_time = max_time});
+  }
   result.outcome = outcome_name(outcome);
   result.virtual_time_ms = static_cast<double>(world.now().ns()) / 1e6;
 
@@ -80,6 +93,11 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
     }
   }
   result.checks.push_back(completed);
+  // The scenario's checks see the world as the workload left it (which nodes are up).
+  if (options.before_checks) options.before_checks(*workload, world);
+  std::vector<CheckResult> scenario_checks;
+  for (const CheckSpec& spec : scenario.checks) scenario_checks.push_back(workload->check(spec, world));
+  result.workload = workload->results(world);
   // Background fibers end with the workload; exceptions thrown while they unwind count too.
   world.shutdown();
   CheckResult fibers{"no_fiber_failures", world.failures().empty(), "no node fiber ended with an exception"};
@@ -91,9 +109,7 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
     }
   }
   result.checks.push_back(fibers);
-  if (options.before_checks) options.before_checks(*workload, world);
-  for (const CheckSpec& spec : scenario.checks) result.checks.push_back(workload->check(spec, world));
-  result.workload = workload->results(world);
+  result.checks.insert(result.checks.end(), scenario_checks.begin(), scenario_checks.end());
 
   result.trace_hash = world.trace().hash();
   result.trace_events = world.trace().count();

@@ -12,9 +12,12 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #include "core/base/error.h"
 #include "scenarios/scenario_faults.h"
+#include "scenarios/scenario_program.h"
 #include "scenarios/toml_reader.h"
 
 namespace dagsim::scenarios {
@@ -28,9 +31,18 @@ using Dist = sim::LatencyModel::Dist;
 
 constexpr int64_t kNsPerUs = 1'000;
 
-// The workload tables. A scenario has exactly one; a new workload adds its table here, its check
-// kinds to kCheckKinds, and its reader to read_workload.
-constexpr std::array<std::string_view, 1> kWorkloads = {"heartbeat"};
+// The workloads. A scenario has exactly one, given by its top-level keys (all of them); a new
+// workload adds its entry here, its check kinds to kCheckKinds, and its reader to read_workload.
+struct Workload {
+  std::string_view name;
+  Names keys;
+  std::string_view shown;  // how messages name it
+};
+constexpr std::string_view kHeartbeatKeys[] = {"heartbeat"};
+constexpr std::array<Workload, 2> kWorkloads = {{
+    {"heartbeat", kHeartbeatKeys, "[heartbeat]"},
+    {"program", detail::kProgramKeys, "tensors + program + backward"},
+}};
 
 // Every check kind, with the workload that can evaluate it and the keys it takes.
 struct CheckKind {
@@ -38,13 +50,17 @@ struct CheckKind {
   std::string_view workload;
   bool takes_nodes;
   bool takes_tolerances;  // rtol / atol
+  bool takes_message;
 };
-constexpr std::array<CheckKind, 5> kCheckKinds = {{
-    {"detects_failures", "heartbeat", false, false},
-    {"no_false_suspicion", "heartbeat", false, false},
-    {"partition_detected_after_start", "heartbeat", false, false},
-    {"declared_dead", "heartbeat", true, false},
-    {"never_declared_dead", "heartbeat", true, false},
+constexpr std::array<CheckKind, 8> kCheckKinds = {{
+    {"detects_failures", "heartbeat", false, false, false},
+    {"no_false_suspicion", "heartbeat", false, false, false},
+    {"partition_detected_after_start", "heartbeat", false, false, false},
+    {"declared_dead", "heartbeat", true, false, false},
+    {"never_declared_dead", "heartbeat", true, false, false},
+    {"gradients_match_local", "program", false, true, false},
+    {"no_leaked_contexts", "program", false, false, false},
+    {"expect_error", "program", false, false, true},
 }};
 
 // The top-level keys other than the workload tables.
@@ -206,31 +222,57 @@ HeartbeatSpec read_heartbeat(const TomlReader& reader, const toml::node& node) {
   return spec;
 }
 
-// Exactly one workload table; returns its name.
+// The first of a workload's keys in the file (in file order), or null when it has none.
+const toml::key* first_workload_key(const Table& top, const Workload& workload) {
+  const toml::key* first = nullptr;
+  auto position = [](const toml::key& k) { return std::tuple(k.source().begin.line, k.source().begin.column); };
+  for (auto&& [key, value] : top.table) {
+    if (std::find(workload.keys.begin(), workload.keys.end(), key.str()) == workload.keys.end()) continue;
+    if (first == nullptr || position(key) < position(*first)) first = &key;
+  }
+  return first;
+}
+
+// Exactly one workload, with all of its keys; returns its name.
 std::string_view read_workload(const TomlReader& reader, const Table& top, Scenario& scenario) {
-  std::string_view found;
-  for (std::string_view workload : kWorkloads) {
-    const toml::node* node = top.get(workload);
-    if (node == nullptr) continue;
-    if (!found.empty()) {
-      reader.fail(*node, workload,
-                  "a scenario has one workload, and this one already has [" + std::string(found) + "]");
-    }
-    found = workload;
-    if (workload == "heartbeat") scenario.heartbeat = read_heartbeat(reader, *node);
+  // The workloads present, in the order they start in the file.
+  std::vector<std::pair<const Workload*, const toml::key*>> present;
+  for (const Workload& workload : kWorkloads) {
+    if (const toml::key* key = first_workload_key(top, workload)) present.emplace_back(&workload, key);
   }
-  if (found.empty()) {
-    std::string tables;
-    for (std::string_view workload : kWorkloads) tables += (tables.empty() ? "[" : ", [") + std::string(workload) + "]";
-    reader.fail(1, "",
-                kWorkloads.size() == 1 ? "no workload: add a " + tables + " table"
-                                       : "no workload: add one of the tables " + tables);
+  std::sort(present.begin(), present.end(), [](const auto& a, const auto& b) {
+    return a.second->source().begin.line < b.second->source().begin.line;
+  });
+  if (present.empty()) reader.fail(1, "", "no workload: add a [heartbeat] table, or tensors + program + backward");
+  if (present.size() > 1) {
+    const toml::key& second = *present[1].second;
+    reader.fail(static_cast<int>(second.source().begin.line), second.str(),
+                "a scenario has exactly one workload, and this one already has " +
+                    std::string(present[0].first->shown));
   }
-  return found;
+
+  const Workload& workload = *present[0].first;
+  std::vector<std::string_view> missing;
+  for (std::string_view key : workload.keys) {
+    if (top.get(key) == nullptr) missing.push_back(key);
+  }
+  if (!missing.empty()) {
+    const toml::key& first = *present[0].second;
+    std::string names;
+    for (size_t i = 0; i < missing.size(); ++i) names += (i == 0 ? "" : " and ") + std::string(missing[i]);
+    reader.fail(static_cast<int>(first.source().begin.line), first.str(),
+                "a program workload needs tensors, program and backward; missing " + names);
+  }
+
+  if (workload.name == "heartbeat") scenario.heartbeat = read_heartbeat(reader, *top.get("heartbeat"));
+  if (workload.name == "program") {
+    scenario.program = detail::read_program(reader, *top.get("tensors"), *top.get("program"), *top.get("backward"));
+  }
+  return workload.name;
 }
 
 CheckSpec read_check(const TomlReader& reader, const Table& t, std::string_view workload) {
-  static constexpr std::string_view kKeys[] = {"kind", "nodes", "rtol", "atol"};
+  static constexpr std::string_view kKeys[] = {"kind", "nodes", "rtol", "atol", "message"};
   std::array<std::string_view, kCheckKinds.size()> names;
   for (size_t i = 0; i < kCheckKinds.size(); ++i) names[i] = kCheckKinds[i].name;
 
@@ -250,8 +292,8 @@ CheckSpec read_check(const TomlReader& reader, const Table& t, std::string_view 
   } else if (const toml::node* nodes = t.get("nodes")) {
     reader.fail(*nodes, t.key_path("nodes"), "does not apply to " + variant);
   }
-  // Tolerances are parsed for every kind so a bad value reads the same everywhere; no heartbeat
-  // check compares numbers, so none of them takes one yet.
+  // Tolerances are parsed for every kind so a bad value reads the same everywhere. Absent ones
+  // stay nullopt: the check applies its own defaults.
   const Range tolerance{0, std::numeric_limits<double>::infinity(), false, /*hi_open=*/true};
   check.rtol = reader.opt_number(t, "rtol", tolerance);
   check.atol = reader.opt_number(t, "atol", tolerance);
@@ -260,6 +302,13 @@ CheckSpec read_check(const TomlReader& reader, const Table& t, std::string_view 
       reader.fail(*t.get(key), t.key_path(key), "does not apply to " + variant);
     }
   }
+  if (kind.takes_message) {
+    const toml::node& message = reader.required(t, "message", " for " + variant);
+    check.message = reader.string(message, t.key_path("message"));
+    if (check.message.empty()) reader.fail(message, t.key_path("message"), "must not be empty");
+  } else if (const toml::node* message = t.get("message")) {
+    reader.fail(*message, t.key_path("message"), "does not apply to " + variant);
+  }
   return check;
 }
 
@@ -267,7 +316,7 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
   TomlReader reader(source_name);
   const Table top{root, ""};
   std::vector<std::string_view> top_keys(kTopKeys.begin(), kTopKeys.end());
-  top_keys.insert(top_keys.end(), kWorkloads.begin(), kWorkloads.end());
+  for (const Workload& workload : kWorkloads) top_keys.insert(top_keys.end(), workload.keys.begin(), workload.keys.end());
   reader.check_keys(top, top_keys, "top-level keys");
 
   Scenario scenario;

@@ -190,6 +190,14 @@ double TomlReader::number(const toml::node& n, std::string_view path, Range rang
   return v;
 }
 
+double TomlReader::number_or_boolean(const toml::node& n, std::string_view path, Range range) const {
+  if (n.is_boolean()) return n.as_boolean()->get() ? 1 : 0;
+  if (!n.is_integer() && !n.is_floating_point()) {
+    fail(n, path, "expected a number or a boolean, got " + std::string(type_name(n.type())));
+  }
+  return number(n, path, range);
+}
+
 Duration TomlReader::duration(const toml::node& n, std::string_view path, Range range_ms) const {
   const int64_t unit_ns = unit_ns_of(path);
   const double per_ms = 1e6 / static_cast<double>(unit_ns);  // 1 for _ms keys, 1000 for _us keys

@@ -93,6 +93,8 @@ class TomlReader {
   int64_t integer(const toml::node& n, std::string_view path, int64_t lo, int64_t hi) const;
   // An integer or a float.
   double number(const toml::node& n, std::string_view path, Range range) const;
+  // A number (as number()) or a boolean, read as 1 or 0.
+  double number_or_boolean(const toml::node& n, std::string_view path, Range range) const;
   // An integer or float count of milliseconds or microseconds (from the key's `_ms`/`_us`
   // suffix), rounded to the nearest nanosecond. `range_ms` is in milliseconds.
   Duration duration(const toml::node& n, std::string_view path, Range range_ms) const;

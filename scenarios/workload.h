@@ -31,13 +31,18 @@ class Workload {
   virtual void install(sim::SimWorld& world) = 0;
   // When the workload ends on its own (nullopt: when its foreground fibers end).
   virtual std::optional<runtime::TimePoint> end_time() const = 0;
+  // How long the world keeps running after the workload ended, before the checks (traffic the
+  // workload left in flight, such as context releases, drains meanwhile).
+  virtual runtime::Duration drain_time() const { return runtime::Duration{0}; }
+  // Called once the world has shut down: drop anything bound to its nodes.
+  virtual void release_nodes() {}
   // Evaluates one check of the scenario. The run has ended; `world` still holds its history.
   virtual CheckResult check(const CheckSpec& spec, const sim::SimWorld& world) const = 0;
   // Workload results for the JSON report (merged into the top-level object).
   virtual nlohmann::json results(const sim::SimWorld& world) const = 0;
 };
 
-// The workload a scenario declares.
-std::unique_ptr<Workload> make_workload(const Scenario& scenario);
+// The workload a scenario declares; `seed` makes its seeded data (tensor values).
+std::unique_ptr<Workload> make_workload(const Scenario& scenario, uint64_t seed);
 
 }  // namespace dagsim::scenarios

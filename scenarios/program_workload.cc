@@ -1,0 +1,159 @@
+#include "scenarios/program_workload.h"
+
+#include <cmath>
+
+#include "core/base/prng.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim::scenarios {
+
+namespace {
+
+constexpr uint64_t kTensorStream = 0x7e5507;
+
+// Seeded leaves get their values here, once, so the oracle and the distributed run see the same.
+Program materialise(Program program, uint64_t seed) {
+  Prng base(seed);
+  for (size_t i = 0; i < program.tensors.size(); ++i) {
+    ProgramTensor& t = program.tensors[i];
+    if (t.init == ProgramTensor::Init::values) continue;
+    Prng random = base.fork(kTensorStream + i);
+    t.values.assign(static_cast<size_t>(shape_numel(t.shape)), 0.0);
+    for (double& v : t.values) v = t.init == ProgramTensor::Init::uniform ? random.uniform(-1.0, 1.0) : random.normal();
+    t.init = ProgramTensor::Init::values;
+  }
+  return program;
+}
+
+nlohmann::json gradients_json(const Scenario& scenario, const Program& program, const Gradients& grads) {
+  nlohmann::json by_tensor = nlohmann::json::object();
+  for (const auto& [name, g] : grads) by_tensor[name] = tensor_to_json(g);
+  return {{scenario.cluster.node_name(program.driver), by_tensor}};
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, double& worst) {
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  if (x.size() != y.size()) return false;
+  bool ok = true;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double diff = std::abs(x[i] - y[i]);
+    worst = std::max(worst, diff);
+    ok = ok && diff <= atol + rtol * std::abs(y[i]);
+  }
+  return ok;
+}
+
+}  // namespace
+
+nlohmann::json tensor_to_json(const Tensor& t) {
+  const std::vector<double> values = t.to_vector();
+  const Shape& shape = t.shape();
+  if (shape.empty()) return values.empty() ? nlohmann::json(nullptr) : nlohmann::json(values[0]);
+  size_t index = 0;
+  std::function<nlohmann::json(size_t)> build = [&](size_t dim) {
+    nlohmann::json out = nlohmann::json::array();
+    for (int64_t i = 0; i < shape[dim]; ++i) out.push_back(dim + 1 == shape.size() ? nlohmann::json(values[index++]) : build(dim + 1));
+    return out;
+  };
+  return build(0);
+}
+
+ProgramWorkload::ProgramWorkload(const Scenario& scenario, uint64_t seed)
+    : scenario_(scenario), program_(materialise(*scenario.program, seed)),
+      registry_(rpc::FunctionRegistry::with_builtins()), nodes_(scenario.cluster.nodes) {
+  add_program_functions(registry_);
+  // The oracle runs first, outside any world: plain engine, plain fiber.
+  try {
+    local_ = run_program_locally(program_, registry_);
+  } catch (const Error& e) {
+    // A program that fails locally fails distributed too; expect_error judges the latter.
+    local_.clear();
+  }
+}
+
+ProgramWorkload::~ProgramWorkload() { release_nodes(); }
+
+void ProgramWorkload::release_nodes() { nodes_.clear(); }
+
+sim::SimWorld::NodeMain ProgramWorkload::node_main(uint32_t index) {
+  return [this, index](runtime::Env& env) {
+    auto& lives = nodes_[index];
+    lives.emplace_back();
+    NodeState& node = lives.back();
+    node.agent = std::make_unique<rpc::RpcAgent>(env, registry_);
+    node.autograd = std::make_unique<dist_autograd::DistAutograd>(*node.agent, dist_autograd::DistEngineOptions{
+        .backward_timeout = std::min(runtime::Duration{std::chrono::seconds(10)}, scenario_.max_virtual_time / 4)});
+    node.agent->start();
+    if (index != program_.driver || env.incarnation != 0) return;
+    DAGSIM_ASSERT_MSG(world_ != nullptr, "install() before the run");
+    rpc::RpcAgent* agent = node.agent.get();
+    dist_autograd::DistAutograd* autograd = node.autograd.get();
+    world_->spawn_foreground(static_cast<WorkerId>(index), "program", [this, agent, autograd] {
+      try {
+        distributed_ = run_program_distributed(program_, *agent, *autograd);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::node_killed) throw;
+        error_ = e.what();
+      }
+      finished_ = true;
+    });
+  };
+}
+
+runtime::Duration ProgramWorkload::drain_time() const {
+  // Release messages chain from worker to worker; give them several latencies and a timeout.
+  return scenario_.network.connection_timeout + 20 * scenario_.network.max_latency() + std::chrono::seconds(1);
+}
+
+CheckResult ProgramWorkload::check(const CheckSpec& spec, const sim::SimWorld& world) const {
+  CheckResult result{spec.kind, true, ""};
+  if (spec.kind == "gradients_match_local") {
+    if (error_) return {spec.kind, false, "the program failed: " + *error_};
+    const double rtol = spec.rtol.value_or(1e-9), atol = spec.atol.value_or(1e-12);
+    std::string problems;
+    double worst = 0;
+    for (const auto& [name, expected] : local_) {
+      auto it = distributed_.find(name);
+      if (it == distributed_.end()) {
+        problems += name + ": no distributed gradient; ";
+      } else if (!allclose(it->second, expected, rtol, atol, worst)) {
+        problems += name + ": " + it->second.to_string() + " vs local " + expected.to_string() + "; ";
+      }
+    }
+    for (const auto& [name, g] : distributed_) {
+      if (local_.count(name) == 0) problems += name + ": a distributed gradient local autograd does not have; ";
+    }
+    result.passed = problems.empty();
+    result.detail = result.passed ? std::to_string(local_.size()) + " gradient(s) allclose (rtol " + std::to_string(rtol) +
+                                        ", atol " + std::to_string(atol) + "); largest difference " +
+                                        std::to_string(worst)
+                                  : problems;
+  } else if (spec.kind == "no_leaked_contexts") {
+    std::string leaks;
+    for (uint32_t i = 0; i < nodes_.size(); ++i) {
+      if (nodes_[i].empty() || world.state(static_cast<WorkerId>(i)) != sim::NodeState::up) continue;
+      const size_t n = nodes_[i].back().autograd->debug_info().num_autograd_contexts;
+      if (n > 0) leaks += scenario_.cluster.node_name(i) + " holds " + std::to_string(n) + " context(s); ";
+    }
+    result.passed = leaks.empty();
+    result.detail = result.passed ? "no live node holds an autograd context" : leaks;
+  } else if (spec.kind == "expect_error") {
+    if (!error_) return {spec.kind, false, "the program succeeded; expected an error containing \"" + spec.message + "\""};
+    result.passed = error_->find(spec.message) != std::string::npos;
+    result.detail = (result.passed ? "failed as expected: " : "failed differently: ") + *error_;
+  } else {
+    return {spec.kind, false, "unknown check kind for the program workload"};
+  }
+  return result;
+}
+
+nlohmann::json ProgramWorkload::results(const sim::SimWorld&) const {
+  nlohmann::json out = {{"gradients", gradients_json(scenario_, program_, distributed_)},
+                        {"local_gradients", gradients_json(scenario_, program_, local_)}};
+  nlohmann::json program = {{"finished", finished_}};
+  if (error_) program["error"] = *error_;
+  out["program"] = program;
+  return out;
+}
+
+}  // namespace dagsim::scenarios

@@ -2,11 +2,11 @@
 
 #include <boost/fiber/fiber.hpp>
 #include <boost/fiber/operations.hpp>
-#include <boost/fiber/protected_fixedsize_stack.hpp>
 #include <deque>
 
 #include "core/base/assert.h"
 #include "core/runtime/fiber_entry.h"
+#include "core/runtime/stack_pool.h"
 #include "core/runtime/wait.h"
 #include "sim/sim_network.h"
 
@@ -315,7 +315,7 @@ void SimWorld::spawn_on(Incarnation& inc, std::string name, std::function<void()
     foreground_started_ = true;
   }
   boost::fibers::fiber fiber(
-      std::allocator_arg, boost::fibers::protected_fixedsize_stack(options_.stack_bytes),
+      std::allocator_arg, runtime::PooledStack(runtime::StackPool::for_this_thread(options_.stack_bytes)),
       [this, &inc, context, foreground, fn = std::move(fn)]() mutable {
         if (auto failure = run_fiber_body(*context, fn)) {
           trace_.record(now(), inc.node.id, TraceKind::fiber_failed, context->fiber_name + ": " + *failure);

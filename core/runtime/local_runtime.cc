@@ -1,10 +1,10 @@
 #include "core/runtime/local_runtime.h"
 
 #include "core/runtime/fiber_entry.h"
+#include "core/runtime/stack_pool.h"
 
 #include <boost/fiber/fiber.hpp>
 #include <boost/fiber/operations.hpp>
-#include <boost/fiber/protected_fixedsize_stack.hpp>
 
 namespace dagsim::runtime {
 
@@ -63,7 +63,7 @@ void LocalRuntime::NodeSpawner::spawn(std::string name, std::function<void()> fn
   LocalRuntime& runtime = runtime_;
   Node& node = node_;
   boost::fibers::fiber fiber(
-      std::allocator_arg, boost::fibers::protected_fixedsize_stack(runtime.options_.stack_bytes),
+      std::allocator_arg, PooledStack(StackPool::for_this_thread(runtime.options_.stack_bytes)),
       [&runtime, &node, context, fn = std::move(fn)]() mutable {
         if (auto failure = run_fiber_body(*context, fn)) {
           runtime.failures_.push_back({node.name, context->fiber_name, std::move(*failure)});

@@ -257,11 +257,18 @@ std::string_view read_workload(const TomlReader& reader, const Table& top, Scena
     if (top.get(key) == nullptr) missing.push_back(key);
   }
   if (!missing.empty()) {
+    // "a, b and c"
+    auto listed = [](const auto& names) {
+      std::string out;
+      for (size_t i = 0; i < names.size(); ++i) {
+        out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+      }
+      return out;
+    };
     const toml::key& first = *present[0].second;
-    std::string names;
-    for (size_t i = 0; i < missing.size(); ++i) names += (i == 0 ? "" : " and ") + std::string(missing[i]);
     reader.fail(static_cast<int>(first.source().begin.line), first.str(),
-                "a program workload needs tensors, program and backward; missing " + names);
+                "a " + std::string(workload.name) + " workload needs " + listed(workload.keys) + "; missing " +
+                    listed(missing));
   }
 
   if (workload.name == "heartbeat") scenario.heartbeat = read_heartbeat(reader, *top.get("heartbeat"));

@@ -320,7 +320,7 @@ nmae = "y"
 [heartbeat]
 )"),
             "bad.toml:3: nmae: unknown key; allowed top-level keys: name, description, schedule, "
-            "max_virtual_time_ms, cluster, network, faults, random_faults, checks, heartbeat");
+            "max_virtual_time_ms, cluster, network, faults, random_faults, checks, heartbeat, tensors, program, backward");
 }
 
 TEST(ScenarioLoader, UnknownNestedKeyListsAllowedKeys) {
@@ -565,7 +565,8 @@ TEST(ScenarioLoader, CheckKeysFollowTheKind) {
             "bad.toml:5: checks[0].rtol: does not apply to kind \"no_false_suspicion\"");
   EXPECT_EQ(error_of(head + "kind = \"gradients_match\"\n"),
             "bad.toml:4: checks[0].kind: unknown value \"gradients_match\"; allowed: detects_failures, "
-            "no_false_suspicion, partition_detected_after_start, declared_dead, never_declared_dead");
+            "no_false_suspicion, partition_detected_after_start, declared_dead, never_declared_dead, "
+            "gradients_match_local, no_leaked_contexts, expect_error");
 }
 
 TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
@@ -573,7 +574,7 @@ TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
 [cluster]
 nodes = 3
 )"),
-            "bad.toml:1: no workload: add a [heartbeat] table");
+            "bad.toml:1: no workload: add a [heartbeat] table, or tensors + program + backward");
 }
 
 TEST(ScenarioLoader, LoadsAFileAndNamesAnUnreadablePath) {

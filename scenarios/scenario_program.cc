@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 
+#include "core/tensor/dtype.h"
+
 namespace dagsim::scenarios::detail {
 namespace {
 
@@ -33,8 +35,8 @@ constexpr std::array<AttributeKey, 7> kAttributes = {{
 }};
 
 constexpr std::array<std::string_view, 6> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on"};
-constexpr std::array<std::string_view, 13> kStatementKeys = {"out",   "call",  "args",  "via",  "on",
-                                                             "dim",   "dim0",  "dim1",  "start", "length",
+constexpr std::array<std::string_view, 13> kStatementKeys = {"out",   "call",   "args",    "via",      "on",
+                                                             "dim",   "dim0",   "dim1",    "start",    "length",
                                                              "keepdim", "exponent", "to"};
 constexpr std::array<std::string_view, 3> kBackwardKeys = {"roots", "retain_graph", "calls"};
 constexpr std::array<std::string_view, 2> kInits = {"uniform", "normal"};
@@ -75,12 +77,6 @@ class Defined {
   std::map<std::string, std::string> defined_;
 };
 
-std::string shape_string(const Shape& shape) {
-  std::string out = "[";
-  for (size_t i = 0; i < shape.size(); ++i) out += (i == 0 ? "" : ", ") + std::to_string(shape[i]);
-  return out + "]";
-}
-
 ProgramTensor read_tensor(const TomlReader& reader, const Table& t, Defined& names) {
   reader.check_keys(t, kTensorKeys, "keys in tensors");
   ProgramTensor tensor;
@@ -100,7 +96,7 @@ ProgramTensor read_tensor(const TomlReader& reader, const Table& t, Defined& nam
   }
   if (numel > kMaxNumel) {
     reader.fail(dims, shape_path,
-                shape_string(tensor.shape) + " has more than " + std::to_string(kMaxNumel) + " elements");
+                shape_str(tensor.shape) + " has more than " + std::to_string(kMaxNumel) + " elements");
   }
 
   const toml::node* values = t.get("values");
@@ -113,7 +109,7 @@ ProgramTensor read_tensor(const TomlReader& reader, const Table& t, Defined& nam
     const toml::array& elements = reader.array(*values, path);
     if (static_cast<int64_t>(elements.size()) != numel) {
       reader.fail(*values, path,
-                  std::to_string(elements.size()) + " values; shape " + shape_string(tensor.shape) + " needs " +
+                  std::to_string(elements.size()) + " values; shape " + shape_str(tensor.shape) + " needs " +
                       std::to_string(numel));
     }
     tensor.init = ProgramTensor::Init::values;

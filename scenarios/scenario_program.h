@@ -20,9 +20,10 @@ inline constexpr std::array<std::string_view, 3> kProgramKeys = {"tensors", "pro
 // (core/rpc/function_registry.cc) and the relays of add_program_functions (program.h). The one
 // list of them; a function added there is added here.
 inline constexpr std::array<std::string_view, 26> kProgramFunctions = {
-    "add",     "sub",     "mul",  "div",     "matmul",    "mse_loss",  "neg",       "exp",       "log",
-    "tanh",    "sigmoid", "relu", "clone",   "pow",       "sum",       "mean",      "softmax",   "log_softmax",
-    "transpose", "narrow", "cat", "linear", "relay_add", "relay_sub", "relay_mul", "relay_div",
+    "add",     "sub",       "mul",       "div",       "matmul",  "mse_loss",    "neg",
+    "exp",     "log",       "tanh",      "sigmoid",   "relu",    "clone",       "pow",
+    "sum",     "mean",      "softmax",   "log_softmax", "transpose", "narrow",  "cat",
+    "linear",  "relay_add", "relay_sub", "relay_mul", "relay_div",
 };
 
 // The prefix of the relay functions, which (only they) take the node attribute `to`.

@@ -101,6 +101,7 @@ Gradients run_program_distributed(const Program& program, rpc::RpcAgent& agent, 
     };
     for (const Statement& s : program.statements) {
       rpc::CallArgs args = args_of(s, value_of);
+      dist_autograd::CallLabelScope label(s.out);
       switch (s.via) {
         case Via::local: {
           rpc::CallContext local{&agent, agent.self()};

@@ -124,10 +124,9 @@ CheckResult ProgramWorkload::check(const CheckSpec& spec, const sim::SimWorld& w
       if (local_.count(name) == 0) problems += name + ": a distributed gradient local autograd does not have; ";
     }
     result.passed = problems.empty();
-    result.detail = result.passed ? std::to_string(local_.size()) + " gradient(s) allclose (rtol " + std::to_string(rtol) +
-                                        ", atol " + std::to_string(atol) + "); largest difference " +
-                                        std::to_string(worst)
-                                  : problems;
+    char figures[128];
+    std::snprintf(figures, sizeof(figures), " (rtol %g, atol %g); largest difference %g", rtol, atol, worst);
+    result.detail = result.passed ? std::to_string(local_.size()) + " gradient(s) allclose" + figures : problems;
   } else if (spec.kind == "no_leaked_contexts") {
     std::string leaks;
     for (uint32_t i = 0; i < nodes_.size(); ++i) {

@@ -10,7 +10,17 @@ FiberLocal<std::optional<ContextId>>& current() {
   static FiberLocal<std::optional<ContextId>> slot;
   return slot;
 }
+FiberLocal<std::string>& current_label() {
+  static FiberLocal<std::string> slot;
+  return slot;
+}
 }  // namespace
+
+CallLabelScope::CallLabelScope(std::string label) : previous_(current_label().get()) {
+  current_label().get() = std::move(label);
+}
+CallLabelScope::~CallLabelScope() { current_label().get() = std::move(previous_); }
+const std::string& CallLabelScope::current() { return current_label().get(); }
 
 DistAutogradContainer::DistAutogradContainer(WorkerId worker, uint32_t incarnation)
     : ids_(worker, static_cast<uint16_t>(incarnation)), message_ids_(worker, static_cast<uint16_t>(incarnation)) {}

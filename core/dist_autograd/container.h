@@ -55,6 +55,20 @@ class DistAutogradContainer {
 
 // Makes `id` the fiber's current context for a scope and restores the previous one after (an
 // RPC handler running in its caller's context, a continuation resuming one).
+// Names the RPCs the running fiber makes for a scope (a program statement's output), so a
+// backward that fails can say which call's result never received gradients.
+class CallLabelScope {
+ public:
+  explicit CallLabelScope(std::string label);
+  ~CallLabelScope();
+  CallLabelScope(const CallLabelScope&) = delete;
+  CallLabelScope& operator=(const CallLabelScope&) = delete;
+  static const std::string& current();
+
+ private:
+  std::string previous_;
+};
+
 class ContextScope {
  public:
   explicit ContextScope(std::optional<ContextId> id);

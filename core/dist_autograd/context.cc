@@ -26,6 +26,12 @@ std::shared_ptr<autograd::Node> DistAutogradContext::retrieve_send_function(Mess
   return it->second;
 }
 
+std::string DistAutogradContext::describe_send(MessageId id) const {
+  auto it = labels_.find(id);
+  if (it == labels_.end()) return "autograd message id " + std::to_string(id);
+  return "'" + it->second + "' (autograd message id " + std::to_string(id) + ")";
+}
+
 void DistAutogradContext::accumulate_grad(const Tensor& variable, const Tensor& grad) {
   DAGSIM_ASSERT(variable.defined() && grad.defined());
   autograd::NoGradGuard no_grad;

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -38,6 +39,11 @@ class DistAutogradContext {
   const std::map<MessageId, std::shared_ptr<autograd::Node>>& send_functions() const { return sends_; }
   const std::map<MessageId, std::shared_ptr<autograd::Node>>& recv_functions() const { return recvs_; }
 
+  // What made a send function, for error messages (a program statement's output name).
+  void set_send_label(MessageId id, std::string label) { labels_[id] = std::move(label); }
+  // "label (autograd message id N)", or "autograd message id N" without a label.
+  std::string describe_send(MessageId id) const;
+
   void add_known_worker_id(WorkerId worker) { known_workers_.insert(worker); }
   const std::set<WorkerId>& known_worker_ids() const { return known_workers_; }
 
@@ -54,6 +60,7 @@ class DistAutogradContext {
   std::map<MessageId, std::shared_ptr<autograd::Node>> sends_;
   std::map<MessageId, std::shared_ptr<autograd::Node>> recvs_;
   std::set<WorkerId> known_workers_;
+  std::map<MessageId, std::string> labels_;
   std::vector<std::pair<Tensor, Tensor>> grads_;                // insertion order
   std::unordered_map<const void*, size_t> grad_index_;          // leaf identity -> index; lookup only
 };

@@ -57,6 +57,7 @@ Message DistAutograd::outgoing_call(WorkerId to, Message call) {
   if (!current || !autograd::GradMode::is_enabled() || !autograd::any_requires_grad(call.tensors)) return call;
   DistAutogradContext& context = container_.retrieve_context(*current);
   const MessageId message = record_send(container_, context, to, call.tensors);
+  if (!CallLabelScope::current().empty()) context.set_send_label(message, CallLabelScope::current());
   return wrap_with_autograd(MessageType::forward_autograd_req, call, {*current, message, agent_.self()});
 }
 

@@ -75,11 +75,14 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
         "DistEngine pass");
     if (!woke) {
       std::string waiting;
-      for (MessageId id : pass->sends_pending) waiting += (waiting.empty() ? "" : ", ") + std::to_string(id);
+      const DistAutogradContext* ctx = container_.has_context(context) ? &container_.retrieve_context(context) : nullptr;
+      for (MessageId id : pass->sends_pending) {
+        waiting += (waiting.empty() ? "" : ", ") + (ctx ? ctx->describe_send(id) : std::to_string(id));
+      }
       throw errors::timed_out("Error on Node " + std::to_string(agent_.self()) + ": backward pass of context " +
                               std::to_string(context) + " made no progress for " +
                               std::to_string(options_.backward_timeout.count() / 1000000) +
-                              " ms; send functions still waiting for gradients (autograd message ids): " +
+                              " ms; send functions still waiting for gradients: " +
                               (waiting.empty() ? "none" : waiting) + "; gradient RPCs outstanding: " +
                               std::to_string(pass->outstanding) +
                               ". An RPC whose result does not reach the loss never receives gradients.");

@@ -130,7 +130,8 @@ int validate(const std::string& file, bool quiet) {
   try {
     const scenarios::Scenario s = scenarios::load_scenario_file(file);
     if (quiet) return kPassed;
-    std::cout << file << ": valid: scenario " << s.name << ", " << s.cluster.nodes << " nodes, workload heartbeat, "
+    std::cout << file << ": valid: scenario " << s.name << ", " << s.cluster.nodes << " nodes, workload "
+              << (s.program ? "program (" + std::to_string(s.program->statements.size()) + " statements)" : "heartbeat") << ", "
               << s.faults.size() << " scheduled fault(s)" << (s.random_faults.any() ? " plus random faults" : "")
               << ", " << s.checks.size() << " check(s)\n";
     return kPassed;

@@ -27,14 +27,14 @@ DistAutogradContainer::DistAutogradContainer(WorkerId worker, uint32_t incarnati
 
 DistAutogradContext& DistAutogradContainer::new_context() {
   const auto id = static_cast<ContextId>(ids_.next());
-  auto [it, inserted] = contexts_.emplace(id, std::make_unique<DistAutogradContext>(id));
+  auto [it, inserted] = contexts_.emplace(id, std::make_shared<DistAutogradContext>(id));
   DAGSIM_ASSERT(inserted);
   return *it->second;
 }
 
 DistAutogradContext& DistAutogradContainer::get_or_create_context(ContextId id) {
   auto it = contexts_.find(id);
-  if (it == contexts_.end()) it = contexts_.emplace(id, std::make_unique<DistAutogradContext>(id)).first;
+  if (it == contexts_.end()) it = contexts_.emplace(id, std::make_shared<DistAutogradContext>(id)).first;
   return *it->second;
 }
 
@@ -44,6 +44,19 @@ DistAutogradContext& DistAutogradContainer::retrieve_context(ContextId id) {
     throw errors::invalid_argument("Could not find autograd context with id: " + std::to_string(id));
   }
   return *it->second;
+}
+
+std::shared_ptr<DistAutogradContext> DistAutogradContainer::share_context(ContextId id) {
+  retrieve_context(id);  // throws with PyTorch's text when unknown
+  return contexts_.at(id);
+}
+
+std::vector<ContextId> DistAutogradContainer::contexts_created_by(WorkerId worker) const {
+  std::vector<ContextId> out;
+  for (const auto& [id, context] : contexts_) {
+    if (worker_of(static_cast<uint64_t>(id)) == worker) out.push_back(id);
+  }
+  return out;
 }
 
 std::set<WorkerId> DistAutogradContainer::release_context(ContextId id) {

@@ -29,6 +29,8 @@ class DistAutogradContainer {
   DistAutogradContext& get_or_create_context(ContextId id);
   // Throws invalid_argument "Could not find autograd context with id: X".
   DistAutogradContext& retrieve_context(ContextId id);
+  // The same, shared (for a pass that must outlive a release).
+  std::shared_ptr<DistAutogradContext> share_context(ContextId id);
   bool has_context(ContextId id) const { return contexts_.count(id) != 0; }
   // Erases the context; throws invalid_argument for an unknown id. Returns the workers a release
   // must notify (the context's known workers).
@@ -40,6 +42,8 @@ class DistAutogradContainer {
   MessageId new_autograd_message_id() { return static_cast<MessageId>(message_ids_.next()); }
   size_t num_contexts() const { return contexts_.size(); }
   std::vector<ContextId> context_ids() const;
+  // Contexts whose id was made by `worker` (their originator), in id order.
+  std::vector<ContextId> contexts_created_by(WorkerId worker) const;
 
   // The running fiber's current context id (nullopt: none), as PyTorch's thread-local one.
   static std::optional<ContextId> current_context_id();
@@ -50,7 +54,8 @@ class DistAutogradContainer {
  private:
   IdGenerator ids_;
   IdGenerator message_ids_;
-  std::map<ContextId, std::unique_ptr<DistAutogradContext>> contexts_;
+  // Shared: a backward pass keeps its context alive if the context is released meanwhile.
+  std::map<ContextId, std::shared_ptr<DistAutogradContext>> contexts_;
 };
 
 // Makes `id` the fiber's current context for a scope and restores the previous one after (an

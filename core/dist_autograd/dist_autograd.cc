@@ -30,6 +30,7 @@ std::vector<std::pair<Tensor, Tensor>> DistAutograd::get_gradients(ContextId con
 }
 
 void DistAutograd::release_context(ContextId context) {
+  abort_pass(context);
   const std::set<WorkerId> workers = container_.release_context(context);
   notify_release(context, workers, std::nullopt);
 }
@@ -44,6 +45,11 @@ void DistAutograd::notify_release(ContextId context, const std::set<WorkerId>& w
       agent_.env().log.event("dist_autograd.release_failed", e.detail());
     }
   }
+}
+
+void DistAutograd::abort_pass(ContextId context) {
+  engine_.abort(context, errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
+                                                std::to_string(context) + " was released during its backward pass"));
 }
 
 DebugInfo DistAutograd::debug_info() const {
@@ -112,6 +118,7 @@ Message DistAutograd::serve(WorkerId from, Message request, const std::function<
     }
     case MessageType::cleanup_autograd_context_req: {
       const ContextId context = read_cleanup_request(request);
+      if (container_.has_context(context)) abort_pass(context);
       if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, from);
       Message reply;
       reply.type = MessageType::cleanup_autograd_context_resp;

@@ -59,6 +59,8 @@ class DistAutograd final : public rpc::RpcExtension {
                      const std::function<rpc::Message(rpc::Message)>& run_call) override;
 
  private:
+  // A pass still running on a released context fails instead of using it.
+  void abort_pass(ContextId context);
   void notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except);
 
   rpc::RpcAgent& agent_;

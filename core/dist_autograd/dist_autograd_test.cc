@@ -162,5 +162,25 @@ TEST_F(DistAutogradTest, CallsOutsideAContextOrWithoutGradsGoPlain) {
   });
 }
 
+TEST_F(DistAutogradTest, ReleasingAContextDuringItsBackwardFailsThePassInsteadOfUsingFreedState) {
+  Tensor x = leaf({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  rt_.run_on(0, [&] {
+    DistAutograd::Context ctx(*autograd_[0]);
+    Tensor used = agents_[0]->rpc_sync(1, "neg", {{x}, {}})[0];
+    Tensor unused = agents_[0]->rpc_sync(1, "exp", {{x}, {}})[0];
+    (void)unused;
+    // worker1's pass will wait for gradients for `unused` that never come; release the context
+    // on worker1 from under it one second into the backward.
+    rt_.env(0).spawner.spawn("releaser", [&] {
+      rt_.env(0).clock.sleep(std::chrono::seconds(1));
+      autograd_[1]->release_context(ctx.id());
+    });
+    EXPECT_TRUE(throws_error([&] { autograd_[0]->backward(ctx.id(), {sum(used)}); }, ErrorCode::autograd_error,
+                             {"autograd context", "was released during its backward pass"}));
+  });
+  EXPECT_LT(rt_.now().since_epoch, std::chrono::nanoseconds(3s)) << "failed by the release, not by the timeout";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(autograd_[static_cast<size_t>(i)]->debug_info().num_current_backward_passes, 0u);
+}
+
 }  // namespace
 }  // namespace dagsim::dist_autograd

@@ -11,6 +11,7 @@ using autograd::NodeTask;
 
 struct DistEngine::Pass {
   explicit Pass(bool keep_graph) : task(keep_graph) {}
+  std::shared_ptr<DistAutogradContext> context;  // alive for the pass, even if released
   autograd::GraphTask task;
   std::map<autograd::Node*, MessageId> send_ids;  // this context's send functions
   std::set<MessageId> sends_pending;              // ... that have not run in this pass
@@ -31,20 +32,29 @@ GradientSender DistEngine::gradient_sender() {
   };
 }
 
-std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(DistAutogradContext& context, bool keep_graph,
+std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAutogradContext> context, bool keep_graph,
                                                          const std::vector<std::shared_ptr<autograd::Node>>& extra_roots) {
   auto pass = std::make_shared<Pass>(keep_graph);
+  pass->context = context;
   std::vector<autograd::Node*> roots;
   for (const auto& root : extra_roots) roots.push_back(root.get());
-  for (const auto& [id, send] : context.send_functions()) {
+  for (const auto& [id, send] : context->send_functions()) {
     roots.push_back(send.get());
     pass->send_ids.emplace(send.get(), id);
     pass->sends_pending.insert(id);
   }
   Engine::compute_dependencies(pass->task, roots);
-  pass->task.leaf_capture = [&context](const Tensor& leaf, Tensor grad) { context.accumulate_grad(leaf, grad); };
-  passes_.emplace(context.context_id(), pass);
+  DistAutogradContext* ctx = context.get();
+  pass->task.leaf_capture = [ctx](const Tensor& leaf, Tensor grad) { ctx->accumulate_grad(leaf, grad); };
+  passes_.emplace(context->context_id(), pass);
   return pass;
+}
+
+void DistEngine::abort(ContextId context, const Error& error) {
+  auto it = passes_.find(context);
+  if (it == passes_.end()) return;
+  if (!it->second->error) it->second->error = std::make_exception_ptr(error);
+  it->second->progress.notify_all();
 }
 
 void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) {
@@ -75,9 +85,8 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
         "DistEngine pass");
     if (!woke) {
       std::string waiting;
-      const DistAutogradContext* ctx = container_.has_context(context) ? &container_.retrieve_context(context) : nullptr;
       for (MessageId id : pass->sends_pending) {
-        waiting += (waiting.empty() ? "" : ", ") + (ctx ? ctx->describe_send(id) : std::to_string(id));
+        waiting += (waiting.empty() ? "" : ", ") + pass->context->describe_send(id);
       }
       throw errors::timed_out("Error on Node " + std::to_string(agent_.self()) + ": backward pass of context " +
                               std::to_string(context) + " made no progress for " +
@@ -91,7 +100,7 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
 }
 
 void DistEngine::backward(ContextId context_id, const autograd::variable_list& roots, bool retain_graph) {
-  DistAutogradContext& context = container_.retrieve_context(context_id);
+  std::shared_ptr<DistAutogradContext> context = container_.share_context(context_id);
   if (passes_.count(context_id) != 0) {
     throw errors::invalid_argument("a backward pass of context " + std::to_string(context_id) +
                                    " is already running on node " + std::to_string(agent_.self()));
@@ -104,8 +113,8 @@ void DistEngine::backward(ContextId context_id, const autograd::variable_list& r
 }
 
 void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
-  DistAutogradContext& context = container_.retrieve_context(request.context);
-  auto send = std::dynamic_pointer_cast<SendRpcBackward>(context.retrieve_send_function(request.message));
+  std::shared_ptr<DistAutogradContext> context = container_.share_context(request.context);
+  auto send = std::dynamic_pointer_cast<SendRpcBackward>(context->retrieve_send_function(request.message));
   DAGSIM_ASSERT(send != nullptr);
   if (request.grads.size() != send->num_outputs()) {
     throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) + " from node " +

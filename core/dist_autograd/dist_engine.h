@@ -47,9 +47,13 @@ class DistEngine {
 
   size_t passes_in_flight() const { return passes_.size(); }
 
+  // Fails the pass of `context` running on this node, if any, with `error` (its context was
+  // released, or its originator died); the pass unwinds at its next wait.
+  void abort(ContextId context, const Error& error);
+
  private:
   struct Pass;
-  std::shared_ptr<Pass> begin_pass(DistAutogradContext& context, bool keep_graph,
+  std::shared_ptr<Pass> begin_pass(std::shared_ptr<DistAutogradContext> context, bool keep_graph,
                                    const std::vector<std::shared_ptr<autograd::Node>>& extra_roots);
   void run_pass(ContextId context, const std::shared_ptr<Pass>& pass);
   void send_gradients(WorkerId to, ContextId context, MessageId message, autograd::variable_list grads);

@@ -165,7 +165,8 @@ NodeState SimWorld::state(WorkerId id) const { return node(id).state; }
 
 uint32_t SimWorld::incarnation(WorkerId id) const {
   const Node& n = node(id);
-  return n.current ? n.current->number : n.incarnations;
+  if (n.current) return n.current->number;
+  return n.incarnations == 0 ? 0 : n.incarnations - 1;  // the last one to have run
 }
 
 Env& SimWorld::env(WorkerId id) {

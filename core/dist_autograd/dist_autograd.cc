@@ -52,6 +52,43 @@ void DistAutograd::abort_pass(ContextId context) {
                                                 std::to_string(context) + " was released during its backward pass"));
 }
 
+void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) {
+  if (peer == agent_.self() || !probing_.insert({peer, incarnation}).second) return;
+  agent_.env().spawner.spawn("dist_autograd.probe", [this, peer, incarnation, reason] {
+    struct Done {
+      DistAutograd& self;
+      std::pair<WorkerId, uint32_t> key;
+      ~Done() { self.probing_.erase(key); }
+    } done{*this, {peer, incarnation}};
+    try {
+      const std::vector<Tensor> answer = agent_.rpc_sync(peer, "dagsim.incarnation", {});
+      if (static_cast<uint32_t>(answer.at(0).item()) == incarnation) return;  // a passing connection failure
+      peer_gone(peer, incarnation, reason + " (it restarted)");
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::node_killed) throw;
+      peer_gone(peer, incarnation, reason);
+    }
+  });
+}
+
+void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason) {
+  const std::string who = "node " + std::to_string(peer);
+  for (ContextId id : container_.context_ids()) {
+    if (!container_.has_context(id)) continue;
+    const bool originated = worker_of(static_cast<uint64_t>(id)) == peer && incarnation_of(static_cast<uint64_t>(id)) == incarnation;
+    const bool involved = container_.retrieve_context(id).known_worker_ids().count(peer) != 0;
+    if (!originated && !involved) continue;
+    engine_.abort(id, errors::connection_failed("Error on Node " + std::to_string(agent_.self()) + ": " + who +
+                                                (originated ? ", which started autograd context " : ", which takes part in autograd context ") +
+                                                std::to_string(id) + ", failed: " + reason));
+    if (originated) {
+      // Nobody will release it now: do it here, and tell the others that know it.
+      agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(id) + " of " + who);
+      if (auto workers = container_.release_context_if_present(id)) notify_release(id, *workers, peer);
+    }
+  }
+}
+
 DebugInfo DistAutograd::debug_info() const {
   return {container_.num_contexts(), engine_.passes_in_flight()};
 }

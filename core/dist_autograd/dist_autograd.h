@@ -57,13 +57,20 @@ class DistAutograd final : public rpc::RpcExtension {
   rpc::Message incoming_response(WorkerId from, rpc::Message response) override;
   rpc::Message serve(WorkerId from, rpc::Message request,
                      const std::function<rpc::Message(rpc::Message)>& run_call) override;
+  // Beyond PyTorch (issue #26379): probes the peer; if that incarnation is gone (the probe fails,
+  // or a later incarnation answers), contexts it originated are released here and passes that
+  // depend on it fail naming it, instead of leaking or waiting for its gradients forever.
+  void on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) override;
 
  private:
   // A pass still running on a released context fails instead of using it.
   void abort_pass(ContextId context);
   void notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except);
 
+  void peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason);
+
   rpc::RpcAgent& agent_;
+  std::set<std::pair<WorkerId, uint32_t>> probing_;
   DistAutogradContainer container_;
   DistEngine engine_;
 };

@@ -2,6 +2,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/rpc/rpc_agent.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::rpc {
@@ -117,6 +118,11 @@ FunctionRegistry FunctionRegistry::with_builtins() {
   r.add("cat", [](CallContext&, const CallArgs& args) {
     if (args.tensors.empty()) throw errors::invalid_argument("cat: needs at least one tensor");
     return std::vector<Tensor>{cat(args.tensors, integer(args, "cat", "dim", 0))};
+  });
+  // Liveness and identity: which life of the node answers (distributed autograd's probe of a
+  // peer whose connection failed).
+  r.add("dagsim.incarnation", [](CallContext& ctx, const CallArgs&) {
+    return std::vector<Tensor>{from_values({1}, {static_cast<double>(ctx.agent().env().incarnation)})};
   });
   r.add("linear", [](CallContext&, const CallArgs& args) {
     if (args.tensors.size() != 2 && args.tensors.size() != 3) {

@@ -33,6 +33,7 @@ void RpcAgent::listen() {
     }
     if (delivery.kind == Delivery::Kind::peer_failed) {
       fail_calls_to(delivery.peer, delivery.reason);
+      if (extension_ != nullptr) extension_->on_peer_failed(delivery.peer, delivery.peer_incarnation, delivery.reason);
     } else {
       on_frame(delivery.peer, delivery.payload);
     }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "core/base/ids.h"
 #include "core/rpc/message.h"
@@ -29,6 +30,10 @@ class RpcExtension {
   // Callee side: a request whose type the agent does not serve; returns the response. May block.
   // `run_call` runs a plain call message through the registry and returns its ret or exception.
   virtual Message serve(WorkerId from, Message request, const std::function<Message(Message)>& run_call) = 0;
+
+  // The connection to `peer`'s incarnation `incarnation` failed (after the agent failed the calls
+  // pending on it). Runs on the listener: it must not block (spawn a fiber to probe, say).
+  virtual void on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) {}
 };
 
 }  // namespace dagsim::rpc

@@ -1,6 +1,7 @@
 // Tests of the scenario loader: a full scenario round-trips every field, absent tables give the
 // documented defaults, and each class of bad input fails with "FILE:LINE: KEY: problem" naming
 // the right line and key (the CLI prints these verbatim, so the tests pin whole messages).
+#include "scenarios/scenario_test_util.h"
 #include "scenarios/scenario_loader.h"
 
 #include <gtest/gtest.h>
@@ -21,16 +22,6 @@ using std::chrono::nanoseconds;
 using Kind = FaultSpec::Kind;
 using Dist = sim::LatencyModel::Dist;
 
-// The detail of the invalid_scenario error that parsing `text` as "bad.toml" throws.
-std::string error_of(std::string_view text) {
-  try {
-    parse_scenario(text, "bad.toml");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_scenario) << e.what();
-    return e.detail();
-  }
-  return "no error";
-}
 
 constexpr std::string_view kFull = R"(name = "full"
 description = "every key"

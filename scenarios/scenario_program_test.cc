@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "scenarios/scenario_test_util.h"
 #include "scenarios/scenario_loader.h"
 
 namespace dagsim::scenarios {
@@ -18,15 +19,6 @@ namespace {
 using Init = ProgramTensor::Init;
 using Attributes = std::map<std::string, double>;
 
-std::string error_of(std::string_view text) {
-  try {
-    parse_scenario(text, "bad.toml");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_scenario) << e.what();
-    return e.detail();
-  }
-  return "no error";
-}
 
 // The seed example of DESIGN.md ("Scenarios"), as the task gives it.
 constexpr std::string_view kSeed = R"(name = "seed_example"

@@ -177,6 +177,61 @@ void check_case(const Case& c) {
 
 RC_GTEST_PROP(DistAutogradProperties, DistGradsEqualLocal, ()) { check_case(*gen_case()); }
 
+// Many contexts at once on shared workers, as PyTorch's trainer/parameter-server test: 2..4
+// trainers run their own programs concurrently, calling the same workers (each other included);
+// every trainer's gradients equal its program's local ones and no context survives.
+RC_GTEST_PROP(DistAutogradProperties, ConcurrentContextsOnSharedWorkers, ()) {
+  const int trainers = *rc::gen::inRange(2, 5);
+  const uint32_t workers = static_cast<uint32_t>(trainers) + *rc::gen::inRange<uint32_t>(1, 3);
+  std::vector<Program> programs;
+  for (int t = 0; t < trainers; ++t) {
+    Case c = *gen_case();
+    for (Statement& s : c.program.statements) {
+      if (s.via != Via::local) s.on = *rc::gen::inRange<uint32_t>(0, workers);
+      if (s.attributes.count("to")) s.attributes["to"] = *rc::gen::inRange<uint32_t>(0, workers);
+    }
+    programs.push_back(c.program);
+  }
+  rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
+  scenarios::add_program_functions(registry);
+  sim::SimOptions options;
+  options.seed = *rc::gen::noShrink(rc::gen::arbitrary<uint64_t>());
+  options.random_schedule = true;
+  options.network.latency = sim::LatencyModel::uniform(Duration{0}, std::chrono::milliseconds(2));
+  sim::SimWorld world(options);
+  std::vector<Node> nodes(workers);
+  for (uint32_t i = 0; i < workers; ++i) {
+    world.add_node("worker" + std::to_string(i), nullptr);
+    world.start(static_cast<WorkerId>(i));
+    nodes[i].agent = std::make_unique<rpc::RpcAgent>(world.env(static_cast<WorkerId>(i)), registry);
+    nodes[i].autograd = std::make_unique<dist_autograd::DistAutograd>(*nodes[i].agent);
+    nodes[i].agent->start();
+  }
+  std::vector<scenarios::Gradients> actual(static_cast<size_t>(trainers));
+  std::vector<std::string> failures(static_cast<size_t>(trainers));
+  for (int t = 0; t < trainers; ++t) {
+    world.spawn_foreground(static_cast<WorkerId>(t), "trainer", [&, t] {
+      try {
+        actual[static_cast<size_t>(t)] = scenarios::run_program_distributed(
+            programs[static_cast<size_t>(t)], *nodes[static_cast<size_t>(t)].agent, *nodes[static_cast<size_t>(t)].autograd);
+      } catch (const std::exception& e) {
+        failures[static_cast<size_t>(t)] = e.what();
+      }
+    });
+  }
+  RC_ASSERT(world.run({.max_virtual_time = runtime::TimePoint{std::chrono::minutes(10)}}) == sim::SimWorld::Outcome::finished);
+  world.run({.stop_at = world.now() + std::chrono::seconds(1)});
+  for (int t = 0; t < trainers; ++t) {
+    RC_LOG() << "trainer " << t << ": " << failures[static_cast<size_t>(t)] << "\n";
+    RC_ASSERT(failures[static_cast<size_t>(t)].empty());
+    const scenarios::Gradients expected = scenarios::run_program_locally(programs[static_cast<size_t>(t)], registry);
+    RC_ASSERT(actual[static_cast<size_t>(t)].size() == expected.size());
+    for (const auto& [name, grad] : expected) RC_ASSERT(allclose(actual[static_cast<size_t>(t)].at(name), grad));
+  }
+  for (uint32_t i = 0; i < workers; ++i) RC_ASSERT(nodes[i].autograd->debug_info().num_autograd_contexts == 0u);
+  world.shutdown();
+}
+
 RC_GTEST_PROP(DistAutogradProperties, DistGradsEqualLocalWithRetainedGraphs, ()) {
   Case c = *gen_case();
   c.program.retain_graph = true;

@@ -9,7 +9,7 @@
 
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/tensor/ops.h"
-#include "sim/sim_world.h"
+#include "conformance/autograd_cluster.h"
 
 namespace dagsim {
 namespace {
@@ -20,18 +20,10 @@ void BM_DistAutogradSeedStep(benchmark::State& state) {
   uint64_t steps = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    sim::SimOptions options;
-    options.network.latency = sim::LatencyModel::constant(runtime::Duration{0});
-    sim::SimWorld world(options);
-    std::vector<std::unique_ptr<rpc::RpcAgent>> agents;
-    std::vector<std::unique_ptr<dist_autograd::DistAutograd>> autograd;
-    for (WorkerId i = 0; i < 2; ++i) {
-      world.add_node("worker" + std::to_string(i), nullptr);
-      world.start(i);
-      agents.push_back(std::make_unique<rpc::RpcAgent>(world.env(i), registry));
-      autograd.push_back(std::make_unique<dist_autograd::DistAutograd>(*agents.back()));
-      agents.back()->start();
-    }
+    conformance::AutogradCluster cluster(conformance::AutogradCluster::zero_latency(), 2, registry);
+    auto& world = cluster.world;
+    auto& agents = cluster.agents;
+    auto& autograd = cluster.autograd;
     Prng prng(7);
     Tensor t1 = rand_uniform({3, 3}, prng);
     Tensor t2 = rand_uniform({3, 3}, prng);
@@ -51,8 +43,6 @@ void BM_DistAutogradSeedStep(benchmark::State& state) {
     world.run({});
     state.PauseTiming();
     world.shutdown();
-    agents.clear();
-    autograd.clear();
     state.ResumeTiming();
     if (!ok) state.SkipWithError("a step did not produce three gradients");
     steps += steps_per_run;

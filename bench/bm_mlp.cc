@@ -10,7 +10,7 @@
 #include "core/autograd/engine.h"
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/tensor/ops.h"
-#include "sim/sim_world.h"
+#include "conformance/autograd_cluster.h"
 
 namespace dagsim {
 namespace {
@@ -53,18 +53,10 @@ void BM_MlpDistributed(benchmark::State& state) {
     const auto index = static_cast<size_t>(args.attribute("owned_layer", "layer"));
     return std::vector<Tensor>{matmul(args.tensors[0], mlp.weights[index])};
   });
-  sim::SimOptions options;
-  options.network.latency = sim::LatencyModel::constant(runtime::Duration{0});
-  sim::SimWorld world(options);
-  std::vector<std::unique_ptr<rpc::RpcAgent>> agents;
-  std::vector<std::unique_ptr<dist_autograd::DistAutograd>> autograd;
-  for (WorkerId i = 0; i < 2; ++i) {
-    world.add_node("worker" + std::to_string(i), nullptr);
-    world.start(i);
-    agents.push_back(std::make_unique<rpc::RpcAgent>(world.env(i), registry));
-    autograd.push_back(std::make_unique<dist_autograd::DistAutograd>(*agents.back()));
-    agents.back()->start();
-  }
+  conformance::AutogradCluster cluster(conformance::AutogradCluster::zero_latency(), 2, registry);
+  auto& world = cluster.world;
+  auto& agents = cluster.agents;
+  auto& autograd = cluster.autograd;
   size_t grads_seen = 0;
   for (auto _ : state) {
     world.spawn_foreground(0, "trainer", [&] {
@@ -82,7 +74,6 @@ void BM_MlpDistributed(benchmark::State& state) {
     world.run({});
   }
   if (grads_seen != static_cast<size_t>(kLayers)) state.SkipWithError("missing gradients");
-  world.shutdown();
 }
 BENCHMARK(BM_MlpDistributed)->Unit(benchmark::kMillisecond);
 

@@ -8,7 +8,7 @@
 #include "core/base/throws_error_test_util.h"
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/tensor/ops.h"
-#include "sim/sim_world.h"
+#include "conformance/autograd_cluster.h"
 
 namespace dagsim::conformance {
 namespace {
@@ -16,29 +16,16 @@ namespace {
 using namespace std::chrono_literals;
 using runtime::TimePoint;
 
-struct AutogradWorld {
-  AutogradWorld(int nodes, runtime::Duration latency) : world(options(latency)) {
-    registry = rpc::FunctionRegistry::with_builtins();
-    for (int i = 0; i < nodes; ++i) {
-      const auto id = static_cast<WorkerId>(i);
-      world.add_node("worker" + std::to_string(i), nullptr);
-      world.start(id);
-      agents.push_back(std::make_unique<rpc::RpcAgent>(world.env(id), registry, rpc::RpcOptions{.default_timeout = 5s, .limits = {}}));
-      autograd.push_back(std::make_unique<dist_autograd::DistAutograd>(*agents.back()));
-      agents.back()->start();
-    }
-  }
-  ~AutogradWorld() { world.shutdown(); }
+// Two or three nodes at a constant latency, RPC timeouts of 5 s.
+struct AutogradWorld : AutogradCluster {
+  AutogradWorld(int nodes, runtime::Duration latency)
+      : AutogradCluster(options(latency), nodes, registry_, rpc::RpcOptions{.default_timeout = 5s, .limits = {}}) {}
   static sim::SimOptions options(runtime::Duration latency) {
     sim::SimOptions o;
     o.network.latency = sim::LatencyModel::constant(latency);
     return o;
   }
-
-  sim::SimWorld world;
-  rpc::FunctionRegistry registry;
-  std::vector<std::unique_ptr<rpc::RpcAgent>> agents;
-  std::vector<std::unique_ptr<dist_autograd::DistAutograd>> autograd;
+  static inline const rpc::FunctionRegistry registry_ = rpc::FunctionRegistry::with_builtins();
 };
 
 Tensor leaf() {

@@ -11,7 +11,7 @@
 
 #include "core/dist_autograd/dist_autograd.h"
 #include "scenarios/program.h"
-#include "sim/sim_world.h"
+#include "conformance/autograd_cluster.h"
 
 namespace dagsim::conformance {
 namespace {
@@ -112,10 +112,6 @@ rc::Gen<Case> gen_case() {
   });
 }
 
-struct Node {
-  std::unique_ptr<rpc::RpcAgent> agent;
-  std::unique_ptr<dist_autograd::DistAutograd> autograd;
-};
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-9, double atol = 1e-12) {
   const std::vector<double> x = a.to_vector(), y = b.to_vector();
@@ -135,21 +131,13 @@ void check_case(const Case& c) {
   options.seed = c.seed;
   options.random_schedule = c.random_schedule;
   options.network.latency = sim::LatencyModel::uniform(Duration{0}, c.latency_max);
-  sim::SimWorld world(options);
-  std::vector<Node> nodes(c.workers);
-  // No restarts here: each node's agent is made once, before the run, on its first incarnation.
-  for (uint32_t i = 0; i < c.workers; ++i) {
-    world.add_node("worker" + std::to_string(i), nullptr);
-    world.start(static_cast<WorkerId>(i));
-    nodes[i].agent = std::make_unique<rpc::RpcAgent>(world.env(static_cast<WorkerId>(i)), registry);
-    nodes[i].autograd = std::make_unique<dist_autograd::DistAutograd>(*nodes[i].agent);
-    nodes[i].agent->start();
-  }
+  AutogradCluster cluster(options, static_cast<int>(c.workers), registry);
+  sim::SimWorld& world = cluster.world;
   scenarios::Gradients actual;
   std::string failure;
   world.spawn_foreground(0, "program", [&] {
     try {
-      actual = scenarios::run_program_distributed(c.program, *nodes[0].agent, *nodes[0].autograd);
+      actual = scenarios::run_program_distributed(c.program, *cluster.agents[0], *cluster.autograd[0]);
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -162,9 +150,9 @@ void check_case(const Case& c) {
   // Let the release traffic drain, then no node may hold a context.
   world.run({.stop_at = world.now() + std::chrono::seconds(1)});
   for (uint32_t i = 0; i < c.workers; ++i) {
-    RC_LOG() << "worker" << i << " holds " << nodes[i].autograd->debug_info().num_autograd_contexts << " context(s)\n";
+    RC_LOG() << "worker" << i << " holds " << cluster.autograd[i]->debug_info().num_autograd_contexts << " context(s)\n";
   }
-  for (uint32_t i = 0; i < c.workers; ++i) RC_ASSERT(nodes[i].autograd->debug_info().num_autograd_contexts == 0u);
+  for (uint32_t i = 0; i < c.workers; ++i) RC_ASSERT(cluster.autograd[i]->debug_info().num_autograd_contexts == 0u);
   RC_ASSERT(actual.size() == expected.size());
   for (const auto& [name, grad] : expected) {
     RC_LOG() << name << ": distributed " << (actual.count(name) ? actual.at(name).to_string() : "missing") << " local "
@@ -172,7 +160,6 @@ void check_case(const Case& c) {
     RC_ASSERT(actual.count(name) == 1u);
     RC_ASSERT(allclose(actual.at(name), grad));
   }
-  world.shutdown();
 }
 
 RC_GTEST_PROP(DistAutogradProperties, DistGradsEqualLocal, ()) { check_case(*gen_case()); }
@@ -198,22 +185,15 @@ RC_GTEST_PROP(DistAutogradProperties, ConcurrentContextsOnSharedWorkers, ()) {
   options.seed = *rc::gen::noShrink(rc::gen::arbitrary<uint64_t>());
   options.random_schedule = true;
   options.network.latency = sim::LatencyModel::uniform(Duration{0}, std::chrono::milliseconds(2));
-  sim::SimWorld world(options);
-  std::vector<Node> nodes(workers);
-  for (uint32_t i = 0; i < workers; ++i) {
-    world.add_node("worker" + std::to_string(i), nullptr);
-    world.start(static_cast<WorkerId>(i));
-    nodes[i].agent = std::make_unique<rpc::RpcAgent>(world.env(static_cast<WorkerId>(i)), registry);
-    nodes[i].autograd = std::make_unique<dist_autograd::DistAutograd>(*nodes[i].agent);
-    nodes[i].agent->start();
-  }
+  AutogradCluster cluster(options, static_cast<int>(workers), registry);
+  sim::SimWorld& world = cluster.world;
   std::vector<scenarios::Gradients> actual(static_cast<size_t>(trainers));
   std::vector<std::string> failures(static_cast<size_t>(trainers));
   for (int t = 0; t < trainers; ++t) {
     world.spawn_foreground(static_cast<WorkerId>(t), "trainer", [&, t] {
       try {
         actual[static_cast<size_t>(t)] = scenarios::run_program_distributed(
-            programs[static_cast<size_t>(t)], *nodes[static_cast<size_t>(t)].agent, *nodes[static_cast<size_t>(t)].autograd);
+            programs[static_cast<size_t>(t)], *cluster.agents[static_cast<size_t>(t)], *cluster.autograd[static_cast<size_t>(t)]);
       } catch (const std::exception& e) {
         failures[static_cast<size_t>(t)] = e.what();
       }
@@ -228,8 +208,7 @@ RC_GTEST_PROP(DistAutogradProperties, ConcurrentContextsOnSharedWorkers, ()) {
     RC_ASSERT(actual[static_cast<size_t>(t)].size() == expected.size());
     for (const auto& [name, grad] : expected) RC_ASSERT(allclose(actual[static_cast<size_t>(t)].at(name), grad));
   }
-  for (uint32_t i = 0; i < workers; ++i) RC_ASSERT(nodes[i].autograd->debug_info().num_autograd_contexts == 0u);
-  world.shutdown();
+  for (uint32_t i = 0; i < workers; ++i) RC_ASSERT(cluster.autograd[i]->debug_info().num_autograd_contexts == 0u);
 }
 
 RC_GTEST_PROP(DistAutogradProperties, DistGradsEqualLocalWithRetainedGraphs, ()) {

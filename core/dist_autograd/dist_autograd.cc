@@ -97,7 +97,8 @@ Message DistAutograd::outgoing_call(WorkerId to, Message call) {
   const std::optional<ContextId> current = DistAutogradContainer::current_context_id();
   // Outside a context, or with nothing to differentiate, the call goes out plain (PyTorch's
   // builtin-op rule).
-  if (!current || !autograd::GradMode::is_enabled() || !autograd::any_requires_grad(call.tensors)) return call;
+  const bool forced = (call.flags & rpc::kForceAutograd) != 0;
+  if (!current || !autograd::GradMode::is_enabled() || (!forced && !autograd::any_requires_grad(call.tensors))) return call;
   DistAutogradContext& context = container_.retrieve_context(*current);
   const MessageId message = record_send(container_, context, to, call.tensors);
   if (!CallLabelScope::current().empty()) context.set_send_label(message, CallLabelScope::current());
@@ -139,7 +140,12 @@ Message DistAutograd::serve(WorkerId from, Message request, const std::function<
         ContextScope scope(unwrapped.meta.context);
         result = run_call(std::move(unwrapped.inner));
       }
-      if (result.type != MessageType::ret || !container_.has_context(unwrapped.meta.context)) return result;
+      // Results travel back recorded (a ret, or an RRef's value); a remote call's acknowledgement
+      // carries nothing: its value stays on this node, in the context's graph.
+      if ((result.type != MessageType::ret && result.type != MessageType::rref_fetch_ret) ||
+          !container_.has_context(unwrapped.meta.context)) {
+        return result;
+      }
       DistAutogradContext& still = container_.retrieve_context(unwrapped.meta.context);
       const MessageId message = record_send(container_, still, from, result.tensors);
       return wrap_with_autograd(MessageType::forward_autograd_resp, result,

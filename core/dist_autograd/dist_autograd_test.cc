@@ -182,5 +182,31 @@ TEST_F(DistAutogradTest, ReleasingAContextDuringItsBackwardFailsThePassInsteadOf
   for (int i = 0; i < 3; ++i) EXPECT_EQ(autograd_[static_cast<size_t>(i)]->debug_info().num_current_backward_passes, 0u);
 }
 
+TEST_F(DistAutogradTest, GradientsFlowThroughARemoteValueFetchedWithToHere) {
+  // The design note's end-to-end shape: t3 = remote(add).to_here(); the owner's graph links the
+  // fetch back to the call's inputs.
+  Tensor t1 = leaf({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor t2 = leaf({2, 2, 2, 2, 2, 2, 2, 2, 2});
+  Tensor t4 = leaf({1, 0, 1, 0, 1, 0, 1, 0, 1});
+  std::vector<std::pair<Tensor, Tensor>> grads;
+  rt_.run_on(0, [&] {
+    DistAutograd::Context ctx(*autograd_[0]);
+    rpc::RRef r = agents_[0]->remote(1, "add", {{t1, t2}, {}});
+    Tensor t3 = r.to_here()[0];
+    EXPECT_EQ(t3.grad_fn()->name(), "RecvRpcBackward");
+    autograd_[0]->backward(ctx.id(), {sum(mul(t3, t4))});
+    grads = autograd_[0]->get_gradients(ctx.id());
+  });
+  Tensor l1 = leaf(t1.to_vector()), l2 = leaf(t2.to_vector()), l4 = leaf(t4.to_vector());
+  sum(mul(add(l1, l2), l4)).backward();
+  ASSERT_EQ(grads.size(), 3u);
+  for (auto& [t, g] : grads) {
+    const Tensor& local = t.is_same(t1) ? l1.grad() : t.is_same(t2) ? l2.grad() : l4.grad();
+    EXPECT_EQ(g.to_vector(), local.to_vector());
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(autograd_[static_cast<size_t>(i)]->debug_info().num_autograd_contexts, 0u) << i;
+  EXPECT_EQ(agents_[1]->owned_rrefs(), 0u);
+}
+
 }  // namespace
 }  // namespace dagsim::dist_autograd

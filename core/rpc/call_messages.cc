@@ -45,6 +45,53 @@ Message make_ret(uint64_t request_id, std::vector<Tensor> results) {
   return m;
 }
 
+Message make_remote_call(uint64_t request_id, uint64_t rref_id, const std::string& function, const CallArgs& args) {
+  Message call = make_call(request_id, function, args);
+  Message m;
+  m.type = MessageType::remote_call;
+  m.request_id = request_id;
+  WireWriter w(m.payload);
+  w.u64(rref_id);
+  w.bytes(call.payload);
+  m.tensors = std::move(call.tensors);
+  return m;
+}
+
+std::pair<uint64_t, Call> read_remote_call(const Message& message) {
+  WireReader r(message.payload);
+  const uint64_t rref_id = r.u64("remote_call.rref_id");
+  Message inner;
+  inner.type = MessageType::call;
+  const auto rest = r.bytes(r.remaining(), "remote_call.call");
+  inner.payload.assign(rest.begin(), rest.end());
+  inner.tensors = message.tensors;
+  return {rref_id, read_call(inner)};
+}
+
+Message make_rref_request(MessageType type, uint64_t request_id, uint64_t rref_id) {
+  Message m;
+  m.type = type;
+  m.request_id = request_id;
+  WireWriter w(m.payload);
+  w.u64(rref_id);
+  return m;
+}
+
+uint64_t read_rref_request(const Message& message) {
+  WireReader r(message.payload);
+  const uint64_t id = r.u64("rref.rref_id");
+  r.expect_end("rref request");
+  return id;
+}
+
+Message make_reply(MessageType type, uint64_t request_id, std::vector<Tensor> tensors) {
+  Message m;
+  m.type = type;
+  m.request_id = request_id;
+  m.tensors = std::move(tensors);
+  return m;
+}
+
 Message make_exception(uint64_t request_id, WorkerId node, const Error& error) {
   Message m;
   m.type = MessageType::exception;

@@ -26,6 +26,15 @@ Call read_call(const Message& message);
 
 Message make_ret(uint64_t request_id, std::vector<Tensor> results);
 
+// RRef messages: remote_call is a call whose result the callee keeps under `rref_id`;
+// rref_fetch_call and rref_user_delete name an RRef.
+Message make_remote_call(uint64_t request_id, uint64_t rref_id, const std::string& function, const CallArgs& args);
+std::pair<uint64_t, Call> read_remote_call(const Message& message);
+Message make_rref_request(MessageType type, uint64_t request_id, uint64_t rref_id);
+uint64_t read_rref_request(const Message& message);
+// A reply of `type` carrying `tensors` (remote_ret, rref_fetch_ret, rref_ack).
+Message make_reply(MessageType type, uint64_t request_id, std::vector<Tensor> tensors = {});
+
 // An exception reply. The text reads as PyTorch's: "Error on Node N: <what went wrong>".
 Message make_exception(uint64_t request_id, WorkerId node, const Error& error);
 // The error an exception reply carries, with its original code.

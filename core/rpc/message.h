@@ -48,6 +48,9 @@ const char* message_type_name(MessageType type);
 bool is_known_message_type(uint16_t value);
 inline bool is_request(MessageType type) { return (static_cast<uint16_t>(type) & kRequest) != 0; }
 
+// Message::flags bits.
+inline constexpr uint32_t kForceAutograd = 0x1;  // record autograd even without tensors (to_here)
+
 struct Message {
   MessageType type = MessageType::call;
   uint32_t flags = 0;

@@ -8,7 +8,7 @@ using runtime::Delivery;
 
 RpcAgent::RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptions options)
     : env_(env), registry_(registry), options_(options),
-      ids_(env.self, static_cast<uint16_t>(env.incarnation)) {}
+      ids_(env.self, static_cast<uint16_t>(env.incarnation)), rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)) {}
 
 RpcAgent::~RpcAgent() {
   for (auto& [id, pending] : pending_) env_.clock.cancel(pending.timer);
@@ -49,8 +49,10 @@ void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
     env_.log.event("rpc.bad_frame", "from node " + std::to_string(from) + ": " + e.detail());
     return;
   }
-  if (extension_ != nullptr && message.type != MessageType::call && message.type != MessageType::ret &&
-      message.type != MessageType::exception) {
+  const bool plain_response = message.type == MessageType::ret || message.type == MessageType::exception ||
+                              message.type == MessageType::remote_ret || message.type == MessageType::rref_fetch_ret ||
+                              message.type == MessageType::rref_ack;
+  if (extension_ != nullptr && !plain_response) {
     if (!is_request(message.type)) {
       // Unwrapped on the listener: what the extension records (recv functions) must exist before
       // anyone waiting on the call runs.
@@ -65,12 +67,18 @@ void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
   }
   switch (message.type) {
     case MessageType::call:
+    case MessageType::remote_call:
+    case MessageType::rref_fetch_call:
+    case MessageType::rref_user_delete:
       ++handlers_;
       env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
         serve(from, std::move(message));
       });
       return;
     case MessageType::ret:
+    case MessageType::remote_ret:
+    case MessageType::rref_fetch_ret:
+    case MessageType::rref_ack:
       finish(message.request_id, std::move(message.tensors), nullptr);
       return;
     case MessageType::exception: {
@@ -105,7 +113,8 @@ void RpcAgent::serve(WorkerId from, Message request) {
     }
   } done{*this};
   Message response;
-  if (request.type == MessageType::call) {
+  if (request.type == MessageType::call || request.type == MessageType::remote_call ||
+      request.type == MessageType::rref_fetch_call || request.type == MessageType::rref_user_delete) {
     response = run_call(from, request);
   } else {
     DAGSIM_ASSERT(extension_ != nullptr);
@@ -125,21 +134,53 @@ void RpcAgent::serve(WorkerId from, Message request) {
 
 Message RpcAgent::run_call(WorkerId from, const Message& request) {
   try {
-    Call call = read_call(request);
-    const RpcFunction* function = registry_.find(call.function);
-    if (function == nullptr) {
-      std::string known;
-      for (const std::string& name : registry_.names()) known += (known.empty() ? "" : ", ") + name;
-      throw errors::invalid_argument("unknown function '" + call.function + "'; registered: " + known);
+    if (request.type == MessageType::rref_fetch_call) {
+      const uint64_t id = read_rref_request(request);
+      auto it = owned_.find(id);
+      if (it == owned_.end()) throw errors::invalid_argument("no RRef with id " + std::to_string(id) + " on this node");
+      std::shared_ptr<Owned> owned = it->second;
+      return make_reply(MessageType::rref_fetch_ret, request.request_id, owned->value.get());
     }
-    CallContext context{this, from};
-    return make_ret(request.request_id, (*function)(context, call.args));
+    if (request.type == MessageType::rref_user_delete) {
+      owned_.erase(read_rref_request(request));
+      return make_reply(MessageType::rref_ack, request.request_id);
+    }
+    if (request.type == MessageType::remote_call) {
+      auto [id, call] = read_remote_call(request);
+      auto owned = std::make_shared<Owned>();
+      owned->value = owned->promise.get_future();
+      owned_[id] = owned;
+      runtime::Promise<std::vector<Tensor>>* promise = &owned->promise;
+      try {
+        promise->set_value(run_function(from, call));
+        return make_reply(MessageType::remote_ret, request.request_id);
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::node_killed) throw;
+        // The error waits in the RRef: to_here() raises it, as PyTorch's does.
+        const Message failure = make_exception(request.request_id, env_.self, e);
+        promise->set_exception(std::make_exception_ptr(read_exception(failure)));
+        return make_reply(MessageType::remote_ret, request.request_id);
+      }
+    }
+    Call call = read_call(request);
+    return make_ret(request.request_id, run_function(from, call));
   } catch (const Error& e) {
     if (e.code() == ErrorCode::node_killed) throw;  // this node is dying: nobody left to reply
     return make_exception(request.request_id, env_.self, e);
   } catch (const std::exception& e) {
     return make_exception(request.request_id, env_.self, errors::internal_error(e.what()));
   }
+}
+
+std::vector<Tensor> RpcAgent::run_function(WorkerId from, const Call& call) {
+  const RpcFunction* function = registry_.find(call.function);
+  if (function == nullptr) {
+    std::string known;
+    for (const std::string& name : registry_.names()) known += (known.empty() ? "" : ", ") + name;
+    throw errors::invalid_argument("unknown function '" + call.function + "'; registered: " + known);
+  }
+  CallContext context{this, from};
+  return (*function)(context, call.args);
 }
 
 void RpcAgent::reply(WorkerId to, const Message& message) {
@@ -164,9 +205,20 @@ void RpcAgent::send(WorkerId to, const Message& message) {
 
 Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& function, CallArgs args,
                                                 std::optional<Duration> timeout) {
-  Message call = make_call(0, function, args);
-  if (extension_ != nullptr) call = extension_->outgoing_call(to, std::move(call));
-  return request(to, std::move(call), "rpc '" + function + "'", timeout);
+  return send_request(to, make_call(0, function, args), "rpc '" + function + "'", timeout);
+}
+
+Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message, const std::string& what,
+                                                   std::optional<Duration> timeout) {
+  if (extension_ != nullptr) message = extension_->outgoing_call(to, std::move(message));
+  return request(to, std::move(message), what, timeout);
+}
+
+RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
+  const uint64_t id = rref_ids_.next();
+  // The acknowledgement only says the owner has the call; its outcome waits in the RRef.
+  send_request(to, make_remote_call(0, id, function, args), "remote '" + function + "'");
+  return RRef(*this, to, id);
 }
 
 Future<std::vector<Tensor>> RpcAgent::request(WorkerId to, Message message, const std::string& what,

@@ -23,6 +23,7 @@
 #include "core/rpc/codec.h"
 #include "core/rpc/function_registry.h"
 #include "core/rpc/rpc_extension.h"
+#include "core/rpc/rref.h"
 #include "core/runtime/env.h"
 #include "core/runtime/future.h"
 
@@ -51,6 +52,18 @@ class RpcAgent {
                                         std::optional<Duration> timeout = std::nullopt);
   std::vector<Tensor> rpc_sync(WorkerId to, const std::string& function, CallArgs args,
                                std::optional<Duration> timeout = std::nullopt);
+
+  // rpc.remote: runs `function` on `to`, which keeps the result; returns a user RRef at once
+  // (an owner RRef when `to` is this node). Errors surface at to_here().
+  RRef remote(WorkerId to, const std::string& function, CallArgs args);
+
+  // A request that goes through the extension first (distributed autograd may wrap it), as
+  // calls, remote calls and RRef fetches do.
+  Future<std::vector<Tensor>> send_request(WorkerId to, Message message, const std::string& what,
+                                           std::optional<Duration> timeout = std::nullopt);
+  // The owner side of an RRef whose last user is gone.
+  void drop_owned(uint64_t rref_id) { owned_.erase(rref_id); }
+  size_t owned_rrefs() const { return owned_.size(); }
 
   // Sends any request message (the extension's: backward passes, cleanup) and returns the
   // tensors of its ret, or its error. `what` names it in timeout and failure messages.
@@ -81,8 +94,9 @@ class RpcAgent {
   void listen();
   void on_frame(WorkerId from, const runtime::Bytes& frame);
   void serve(WorkerId from, Message request);
-  // Runs a plain call through the registry: its ret, or an exception reply.
+  // Runs a call, remote call or RRef request: its reply, or an exception reply.
   Message run_call(WorkerId from, const Message& call);
+  std::vector<Tensor> run_function(WorkerId from, const struct Call& call);
   void reply(WorkerId to, const Message& message);
   void send(WorkerId to, const Message& message);
   // Completes and forgets a pending call; false if it already ended (a late reply).
@@ -94,6 +108,14 @@ class RpcAgent {
   const FunctionRegistry& registry_;
   RpcOptions options_;
   IdGenerator ids_;
+  IdGenerator rref_ids_;
+  // Values this node owns for RRefs, by RRef id; the future completes when the remote call ends.
+  struct Owned {
+    runtime::Promise<std::vector<Tensor>> promise;
+    Future<std::vector<Tensor>> value;
+  };
+  // Shared, so a remote call still running keeps its slot if the user deletes the RRef meanwhile.
+  std::map<uint64_t, std::shared_ptr<Owned>> owned_;
   std::map<uint64_t, Pending> pending_;
   size_t handlers_ = 0;
   bool started_ = false;

@@ -8,6 +8,7 @@
 #include "core/base/throws_error_test_util.h"
 #include "core/rpc/call_messages.h"
 #include "core/rpc/rpc_agent.h"
+#include "core/rpc/rref.h"
 #include "core/runtime/local_runtime.h"
 #include "core/tensor/ops.h"
 
@@ -134,6 +135,35 @@ TEST_F(RpcAgentTest, ShutdownWaitsForOutstandingCallsThenRefusesNewOnes) {
   EXPECT_EQ(rt_.now().since_epoch, std::chrono::nanoseconds(10s));
   EXPECT_TRUE(throws_error([&] { rt_.run_on(0, [&] { agent(0).rpc_async(1, "add", {}); }); }, ErrorCode::invalid_argument,
                            {"is shut down"}));
+}
+
+TEST_F(RpcAgentTest, RemoteKeepsTheValueOnItsOwnerUntilTheLastUserRRefGoes) {
+  rt_.run_on(0, [&] {
+    RRef r = agent(0).remote(1, "add", {{vec({1, 2}), vec({10, 20})}, {}});
+    EXPECT_EQ(r.owner(), 1);
+    EXPECT_FALSE(r.is_owner());
+    EXPECT_EQ(r.to_here()[0].to_vector(), (std::vector<double>{11, 22}));
+    EXPECT_EQ(agent(1).owned_rrefs(), 1u);
+    RRef copy = r;
+    EXPECT_EQ(copy.to_here()[0].to_vector(), (std::vector<double>{11, 22}));
+  });
+  EXPECT_EQ(agent(1).owned_rrefs(), 0u) << "the user delete reached the owner";
+}
+
+TEST_F(RpcAgentTest, ARemoteErrorSurfacesAtToHere) {
+  rt_.run_on(0, [&] {
+    RRef r = agent(0).remote(1, "fail", {});
+    EXPECT_TRUE(throws_error([&] { r.to_here(); }, ErrorCode::shape_mismatch, {"Error on Node 1: fail: shapes"}));
+  });
+}
+
+TEST_F(RpcAgentTest, AnOwnerRRefReadsLocally) {
+  rt_.run_on(2, [&] {
+    RRef r = agent(2).remote(2, "neg", {{vec({4})}, {}});
+    EXPECT_TRUE(r.is_owner());
+    EXPECT_EQ(r.to_here()[0].to_vector(), (std::vector<double>{-4}));
+  });
+  EXPECT_EQ(agent(2).owned_rrefs(), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,50 @@
+#include "core/rpc/rref.h"
+
+#include "core/base/error.h"
+#include "core/rpc/call_messages.h"
+#include "core/rpc/rpc_agent.h"
+
+namespace dagsim::rpc {
+
+struct RRef::State {
+  RpcAgent* agent;
+  WorkerId owner;
+  uint64_t id;
+
+  ~State() {
+    // The last user copy is gone: tell the owner (fire and forget; a failure means the owner or
+    // its connection is gone, and the value with it).
+    if (owner == agent->self()) {
+      agent->drop_owned(id);
+      return;
+    }
+    try {
+      agent->request(owner, make_rref_request(MessageType::rref_user_delete, 0, id), "RRef user delete");
+    } catch (const Error&) {
+    }
+  }
+};
+
+// Built in place: a temporary State's destructor would send the user delete at once.
+RRef::RRef(RpcAgent& agent, WorkerId owner, uint64_t id) : state_(new State{&agent, owner, id}) {}
+
+WorkerId RRef::owner() const {
+  DAGSIM_ASSERT(defined());
+  return state_->owner;
+}
+
+uint64_t RRef::id() const {
+  DAGSIM_ASSERT(defined());
+  return state_->id;
+}
+
+bool RRef::is_owner() const { return defined() && state_->owner == state_->agent->self(); }
+
+std::vector<Tensor> RRef::to_here(std::optional<runtime::Duration> timeout) const {
+  DAGSIM_ASSERT_MSG(defined(), "to_here on an undefined RRef");
+  Message fetch = make_rref_request(MessageType::rref_fetch_call, 0, state_->id);
+  fetch.flags |= kForceAutograd;
+  return state_->agent->send_request(state_->owner, std::move(fetch), "RRef fetch", timeout).get();
+}
+
+}  // namespace dagsim::rpc

@@ -15,6 +15,8 @@ Message make_call(uint64_t request_id, const std::string& function, const CallAr
     w.string(name);
     w.f64(value);
   }
+  w.u32(static_cast<uint32_t>(args.rrefs.size()));
+  for (uint64_t id : args.rrefs) w.u64(id);
   m.tensors = args.tensors;
   return m;
 }
@@ -32,6 +34,12 @@ Call read_call(const Message& message) {
     std::string name = r.string("call.attribute.name", kMaxAttributeName);
     call.args.attributes[std::move(name)] = r.f64("call.attribute.value");
   }
+  const uint32_t rrefs = r.u32("call.rref_count");
+  if (rrefs > kMaxAttributes) {
+    throw errors::protocol_error("call.rref_count: " + std::to_string(rrefs) + " exceeds the limit of " +
+                                 std::to_string(kMaxAttributes));
+  }
+  for (uint32_t i = 0; i < rrefs; ++i) call.args.rrefs.push_back(r.u64("call.rref_id"));
   r.expect_end("call");
   call.args.tensors = message.tensors;
   return call;

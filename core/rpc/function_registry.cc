@@ -124,6 +124,14 @@ FunctionRegistry FunctionRegistry::with_builtins() {
   r.add("dagsim.incarnation", [](CallContext& ctx, const CallArgs&) {
     return std::vector<Tensor>{from_values({1}, {static_cast<double>(ctx.agent().env().incarnation)})};
   });
+  // A parameter: a fresh leaf that requires grad, from initial values (rpc.remote(owner,
+  // "dagsim.parameter", {init}) gives an RRef to it, as a model's parameter RRefs).
+  r.add("dagsim.parameter", [](CallContext&, const CallArgs& args) {
+    args.expect_tensors("dagsim.parameter", 1);
+    Tensor p = clone(detach(args.tensors[0]));
+    p.set_requires_grad(true);
+    return std::vector<Tensor>{p};
+  });
   r.add("linear", [](CallContext&, const CallArgs& args) {
     if (args.tensors.size() != 2 && args.tensors.size() != 3) {
       throw errors::invalid_argument("linear: takes 2 or 3 tensor arguments (input, weight[, bias]), got " +

@@ -26,6 +26,9 @@ class RpcAgent;
 struct CallArgs {
   std::vector<Tensor> tensors;
   std::map<std::string, double> attributes;  // ordered, so encoding is deterministic
+  // RRefs the callee owns, by id: resolved on the callee to their values, which are appended to
+  // `tensors` before the function runs (PyTorch functions call rref.local_value() themselves).
+  std::vector<uint64_t> rrefs = {};
 
   // The attribute `name`, or `fallback`; throws invalid_argument naming the function when a
   // required one (no fallback) is missing.

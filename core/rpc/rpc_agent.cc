@@ -173,14 +173,37 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
 }
 
 std::vector<Tensor> RpcAgent::run_function(WorkerId from, const Call& call) {
-  const RpcFunction* function = registry_.find(call.function);
+  const RpcFunction* function = nullptr;
+  if (auto local = local_functions_.find(call.function); local != local_functions_.end()) function = &local->second;
+  if (function == nullptr) function = registry_.find(call.function);
   if (function == nullptr) {
     std::string known;
     for (const std::string& name : registry_.names()) known += (known.empty() ? "" : ", ") + name;
     throw errors::invalid_argument("unknown function '" + call.function + "'; registered: " + known);
   }
   CallContext context{this, from};
-  return (*function)(context, call.args);
+  if (call.args.rrefs.empty()) return (*function)(context, call.args);
+  CallArgs args = call.args;
+  for (uint64_t id : call.args.rrefs) {
+    for (const Tensor& t : owned_value(id)) args.tensors.push_back(t);
+  }
+  return (*function)(context, args);
+}
+
+std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
+  auto it = owned_.find(rref_id);
+  if (it == owned_.end()) {
+    throw errors::invalid_argument("RRef " + std::to_string(rref_id) + " is not owned by node " + std::to_string(env_.self) +
+                                   " (an RRef argument must live on the node that runs the function)");
+  }
+  std::shared_ptr<Owned> owned = it->second;
+  return owned->value.get();
+}
+
+void RpcAgent::add_local_function(std::string name, RpcFunction function) {
+  DAGSIM_ASSERT_MSG(registry_.find(name) == nullptr && local_functions_.count(name) == 0,
+                    "function '" + name + "' registered twice");
+  local_functions_.emplace(std::move(name), std::move(function));
 }
 
 void RpcAgent::reply(WorkerId to, const Message& message) {
@@ -205,7 +228,11 @@ void RpcAgent::send(WorkerId to, const Message& message) {
 
 Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& function, CallArgs args,
                                                 std::optional<Duration> timeout) {
-  return send_request(to, make_call(0, function, args), "rpc '" + function + "'", timeout);
+  Message call = make_call(0, function, args);
+  // RRef arguments are values on the callee that may require grad: record the call whatever the
+  // caller's own tensors need (PyTorch forces recording for calls that can touch remote state).
+  if (!args.rrefs.empty()) call.flags |= kForceAutograd;
+  return send_request(to, std::move(call), "rpc '" + function + "'", timeout);
 }
 
 Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message, const std::string& what,

@@ -61,6 +61,11 @@ class RpcAgent {
   // calls, remote calls and RRef fetches do.
   Future<std::vector<Tensor>> send_request(WorkerId to, Message message, const std::string& what,
                                            std::optional<Duration> timeout = std::nullopt);
+  // The value of an RRef this node owns (waits until its remote call ends; rethrows its error).
+  std::vector<Tensor> owned_value(uint64_t rref_id);
+  // A function only this node serves (a service's entry point, e.g. the optimizer host's).
+  void add_local_function(std::string name, RpcFunction function);
+
   // The owner side of an RRef whose last user is gone.
   void drop_owned(uint64_t rref_id) { owned_.erase(rref_id); }
   size_t owned_rrefs() const { return owned_.size(); }
@@ -121,6 +126,7 @@ class RpcAgent {
   bool started_ = false;
   bool stopping_ = false;
   RpcExtension* extension_ = nullptr;
+  std::map<std::string, RpcFunction, std::less<>> local_functions_;
   runtime::FiberMutex drain_mutex_;
   runtime::FiberCondition drained_;
 };

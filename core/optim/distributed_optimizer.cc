@@ -1,0 +1,120 @@
+#include "core/optim/distributed_optimizer.h"
+
+#include <mutex>
+
+#include "core/base/error.h"
+
+namespace dagsim::optim {
+
+namespace {
+
+// 64-bit ids travel as two exact 32-bit halves (attributes are doubles).
+void put_id(rpc::CallArgs& args, const std::string& name, uint64_t id) {
+  args.attributes[name + "_hi"] = static_cast<double>(id >> 32);
+  args.attributes[name + "_lo"] = static_cast<double>(id & 0xffffffffULL);
+}
+
+uint64_t get_id(const rpc::CallArgs& args, const char* function, const std::string& name) {
+  return (static_cast<uint64_t>(args.attribute(function, name + "_hi")) << 32) |
+         static_cast<uint64_t>(args.attribute(function, name + "_lo"));
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
+  const char* f = "dagsim.optim.create";
+  const auto kind = static_cast<int>(args.attribute(f, "kind"));
+  if (kind == static_cast<int>(OptimizerConfig::Kind::sgd)) {
+    SgdOptions o{.lr = args.attribute(f, "lr"),
+                 .momentum = args.attribute(f, "momentum", 0.0),
+                 .dampening = args.attribute(f, "dampening", 0.0),
+                 .weight_decay = args.attribute(f, "weight_decay", 0.0),
+                 .nesterov = args.attribute(f, "nesterov", 0.0) != 0.0};
+    return std::make_unique<Sgd>(args.tensors, o);
+  }
+  if (kind == static_cast<int>(OptimizerConfig::Kind::adam)) {
+    AdamOptions o{.lr = args.attribute(f, "lr"),
+                  .beta1 = args.attribute(f, "beta1", 0.9),
+                  .beta2 = args.attribute(f, "beta2", 0.999),
+                  .eps = args.attribute(f, "eps", 1e-8),
+                  .weight_decay = args.attribute(f, "weight_decay", 0.0)};
+    return std::make_unique<Adam>(args.tensors, o);
+  }
+  throw errors::invalid_argument("dagsim.optim.create: unknown optimizer kind " + std::to_string(kind));
+}
+
+}  // namespace
+
+OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) : autograd_(autograd) {
+  agent.add_local_function("dagsim.optim.create", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+    // The parameters arrive as this node's RRef values (run_function resolved args.rrefs).
+    const uint64_t id = get_id(args, "dagsim.optim.create", "id");
+    optimizers_[id] = make_optimizer(args);
+    return std::vector<Tensor>{};
+  });
+  agent.add_local_function("dagsim.optim.step", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+    const uint64_t id = get_id(args, "dagsim.optim.step", "id");
+    const auto context = static_cast<dist_autograd::ContextId>(get_id(args, "dagsim.optim.step", "context"));
+    auto it = optimizers_.find(id);
+    if (it == optimizers_.end()) throw errors::invalid_argument("no optimizer " + std::to_string(id) + " on this node");
+    std::lock_guard<runtime::Mutex> serial(step_lock_);
+    Optimizer& optimizer = *it->second;
+    std::vector<Tensor> grads;
+    if (autograd_.container().has_context(context)) {
+      const dist_autograd::DistAutogradContext& ctx = autograd_.container().retrieve_context(context);
+      for (const Tensor& p : optimizer.params()) grads.push_back(ctx.gradient_of(p));
+    } else {
+      grads.resize(optimizer.params().size());  // none of this owner's parameters took part
+    }
+    optimizer.step(grads);
+    return std::vector<Tensor>{};
+  });
+}
+
+DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig config, std::vector<rpc::RRef> params)
+    : agent_(agent), params_(std::move(params)) {
+  std::map<WorkerId, std::vector<uint64_t>> by_owner;
+  for (const rpc::RRef& p : params_) by_owner[p.owner()].push_back(p.id());
+  static uint64_t next_local = 0;  // per process; ids also carry the creating worker
+  for (const auto& [owner, rrefs] : by_owner) {
+    const uint64_t id = make_global_id(agent.self(), ++next_local);
+    rpc::CallArgs args;
+    args.rrefs = rrefs;
+    put_id(args, "id", id);
+    args.attributes["kind"] = static_cast<double>(config.kind);
+    if (config.kind == OptimizerConfig::Kind::sgd) {
+      args.attributes["lr"] = config.sgd.lr;
+      args.attributes["momentum"] = config.sgd.momentum;
+      args.attributes["dampening"] = config.sgd.dampening;
+      args.attributes["weight_decay"] = config.sgd.weight_decay;
+      args.attributes["nesterov"] = config.sgd.nesterov ? 1 : 0;
+    } else {
+      args.attributes["lr"] = config.adam.lr;
+      args.attributes["beta1"] = config.adam.beta1;
+      args.attributes["beta2"] = config.adam.beta2;
+      args.attributes["eps"] = config.adam.eps;
+      args.attributes["weight_decay"] = config.adam.weight_decay;
+    }
+    agent.rpc_sync(owner, "dagsim.optim.create", args);
+    optimizer_on_[owner] = id;
+  }
+}
+
+void DistributedOptimizer::step(dist_autograd::ContextId context) {
+  std::vector<runtime::Future<std::vector<Tensor>>> pending;
+  for (const auto& [owner, id] : optimizer_on_) {
+    rpc::CallArgs args;
+    put_id(args, "id", id);
+    put_id(args, "context", static_cast<uint64_t>(context));
+    pending.push_back(agent_.rpc_async(owner, "dagsim.optim.step", args));
+  }
+  std::exception_ptr first;
+  for (auto& f : pending) {
+    try {
+      f.get();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+}  // namespace dagsim::optim

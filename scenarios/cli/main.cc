@@ -6,6 +6,7 @@
 // (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario).
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <malloc.h>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -49,6 +50,10 @@ void install_fatal_handlers() {
 
 int main(int argc, char** argv) {
   install_fatal_handlers();
+  // Tensor and frame buffers stay on the heap instead of being mapped and unmapped per
+  // allocation (glibc's default for blocks over 128 KiB), which costs a page fault per page.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
   CLI::App app{"dagsim: deterministic simulator and conformance harness for distributed autograd and elastic rendezvous"};
   app.require_subcommand(1);

@@ -185,6 +185,11 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
   const TimePoint end = world.now();
   const uint32_t monitor = spec_.monitor;
   const std::vector<Interval> monitor_out = disruptions(world, monitor, monitor, b.notice, end);
+  // Each node's outages, once: the checks below consult them per outage and per declaration.
+  std::vector<std::vector<Interval>> outages(scenario_.cluster.nodes);
+  for (uint32_t node = 0; node < scenario_.cluster.nodes; ++node) {
+    if (node != monitor) outages[node] = disruptions(world, node, monitor, b.notice, end);
+  }
   std::ostringstream problems;
   int violations = 0;
   auto violation = [&](const std::string& text) {
@@ -205,7 +210,7 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
     int judged = 0, revivals = 0;
     for (uint32_t node = 0; node < scenario_.cluster.nodes; ++node) {
       if (node == monitor) continue;
-      const std::vector<Interval> node_out = disruptions(world, node, monitor, b.notice, end);
+      const std::vector<Interval>& node_out = outages[node];
       for (const Interval& i : node_out) {
         if (i.connection) continue;
         // Heartbeats a live (paused) node sent into a partition, or that were in flight when one
@@ -263,7 +268,7 @@ CheckResult HeartbeatWorkload::check(const CheckSpec& spec, const sim::SimWorld&
     int judged = 0;
     for (const Declaration& d : declarations_) {
       if (!d.dead) continue;
-      const std::vector<Interval> node_out = disruptions(world, d.node, monitor, b.notice, end);
+      const std::vector<Interval>& node_out = outages[d.node];
       const std::string name = scenario_.cluster.node_name(d.node);
       if (spec.kind == "no_false_suspicion") {
         ++judged;

@@ -33,9 +33,6 @@ class ProgramWorkload final : public Workload {
   nlohmann::json results(const sim::SimWorld& world) const override;
   void release_nodes() override;
 
-  const Gradients& distributed_gradients() const { return distributed_; }
-  const Gradients& local_gradients() const { return local_; }
-  const std::optional<std::string>& error() const { return error_; }
 
  private:
   struct NodeState {

@@ -61,7 +61,6 @@ class SimNetwork {
   void remove_all_partitions();
   bool blocked(WorkerId from, WorkerId to) const;
 
-  const NetworkModel& model() const { return model_; }
   const NetworkStats& stats() const { return stats_; }
 
  private:

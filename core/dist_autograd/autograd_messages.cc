@@ -1,6 +1,7 @@
 #include "core/dist_autograd/autograd_messages.h"
 
 #include "core/base/error.h"
+#include "core/rpc/call_messages.h"
 #include "core/rpc/wire.h"
 
 namespace dagsim::dist_autograd {
@@ -92,19 +93,11 @@ BackwardRequest read_backward_request(const Message& message) {
 }
 
 Message make_cleanup_request(uint64_t request_id, ContextId context) {
-  Message m;
-  m.type = MessageType::cleanup_autograd_context_req;
-  m.request_id = request_id;
-  WireWriter w(m.payload);
-  w.i64(context);
-  return m;
+  return rpc::make_id_request(MessageType::cleanup_autograd_context_req, request_id, static_cast<uint64_t>(context));
 }
 
 ContextId read_cleanup_request(const Message& message) {
-  WireReader r(message.payload);
-  const ContextId id = r.i64("cleanup.context_id");
-  r.expect_end("cleanup_autograd_context_req");
-  return id;
+  return static_cast<ContextId>(rpc::read_id_request(message, "cleanup.context_id"));
 }
 
 }  // namespace dagsim::dist_autograd

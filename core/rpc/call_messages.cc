@@ -76,19 +76,19 @@ std::pair<uint64_t, Call> read_remote_call(const Message& message) {
   return {rref_id, read_call(inner)};
 }
 
-Message make_rref_request(MessageType type, uint64_t request_id, uint64_t rref_id) {
+Message make_id_request(MessageType type, uint64_t request_id, uint64_t id) {
   Message m;
   m.type = type;
   m.request_id = request_id;
   WireWriter w(m.payload);
-  w.u64(rref_id);
+  w.u64(id);
   return m;
 }
 
-uint64_t read_rref_request(const Message& message) {
+uint64_t read_id_request(const Message& message, const char* field) {
   WireReader r(message.payload);
-  const uint64_t id = r.u64("rref.rref_id");
-  r.expect_end("rref request");
+  const uint64_t id = r.u64(field);
+  r.expect_end(message_type_name(message.type));
   return id;
 }
 

@@ -26,12 +26,13 @@ Call read_call(const Message& message);
 
 Message make_ret(uint64_t request_id, std::vector<Tensor> results);
 
-// RRef messages: remote_call is a call whose result the callee keeps under `rref_id`;
-// rref_fetch_call and rref_user_delete name an RRef.
+// remote_call: a call whose result the callee keeps under `rref_id`.
 Message make_remote_call(uint64_t request_id, uint64_t rref_id, const std::string& function, const CallArgs& args);
 std::pair<uint64_t, Call> read_remote_call(const Message& message);
-Message make_rref_request(MessageType type, uint64_t request_id, uint64_t rref_id);
-uint64_t read_rref_request(const Message& message);
+// A request whose whole payload is one id: an RRef (rref_fetch_call, rref_user_delete) or an
+// autograd context (cleanup_autograd_context_req). `field` names it in errors.
+Message make_id_request(MessageType type, uint64_t request_id, uint64_t id);
+uint64_t read_id_request(const Message& message, const char* field);
 // A reply of `type` carrying `tensors` (remote_ret, rref_fetch_ret, rref_ack).
 Message make_reply(MessageType type, uint64_t request_id, std::vector<Tensor> tensors = {});
 

@@ -135,14 +135,14 @@ void RpcAgent::serve(WorkerId from, Message request) {
 Message RpcAgent::run_call(WorkerId from, const Message& request) {
   try {
     if (request.type == MessageType::rref_fetch_call) {
-      const uint64_t id = read_rref_request(request);
+      const uint64_t id = read_id_request(request, "rref.rref_id");
       auto it = owned_.find(id);
       if (it == owned_.end()) throw errors::invalid_argument("no RRef with id " + std::to_string(id) + " on this node");
       std::shared_ptr<Owned> owned = it->second;
       return make_reply(MessageType::rref_fetch_ret, request.request_id, owned->value.get());
     }
     if (request.type == MessageType::rref_user_delete) {
-      owned_.erase(read_rref_request(request));
+      owned_.erase(read_id_request(request, "rref.rref_id"));
       return make_reply(MessageType::rref_ack, request.request_id);
     }
     if (request.type == MessageType::remote_call) {

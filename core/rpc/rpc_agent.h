@@ -86,7 +86,6 @@ class RpcAgent {
   const FunctionRegistry& registry() const { return registry_; }
   WorkerId self() const { return env_.self; }
   size_t pending_calls() const { return pending_.size(); }
-  size_t running_handlers() const { return handlers_; }
 
  private:
   struct Pending {

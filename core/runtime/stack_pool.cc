@@ -6,7 +6,7 @@
 namespace dagsim::runtime {
 
 StackPool::StackPool(size_t stack_bytes, size_t max_cached)
-    : stack_bytes_(stack_bytes), max_cached_(max_cached), allocator_(stack_bytes) {}
+    : max_cached_(max_cached), allocator_(stack_bytes) {}
 
 StackPool::~StackPool() {
   for (boost::context::stack_context& stack : free_) allocator_.deallocate(stack);

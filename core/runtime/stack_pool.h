@@ -22,14 +22,11 @@ class StackPool {
   boost::context::stack_context allocate();
   void deallocate(boost::context::stack_context& stack) noexcept;
 
-  size_t stack_bytes() const { return stack_bytes_; }
-  size_t cached() const { return free_.size(); }
 
   // This thread's pool for `stack_bytes`-sized stacks.
   static StackPool& for_this_thread(size_t stack_bytes);
 
  private:
-  size_t stack_bytes_;
   size_t max_cached_;
   boost::context::protected_fixedsize_stack allocator_;
   std::vector<boost::context::stack_context> free_;

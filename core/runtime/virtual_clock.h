@@ -27,7 +27,6 @@ class VirtualClock final : public Clock {
   void cancel(TimerId id) override;
 
   bool has_timers() const { return live_ > 0; }
-  size_t pending_timers() const { return live_; }
   // REQUIRES: has_timers().
   TimePoint next_deadline();
   // Moves time to the earliest timer and fires it. REQUIRES: has_timers().

@@ -75,7 +75,7 @@ TEST(ProgramWorkload, AnUnusedRpcFailsTheProgramCleanly) {
   scenarios::Scenario s = seed_example();
   s.program->statements.insert(s.program->statements.begin() + 1,
                                Statement{"unused", "neg", {"t1"}, {}, Via::rpc_sync, 1});
-  s.checks = {CheckSpec{"expect_error", {}, std::nullopt, std::nullopt, 0, "send functions still waiting for gradients"},
+  s.checks = {CheckSpec{"expect_error", {}, std::nullopt, std::nullopt, 0, "never received gradients: 'unused' (autograd message id"},
               CheckSpec{"no_leaked_contexts", {}, std::nullopt, std::nullopt, 0}};
   const scenarios::RunResult r = scenarios::run_scenario(s, {});
   EXPECT_TRUE(check(r, "expect_error").passed) << check(r, "expect_error").detail;

@@ -44,6 +44,16 @@ class DistAutogradContext {
   // "label (autograd message id N)", or "autograd message id N" without a label.
   std::string describe_send(MessageId id) const;
 
+  // Gradient messages of this context (backward requests and their replies) this node sent and
+  // received: termination detection's counts (termination.h).
+  void note_gradient_message_sent() { ++gradient_messages_sent_; }
+  void note_gradient_message_received() { ++gradient_messages_received_; }
+  uint64_t gradient_messages_sent() const { return gradient_messages_sent_; }
+  uint64_t gradient_messages_received() const { return gradient_messages_received_; }
+  // Passes of this context that ran to the end on this node.
+  void note_pass_completed() { ++passes_completed_; }
+  uint64_t passes_completed() const { return passes_completed_; }
+
   void add_known_worker_id(WorkerId worker) { known_workers_.insert(worker); }
   const std::set<WorkerId>& known_worker_ids() const { return known_workers_; }
 
@@ -61,6 +71,9 @@ class DistAutogradContext {
   std::map<MessageId, std::shared_ptr<autograd::Node>> recvs_;
   std::set<WorkerId> known_workers_;
   std::map<MessageId, std::string> labels_;
+  uint64_t gradient_messages_sent_ = 0;
+  uint64_t gradient_messages_received_ = 0;
+  uint64_t passes_completed_ = 0;
   std::vector<std::pair<Tensor, Tensor>> grads_;                // insertion order
   std::unordered_map<const void*, size_t> grad_index_;          // leaf identity -> index; lookup only
 };

@@ -3,15 +3,73 @@
 #include "core/autograd/grad_mode.h"
 #include "core/base/error.h"
 #include "core/rpc/call_messages.h"
+#include "core/tensor/ops.h"
 
 namespace dagsim::dist_autograd {
 
 using rpc::Message;
 using rpc::MessageType;
 
+namespace {
+constexpr const char* kAttach = "dagsim.autograd.attach";
+}  // namespace
+
 DistAutograd::DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options)
-    : agent_(agent), container_(agent.self(), agent.env().incarnation), engine_(container_, agent, options) {
+    : agent_(agent), options_(options), container_(agent.self(), agent.env().incarnation),
+      engine_(container_, agent, options) {
   agent_.set_extension(this);
+  // The originator's side of attach_to_originator: 1 and the caller is now one of the context's
+  // workers, or 0: no such context here (released, or never).
+  agent_.add_local_function(kAttach, [this](rpc::CallContext& call, const rpc::CallArgs& args) {
+    const auto context = static_cast<ContextId>(args.id(kAttach, "context"));
+    const bool known = container_.has_context(context);
+    if (known) container_.retrieve_context(context).add_known_worker_id(call.caller);
+    return std::vector<Tensor>{from_values({1}, {known ? 1.0 : 0.0})};
+  });
+}
+
+void DistAutograd::attach_to_originator(ContextId context) {
+  const WorkerId originator = worker_of(static_cast<uint64_t>(context));
+  if (originator == agent_.self() || !container_.has_context(context)) return;
+  rpc::CallArgs args;
+  args.set_id("context", static_cast<uint64_t>(context));
+  std::vector<Tensor> answer;
+  try {
+    answer = agent_.rpc_sync(originator, kAttach, args);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::node_killed) throw;
+    // Unreachable: find out whether the originator is gone (and with it, its contexts).
+    on_peer_failed(originator, incarnation_of(static_cast<uint64_t>(context)), e.detail());
+    return;
+  }
+  if (answer.at(0).item() != 0.0) return;
+  agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(context) + ": its originator released it");
+  if (container_.has_context(context)) abort_pass(context);
+  if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, originator);
+}
+
+void DistAutograd::note_foreign_context(ContextId context) {
+  if (options_.attach_after.count() <= 0) return;
+  unattached_.emplace_back(agent_.env().clock.now(), context);
+  if (sweeping_) return;
+  sweeping_ = true;
+  agent_.env().spawner.spawn("dist_autograd.attach", [this] { sweep_foreign_contexts(); });
+}
+
+void DistAutograd::sweep_foreign_contexts() {
+  runtime::Clock& clock = agent_.env().clock;
+  const std::shared_ptr<bool> alive = alive_;
+  while (!unattached_.empty()) {
+    clock.sleep_until(unattached_.front().first + options_.attach_after);  // node_killed unwinds from here
+    if (!*alive) return;
+    while (!unattached_.empty() && unattached_.front().first + options_.attach_after <= clock.now()) {
+      const ContextId context = unattached_.front().second;
+      unattached_.pop_front();
+      attach_to_originator(context);  // nothing to do for one released meanwhile
+      if (!*alive) return;
+    }
+  }
+  sweeping_ = false;
 }
 
 DistAutograd::Context::Context(DistAutograd& owner)
@@ -73,6 +131,7 @@ void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std
 
 void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason) {
   const std::string who = "node " + std::to_string(peer);
+  std::vector<ContextId> through_dead_peer;
   for (ContextId id : container_.context_ids()) {
     if (!container_.has_context(id)) continue;
     const bool originated = worker_of(static_cast<uint64_t>(id)) == peer && incarnation_of(static_cast<uint64_t>(id)) == incarnation;
@@ -85,8 +144,12 @@ void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::str
       // Nobody will release it now: do it here, and tell the others that know it.
       agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(id) + " of " + who);
       if (auto workers = container_.release_context_if_present(id)) notify_release(id, *workers, peer);
+    } else {
+      through_dead_peer.push_back(id);
     }
   }
+  // The dead peer may have been our only link to their originator: attach to it directly.
+  for (ContextId id : through_dead_peer) attach_to_originator(id);
 }
 
 DebugInfo DistAutograd::debug_info() const {
@@ -119,8 +182,12 @@ Message DistAutograd::incoming_response(WorkerId from, Message response) {
                   engine_.gradient_sender());
       return std::move(unwrapped.inner);
     }
+    case MessageType::termination_probe_resp:
+      engine_.deposit_report(from, read_probe_report(response));
+      return rpc::make_ret(response.request_id, {});
     case MessageType::backward_autograd_resp:
     case MessageType::cleanup_autograd_context_resp:
+    case MessageType::backward_abort_resp:
       return rpc::make_ret(response.request_id, {});
     default:
       throw errors::protocol_error(std::string("unexpected response type ") + rpc::message_type_name(response.type));
@@ -131,7 +198,16 @@ Message DistAutograd::serve(WorkerId from, Message request, const std::function<
   switch (request.type) {
     case MessageType::forward_autograd_req: {
       WithAutograd unwrapped = unwrap_autograd(request);
+      const bool arrives = !container_.has_context(unwrapped.meta.context);
+      const bool ours = worker_of(static_cast<uint64_t>(unwrapped.meta.context)) == agent_.self();
+      if (arrives && ours) {
+        // Only new_context() makes this node's contexts: a call in one it no longer has arrived
+        // after its release (a late nested call). Recreating it would leak it.
+        throw errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
+                                     std::to_string(unwrapped.meta.context) + " was released before this call arrived");
+      }
       DistAutogradContext& context = container_.get_or_create_context(unwrapped.meta.context);
+      if (arrives) note_foreign_context(unwrapped.meta.context);
       record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
                   engine_.gradient_sender());
       Message result;
@@ -165,6 +241,19 @@ Message DistAutograd::serve(WorkerId from, Message request, const std::function<
       if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, from);
       Message reply;
       reply.type = MessageType::cleanup_autograd_context_resp;
+      reply.request_id = request.request_id;
+      return reply;
+    }
+    case MessageType::termination_probe_req: {
+      const auto [context, wave] = read_probe_request(request);
+      return make_probe_report(request.request_id, engine_.report(context, wave));
+    }
+    case MessageType::backward_abort_req: {
+      const auto [context, reason] = read_abort_request(request);
+      agent_.env().log.event("dist_autograd.aborted", "context " + std::to_string(context) + " by node " + std::to_string(from));
+      engine_.abort(context, errors::autograd_error(reason));
+      Message reply;
+      reply.type = MessageType::backward_abort_resp;
       reply.request_id = request.request_id;
       return reply;
     }

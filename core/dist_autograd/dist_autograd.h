@@ -12,6 +12,9 @@
 // autograd messages with to release it too; they pass the request on to theirs.
 #pragma once
 
+#include <deque>
+#include <memory>
+
 #include "core/dist_autograd/container.h"
 #include "core/dist_autograd/dist_engine.h"
 #include "core/rpc/rpc_agent.h"
@@ -28,6 +31,7 @@ class DistAutograd final : public rpc::RpcExtension {
  public:
   // Installs itself as `agent`'s extension; call before agent.start().
   DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options = {});
+  ~DistAutograd() override { *alive_ = false; }
 
   // `with dist_autograd.context() as context_id`: a new current context, released at scope end.
   class Context {
@@ -68,8 +72,19 @@ class DistAutograd final : public rpc::RpcExtension {
   void notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except);
 
   void peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason);
+  // Beyond PyTorch: a context that reached this node through another worker is released only if
+  // that worker passes the release on. If it dies, this node asks the originator directly: one
+  // that still has the context adds this node to its workers; one that does not means it is gone.
+  void attach_to_originator(ContextId context);
+  // A context from another worker arrived: attach it once it has lived attach_after.
+  void note_foreign_context(ContextId context);
+  void sweep_foreign_contexts();
 
   rpc::RpcAgent& agent_;
+  DistEngineOptions options_;
+  std::deque<std::pair<runtime::TimePoint, ContextId>> unattached_;  // foreign contexts, in arrival order
+  bool sweeping_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // read by fibers that may outlive us
   std::set<std::pair<WorkerId, uint32_t>> probing_;
   DistAutogradContainer container_;
   DistEngine engine_;

@@ -1,7 +1,8 @@
 // End-to-end tests of distributed autograd on the LocalRuntime: the seed example's gradients equal
 // local autograd's, nested RPCs carry the context, gradients accumulate per context, contexts are
-// released everywhere, and a backward whose RPC result was unused fails by its timeout, naming
-// the send function that never got gradients, instead of hanging as PyTorch's FAST mode does.
+// released everywhere, and a backward whose RPC result was unused fails (by termination detection,
+// or by its timeout where detection is off), naming the send function that never got gradients,
+// instead of hanging as PyTorch's FAST mode does.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -113,17 +114,40 @@ TEST_F(DistAutogradTest, RetainGraphAccumulatesWithinOneContext) {
   for (size_t i = 0; i < 9; ++i) EXPECT_EQ(twice[i], 2 * once[i]);
 }
 
-TEST_F(DistAutogradTest, AnUnusedRpcResultFailsTheBackwardInsteadOfHanging) {
+TEST_F(DistAutogradTest, AnUnusedRpcResultFailsTheBackwardOnEveryWorkerInsteadOfHanging) {
   Tensor x = leaf({1, 2, 3, 4, 5, 6, 7, 8, 9});
   rt_.run_on(0, [&] {
     DistAutograd::Context ctx(*autograd_[0]);
     Tensor used = agents_[0]->rpc_sync(1, "neg", {{x}, {}})[0];
-    Tensor unused = agents_[0]->rpc_sync(2, "exp", {{x}, {}})[0];
+    Tensor unused;
+    {
+      CallLabelScope label("unused");
+      unused = agents_[0]->rpc_sync(2, "exp", {{x}, {}})[0];
+    }
+    EXPECT_TRUE(throws_error([&] { autograd_[0]->backward(ctx.id(), {sum(used)}); }, ErrorCode::autograd_error,
+                             {"Error on Node 0: backward pass of context", "can never finish",
+                              "'unused' (autograd message id", "on node 0", "on node 2"}));
+    // Found by termination detection (an idle interval and two waves), long before the timeout.
+    EXPECT_LT(rt_.now().since_epoch, std::chrono::nanoseconds(1s));
+  });
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(autograd_[i]->debug_info().num_current_backward_passes, 0u);
+}
+
+TEST_F(DistAutogradTest, WithDetectionOffTheBackwardTimeoutStillEndsAnUnusedRpc) {
+  runtime::Env& env = rt_.add_node("worker3");
+  RpcAgent agent(env, registry_);
+  DistAutograd autograd(agent, DistEngineOptions{.backward_timeout = 5s, .termination_probe_interval = 0s});
+  agent.start();
+  Tensor x = leaf({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  rt_.run_on(3, [&] {
+    DistAutograd::Context ctx(autograd);
+    Tensor used = agent.rpc_sync(1, "neg", {{x}, {}})[0];
+    Tensor unused = agent.rpc_sync(2, "exp", {{x}, {}})[0];
     (void)unused;
-    EXPECT_TRUE(throws_error([&] { autograd_[0]->backward(ctx.id(), {sum(used)}); }, ErrorCode::timed_out,
+    EXPECT_TRUE(throws_error([&] { autograd.backward(ctx.id(), {sum(used)}); }, ErrorCode::timed_out,
                              {"backward pass of context", "send functions still waiting for gradients"}));
   });
-  EXPECT_LE(rt_.now().since_epoch, std::chrono::nanoseconds(15s));
+  EXPECT_GE(rt_.now().since_epoch, std::chrono::nanoseconds(5s));
 }
 
 TEST_F(DistAutogradTest, AnErrorInARemoteBackwardSaysWhichNode) {
@@ -172,13 +196,14 @@ TEST_F(DistAutogradTest, ReleasingAContextDuringItsBackwardFailsThePassInsteadOf
     // worker1's pass will wait for gradients for `unused` that never come; release the context
     // on worker1 from under it one second into the backward.
     rt_.env(0).spawner.spawn("releaser", [&] {
-      rt_.env(0).clock.sleep(std::chrono::seconds(1));
+      rt_.env(0).clock.sleep(std::chrono::milliseconds(10));  // before termination detection starts
       autograd_[1]->release_context(ctx.id());
     });
     EXPECT_TRUE(throws_error([&] { autograd_[0]->backward(ctx.id(), {sum(used)}); }, ErrorCode::autograd_error,
                              {"autograd context", "was released during its backward pass"}));
   });
   EXPECT_LT(rt_.now().since_epoch, std::chrono::nanoseconds(3s)) << "failed by the release, not by the timeout";
+  EXPECT_EQ(autograd_[0]->container().num_contexts(), 0u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(autograd_[static_cast<size_t>(i)]->debug_info().num_current_backward_passes, 0u);
 }
 

@@ -16,6 +16,9 @@ struct DistEngine::Pass {
   std::map<autograd::Node*, MessageId> send_ids;  // this context's send functions
   std::set<MessageId> sends_pending;              // ... that have not run in this pass
   size_t outstanding = 0;                         // gradient RPCs sent, not yet answered
+  bool initiator = false;                         // the pass backward() started on this node
+  bool evaluating = false;                        // a node of the graph is running now
+  bool ended = false;                             // run_pass returned or threw
   std::exception_ptr error;
   runtime::FiberMutex mutex;
   runtime::FiberCondition progress;
@@ -61,28 +64,49 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
   struct Forget {
     DistEngine& engine;
     ContextId context;
-    ~Forget() { engine.passes_.erase(context); }
-  } forget{*this, context};
-  runtime::TimePoint deadline = agent_.env().clock.now() + options_.backward_timeout;
+    Pass& pass;
+    ~Forget() {
+      engine.passes_.erase(context);
+      pass.ended = true;
+      pass.progress.notify_all();  // the detector, if any, stops
+    }
+  } forget{*this, context, *pass};
+  runtime::Clock& clock = agent_.env().clock;
+  const runtime::Duration probe_interval = options_.termination_probe_interval;
+  bool detecting = !pass->initiator || probe_interval.count() <= 0;  // only the initiator detects
+  runtime::TimePoint deadline = clock.now() + options_.backward_timeout;
   for (;;) {
     while (pass->task.has_ready() && !pass->error) {
       NodeTask task = pass->task.pop_ready();
       if (auto it = pass->send_ids.find(task.node.get()); it != pass->send_ids.end()) {
         pass->sends_pending.erase(it->second);
       }
+      pass->evaluating = true;
       try {
         Engine::evaluate(pass->task, std::move(task));
       } catch (...) {
         pass->error = std::current_exception();
       }
-      deadline = agent_.env().clock.now() + options_.backward_timeout;  // progress
+      pass->evaluating = false;
+      deadline = clock.now() + options_.backward_timeout;  // progress
     }
     if (pass->error) std::rethrow_exception(pass->error);
-    if (pass->done()) return;
+    if (pass->done()) {
+      pass->context->note_pass_completed();
+      return;
+    }
+    // Idle: wait for gradients, replies or an abort. The first time the initiator stays idle for
+    // the probe interval, it starts termination detection beside the pass.
+    const runtime::TimePoint wake_at = detecting ? deadline : std::min(deadline, clock.now() + probe_interval);
     runtime::FiberLock lock(pass->mutex);
     const bool woke = runtime::block_until(
-        pass->progress, lock, [&] { return pass->task.has_ready() || pass->error || pass->done(); }, deadline,
+        pass->progress, lock, [&] { return pass->task.has_ready() || pass->error || pass->done(); }, wake_at,
         "DistEngine pass");
+    if (!woke && wake_at < deadline) {
+      detecting = true;
+      agent_.env().spawner.spawn("dist_autograd.termination", [this, context, pass] { detect_termination(context, pass); });
+      continue;
+    }
     if (!woke) {
       std::string waiting;
       for (MessageId id : pass->sends_pending) {
@@ -108,12 +132,20 @@ void DistEngine::backward(ContextId context_id, const autograd::variable_list& r
   auto [edges, grads] = Engine::validate_roots(roots, {});
   std::shared_ptr<autograd::Node> graph_root = Engine::make_graph_root(std::move(edges), std::move(grads));
   std::shared_ptr<Pass> pass = begin_pass(context, retain_graph, {graph_root});
+  pass->initiator = true;
   pass->task.push_ready(NodeTask{graph_root, InputBuffer(0)});
   run_pass(context_id, pass);
 }
 
 void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
   std::shared_ptr<DistAutogradContext> context = container_.share_context(request.context);
+  // The request is received now; its reply (a result or an error) counts as sent when we return,
+  // a little before the agent sends it, which only delays detection.
+  context->note_gradient_message_received();
+  struct Replied {
+    DistAutogradContext& context;
+    ~Replied() { context.note_gradient_message_sent(); }
+  } replied{*context};
   auto send = std::dynamic_pointer_cast<SendRpcBackward>(context->retrieve_send_function(request.message));
   DAGSIM_ASSERT(send != nullptr);
   if (request.grads.size() != send->num_outputs()) {
@@ -143,11 +175,16 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
   DAGSIM_ASSERT_MSG(it != passes_.end(), "a RecvRpcBackward ran outside a distributed backward pass");
   std::shared_ptr<Pass> pass = it->second;
   ++pass->outstanding;
+  pass->context->note_gradient_message_sent();
   BackwardRequest request{context, message, pass->task.keep_graph, std::move(grads)};
-  runtime::Future<std::vector<Tensor>> reply = agent_.request(
-      to, make_backward_request(0, request), "backward pass of context " + std::to_string(context));
+  // Answered only when the peer's own pass is done, which may take long: bounded by the backward
+  // timeout, not the RPC timeout. Whether the peer is alive is the detector's probes' business.
+  runtime::Future<std::vector<Tensor>> reply =
+      agent_.request(to, make_backward_request(0, request), "backward pass of context " + std::to_string(context),
+                     options_.backward_timeout);
   reply.then([pass](runtime::Future<std::vector<Tensor>> done) {
     --pass->outstanding;
+    pass->context->note_gradient_message_received();  // the reply, or the failure standing for it
     try {
       done.get();
     } catch (...) {
@@ -155,6 +192,125 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
     }
     pass->progress.notify_all();
   });
+}
+
+ProbeReport DistEngine::report(ContextId context, uint64_t wave) {
+  ProbeReport out{context, wave};
+  if (!container_.has_context(context)) return out;
+  const std::shared_ptr<DistAutogradContext> ctx = container_.share_context(context);
+  out.has_context = true;
+  out.sent = ctx->gradient_messages_sent();
+  out.received = ctx->gradient_messages_received();
+  out.known_workers.assign(ctx->known_worker_ids().begin(), ctx->known_worker_ids().end());
+  const std::string where = " on node " + std::to_string(agent_.self());
+  if (auto it = passes_.find(context); it != passes_.end()) {
+    const Pass& pass = *it->second;
+    out.busy = pass.task.has_ready() || pass.evaluating;
+    for (MessageId id : pass.sends_pending) out.waiting.push_back(ctx->describe_send(id) + where);
+  } else if (ctx->passes_completed() == 0) {
+    // No pass ever started here: no gradient reached any of its send functions.
+    for (const auto& [id, send] : ctx->send_functions()) out.waiting.push_back(ctx->describe_send(id) + where);
+  }
+  return out;
+}
+
+void DistEngine::deposit_report(WorkerId from, ProbeReport report) {
+  if (open_waves_.count({report.context, report.wave}) == 0) return;  // a wave given up on
+  const std::tuple<ContextId, uint64_t, WorkerId> key{report.context, report.wave, from};
+  inbox_.insert_or_assign(key, std::move(report));
+}
+
+void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pass) {
+  auto over = [&pass] { return pass->ended || pass->error || pass->done(); };
+  std::optional<Wave> previous;
+  while (!over()) {
+    Wave reached;
+    std::string lost;
+    std::optional<Wave> wave = run_wave(context, ++waves_, reached, lost);
+    if (over()) return;
+    if (!lost.empty()) {
+      fail_everywhere(context, *pass, reached,
+                      "Error on Node " + std::to_string(agent_.self()) + ": backward pass of context " +
+                          std::to_string(context) + " lost a worker: " + lost);
+      return;
+    }
+    if (wave && quiescent(*wave)) {
+      if (previous && proves_termination(*previous, *wave)) {
+        fail_everywhere(context, *pass, *wave, describe_unfinishable(agent_.self(), context, *wave));
+        return;
+      }
+      previous = std::move(wave);
+      continue;  // the confirming wave, at once
+    }
+    previous.reset();
+    runtime::FiberLock lock(pass->mutex);
+    runtime::block_until(pass->progress, lock, over, agent_.env().clock.now() + options_.termination_probe_interval,
+                         "termination detection");
+  }
+}
+
+std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wave& wave, std::string& lost) {
+  const std::pair<ContextId, uint64_t> open{context, wave_id};
+  open_waves_.insert(open);
+  struct Close {
+    DistEngine& engine;
+    std::pair<ContextId, uint64_t> wave;
+    ~Close() {
+      engine.open_waves_.erase(wave);
+      auto first = engine.inbox_.lower_bound({wave.first, wave.second, WorkerId{0}});
+      auto last = first;
+      while (last != engine.inbox_.end() && std::get<0>(last->first) == wave.first && std::get<1>(last->first) == wave.second) ++last;
+      engine.inbox_.erase(first, last);
+    }
+  } close{*this, open};
+
+  wave.emplace(agent_.self(), report(context, wave_id));
+  if (!wave.begin()->second.has_context) return std::nullopt;
+  std::set<WorkerId> asked{agent_.self()};
+  std::vector<WorkerId> frontier = wave.begin()->second.known_workers;
+  while (!frontier.empty()) {
+    // Probe every newly learnt worker of this round at once (each within the RPC timeout), then
+    // learn from their reports.
+    std::vector<std::pair<WorkerId, runtime::Future<std::vector<Tensor>>>> replies;
+    for (WorkerId worker : frontier) {
+      if (!asked.insert(worker).second) continue;
+      replies.emplace_back(worker, agent_.request(worker, make_probe_request(context, wave_id),
+                                                  "termination probe of context " + std::to_string(context)));
+    }
+    frontier.clear();
+    for (auto& [worker, reply] : replies) {
+      try {
+        reply.get();
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::node_killed) throw;
+        // A worker that cannot answer within the RPC timeout (dead, crashed, cut off) will not
+        // send or answer gradients either: the pass cannot finish.
+        if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed) lost = e.detail();
+        return std::nullopt;
+      }
+      auto it = inbox_.find({context, wave_id, worker});
+      if (it == inbox_.end() || !it->second.has_context) return std::nullopt;
+      for (WorkerId next : it->second.known_workers) frontier.push_back(next);
+      wave.emplace(worker, std::move(it->second));
+      inbox_.erase(it);
+    }
+  }
+  return wave;
+}
+
+void DistEngine::fail_everywhere(ContextId context, Pass& pass, const Wave& wave, const std::string& reason) {
+  agent_.env().log.event("dist_autograd.unfinishable", reason);
+  for (const auto& [worker, report] : wave) {
+    if (worker == agent_.self()) continue;
+    try {
+      // Fire and forget: a worker we cannot reach fails its pass by its own timeout.
+      agent_.request(worker, make_abort_request(context, reason), "abort of context " + std::to_string(context));
+    } catch (const Error& e) {
+      agent_.env().log.event("dist_autograd.abort_failed", e.detail());
+    }
+  }
+  if (!pass.error) pass.error = std::make_exception_ptr(errors::autograd_error(reason));
+  pass.progress.notify_all();
 }
 
 }  // namespace dagsim::dist_autograd

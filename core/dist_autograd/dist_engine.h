@@ -10,25 +10,37 @@
 // RPC it sent has been answered; leaf gradients accumulate into C, never into .grad.
 //
 // Beyond PyTorch: no pass waits forever. A failed gradient RPC (a peer's error, its death, a
-// timeout) fails the pass with that error, and a pass that makes no progress for the backward
-// timeout fails naming the send functions that never received gradients (an RPC whose result was
-// unused: PyTorch's FAST mode hangs there).
+// timeout) fails the pass with that error. When the initiating pass has been idle for the probe
+// interval, it runs termination detection (termination.h): once waves prove that no worker can
+// make progress, the pass fails on every worker with an error naming the send functions that never
+// received gradients (an RPC whose result was unused: PyTorch's FAST mode hangs there). As the
+// last safety net, a pass that makes no progress for the backward timeout fails, naming the same.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/autograd/graph_task.h"
 #include "core/dist_autograd/autograd_messages.h"
 #include "core/dist_autograd/container.h"
 #include "core/dist_autograd/rpc_functions.h"
+#include "core/dist_autograd/termination.h"
 #include "core/rpc/rpc_agent.h"
 
 namespace dagsim::dist_autograd {
 
 struct DistEngineOptions {
   runtime::Duration backward_timeout = std::chrono::seconds(60);
+  // How long the initiating pass waits idle before termination detection's first wave (and
+  // between waves that found work). Zero turns detection off (the timeout alone remains).
+  runtime::Duration termination_probe_interval = std::chrono::milliseconds(100);
+  // A context this node did not start, still here after this long, is attached to the node that
+  // started it (which then counts this node among its workers), so its release reaches this node
+  // even if the worker that brought it here died silently. Zero: never.
+  runtime::Duration attach_after = std::chrono::seconds(2);
 };
 
 class DistEngine {
@@ -51,17 +63,34 @@ class DistEngine {
   // released, or its originator died); the pass unwinds at its next wait.
   void abort(ContextId context, const Error& error);
 
+  // Termination detection (termination.h): this node's report for one wave, and a report that
+  // arrived from `from` for a wave this node runs (dropped unless that wave is still open).
+  ProbeReport report(ContextId context, uint64_t wave);
+  void deposit_report(WorkerId from, ProbeReport report);
+
  private:
   struct Pass;
   std::shared_ptr<Pass> begin_pass(std::shared_ptr<DistAutogradContext> context, bool keep_graph,
                                    const std::vector<std::shared_ptr<autograd::Node>>& extra_roots);
   void run_pass(ContextId context, const std::shared_ptr<Pass>& pass);
   void send_gradients(WorkerId to, ContextId context, MessageId message, autograd::variable_list grads);
+  // The initiator's detector fiber: waves until the pass ends, or fails it when they prove it
+  // can never finish.
+  void detect_termination(ContextId context, std::shared_ptr<Pass> pass);
+  // One wave over the context's workers, collecting reports into `reached`; nullopt if a worker
+  // lacks the context or did not answer (then `lost` says which and why, if it timed out or its
+  // connection failed).
+  std::optional<Wave> run_wave(ContextId context, uint64_t wave, Wave& reached, std::string& lost);
+  // Fails the pass here with `reason`, and on every worker in `workers` by an abort message.
+  void fail_everywhere(ContextId context, Pass& pass, const Wave& workers, const std::string& reason);
 
   DistAutogradContainer& container_;
   rpc::RpcAgent& agent_;
   DistEngineOptions options_;
   std::map<ContextId, std::shared_ptr<Pass>> passes_;
+  std::set<std::pair<ContextId, uint64_t>> open_waves_;
+  std::map<std::tuple<ContextId, uint64_t, WorkerId>, ProbeReport> inbox_;
+  uint64_t waves_ = 0;  // wave numbers, unique on this node
 };
 
 }  // namespace dagsim::dist_autograd

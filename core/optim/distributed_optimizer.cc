@@ -8,17 +8,6 @@ namespace dagsim::optim {
 
 namespace {
 
-// 64-bit ids travel as two exact 32-bit halves (attributes are doubles).
-void put_id(rpc::CallArgs& args, const std::string& name, uint64_t id) {
-  args.attributes[name + "_hi"] = static_cast<double>(id >> 32);
-  args.attributes[name + "_lo"] = static_cast<double>(id & 0xffffffffULL);
-}
-
-uint64_t get_id(const rpc::CallArgs& args, const char* function, const std::string& name) {
-  return (static_cast<uint64_t>(args.attribute(function, name + "_hi")) << 32) |
-         static_cast<uint64_t>(args.attribute(function, name + "_lo"));
-}
-
 std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
   const char* f = "dagsim.optim.create";
   const auto kind = static_cast<int>(args.attribute(f, "kind"));
@@ -46,13 +35,13 @@ std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
 OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) : autograd_(autograd) {
   agent.add_local_function("dagsim.optim.create", [this](rpc::CallContext&, const rpc::CallArgs& args) {
     // The parameters arrive as this node's RRef values (run_function resolved args.rrefs).
-    const uint64_t id = get_id(args, "dagsim.optim.create", "id");
+    const uint64_t id = args.id("dagsim.optim.create", "id");
     optimizers_[id] = make_optimizer(args);
     return std::vector<Tensor>{};
   });
   agent.add_local_function("dagsim.optim.step", [this](rpc::CallContext&, const rpc::CallArgs& args) {
-    const uint64_t id = get_id(args, "dagsim.optim.step", "id");
-    const auto context = static_cast<dist_autograd::ContextId>(get_id(args, "dagsim.optim.step", "context"));
+    const uint64_t id = args.id("dagsim.optim.step", "id");
+    const auto context = static_cast<dist_autograd::ContextId>(args.id("dagsim.optim.step", "context"));
     auto it = optimizers_.find(id);
     if (it == optimizers_.end()) throw errors::invalid_argument("no optimizer " + std::to_string(id) + " on this node");
     std::lock_guard<runtime::Mutex> serial(step_lock_);
@@ -78,7 +67,7 @@ DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig
     const uint64_t id = make_global_id(agent.self(), ++next_local);
     rpc::CallArgs args;
     args.rrefs = rrefs;
-    put_id(args, "id", id);
+    args.set_id("id", id);
     args.attributes["kind"] = static_cast<double>(config.kind);
     if (config.kind == OptimizerConfig::Kind::sgd) {
       args.attributes["lr"] = config.sgd.lr;
@@ -102,8 +91,8 @@ void DistributedOptimizer::step(dist_autograd::ContextId context) {
   std::vector<runtime::Future<std::vector<Tensor>>> pending;
   for (const auto& [owner, id] : optimizer_on_) {
     rpc::CallArgs args;
-    put_id(args, "id", id);
-    put_id(args, "context", static_cast<uint64_t>(context));
+    args.set_id("id", id);
+    args.set_id("context", static_cast<uint64_t>(context));
     pending.push_back(agent_.rpc_async(owner, "dagsim.optim.step", args));
   }
   std::exception_ptr first;

@@ -215,6 +215,10 @@ const char* message_type_name(MessageType type) {
     case MessageType::cleanup_autograd_context_resp: return "cleanup_autograd_context_resp";
     case MessageType::rref_backward_req: return "rref_backward_req";
     case MessageType::rref_backward_resp: return "rref_backward_resp";
+    case MessageType::termination_probe_req: return "termination_probe_req";
+    case MessageType::termination_probe_resp: return "termination_probe_resp";
+    case MessageType::backward_abort_req: return "backward_abort_req";
+    case MessageType::backward_abort_resp: return "backward_abort_resp";
     case MessageType::exception: return "exception";
   }
   return nullptr;

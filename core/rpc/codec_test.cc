@@ -69,7 +69,7 @@ TEST(Codec, EveryMessageTypeRoundTripsAndUnknownTypesAreRejected) {
     m.type = static_cast<MessageType>(v);
     EXPECT_EQ(decode(encode(m)).type, m.type) << message_type_name(m.type);
   }
-  EXPECT_EQ(known, 19);
+  EXPECT_EQ(known, 23);
   Bytes frame = encode(Message{});
   frame[6] = 0x99;  // type 0x0199: not a type
   EXPECT_THAT_THROWS_ERROR(decode(frame), ErrorCode::protocol_error, "frame.type: unknown message type 0x199");

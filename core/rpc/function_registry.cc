@@ -14,6 +14,16 @@ double CallArgs::attribute(std::string_view function, const std::string& name, s
   throw errors::invalid_argument(std::string(function) + ": missing attribute '" + name + "'");
 }
 
+void CallArgs::set_id(const std::string& name, uint64_t id) {
+  attributes[name + "_hi"] = static_cast<double>(id >> 32);
+  attributes[name + "_lo"] = static_cast<double>(id & 0xffffffffULL);
+}
+
+uint64_t CallArgs::id(std::string_view function, const std::string& name) const {
+  return (static_cast<uint64_t>(attribute(function, name + "_hi")) << 32) |
+         static_cast<uint64_t>(attribute(function, name + "_lo"));
+}
+
 void CallArgs::expect_tensors(std::string_view function, size_t n) const {
   if (tensors.size() != n) {
     throw errors::invalid_argument(std::string(function) + ": takes " + std::to_string(n) + " tensor argument(s), got " +

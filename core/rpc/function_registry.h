@@ -33,6 +33,9 @@ struct CallArgs {
   // The attribute `name`, or `fallback`; throws invalid_argument naming the function when a
   // required one (no fallback) is missing.
   double attribute(std::string_view function, const std::string& name, std::optional<double> fallback = {}) const;
+  // A 64-bit id as two exact 32-bit halves (attributes are doubles): `name`_hi and `name`_lo.
+  void set_id(const std::string& name, uint64_t id);
+  uint64_t id(std::string_view function, const std::string& name) const;
   // Exactly `n` tensors, or invalid_argument naming the function.
   void expect_tensors(std::string_view function, size_t n) const;
 };

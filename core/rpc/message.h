@@ -40,6 +40,11 @@ enum class MessageType : uint16_t {
   cleanup_autograd_context_resp = 0x14 | kResponse,
   rref_backward_req = 0x17 | kRequest,            // RREF_BACKWARD_REQ
   rref_backward_resp = 0x18 | kResponse,
+  // dagsim's own, beyond PyTorch's table: termination detection of a distributed backward.
+  termination_probe_req = 0x40 | kRequest,        // a worker's gradient-message counts for a context
+  termination_probe_resp = 0x41 | kResponse,
+  backward_abort_req = 0x42 | kRequest,           // fail a context's pass on a worker, with the reason
+  backward_abort_resp = 0x43 | kResponse,
   exception = 0x37 | kResponse,                   // EXCEPTION: an error code and text
 };
 

@@ -1,0 +1,66 @@
+// Termination detection for a distributed backward pass: how dagsim tells "still working" from
+// "can never finish" (beyond PyTorch, whose FAST mode waits forever when an RPC's result does not
+// reach the roots: shared/reference/dist_autograd.md, "Known limitations").
+//
+// Every worker counts, per context, the gradient messages it sent and received (requests and
+// their replies). The node that called backward runs waves once its pass has been idle for a
+// while: it probes every worker of the context (its known workers, and theirs, transitively) for
+// those counts, whether its pass has work ready, and which of its send functions are still
+// waiting for gradients. Two consecutive complete waves in which every worker is idle, every
+// worker's counts are unchanged, and the totals balance (sent == received) prove the system
+// quiescent: every wave-1 reading precedes every wave-2 reading, nothing happened on any worker
+// in between, and no message was in flight at the instant between the waves, so nothing can ever
+// wake a pass again (Mattern's double-counting method). The pass then fails on every worker with
+// an error naming the send functions that never received gradients: the unused RPCs.
+//
+// It is only messages and counters, so it works the same over the simulator and over TCP; the
+// backward timeout stays as the last safety net (a partitioned worker stops waves completing).
+#pragma once
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dist_autograd/context.h"
+#include "core/rpc/message.h"
+
+namespace dagsim::dist_autograd {
+
+// One worker's answer to one wave's probe.
+struct ProbeReport {
+  ContextId context = 0;
+  uint64_t wave = 0;
+  bool has_context = false;  // false: the worker does not know the context (released, or never)
+  bool busy = false;         // its pass of the context has work ready or running
+  uint64_t sent = 0;         // gradient messages of the context sent / received by the worker
+  uint64_t received = 0;
+  std::vector<WorkerId> known_workers = {};
+  // Send functions of the context on the worker that have received no gradients in this backward,
+  // described for people ("'out' (autograd message id N) on node W").
+  std::vector<std::string> waiting = {};
+};
+
+rpc::Message make_probe_request(ContextId context, uint64_t wave);
+// (context, wave)
+std::pair<ContextId, uint64_t> read_probe_request(const rpc::Message& message);
+rpc::Message make_probe_report(uint64_t request_id, const ProbeReport& report);
+ProbeReport read_probe_report(const rpc::Message& message);
+
+rpc::Message make_abort_request(ContextId context, const std::string& reason);
+// (context, reason)
+std::pair<ContextId, std::string> read_abort_request(const rpc::Message& message);
+
+// One complete wave: every worker of the context reached, by worker.
+using Wave = std::map<WorkerId, ProbeReport>;
+
+// Every worker knows the context and is idle, and the totals balance.
+bool quiescent(const Wave& wave);
+// `later`, begun after `earlier` completed, proves the backward can make no more progress: both
+// are quiescent over the same workers with the same counts on every worker.
+bool proves_termination(const Wave& earlier, const Wave& later);
+
+// The error text for a backward that can never finish, naming what is still waiting.
+std::string describe_unfinishable(WorkerId self, ContextId context, const Wave& wave);
+
+}  // namespace dagsim::dist_autograd

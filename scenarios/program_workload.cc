@@ -39,9 +39,12 @@ Program materialise(Program program, uint64_t seed) {
   return program;
 }
 
-// {owner: {name: nested list}}: leaves under the driver, parameters under their owner.
+// {owner: {name: nested list}}: leaves under the driver, parameters under their owner. The driver
+// and every owner appear even with nothing under them, so both runs report the same workers.
 nlohmann::json by_owner_json(const Scenario& scenario, const Program& program, const std::map<std::string, Tensor>& named) {
   nlohmann::json out = nlohmann::json::object();
+  out[scenario.cluster.node_name(program.driver)] = nlohmann::json::object();
+  for (const ProgramParameter& p : program.parameters) out[scenario.cluster.node_name(p.on)] = nlohmann::json::object();
   for (const auto& [name, t] : named) out[scenario.cluster.node_name(program.owner_of(name))][name] = tensor_to_json(t);
   return out;
 }

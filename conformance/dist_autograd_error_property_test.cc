@@ -75,7 +75,7 @@ Run run(const ProgramCase& c, const rpc::FunctionRegistry& registry,
   Run out;
   world.spawn_foreground(0, "program", [&] {
     try {
-      out.gradients = scenarios::run_program_distributed(c.program, *cluster.agents[0], *cluster.autograd[0]);
+      out.gradients = scenarios::run_program_distributed(c.program, *cluster.agents[0], *cluster.autograd[0]).gradients;
     } catch (const std::exception& e) {
       out.failure = e.what();
     }
@@ -148,7 +148,7 @@ RC_GTEST_PROP(DistAutogradErrorProperties, ANodeDeathNeverHangsAndIsNamed, ()) {
   RC_ASSERT(r.outcome == sim::SimWorld::Outcome::finished);
   if (r.failure.empty()) {
     // The victim was not needed, or its part was done: the gradients are still local autograd's.
-    const scenarios::Gradients expected = scenarios::run_program_locally(c.program, registry);
+    const scenarios::Gradients expected = scenarios::run_program_locally(c.program, registry).gradients;
     RC_ASSERT(r.gradients.size() == expected.size());
     for (const auto& [name, grad] : expected) RC_ASSERT(allclose(r.gradients.at(name), grad));
   } else {

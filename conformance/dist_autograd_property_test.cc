@@ -29,7 +29,7 @@ using scenarios::Via;
 void check_case(const ProgramCase& c) {
   rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
   scenarios::add_program_functions(registry);
-  const scenarios::Gradients expected = scenarios::run_program_locally(c.program, registry);
+  const scenarios::Gradients expected = scenarios::run_program_locally(c.program, registry).gradients;
 
   sim::SimOptions options;
   options.seed = c.seed;
@@ -42,7 +42,7 @@ void check_case(const ProgramCase& c) {
   std::string failure;
   world.spawn_foreground(0, "program", [&] {
     try {
-      actual = scenarios::run_program_distributed(c.program, *cluster.agents[0], *cluster.autograd[0]);
+      actual = scenarios::run_program_distributed(c.program, *cluster.agents[0], *cluster.autograd[0]).gradients;
     } catch (const std::exception& e) {
       failure = e.what();
     }
@@ -100,7 +100,8 @@ RC_GTEST_PROP(DistAutogradProperties, ConcurrentContextsOnSharedWorkers, ()) {
     world.spawn_foreground(static_cast<WorkerId>(t), "trainer", [&, t] {
       try {
         actual[static_cast<size_t>(t)] = scenarios::run_program_distributed(
-            programs[static_cast<size_t>(t)], *cluster.agents[static_cast<size_t>(t)], *cluster.autograd[static_cast<size_t>(t)]);
+            programs[static_cast<size_t>(t)], *cluster.agents[static_cast<size_t>(t)], *cluster.autograd[static_cast<size_t>(t)])
+            .gradients;
       } catch (const std::exception& e) {
         failures[static_cast<size_t>(t)] = e.what();
       }
@@ -111,7 +112,8 @@ RC_GTEST_PROP(DistAutogradProperties, ConcurrentContextsOnSharedWorkers, ()) {
   for (int t = 0; t < trainers; ++t) {
     RC_LOG() << "trainer " << t << ": " << failures[static_cast<size_t>(t)] << "\n";
     RC_ASSERT(failures[static_cast<size_t>(t)].empty());
-    const scenarios::Gradients expected = scenarios::run_program_locally(programs[static_cast<size_t>(t)], registry);
+    const scenarios::Gradients expected =
+        scenarios::run_program_locally(programs[static_cast<size_t>(t)], registry).gradients;
     RC_ASSERT(actual[static_cast<size_t>(t)].size() == expected.size());
     for (const auto& [name, grad] : expected) RC_ASSERT(allclose(actual[static_cast<size_t>(t)].at(name), grad));
   }

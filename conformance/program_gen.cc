@@ -15,7 +15,7 @@ std::ostream& operator<<(std::ostream& out, const ProgramCase& c) {
       << " probe_interval_us=" << c.probe_interval.count() / 1000
       << " schedule=" << (c.random_schedule ? "random" : "fifo") << " seed=" << c.seed << "\n";
   for (const auto& t : c.program.tensors) out << "  tensor " << t.name << (t.requires_grad ? " (grad)" : "") << "\n";
-  const char* via[] = {"local", "rpc_sync", "rpc_async"};
+  const char* via[] = {"local", "rpc_sync", "rpc_async", "remote"};
   for (const Statement& s : c.program.statements) {
     out << "  " << s.out << " = " << s.call << "(";
     for (size_t i = 0; i < s.args.size(); ++i) out << (i ? ", " : "") << s.args[i];

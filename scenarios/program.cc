@@ -1,7 +1,11 @@
+// The program's functions (relays, mlp_layer) and its local oracle run (program.h).
 #include "scenarios/program.h"
+
+#include <memory>
 
 #include "core/autograd/engine.h"
 #include "core/base/error.h"
+#include "core/optim/optimizer.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::scenarios {
@@ -9,6 +13,18 @@ namespace dagsim::scenarios {
 namespace {
 
 constexpr std::string_view kRelay = "relay_";
+
+std::unique_ptr<optim::Optimizer> make_local_optimizer(const Program& program, const std::vector<Tensor>& params) {
+  if (!program.optimizer) return nullptr;
+  if (program.optimizer->kind == ProgramOptimizer::Kind::sgd) {
+    return std::make_unique<optim::Sgd>(params, program.optimizer->sgd);
+  }
+  return std::make_unique<optim::Adam>(params, program.optimizer->adam);
+}
+
+}  // namespace
+
+namespace detail {
 
 std::map<std::string, Tensor> make_leaves(const Program& program) {
   std::map<std::string, Tensor> values;
@@ -20,12 +36,7 @@ std::map<std::string, Tensor> make_leaves(const Program& program) {
   return values;
 }
 
-rpc::CallArgs args_of(const Statement& s, const std::function<Tensor(const std::string&)>& value_of) {
-  rpc::CallArgs args;
-  for (const std::string& name : s.args) args.tensors.push_back(value_of(name));
-  args.attributes = s.attributes;
-  return args;
-}
+Tensor initial_value(const ProgramParameter& parameter) { return from_values(parameter.shape, parameter.values); }
 
 Tensor single(const std::vector<Tensor>& results, const Statement& s) {
   if (results.size() != 1) {
@@ -41,17 +52,16 @@ const rpc::RpcFunction& function(const rpc::FunctionRegistry& registry, const st
   return *f;
 }
 
-Gradients collect(const Program& program, const std::map<std::string, Tensor>& leaves,
-                  const std::function<Tensor(const Tensor&)>& gradient_of) {
-  Gradients out;
-  for (const ProgramTensor& t : program.tensors) {
-    Tensor g = gradient_of(leaves.at(t.name));
-    if (g.defined()) out[t.name] = g;
+void accumulate(Gradients& total, const std::string& name, const Tensor& g) {
+  auto it = total.find(name);
+  if (it == total.end()) {
+    total.emplace(name, clone(g));
+  } else {
+    it->second = add(it->second, g);
   }
-  return out;
 }
 
-}  // namespace
+}  // namespace detail
 
 void add_program_functions(rpc::FunctionRegistry& registry) {
   for (const char* op : {"add", "sub", "mul", "div"}) {
@@ -62,71 +72,68 @@ void add_program_functions(rpc::FunctionRegistry& registry) {
       return ctx.agent().rpc_sync(to, op, forwarded);
     });
   }
+  registry.add("mlp_layer", [](rpc::CallContext&, const rpc::CallArgs& args) {
+    if (args.tensors.size() != 2 && args.tensors.size() != 3) {
+      throw errors::invalid_argument("mlp_layer: takes 2 or 3 tensor arguments (input, weight[, bias]), got " +
+                                     std::to_string(args.tensors.size()));
+    }
+    Tensor h = linear(args.tensors[0], args.tensors[1], args.tensors.size() == 3 ? args.tensors[2] : Tensor());
+    const double activation = args.attribute("mlp_layer", "activation", 0.0);
+    if (activation == 0) return std::vector<Tensor>{h};
+    if (activation == 1) return std::vector<Tensor>{tanh(h)};
+    if (activation == 2) return std::vector<Tensor>{relu(h)};
+    if (activation == 3) return std::vector<Tensor>{sigmoid(h)};
+    throw errors::invalid_argument("mlp_layer: unknown activation " + std::to_string(activation) +
+                                   " (0 none, 1 tanh, 2 relu, 3 sigmoid)");
+  });
 }
 
-Gradients run_program_locally(const Program& program, const rpc::FunctionRegistry& registry) {
-  std::map<std::string, Tensor> leaves = make_leaves(program);
+ProgramResult run_program_locally(const Program& program, const rpc::FunctionRegistry& registry) {
+  std::map<std::string, Tensor> leaves = detail::make_leaves(program);
+  std::vector<Tensor> params;
+  for (const ProgramParameter& p : program.parameters) {
+    Tensor leaf = detail::initial_value(p);
+    leaf.set_requires_grad(true);
+    leaves[p.name] = leaf;
+    params.push_back(leaf);
+  }
+  std::unique_ptr<optim::Optimizer> optimizer = make_local_optimizer(program, params);
+  ProgramResult result;
   for (uint32_t call = 0; call < program.backward_calls; ++call) {
+    // Each call's own gradients: the optimizer steps with them, as the distributed one steps with
+    // its context's; the reported gradients are their sum.
+    for (auto& [name, leaf] : leaves) leaf.set_grad(Tensor());
     std::map<std::string, Tensor> values = leaves;
-    auto value_of = [&](const std::string& name) { return values.at(name); };
     for (const Statement& s : program.statements) {
+      if (s.call == kToHere) {
+        values[s.out] = values.at(s.rrefs.at(0));  // the same tensor: gradients reach the owner's leaf
+        continue;
+      }
       std::string op = s.call;
       if (op.rfind(kRelay, 0) == 0) op = op.substr(kRelay.size());
       rpc::CallContext local{nullptr, 0};
-      rpc::CallArgs args = args_of(s, value_of);
+      rpc::CallArgs args;
+      for (const std::string& name : s.args) args.tensors.push_back(values.at(name));
+      for (const std::string& name : s.rrefs) args.tensors.push_back(values.at(name));  // appended, as the callee does
+      args.attributes = s.attributes;
       args.attributes.erase("to");
-      values[s.out] = single(function(registry, op)(local, args), s);
+      values[s.out] = detail::single(detail::function(registry, op)(local, args), s);
     }
     autograd::variable_list roots;
     for (const std::string& r : program.roots) roots.push_back(values.at(r));
     autograd::Engine::backward(roots, {}, program.retain_graph);
-  }
-  return collect(program, leaves, [](const Tensor& leaf) { return leaf.grad(); });
-}
-
-Gradients run_program_distributed(const Program& program, rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) {
-  std::map<std::string, Tensor> leaves = make_leaves(program);
-  Gradients total;
-  for (uint32_t call = 0; call < program.backward_calls; ++call) {
-    dist_autograd::DistAutograd::Context context(autograd);
-    std::map<std::string, Tensor> values = leaves;
-    std::map<std::string, runtime::Future<std::vector<Tensor>>> pending;  // rpc_async results
-    std::map<std::string, const Statement*> pending_statement;
-    std::function<Tensor(const std::string&)> value_of = [&](const std::string& name) {
-      if (auto it = pending.find(name); it != pending.end()) {
-        values[name] = single(it->second.get(), *pending_statement.at(name));
-        pending.erase(it);
-      }
-      return values.at(name);
-    };
-    for (const Statement& s : program.statements) {
-      rpc::CallArgs args = args_of(s, value_of);
-      dist_autograd::CallLabelScope label(s.out);
-      switch (s.via) {
-        case Via::local: {
-          rpc::CallContext local{&agent, agent.self()};
-          values[s.out] = single(function(agent.registry(), s.call)(local, args), s);
-          break;
-        }
-        case Via::rpc_sync:
-          values[s.out] = single(agent.rpc_sync(static_cast<WorkerId>(s.on), s.call, args), s);
-          break;
-        case Via::rpc_async:
-          pending.emplace(s.out, agent.rpc_async(static_cast<WorkerId>(s.on), s.call, args));
-          pending_statement[s.out] = &s;
-          break;
-      }
+    for (const auto& [name, leaf] : leaves) {
+      if (leaf.grad().defined()) detail::accumulate(result.gradients, name, leaf.grad());
     }
-    autograd::variable_list roots;
-    for (const std::string& r : program.roots) roots.push_back(value_of(r));
-    // Results of rpc_async calls nobody used still complete before the backward starts.
-    for (auto& [name, future] : pending) future.wait();
-    autograd.backward(context.id(), roots, program.retain_graph);
-    dist_autograd::DistAutogradContext& ctx = autograd.container().retrieve_context(context.id());
-    Gradients these = collect(program, leaves, [&ctx](const Tensor& leaf) { return ctx.gradient_of(leaf); });
-    for (auto& [name, g] : these) total[name] = total.count(name) ? add(total[name], g) : clone(g);
+    if (!program.loss.empty()) result.losses.push_back(values.at(program.loss).item());
+    if (optimizer) {
+      std::vector<Tensor> grads;
+      for (const Tensor& p : params) grads.push_back(p.grad());
+      optimizer->step(grads);
+    }
   }
-  return total;
+  for (const ProgramParameter& p : program.parameters) result.params[p.name] = clone(detach(leaves.at(p.name)));
+  return result;
 }
 
 }  // namespace dagsim::scenarios

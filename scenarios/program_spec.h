@@ -1,13 +1,21 @@
 // ProgramSpec: the data of a `program` workload (DESIGN.md, "Scenarios"), shared by the loader,
 // the runner (scenarios/program.h) and property generators: leaf tensors on the driver,
-// statements the driver runs in order (locally or by RPC), and the backward call.
+// parameters on their owners (held through RRefs), statements the driver runs in order (locally,
+// by RPC, or by remote call into an RRef), the backward call and an optional optimizer stepped
+// after each backward call.
+//
+// Every name (tensor, parameter, statement output) is either a tensor on the driver or an RRef
+// owned by some worker: parameters and the results of `via = remote` are RRefs; everything else is
+// a tensor. The loader guarantees the types fit (program_spec's invariants, docs/scenarios.md).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/optim/optimizer.h"
 #include "core/tensor/dtype.h"
 
 namespace dagsim::scenarios {
@@ -23,15 +31,43 @@ struct ProgramTensor {
   bool requires_grad = true;
 };
 
-enum class Via : uint8_t { local, rpc_sync, rpc_async };
+// A parameter: a requires-grad leaf created once on its owner (remote(on, "dagsim.parameter")),
+// kept for the whole run and stepped by the optimizer. Seeded values are drawn as a tensor's (from
+// a stream of their own) and multiplied by `scale`.
+struct ProgramParameter {
+  std::string name;
+  Shape shape;
+  ProgramTensor::Init init = ProgramTensor::Init::values;
+  std::vector<double> values;  // Init::values: row-major, numel of shape
+  double scale = 1.0;          // seeded init only
+  uint32_t on = 0;             // the owner
+};
+
+// remote: the result stays on `on`, as an RRef (rpc.remote).
+enum class Via : uint8_t { local, rpc_sync, rpc_async, remote };
+
+// The pseudo-call that fetches an RRef's value to the driver (RRef::to_here); its one argument is
+// in Statement::rrefs.
+inline constexpr const char* kToHere = "to_here";
 
 struct Statement {
   std::string out;
   std::string call;
-  std::vector<std::string> args;
+  std::vector<std::string> args;  // tensor arguments
   std::map<std::string, double> attributes;
   Via via = Via::local;
-  uint32_t on = 0;  // rpc_*: the worker that runs it
+  uint32_t on = 0;  // rpc_* and remote: the worker that runs it
+  // RRef arguments, owned by the worker that runs the call; their values are appended after the
+  // tensor arguments (CallArgs::rrefs).
+  std::vector<std::string> rrefs = {};
+};
+
+// optimizer = { kind = ..., ... }: PyTorch's torch.optim.SGD or Adam with these options.
+struct ProgramOptimizer {
+  enum class Kind : uint8_t { sgd, adam };
+  Kind kind = Kind::sgd;
+  optim::SgdOptions sgd = {};
+  optim::AdamOptions adam = {};
 };
 
 struct Program {
@@ -41,6 +77,18 @@ struct Program {
   std::vector<std::string> roots;
   bool retain_graph = false;
   uint32_t backward_calls = 1;
+  std::vector<ProgramParameter> parameters = {};
+  std::optional<ProgramOptimizer> optimizer = {};
+  // A scalar statement output recorded after every backward call ("losses"); empty: none.
+  std::string loss = {};
+
+  // The worker that owns leaf or parameter `name`: a parameter's owner, else the driver.
+  uint32_t owner_of(const std::string& name) const {
+    for (const ProgramParameter& p : parameters) {
+      if (p.name == name) return p.on;
+    }
+    return driver;
+  }
 };
 
 }  // namespace dagsim::scenarios

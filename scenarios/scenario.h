@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "scenarios/model_spec.h"
 #include "scenarios/program_spec.h"
 #include "sim/network_model.h"
 
@@ -80,7 +81,7 @@ struct HeartbeatSpec {
 struct CheckSpec {
   std::string kind;                // one of the workload's check kinds (docs/scenarios.md)
   std::vector<uint32_t> nodes;     // declared_dead / never_declared_dead: the nodes
-  std::optional<double> rtol;      // numeric checks (later workloads)
+  std::optional<double> rtol;      // gradients_match_local, params_match_local
   std::optional<double> atol;
   int line = 0;
   std::string message = {};        // expect_error: a fragment the error must contain
@@ -97,7 +98,9 @@ struct Scenario {
   std::vector<FaultSpec> faults;
   RandomFaultSpec random_faults;
   std::optional<HeartbeatSpec> heartbeat;  // the workload: exactly one of these
+  // A program workload, or the one a model workload compiles to (then `model` says so).
   std::optional<Program> program;
+  std::optional<ModelSpec> model;
   std::vector<CheckSpec> checks;
 };
 

@@ -17,6 +17,7 @@
 
 #include "core/base/error.h"
 #include "scenarios/scenario_faults.h"
+#include "scenarios/scenario_model.h"
 #include "scenarios/scenario_program.h"
 #include "scenarios/toml_reader.h"
 
@@ -31,37 +32,51 @@ using Dist = sim::LatencyModel::Dist;
 
 constexpr int64_t kNsPerUs = 1'000;
 
-// The workloads. A scenario has exactly one, given by its top-level keys (all of them); a new
-// workload adds its entry here, its check kinds to kCheckKinds, and its reader to read_workload.
+// The workloads. A scenario has exactly one, given by its top-level keys; a new workload adds its
+// entry here, its check kinds to kCheckKinds, and its reader to read_workload.
 struct Workload {
   std::string_view name;
-  Names keys;
+  Names keys;      // every top-level key of the workload
+  Names required;  // those it needs
   std::string_view shown;  // how messages name it
 };
 constexpr std::string_view kHeartbeatKeys[] = {"heartbeat"};
-constexpr std::array<Workload, 2> kWorkloads = {{
-    {"heartbeat", kHeartbeatKeys, "[heartbeat]"},
-    {"program", detail::kProgramKeys, "tensors + program + backward"},
+constexpr std::array<Workload, 3> kWorkloads = {{
+    {"heartbeat", kHeartbeatKeys, kHeartbeatKeys, "[heartbeat]"},
+    {"program", detail::kProgramKeys, detail::kProgramRequiredKeys, "program + backward"},
+    {"model", detail::kModelKeys, detail::kModelKeys, "[model] + [train]"},
 }};
 
-// Every check kind, with the workload that can evaluate it and the keys it takes.
+// Every check kind, with the workloads that can evaluate it and the keys it takes.
 struct CheckKind {
   std::string_view name;
-  std::string_view workload;
+  std::string_view workloads;  // "program or model"
   bool takes_nodes;
   bool takes_tolerances;  // rtol / atol
   bool takes_message;
 };
-constexpr std::array<CheckKind, 8> kCheckKinds = {{
+constexpr std::array<CheckKind, 9> kCheckKinds = {{
     {"detects_failures", "heartbeat", false, false, false},
     {"no_false_suspicion", "heartbeat", false, false, false},
     {"partition_detected_after_start", "heartbeat", false, false, false},
     {"declared_dead", "heartbeat", true, false, false},
     {"never_declared_dead", "heartbeat", true, false, false},
-    {"gradients_match_local", "program", false, true, false},
-    {"no_leaked_contexts", "program", false, false, false},
-    {"expect_error", "program", false, false, true},
+    {"gradients_match_local", "program or model", false, true, false},
+    {"params_match_local", "program or model", false, true, false},
+    {"no_leaked_contexts", "program or model", false, false, false},
+    {"expect_error", "program or model", false, false, true},
 }};
+
+// Whether `workload` is one of the names in `workloads` ("program or model").
+bool checks_workload(std::string_view workloads, std::string_view workload) {
+  size_t start = 0;
+  while (start <= workloads.size()) {
+    const size_t end = std::min(workloads.find(" or ", start), workloads.size());
+    if (workloads.substr(start, end - start) == workload) return true;
+    start = end + 4;
+  }
+  return false;
+}
 
 // The top-level keys other than the workload tables.
 constexpr std::array<std::string_view, 9> kTopKeys = {"name",    "description", "schedule", "max_virtual_time_ms",
@@ -243,7 +258,9 @@ std::string_view read_workload(const TomlReader& reader, const Table& top, Scena
   std::sort(present.begin(), present.end(), [](const auto& a, const auto& b) {
     return a.second->source().begin.line < b.second->source().begin.line;
   });
-  if (present.empty()) reader.fail(1, "", "no workload: add a [heartbeat] table, or tensors + program + backward");
+  if (present.empty()) {
+    reader.fail(1, "", "no workload: add a [heartbeat] table, program + backward, or [model] + [train]");
+  }
   if (present.size() > 1) {
     const toml::key& second = *present[1].second;
     reader.fail(static_cast<int>(second.source().begin.line), second.str(),
@@ -253,7 +270,7 @@ std::string_view read_workload(const TomlReader& reader, const Table& top, Scena
 
   const Workload& workload = *present[0].first;
   std::vector<std::string_view> missing;
-  for (std::string_view key : workload.keys) {
+  for (std::string_view key : workload.required) {
     if (top.get(key) == nullptr) missing.push_back(key);
   }
   if (!missing.empty()) {
@@ -267,18 +284,20 @@ std::string_view read_workload(const TomlReader& reader, const Table& top, Scena
     };
     const toml::key& first = *present[0].second;
     reader.fail(static_cast<int>(first.source().begin.line), first.str(),
-                "a " + std::string(workload.name) + " workload needs " + listed(workload.keys) + "; missing " +
+                "a " + std::string(workload.name) + " workload needs " + listed(workload.required) + "; missing " +
                     listed(missing));
   }
 
   if (workload.name == "heartbeat") scenario.heartbeat = read_heartbeat(reader, *top.get("heartbeat"));
-  if (workload.name == "program") {
-    scenario.program = detail::read_program(reader, *top.get("tensors"), *top.get("program"), *top.get("backward"));
+  if (workload.name == "program") scenario.program = detail::read_program(reader, top);
+  if (workload.name == "model") {
+    scenario.model = detail::read_model(reader, *top.get("model"), *top.get("train"));
+    scenario.program = compile_model(*scenario.model);
   }
   return workload.name;
 }
 
-CheckSpec read_check(const TomlReader& reader, const Table& t, std::string_view workload) {
+CheckSpec read_check(const TomlReader& reader, const Table& t, std::string_view workload, const Scenario& scenario) {
   static constexpr std::string_view kKeys[] = {"kind", "nodes", "rtol", "atol", "message"};
   std::array<std::string_view, kCheckKinds.size()> names;
   for (size_t i = 0; i < kCheckKinds.size(); ++i) names[i] = kCheckKinds[i].name;
@@ -290,9 +309,12 @@ CheckSpec read_check(const TomlReader& reader, const Table& t, std::string_view 
   const CheckKind& kind = kCheckKinds[reader.choice(kind_node, t.key_path("kind"), names)];
   check.kind = std::string(kind.name);
   const std::string variant = "kind \"" + check.kind + "\"";
-  if (kind.workload != workload) {
+  if (!checks_workload(kind.workloads, workload)) {
     reader.fail(kind_node, t.key_path("kind"),
-                variant + " checks the " + std::string(kind.workload) + " workload, which this scenario does not run");
+                variant + " checks the " + std::string(kind.workloads) + " workload, which this scenario does not run");
+  }
+  if (kind.name == "params_match_local" && scenario.program->parameters.empty()) {
+    reader.fail(kind_node, t.key_path("kind"), variant + " compares parameters, and this program has none");
   }
   if (kind.takes_nodes) {
     check.nodes = reader.node_list(reader.required(t, "nodes", " for " + variant), t.key_path("nodes"), false);
@@ -349,7 +371,7 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
   if (const toml::node* checks = top.get("checks")) {
     const std::vector<const toml::table*> tables = reader.tables(*checks, "checks");
     for (size_t i = 0; i < tables.size(); ++i) {
-      scenario.checks.push_back(read_check(reader, Table{*tables[i], "checks[" + std::to_string(i) + "]"}, workload));
+      scenario.checks.push_back(read_check(reader, Table{*tables[i], "checks[" + std::to_string(i) + "]"}, workload, scenario));
     }
   }
   return scenario;

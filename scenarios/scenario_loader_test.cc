@@ -311,7 +311,8 @@ nmae = "y"
 [heartbeat]
 )"),
             "bad.toml:3: nmae: unknown key; allowed top-level keys: name, description, schedule, "
-            "max_virtual_time_ms, cluster, network, faults, random_faults, checks, heartbeat, tensors, program, backward");
+            "max_virtual_time_ms, cluster, network, faults, random_faults, checks, heartbeat, tensors, parameters, "
+            "program, backward, optimizer, model, train");
 }
 
 TEST(ScenarioLoader, UnknownNestedKeyListsAllowedKeys) {
@@ -557,7 +558,7 @@ TEST(ScenarioLoader, CheckKeysFollowTheKind) {
   EXPECT_EQ(error_of(head + "kind = \"gradients_match\"\n"),
             "bad.toml:4: checks[0].kind: unknown value \"gradients_match\"; allowed: detects_failures, "
             "no_false_suspicion, partition_detected_after_start, declared_dead, never_declared_dead, "
-            "gradients_match_local, no_leaked_contexts, expect_error");
+            "gradients_match_local, params_match_local, no_leaked_contexts, expect_error");
 }
 
 TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
@@ -565,7 +566,7 @@ TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
 [cluster]
 nodes = 3
 )"),
-            "bad.toml:1: no workload: add a [heartbeat] table, or tensors + program + backward");
+            "bad.toml:1: no workload: add a [heartbeat] table, program + backward, or [model] + [train]");
 }
 
 TEST(ScenarioLoader, LoadsAFileAndNamesAnUnreadablePath) {

@@ -171,25 +171,22 @@ TEST(ScenarioProgram, ProgramKeysComeTogether) {
 tensors = [{ name = "a", shape = [1] }]
 program = [{ out = "y", call = "neg", args = ["a"] }]
 )"),
-            "bad.toml:2: tensors: a program workload needs tensors, program and backward; missing backward");
+            "bad.toml:2: tensors: a program workload needs program and backward; missing backward");
   EXPECT_EQ(error_of(R"(name = "x"
 backward = { roots = ["y"] }
 )"),
-            "bad.toml:2: backward: a program workload needs tensors, program and backward; missing tensors and "
-            "program");
+            "bad.toml:2: backward: a program workload needs program and backward; missing program");
 }
 
 TEST(ScenarioProgram, AScenarioHasExactlyOneWorkload) {
   EXPECT_EQ(error_of(program() + "[heartbeat]\n"),
-            "bad.toml:7: heartbeat: a scenario has exactly one workload, and this one already has tensors + program "
-            "+ backward");
+            "bad.toml:7: heartbeat: a scenario has exactly one workload, and this one already has program + backward");
   // Named at whichever comes second in the file, even when the program is incomplete.
   EXPECT_EQ(error_of(R"(name = "x"
 backward = { roots = ["y"] }
 [heartbeat]
 )"),
-            "bad.toml:3: heartbeat: a scenario has exactly one workload, and this one already has tensors + program "
-            "+ backward");
+            "bad.toml:3: heartbeat: a scenario has exactly one workload, and this one already has program + backward");
   EXPECT_EQ(error_of(R"(name = "x"
 [heartbeat]
 [cluster]
@@ -251,7 +248,8 @@ TEST(ScenarioProgram, ValuesMatchTheShapeAndExcludeInit) {
 
 TEST(ScenarioProgram, LeavesLiveOnTheDriver) {
   EXPECT_EQ(error_of(program(R"({ name = "a", shape = [2], on = "worker0" }, { name = "b", shape = [2], on = "worker1" })")),
-            "bad.toml:2: tensors[1].on: leaves must live on the driver (worker0)");
+            "bad.toml:2: tensors[1].on: leaves must live on the driver (worker0); a leaf on another worker is a "
+            "parameter (parameters = [...])");
   EXPECT_EQ(error_of(program(R"({ name = "a", shape = [2], on = "worker7" })")),
             "bad.toml:2: tensors[0].on: unknown node \"worker7\"; nodes are worker0..worker2");
 }
@@ -274,7 +272,7 @@ TEST(ScenarioProgram, CallsNameKnownFunctions) {
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "conv2d", args = ["a"] })")),
             "bad.toml:3: program[0].call: unknown value \"conv2d\"; allowed: add, sub, mul, div, matmul, mse_loss, "
             "neg, exp, log, tanh, sigmoid, relu, clone, pow, sum, mean, softmax, log_softmax, transpose, narrow, cat, "
-            "linear, relay_add, relay_sub, relay_mul, relay_div");
+            "linear, relay_add, relay_sub, relay_mul, relay_div, mlp_layer, to_here");
 }
 
 TEST(ScenarioProgram, ArgsNameTensorsOrEarlierOutputs) {
@@ -302,11 +300,10 @@ backward = { roots = ["t4"] }
 }
 
 TEST(ScenarioProgram, ViaAndOn) {
-  EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "add", args = ["a", "b"], via = "remote", on = "worker1" })")),
-            "bad.toml:3: program[0].via: \"remote\" (RRefs) is not supported yet; allowed: local, rpc_sync, "
-            "rpc_async");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "add", args = ["a", "b"], via = "rpc" })")),
-            "bad.toml:3: program[0].via: unknown value \"rpc\"; allowed: local, rpc_sync, rpc_async");
+            "bad.toml:3: program[0].via: unknown value \"rpc\"; allowed: local, rpc_sync, rpc_async, remote");
+  EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "add", args = ["a", "b"], via = "remote" })")),
+            "bad.toml:3: program[0].on: required for via \"remote\"");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "add", args = ["a", "b"], via = "rpc_async" })")),
             "bad.toml:3: program[0].on: required for via \"rpc_async\"");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "add", args = ["a", "b"], on = "worker1" })")),
@@ -318,7 +315,7 @@ TEST(ScenarioProgram, ViaAndOn) {
 TEST(ScenarioProgram, AttributesAreNamedNumbers) {
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "sum", args = ["a"], axis = 0 })")),
             "bad.toml:3: program[0].axis: unknown key; allowed keys in program: out, call, args, via, on, dim, dim0, "
-            "dim1, start, length, keepdim, exponent, to");
+            "dim1, start, length, keepdim, exponent, activation, to");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "sum", args = ["a"], dim = "0" })")),
             "bad.toml:3: program[0].dim: expected a number or a boolean, got a string");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "sum", args = ["a"], dim = 0.5 })")),
@@ -383,12 +380,12 @@ TEST(ScenarioProgram, CheckKindsBelongToTheirWorkload) {
             "bad.toml:8: checks[0].kind: kind \"detects_failures\" checks the heartbeat workload, which this "
             "scenario does not run");
   EXPECT_EQ(error_of("name = \"x\"\n[heartbeat]\n[[checks]]\nkind = \"gradients_match_local\"\n"),
-            "bad.toml:4: checks[0].kind: kind \"gradients_match_local\" checks the program workload, which this "
-            "scenario does not run");
+            "bad.toml:4: checks[0].kind: kind \"gradients_match_local\" checks the program or model workload, which "
+            "this scenario does not run");
   EXPECT_EQ(error_of("name = \"x\"\n[heartbeat]\n[[checks]]\nkind = \"heartbeat\"\nmessage = \"x\"\n"),
             "bad.toml:4: checks[0].kind: unknown value \"heartbeat\"; allowed: detects_failures, no_false_suspicion, "
             "partition_detected_after_start, declared_dead, never_declared_dead, gradients_match_local, "
-            "no_leaked_contexts, expect_error");
+            "params_match_local, no_leaked_contexts, expect_error");
 }
 
 TEST(ScenarioProgram, FaultsAndNetworkApplyToPrograms) {

@@ -126,12 +126,22 @@ int run_command(const RunArgs& args) {
 }
 
 namespace {
+// "heartbeat", "program (4 statements)", "model + train (3 layers, 10 steps)".
+std::string workload_summary(const scenarios::Scenario& s) {
+  if (s.model) {
+    return "model + train (" + std::to_string(s.model->layers.size()) + " layers, " + std::to_string(s.model->steps) +
+           " steps)";
+  }
+  if (s.program) return "program (" + std::to_string(s.program->statements.size()) + " statements)";
+  return "heartbeat";
+}
+
 int validate(const std::string& file, bool quiet) {
   try {
     const scenarios::Scenario s = scenarios::load_scenario_file(file);
     if (quiet) return kPassed;
     std::cout << file << ": valid: scenario " << s.name << ", " << s.cluster.nodes << " nodes, workload "
-              << (s.program ? "program (" + std::to_string(s.program->statements.size()) + " statements)" : "heartbeat") << ", "
+              << workload_summary(s) << ", "
               << s.faults.size() << " scheduled fault(s)" << (s.random_faults.any() ? " plus random faults" : "")
               << ", " << s.checks.size() << " check(s)\n";
     return kPassed;

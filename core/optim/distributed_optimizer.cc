@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "core/base/error.h"
+#include "core/tensor/ops.h"
 
 namespace dagsim::optim {
 
@@ -34,9 +35,14 @@ std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
 
 OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) : autograd_(autograd) {
   agent.add_local_function("dagsim.optim.create", [this](rpc::CallContext&, const rpc::CallArgs& args) {
-    // The parameters arrive as this node's RRef values (run_function resolved args.rrefs).
-    const uint64_t id = args.id("dagsim.optim.create", "id");
+    // The parameters arrive as this node's RRef values (run_function resolved args.rrefs). The
+    // host numbers its optimizers itself, so ids are a function of this node's history alone.
+    const uint64_t id = ++next_id_;
     optimizers_[id] = make_optimizer(args);
+    return std::vector<Tensor>{from_values({1}, {static_cast<double>(id)})};
+  });
+  agent.add_local_function("dagsim.optim.drop", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+    optimizers_.erase(args.id("dagsim.optim.drop", "id"));
     return std::vector<Tensor>{};
   });
   agent.add_local_function("dagsim.optim.step", [this](rpc::CallContext&, const rpc::CallArgs& args) {
@@ -62,12 +68,9 @@ DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig
     : agent_(agent), params_(std::move(params)) {
   std::map<WorkerId, std::vector<uint64_t>> by_owner;
   for (const rpc::RRef& p : params_) by_owner[p.owner()].push_back(p.id());
-  static uint64_t next_local = 0;  // per process; ids also carry the creating worker
   for (const auto& [owner, rrefs] : by_owner) {
-    const uint64_t id = make_global_id(agent.self(), ++next_local);
     rpc::CallArgs args;
     args.rrefs = rrefs;
-    args.set_id("id", id);
     args.attributes["kind"] = static_cast<double>(config.kind);
     if (config.kind == OptimizerConfig::Kind::sgd) {
       args.attributes["lr"] = config.sgd.lr;
@@ -82,8 +85,19 @@ DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig
       args.attributes["eps"] = config.adam.eps;
       args.attributes["weight_decay"] = config.adam.weight_decay;
     }
-    agent.rpc_sync(owner, "dagsim.optim.create", args);
-    optimizer_on_[owner] = id;
+    optimizer_on_[owner] = static_cast<uint64_t>(agent.rpc_sync(owner, "dagsim.optim.create", args).at(0).item());
+  }
+}
+
+DistributedOptimizer::~DistributedOptimizer() {
+  for (const auto& [owner, id] : optimizer_on_) {
+    rpc::CallArgs args;
+    args.set_id("id", id);
+    try {
+      // Fire and forget: an owner that cannot be reached has lost its optimizers with its life.
+      agent_.rpc_async(owner, "dagsim.optim.drop", args);
+    } catch (const Error&) {
+    }
   }
 }
 

@@ -30,8 +30,8 @@ struct OptimizerConfig {
   AdamOptions adam;
 };
 
-// The owner side, one per node that owns parameters: serves dagsim.optim.create and
-// dagsim.optim.step on its agent.
+// The owner side, one per node that owns parameters: serves dagsim.optim.create,
+// dagsim.optim.step and dagsim.optim.drop on its agent (optimizer ids are the host's own).
 class OptimizerHost {
  public:
   OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd);
@@ -40,12 +40,17 @@ class OptimizerHost {
  private:
   dist_autograd::DistAutograd& autograd_;
   std::map<uint64_t, std::unique_ptr<Optimizer>> optimizers_;
+  uint64_t next_id_ = 0;
   runtime::Mutex step_lock_;
 };
 
 class DistributedOptimizer {
  public:
   DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig config, std::vector<rpc::RRef> params);
+  // Asks each owner to drop its local optimizer.
+  ~DistributedOptimizer();
+  DistributedOptimizer(const DistributedOptimizer&) = delete;
+  DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
   void step(dist_autograd::ContextId context);
 
  private:

@@ -88,8 +88,9 @@ TEST_F(DistributedOptimizerTest, SgdWithMomentumTrainsLikeLocalTraining) {
   expect_close(w, lw);
   expect_close(v, lv);
   EXPECT_NE(w, w0_.to_vector()) << "the parameters moved";
-  EXPECT_EQ(hosts_[1]->optimizers(), 1u);
-  EXPECT_EQ(hosts_[2]->optimizers(), 1u);
+  // The DistributedOptimizer is gone, and with it the owners' local optimizers.
+  EXPECT_EQ(hosts_[1]->optimizers(), 0u);
+  EXPECT_EQ(hosts_[2]->optimizers(), 0u);
 }
 
 TEST_F(DistributedOptimizerTest, AdamTrainsLikeLocalTraining) {

@@ -135,21 +135,32 @@ void RpcAgent::serve(WorkerId from, Message request) {
 Message RpcAgent::run_call(WorkerId from, const Message& request) {
   try {
     if (request.type == MessageType::rref_fetch_call) {
-      const uint64_t id = read_id_request(request, "rref.rref_id");
-      auto it = owned_.find(id);
-      if (it == owned_.end()) throw errors::invalid_argument("no RRef with id " + std::to_string(id) + " on this node");
-      std::shared_ptr<Owned> owned = it->second;
-      return make_reply(MessageType::rref_fetch_ret, request.request_id, owned->value.get());
+      return make_reply(MessageType::rref_fetch_ret, request.request_id,
+                        owned_value(read_id_request(request, "rref.rref_id")));
     }
     if (request.type == MessageType::rref_user_delete) {
-      owned_.erase(read_id_request(request, "rref.rref_id"));
+      const uint64_t id = read_id_request(request, "rref.rref_id");
+      auto it = owned_.find(id);
+      if (it != owned_.end() && !it->second->started) {
+        it->second->deleted = true;  // its remote call has not run yet: drop the value when it has
+      } else {
+        owned_.erase(id);
+      }
       return make_reply(MessageType::rref_ack, request.request_id);
     }
     if (request.type == MessageType::remote_call) {
       auto [id, call] = read_remote_call(request);
-      auto owned = std::make_shared<Owned>();
-      owned->value = owned->promise.get_future();
-      owned_[id] = owned;
+      std::shared_ptr<Owned> owned = owned_slot(id);
+      if (owned->started) throw errors::invalid_argument("RRef " + std::to_string(id) + " was already created by a remote call");
+      owned->started = true;
+      struct Forget {
+        RpcAgent& agent;
+        uint64_t id;
+        Owned& owned;
+        ~Forget() {
+          if (owned.deleted) agent.owned_.erase(id);
+        }
+      } forget{*this, id, *owned};
       runtime::Promise<std::vector<Tensor>>* promise = &owned->promise;
       try {
         promise->set_value(run_function(from, call));
@@ -190,14 +201,30 @@ std::vector<Tensor> RpcAgent::run_function(WorkerId from, const Call& call) {
   return (*function)(context, args);
 }
 
-std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
-  auto it = owned_.find(rref_id);
-  if (it == owned_.end()) {
-    throw errors::invalid_argument("RRef " + std::to_string(rref_id) + " is not owned by node " + std::to_string(env_.self) +
-                                   " (an RRef argument must live on the node that runs the function)");
+std::shared_ptr<RpcAgent::Owned> RpcAgent::owned_slot(uint64_t rref_id) {
+  std::shared_ptr<Owned>& slot = owned_[rref_id];
+  if (!slot) {
+    slot = std::make_shared<Owned>();
+    slot->value = slot->promise.get_future();
   }
-  std::shared_ptr<Owned> owned = it->second;
-  return owned->value.get();
+  return slot;
+}
+
+std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
+  // A use may be served before the remote call that creates the value (handlers run in any order
+  // under a random schedule): the slot is made by whichever comes first, as PyTorch's owner makes
+  // its OwnerRRef on first reference. A remote call that never comes ends the wait after the RPC
+  // timeout.
+  std::shared_ptr<Owned> owned = owned_slot(rref_id);
+  if (owned->started) return owned->value.get();
+  try {
+    return owned->value.get_until(env_.clock.now() + options_.default_timeout);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::timed_out || owned->started) throw;
+    if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned) owned_.erase(it);
+    throw errors::invalid_argument("RRef " + std::to_string(rref_id) + " is not owned by node " + std::to_string(env_.self) +
+                                   ": no remote call created it (an RRef argument must live on the node that runs the function)");
+  }
 }
 
 void RpcAgent::add_local_function(std::string name, RpcFunction function) {
@@ -244,7 +271,9 @@ Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message,
 RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
   const uint64_t id = rref_ids_.next();
   // The acknowledgement only says the owner has the call; its outcome waits in the RRef.
-  send_request(to, make_remote_call(0, id, function, args), "remote '" + function + "'");
+  Message call = make_remote_call(0, id, function, args);
+  if (!args.rrefs.empty()) call.flags |= kForceAutograd;  // as rpc_async: RRef values may require grad
+  send_request(to, std::move(call), "remote '" + function + "'");
   return RRef(*this, to, id);
 }
 

@@ -117,7 +117,11 @@ class RpcAgent {
   struct Owned {
     runtime::Promise<std::vector<Tensor>> promise;
     Future<std::vector<Tensor>> value;
+    bool started = false;  // its remote call is running or ran
+    bool deleted = false;  // the user deleted it before its remote call ran
   };
+  // The slot of `rref_id`, made empty if it is new.
+  std::shared_ptr<Owned> owned_slot(uint64_t rref_id);
   // Shared, so a remote call still running keeps its slot if the user deletes the RRef meanwhile.
   std::map<uint64_t, std::shared_ptr<Owned>> owned_;
   std::map<uint64_t, Pending> pending_;

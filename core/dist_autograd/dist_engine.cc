@@ -215,9 +215,9 @@ ProbeReport DistEngine::report(ContextId context, uint64_t wave) {
 }
 
 void DistEngine::deposit_report(WorkerId from, ProbeReport report) {
-  if (open_waves_.count({report.context, report.wave}) == 0) return;  // a wave given up on
-  const std::tuple<ContextId, uint64_t, WorkerId> key{report.context, report.wave, from};
-  inbox_.insert_or_assign(key, std::move(report));
+  auto wave = inbox_.find(report.wave);
+  if (wave == inbox_.end()) return;  // a wave given up on
+  wave->second.insert_or_assign(from, std::move(report));
 }
 
 void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pass) {
@@ -250,19 +250,12 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
 }
 
 std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wave& wave, std::string& lost) {
-  const std::pair<ContextId, uint64_t> open{context, wave_id};
-  open_waves_.insert(open);
+  std::map<WorkerId, ProbeReport>& inbox = inbox_[wave_id];
   struct Close {
     DistEngine& engine;
-    std::pair<ContextId, uint64_t> wave;
-    ~Close() {
-      engine.open_waves_.erase(wave);
-      auto first = engine.inbox_.lower_bound({wave.first, wave.second, WorkerId{0}});
-      auto last = first;
-      while (last != engine.inbox_.end() && std::get<0>(last->first) == wave.first && std::get<1>(last->first) == wave.second) ++last;
-      engine.inbox_.erase(first, last);
-    }
-  } close{*this, open};
+    uint64_t wave;
+    ~Close() { engine.inbox_.erase(wave); }
+  } close{*this, wave_id};
 
   wave.emplace(agent_.self(), report(context, wave_id));
   if (!wave.begin()->second.has_context) return std::nullopt;
@@ -288,11 +281,11 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
         if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed) lost = e.detail();
         return std::nullopt;
       }
-      auto it = inbox_.find({context, wave_id, worker});
-      if (it == inbox_.end() || !it->second.has_context) return std::nullopt;
+      auto it = inbox.find(worker);
+      if (it == inbox.end() || it->second.context != context || !it->second.has_context) return std::nullopt;
       for (WorkerId next : it->second.known_workers) frontier.push_back(next);
       wave.emplace(worker, std::move(it->second));
-      inbox_.erase(it);
+      inbox.erase(it);
     }
   }
   return wave;

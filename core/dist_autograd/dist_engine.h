@@ -21,7 +21,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <tuple>
 
 #include "core/autograd/graph_task.h"
 #include "core/dist_autograd/autograd_messages.h"
@@ -88,8 +87,9 @@ class DistEngine {
   rpc::RpcAgent& agent_;
   DistEngineOptions options_;
   std::map<ContextId, std::shared_ptr<Pass>> passes_;
-  std::set<std::pair<ContextId, uint64_t>> open_waves_;
-  std::map<std::tuple<ContextId, uint64_t, WorkerId>, ProbeReport> inbox_;
+  // Reports that arrived for the waves this node runs, by wave: a wave is open while it has an
+  // entry, and a report for any other wave (one given up on) is dropped.
+  std::map<uint64_t, std::map<WorkerId, ProbeReport>> inbox_;
   uint64_t waves_ = 0;  // wave numbers, unique on this node
 };
 

@@ -4,7 +4,8 @@
 // over wall time (the aim: 10 virtual minutes in under 1 wall second, i.e. > 600).
 #include <benchmark/benchmark.h>
 
-#include "scenarios/runner.h"
+#include "scenarios/run/runner.h"
+#include "scenarios/workloads/heartbeat/heartbeat_spec.h"
 
 namespace dagsim {
 namespace {
@@ -16,10 +17,11 @@ scenarios::Scenario heartbeat_ten_minutes(bool with_faults) {
   scenarios::Scenario s;
   s.name = "bench_heartbeat";
   s.cluster.nodes = 4;
-  s.network.latency = sim::LatencyModel::uniform(50us, 500us);
+  s.network.latency = runtime::LatencyModel::uniform(50us, 500us);
   s.max_virtual_time = 11min;
-  s.heartbeat = scenarios::HeartbeatSpec{};
-  s.heartbeat->duration = 10min;
+  scenarios::HeartbeatSpec hb;
+  hb.duration = 10min;
+  s.workload = scenarios::WorkloadSpec("heartbeat", hb);
   if (with_faults) {
     // One outage a minute, rotating over kill, crash, pause and a partition of the workers.
     for (int minute = 0; minute < 10; ++minute) {

@@ -31,7 +31,7 @@ struct AutogradCluster {
 
   static sim::SimOptions zero_latency() {
     sim::SimOptions o;
-    o.network.latency = sim::LatencyModel::constant(runtime::Duration{0});
+    o.network.latency = runtime::LatencyModel::constant(runtime::Duration{0});
     return o;
   }
 

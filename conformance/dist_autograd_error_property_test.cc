@@ -15,7 +15,7 @@
 
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/tensor/ops.h"
-#include "scenarios/program.h"
+#include "scenarios/workloads/program/program.h"
 #include "conformance/autograd_cluster.h"
 #include "conformance/program_gen.h"
 
@@ -67,7 +67,7 @@ Run run(const ProgramCase& c, const rpc::FunctionRegistry& registry,
   sim::SimOptions options;
   options.seed = c.seed;
   options.random_schedule = c.random_schedule;
-  options.network.latency = sim::LatencyModel::uniform(Duration{0}, c.latency_max);
+  options.network.latency = runtime::LatencyModel::uniform(Duration{0}, c.latency_max);
   AutogradCluster cluster(options, static_cast<int>(c.workers), registry, rpc::RpcOptions{.default_timeout = kRpcTimeout, .limits = {}},
                           dist_autograd::DistEngineOptions{.backward_timeout = kBackwardTimeout,
                                                            .termination_probe_interval = c.probe_interval});

@@ -22,7 +22,7 @@ struct AutogradWorld : AutogradCluster {
       : AutogradCluster(options(latency), nodes, registry_, rpc::RpcOptions{.default_timeout = 5s, .limits = {}}) {}
   static sim::SimOptions options(runtime::Duration latency) {
     sim::SimOptions o;
-    o.network.latency = sim::LatencyModel::constant(latency);
+    o.network.latency = runtime::LatencyModel::constant(latency);
     return o;
   }
   static inline const rpc::FunctionRegistry registry_ = rpc::FunctionRegistry::with_builtins();

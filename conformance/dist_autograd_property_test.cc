@@ -13,7 +13,7 @@
 
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/tensor/ops.h"
-#include "scenarios/program.h"
+#include "scenarios/workloads/program/program.h"
 #include "conformance/autograd_cluster.h"
 #include "conformance/program_gen.h"
 
@@ -34,7 +34,7 @@ void check_case(const ProgramCase& c) {
   sim::SimOptions options;
   options.seed = c.seed;
   options.random_schedule = c.random_schedule;
-  options.network.latency = sim::LatencyModel::uniform(Duration{0}, c.latency_max);
+  options.network.latency = runtime::LatencyModel::uniform(Duration{0}, c.latency_max);
   AutogradCluster cluster(options, static_cast<int>(c.workers), registry, {},
                           dist_autograd::DistEngineOptions{.termination_probe_interval = c.probe_interval});
   sim::SimWorld& world = cluster.world;
@@ -89,7 +89,7 @@ RC_GTEST_PROP(DistAutogradProperties, ConcurrentContextsOnSharedWorkers, ()) {
   sim::SimOptions options;
   options.seed = *rc::gen::noShrink(rc::gen::arbitrary<uint64_t>());
   options.random_schedule = true;
-  options.network.latency = sim::LatencyModel::uniform(Duration{0}, std::chrono::milliseconds(2));
+  options.network.latency = runtime::LatencyModel::uniform(Duration{0}, std::chrono::milliseconds(2));
   // Termination detection probing all the time, beside every trainer's healthy passes.
   AutogradCluster cluster(options, static_cast<int>(workers), registry, {},
                           dist_autograd::DistEngineOptions{.termination_probe_interval = std::chrono::microseconds(200)});

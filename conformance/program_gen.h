@@ -9,7 +9,7 @@
 
 #include <ostream>
 
-#include "scenarios/program_spec.h"
+#include "scenarios/workloads/program/program_spec.h"
 #include "core/runtime/clock.h"
 #include "core/tensor/tensor.h"
 

@@ -4,7 +4,8 @@
 // result fails the program cleanly (expect_error) instead of hanging.
 #include <gtest/gtest.h>
 
-#include "scenarios/runner.h"
+#include "scenarios/run/runner.h"
+#include "scenarios/workloads/program/program_workload.h"
 
 namespace dagsim::conformance {
 namespace {
@@ -28,7 +29,7 @@ scenarios::Scenario seed_example() {
                   Statement{"t5", "mul", {"t3", "t4"}, {}, Via::local, 0},
                   Statement{"loss", "sum", {"t5"}, {}, Via::local, 0}};
   p.roots = {"loss"};
-  s.program = p;
+  s.workload = scenarios::WorkloadSpec("program", p);
   s.checks = {CheckSpec{"gradients_match_local", {}, std::nullopt, std::nullopt, 0},
               CheckSpec{"no_leaked_contexts", {}, std::nullopt, std::nullopt, 0}};
   return s;
@@ -61,7 +62,7 @@ TEST(ProgramWorkload, TheSeedExampleMatchesLocalAutogradAndReportsItsGradients) 
 
 TEST(ProgramWorkload, LatencyAndAHealingPartitionChangeNothing) {
   scenarios::Scenario s = seed_example();
-  s.network.latency = sim::LatencyModel::uniform(100us, 3ms);
+  s.network.latency = runtime::LatencyModel::uniform(100us, 3ms);
   s.faults.push_back(scenarios::FaultSpec{scenarios::FaultSpec::Kind::partition, 0ms, 0, 200ms, {{0}, {1}}, {}, {}, 0});
   for (uint64_t seed = 1; seed <= 10; ++seed) {
     scenarios::RunOptions o;
@@ -73,7 +74,7 @@ TEST(ProgramWorkload, LatencyAndAHealingPartitionChangeNothing) {
 
 TEST(ProgramWorkload, AnUnusedRpcFailsTheProgramCleanly) {
   scenarios::Scenario s = seed_example();
-  s.program->statements.insert(s.program->statements.begin() + 1,
+  s.workload.as<scenarios::Program>().statements.insert(s.workload.as<scenarios::Program>().statements.begin() + 1,
                                Statement{"unused", "neg", {"t1"}, {}, Via::rpc_sync, 1});
   s.checks = {CheckSpec{"expect_error", {}, std::nullopt, std::nullopt, 0, "never received gradients: 'unused' (autograd message id"},
               CheckSpec{"no_leaked_contexts", {}, std::nullopt, std::nullopt, 0}};

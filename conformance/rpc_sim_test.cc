@@ -58,7 +58,7 @@ struct RpcWorld {
 sim::SimOptions latency(Duration lo, Duration hi, uint64_t seed = 1) {
   sim::SimOptions o;
   o.seed = seed;
-  o.network.latency = sim::LatencyModel::uniform(lo, hi);
+  o.network.latency = runtime::LatencyModel::uniform(lo, hi);
   return o;
 }
 

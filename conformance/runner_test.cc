@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "conformance/scenario_gen.h"
-#include "scenarios/heartbeat_workload.h"
-#include "scenarios/runner.h"
-#include "scenarios/scenario_loader.h"
+#include "scenarios/workloads/heartbeat/heartbeat_workload.h"
+#include "scenarios/run/runner.h"
+#include "scenarios/format/scenario_loader.h"
 
 namespace dagsim::conformance {
 namespace {
@@ -25,9 +25,10 @@ Scenario small_scenario() {
   Scenario s;
   s.name = "small";
   s.cluster.nodes = 3;
-  s.network.latency = sim::LatencyModel::uniform(100us, 900us);
-  s.heartbeat = scenarios::HeartbeatSpec{};
-  s.heartbeat->duration = 5s;
+  s.network.latency = runtime::LatencyModel::uniform(100us, 900us);
+  scenarios::HeartbeatSpec hb;
+  hb.duration = 5s;
+  s.workload = scenarios::WorkloadSpec("heartbeat", hb);
   return s;
 }
 
@@ -40,7 +41,7 @@ const scenarios::CheckResult* find_check(const RunResult& r, const std::string& 
 
 TEST(Runner, AScenarioThatCannotFinishEndsAtMaxVirtualTimeWithAStuckReport) {
   Scenario s = small_scenario();
-  s.heartbeat->duration = 120s;
+  s.workload.as<scenarios::HeartbeatSpec>().duration = 120s;
   s.max_virtual_time = 10s;
   const RunResult r = scenarios::run_scenario(s, {});
   EXPECT_FALSE(r.passed);
@@ -58,43 +59,62 @@ TEST(Runner, AScenarioThatCannotFinishEndsAtMaxVirtualTimeWithAStuckReport) {
       << r.stuck_report;
 }
 
+// The heartbeat workload, with a saboteur fiber on worker2 that throws after a second.
+class Sabotaged final : public scenarios::Workload {
+ public:
+  explicit Sabotaged(const Scenario& s) : inner_(s) {}
+  void node_main(scenarios::NodeContext& node) override {
+    if (node.index() == 2) {
+      runtime::Env& env = node.env();
+      env.spawner.spawn("saboteur", [&env] {
+        env.clock.sleep(1s);
+        throw std::logic_error("invariant broken in worker2");
+      });
+    }
+    inner_.node_main(node);
+  }
+  std::optional<runtime::TimePoint> end_time() const override { return inner_.end_time(); }
+
+ private:
+  HeartbeatWorkload inner_;
+};
+
 TEST(Runner, AnExceptionInANodeFiberFailsThatNodesWorkloadNotTheWorld) {
   Scenario s = small_scenario();
   s.checks.push_back(CheckSpec{"declared_dead", {2}, std::nullopt, std::nullopt, 0});
-  std::unique_ptr<scenarios::Workload> workload = scenarios::make_workload(s, 1);
-  sim::SimWorld world({});
-  for (uint32_t i = 0; i < 3; ++i) {
-    auto main = workload->node_main(i);
-    if (i == 2) {
-      // worker2 heartbeats for a second, then its main fiber throws.
-      main = [main](runtime::Env& env) {
-        env.spawner.spawn("saboteur", [&env] {
-          env.clock.sleep(1s);
-          throw std::logic_error("invariant broken in worker2");
-        });
-        main(env);
-      };
-    }
-    world.add_node(s.cluster.node_name(i), main);
-  }
-  workload->install(world);
-  for (uint32_t i = 0; i < 3; ++i) world.start(i);
-  EXPECT_EQ(world.run({.stop_at = runtime::TimePoint{5s}}), sim::SimWorld::Outcome::finished);
-  ASSERT_EQ(world.failures().size(), 1u);
-  EXPECT_EQ(world.failures()[0].node, "worker2");
-  EXPECT_EQ(world.failures()[0].fiber, "saboteur");
-  EXPECT_EQ(world.failures()[0].what, "invariant broken in worker2");
+  Sabotaged workload(s);
+  const scenarios::RunRecords records = scenarios::record_workload(s, workload, {});
+  EXPECT_EQ(records.outcome, "finished");
+  ASSERT_EQ(records.failures.size(), 1u);
+  EXPECT_EQ(records.failures[0].node, "worker2");
+  EXPECT_EQ(records.failures[0].fiber, "saboteur");
+  EXPECT_EQ(records.failures[0].what, "invariant broken in worker2");
+  const RunResult r = scenarios::judge_run(s, records);
+  EXPECT_FALSE(find_check(r, "no_fiber_failures")->passed);
+  EXPECT_NE(find_check(r, "no_fiber_failures")->detail.find("node worker2, fiber saboteur at 1000"), std::string::npos);
   // The world ran on: worker1 kept heartbeating to the end, and worker2's main too.
-  auto& hb = static_cast<HeartbeatWorkload&>(*workload);
-  EXPECT_GE(hb.heartbeats_received(), 95u);
-  world.shutdown();
+  EXPECT_GE(r.workload.at("heartbeat").at("heartbeats_received").get<uint64_t>(), 95u);
+  EXPECT_FALSE(find_check(r, "declared_dead")->passed) << "worker2's main kept heartbeating";
 }
 
-// Runs `s`, tampering with the monitor's declarations before the checks.
+// Runs `s`, tampering with the monitor's recorded declarations before they are judged.
 RunResult run_tampered(const Scenario& s, std::function<void(std::vector<Declaration>&)> tamper) {
   RunOptions options;
-  options.before_checks = [&](scenarios::Workload& w, sim::SimWorld&) {
-    tamper(static_cast<HeartbeatWorkload&>(w).mutable_declarations_for_testing());
+  options.before_checks = [&](scenarios::RunRecords& records) {
+    const uint32_t monitor = s.workload.as<scenarios::HeartbeatSpec>().monitor;
+    for (scenarios::NodeRecord& r : records.nodes) {
+      if (r.node != monitor || r.incarnation != 0) continue;
+      std::vector<Declaration> declarations;
+      for (const nlohmann::json& d : r.data.at("declarations")) {
+        declarations.push_back({runtime::TimePoint{runtime::Duration{d.at("time_ns").get<int64_t>()}},
+                                d.at("node").get<uint32_t>(), d.at("dead").get<bool>(), 0});
+      }
+      tamper(declarations);
+      r.data["declarations"] = nlohmann::json::array();
+      for (const Declaration& d : declarations) {
+        r.data["declarations"].push_back({{"time_ns", d.time.ns()}, {"node", d.node}, {"dead", d.dead}});
+      }
+    }
   };
   return scenarios::run_scenario(s, options);
 }
@@ -136,7 +156,7 @@ TEST(Runner, NoFalseSuspicionFailsOnADeclarationOfAHealthyNode) {
 
 TEST(Runner, NoFalseSuspicionIsNotApplicableWhenLatencyExceedsTheSlack) {
   Scenario s = small_scenario();
-  s.network.latency = sim::LatencyModel::uniform(1ms, 400ms);  // slack is 200 ms
+  s.network.latency = runtime::LatencyModel::uniform(1ms, 400ms);  // slack is 200 ms
   s.checks.push_back(CheckSpec{"no_false_suspicion", {}, std::nullopt, std::nullopt, 0});
   const RunResult r = scenarios::run_scenario(s, {});
   const auto* check = find_check(r, "no_false_suspicion");

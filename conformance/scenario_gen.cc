@@ -10,7 +10,7 @@ using runtime::Duration;
 using scenarios::CheckSpec;
 using scenarios::FaultSpec;
 using scenarios::Scenario;
-using sim::LatencyModel;
+using runtime::LatencyModel;
 
 namespace {
 
@@ -83,7 +83,7 @@ rc::Gen<Scenario> gen_heartbeat_scenario(GenOptions options) {
     hb.interval = ms(*rc::gen::inRange<int64_t>(20, 200));
     hb.max_attempts = *rc::gen::inRange<uint32_t>(2, 6);
     hb.duration = ms(*rc::gen::inRange<int64_t>(1000, 15000));
-    s.heartbeat = hb;
+    s.workload = scenarios::WorkloadSpec("heartbeat", hb);
     s.max_virtual_time = hb.duration + ms(1000);
     // Latency: under the slack (minus room for drift and serialisation), or anything up to 2× it.
     const Duration slack = hb.slack();
@@ -175,7 +175,7 @@ std::string to_toml(const Scenario& s) {
         << "\npause_per_min = " << r.pause_per_min << "\npartition_per_min = " << r.partition_per_min
         << "\nmax_concurrent = " << r.max_concurrent << "\n";
   }
-  const scenarios::HeartbeatSpec& hb = *s.heartbeat;
+  const scenarios::HeartbeatSpec& hb = s.workload.as<scenarios::HeartbeatSpec>();
   out << "\n[heartbeat]\nmonitor = \"" << s.cluster.node_name(hb.monitor) << "\"\ninterval_ms = " << as_ms(hb.interval)
       << "\nmax_attempts = " << hb.max_attempts << "\nduration_ms = " << as_ms(hb.duration)
       << "\nmessage_bytes = " << hb.message_bytes << "\n";

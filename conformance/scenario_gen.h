@@ -9,7 +9,8 @@
 
 #include <ostream>
 
-#include "scenarios/scenario.h"
+#include "scenarios/format/scenario.h"
+#include "scenarios/workloads/heartbeat/heartbeat_spec.h"
 
 namespace dagsim::conformance {
 

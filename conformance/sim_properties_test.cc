@@ -6,7 +6,7 @@
 #include <rapidcheck/gtest.h>
 
 #include "conformance/scenario_gen.h"
-#include "scenarios/runner.h"
+#include "scenarios/run/runner.h"
 
 namespace dagsim::conformance {
 namespace {
@@ -46,7 +46,7 @@ RC_GTEST_PROP(SimProperties, DifferentSeedsGiveDifferentSchedules, ()) {
   // Randomness in play: a latency with spread, so each seed samples different delays.
   Scenario scenario = *gen_heartbeat_scenario();
   const Duration hi = std::max(scenario.network.latency.max, Duration{std::chrono::microseconds(20)});
-  scenario.network.latency = sim::LatencyModel::uniform(Duration{0}, hi);
+  scenario.network.latency = runtime::LatencyModel::uniform(Duration{0}, hi);
   const uint64_t seed = *rc::gen::noShrink(rc::gen::inRange<uint64_t>(0, 1u << 30));
   RC_ASSERT(run(scenario, seed).trace_hash != run(scenario, seed + 1).trace_hash);
 }

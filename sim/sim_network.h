@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "core/runtime/transport.h"
-#include "sim/network_model.h"
+#include "core/runtime/network_model.h"
 
 namespace dagsim::sim {
 
@@ -45,7 +45,7 @@ struct NetworkStats {
 
 class SimNetwork {
  public:
-  SimNetwork(SimWorld& world, NetworkModel model);
+  SimNetwork(SimWorld& world, runtime::NetworkModel model);
 
   // A message from `source` (running as `incarnation`) to `target`. Never blocks.
   void send(WorkerId source, uint32_t incarnation, WorkerId target, Bytes payload);
@@ -120,7 +120,7 @@ class SimNetwork {
   void drop(WorkerId from, WorkerId to, uint64_t message_id, std::string_view why);
 
   SimWorld& world_;
-  NetworkModel model_;
+  runtime::NetworkModel model_;
   std::unordered_map<Key, Connection, KeyHash> connections_;  // looked up per message; see sorted_keys
   std::vector<InFlight> in_flight_;
   std::vector<uint32_t> free_in_flight_;

@@ -22,17 +22,6 @@ thread_local SimWorld* active_world = nullptr;
 enum Stream : uint64_t { kWorldStream = 1, kNetworkStream = 2, kScheduleStream = 3, kNodeStreams = 1000 };
 }  // namespace
 
-std::string_view node_state_name(NodeState state) {
-  switch (state) {
-    case NodeState::not_started: return "not started";
-    case NodeState::up: return "up";
-    case NodeState::paused: return "paused";
-    case NodeState::killed: return "killed";
-    case NodeState::crashed: return "crashed";
-  }
-  DAGSIM_UNREACHABLE();
-}
-
 // Nodes and incarnations ---------------------------------------------------------------------------
 
 class SimWorld::IncarnationSpawner final : public runtime::Spawner {

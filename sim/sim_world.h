@@ -21,15 +21,21 @@
 #include <string>
 #include <vector>
 
+#include "core/runtime/cluster.h"
 #include "core/runtime/env.h"
 #include "core/runtime/fiber_context.h"
 #include "core/runtime/scheduler.h"
 #include "core/runtime/virtual_clock.h"
-#include "sim/network_model.h"
+#include "core/runtime/network_model.h"
 #include "sim/node_clock.h"
 #include "sim/trace.h"
 
 namespace dagsim::sim {
+
+// The network model is runtime-neutral (core/runtime/network_model.h); the simulator samples it.
+using runtime::LatencyModel;
+using runtime::LinkModel;
+using runtime::NetworkModel;
 
 class SimNetwork;
 
@@ -43,19 +49,10 @@ struct SimOptions {
   size_t stack_bytes = 256 * 1024;  // protected fiber stacks
 };
 
-enum class NodeState : uint8_t { not_started, up, paused, killed, crashed };
-std::string_view node_state_name(NodeState state);
-
-// What happened to nodes and links, in order, for checks that reason about faults.
-struct FaultEvent {
-  enum class Kind : uint8_t { start, kill, crash, restart, pause, resume, partition, heal, connection_failed };
-  Kind kind;
-  TimePoint time;
-  WorkerId node = 0;      // node faults; connection_failed: one end
-  WorkerId peer = 0;      // connection_failed: the other end
-  uint64_t partition = 0; // partition/heal: its id
-  std::vector<std::pair<WorkerId, WorkerId>> blocked;  // partition: the directed pairs it blocks
-};
+// Node states and the fault history are the Cluster's, runtime-neutral (core/runtime/cluster.h).
+using runtime::FaultEvent;
+using runtime::NodeState;
+using runtime::node_state_name;
 
 struct FiberFailure {
   TimePoint time;
@@ -69,7 +66,7 @@ struct RunLimits {
   TimePoint max_virtual_time = TimePoint{std::chrono::seconds(60)};
 };
 
-class SimWorld {
+class SimWorld final : public runtime::Cluster {
  public:
   // finished: every foreground fiber ended (if this run had any: live at its start or spawned
   // during it), or stop_at came. idle: nothing can happen any more
@@ -78,36 +75,36 @@ class SimWorld {
   // (kMaxRoundsPerInstant driver rounds at one instant: fibers re-arming zero-delay timers).
   enum class Outcome { finished, idle, time_limit, deadlock, livelock };
   static constexpr uint64_t kMaxRoundsPerInstant = 1'000'000;
-  using NodeMain = std::function<void(runtime::Env&)>;
+  using NodeMain = runtime::Cluster::NodeMain;
   using Progress = std::function<void(TimePoint now, uint64_t events)>;
 
   explicit SimWorld(SimOptions options);
-  ~SimWorld();
+  ~SimWorld() override;
   SimWorld(const SimWorld&) = delete;
   SimWorld& operator=(const SimWorld&) = delete;
 
   // Adds a node, not yet started. `main` runs on a fiber named "main" each time the node starts
   // or restarts, with that incarnation's Env. Ids are dense, from 0.
-  WorkerId add_node(std::string name, NodeMain main);
-  size_t num_nodes() const { return nodes_.size(); }
-  const std::string& node_name(WorkerId node) const;
+  WorkerId add_node(std::string name, NodeMain main) override;
+  size_t num_nodes() const override { return nodes_.size(); }
+  const std::string& node_name(WorkerId node) const override;
   std::vector<std::string> node_names() const;
 
   // Node lifecycle. All are immediate and may be called from the driver (before or between runs,
   // or from an `at` event), never from a node fiber of the node itself.
-  void start(WorkerId node);
-  void kill(WorkerId node);     // process death: peers told after about one latency
-  void crash(WorkerId node);    // host silence: peers learn only through timeouts
-  void restart(WorkerId node);  // a fresh incarnation (kills a live one first)
-  void pause(WorkerId node);
-  void resume(WorkerId node);
+  void start(WorkerId node) override;
+  void kill(WorkerId node) override;     // process death: peers told after about one latency
+  void crash(WorkerId node) override;    // host silence: peers learn only through timeouts
+  void restart(WorkerId node) override;  // a fresh incarnation (kills a live one first)
+  void pause(WorkerId node) override;
+  void resume(WorkerId node) override;
   // Blocks every directed pair; returns the partition's id for heal().
-  uint64_t partition(std::vector<std::pair<WorkerId, WorkerId>> blocked);
-  void heal(uint64_t partition_id);
-  void heal_all();
+  uint64_t partition(std::vector<std::pair<WorkerId, WorkerId>> blocked) override;
+  void heal(uint64_t partition_id) override;
+  void heal_all() override;
 
-  NodeState state(WorkerId node) const;
-  uint32_t incarnation(WorkerId node) const;
+  NodeState state(WorkerId node) const override;
+  uint32_t incarnation(WorkerId node) const override;
   // The running incarnation's Env. REQUIRES: the node is up or paused.
   runtime::Env& env(WorkerId node);
   const NodeClock& clock(WorkerId node) const;
@@ -116,17 +113,17 @@ class SimWorld {
   // foreground fiber has ended. REQUIRES: the node is up.
   void spawn_foreground(WorkerId node, std::string name, std::function<void()> fn);
   // Runs `fn` on the driver at world time `t` (faults, workload phases). `fn` must not block.
-  void at(TimePoint t, std::string what, std::function<void()> fn);
+  void at(TimePoint t, std::string what, std::function<void()> fn) override;
 
   Outcome run(RunLimits limits);
   // Kills every node quietly and joins their fibers: background fibers end with the workload.
   void shutdown();
 
-  TimePoint now() const { return clock_.now(); }
+  TimePoint now() const override { return clock_.now(); }
   Trace& trace() { return trace_; }
   const Trace& trace() const { return trace_; }
   SimNetwork& network() { return *network_; }
-  const std::vector<FaultEvent>& fault_history() const { return history_; }
+  const std::vector<FaultEvent>& fault_history() const override { return history_; }
   const std::vector<FiberFailure>& failures() const { return failures_; }
   size_t live_fibers() const { return live_fibers_; }
   uint64_t driver_steps() const { return steps_; }

@@ -217,6 +217,7 @@ const char* message_type_name(MessageType type) {
     case MessageType::rref_backward_resp: return "rref_backward_resp";
     case MessageType::termination_probe_req: return "termination_probe_req";
     case MessageType::termination_probe_resp: return "termination_probe_resp";
+    case MessageType::heartbeat: return "heartbeat";
     case MessageType::backward_abort_req: return "backward_abort_req";
     case MessageType::backward_abort_resp: return "backward_abort_resp";
     case MessageType::exception: return "exception";

@@ -46,6 +46,8 @@ enum class MessageType : uint16_t {
   backward_abort_req = 0x42 | kRequest,           // fail a context's pass on a worker, with the reason
   backward_abort_resp = 0x43 | kResponse,
   exception = 0x37 | kResponse,                   // EXCEPTION: an error code and text
+  // One-way notices (neither request nor response): the heartbeat workload's failure detector.
+  heartbeat = 0x50,
 };
 
 // "call", "ret", ...; nullptr for a value that is not a known type.

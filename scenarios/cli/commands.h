@@ -16,8 +16,16 @@ struct RunArgs {
   bool json = false;
   std::string trace_path;  // Chrome trace-event JSON, when set
   bool check_determinism = false;
+  std::string records_dir;  // write the run's records here, when set
 };
 int run_command(const RunArgs& args);
+
+struct JudgeArgs {
+  std::string dir;  // a records directory (dagsim run --records DIR)
+  bool json = false;
+};
+// Judges a run from its records alone and prints the same report as the run did.
+int judge_command(const JudgeArgs& args);
 
 int validate_command(const std::string& file);
 // The same check, printing only errors.

@@ -1,5 +1,7 @@
 // dagsim: the command line (DESIGN.md, "The CLI contract").
 //   dagsim run FILE [--seed N] [--transport sim] [--json] [--trace OUT.json] [--check-determinism]
+//        [--records DIR]
+//   dagsim judge DIR [--json]
 //   dagsim validate FILE
 //   dagsim check FILE --seeds A..B [--jobs N] [--json]
 // Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
@@ -71,6 +73,15 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--trace", run.trace_path, "Write Chrome trace-event JSON (Perfetto, chrome://tracing) here");
   run_cmd->add_flag("--check-determinism", run.check_determinism,
                     "Run the seed twice and fail unless both runs give the same trace hash");
+  run_cmd->add_option("--records", run.records_dir,
+                      "Write the run's records here (one file per node incarnation, the fault history, the "
+                      "scenario) for `dagsim judge`");
+
+  dagsim::cli::JudgeArgs judge;
+  CLI::App* judge_cmd =
+      app.add_subcommand("judge", "Judge a run from its records alone (dagsim run --records DIR), on any host");
+  judge_cmd->add_option("DIR", judge.dir, "Records directory")->required();
+  judge_cmd->add_flag("--json", judge.json, "Print one JSON object instead of text");
 
   std::string validate_file;
   CLI::App* validate_cmd = app.add_subcommand("validate", "Check a scenario file without running it");
@@ -92,6 +103,7 @@ int main(int argc, char** argv) {
   }
   try {
     if (*run_cmd) return dagsim::cli::run_command(run);
+    if (*judge_cmd) return dagsim::cli::judge_command(judge);
     if (*validate_cmd) return dagsim::cli::validate_command(validate_file);
     if (*check_cmd) {
       check.self_path = self_path(argv[0]);

@@ -4,8 +4,10 @@
 
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 
 #include "scenarios/cli/build_info.h"
+#include "scenarios/cli/commands.h"
 
 namespace dagsim::cli {
 
@@ -36,7 +38,7 @@ std::string replay_command(const std::string& file, uint64_t seed) {
   return "dagsim run " + file + " --seed " + std::to_string(seed);
 }
 
-nlohmann::json report_json(const scenarios::RunResult& r, const std::string& file, double wall_ms) {
+nlohmann::json report_json(const scenarios::RunResult& r, const std::string& file) {
   nlohmann::json checks = nlohmann::json::array();
   for (const scenarios::CheckResult& c : r.checks) {
     checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
@@ -51,7 +53,7 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
                       {"trace_hash", scenarios::hash_hex(r.trace_hash)},
                       {"trace_events", r.trace_events},
                       {"virtual_time_ms", r.virtual_time_ms},
-                      {"wall_ms", wall_ms},
+                      {"wall_ms", r.wall_ms},
                       {"messages", r.messages},
                       {"messages_delivered", r.messages_delivered},
                       {"messages_dropped", r.messages_dropped},
@@ -70,10 +72,10 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
   return j;
 }
 
-void print_report_text(std::ostream& out, const scenarios::RunResult& r, const std::string& file, double wall_ms) {
+void print_report_text(std::ostream& out, const scenarios::RunResult& r, const std::string& file) {
   out << "scenario " << r.scenario << " (" << file << "), seed " << r.seed << ", transport " << r.transport << "\n";
   out << std::fixed << std::setprecision(3) << "  " << r.outcome << " at " << r.virtual_time_ms << " ms virtual in "
-      << std::setprecision(1) << wall_ms << " ms wall; " << r.messages << " messages (" << r.messages_delivered
+      << std::setprecision(1) << r.wall_ms << " ms wall; " << r.messages << " messages (" << r.messages_delivered
       << " delivered, " << r.messages_dropped << " dropped), " << r.connection_failures << " connection failures; trace "
       << scenarios::hash_hex(r.trace_hash) << " (" << r.trace_events << " events)\n";
   for (const scenarios::CheckResult& c : r.checks) {
@@ -85,6 +87,15 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
   } else {
     out << "FAILED; replay with: " << replay_command(file, r.seed) << "\n";
   }
+}
+
+int print_report(const scenarios::RunResult& result, const std::string& file, bool json) {
+  if (json) {
+    std::cout << report_json(result, file).dump(2) << "\n";
+  } else {
+    print_report_text(std::cout, result, file);
+  }
+  return result.passed ? kPassed : kCheckFailed;
 }
 
 }  // namespace dagsim::cli

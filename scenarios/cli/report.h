@@ -6,7 +6,7 @@
 #include <ostream>
 #include <string>
 
-#include "scenarios/runner.h"
+#include "scenarios/run/runner.h"
 
 namespace dagsim::cli {
 
@@ -16,7 +16,11 @@ nlohmann::json provenance();
 // The command that replays a run.
 std::string replay_command(const std::string& file, uint64_t seed);
 
-nlohmann::json report_json(const scenarios::RunResult& result, const std::string& file, double wall_ms);
-void print_report_text(std::ostream& out, const scenarios::RunResult& result, const std::string& file, double wall_ms);
+// The run's wall time is the one it recorded, so `dagsim judge` prints what `dagsim run` did.
+nlohmann::json report_json(const scenarios::RunResult& result, const std::string& file);
+void print_report_text(std::ostream& out, const scenarios::RunResult& result, const std::string& file);
+
+// Prints `result` on stdout (JSON or text) and returns the exit code for its verdict.
+int print_report(const scenarios::RunResult& result, const std::string& file, bool json);
 
 }  // namespace dagsim::cli

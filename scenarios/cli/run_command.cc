@@ -12,7 +12,9 @@
 #include "core/base/error.h"
 #include "scenarios/cli/commands.h"
 #include "scenarios/cli/report.h"
-#include "scenarios/scenario_loader.h"
+#include "scenarios/format/scenario_loader.h"
+#include "scenarios/run/runner.h"
+#include "scenarios/workloads/registry.h"
 
 namespace dagsim::cli {
 
@@ -31,7 +33,7 @@ class ProgressLine {
   ~ProgressLine() {
     if (shown_) std::fprintf(stderr, "\r\033[K");
   }
-  sim::SimWorld::Progress callback() {
+  std::function<void(runtime::TimePoint, uint64_t)> callback() {
     if (!enabled_) return nullptr;
     return [this](runtime::TimePoint now, uint64_t steps) {
       const auto wall = WallClock::now();
@@ -61,8 +63,10 @@ int run_command(const RunArgs& args) {
     return kBadInput;
   }
   scenarios::Scenario scenario;
+  std::string scenario_text;
   try {
-    scenario = scenarios::load_scenario_file(args.file);
+    scenario_text = scenarios::read_scenario_text(args.file);
+    scenario = scenarios::parse_scenario(scenario_text, args.file);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::invalid_scenario) throw;
     std::cerr << e.detail() << "\n";
@@ -78,7 +82,6 @@ int run_command(const RunArgs& args) {
   }
   set_assert_context("replay: " + replay_command(args.file, args.seed));
 
-  const auto start = WallClock::now();
   scenarios::RunResult result;
   try {
     ProgressLine progress(!args.json);
@@ -87,7 +90,9 @@ int run_command(const RunArgs& args) {
     options.keep_trace = !args.trace_path.empty();
     options.chrome_trace = options.keep_trace ? &trace_file : nullptr;
     options.progress = progress.callback();
-    result = scenarios::run_scenario(scenario, options);
+    const scenarios::RunRecords records = scenarios::record_scenario(scenario, options);
+    if (!args.records_dir.empty()) scenarios::write_records_dir(args.records_dir, records, scenario_text);
+    result = scenarios::judge_run(scenario, records);
     if (args.check_determinism) {
       // The self-check of FoundationDB's "unseed" and madsim's CHECK_DETERMINISM: run the same
       // seed again in this process and compare trace hashes.
@@ -104,12 +109,16 @@ int run_command(const RunArgs& args) {
       result.passed = result.passed && determinism.passed;
     }
   } catch (const Error& e) {
-    // Some limits are found only when the scenario is expanded (the random fault timeline).
+    // Some limits are found only when the scenario is expanded (the random fault timeline); a
+    // records directory that cannot be written is the caller's to fix.
+    if (e.code() == ErrorCode::invalid_argument && !args.records_dir.empty()) {
+      std::cerr << "dagsim run: --records " << args.records_dir << ": " << e.detail() << "\n";
+      return kBadInput;
+    }
     if (e.code() != ErrorCode::invalid_scenario) throw;
     std::cerr << e.detail() << "\n";
     return kBadInput;
   }
-  const double wall_ms = ms_since(start);
   if (!args.trace_path.empty()) {
     trace_file.close();
     if (!trace_file) {
@@ -117,31 +126,17 @@ int run_command(const RunArgs& args) {
       return kInternalError;
     }
   }
-  if (args.json) {
-    std::cout << report_json(result, args.file, wall_ms).dump(2) << "\n";
-  } else {
-    print_report_text(std::cout, result, args.file, wall_ms);
-  }
-  return result.passed ? kPassed : kCheckFailed;
+  return print_report(result, args.file, args.json);
 }
 
 namespace {
-// "heartbeat", "program (4 statements)", "model + train (3 layers, 10 steps)".
-std::string workload_summary(const scenarios::Scenario& s) {
-  if (s.model) {
-    return "model + train (" + std::to_string(s.model->layers.size()) + " layers, " + std::to_string(s.model->steps) +
-           " steps)";
-  }
-  if (s.program) return "program (" + std::to_string(s.program->statements.size()) + " statements)";
-  return "heartbeat";
-}
 
 int validate(const std::string& file, bool quiet) {
   try {
     const scenarios::Scenario s = scenarios::load_scenario_file(file);
     if (quiet) return kPassed;
     std::cout << file << ": valid: scenario " << s.name << ", " << s.cluster.nodes << " nodes, workload "
-              << workload_summary(s) << ", "
+              << scenarios::workload_type(s).summary(s) << ", "
               << s.faults.size() << " scheduled fault(s)" << (s.random_faults.any() ? " plus random faults" : "")
               << ", " << s.checks.size() << " check(s)\n";
     return kPassed;

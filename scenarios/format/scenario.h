@@ -1,0 +1,121 @@
+// Scenario: one parsed, validated scenario file as plain data (DESIGN.md, "Scenarios").
+//
+// The loader (scenario_loader.h) fills it from TOML and rejects anything it cannot represent, so
+// the runner never has to re-validate: node references are resolved to indices, times are
+// Durations, and every value is in range. Tests and RapidCheck generators build Scenarios
+// directly as data. docs/scenarios.md documents every key.
+#pragma once
+
+#include <any>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/assert.h"
+#include "core/runtime/network_model.h"
+
+namespace dagsim::scenarios {
+
+using runtime::Duration;
+
+enum class Schedule : uint8_t { fifo, random };
+
+struct ClusterSpec {
+  uint32_t nodes = 2;
+  std::string name_prefix = "worker";  // nodes are <prefix>0 .. <prefix>N-1
+  Duration clock_skew_max{0};          // each node's clock offset, uniform in [0, max]
+  int64_t clock_drift_max_ppm = 0;     // each node's rate error, uniform in [-max, +max] ppm
+
+  std::string node_name(uint32_t index) const { return name_prefix + std::to_string(index); }
+};
+
+// One scheduled fault ([[faults]]).
+struct FaultSpec {
+  enum class Kind : uint8_t { kill, crash, restart, pause, resume, partition, heal };
+  Kind kind = Kind::kill;
+  Duration at{0};
+  // kill, crash, restart, pause, resume: the node.
+  uint32_t node = 0;
+  // kill/crash: restart the node (a fresh incarnation) at this time. pause: resume at this time.
+  // partition: heal this partition at this time.
+  std::optional<Duration> until;
+  // partition: either symmetric groups (traffic between different groups is blocked; nodes in no
+  // group are unaffected) or one-way (traffic from each `from` node to each `to` node is blocked).
+  std::vector<std::vector<uint32_t>> groups;
+  std::vector<uint32_t> from;
+  std::vector<uint32_t> to;
+  int line = 0;  // where it was declared, for messages
+};
+
+// Faults drawn from seeded rates ([random_faults]). Each kind arrives as a Poisson process.
+struct RandomFaultSpec {
+  double kill_per_min = 0;
+  double crash_per_min = 0;
+  double pause_per_min = 0;
+  double partition_per_min = 0;  // isolates one random node (symmetric) from the others
+  Duration start{0};
+  std::optional<Duration> end;           // default: the workload's end
+  Duration restart_after{std::chrono::seconds(1)};  // killed/crashed nodes come back after this
+  Duration resume_after{std::chrono::milliseconds(500)};
+  Duration heal_after{std::chrono::seconds(1)};
+  uint32_t max_concurrent = 1;           // at most this many nodes faulted at once
+  std::vector<uint32_t> exclude;         // never faulted (e.g. the monitor)
+
+  bool any() const { return kill_per_min > 0 || crash_per_min > 0 || pause_per_min > 0 || partition_per_min > 0; }
+};
+
+// A scenario's workload: its name in the workload registry and its spec, whose type the workload
+// defines (HeartbeatSpec, Program, ...). The format knows no workload: each reads its own keys.
+class WorkloadSpec {
+ public:
+  WorkloadSpec() = default;
+  template <typename Spec>
+  WorkloadSpec(std::string name, Spec spec) : name_(std::move(name)), spec_(std::move(spec)) {}
+
+  const std::string& name() const { return name_; }
+  bool empty() const { return name_.empty(); }
+  // The spec as `Spec`; asserts that it is one (a workload reads only its own spec).
+  template <typename Spec>
+  const Spec& as() const {
+    const Spec* spec = std::any_cast<Spec>(&spec_);
+    DAGSIM_ASSERT_MSG(spec != nullptr, "the workload " + name_ + " has another spec type");
+    return *spec;
+  }
+  template <typename Spec>
+  Spec& as() {
+    Spec* spec = std::any_cast<Spec>(&spec_);
+    DAGSIM_ASSERT_MSG(spec != nullptr, "the workload " + name_ + " has another spec type");
+    return *spec;
+  }
+  template <typename Spec>
+  const Spec* get() const { return std::any_cast<Spec>(&spec_); }
+
+ private:
+  std::string name_;
+  std::any spec_;
+};
+
+struct CheckSpec {
+  std::string kind;                // one of the workload's check kinds (docs/scenarios.md)
+  std::vector<uint32_t> nodes;     // declared_dead / never_declared_dead: the nodes
+  std::optional<double> rtol;      // gradients_match_local, params_match_local
+  std::optional<double> atol;
+  int line = 0;
+  std::string message = {};        // expect_error: a fragment the error must contain
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string file;  // where it was loaded from ("" when built as data)
+  Schedule schedule = Schedule::fifo;
+  Duration max_virtual_time{std::chrono::seconds(60)};
+  ClusterSpec cluster;
+  runtime::NetworkModel network;
+  std::vector<FaultSpec> faults;
+  RandomFaultSpec random_faults;
+  WorkloadSpec workload;  // exactly one (scenarios/workloads/registry.h)
+  std::vector<CheckSpec> checks;
+};
+
+}  // namespace dagsim::scenarios

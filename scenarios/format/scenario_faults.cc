@@ -1,0 +1,184 @@
+// The [[faults]] and [random_faults] sections of the scenario loader (scenario_faults.h).
+//
+// Each fault kind takes its own keys; a key of another kind is an error naming the kind, so a
+// `restart_at_ms` on a pause (which resumes with `resume_at_ms`) is caught rather than ignored.
+#include "scenarios/format/scenario_faults.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+namespace dagsim::scenarios::detail {
+namespace {
+
+using Kind = FaultSpec::Kind;
+
+constexpr int64_t kNsPerMs = 1'000'000;
+
+// In FaultSpec::Kind's order.
+constexpr std::array<std::string_view, 7> kKindNames = {"kill",   "crash",     "restart", "pause",
+                                                        "resume", "partition", "heal"};
+
+constexpr std::string_view kKillKeys[] = {"at_ms", "kind", "node", "restart_at_ms"};
+constexpr std::string_view kNodeKeys[] = {"at_ms", "kind", "node"};
+constexpr std::string_view kPauseKeys[] = {"at_ms", "kind", "node", "resume_at_ms"};
+constexpr std::string_view kPartitionKeys[] = {"at_ms", "kind", "groups", "from", "to", "heal_at_ms"};
+constexpr std::string_view kHealKeys[] = {"at_ms", "kind"};
+constexpr std::string_view kAllFaultKeys[] = {"at_ms",  "kind", "node", "restart_at_ms", "resume_at_ms",
+                                              "groups", "from", "to",   "heal_at_ms"};
+
+Names keys_for(Kind kind) {
+  switch (kind) {
+    case Kind::kill:
+    case Kind::crash:
+      return kKillKeys;
+    case Kind::restart:
+    case Kind::resume:
+      return kNodeKeys;
+    case Kind::pause:
+      return kPauseKeys;
+    case Kind::partition:
+      return kPartitionKeys;
+    case Kind::heal:
+      return kHealKeys;
+  }
+  return kHealKeys;
+}
+
+// The key that sets FaultSpec::until for this kind ("" when the kind has none).
+std::string_view until_key(Kind kind) {
+  switch (kind) {
+    case Kind::kill:
+    case Kind::crash:
+      return "restart_at_ms";
+    case Kind::pause:
+      return "resume_at_ms";
+    case Kind::partition:
+      return "heal_at_ms";
+    case Kind::restart:
+    case Kind::resume:
+    case Kind::heal:
+      return "";
+  }
+  return "";
+}
+
+bool takes_node(Kind kind) { return kind != Kind::partition && kind != Kind::heal; }
+
+bool has(const std::vector<uint32_t>& nodes, uint32_t node) {
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
+std::string ms(Duration d) { return format_duration(d, kNsPerMs); }
+
+// Symmetric `groups`, or one-way `from` + `to`: exactly one of the two forms.
+void read_partition(const TomlReader& reader, const Table& t, FaultSpec& fault) {
+  const toml::node* groups = t.get("groups");
+  const toml::node* from = t.get("from");
+  const toml::node* to = t.get("to");
+  if (groups != nullptr) {
+    if (from != nullptr || to != nullptr) {
+      const std::string_view key = from != nullptr ? "from" : "to";
+      reader.fail(*t.get(key), t.key_path(key),
+                  "give either groups (a symmetric partition) or from + to (a one-way partition), not both");
+    }
+    const std::string path = t.key_path("groups");
+    const toml::array& list = reader.array(*groups, path);
+    if (list.size() < 2) reader.fail(*groups, path, "needs at least 2 groups, got " + std::to_string(list.size()));
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string group_path = path + "[" + std::to_string(i) + "]";
+      std::vector<uint32_t> group = reader.node_list(list[i], group_path, /*allow_empty=*/false);
+      for (uint32_t node : group) {
+        for (size_t j = 0; j < fault.groups.size(); ++j) {
+          if (!has(fault.groups[j], node)) continue;
+          reader.fail(list[i], group_path,
+                      "groups must be disjoint: " + reader.cluster().node_name(node) + " is in groups[" +
+                          std::to_string(j) + "] and groups[" + std::to_string(i) + "]");
+        }
+      }
+      fault.groups.push_back(std::move(group));
+    }
+    return;
+  }
+  if (from == nullptr && to == nullptr) {
+    reader.fail(t.line(), t.key_path("groups"),
+                "required for kind \"partition\" (or from + to for a one-way partition)");
+  }
+  fault.from =
+      reader.node_list(reader.required(t, "from", " with to (a one-way partition)"), t.key_path("from"), false);
+  fault.to = reader.node_list(reader.required(t, "to", " with from (a one-way partition)"), t.key_path("to"), false);
+  for (uint32_t node : fault.to) {
+    if (has(fault.from, node)) {
+      reader.fail(*to, t.key_path("to"),
+                  reader.cluster().node_name(node) + " is also in from; from and to must be disjoint");
+    }
+  }
+}
+
+FaultSpec read_fault(const TomlReader& reader, const Table& t, Duration max_virtual_time) {
+  FaultSpec fault;
+  fault.line = t.line();
+  fault.kind = static_cast<Kind>(reader.choice(reader.required(t, "kind"), t.key_path("kind"), kKindNames));
+  const std::string variant = "kind \"" + std::string(kKindNames[static_cast<size_t>(fault.kind)]) + "\"";
+  reader.check_variant_keys(t, keys_for(fault.kind), kAllFaultKeys, variant);
+
+  fault.at = reader.duration(reader.required(t, "at_ms"), t.key_path("at_ms"), kNonNegativeMs);
+  if (fault.at > max_virtual_time) {
+    reader.fail(*t.get("at_ms"), t.key_path("at_ms"),
+                ms(fault.at) + " is after max_virtual_time_ms (" + ms(max_virtual_time) + ")");
+  }
+  if (takes_node(fault.kind)) {
+    fault.node = reader.node_ref(reader.required(t, "node", " for " + variant), t.key_path("node"));
+  }
+  if (fault.kind == Kind::partition) read_partition(reader, t, fault);
+
+  const std::string_view until = until_key(fault.kind);
+  if (!until.empty()) {
+    fault.until = reader.opt_duration(t, until, kNonNegativeMs);
+    if (fault.until && *fault.until <= fault.at) {
+      reader.fail(*t.get(until), t.key_path(until), ms(*fault.until) + " is not after at_ms (" + ms(fault.at) + ")");
+    }
+  }
+  return fault;
+}
+
+}  // namespace
+
+std::vector<FaultSpec> read_faults(const TomlReader& reader, const toml::node& faults, Duration max_virtual_time) {
+  std::vector<FaultSpec> out;
+  const std::vector<const toml::table*> tables = reader.tables(faults, "faults");
+  for (size_t i = 0; i < tables.size(); ++i) {
+    out.push_back(read_fault(reader, Table{*tables[i], "faults[" + std::to_string(i) + "]"}, max_virtual_time));
+  }
+  return out;
+}
+
+RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& random_faults) {
+  static constexpr std::string_view kKeys[] = {
+      "kill_per_min",     "crash_per_min",   "pause_per_min", "partition_per_min", "start_ms", "end_ms",
+      "restart_after_ms", "resume_after_ms", "heal_after_ms", "max_concurrent",    "exclude"};
+  static constexpr Range kRate{0, 1e6};
+  const Table t{reader.table(random_faults, "random_faults"), "random_faults"};
+  reader.check_keys(t, kKeys, "keys in [random_faults]");
+
+  RandomFaultSpec spec;
+  spec.kill_per_min = reader.opt_number(t, "kill_per_min", kRate).value_or(spec.kill_per_min);
+  spec.crash_per_min = reader.opt_number(t, "crash_per_min", kRate).value_or(spec.crash_per_min);
+  spec.pause_per_min = reader.opt_number(t, "pause_per_min", kRate).value_or(spec.pause_per_min);
+  spec.partition_per_min = reader.opt_number(t, "partition_per_min", kRate).value_or(spec.partition_per_min);
+  spec.start = reader.opt_duration(t, "start_ms", kNonNegativeMs).value_or(spec.start);
+  spec.end = reader.opt_duration(t, "end_ms", kPositiveMs);
+  if (spec.end && *spec.end <= spec.start) {
+    reader.fail(*t.get("end_ms"), t.key_path("end_ms"),
+                ms(*spec.end) + " is not after start_ms (" + ms(spec.start) + ")");
+  }
+  spec.restart_after = reader.opt_duration(t, "restart_after_ms", kPositiveMs).value_or(spec.restart_after);
+  spec.resume_after = reader.opt_duration(t, "resume_after_ms", kPositiveMs).value_or(spec.resume_after);
+  spec.heal_after = reader.opt_duration(t, "heal_after_ms", kPositiveMs).value_or(spec.heal_after);
+  spec.max_concurrent = static_cast<uint32_t>(
+      reader.opt_integer(t, "max_concurrent", 1, reader.cluster().nodes).value_or(spec.max_concurrent));
+  spec.exclude = reader.opt_node_list(t, "exclude", /*allow_empty=*/true).value_or(spec.exclude);
+  return spec;
+}
+
+}  // namespace dagsim::scenarios::detail

@@ -1,0 +1,20 @@
+// The [[faults]] and [random_faults] sections of the scenario loader (scenario_faults.cc).
+//
+// Private to the scenarios library; scenario_loader.cc calls these once [cluster] is known (node
+// names resolve against it) and max_virtual_time is read (no fault may be scheduled after it).
+#pragma once
+
+#include <vector>
+
+#include "scenarios/format/scenario.h"
+#include "scenarios/format/toml_reader.h"
+
+namespace dagsim::scenarios::detail {
+
+// The `faults` array, in file order (the runner sorts stably by time).
+std::vector<FaultSpec> read_faults(const TomlReader& reader, const toml::node& faults, Duration max_virtual_time);
+
+// The [random_faults] table.
+RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& random_faults);
+
+}  // namespace dagsim::scenarios::detail

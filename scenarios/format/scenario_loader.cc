@@ -1,0 +1,369 @@
+// The scenario loader (scenario_loader.h): the top level, [cluster], [network], the workload and
+// [[checks]]. The fault sections are in scenario_faults.cc; typed reads in toml_reader.cc.
+//
+// Sections are read in dependency order, not file order: [cluster] first (node names resolve
+// against it), then max_virtual_time_ms (faults must fall before it), then everything else.
+#include "scenarios/format/scenario_loader.h"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include "core/base/error.h"
+#include "scenarios/format/scenario_faults.h"
+#include "scenarios/format/toml_reader.h"
+#include "scenarios/workloads/registry.h"
+
+namespace dagsim::scenarios {
+namespace {
+
+using detail::Names;
+using detail::Range;
+using detail::Table;
+using detail::TomlReader;
+using Dist = runtime::LatencyModel::Dist;
+
+constexpr int64_t kNsPerUs = 1'000;
+
+// The top-level keys other than the workload tables.
+constexpr std::array<std::string_view, 9> kTopKeys = {"name",    "description", "schedule", "max_virtual_time_ms",
+                                                      "cluster", "network",     "faults",   "random_faults",
+                                                      "checks"};
+
+std::string us(Duration d) { return detail::format_duration(d, kNsPerUs); }
+
+ClusterSpec read_cluster(const TomlReader& reader, const toml::node& node) {
+  static constexpr std::string_view kKeys[] = {"nodes", "name_prefix", "clock_skew_max_ms", "clock_drift_max_ppm"};
+  const Table t{reader.table(node, "cluster"), "cluster"};
+  reader.check_keys(t, kKeys, "keys in [cluster]");
+  ClusterSpec cluster;
+  cluster.nodes = static_cast<uint32_t>(reader.opt_integer(t, "nodes", 1, 1024).value_or(cluster.nodes));
+  if (std::optional<std::string> prefix = reader.opt_string(t, "name_prefix")) {
+    const toml::node& at = *t.get("name_prefix");
+    const bool valid_chars = std::all_of(prefix->begin(), prefix->end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    });
+    if (prefix->empty()) reader.fail(at, "cluster.name_prefix", "must not be empty");
+    if (!valid_chars) {
+      reader.fail(at, "cluster.name_prefix", "\"" + *prefix + "\" may contain only letters, digits, _ and -");
+    }
+    // A prefix ending in a digit would make "w12" both node 12 of "w" and node 2 of "w1".
+    if (prefix->back() >= '0' && prefix->back() <= '9') {
+      reader.fail(at, "cluster.name_prefix", "\"" + *prefix + "\" must not end in a digit");
+    }
+    cluster.name_prefix = *prefix;
+  }
+  cluster.clock_skew_max = reader.opt_duration(t, "clock_skew_max_ms", Range{0, 1e6}).value_or(cluster.clock_skew_max);
+  cluster.clock_drift_max_ppm =
+      reader.opt_integer(t, "clock_drift_max_ppm", 0, 100'000).value_or(cluster.clock_drift_max_ppm);
+  return cluster;
+}
+
+// One latency table (the default one or a link's): `dist` picks which keys apply.
+runtime::LatencyModel read_latency(const TomlReader& reader, const toml::node& node, const std::string& path) {
+  static constexpr std::array<std::string_view, 4> kDists = {"constant", "uniform", "exponential", "normal"};
+  static constexpr std::string_view kConstant[] = {"dist", "us"};
+  static constexpr std::string_view kUniform[] = {"dist", "min_us", "max_us"};
+  static constexpr std::string_view kExponential[] = {"dist", "mean_us", "min_us", "max_us"};
+  static constexpr std::string_view kNormal[] = {"dist", "mean_us", "stddev_us", "min_us", "max_us"};
+  static constexpr std::string_view kAll[] = {"dist", "us", "min_us", "max_us", "mean_us", "stddev_us"};
+  static constexpr std::array<Names, 4> kKeys = {kConstant, kUniform, kExponential, kNormal};
+
+  const Table t{reader.table(node, path), path};
+  const size_t dist = reader.choice(reader.required(t, "dist"), t.key_path("dist"), kDists);
+  reader.check_variant_keys(t, kKeys[dist], kAll, "dist \"" + std::string(kDists[dist]) + "\"");
+  const std::string why = " for dist \"" + std::string(kDists[dist]) + "\"";
+  auto required_us = [&](std::string_view key, Range range_ms) {
+    return reader.duration(reader.required(t, key, why), t.key_path(key), range_ms);
+  };
+
+  runtime::LatencyModel model;
+  model.dist = static_cast<Dist>(dist);
+  switch (model.dist) {
+    case Dist::constant:
+      return runtime::LatencyModel::constant(required_us("us", detail::kNonNegativeMs));
+    case Dist::uniform: {
+      // Read in a fixed order (not as two arguments), so the same key is reported first every time.
+      const Duration min = required_us("min_us", detail::kNonNegativeMs);
+      model = runtime::LatencyModel::uniform(min, required_us("max_us", detail::kNonNegativeMs));
+      break;
+    }
+    case Dist::exponential:
+      model.mean = required_us("mean_us", detail::kPositiveMs);
+      model.max = required_us("max_us", detail::kNonNegativeMs);
+      model.min = reader.opt_duration(t, "min_us", detail::kNonNegativeMs).value_or(Duration{0});
+      break;
+    case Dist::normal:
+      model.mean = required_us("mean_us", detail::kNonNegativeMs);
+      model.stddev = required_us("stddev_us", detail::kNonNegativeMs);
+      model.max = required_us("max_us", detail::kNonNegativeMs);
+      model.min = reader.opt_duration(t, "min_us", detail::kNonNegativeMs).value_or(Duration{0});
+      if (model.mean < model.min || model.mean > model.max) {
+        reader.fail(*t.get("mean_us"), t.key_path("mean_us"),
+                    us(model.mean) + " is outside [min_us, max_us] = [" + us(model.min) + ", " + us(model.max) + "]");
+      }
+      break;
+  }
+  if (model.min > model.max) {
+    // Only reachable with min_us given: max_us is never negative.
+    reader.fail(*t.get("min_us"), t.key_path("min_us"), us(model.min) + " is more than max_us (" + us(model.max) + ")");
+  }
+  return model;
+}
+
+double bandwidth_bytes_per_s(const TomlReader& reader, const Table& t) {
+  const double mbps = reader.opt_number(t, "bandwidth_mbps", Range{0, 1e9}).value_or(0);
+  return mbps * 1e6 / 8;
+}
+
+void read_links(const TomlReader& reader, const toml::node& node, runtime::NetworkModel& network) {
+  static constexpr std::string_view kKeys[] = {"from", "to", "latency", "bandwidth_mbps", "bidirectional"};
+  std::vector<std::string> declared_by;  // per entry of network.links, the [[links]] path that set it
+  const std::vector<const toml::table*> tables = reader.tables(node, "network.links");
+  for (size_t i = 0; i < tables.size(); ++i) {
+    const Table t{*tables[i], "network.links[" + std::to_string(i) + "]"};
+    reader.check_keys(t, kKeys, "keys in [[network.links]]");
+    runtime::LinkModel link;
+    const uint32_t from = reader.node_ref(reader.required(t, "from"), t.key_path("from"));
+    const uint32_t to = reader.node_ref(reader.required(t, "to"), t.key_path("to"));
+    if (from == to) reader.fail(*t.get("to"), t.key_path("to"), "same node as from; a link joins two nodes");
+    link.from = static_cast<WorkerId>(from);
+    link.to = static_cast<WorkerId>(to);
+    link.latency = read_latency(reader, reader.required(t, "latency"), t.key_path("latency"));
+    if (t.get("bandwidth_mbps") != nullptr) link.bandwidth_bytes_per_s = bandwidth_bytes_per_s(reader, t);
+    const bool bidirectional = reader.opt_boolean(t, "bidirectional").value_or(true);
+
+    std::vector<runtime::LinkModel> directions = {link};
+    if (bidirectional) {
+      directions.push_back(link);
+      std::swap(directions.back().from, directions.back().to);
+    }
+    for (const runtime::LinkModel& direction : directions) {
+      for (size_t j = 0; j < network.links.size(); ++j) {
+        if (network.links[j].from != direction.from || network.links[j].to != direction.to) continue;
+        reader.fail(t.line(), t.path,
+                    reader.cluster().node_name(direction.from) + " -> " + reader.cluster().node_name(direction.to) +
+                        " is already set by " + declared_by[j]);
+      }
+      network.links.push_back(direction);
+      declared_by.push_back(t.path);
+    }
+  }
+}
+
+runtime::NetworkModel read_network(const TomlReader& reader, const toml::node& node) {
+  static constexpr std::string_view kKeys[] = {"latency", "bandwidth_mbps", "connection_failure_rate",
+                                               "connection_timeout_ms", "links"};
+  const Table t{reader.table(node, "network"), "network"};
+  reader.check_keys(t, kKeys, "keys in [network]");
+  runtime::NetworkModel network;
+  if (const toml::node* latency = t.get("latency")) network.latency = read_latency(reader, *latency, "network.latency");
+  network.bandwidth_bytes_per_s = bandwidth_bytes_per_s(reader, t);
+  network.connection_failure_rate =
+      reader.opt_number(t, "connection_failure_rate", Range{0, 1, false, /*hi_open=*/true}).value_or(0);
+  network.connection_timeout =
+      reader.opt_duration(t, "connection_timeout_ms", detail::kPositiveMs).value_or(network.connection_timeout);
+  if (const toml::node* links = t.get("links")) read_links(reader, *links, network);
+  return network;
+}
+
+// The first of a workload's keys in the file (in file order), or null when it has none.
+const toml::key* first_workload_key(const Table& top, const WorkloadType& workload) {
+  const toml::key* first = nullptr;
+  auto position = [](const toml::key& k) { return std::tuple(k.source().begin.line, k.source().begin.column); };
+  for (auto&& [key, value] : top.table) {
+    if (std::find(workload.keys.begin(), workload.keys.end(), key.str()) == workload.keys.end()) continue;
+    if (first == nullptr || position(key) < position(*first)) first = &key;
+  }
+  return first;
+}
+
+// Every workload's name, for messages: "a [heartbeat] table, program + backward, or [model] + [train]".
+std::string workloads_listed() {
+  std::string out;
+  const auto types = workload_types();
+  for (size_t i = 0; i < types.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == types.size() ? ", or " : ", ") + std::string(types[i]->shown);
+  }
+  return out;
+}
+
+// Exactly one workload, with all of its keys, read by its registry entry; returns it.
+const WorkloadType& read_workload(const TomlReader& reader, const Table& top, Scenario& scenario) {
+  // The workloads present, in the order they start in the file.
+  std::vector<std::pair<const WorkloadType*, const toml::key*>> present;
+  for (const WorkloadType* workload : workload_types()) {
+    if (const toml::key* key = first_workload_key(top, *workload)) present.emplace_back(workload, key);
+  }
+  std::sort(present.begin(), present.end(), [](const auto& a, const auto& b) {
+    return a.second->source().begin.line < b.second->source().begin.line;
+  });
+  if (present.empty()) {
+    reader.fail(1, "", "no workload: add " + workloads_listed());
+  }
+  if (present.size() > 1) {
+    const toml::key& second = *present[1].second;
+    reader.fail(static_cast<int>(second.source().begin.line), second.str(),
+                "a scenario has exactly one workload, and this one already has " +
+                    std::string(present[0].first->shown));
+  }
+
+  const WorkloadType& workload = *present[0].first;
+  std::vector<std::string_view> missing;
+  for (std::string_view key : workload.required) {
+    if (top.get(key) == nullptr) missing.push_back(key);
+  }
+  if (!missing.empty()) {
+    // "a, b and c"
+    auto listed = [](const auto& names) {
+      std::string out;
+      for (size_t i = 0; i < names.size(); ++i) {
+        out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + std::string(names[i]);
+      }
+      return out;
+    };
+    const toml::key& first = *present[0].second;
+    reader.fail(static_cast<int>(first.source().begin.line), first.str(),
+                "a " + std::string(workload.name) + " workload needs " + listed(workload.required) + "; missing " +
+                    listed(missing));
+  }
+
+  workload.read(reader, top, scenario);
+  DAGSIM_ASSERT_MSG(scenario.workload.name() == workload.name, "a workload's reader sets its own spec");
+  return workload;
+}
+
+// The workloads (other than `workload`) that have a check kind named `kind`: "program or model".
+std::string workloads_checking(std::string_view kind) {
+  std::string out;
+  for (const WorkloadType* type : workload_types()) {
+    if (type->find_check(kind) != nullptr) out += (out.empty() ? "" : " or ") + std::string(type->name);
+  }
+  return out;
+}
+
+CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadType& workload, const Scenario& scenario) {
+  static constexpr std::string_view kKeys[] = {"kind", "nodes", "rtol", "atol", "message"};
+  // Every workload's kinds (each once, in registry order), so a kind of another workload reads
+  // as "checks the X workload" rather than as unknown.
+  std::vector<std::string_view> names;
+  for (const WorkloadType* type : workload_types()) {
+    for (const CheckKind& kind : type->checks) {
+      if (std::find(names.begin(), names.end(), kind.name) == names.end()) names.push_back(kind.name);
+    }
+  }
+
+  reader.check_keys(t, kKeys, "keys in [[checks]]");
+  CheckSpec check;
+  check.line = t.line();
+  const toml::node& kind_node = reader.required(t, "kind");
+  check.kind = std::string(names[reader.choice(kind_node, t.key_path("kind"), names)]);
+  const std::string variant = "kind \"" + check.kind + "\"";
+  const CheckKind* found = workload.find_check(check.kind);
+  if (found == nullptr) {
+    reader.fail(kind_node, t.key_path("kind"),
+                variant + " checks the " + workloads_checking(check.kind) + " workload, which this scenario does not run");
+  }
+  const CheckKind& kind = *found;
+  if (kind.inapplicable != nullptr) {
+    if (const std::string why = kind.inapplicable(scenario); !why.empty()) {
+      reader.fail(kind_node, t.key_path("kind"), variant + " " + why);
+    }
+  }
+  if (kind.takes_nodes) {
+    check.nodes = reader.node_list(reader.required(t, "nodes", " for " + variant), t.key_path("nodes"), false);
+  } else if (const toml::node* nodes = t.get("nodes")) {
+    reader.fail(*nodes, t.key_path("nodes"), "does not apply to " + variant);
+  }
+  // Tolerances are parsed for every kind so a bad value reads the same everywhere. Absent ones
+  // stay nullopt: the check applies its own defaults.
+  const Range tolerance{0, std::numeric_limits<double>::infinity(), false, /*hi_open=*/true};
+  check.rtol = reader.opt_number(t, "rtol", tolerance);
+  check.atol = reader.opt_number(t, "atol", tolerance);
+  for (std::string_view key : {"rtol", "atol"}) {
+    if (!kind.takes_tolerances && t.get(key) != nullptr) {
+      reader.fail(*t.get(key), t.key_path(key), "does not apply to " + variant);
+    }
+  }
+  if (kind.takes_message) {
+    const toml::node& message = reader.required(t, "message", " for " + variant);
+    check.message = reader.string(message, t.key_path("message"));
+    if (check.message.empty()) reader.fail(message, t.key_path("message"), "must not be empty");
+  } else if (const toml::node* message = t.get("message")) {
+    reader.fail(*message, t.key_path("message"), "does not apply to " + variant);
+  }
+  return check;
+}
+
+Scenario read_scenario(const toml::table& root, std::string_view source_name) {
+  TomlReader reader(source_name);
+  const Table top{root, ""};
+  std::vector<std::string_view> top_keys(kTopKeys.begin(), kTopKeys.end());
+  for (const WorkloadType* workload : workload_types()) {
+    top_keys.insert(top_keys.end(), workload->keys.begin(), workload->keys.end());
+  }
+  reader.check_keys(top, top_keys, "top-level keys");
+
+  Scenario scenario;
+  scenario.file = std::string(source_name);
+  scenario.name = reader.string(reader.required(top, "name"), "name");
+  if (scenario.name.empty()) reader.fail(*top.get("name"), "name", "must not be empty");
+  scenario.description = reader.opt_string(top, "description").value_or("");
+  static constexpr std::array<std::string_view, 2> kSchedules = {"fifo", "random"};
+  scenario.schedule = static_cast<Schedule>(reader.opt_choice(top, "schedule", kSchedules).value_or(0));
+  scenario.max_virtual_time =
+      reader.opt_duration(top, "max_virtual_time_ms", detail::kPositiveMs).value_or(scenario.max_virtual_time);
+
+  if (const toml::node* cluster = top.get("cluster")) scenario.cluster = read_cluster(reader, *cluster);
+  reader.set_cluster(scenario.cluster);
+  if (const toml::node* network = top.get("network")) scenario.network = read_network(reader, *network);
+  if (const toml::node* faults = top.get("faults")) {
+    scenario.faults = detail::read_faults(reader, *faults, scenario.max_virtual_time);
+  }
+  if (const toml::node* random = top.get("random_faults")) {
+    scenario.random_faults = detail::read_random_faults(reader, *random);
+  }
+  const WorkloadType& workload = read_workload(reader, top, scenario);
+  if (const toml::node* checks = top.get("checks")) {
+    const std::vector<const toml::table*> tables = reader.tables(*checks, "checks");
+    for (size_t i = 0; i < tables.size(); ++i) {
+      scenario.checks.push_back(read_check(reader, Table{*tables[i], "checks[" + std::to_string(i) + "]"}, workload, scenario));
+    }
+  }
+  return scenario;
+}
+
+}  // namespace
+
+Scenario parse_scenario(std::string_view toml_text, std::string_view source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& e) {
+    const toml::source_position& at = e.source().begin;
+    throw errors::invalid_scenario(std::string(source_name) + ":" + std::to_string(at.line) + ":" +
+                                   std::to_string(at.column) + ": invalid TOML: " + std::string(e.description()));
+  }
+  return read_scenario(root, source_name);
+}
+
+Scenario load_scenario_file(const std::string& path) { return parse_scenario(read_scenario_text(path), path); }
+
+std::string read_scenario_text(const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) throw errors::invalid_scenario(path + ": cannot open: " + std::strerror(errno));
+  std::string text;
+  char buffer[8192];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
+  if (std::ferror(file.get())) throw errors::invalid_scenario(path + ": cannot read: " + std::strerror(errno));
+  return text;
+}
+
+}  // namespace dagsim::scenarios

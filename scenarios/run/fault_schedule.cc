@@ -1,0 +1,197 @@
+#include "scenarios/run/fault_schedule.h"
+
+#include <algorithm>
+
+#include "core/base/assert.h"
+#include "core/base/error.h"
+#include "core/base/prng.h"
+
+namespace dagsim::scenarios {
+
+using runtime::TimePoint;
+
+std::string fault_kind_name(FaultSpec::Kind kind) {
+  switch (kind) {
+    case FaultSpec::Kind::kill: return "kill";
+    case FaultSpec::Kind::crash: return "crash";
+    case FaultSpec::Kind::restart: return "restart";
+    case FaultSpec::Kind::pause: return "pause";
+    case FaultSpec::Kind::resume: return "resume";
+    case FaultSpec::Kind::partition: return "partition";
+    case FaultSpec::Kind::heal: return "heal";
+  }
+  DAGSIM_UNREACHABLE();
+}
+
+namespace {
+
+constexpr uint64_t kFaultStream = 0xfa017;
+// Each arrival scans the nodes' fault intervals; past this many a scenario is asking for a
+// fault storm the run could not meaningfully judge anyway.
+constexpr size_t kMaxRandomFaults = 20000;
+
+// Random faults of one kind: Poisson arrivals at `per_min` over [start, end).
+void draw_kind(const Scenario& scenario, Prng& random, FaultSpec::Kind kind, double per_min, Duration lasts,
+               TimePoint start, TimePoint end, std::vector<std::vector<std::pair<TimePoint, TimePoint>>>& busy,
+               std::vector<FaultSpec>& out) {
+  if (per_min <= 0) return;
+  const RandomFaultSpec& spec = scenario.random_faults;
+  const double mean_gap_ns = 60e9 / per_min;
+  TimePoint t = start;
+  size_t arrivals = 0;
+  for (;;) {
+    // Clamped before the cast, so a vanishing rate saturates instead of overflowing.
+    t = t + Duration{static_cast<int64_t>(std::min(random.exponential(mean_gap_ns), 1e18)) + 1};
+    if (t >= end) return;
+    if (++arrivals > kMaxRandomFaults) {
+      throw errors::invalid_scenario(scenario.file + ": random_faults: more than " + std::to_string(kMaxRandomFaults) +
+                                     " " + fault_kind_name(kind) + " faults over the run; lower the rate");
+    }
+    const TimePoint until = t + lasts;
+    // Eligible: not excluded, not faulted at any time in [t, until], and under max_concurrent.
+    std::vector<uint32_t> eligible;
+    uint32_t concurrent = 0;
+    for (uint32_t node = 0; node < scenario.cluster.nodes; ++node) {
+      bool overlapping = false;
+      for (const auto& [b, e] : busy[node]) overlapping |= b <= until && e >= t;
+      if (overlapping) ++concurrent;
+      const bool excluded = std::find(spec.exclude.begin(), spec.exclude.end(), node) != spec.exclude.end();
+      if (!overlapping && !excluded) eligible.push_back(node);
+    }
+    if (eligible.empty() || concurrent >= spec.max_concurrent) continue;
+    const uint32_t node = eligible[random.uniform_u64(eligible.size())];
+    busy[node].emplace_back(t, until);
+    FaultSpec fault;
+    fault.kind = kind;
+    fault.at = t.since_epoch;
+    fault.node = node;
+    fault.until = until.since_epoch;
+    if (kind == FaultSpec::Kind::partition) {
+      // Cut the node off from every other node, both ways.
+      fault.groups = {{node}, {}};
+      for (uint32_t other = 0; other < scenario.cluster.nodes; ++other) {
+        if (other != node) fault.groups[1].push_back(other);
+      }
+    }
+    out.push_back(std::move(fault));
+  }
+}
+
+std::vector<std::pair<WorkerId, WorkerId>> blocked_pairs(const FaultSpec& fault) {
+  std::vector<std::pair<WorkerId, WorkerId>> blocked;
+  if (!fault.groups.empty()) {
+    for (size_t g = 0; g < fault.groups.size(); ++g) {
+      for (size_t h = 0; h < fault.groups.size(); ++h) {
+        if (g == h) continue;
+        for (uint32_t a : fault.groups[g]) {
+          for (uint32_t b : fault.groups[h]) blocked.emplace_back(a, b);
+        }
+      }
+    }
+  } else {
+    for (uint32_t a : fault.from) {
+      for (uint32_t b : fault.to) blocked.emplace_back(a, b);
+    }
+  }
+  return blocked;
+}
+
+}  // namespace
+
+std::vector<FaultSpec> fault_timeline(const Scenario& scenario, uint64_t seed, TimePoint end) {
+  std::vector<FaultSpec> faults = scenario.faults;
+  const RandomFaultSpec& spec = scenario.random_faults;
+  if (spec.any()) {
+    Prng random = Prng(seed).fork(kFaultStream);
+    const TimePoint start{spec.start};
+    const TimePoint stop = spec.end ? TimePoint{*spec.end} : end;
+    // Scheduled faults occupy their nodes too, so a random fault never lands on (or a random
+    // restart never undoes) a scheduled one.
+    std::vector<std::vector<std::pair<TimePoint, TimePoint>>> busy(scenario.cluster.nodes);
+    for (const FaultSpec& f : scenario.faults) {
+      const TimePoint from{f.at};
+      const TimePoint to = f.until ? TimePoint{*f.until} : stop;
+      if (f.kind == FaultSpec::Kind::partition) {
+        for (const auto& group : f.groups) {
+          for (uint32_t n : group) busy[n].emplace_back(from, to);
+        }
+        for (uint32_t n : f.from) busy[n].emplace_back(from, to);
+        for (uint32_t n : f.to) busy[n].emplace_back(from, to);
+      } else if (f.kind != FaultSpec::Kind::heal) {
+        busy[f.node].emplace_back(from, to);
+      }
+    }
+    draw_kind(scenario, random, FaultSpec::Kind::kill, spec.kill_per_min, spec.restart_after, start, stop, busy, faults);
+    draw_kind(scenario, random, FaultSpec::Kind::crash, spec.crash_per_min, spec.restart_after, start, stop, busy, faults);
+    draw_kind(scenario, random, FaultSpec::Kind::pause, spec.pause_per_min, spec.resume_after, start, stop, busy, faults);
+    draw_kind(scenario, random, FaultSpec::Kind::partition, spec.partition_per_min, spec.heal_after, start, stop, busy, faults);
+  }
+  std::stable_sort(faults.begin(), faults.end(), [](const FaultSpec& a, const FaultSpec& b) { return a.at < b.at; });
+  return faults;
+}
+
+void install_faults(runtime::Cluster& world, const std::vector<FaultSpec>& faults) {
+  for (const FaultSpec& fault : faults) {
+    const TimePoint at{fault.at};
+    const WorkerId node = fault.node;
+    const std::string what = "fault " + fault_kind_name(fault.kind);
+    switch (fault.kind) {
+      case FaultSpec::Kind::kill:
+      case FaultSpec::Kind::crash: {
+        const bool kill = fault.kind == FaultSpec::Kind::kill;
+        world.at(at, what, [&world, node, kill] { kill ? world.kill(node) : world.crash(node); });
+        if (fault.until) world.at(TimePoint{*fault.until}, "fault restart", [&world, node] { world.restart(node); });
+        break;
+      }
+      case FaultSpec::Kind::restart:
+        world.at(at, what, [&world, node] { world.restart(node); });
+        break;
+      case FaultSpec::Kind::pause:
+        world.at(at, what, [&world, node] { world.pause(node); });
+        if (fault.until) world.at(TimePoint{*fault.until}, "fault resume", [&world, node] { world.resume(node); });
+        break;
+      case FaultSpec::Kind::resume:
+        world.at(at, what, [&world, node] { world.resume(node); });
+        break;
+      case FaultSpec::Kind::partition: {
+        // The heal needs the id the partition gets when it happens.
+        auto id = std::make_shared<uint64_t>(0);
+        world.at(at, what, [&world, id, blocked = blocked_pairs(fault)] { *id = world.partition(blocked); });
+        if (fault.until) world.at(TimePoint{*fault.until}, "fault heal", [&world, id] { world.heal(*id); });
+        break;
+      }
+      case FaultSpec::Kind::heal:
+        world.at(at, what, [&world] { world.heal_all(); });
+        break;
+    }
+  }
+}
+
+nlohmann::json faults_to_json(const Scenario& scenario, const std::vector<FaultSpec>& faults) {
+  nlohmann::json out = nlohmann::json::array();
+  auto names = [&](const std::vector<uint32_t>& nodes) {
+    nlohmann::json list = nlohmann::json::array();
+    for (uint32_t n : nodes) list.push_back(scenario.cluster.node_name(n));
+    return list;
+  };
+  for (const FaultSpec& f : faults) {
+    nlohmann::json j = {{"at_ms", static_cast<double>(f.at.count()) / 1e6}, {"kind", fault_kind_name(f.kind)}};
+    if (f.kind == FaultSpec::Kind::partition) {
+      if (!f.groups.empty()) {
+        nlohmann::json groups = nlohmann::json::array();
+        for (const auto& g : f.groups) groups.push_back(names(g));
+        j["groups"] = groups;
+      } else {
+        j["from"] = names(f.from);
+        j["to"] = names(f.to);
+      }
+    } else if (f.kind != FaultSpec::Kind::heal) {
+      j["node"] = scenario.cluster.node_name(f.node);
+    }
+    if (f.until) j["until_ms"] = static_cast<double>(f.until->count()) / 1e6;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,27 @@
+// FaultSchedule: a scenario's faults as one timeline, applied to any runtime's Cluster.
+//
+// Scheduled faults ([[faults]]) are taken as written; random faults ([random_faults]) are drawn
+// here, before the run, from the scenario seed: each kind arrives as a Poisson process at its
+// rate, hits a seeded random node that is neither excluded nor already faulted, and ends after its
+// configured duration (restart, resume, heal). Drawing the whole schedule up front keeps it a
+// pure function of (scenario, seed), so it can be printed, compared and replayed.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "scenarios/format/scenario.h"
+#include "core/runtime/cluster.h"
+
+namespace dagsim::scenarios {
+
+// Scheduled and drawn faults together, stably sorted by time. `end` is the workload's end.
+std::vector<FaultSpec> fault_timeline(const Scenario& scenario, uint64_t seed, runtime::TimePoint end);
+
+// Arms every fault (and its `until`) as an event of the cluster, at its scenario time.
+void install_faults(runtime::Cluster& cluster, const std::vector<FaultSpec>& faults);
+
+std::string fault_kind_name(FaultSpec::Kind kind);
+nlohmann::json faults_to_json(const Scenario& scenario, const std::vector<FaultSpec>& faults);
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,91 @@
+// RunRecords: everything a run leaves for its judge (DESIGN.md, "Results are data").
+//
+// A run's verdict is a function of its records alone: one record per node incarnation (what its
+// workload observed), the cluster's fault history, and the run's own facts (how it ended, the
+// fibers that failed, its figures). The simulator gathers them in memory; the TCP launcher
+// gathers them from its nodes' processes; `dagsim run --records DIR` writes them and
+// `dagsim judge DIR` reads them back, on any host, and judges them with the same code.
+//
+// A records directory holds:
+//   scenario.toml          the scenario's text, as run
+//   run.json               the run's facts (seed, transport, outcome, end time, final node states,
+//                          failures, figures, the applied fault timeline)
+//   faults.json            the fault history, in order
+//   nodes/NAME.INC.json    one per node incarnation: {"node", "incarnation", "data"}
+//                          (worker1.0.json: worker1's first life)
+// Reading trusts nothing: a missing file, malformed JSON or a missing or mistyped key is
+// Error(invalid_records) naming the file and the key.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/runtime/cluster.h"
+
+namespace dagsim::scenarios {
+
+// What one incarnation of one node observed: the workload's data, as JSON.
+struct NodeRecord {
+  uint32_t node = 0;
+  uint32_t incarnation = 0;
+  nlohmann::json data = nlohmann::json::object();
+};
+
+// A node fiber that ended with an exception other than its node's death.
+struct FiberFailureRecord {
+  runtime::TimePoint time;  // the scenario's time
+  std::string node;
+  std::string fiber;
+  std::string what;
+};
+
+// The runtime's figures for the report.
+struct RunStats {
+  uint64_t trace_hash = 0;  // sim only
+  uint64_t trace_events = 0;
+  uint64_t messages = 0;  // sent
+  uint64_t messages_delivered = 0;
+  uint64_t messages_dropped = 0;
+  uint64_t connection_failures = 0;
+  double wall_ms = 0;  // how long the run took on the host that ran it
+};
+
+struct RunRecords {
+  std::string scenario_file;  // as given to `dagsim run` ("" when built as data)
+  uint64_t seed = 1;
+  std::string transport = "sim";
+  std::string outcome;       // finished | time_limit | deadlock | livelock
+  std::string stuck_report;  // when the run did not finish: each blocked fiber
+  runtime::TimePoint end;    // the scenario's time when the run ended (after its drain)
+  std::vector<std::string> node_names;           // by node index
+  std::vector<runtime::NodeState> final_states;  // by node index
+  std::vector<runtime::FaultEvent> fault_history;
+  nlohmann::json fault_timeline = nlohmann::json::array();  // the faults applied, as scheduled
+  std::vector<FiberFailureRecord> failures;
+  RunStats stats;
+  std::vector<NodeRecord> nodes;  // sorted by (node, incarnation)
+
+  // The records of `node`, by incarnation.
+  std::vector<const NodeRecord*> records_of(uint32_t node) const;
+};
+
+// Writes `records` and the scenario's text under `dir` (created if missing; files in it are
+// replaced). Throws Error(invalid_argument) naming the path when it cannot.
+void write_records_dir(const std::string& dir, const RunRecords& records, const std::string& scenario_text);
+
+struct RecordsDir {
+  RunRecords records;
+  std::string scenario_text;
+};
+// Reads what write_records_dir wrote. Throws Error(invalid_records) naming the file and key.
+RecordsDir read_records_dir(const std::string& dir);
+
+// Numbers in records round-trip exactly, non-finite ones included (JSON has no inf or NaN: they
+// are written as the strings "inf", "-inf" and "nan").
+nlohmann::json number_record(double value);
+// The number `j` holds (as number_record writes it). Throws Error(invalid_records) naming `what`.
+double number_from_record(const nlohmann::json& j, const std::string& what);
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,76 @@
+// Runner: runs one scenario with one seed and judges it (DESIGN.md, "Data flow").
+//
+// A run has two steps that meet only in data. record_scenario runs the scenario in a runtime and
+// gathers its records (run/records.h): it builds the cluster, starts every node with the
+// workload's node side, arms the fault timeline, runs until the workload's end and its drain,
+// takes the final snapshots and stops the nodes. judge_run then evaluates, from the records alone:
+// the run must have completed (not stuck at max_virtual_time, not deadlocked), no node fiber may
+// have failed with an exception, and every [[checks]] entry must hold (the workload's judge,
+// workloads/registry.h). run_scenario does both. `dagsim judge` runs the second step alone on a
+// records directory, so a run gathered from several hosts is judged by the same code.
+//
+// The simulator is the runtime here (the TCP launcher is another). The same (scenario, seed)
+// gives the same records and the same RunResult, trace hash included.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "scenarios/format/scenario.h"
+#include "scenarios/run/records.h"
+#include "scenarios/workloads/workload.h"
+
+namespace dagsim::scenarios {
+
+struct RunOptions {
+  uint64_t seed = 1;
+  // Keep every trace event, for Chrome trace output (`--trace`). Costs memory on long runs.
+  bool keep_trace = false;
+  // Where to write the Chrome trace-event JSON, when keep_trace.
+  std::ostream* chrome_trace = nullptr;
+  // Called now and then with the scenario's time and the runtime's steps (progress lines).
+  std::function<void(runtime::TimePoint now, uint64_t steps)> progress;
+  // Called with the records before they are judged. Tests use it to tamper with what a workload
+  // recorded and prove that each check can fail.
+  std::function<void(RunRecords&)> before_checks;
+};
+
+struct RunResult {
+  std::string scenario;
+  uint64_t seed = 0;
+  std::string transport = "sim";
+  bool passed = false;
+  std::string outcome;  // finished | time_limit | deadlock | livelock
+  std::vector<CheckResult> checks;
+  uint64_t trace_hash = 0;
+  uint64_t trace_events = 0;
+  double virtual_time_ms = 0;
+  uint64_t messages = 0;  // sent
+  uint64_t messages_delivered = 0;
+  uint64_t messages_dropped = 0;
+  uint64_t connection_failures = 0;
+  double wall_ms = 0;        // the run's, as recorded
+  std::string stuck_report;  // when the run did not complete
+  nlohmann::json faults;     // the applied fault timeline
+  nlohmann::json workload;   // workload results, merged into the report's top level
+};
+
+// Runs `scenario` in the simulator and gathers its records.
+RunRecords record_scenario(const Scenario& scenario, const RunOptions& options);
+// The same with a given node side (tests wrap a workload to inject faults into its nodes).
+RunRecords record_workload(const Scenario& scenario, Workload& workload, const RunOptions& options);
+
+// Judges a run from its records alone.
+RunResult judge_run(const Scenario& scenario, const RunRecords& records);
+
+// record_scenario, options.before_checks, then judge_run.
+RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
+
+// "0x" and 16 hex digits: JSON numbers cannot carry 64 bits exactly.
+std::string hash_hex(uint64_t hash);
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,139 @@
+// The program's functions (relays, mlp_layer) and its local oracle run (program.h).
+#include "scenarios/workloads/program/program.h"
+
+#include <memory>
+
+#include "core/autograd/engine.h"
+#include "core/base/error.h"
+#include "core/optim/optimizer.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim::scenarios {
+
+namespace {
+
+constexpr std::string_view kRelay = "relay_";
+
+std::unique_ptr<optim::Optimizer> make_local_optimizer(const Program& program, const std::vector<Tensor>& params) {
+  if (!program.optimizer) return nullptr;
+  if (program.optimizer->kind == ProgramOptimizer::Kind::sgd) {
+    return std::make_unique<optim::Sgd>(params, program.optimizer->sgd);
+  }
+  return std::make_unique<optim::Adam>(params, program.optimizer->adam);
+}
+
+}  // namespace
+
+namespace detail {
+
+std::map<std::string, Tensor> make_leaves(const Program& program) {
+  std::map<std::string, Tensor> values;
+  for (const ProgramTensor& t : program.tensors) {
+    Tensor leaf = from_values(t.shape, t.values);
+    if (t.requires_grad) leaf.set_requires_grad(true);
+    values[t.name] = leaf;
+  }
+  return values;
+}
+
+Tensor initial_value(const ProgramParameter& parameter) { return from_values(parameter.shape, parameter.values); }
+
+Tensor single(const std::vector<Tensor>& results, const Statement& s) {
+  if (results.size() != 1) {
+    throw errors::invalid_argument("statement '" + s.out + "': " + s.call + " returned " + std::to_string(results.size()) +
+                                   " tensors, expected 1");
+  }
+  return results[0];
+}
+
+const rpc::RpcFunction& function(const rpc::FunctionRegistry& registry, const std::string& name) {
+  const rpc::RpcFunction* f = registry.find(name);
+  if (f == nullptr) throw errors::invalid_argument("unknown function '" + name + "'");
+  return *f;
+}
+
+void accumulate(Gradients& total, const std::string& name, const Tensor& g) {
+  auto it = total.find(name);
+  if (it == total.end()) {
+    total.emplace(name, clone(g));
+  } else {
+    it->second = add(it->second, g);
+  }
+}
+
+}  // namespace detail
+
+void add_program_functions(rpc::FunctionRegistry& registry) {
+  for (const char* op : {"add", "sub", "mul", "div"}) {
+    const std::string name = std::string(kRelay) + op;
+    registry.add(name, [op](rpc::CallContext& ctx, const rpc::CallArgs& args) {
+      const auto to = static_cast<WorkerId>(args.attribute(std::string(kRelay) + op, "to"));
+      rpc::CallArgs forwarded{args.tensors, {}};
+      return ctx.agent().rpc_sync(to, op, forwarded);
+    });
+  }
+  registry.add("mlp_layer", [](rpc::CallContext&, const rpc::CallArgs& args) {
+    if (args.tensors.size() != 2 && args.tensors.size() != 3) {
+      throw errors::invalid_argument("mlp_layer: takes 2 or 3 tensor arguments (input, weight[, bias]), got " +
+                                     std::to_string(args.tensors.size()));
+    }
+    Tensor h = linear(args.tensors[0], args.tensors[1], args.tensors.size() == 3 ? args.tensors[2] : Tensor());
+    const double activation = args.attribute("mlp_layer", "activation", 0.0);
+    if (activation == 0) return std::vector<Tensor>{h};
+    if (activation == 1) return std::vector<Tensor>{tanh(h)};
+    if (activation == 2) return std::vector<Tensor>{relu(h)};
+    if (activation == 3) return std::vector<Tensor>{sigmoid(h)};
+    throw errors::invalid_argument("mlp_layer: unknown activation " + std::to_string(activation) +
+                                   " (0 none, 1 tanh, 2 relu, 3 sigmoid)");
+  });
+}
+
+ProgramResult run_program_locally(const Program& program, const rpc::FunctionRegistry& registry) {
+  std::map<std::string, Tensor> leaves = detail::make_leaves(program);
+  std::vector<Tensor> params;
+  for (const ProgramParameter& p : program.parameters) {
+    Tensor leaf = detail::initial_value(p);
+    leaf.set_requires_grad(true);
+    leaves[p.name] = leaf;
+    params.push_back(leaf);
+  }
+  std::unique_ptr<optim::Optimizer> optimizer = make_local_optimizer(program, params);
+  ProgramResult result;
+  for (uint32_t call = 0; call < program.backward_calls; ++call) {
+    // Each call's own gradients: the optimizer steps with them, as the distributed one steps with
+    // its context's; the reported gradients are their sum.
+    for (auto& [name, leaf] : leaves) leaf.set_grad(Tensor());
+    std::map<std::string, Tensor> values = leaves;
+    for (const Statement& s : program.statements) {
+      if (s.call == kToHere) {
+        values[s.out] = values.at(s.rrefs.at(0));  // the same tensor: gradients reach the owner's leaf
+        continue;
+      }
+      std::string op = s.call;
+      if (op.rfind(kRelay, 0) == 0) op = op.substr(kRelay.size());
+      rpc::CallContext local{nullptr, 0};
+      rpc::CallArgs args;
+      for (const std::string& name : s.args) args.tensors.push_back(values.at(name));
+      for (const std::string& name : s.rrefs) args.tensors.push_back(values.at(name));  // appended, as the callee does
+      args.attributes = s.attributes;
+      args.attributes.erase("to");
+      values[s.out] = detail::single(detail::function(registry, op)(local, args), s);
+    }
+    autograd::variable_list roots;
+    for (const std::string& r : program.roots) roots.push_back(values.at(r));
+    autograd::Engine::backward(roots, {}, program.retain_graph);
+    for (const auto& [name, leaf] : leaves) {
+      if (leaf.grad().defined()) detail::accumulate(result.gradients, name, leaf.grad());
+    }
+    if (!program.loss.empty()) result.losses.push_back(values.at(program.loss).item());
+    if (optimizer) {
+      std::vector<Tensor> grads;
+      for (const Tensor& p : params) grads.push_back(p.grad());
+      optimizer->step(grads);
+    }
+  }
+  for (const ProgramParameter& p : program.parameters) result.params[p.name] = clone(detach(leaves.at(p.name)));
+  return result;
+}
+
+}  // namespace dagsim::scenarios

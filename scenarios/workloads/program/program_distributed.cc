@@ -1,0 +1,166 @@
+// The program's distributed run and the gradient service it reads parameters' gradients with
+// (program.h).
+//
+// Parameters are created once, before the first backward call, by remote(owner,
+// "dagsim.parameter"), and their RRefs are kept for the whole run (the DistributedOptimizer keeps
+// copies). Each backward call reruns the statements in a fresh context: a `remote` statement's
+// RRef lives until the end of its call. A parameter's gradient lives in the context on its owner,
+// so the driver asks the owner for it (dagsim.program.gradients, with the context and RRef ids as
+// attributes: the call carries no tensors and no RRefs, so it is not recorded) before the optimizer
+// steps and before the context is released.
+#include <optional>
+
+#include "core/base/error.h"
+#include "core/optim/distributed_optimizer.h"
+#include "core/tensor/ops.h"
+#include "scenarios/workloads/program/program.h"
+
+namespace dagsim::scenarios {
+
+namespace {
+
+constexpr const char* kGradients = "dagsim.program.gradients";
+
+// 64-bit ids travel as two exact 32-bit halves (attributes are doubles).
+void put_id(rpc::CallArgs& args, const std::string& name, uint64_t id) {
+  args.attributes[name + "_hi"] = static_cast<double>(id >> 32);
+  args.attributes[name + "_lo"] = static_cast<double>(id & 0xffffffffULL);
+}
+
+uint64_t get_id(const rpc::CallArgs& args, const std::string& name) {
+  return (static_cast<uint64_t>(args.attribute(kGradients, name + "_hi")) << 32) |
+         static_cast<uint64_t>(args.attribute(kGradients, name + "_lo"));
+}
+
+optim::OptimizerConfig config_of(const ProgramOptimizer& o) {
+  return {.kind = o.kind == ProgramOptimizer::Kind::sgd ? optim::OptimizerConfig::Kind::sgd
+                                                        : optim::OptimizerConfig::Kind::adam,
+          .sgd = o.sgd,
+          .adam = o.adam};
+}
+
+// Adds to `total` the gradients context `context` holds for `params` on their owners.
+void fetch_parameter_gradients(rpc::RpcAgent& agent, dist_autograd::ContextId context,
+                               const std::map<std::string, rpc::RRef>& params, Gradients& total) {
+  std::map<WorkerId, std::vector<std::string>> by_owner;  // ordered: the same calls every run
+  for (const auto& [name, rref] : params) by_owner[rref.owner()].push_back(name);
+  for (const auto& [owner, names] : by_owner) {
+    rpc::CallArgs args;
+    put_id(args, "context", static_cast<uint64_t>(context));
+    args.attributes["count"] = static_cast<double>(names.size());
+    for (size_t i = 0; i < names.size(); ++i) put_id(args, "rref" + std::to_string(i), params.at(names[i]).id());
+    const std::vector<Tensor> reply = agent.rpc_sync(owner, kGradients, args);
+    const std::vector<double> present = reply.at(0).to_vector();
+    size_t next = 1;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (present.at(i) != 0) detail::accumulate(total, names[i], reply.at(next++));
+    }
+  }
+}
+
+}  // namespace
+
+void add_gradient_service(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) {
+  agent.add_local_function(kGradients, [&agent, &autograd](rpc::CallContext&, const rpc::CallArgs& args) {
+    const auto context = static_cast<dist_autograd::ContextId>(get_id(args, "context"));
+    const auto count = static_cast<size_t>(args.attribute(kGradients, "count"));
+    // A mask (1: that parameter has a gradient here), then the gradients present, in order.
+    std::vector<double> present(count, 0.0);
+    std::vector<Tensor> out(1);
+    if (autograd.container().has_context(context)) {
+      const dist_autograd::DistAutogradContext& ctx = autograd.container().retrieve_context(context);
+      for (size_t i = 0; i < count; ++i) {
+        const std::vector<Tensor> value = agent.owned_value(get_id(args, "rref" + std::to_string(i)));
+        Tensor g = value.size() == 1 ? ctx.gradient_of(value[0]) : Tensor();
+        if (!g.defined()) continue;
+        present[i] = 1;
+        out.push_back(g);
+      }
+    }
+    out[0] = from_values({static_cast<int64_t>(count)}, present);
+    return out;
+  });
+}
+
+ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& agent,
+                                      dist_autograd::DistAutograd& autograd) {
+  std::map<std::string, Tensor> leaves = detail::make_leaves(program);
+  std::map<std::string, rpc::RRef> params;
+  std::vector<rpc::RRef> param_list;
+  for (const ProgramParameter& p : program.parameters) {
+    rpc::RRef rref = agent.remote(static_cast<WorkerId>(p.on), "dagsim.parameter", {{detail::initial_value(p)}, {}});
+    params[p.name] = rref;
+    param_list.push_back(rref);
+  }
+  std::optional<optim::DistributedOptimizer> optimizer;
+  if (program.optimizer) optimizer.emplace(agent, config_of(*program.optimizer), param_list);
+
+  ProgramResult result;
+  for (uint32_t call = 0; call < program.backward_calls; ++call) {
+    dist_autograd::DistAutograd::Context context(autograd);
+    std::map<std::string, Tensor> values = leaves;
+    std::map<std::string, rpc::RRef> rrefs = params;                          // and this call's remote results
+    std::map<std::string, runtime::Future<std::vector<Tensor>>> pending;  // rpc_async results
+    std::map<std::string, const Statement*> pending_statement;
+    std::function<Tensor(const std::string&)> value_of = [&](const std::string& name) {
+      if (auto it = pending.find(name); it != pending.end()) {
+        values[name] = detail::single(it->second.get(), *pending_statement.at(name));
+        pending.erase(it);
+      }
+      return values.at(name);
+    };
+    for (const Statement& s : program.statements) {
+      dist_autograd::CallLabelScope label(s.out);
+      if (s.call == kToHere) {
+        values[s.out] = detail::single(rrefs.at(s.rrefs.at(0)).to_here(), s);
+        continue;
+      }
+      rpc::CallArgs args;
+      for (const std::string& name : s.args) args.tensors.push_back(value_of(name));
+      for (const std::string& name : s.rrefs) args.rrefs.push_back(rrefs.at(name).id());
+      args.attributes = s.attributes;
+      switch (s.via) {
+        case Via::local: {
+          // The driver owns these RRefs: their values are appended here, as a callee appends them.
+          for (uint64_t id : args.rrefs) {
+            for (const Tensor& t : agent.owned_value(id)) args.tensors.push_back(t);
+          }
+          args.rrefs.clear();
+          rpc::CallContext local{&agent, agent.self()};
+          values[s.out] = detail::single(detail::function(agent.registry(), s.call)(local, args), s);
+          break;
+        }
+        case Via::rpc_sync:
+          values[s.out] = detail::single(agent.rpc_sync(static_cast<WorkerId>(s.on), s.call, args), s);
+          break;
+        case Via::rpc_async:
+          pending.emplace(s.out, agent.rpc_async(static_cast<WorkerId>(s.on), s.call, args));
+          pending_statement[s.out] = &s;
+          break;
+        case Via::remote:
+          rrefs[s.out] = agent.remote(static_cast<WorkerId>(s.on), s.call, args);
+          break;
+      }
+    }
+    autograd::variable_list roots;
+    for (const std::string& r : program.roots) roots.push_back(value_of(r));
+    // Results of rpc_async calls nobody used still complete before the backward starts.
+    for (auto& [name, future] : pending) future.wait();
+    autograd.backward(context.id(), roots, program.retain_graph);
+    {
+      const dist_autograd::DistAutogradContext& ctx = autograd.container().retrieve_context(context.id());
+      for (const auto& [name, leaf] : leaves) {
+        Tensor g = ctx.gradient_of(leaf);
+        if (g.defined()) detail::accumulate(result.gradients, name, g);
+      }
+    }
+    fetch_parameter_gradients(agent, context.id(), params, result.gradients);
+    if (!program.loss.empty()) result.losses.push_back(values.at(program.loss).item());
+    if (optimizer) optimizer->step(context.id());
+  }
+  // Outside any context: plain fetches of the trained values.
+  for (const auto& [name, rref] : params) result.params[name] = clone(detach(rref.to_here().at(0)));
+  return result;
+}
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,323 @@
+// The program workload of the scenario loader (scenario_program.h): leaf tensors, parameters,
+// statements, the backward call and the optimizer, each checked as strictly as the rest of the
+// file. Every name has a type, a tensor on the driver or an RRef with its owner, and each use is
+// checked against it: RRef arguments only where the call runs on their owner, after the tensors;
+// to_here only on an RRef; roots only tensors.
+#include "scenarios/workloads/program/scenario_program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "core/tensor/dtype.h"
+#include "scenarios/workloads/program/scenario_optimizer.h"
+
+namespace dagsim::scenarios::detail {
+namespace {
+
+constexpr uint32_t kDriver = 0;
+constexpr int64_t kMaxRank = 8;
+constexpr int64_t kMaxNumel = 10'000'000;
+// Any finite number (nan and inf are never in range).
+constexpr Range kFinite{-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), true, true};
+
+// The non-tensor arguments of a statement, stored in Statement::attributes. `whole`: an index or
+// a count, so it must be a whole number (a float such as 2.0 is fine).
+struct AttributeKey {
+  std::string_view name;
+  bool whole;
+};
+constexpr std::array<AttributeKey, 8> kAttributes = {{
+    {"dim", true},
+    {"dim0", true},
+    {"dim1", true},
+    {"start", true},
+    {"length", true},
+    {"keepdim", false},
+    {"exponent", false},
+    {"activation", true},
+}};
+
+constexpr std::array<std::string_view, 6> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on"};
+constexpr std::array<std::string_view, 6> kParameterKeys = {"name", "shape", "values", "init", "scale", "on"};
+constexpr std::array<std::string_view, 14> kStatementKeys = {"out",     "call",     "args",       "via",  "on",
+                                                             "dim",     "dim0",     "dim1",       "start", "length",
+                                                             "keepdim", "exponent", "activation", "to"};
+constexpr std::array<std::string_view, 3> kBackwardKeys = {"roots", "retain_graph", "calls"};
+constexpr std::array<std::string_view, 2> kInits = {"uniform", "normal"};
+constexpr std::array<std::string_view, 4> kVias = {"local", "rpc_sync", "rpc_async", "remote"};
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string index_path(std::string_view path, size_t i) { return std::string(path) + "[" + std::to_string(i) + "]"; }
+
+bool is_identifier(std::string_view s) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  return !s.empty() && letter(s[0]) && std::all_of(s.begin() + 1, s.end(), [&](char c) { return letter(c) || digit(c); });
+}
+
+// What a name stands for: a tensor on the driver, or an RRef owned by `owner`.
+struct NameType {
+  bool rref = false;
+  uint32_t owner = kDriver;
+};
+
+// The names defined so far (tensors, parameters, then statement outputs in order), each with its
+// type and the path that defined it, for "already defined" messages.
+class Defined {
+ public:
+  const NameType* find(const std::string& name) const {
+    auto it = defined_.find(name);
+    return it == defined_.end() ? nullptr : &it->second.type;
+  }
+
+  // Reads `name` (or `out`) of `t`: an identifier not defined before, of type `type`.
+  std::string define(const TomlReader& reader, const Table& t, std::string_view key, NameType type) {
+    const toml::node& node = reader.required(t, key);
+    const std::string path = t.key_path(key);
+    std::string name = reader.string(node, path);
+    if (!is_identifier(name)) {
+      reader.fail(node, path, quoted(name) + " is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+    }
+    if (auto it = defined_.find(name); it != defined_.end()) {
+      reader.fail(node, path, quoted(name) + " is already defined by " + it->second.path);
+    }
+    defined_.emplace(name, Entry{t.path, type});
+    return name;
+  }
+
+ private:
+  struct Entry {
+    std::string path;
+    NameType type;
+  };
+  std::map<std::string, Entry> defined_;
+};
+
+// A leaf's shape and values (`shape`, and `values` or `init`), shared by tensors and parameters.
+struct LeafValues {
+  Shape shape;
+  ProgramTensor::Init init = ProgramTensor::Init::uniform;
+  std::vector<double> values;
+};
+
+LeafValues read_leaf_values(const TomlReader& reader, const Table& t) {
+  LeafValues out;
+  const std::string shape_path = t.key_path("shape");
+  const toml::array& dims = reader.array(reader.required(t, "shape"), shape_path);
+  if (static_cast<int64_t>(dims.size()) > kMaxRank) {
+    reader.fail(dims, shape_path, "rank " + std::to_string(dims.size()) + " is more than " + std::to_string(kMaxRank));
+  }
+  // Saturates just above the limit, so a huge shape cannot overflow and a 0 still gives 0.
+  int64_t numel = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t dim = reader.integer(dims[i], index_path(shape_path, i), 0, kMaxNumel);
+    out.shape.push_back(dim);
+    numel = std::min(numel * dim, kMaxNumel + 1);
+  }
+  if (numel > kMaxNumel) {
+    reader.fail(dims, shape_path, shape_str(out.shape) + " has more than " + std::to_string(kMaxNumel) + " elements");
+  }
+
+  const toml::node* values = t.get("values");
+  const toml::node* init = t.get("init");
+  if (values != nullptr && init != nullptr) {
+    reader.fail(*init, t.key_path("init"), "not allowed with values; give one or the other");
+  }
+  if (values != nullptr) {
+    const std::string path = t.key_path("values");
+    const toml::array& elements = reader.array(*values, path);
+    if (static_cast<int64_t>(elements.size()) != numel) {
+      reader.fail(*values, path,
+                  std::to_string(elements.size()) + " values; shape " + shape_str(out.shape) + " needs " +
+                      std::to_string(numel));
+    }
+    out.init = ProgramTensor::Init::values;
+    for (size_t i = 0; i < elements.size(); ++i) {
+      out.values.push_back(reader.number(elements[i], index_path(path, i), kFinite));
+    }
+  } else {
+    const size_t index = reader.opt_choice(t, "init", kInits).value_or(0);
+    out.init = index == 0 ? ProgramTensor::Init::uniform : ProgramTensor::Init::normal;
+  }
+  return out;
+}
+
+ProgramTensor read_tensor(const TomlReader& reader, const Table& t, Defined& names) {
+  reader.check_keys(t, kTensorKeys, "keys in tensors");
+  ProgramTensor tensor;
+  tensor.name = names.define(reader, t, "name", NameType{});
+  LeafValues leaf = read_leaf_values(reader, t);
+  tensor.shape = std::move(leaf.shape);
+  tensor.init = leaf.init;
+  tensor.values = std::move(leaf.values);
+  tensor.requires_grad = reader.opt_boolean(t, "requires_grad").value_or(true);
+  if (std::optional<uint32_t> on = reader.opt_node_ref(t, "on"); on && *on != kDriver) {
+    reader.fail(*t.get("on"), t.key_path("on"),
+                "leaves must live on the driver (" + reader.cluster().node_name(kDriver) +
+                    "); a leaf on another worker is a parameter (parameters = [...])");
+  }
+  return tensor;
+}
+
+ProgramParameter read_parameter(const TomlReader& reader, const Table& t, Defined& names) {
+  reader.check_keys(t, kParameterKeys, "keys in parameters");
+  ProgramParameter p;
+  p.on = reader.opt_node_ref(t, "on").value_or(kDriver);
+  p.name = names.define(reader, t, "name", NameType{true, p.on});
+  LeafValues leaf = read_leaf_values(reader, t);
+  p.shape = std::move(leaf.shape);
+  p.init = leaf.init;
+  p.values = std::move(leaf.values);
+  if (const toml::node* scale = t.get("scale")) {
+    if (p.init == ProgramTensor::Init::values) {
+      reader.fail(*scale, t.key_path("scale"), "scales seeded values (init) only; not allowed with values");
+    }
+    p.scale = reader.number(*scale, t.key_path("scale"), kFinite);
+  }
+  return p;
+}
+
+// The arguments of `s`: tensors first, then RRefs, each one defined. For to_here, exactly one
+// RRef; for any other call, RRefs owned by the worker the call runs on (`runs_on`).
+void read_args(const TomlReader& reader, const Table& t, const Defined& names, Statement& s, uint32_t runs_on) {
+  const std::string args_path = t.key_path("args");
+  const toml::node& args_node = reader.required(t, "args");
+  const toml::array& args = reader.array(args_node, args_path);
+  if (args.empty()) reader.fail(args_node, args_path, "must name at least one tensor");
+  const bool to_here = s.call == kToHere;
+  if (to_here && args.size() != 1) {
+    reader.fail(args_node, args_path, "to_here takes exactly one argument, an RRef; got " + std::to_string(args.size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = reader.string(args[i], index_path(args_path, i));
+    const NameType* type = names.find(name);
+    if (type == nullptr) reader.fail(args[i], args_path, quoted(name) + " is not a tensor or an earlier output");
+    if (to_here && !type->rref) {
+      reader.fail(args[i], args_path, quoted(name) + " is a tensor; to_here takes an RRef (a parameter or a remote result)");
+    }
+    if (!type->rref) {
+      if (!s.rrefs.empty()) {
+        reader.fail(args[i], args_path,
+                    quoted(name) + " is a tensor after the RRef argument " + quoted(s.rrefs.back()) +
+                        "; RRef arguments come after all tensors (the callee appends their values to the tensors)");
+      }
+      s.args.push_back(std::move(name));
+      continue;
+    }
+    if (!to_here && type->owner != runs_on) {
+      const std::string owner = reader.cluster().node_name(type->owner);
+      reader.fail(args[i], args_path,
+                  name + " is an RRef owned by " + owner + "; pass it to a call that runs on " + owner +
+                      ", or fetch it with to_here");
+    }
+    s.rrefs.push_back(std::move(name));
+  }
+}
+
+Statement read_statement(const TomlReader& reader, const Table& t, Defined& names) {
+  reader.check_keys(t, kStatementKeys, "keys in program");
+  Statement s;
+
+  // The call first, then where it runs, then the arguments (checked against where), then the
+  // output: a statement cannot use its own output.
+  const std::string call_path = t.key_path("call");
+  s.call = std::string(kProgramFunctions[reader.choice(reader.required(t, "call"), call_path, kProgramFunctions)]);
+  const bool to_here = s.call == kToHere;
+
+  if (const toml::node* via = t.get("via")) s.via = static_cast<Via>(reader.choice(*via, t.key_path("via"), kVias));
+  const std::string via_name = quoted(kVias[static_cast<size_t>(s.via)]);
+  if (to_here && s.via != Via::local) {
+    reader.fail(*t.get("via"), t.key_path("via"), via_name + " does not apply to call \"to_here\" (the driver fetches the value)");
+  }
+  if (s.via == Via::local) {
+    if (const toml::node* on = t.get("on")) {
+      reader.fail(*on, t.key_path("on"), "does not apply to via " + via_name + " (a local call runs on the driver)");
+    }
+    s.on = kDriver;
+  } else {
+    s.on = reader.node_ref(reader.required(t, "on", " for via " + via_name), t.key_path("on"));
+  }
+  read_args(reader, t, names, s, s.on);
+
+  for (const AttributeKey& key : kAttributes) {
+    const toml::node* node = t.get(key.name);
+    if (node == nullptr) continue;
+    const std::string path = t.key_path(key.name);
+    if (to_here) reader.fail(*node, path, "does not apply to call \"to_here\" (it takes no attributes)");
+    const double v = reader.number_or_boolean(*node, path, kFinite);
+    if (key.whole && v != std::floor(v)) reader.fail(*node, path, format_number(v) + " is not a whole number");
+    s.attributes.emplace(std::string(key.name), v);
+  }
+  const bool relay = s.call.starts_with(kRelayPrefix);
+  if (relay) {
+    const uint32_t to = reader.node_ref(reader.required(t, "to", " for call " + quoted(s.call)), t.key_path("to"));
+    s.attributes.emplace("to", static_cast<double>(to));
+  } else if (const toml::node* to = t.get("to")) {
+    reader.fail(*to, t.key_path("to"), "does not apply to call " + quoted(s.call) + " (only relay_* calls take it)");
+  }
+
+  s.out = names.define(reader, t, "out", NameType{s.via == Via::remote, s.on});
+  return s;
+}
+
+void read_backward(const TomlReader& reader, const toml::node& backward, const Defined& names, Program& out) {
+  const Table t{reader.table(backward, "backward"), "backward"};
+  reader.check_keys(t, kBackwardKeys, "keys in backward");
+  const std::string roots_path = t.key_path("roots");
+  const toml::node& roots_node = reader.required(t, "roots");
+  const toml::array& roots = reader.array(roots_node, roots_path);
+  if (roots.empty()) reader.fail(roots_node, roots_path, "must name at least one tensor");
+  for (size_t i = 0; i < roots.size(); ++i) {
+    std::string name = reader.string(roots[i], index_path(roots_path, i));
+    const NameType* type = names.find(name);
+    if (type == nullptr) reader.fail(roots[i], roots_path, quoted(name) + " is not a tensor or an output");
+    if (type->rref) {
+      reader.fail(roots[i], roots_path, quoted(name) + " is an RRef; roots must be tensors (fetch it with to_here)");
+    }
+    if (std::find(out.roots.begin(), out.roots.end(), name) != out.roots.end()) {
+      reader.fail(roots[i], roots_path, quoted(name) + " is listed twice");
+    }
+    out.roots.push_back(std::move(name));
+  }
+  out.retain_graph = reader.opt_boolean(t, "retain_graph").value_or(false);
+  out.backward_calls = static_cast<uint32_t>(reader.opt_integer(t, "calls", 1, 100).value_or(1));
+}
+
+}  // namespace
+
+Program read_program(const TomlReader& reader, const Table& top) {
+  Program out;
+  out.driver = kDriver;
+  Defined names;
+
+  if (const toml::node* tensors = top.get("tensors")) {
+    const std::vector<const toml::table*> tables = reader.tables(*tensors, "tensors");
+    for (size_t i = 0; i < tables.size(); ++i) {
+      out.tensors.push_back(read_tensor(reader, Table{*tables[i], index_path("tensors", i)}, names));
+    }
+  }
+  if (const toml::node* parameters = top.get("parameters")) {
+    const std::vector<const toml::table*> tables = reader.tables(*parameters, "parameters");
+    for (size_t i = 0; i < tables.size(); ++i) {
+      out.parameters.push_back(read_parameter(reader, Table{*tables[i], index_path("parameters", i)}, names));
+    }
+  }
+  const std::vector<const toml::table*> statements = reader.tables(*top.get("program"), "program");
+  for (size_t i = 0; i < statements.size(); ++i) {
+    out.statements.push_back(read_statement(reader, Table{*statements[i], index_path("program", i)}, names));
+  }
+  read_backward(reader, *top.get("backward"), names, out);
+
+  if (const toml::node* optimizer = top.get("optimizer")) {
+    if (out.parameters.empty()) {
+      reader.fail(*optimizer, "optimizer", "steps parameters, and this program has none (add parameters = [...])");
+    }
+    out.optimizer = read_optimizer(reader, *optimizer, "optimizer");
+  }
+  return out;
+}
+
+}  // namespace dagsim::scenarios::detail

@@ -1,0 +1,42 @@
+// The `program` workload of the scenario loader (scenario_program.cc): the top-level keys
+// `tensors`, `parameters`, `program`, `backward` and `optimizer`, read into a Program
+// (program_spec.h), with the names' types (tensor or RRef, and an RRef's owner) checked.
+//
+// Private to the scenarios library; scenario_loader.cc calls read_program once [cluster] is known
+// (node names resolve against it) and it has made sure the required keys are present.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "scenarios/workloads/program/program_spec.h"
+#include "scenarios/format/toml_reader.h"
+
+namespace dagsim::scenarios::detail {
+
+// The top-level keys of a program workload, and those it needs (tensors and parameters are both
+// optional: a program may have either kind of leaf, or both).
+inline constexpr std::array<std::string_view, 5> kProgramKeys = {"tensors", "parameters", "program", "backward",
+                                                                 "optimizer"};
+inline constexpr std::array<std::string_view, 2> kProgramRequiredKeys = {"program", "backward"};
+
+// Every function a statement's `call` may name: the built-ins of the function registry
+// (core/rpc/function_registry.cc), the relays and mlp_layer of add_program_functions (program.h),
+// and the pseudo-call to_here (an RRef's value fetched to the driver). The one list of them; a
+// function added there is added here.
+inline constexpr std::array<std::string_view, 28> kProgramFunctions = {
+    "add",     "sub",       "mul",       "div",       "matmul",  "mse_loss",    "neg",
+    "exp",     "log",       "tanh",      "sigmoid",   "relu",    "clone",       "pow",
+    "sum",     "mean",      "softmax",   "log_softmax", "transpose", "narrow",  "cat",
+    "linear",  "relay_add", "relay_sub", "relay_mul", "relay_div", "mlp_layer", "to_here",
+};
+
+// The prefix of the relay functions, which (only they) take the node attribute `to`.
+inline constexpr std::string_view kRelayPrefix = "relay_";
+
+// The program workload of `top` (the file's top level). The driver is node 0; every leaf tensor
+// lives on it.
+Program read_program(const TomlReader& reader, const Table& top);
+
+}  // namespace dagsim::scenarios::detail

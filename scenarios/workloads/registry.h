@@ -1,0 +1,65 @@
+// The workload registry: every workload a scenario can run, in one table (docs/workloads.md).
+//
+// A workload declares here its name, its top-level TOML keys and their reader, its factory (the
+// node side), its judge (built from a run's records) and its table of check kinds. The loader,
+// the runner, the judge and the CLI find everything through this table: none of them names a
+// workload. Adding one is a folder under scenarios/workloads/ and one line in registry.cc.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "scenarios/format/scenario.h"
+#include "scenarios/format/toml_reader.h"
+#include "scenarios/run/records.h"
+#include "scenarios/workloads/workload.h"
+
+namespace dagsim::scenarios {
+
+// One kind of [[checks]] entry: the keys it takes and how it is judged.
+struct CheckKind {
+  std::string_view name;
+  bool takes_nodes = false;       // nodes = [...]
+  bool takes_tolerances = false;  // rtol, atol
+  bool takes_message = false;     // message = "..."
+  // Evaluates the check on the workload's judge (made by the same entry's make_judge).
+  CheckResult (*judge)(const Judge& judge, const CheckSpec& spec) = nullptr;
+  // Why the check cannot apply to `scenario`, for the loader's message; empty when it can.
+  std::string (*inapplicable)(const Scenario& scenario) = nullptr;
+};
+
+// Adapts a const method of a workload's Judge to CheckKind::judge.
+template <typename J, CheckResult (J::*Method)(const CheckSpec&) const>
+CheckResult judge_by(const Judge& judge, const CheckSpec& spec) {
+  return (static_cast<const J&>(judge).*Method)(spec);
+}
+
+struct WorkloadType {
+  std::string_view name;
+  std::span<const std::string_view> keys;      // every top-level key of the workload
+  std::span<const std::string_view> required;  // those it needs
+  std::string_view shown;                      // how messages name it: "[heartbeat]"
+  // Reads the workload's keys (the loader calls it once [cluster] and the faults are known) and
+  // sets scenario.workload. Fails through `reader` with the file, line and key.
+  void (*read)(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) = nullptr;
+  // One line for `dagsim validate`: "heartbeat", "program (4 statements)".
+  std::string (*summary)(const Scenario& scenario) = nullptr;
+  // The node side, for one run with `seed`.
+  std::unique_ptr<Workload> (*make)(const Scenario& scenario, uint64_t seed) = nullptr;
+  // The judge side, from the run's records alone.
+  std::unique_ptr<Judge> (*make_judge)(const Scenario& scenario, const RunRecords& records) = nullptr;
+  std::span<const CheckKind> checks;
+
+  const CheckKind* find_check(std::string_view kind) const;
+};
+
+// Every workload, in the order the loader lists them.
+std::span<const WorkloadType* const> workload_types();
+// The workload named `name`, or null.
+const WorkloadType* find_workload_type(std::string_view name);
+// The scenario's workload. REQUIRES: a scenario from the loader, or one built with a registered name.
+const WorkloadType& workload_type(const Scenario& scenario);
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,81 @@
+// Workload: what a scenario's nodes do, and how a run of them is judged (DESIGN.md, "Scenarios";
+// "Results are data").
+//
+// A workload has two halves that never share memory, so a run can be judged on another host:
+//  - the node side (Workload): each incarnation of each node runs node_main with a NodeContext,
+//    which gives it its Env and the record it writes what it observed into (declarations,
+//    gradients, context counts, errors), as JSON data;
+//  - the judge side (Judge, made by the workload's registry entry): built from the scenario and
+//    the run's records alone (run/records.h), it evaluates the workload's check kinds and
+//    gives its results for the report.
+// A workload sees only its NodeContext (and through it the Env): never a SimWorld, a node of
+// another incarnation or another node's objects. The runtime (simulator or TCP) supplies the
+// NodeContext; docs/workloads.md says how to add a workload.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "core/runtime/env.h"
+
+namespace dagsim::scenarios {
+
+using runtime::Duration;
+
+struct CheckResult {
+  std::string name;
+  bool passed = false;
+  std::string detail;
+};
+
+// One incarnation of one node, as its runtime presents it to the workload.
+class NodeContext {
+ public:
+  virtual ~NodeContext() = default;
+
+  virtual runtime::Env& env() = 0;
+  // The node's index in the scenario (its WorkerId) and which life of it this is.
+  virtual uint32_t index() const = 0;
+  virtual uint32_t incarnation() const = 0;
+  // What this incarnation observed, for the judge: a JSON object the workload fills as it goes.
+  // It is gathered when the run ends, whether or not the incarnation survived.
+  virtual nlohmann::json& record() = 0;
+  // The scenario's clock (runtime::Cluster::now()): the time every record's timestamp is on. The
+  // simulator's true world time; over TCP, wall time since the run began.
+  virtual runtime::TimePoint scenario_now() const = 0;
+  // Starts `fn` on a fiber of this node that the run waits for: the run's work is done when
+  // every foreground fiber has ended.
+  virtual void spawn_foreground(std::string name, std::function<void()> fn) = 0;
+  // Runs `fn` once the run's work and drain are over, if this incarnation is still running then,
+  // before the node stops (final snapshots: contexts still held). It must not block.
+  virtual void at_end(std::function<void()> fn) = 0;
+};
+
+// The node side of a workload, made per run by its registry entry.
+class Workload {
+ public:
+  virtual ~Workload() = default;
+
+  // Run by every incarnation of every node, on its main fiber.
+  virtual void node_main(NodeContext& node) = 0;
+  // When the workload ends on its own (nullopt: when its foreground fibers end).
+  virtual std::optional<runtime::TimePoint> end_time() const = 0;
+  // How long the run keeps going after the workload ended, before the end (traffic the workload
+  // left in flight, such as context releases, drains meanwhile).
+  virtual Duration drain_time() const { return Duration{0}; }
+  // Called once the nodes have stopped: drop anything bound to them.
+  virtual void release_nodes() {}
+};
+
+// The judge side: one run of a workload, from its records. Check kinds are the registry's
+// (registry.h), each a const method of the workload's Judge.
+class Judge {
+ public:
+  virtual ~Judge() = default;
+  // The workload's results for the report, merged into its top-level object.
+  virtual nlohmann::json results() const = 0;
+};
+
+}  // namespace dagsim::scenarios

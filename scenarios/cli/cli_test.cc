@@ -238,8 +238,62 @@ nodes = ["worker2"]
   EXPECT_EQ(dagsim("check " + good.string() + " --seeds 9..3").exit_code, 2);
 }
 
+// Results are data: for every example (passing and failing runs alike), judging the records a
+// run wrote prints the same checks, verdicts and workload results as the run, in text and JSON.
+TEST(Cli, JudgingARunsRecordsPrintsWhatTheRunPrinted) {
+  std::vector<fs::path> runs = examples();
+  // A failing run too: its verdict must survive the round trip.
+  runs.push_back(write_scenario("declared.toml", std::string(kHealthy) + "[[checks]]\nkind = \"declared_dead\"\nnodes = [\"worker1\"]\n"));
+  for (const fs::path& example : runs) {
+    SCOPED_TRACE(example.string());
+    const fs::path records = temp_dir() / ("records-" + example.stem().string());
+    const Output run = dagsim("run " + example.string() + " --seed 5 --json --records " + records.string());
+    ASSERT_TRUE(run.exit_code == 0 || run.exit_code == 1) << run.out << run.err;
+    EXPECT_TRUE(fs::exists(records / "run.json") && fs::exists(records / "faults.json") &&
+                fs::exists(records / "scenario.toml") && !fs::is_empty(records / "nodes"));
+    const Output judged = dagsim("judge " + records.string() + " --json");
+    EXPECT_EQ(judged.exit_code, run.exit_code) << judged.err;
+    nlohmann::json a = nlohmann::json::parse(run.out), b = nlohmann::json::parse(judged.out);
+    ASSERT_FALSE(a["checks"].empty());
+    a.erase("provenance");
+    b.erase("provenance");
+    EXPECT_EQ(a, b) << "run:\n" << a.dump(1) << "\njudged:\n" << b.dump(1);
+    // The text report too.
+    const Output run_text = dagsim("run " + example.string() + " --seed 5 --records " + records.string());
+    const Output judged_text = dagsim("judge " + records.string());
+    auto checks_of = [](const std::string& text) {
+      std::string lines;
+      std::istringstream in(text);
+      for (std::string line; std::getline(in, line);) {
+        if (line.rfind("  PASS ", 0) == 0 || line.rfind("  FAIL ", 0) == 0) lines += line + "\n";
+      }
+      return lines;
+    };
+    EXPECT_EQ(checks_of(run_text.out), checks_of(judged_text.out));
+    EXPECT_FALSE(checks_of(judged_text.out).empty());
+  }
+}
+
+TEST(Cli, JudgeRejectsAMissingOrDamagedRecordsDirectoryWithExit2) {
+  const Output missing = dagsim("judge " + (temp_dir() / "no-such-records").string());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("not a records directory"), std::string::npos) << missing.err;
+
+  const fs::path records = temp_dir() / "records-damaged";
+  ASSERT_EQ(dagsim("run " + write_scenario("h2.toml", kHealthy).string() + " --records " + records.string()).exit_code, 0);
+  std::ofstream(records / "nodes" / "worker0.0.json", std::ios::trunc) << R"({"node": "worker0", "incarnation": 0, "data": {"declarations": 7}})";
+  const Output damaged = dagsim("judge " + records.string());
+  EXPECT_EQ(damaged.exit_code, 2) << damaged.out;
+  EXPECT_NE(damaged.err.find("malformed node record"), std::string::npos) << damaged.err;
+
+  std::ofstream(records / "scenario.toml", std::ios::trunc) << "name = \"x\"\n[cluster]\nnodes = 5\n[heartbeat]\n";
+  const Output mismatch = dagsim("judge " + records.string());
+  EXPECT_EQ(mismatch.exit_code, 2);
+  EXPECT_NE(mismatch.err.find("the scenario has 5"), std::string::npos) << mismatch.err;
+}
+
 TEST(Cli, HelpAndUsageErrors) {
-  for (const char* args : {"--help", "run --help", "validate --help", "check --help"}) {
+  for (const char* args : {"--help", "run --help", "validate --help", "check --help", "judge --help"}) {
     const Output r = dagsim(args);
     EXPECT_EQ(r.exit_code, 0) << args;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << ": " << r.out;

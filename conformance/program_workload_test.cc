@@ -85,5 +85,44 @@ TEST(ProgramWorkload, AnUnusedRpcFailsTheProgramCleanly) {
   EXPECT_TRUE(r.passed);
 }
 
+// A comparison with an oracle that failed says so, instead of reporting gradient mismatches.
+TEST(ProgramWorkload, AnOracleThatFailsIsReportedAsSuch) {
+  scenarios::Scenario s = seed_example();
+  s.workload.as<scenarios::Program>().statements[1].call = "no_such_function";
+  // The distributed run fails too; judge as if it had not, so only the oracle's failure is left.
+  scenarios::RunOptions o;
+  o.before_checks = [](scenarios::RunRecords& records) {
+    EXPECT_TRUE(records.nodes.at(0).data.contains("error"));
+    records.nodes.at(0).data.erase("error");
+  };
+  const scenarios::RunResult r = scenarios::run_scenario(s, o);
+  const scenarios::CheckResult& grads = check(r, "gradients_match_local");
+  EXPECT_FALSE(grads.passed);
+  EXPECT_EQ(grads.detail.rfind("the local oracle failed: ", 0), 0u) << grads.detail;
+  EXPECT_NE(grads.detail.find("no_such_function"), std::string::npos) << grads.detail;
+  EXPECT_NE(r.workload.at("program").at("local_error").get<std::string>().find("no_such_function"), std::string::npos);
+}
+
+// no_leaked_contexts judges each live node's last record, and only those.
+TEST(ProgramWorkload, NoLeakedContextsFailsNamingTheNodeThatHoldsOne) {
+  const scenarios::Scenario s = seed_example();
+  scenarios::RunOptions o;
+  o.before_checks = [](scenarios::RunRecords& records) {
+    ASSERT_EQ(records.nodes.at(1).node, 1u);
+    EXPECT_EQ(records.nodes.at(1).data.at("contexts_at_end"), 0);
+    records.nodes.at(1).data["contexts_at_end"] = 2;
+  };
+  const scenarios::RunResult r = scenarios::run_scenario(s, o);
+  EXPECT_TRUE(check(r, "gradients_match_local").passed);
+  EXPECT_FALSE(check(r, "no_leaked_contexts").passed);
+  EXPECT_EQ(check(r, "no_leaked_contexts").detail, "worker1 holds 2 context(s); ");
+  // A node that is down at the end holds nothing, whatever its last record says.
+  o.before_checks = [](scenarios::RunRecords& records) {
+    records.nodes.at(1).data["contexts_at_end"] = 2;
+    records.final_states.at(1) = runtime::NodeState::killed;
+  };
+  EXPECT_TRUE(check(scenarios::run_scenario(s, o), "no_leaked_contexts").passed);
+}
+
 }  // namespace
 }  // namespace dagsim::conformance

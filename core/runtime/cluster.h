@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,6 +62,13 @@ class Cluster {
   virtual WorkerId add_node(std::string name, NodeMain main) = 0;
   virtual size_t num_nodes() const = 0;
   virtual const std::string& node_name(WorkerId node) const = 0;
+  // The node named `name`, or nullopt.
+  std::optional<WorkerId> find_node(std::string_view name) const {
+    for (WorkerId id = 0; id < num_nodes(); ++id) {
+      if (node_name(id) == name) return id;
+    }
+    return std::nullopt;
+  }
   virtual NodeState state(WorkerId node) const = 0;
   // The running incarnation's number, or the last one's when none runs.
   virtual uint32_t incarnation(WorkerId node) const = 0;

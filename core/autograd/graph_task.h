@@ -9,17 +9,69 @@
 //     (those on a path to a requested input), and captures read gradients at their inputs.
 //  3. The ready queue pops the node with the highest sequence_nr first, so later ops' backward
 //     runs first, as in PyTorch's CPU ready queue; the order is a function of the graph alone.
+//  4. Nothing about a pass depends on where its nodes sit in memory: what is keyed by a node's
+//     address (NodeMap, NodeSet) answers lookups only and cannot be iterated, so the allocator's
+//     order has no way into the order of evaluation, of accumulation or of hooks.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/autograd/node.h"
+#include "core/base/assert.h"
 
 namespace dagsim::autograd {
+
+// A map keyed by a node's address, for lookups only (invariant 4). Deliberately without begin()
+// and end(): code that needs the nodes in some order must keep them in a vector or sort them by
+// sequence_nr, never walk a hash of pointers.
+template <typename V>
+class NodeMap {
+ public:
+  // The value of `node`, or nullptr.
+  V* find(const Node* node) {
+    auto it = map_.find(node);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  const V* find(const Node* node) const {
+    auto it = map_.find(node);
+    return it == map_.end() ? nullptr : &it->second;
+  }
+  // The value of `node`, value-initialised on first use.
+  V& operator[](const Node* node) { return map_[node]; }
+  // REQUIRES: `node` has no value yet.
+  V& emplace(const Node* node, V value) {
+    auto [it, inserted] = map_.emplace(node, std::move(value));
+    DAGSIM_ASSERT_MSG(inserted, "NodeMap::emplace over an existing entry");
+    return it->second;
+  }
+  // REQUIRES: `node` has a value.
+  void erase(const Node* node) {
+    const size_t erased = map_.erase(node);
+    DAGSIM_ASSERT_MSG(erased == 1, "NodeMap::erase of a missing entry");
+  }
+  bool empty() const { return map_.empty(); }
+  size_t size() const { return map_.size(); }
+
+ private:
+  std::unordered_map<const Node*, V> map_;
+};
+
+// A set of nodes by address, for membership only (invariant 4).
+class NodeSet {
+ public:
+  // True when `node` was not in the set yet.
+  bool insert(const Node* node) { return set_.insert(node).second; }
+  bool contains(const Node* node) const { return set_.contains(node); }
+  size_t size() const { return set_.size(); }
+
+ private:
+  std::unordered_set<const Node*> set_;
+};
 
 // Gradients collected for one node's inputs, summed when several edges deliver to one input.
 class InputBuffer {
@@ -70,9 +122,9 @@ class GraphTask {
   };
 
   const bool keep_graph;
-  std::unordered_map<Node*, int> dependencies;
-  std::unordered_map<Node*, InputBuffer> not_ready;
-  std::unordered_map<Node*, ExecInfo> exec_info;
+  NodeMap<int> dependencies;
+  NodeMap<InputBuffer> not_ready;
+  NodeMap<ExecInfo> exec_info;
   variable_list captured;
   LeafCapture leaf_capture;
 

@@ -147,8 +147,8 @@ void Engine::init_exec_info(GraphTask& task, Node* graph_root, const std::vector
     bool needed = false;
     for (const Edge& edge : node->next_edges()) {
       if (!edge.is_valid()) continue;
-      const GraphTask::ExecInfo* info = task.exec_info.find(edge.function.get());
-      if (info != nullptr && (info->needed || !info->captures.empty())) {
+      const auto info = task.exec_info.find(edge.function.get());
+      if (info && (info->needed || !info->captures.empty())) {
         needed = true;
         break;
       }
@@ -163,8 +163,8 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
   fn->call_tensor_pre_hooks(inputs);
 
   if (!task.exec_info.empty()) {
-    const GraphTask::ExecInfo* info = task.exec_info.find(fn);
-    if (info == nullptr) return;
+    const auto info = task.exec_info.find(fn);
+    if (!info) return;
     for (const GraphTask::Capture& capture : info->captures) {
       task.captured[capture.output_index] = inputs[capture.input_nr];
     }
@@ -188,15 +188,15 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
     const Edge& edge = fn->next_edge(i);
     if (!edge.is_valid()) continue;
     Node* next = edge.function.get();
-    int* dependencies = task.dependencies.find(next);
-    DAGSIM_ASSERT_MSG(dependencies != nullptr, "dependency not found for a next node");
+    const auto dependencies = task.dependencies.find(next);
+    DAGSIM_ASSERT_MSG(dependencies, "dependency not found for a next node");
     DAGSIM_ASSERT(*dependencies > 0);
     const bool is_ready = --*dependencies == 0;
-    if (is_ready) task.dependencies.erase(next);
+    if (is_ready) task.dependencies.erase(dependencies);
 
     Tensor grad = outputs[i].defined() ? validate_output(*fn, i, edge, std::move(outputs[i])) : Tensor();
-    InputBuffer* pending = task.not_ready.find(next);
-    if (pending == nullptr) {
+    const auto pending = task.not_ready.find(next);
+    if (!pending) {
       InputBuffer buffer(next->num_inputs());
       buffer.add(edge.input_nr, std::move(grad));
       if (is_ready) {
@@ -208,7 +208,7 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
       pending->add(edge.input_nr, std::move(grad));
       if (is_ready) {
         task.push_ready(NodeTask{edge.function, std::move(*pending)});
-        task.not_ready.erase(next);
+        task.not_ready.erase(pending);
       }
     }
   }

@@ -31,12 +31,32 @@ namespace dagsim::autograd {
 // sequence_nr, never walk a hash of pointers.
 template <typename V>
 class NodeMap {
+  using Map = std::unordered_map<const Node*, V>;
+
  public:
-  // The value of `node`, or nullptr.
-  V* find(const Node* node) {
+  // One entry found (or none): its value, and what erase() takes, so a lookup followed by an erase
+  // hashes once. It cannot step to other entries.
+  class Entry {
+   public:
+    explicit operator bool() const { return found_; }
+    V& operator*() const {
+      DAGSIM_ASSERT(found_);
+      return it_->second;
+    }
+    V* operator->() const { return &**this; }
+
+   private:
+    friend class NodeMap;
+    Entry(typename Map::iterator it, bool found) : it_(it), found_(found) {}
+    typename Map::iterator it_;
+    bool found_;
+  };
+
+  Entry find(const Node* node) {
     auto it = map_.find(node);
-    return it == map_.end() ? nullptr : &it->second;
+    return Entry(it, it != map_.end());
   }
+  // The value of `node`, or nullptr.
   const V* find(const Node* node) const {
     auto it = map_.find(node);
     return it == map_.end() ? nullptr : &it->second;
@@ -49,16 +69,16 @@ class NodeMap {
     DAGSIM_ASSERT_MSG(inserted, "NodeMap::emplace over an existing entry");
     return it->second;
   }
-  // REQUIRES: `node` has a value.
-  void erase(const Node* node) {
-    const size_t erased = map_.erase(node);
-    DAGSIM_ASSERT_MSG(erased == 1, "NodeMap::erase of a missing entry");
+  // REQUIRES: `entry` was found in this map and not erased since.
+  void erase(Entry entry) {
+    DAGSIM_ASSERT_MSG(entry.found_, "NodeMap::erase of a missing entry");
+    map_.erase(entry.it_);
   }
   bool empty() const { return map_.empty(); }
   size_t size() const { return map_.size(); }
 
  private:
-  std::unordered_map<const Node*, V> map_;
+  Map map_;
 };
 
 // A set of nodes by address, for membership only (invariant 4).

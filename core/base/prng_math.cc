@@ -3,6 +3,7 @@
 #include "core/base/prng_math.h"
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/base/assert.h"
@@ -23,39 +24,42 @@ constexpr double kSqrt2 = 0x1.6a09e667f3bcdp+0;
 constexpr double kTwoPi = 0x1.921fb54442d18p+2;  // 2*pi rounded to nearest
 
 // ln(1+f) = 2 atanh(s) with s = f / (2 + f): 2s + s * R(s^2), R(z) = sum over k >= 1 of
-// 2 z^k / (2k + 1). The Taylor coefficients (each 2/(2k+1) rounded to nearest); with
-// |s| <= 3 - 2 sqrt(2) < 0.1716 (z < 0.0295) the first omitted term, 2 z^11 / 23, is below
-// 2^-58 of R, far under the rounding of the sum.
-constexpr double kLogC1 = 0x1.5555555555555p-1;  // 2/3
-constexpr double kLogC2 = 0x1.999999999999ap-2;  // 2/5
-constexpr double kLogC3 = 0x1.2492492492492p-2;  // 2/7
-constexpr double kLogC4 = 0x1.c71c71c71c71cp-3;  // 2/9
-constexpr double kLogC5 = 0x1.745d1745d1746p-3;  // 2/11
-constexpr double kLogC6 = 0x1.3b13b13b13b14p-3;  // 2/13
-constexpr double kLogC7 = 0x1.1111111111111p-3;  // 2/15
-constexpr double kLogC8 = 0x1.e1e1e1e1e1e1ep-4;  // 2/17
-constexpr double kLogC9 = 0x1.af286bca1af28p-4;  // 2/19
-constexpr double kLogC10 = 0x1.8618618618618p-4;  // 2/21
+// 2 z^k / (2k + 1). The Taylor coefficients of R(z)/z (each 2/(2k+1) rounded to nearest); with
+// |s| <= 3 - 2 sqrt(2) < 0.1716 (z < 0.0295) the first omitted term, s * 2 z^11 / 23, is below
+// 2^-60 of the result, far under its rounding.
+constexpr double kLogC[] = {
+    0x1.5555555555555p-1,  // 2/3
+    0x1.999999999999ap-2,  // 2/5
+    0x1.2492492492492p-2,  // 2/7
+    0x1.c71c71c71c71cp-3,  // 2/9
+    0x1.745d1745d1746p-3,  // 2/11
+    0x1.3b13b13b13b14p-3,  // 2/13
+    0x1.1111111111111p-3,  // 2/15
+    0x1.e1e1e1e1e1e1ep-4,  // 2/17
+    0x1.af286bca1af28p-4,  // 2/19
+    0x1.8618618618618p-4,  // 2/21
+};
 
-// Taylor coefficients of sin and cos, (-1)^k / (2k+1)! and (-1)^k / (2k)!, rounded to nearest.
-// On |theta| <= pi/4 the first omitted terms (theta^19/19!, theta^20/20!) are below 2^-63.
-constexpr double kSin1 = -0x1.5555555555555p-3;
-constexpr double kSin2 = 0x1.1111111111111p-7;
-constexpr double kSin3 = -0x1.a01a01a01a01ap-13;
-constexpr double kSin4 = 0x1.71de3a556c734p-19;
-constexpr double kSin5 = -0x1.ae64567f544e4p-26;
-constexpr double kSin6 = 0x1.6124613a86d09p-33;
-constexpr double kSin7 = -0x1.ae7f3e733b81fp-41;
-constexpr double kSin8 = 0x1.952c77030ad4ap-49;
-constexpr double kCos1 = -0x1.0000000000000p-1;
-constexpr double kCos2 = 0x1.5555555555555p-5;
-constexpr double kCos3 = -0x1.6c16c16c16c17p-10;
-constexpr double kCos4 = 0x1.a01a01a01a01ap-16;
-constexpr double kCos5 = -0x1.27e4fb7789f5cp-22;
-constexpr double kCos6 = 0x1.1eed8eff8d898p-29;
-constexpr double kCos7 = -0x1.93974a8c07c9dp-37;
-constexpr double kCos8 = 0x1.ae7f3e733b81fp-45;
-constexpr double kCos9 = -0x1.6827863b97d97p-53;
+// Taylor coefficients of sin and cos, (-1)^k / (2k+1)! and (-1)^k / (2k)! for k >= 1, rounded to
+// nearest. On |theta| <= pi/4 the first omitted terms (theta^19/19!, theta^20/20!) are below 2^-63.
+constexpr double kSinC[] = {
+    -0x1.5555555555555p-3, 0x1.1111111111111p-7,  -0x1.a01a01a01a01ap-13, 0x1.71de3a556c734p-19,
+    -0x1.ae64567f544e4p-26, 0x1.6124613a86d09p-33, -0x1.ae7f3e733b81fp-41, 0x1.952c77030ad4ap-49,
+};
+constexpr double kCosC[] = {
+    -0x1.0000000000000p-1,  0x1.5555555555555p-5,  -0x1.6c16c16c16c17p-10, 0x1.a01a01a01a01ap-16,
+    -0x1.27e4fb7789f5cp-22, 0x1.1eed8eff8d898p-29, -0x1.93974a8c07c9dp-37, 0x1.ae7f3e733b81fp-45,
+    -0x1.6827863b97d97p-53,
+};
+
+// c[0] + z * (c[1] + z * (... + z * c[N-1])): Horner's scheme, innermost first, one rounding per
+// operation (no contraction in this file), so the order of operations is the one written here.
+template <size_t N>
+double horner(double z, const double (&c)[N]) {
+  double sum = c[N - 1];
+  for (size_t i = N - 1; i-- > 0;) sum = c[i] + z * sum;
+  return sum;
+}
 
 }  // namespace
 
@@ -79,11 +83,7 @@ double log(double x) {
   const double f = m - 1.0;  // exact (Sterbenz: m is within a factor 2 of 1)
   const double s = f / (2.0 + f);
   const double z = s * s;
-  const double r =
-      z * (kLogC1 +
-           z * (kLogC2 +
-                z * (kLogC3 +
-                     z * (kLogC4 + z * (kLogC5 + z * (kLogC6 + z * (kLogC7 + z * (kLogC8 + z * (kLogC9 + z * kLogC10)))))))));
+  const double r = z * horner(z, kLogC);
   // ln(1+f) = f - s*f + s*R, and s*f = hfsq - s*hfsq with hfsq = f^2/2: f is exact, so only the
   // small correction carries rounding error (this keeps the result within about one ulp).
   const double hfsq = 0.5 * f * f;
@@ -101,10 +101,8 @@ SinCos sin_cos_turns(double turns) {
   const double rest = turns - static_cast<double>(quarter) * 0.25;  // in [-1/8, 1/8]
   const double theta = rest * kTwoPi;                                // in [-pi/4, pi/4]
   const double z = theta * theta;
-  const double sin_theta =
-      theta + theta * (z * (kSin1 + z * (kSin2 + z * (kSin3 + z * (kSin4 + z * (kSin5 + z * (kSin6 + z * (kSin7 + z * kSin8))))))));
-  const double cos_theta =
-      1.0 + z * (kCos1 + z * (kCos2 + z * (kCos3 + z * (kCos4 + z * (kCos5 + z * (kCos6 + z * (kCos7 + z * (kCos8 + z * kCos9))))))));
+  const double sin_theta = theta + theta * (z * horner(z, kSinC));
+  const double cos_theta = 1.0 + z * horner(z, kCosC);
   switch (quarter & 3) {
     case 0:
       return {sin_theta, cos_theta};

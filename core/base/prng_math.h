@@ -12,6 +12,7 @@
 //    compiled with -ffp-contract=off: GCC contracts a*b+c into a fused multiply-add by default
 //    even with -std=c++20 (it ignores #pragma STDC FP_CONTRACT in C++), and Clang does within an
 //    expression, which would change the last bits on FMA hardware (x86-64-v3, every AArch64);
+//    and with -fno-math-errno, so prng.cc's sqrt is the instruction with no call into libm;
 //  - double arithmetic without excess precision (FLT_EVAL_METHOD 0: SSE2, AArch64; not x87).
 // Accuracy: within a few units in the last place of the true value (prng_math_test.cc measures
 // it against long double), which is all a random draw needs; bit-for-bit replay is the point.

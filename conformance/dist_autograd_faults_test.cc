@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <optional>
 
 #include "core/base/throws_error_test_util.h"
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/tensor/ops.h"
 #include "conformance/autograd_cluster.h"
+#include "sim/sim_network.h"
 
 namespace dagsim::conformance {
 namespace {
@@ -18,11 +20,13 @@ using runtime::TimePoint;
 
 // Two or three nodes at a constant latency, RPC timeouts of 5 s.
 struct AutogradWorld : AutogradCluster {
-  AutogradWorld(int nodes, runtime::Duration latency)
-      : AutogradCluster(options(latency), nodes, registry_, rpc::RpcOptions{.default_timeout = 5s, .limits = {}}) {}
-  static sim::SimOptions options(runtime::Duration latency) {
+  AutogradWorld(int nodes, runtime::Duration latency, runtime::Duration connection_timeout = 5s)
+      : AutogradCluster(options(latency, connection_timeout), nodes, registry_,
+                        rpc::RpcOptions{.default_timeout = 5s, .limits = {}}) {}
+  static sim::SimOptions options(runtime::Duration latency, runtime::Duration connection_timeout) {
     sim::SimOptions o;
     o.network.latency = runtime::LatencyModel::constant(latency);
+    o.network.connection_timeout = connection_timeout;
     return o;
   }
   static inline const rpc::FunctionRegistry registry_ = rpc::FunctionRegistry::with_builtins();
@@ -50,21 +54,43 @@ TEST(DistAutogradFaults, AContextWhoseOriginatorDiedIsReleasedOnTheSurvivors) {
   EXPECT_EQ(w.autograd[1]->debug_info().num_autograd_contexts, 0u) << "the orphaned context leaked";
 }
 
+// A connection that fails while both incarnations live (a partition held traffic past the
+// connection timeout) is not a death: each end probes the other, the probe gets through once the
+// partition heals and finds the same incarnation, and nothing is released; the context still
+// serves a backward afterwards.
 TEST(DistAutogradFaults, APassingConnectionFailureReleasesNothing) {
-  AutogradWorld w(2, 1ms);
+  AutogradWorld w(2, 1ms, /*connection_timeout=*/200ms);
   Tensor x = leaf();
   bool done = false;
+  std::optional<Error> ping_error;
   w.world.spawn_foreground(0, "trainer", [&] {
     dist_autograd::DistAutograd::Context ctx(*w.autograd[0]);
     Tensor y = w.agents[0]->rpc_sync(1, "neg", {{x}, {}})[0];
-    w.world.env(0).clock.sleep(500ms);  // a partition comes and goes meanwhile
+    w.world.env(0).clock.sleep(1s);  // the connection fails and the partition heals meanwhile
     w.autograd[0]->backward(ctx.id(), {sum(y)});
     done = w.autograd[0]->get_gradients(ctx.id()).size() == 1;
   });
-  // A short partition makes held traffic time out... only if traffic is held; here a probe
-  // from the notice must find the same incarnation alive.
+  // Traffic during the partition, outside any autograd context: it is held, and at 350 ms (its
+  // connection timeout) the connection fails; both ends are told, and each probes the other.
+  w.world.spawn_foreground(0, "pinger", [&] {
+    w.world.env(0).clock.sleep(150ms);
+    try {
+      w.agents[0]->rpc_sync(1, "neg", {{from_values({1}, {1})}, {}});
+    } catch (const Error& e) {
+      ping_error = e;
+    }
+  });
+  // The probes are held in turn; the heal at 450 ms comes before their own connection times out.
   w.world.at(TimePoint{100ms}, "partition", [&] { w.world.partition({{0, 1}, {1, 0}}); });
-  w.world.at(TimePoint{300ms}, "heal", [&] { w.world.heal_all(); });
+  w.world.at(TimePoint{450ms}, "heal", [&] { w.world.heal_all(); });
+
+  EXPECT_EQ(w.world.run({.stop_at = TimePoint{600ms}}), sim::SimWorld::Outcome::finished);
+  ASSERT_TRUE(ping_error.has_value()) << "the partition caused no connection failure";
+  EXPECT_EQ(ping_error->code(), ErrorCode::connection_failed) << ping_error->what();
+  EXPECT_EQ(w.world.network().stats().connection_failures, 1u) << "one failure; the probes got through";
+  EXPECT_EQ(w.autograd[0]->debug_info().num_autograd_contexts, 1u);
+  EXPECT_EQ(w.autograd[1]->debug_info().num_autograd_contexts, 1u) << "the peer released a live originator's context";
+
   EXPECT_EQ(w.world.run({.max_virtual_time = TimePoint{60s}}), sim::SimWorld::Outcome::finished);
   EXPECT_TRUE(done);
 }

@@ -4,7 +4,8 @@
 #  - in scenarios/, only the runner's simulator path (run/runner.cc) includes sim/: the format,
 #    the workloads, the judge and the CLI see a Cluster and an Env, never a SimWorld;
 #  - core/ and sim/ (tests aside) read no real time, start no OS threads, use no Boost.Fiber timed
-#    waits and no <random> distributions, so a seed replays byte for byte.
+#    waits and no <random> distributions, so a seed replays byte for byte;
+#  - the Prng's continuous draws call no libm function.
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}"
 status=0
@@ -24,5 +25,11 @@ for dir in core sim; do
     echo "determinism: $dir/ must not use real time, OS threads or std distributions:"; echo "$hits"; status=1
   fi
 done
+# The continuous random draws replay across machines only if no libm function computes them
+# (core/base/prng_math.h): IEEE-754's sqrt is allowed, libm's log/exp/sin/cos/pow... are not.
+libm='(std)?::(log|log1p|log2|log10|exp|exp2|expm1|sin|cos|tan|asin|acos|atan|atan2|sinh|cosh|tanh|pow|cbrt|hypot|erf|erfc|lgamma|tgamma)\b'
+if hits=$(grep -nE "(^|[^A-Za-z0-9_])$libm" core/base/prng.h core/base/prng.cc core/base/prng_math.h core/base/prng_math.cc); then
+  echo "determinism: the Prng's draws must not call libm (use core/base/prng_math.h):"; echo "$hits"; status=1
+fi
 [ $status -eq 0 ] && echo "rules hold"
 exit $status

@@ -307,6 +307,22 @@ TEST(SimNetwork, InjectedConnectionFailuresTellBothEndsAndLoseNothingSilently) {
   EXPECT_GT(stats.connection_failures, 5u);
   EXPECT_EQ(stats.delivered + stats.dropped, stats.sent);
   EXPECT_EQ(b_log.size(), stats.delivered + stats.connection_failures);  // messages + notices
+  // Both ends hear of every failure, each naming the other, one latency (1 ms) after it: a, which
+  // only sends, hears nothing else, and its notices come at the same times as b's.
+  std::vector<int64_t> a_notices_us, b_notices_us;
+  for (const Received& r : a_log) {
+    EXPECT_EQ(r.kind, Delivery::Kind::peer_failed);
+    EXPECT_EQ(r.peer, 1u);
+    EXPECT_NE(r.text.find("injected"), std::string::npos) << r.text;
+    a_notices_us.push_back(r.time_us);
+  }
+  for (const Received& r : b_log) {
+    if (r.kind != Delivery::Kind::peer_failed) continue;
+    EXPECT_EQ(r.peer, 0u);
+    b_notices_us.push_back(r.time_us);
+  }
+  EXPECT_EQ(a_notices_us.size(), stats.connection_failures);
+  EXPECT_EQ(a_notices_us, b_notices_us);
   // Delivered messages are still in send order.
   int last = -1;
   for (const Received& r : b_log) {

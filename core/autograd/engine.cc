@@ -1,7 +1,5 @@
 #include "core/autograd/engine.h"
 
-#include <unordered_set>
-
 #include "core/autograd/grad_mode.h"
 #include "core/tensor/ops.h"
 
@@ -93,9 +91,16 @@ std::shared_ptr<Node> Engine::make_graph_root(std::vector<Edge> edges, variable_
 }
 
 void Engine::compute_dependencies(GraphTask& task, const std::vector<Node*>& roots) {
-  const std::unordered_set<Node*> root_set(roots.begin(), roots.end());
-  std::vector<Node*> stack(root_set.begin(), root_set.end());
-  for (Node* root : roots) DAGSIM_ASSERT(root != nullptr);
+  // The walk starts from the roots in the order given and follows each node's edges in order, so
+  // its order is a function of the graph and the caller, never of addresses (graph_task.h,
+  // invariant 4). The counts come out the same in any order; the order is fixed anyway, so that
+  // nothing added to the walk later (a limit, a trace of it) can see the allocator's order.
+  NodeSet root_set;
+  std::vector<Node*> stack;
+  for (Node* root : roots) {
+    DAGSIM_ASSERT(root != nullptr);
+    if (root_set.insert(root)) stack.push_back(root);
+  }
   while (!stack.empty()) {
     Node* fn = stack.back();
     stack.pop_back();
@@ -127,13 +132,14 @@ void Engine::init_exec_info(GraphTask& task, Node* graph_root, const std::vector
     Node* node;
     size_t next_child;
   };
-  std::unordered_set<Node*> visited{graph_root};
+  NodeSet visited;
+  visited.insert(graph_root);
   std::vector<Frame> stack{{graph_root, 0}};
   while (!stack.empty()) {
     Frame& frame = stack.back();
     if (frame.next_child < frame.node->num_outputs()) {
       Node* child = frame.node->next_edge(frame.next_child++).function.get();
-      if (child != nullptr && visited.insert(child).second) stack.push_back({child, 0});
+      if (child != nullptr && visited.insert(child)) stack.push_back({child, 0});
       continue;
     }
     Node* node = frame.node;
@@ -141,8 +147,8 @@ void Engine::init_exec_info(GraphTask& task, Node* graph_root, const std::vector
     bool needed = false;
     for (const Edge& edge : node->next_edges()) {
       if (!edge.is_valid()) continue;
-      auto it = task.exec_info.find(edge.function.get());
-      if (it != task.exec_info.end() && (it->second.needed || !it->second.captures.empty())) {
+      const auto info = task.exec_info.find(edge.function.get());
+      if (info && (info->needed || !info->captures.empty())) {
         needed = true;
         break;
       }
@@ -157,12 +163,12 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
   fn->call_tensor_pre_hooks(inputs);
 
   if (!task.exec_info.empty()) {
-    auto it = task.exec_info.find(fn);
-    if (it == task.exec_info.end()) return;
-    for (const GraphTask::Capture& capture : it->second.captures) {
+    const auto info = task.exec_info.find(fn);
+    if (!info) return;
+    for (const GraphTask::Capture& capture : info->captures) {
       task.captured[capture.output_index] = inputs[capture.input_nr];
     }
-    if (!it->second.needed) return;
+    if (!info->needed) return;
   }
 
   if (const Tensor* leaf = fn->leaf_variable(); leaf != nullptr && task.leaf_capture) {
@@ -182,14 +188,15 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
     const Edge& edge = fn->next_edge(i);
     if (!edge.is_valid()) continue;
     Node* next = edge.function.get();
-    auto dep = task.dependencies.find(next);
-    DAGSIM_ASSERT_MSG(dep != task.dependencies.end(), "dependency not found for a next node");
-    const bool is_ready = --dep->second == 0;
-    if (is_ready) task.dependencies.erase(dep);
+    const auto dependencies = task.dependencies.find(next);
+    DAGSIM_ASSERT_MSG(dependencies, "dependency not found for a next node");
+    DAGSIM_ASSERT(*dependencies > 0);
+    const bool is_ready = --*dependencies == 0;
+    if (is_ready) task.dependencies.erase(dependencies);
 
     Tensor grad = outputs[i].defined() ? validate_output(*fn, i, edge, std::move(outputs[i])) : Tensor();
-    auto pending = task.not_ready.find(next);
-    if (pending == task.not_ready.end()) {
+    const auto pending = task.not_ready.find(next);
+    if (!pending) {
       InputBuffer buffer(next->num_inputs());
       buffer.add(edge.input_nr, std::move(grad));
       if (is_ready) {
@@ -198,9 +205,9 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
         task.not_ready.emplace(next, std::move(buffer));
       }
     } else {
-      pending->second.add(edge.input_nr, std::move(grad));
+      pending->add(edge.input_nr, std::move(grad));
       if (is_ready) {
-        task.push_ready(NodeTask{edge.function, std::move(pending->second)});
+        task.push_ready(NodeTask{edge.function, std::move(*pending)});
         task.not_ready.erase(pending);
       }
     }

@@ -1,9 +1,16 @@
 // Tests of the local autograd engine: PyTorch's semantics for backward and grad, hooks,
 // retain_graph, root validation, no_grad, error propagation, the pieces the distributed engine
-// reuses (leaf capture, work fed in between runs), and depth: a 100,000-op chain inside a fiber.
+// reuses (leaf capture, work fed in between runs), depth (a 100,000-op chain inside a fiber), and
+// an order of evaluation that owes nothing to where the nodes sit in memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
+#include <new>
+#include <optional>
+
 #include "core/autograd/engine.h"
+#include "core/base/prng.h"
 #include "core/autograd/grad_mode.h"
 #include "core/runtime/local_runtime.h"
 #include "core/tensor/ops.h"
@@ -230,6 +237,68 @@ TEST(Engine, LeavesOfferedTheSameGradientTensorDoNotShareTheirGrad) {
   EXPECT_FALSE(t0.grad().is_same(t2.grad()));
   EXPECT_EQ(t0.grad().to_vector(), (std::vector<double>{2}));
   EXPECT_EQ(t2.grad().to_vector(), (std::vector<double>{2}));
+}
+
+// Leaves the allocator's free lists in a seeded shuffle, so that the nodes built next land at
+// addresses in an order unrelated to their creation.
+void scramble_heap(uint64_t seed) {
+  Prng random(seed);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4000; ++i) blocks.push_back(::operator new(16 + 16 * random.uniform_u64(48)));
+  for (size_t i = blocks.size() - 1; i > 0; --i) std::swap(blocks[i], blocks[random.uniform_u64(i + 1)]);
+  for (void* block : blocks) ::operator delete(block);
+}
+
+struct PassOrder {
+  std::vector<int> hooks;  // the branches, in the order their backward ran
+  uint64_t grad_bits;      // x.grad, summed in that order
+  bool addresses_follow_creation;
+};
+
+// Six branches from one leaf, each scaling it by a constant whose sum depends on the order of
+// addition, under six roots: the hooks record the order the branches' backward ran, and x.grad
+// is the sum of their gradients in the order they arrived.
+PassOrder run_branches(const std::vector<double>& scales, std::optional<uint64_t> scramble_seed) {
+  if (scramble_seed) scramble_heap(*scramble_seed);
+  PassOrder out;
+  Tensor x = leaf({1}, {1.0});
+  std::vector<Tensor> branches, roots;
+  for (size_t i = 0; i < scales.size(); ++i) {
+    branches.push_back(mul(x, scales[i]));
+    branches.back().register_hook([&out, i](const Tensor&) {
+      out.hooks.push_back(static_cast<int>(i));
+      return Tensor();
+    });
+  }
+  for (const Tensor& branch : branches) roots.push_back(sum(branch));
+  out.addresses_follow_creation = std::is_sorted(branches.begin(), branches.end(), [](const Tensor& a, const Tensor& b) {
+    return a.grad_fn().get() < b.grad_fn().get();
+  });
+  Engine::backward(roots);
+  out.grad_bits = std::bit_cast<uint64_t>(x.grad().item());
+  return out;
+}
+
+// The order of a pass is a function of the graph (the latest op first, graph_task.h): here the
+// branches run last-built first and their gradients add up in that order, whatever addresses the
+// allocator gave the nodes. A pass ordered by address anywhere (a ready queue, a walk over a set
+// of pointers) fails this: the scrambled runs put the nodes out of creation order.
+TEST(Engine, PassOrderIsAFunctionOfTheGraphNotOfAddresses) {
+  const std::vector<double> scales = {1.0, 0x1p53, 1.0, -0x1p53, 1.0, 0.5};
+  double in_creation_order = 0, latest_first = 0;
+  for (double scale : scales) in_creation_order += scale;
+  for (auto it = scales.rbegin(); it != scales.rend(); ++it) latest_first += *it;
+  ASSERT_NE(in_creation_order, latest_first) << "the scales must make the order of addition visible";
+
+  const std::vector<int> expected_hooks = {5, 4, 3, 2, 1, 0};
+  bool some_run_out_of_creation_order = false;
+  for (uint64_t seed = 0; seed <= 8; ++seed) {
+    const PassOrder run = run_branches(scales, seed == 0 ? std::nullopt : std::optional<uint64_t>(seed));
+    EXPECT_EQ(run.hooks, expected_hooks) << "heap scramble " << seed;
+    EXPECT_EQ(run.grad_bits, std::bit_cast<uint64_t>(latest_first)) << "heap scramble " << seed;
+    some_run_out_of_creation_order |= !run.addresses_follow_creation;
+  }
+  EXPECT_TRUE(some_run_out_of_creation_order) << "the heap scramble no longer moves nodes: this test checks nothing";
 }
 
 }  // namespace

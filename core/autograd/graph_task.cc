@@ -44,8 +44,8 @@ NodeTask GraphTask::pop_ready() {
 
 bool GraphTask::should_execute(Node* node) const {
   if (exec_info.empty()) return true;
-  auto it = exec_info.find(node);
-  return it != exec_info.end() && it->second.needed;
+  const ExecInfo* info = exec_info.find(node);
+  return info != nullptr && info->needed;
 }
 
 }  // namespace dagsim::autograd

@@ -1,10 +1,11 @@
 // Prng: the one pseudo-random generator of dagsim (xoshiro256**, seeded through splitmix64).
 // Every range mapping is written here, never taken from <random>'s distributions, whose output is
-// implementation-defined: the same seed gives the same numbers with any compiler or standard
-// library, which is what lets a failing seed replay anywhere.
+// implementation-defined: the same seed gives the same numbers with any compiler, standard
+// library and C library, which is what lets a failing seed replay anywhere. The continuous draws
+// (uniform, normal, exponential) are defined out of line in prng.cc, which is compiled without
+// floating-point contraction, and take their log, sin and cos from prng_math.h rather than libm.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 
 #include "core/base/assert.h"
@@ -72,33 +73,16 @@ class Prng {
   double uniform_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
   // Uniform in [lo, hi).
-  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform_double(); }
+  double uniform(double lo, double hi);
 
   // True with probability p.
   bool bernoulli(double p) { return uniform_double() < p; }
 
-  // Standard normal by Box-Muller; both values of a pair are used.
-  double normal(double mean = 0.0, double stddev = 1.0) {
-    if (has_spare_) {
-      has_spare_ = false;
-      return mean + stddev * spare_;
-    }
-    double u1 = uniform_double();
-    while (u1 <= 0.0) u1 = uniform_double();
-    const double u2 = uniform_double();
-    const double radius = std::sqrt(-2.0 * std::log(u1));
-    const double angle = 2.0 * 3.14159265358979323846 * u2;
-    spare_ = radius * std::sin(angle);
-    has_spare_ = true;
-    return mean + stddev * radius * std::cos(angle);
-  }
+  // Normal by Box-Muller; both values of a pair are used.
+  double normal(double mean = 0.0, double stddev = 1.0);
 
   // Exponential with the given mean.
-  double exponential(double mean) {
-    double u = uniform_double();
-    while (u <= 0.0) u = uniform_double();
-    return -mean * std::log(u);
-  }
+  double exponential(double mean);
 
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

@@ -179,10 +179,10 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
   BackwardRequest request{context, message, pass->task.keep_graph, std::move(grads)};
   // Answered only when the peer's own pass is done, which may take long: bounded by the backward
   // timeout, not the RPC timeout. Whether the peer is alive is the detector's probes' business.
-  runtime::Future<std::vector<Tensor>> reply =
-      agent_.request(to, make_backward_request(0, request), "backward pass of context " + std::to_string(context),
-                     options_.backward_timeout);
-  reply.then([pass](runtime::Future<std::vector<Tensor>> done) {
+  runtime::Future<rpc::Bytes> reply =
+      agent_.request_bytes(to, rpc::MessageType::backward_autograd_req, rpc::to_bytes(request), options_.backward_timeout,
+                           "backward pass of context " + std::to_string(context));
+  reply.then([pass](runtime::Future<rpc::Bytes> done) {
     --pass->outstanding;
     pass->context->note_gradient_message_received();  // the reply, or the failure standing for it
     try {
@@ -206,18 +206,14 @@ ProbeReport DistEngine::report(ContextId context, uint64_t wave) {
   if (auto it = passes_.find(context); it != passes_.end()) {
     const Pass& pass = *it->second;
     out.busy = pass.task.has_ready() || pass.evaluating;
-    for (MessageId id : pass.sends_pending) out.waiting.push_back(ctx->describe_send(id) + where);
+    for (MessageId id : pass.sends_pending) out.waiting.push_back(clip(ctx->describe_send(id) + where, kMaxDescription));
   } else if (ctx->passes_completed() == 0) {
     // No pass ever started here: no gradient reached any of its send functions.
-    for (const auto& [id, send] : ctx->send_functions()) out.waiting.push_back(ctx->describe_send(id) + where);
+    for (const auto& [id, send] : ctx->send_functions()) {
+      out.waiting.push_back(clip(ctx->describe_send(id) + where, kMaxDescription));
+    }
   }
   return out;
-}
-
-void DistEngine::deposit_report(WorkerId from, ProbeReport report) {
-  auto wave = inbox_.find(report.wave);
-  if (wave == inbox_.end()) return;  // a wave given up on
-  wave->second.insert_or_assign(from, std::move(report));
 }
 
 void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pass) {
@@ -250,13 +246,7 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
 }
 
 std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wave& wave, std::string& lost) {
-  std::map<WorkerId, ProbeReport>& inbox = inbox_[wave_id];
-  struct Close {
-    DistEngine& engine;
-    uint64_t wave;
-    ~Close() { engine.inbox_.erase(wave); }
-  } close{*this, wave_id};
-
+  DAGSIM_ASSERT(wave.empty() && lost.empty());
   wave.emplace(agent_.self(), report(context, wave_id));
   if (!wave.begin()->second.has_context) return std::nullopt;
   std::set<WorkerId> asked{agent_.self()};
@@ -264,16 +254,18 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
   while (!frontier.empty()) {
     // Probe every newly learnt worker of this round at once (each within the RPC timeout), then
     // learn from their reports.
-    std::vector<std::pair<WorkerId, runtime::Future<std::vector<Tensor>>>> replies;
+    std::vector<std::pair<WorkerId, runtime::Future<rpc::Bytes>>> replies;
     for (WorkerId worker : frontier) {
       if (!asked.insert(worker).second) continue;
-      replies.emplace_back(worker, agent_.request(worker, make_probe_request(context, wave_id),
-                                                  "termination probe of context " + std::to_string(context)));
+      replies.emplace_back(worker, agent_.request_bytes(worker, rpc::MessageType::termination_probe_req,
+                                                        rpc::to_bytes(ProbeRequest{context, wave_id}), std::nullopt,
+                                                        "termination probe of context " + std::to_string(context)));
     }
     frontier.clear();
     for (auto& [worker, reply] : replies) {
+      ProbeReport report;
       try {
-        reply.get();
+        report = rpc::from_bytes<ProbeReport>(reply.get());
       } catch (const Error& e) {
         if (e.code() == ErrorCode::node_killed) throw;
         // A worker that cannot answer within the RPC timeout (dead, crashed, cut off) will not
@@ -281,11 +273,10 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
         if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed) lost = e.detail();
         return std::nullopt;
       }
-      auto it = inbox.find(worker);
-      if (it == inbox.end() || it->second.context != context || !it->second.has_context) return std::nullopt;
-      for (WorkerId next : it->second.known_workers) frontier.push_back(next);
-      wave.emplace(worker, std::move(it->second));
-      inbox.erase(it);
+      // A report for another probe than ours would be a peer's bug: no wave of it.
+      if (report.context != context || report.wave != wave_id || !report.has_context) return std::nullopt;
+      for (WorkerId next : report.known_workers) frontier.push_back(next);
+      wave.emplace(worker, std::move(report));
     }
   }
   return wave;
@@ -297,7 +288,9 @@ void DistEngine::fail_everywhere(ContextId context, Pass& pass, const Wave& wave
     if (worker == agent_.self()) continue;
     try {
       // Fire and forget: a worker we cannot reach fails its pass by its own timeout.
-      agent_.request(worker, make_abort_request(context, reason), "abort of context " + std::to_string(context));
+      agent_.request_bytes(worker, rpc::MessageType::backward_abort_req,
+                           rpc::to_bytes(AbortRequest{context, clip(reason, kMaxReason)}), std::nullopt,
+                           "abort of context " + std::to_string(context));
     } catch (const Error& e) {
       agent_.env().log.event("dist_autograd.abort_failed", e.detail());
     }

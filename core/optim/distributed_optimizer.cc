@@ -11,13 +11,13 @@ namespace {
 
 std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
   const char* f = "dagsim.optim.create";
-  const auto kind = static_cast<int>(args.attribute(f, "kind"));
+  const int64_t kind = args.integer(f, "kind");
   if (kind == static_cast<int>(OptimizerConfig::Kind::sgd)) {
     SgdOptions o{.lr = args.attribute(f, "lr"),
                  .momentum = args.attribute(f, "momentum", 0.0),
                  .dampening = args.attribute(f, "dampening", 0.0),
                  .weight_decay = args.attribute(f, "weight_decay", 0.0),
-                 .nesterov = args.attribute(f, "nesterov", 0.0) != 0.0};
+                 .nesterov = args.integer(f, "nesterov", 0) != 0};
     return std::make_unique<Sgd>(args.tensors, o);
   }
   if (kind == static_cast<int>(OptimizerConfig::Kind::adam)) {
@@ -36,10 +36,15 @@ std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
 OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) : autograd_(autograd) {
   agent.add_local_function("dagsim.optim.create", [this](rpc::CallContext&, const rpc::CallArgs& args) {
     // The parameters arrive as this node's RRef values (run_function resolved args.rrefs). The
-    // host numbers its optimizers itself, so ids are a function of this node's history alone.
-    const uint64_t id = ++next_id_;
+    // caller names the optimizer with a global id of its own (its node, incarnation and counter),
+    // so ids are a function of the caller's history alone and never collide across callers.
+    const uint64_t id = args.id("dagsim.optim.create", "id");
+    if (id == 0 || optimizers_.count(id) != 0) {
+      throw errors::invalid_argument("dagsim.optim.create: optimizer id " + std::to_string(id) + " is " +
+                                     (id == 0 ? "not an id" : "already taken on this node"));
+    }
     optimizers_[id] = make_optimizer(args);
-    return std::vector<Tensor>{from_values({1}, {static_cast<double>(id)})};
+    return std::vector<Tensor>{};
   });
   agent.add_local_function("dagsim.optim.drop", [this](rpc::CallContext&, const rpc::CallArgs& args) {
     optimizers_.erase(args.id("dagsim.optim.drop", "id"));
@@ -71,13 +76,15 @@ DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig
   for (const auto& [owner, rrefs] : by_owner) {
     rpc::CallArgs args;
     args.rrefs = rrefs;
-    args.attributes["kind"] = static_cast<double>(config.kind);
+    const uint64_t id = agent.new_global_id();
+    args.set_id("id", id);
+    args.ints["kind"] = static_cast<int64_t>(config.kind);
     if (config.kind == OptimizerConfig::Kind::sgd) {
       args.attributes["lr"] = config.sgd.lr;
       args.attributes["momentum"] = config.sgd.momentum;
       args.attributes["dampening"] = config.sgd.dampening;
       args.attributes["weight_decay"] = config.sgd.weight_decay;
-      args.attributes["nesterov"] = config.sgd.nesterov ? 1 : 0;
+      args.ints["nesterov"] = config.sgd.nesterov ? 1 : 0;
     } else {
       args.attributes["lr"] = config.adam.lr;
       args.attributes["beta1"] = config.adam.beta1;
@@ -85,7 +92,8 @@ DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig
       args.attributes["eps"] = config.adam.eps;
       args.attributes["weight_decay"] = config.adam.weight_decay;
     }
-    optimizer_on_[owner] = static_cast<uint64_t>(agent.rpc_sync(owner, "dagsim.optim.create", args).at(0).item());
+    agent.rpc_sync(owner, "dagsim.optim.create", args);
+    optimizer_on_[owner] = id;
   }
 }
 

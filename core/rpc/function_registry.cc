@@ -14,14 +14,34 @@ double CallArgs::attribute(std::string_view function, const std::string& name, s
   throw errors::invalid_argument(std::string(function) + ": missing attribute '" + name + "'");
 }
 
-void CallArgs::set_id(const std::string& name, uint64_t id) {
-  attributes[name + "_hi"] = static_cast<double>(id >> 32);
-  attributes[name + "_lo"] = static_cast<double>(id & 0xffffffffULL);
+namespace {
+
+// The value under `name` in one typed map, or invalid_argument naming the function and saying
+// where else the name is (a caller that passed it with the wrong type).
+template <typename Map>
+const typename Map::mapped_type& typed(const CallArgs& args, const Map& map, std::string_view function,
+                                       const std::string& name, const char* type) {
+  auto it = map.find(name);
+  if (it != map.end()) return it->second;
+  const bool elsewhere = args.attributes.count(name) + args.ints.count(name) + args.strings.count(name) +
+                             args.blobs.count(name) != 0;
+  throw errors::invalid_argument(std::string(function) + ": missing " + type + " argument '" + name + "'" +
+                                 (elsewhere ? " (it was passed with another type)" : ""));
 }
 
-uint64_t CallArgs::id(std::string_view function, const std::string& name) const {
-  return (static_cast<uint64_t>(attribute(function, name + "_hi")) << 32) |
-         static_cast<uint64_t>(attribute(function, name + "_lo"));
+}  // namespace
+
+int64_t CallArgs::integer(std::string_view function, const std::string& name, std::optional<int64_t> fallback) const {
+  if (fallback && ints.count(name) == 0) return *fallback;
+  return typed(*this, ints, function, name, "int64");
+}
+
+const std::string& CallArgs::text(std::string_view function, const std::string& name) const {
+  return typed(*this, strings, function, name, "string");
+}
+
+const runtime::Bytes& CallArgs::blob(std::string_view function, const std::string& name) const {
+  return typed(*this, blobs, function, name, "bytes");
 }
 
 void CallArgs::expect_tensors(std::string_view function, size_t n) const {
@@ -128,11 +148,6 @@ FunctionRegistry FunctionRegistry::with_builtins() {
   r.add("cat", [](CallContext&, const CallArgs& args) {
     if (args.tensors.empty()) throw errors::invalid_argument("cat: needs at least one tensor");
     return std::vector<Tensor>{cat(args.tensors, integer(args, "cat", "dim", 0))};
-  });
-  // Liveness and identity: which life of the node answers (distributed autograd's probe of a
-  // peer whose connection failed).
-  r.add("dagsim.incarnation", [](CallContext& ctx, const CallArgs&) {
-    return std::vector<Tensor>{from_values({1}, {static_cast<double>(ctx.agent().env().incarnation)})};
   });
   // A parameter: a fresh leaf that requires grad, from initial values (rpc.remote(owner,
   // "dagsim.parameter", {init}) gives an RRef to it, as a model's parameter RRefs).

@@ -2,6 +2,9 @@
 
 #include "core/rpc/call_messages.h"
 
+#include <algorithm>
+#include <mutex>
+
 namespace dagsim::rpc {
 
 using runtime::Delivery;
@@ -12,14 +15,17 @@ RpcAgent::RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptio
 
 RpcAgent::~RpcAgent() {
   for (auto& [id, pending] : pending_) env_.clock.cancel(pending.timer);
+  stop_reaper();
   // Destroying the promises completes their futures with broken_promise: no waiter hangs.
   pending_.clear();
 }
 
 void RpcAgent::start() {
   DAGSIM_ASSERT_MSG(!started_, "RpcAgent::start called twice");
+  DAGSIM_ASSERT_MSG(pending_.empty() && serving_ == 0, "RpcAgent: calls before start()");
   started_ = true;
   env_.spawner.spawn("rpc.listener", [this] { listen(); });
+  env_.spawner.spawn("rpc.timeouts", [this, timeouts = timeouts_] { reap_timeouts(timeouts); });
 }
 
 void RpcAgent::listen() {
@@ -32,15 +38,51 @@ void RpcAgent::listen() {
       throw;
     }
     if (delivery.kind == Delivery::Kind::peer_failed) {
+      DAGSIM_ASSERT_MSG(delivery.peer != env_.self, "a node's connection to itself failed");
       fail_calls_to(delivery.peer, delivery.reason);
       if (extension_ != nullptr) extension_->on_peer_failed(delivery.peer, delivery.peer_incarnation, delivery.reason);
     } else {
-      on_frame(delivery.peer, delivery.payload);
+      on_frame(delivery.peer, delivery.peer_incarnation, delivery.payload);
     }
   }
 }
 
-void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
+void RpcAgent::reap_timeouts(std::shared_ptr<Timeouts> timeouts) {
+  for (;;) {
+    uint64_t id = 0;
+    {
+      runtime::FiberLock lock(timeouts->mutex);
+      runtime::block_until(
+          timeouts->wake, lock, [&] { return timeouts->stopped || !timeouts->expired.empty(); }, std::nullopt,
+          "RpcAgent timeouts");
+      // Stopped first: the agent may be gone (only `timeouts` is ours then).
+      if (timeouts->stopped) return;
+      id = timeouts->expired.front();
+      timeouts->expired.pop_front();
+    }
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;  // it ended between the timer and now
+    const Pending& pending = it->second;
+    fail(id, std::make_exception_ptr(errors::timed_out(pending.what + " to node " + std::to_string(pending.to) +
+                                                       " timed out after " +
+                                                       std::to_string(pending.limit.count() / 1000000) + " ms")));
+  }
+}
+
+void RpcAgent::stop_reaper() {
+  runtime::FiberLock lock(timeouts_->mutex);
+  timeouts_->stopped = true;
+  timeouts_->wake.notify_all();
+}
+
+void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime::Bytes& frame) {
+  // Preconditions: the transport hands frames only to a started agent, on one of its node's
+  // fibers (the listener, or a call to itself); ids carry 16 bits of a node's incarnation, and a
+  // frame from this node comes from this incarnation.
+  DAGSIM_ASSERT_MSG(started_, "RpcAgent: a frame arrived before start()");
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "RpcAgent: a frame handled outside a node fiber");
+  DAGSIM_ASSERT_MSG(from_incarnation <= UINT16_MAX, "an incarnation beyond what ids can carry");
+  DAGSIM_ASSERT(from != env_.self || from_incarnation == env_.incarnation);
   Message message;
   try {
     message = decode(frame, options_.limits);
@@ -49,79 +91,75 @@ void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
     env_.log.event("rpc.bad_frame", "from node " + std::to_string(from) + ": " + e.detail());
     return;
   }
-  const bool plain_response = message.type == MessageType::ret || message.type == MessageType::exception ||
-                              message.type == MessageType::remote_ret || message.type == MessageType::rref_fetch_ret ||
-                              message.type == MessageType::rref_ack;
-  if (extension_ != nullptr && !plain_response) {
-    if (!is_request(message.type)) {
-      // Unwrapped on the listener: what the extension records (recv functions) must exist before
-      // anyone waiting on the call runs.
-      const uint64_t request_id = message.request_id;
-      try {
-        message = extension_->incoming_response(from, std::move(message));
-      } catch (const Error& e) {
-        finish(request_id, std::nullopt, std::make_exception_ptr(e));
-        return;
-      }
-    }
+  DAGSIM_ASSERT(is_known_message_type(static_cast<uint16_t>(message.type)));  // decode's promise
+  if (!is_request(message.type)) {
+    on_response(from, std::move(message));
+    return;
   }
-  switch (message.type) {
-    case MessageType::call:
-    case MessageType::remote_call:
-    case MessageType::rref_fetch_call:
-    case MessageType::rref_user_delete:
-      ++handlers_;
-      env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
-        serve(from, std::move(message));
-      });
-      return;
-    case MessageType::ret:
-    case MessageType::remote_ret:
-    case MessageType::rref_fetch_ret:
-    case MessageType::rref_ack:
-      finish(message.request_id, std::move(message.tensors), nullptr);
-      return;
-    case MessageType::exception: {
-      std::exception_ptr error;
-      try {
-        error = std::make_exception_ptr(read_exception(message));
-      } catch (const Error& e) {
-        error = std::make_exception_ptr(e);  // a malformed exception still ends the call
-      }
-      finish(message.request_id, std::nullopt, error);
+  ++serving_;
+  env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
+    serve(from, std::move(message));
+  });
+}
+
+void RpcAgent::on_response(WorkerId from, Message response) {
+  DAGSIM_ASSERT(!is_request(response.type));
+  const uint64_t request_id = response.request_id;
+  if (worker_of(request_id) != env_.self || incarnation_of(request_id) != static_cast<uint16_t>(env_.incarnation)) {
+    // Not an id this life of the node handed out: a confused or forged peer.
+    env_.log.event("rpc.stray_response", std::string(message_type_name(response.type)) + " from node " +
+                                             std::to_string(from) + " for request " + std::to_string(request_id));
+    return;
+  }
+  if (response.type == MessageType::forward_autograd_resp) {
+    if (extension_ == nullptr) {
+      fail(request_id, std::make_exception_ptr(errors::protocol_error(
+                           "a forward_autograd_resp from node " + std::to_string(from) + ", but node " +
+                           std::to_string(env_.self) + " runs no distributed autograd")));
       return;
     }
-    default:
-      if (extension_ != nullptr && is_request(message.type)) {
-        ++handlers_;
-        env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
-          serve(from, std::move(message));
-        });
-        return;
-      }
-      env_.log.event("rpc.unexpected", std::string(message_type_name(message.type)) + " from node " + std::to_string(from));
+    // Unwrapped on the listener: what the extension records (recv functions) must exist before
+    // anyone waiting on the call runs.
+    try {
+      response = extension_->incoming_response(from, std::move(response));
+    } catch (const Error& e) {
+      fail(request_id, std::make_exception_ptr(e));
       return;
+    }
+    DAGSIM_ASSERT_MSG(response.request_id == request_id && response.type != MessageType::forward_autograd_resp,
+                      "the extension unwraps a response into a plain one for the same request");
   }
+  if (response.type == MessageType::exception) {
+    std::exception_ptr error;
+    try {
+      error = std::make_exception_ptr(read_exception(response));
+    } catch (const Error& e) {
+      error = std::make_exception_ptr(e);  // a malformed exception still ends the call
+    }
+    fail(request_id, error);
+    return;
+  }
+  finish(request_id, from, std::move(response));
 }
 
 void RpcAgent::serve(WorkerId from, Message request) {
   struct Done {
     RpcAgent& agent;
     ~Done() {
-      --agent.handlers_;
+      DAGSIM_ASSERT(agent.serving_ > 0);
+      --agent.serving_;
       agent.notify_drained();
     }
   } done{*this};
+  DAGSIM_ASSERT(is_request(request.type));
+  const uint64_t request_id = request.request_id;
   Message response;
   if (request.type == MessageType::call || request.type == MessageType::remote_call ||
       request.type == MessageType::rref_fetch_call || request.type == MessageType::rref_user_delete) {
     response = run_call(from, request);
   } else {
-    DAGSIM_ASSERT(extension_ != nullptr);
-    const uint64_t request_id = request.request_id;
     try {
-      response = extension_->serve(from, std::move(request),
-                                   [this, from](Message call) { return run_call(from, call); });
+      response = serve_other(from, std::move(request));
     } catch (const Error& e) {
       if (e.code() == ErrorCode::node_killed) throw;
       response = make_exception(request_id, env_.self, e);
@@ -129,17 +167,39 @@ void RpcAgent::serve(WorkerId from, Message request) {
       response = make_exception(request_id, env_.self, errors::internal_error(e.what()));
     }
   }
+  // Paired with on_response's checks: every reply answers the request it serves.
+  DAGSIM_ASSERT_MSG(response.request_id == request_id && !is_request(response.type), "a reply answers its request");
   reply(from, response);
+}
+
+Message RpcAgent::serve_other(WorkerId from, Message request) {
+  const MessageType type = request.type;
+  if (type == MessageType::forward_autograd_req && extension_ != nullptr) {
+    return extension_->serve_call(from, std::move(request), [this, from](Message call) { return run_call(from, call); });
+  }
+  auto it = handlers_.find(type);
+  if (it == handlers_.end()) {
+    throw errors::protocol_error("node " + std::to_string(env_.self) + " has no handler for message type " +
+                                 message_type_name(type) + " (" + std::to_string(static_cast<uint16_t>(type)) + ")");
+  }
+  if (!request.tensors.empty()) throw errors::protocol_error("a handler's request carries bytes only, not tensors");
+  // Copied: a handler may block, and the map may change meanwhile (another service registering).
+  const Handler handler = it->second;
+  Message response;
+  response.type = response_type_of(type);
+  response.request_id = request.request_id;
+  response.payload = handler(from, request.payload);
+  return response;
 }
 
 Message RpcAgent::run_call(WorkerId from, const Message& request) {
   try {
     if (request.type == MessageType::rref_fetch_call) {
       return make_reply(MessageType::rref_fetch_ret, request.request_id,
-                        owned_value(read_id_request(request, "rref.rref_id")));
+                        owned_value(read_rref_request(request)));
     }
     if (request.type == MessageType::rref_user_delete) {
-      const uint64_t id = read_id_request(request, "rref.rref_id");
+      const uint64_t id = read_rref_request(request);
       auto it = owned_.find(id);
       if (it != owned_.end() && !it->second->started) {
         it->second->deleted = true;  // its remote call has not run yet: drop the value when it has
@@ -245,9 +305,10 @@ void RpcAgent::reply(WorkerId to, const Message& message) {
 
 void RpcAgent::send(WorkerId to, const Message& message) {
   runtime::Bytes frame = encode(message, options_.limits);
+  DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes && frame.size() <= options_.limits.max_frame_bytes);
   if (to == env_.self) {
     // A call to oneself goes through the same encode/decode, on a fiber, as a remote one.
-    env_.spawner.spawn("rpc.local", [this, frame = std::move(frame)] { on_frame(env_.self, frame); });
+    env_.spawner.spawn("rpc.local", [this, frame = std::move(frame)] { on_frame(env_.self, env_.incarnation, frame); });
     return;
   }
   env_.transport.send(to, std::move(frame));
@@ -264,8 +325,16 @@ Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& 
 
 Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message, const std::string& what,
                                                    std::optional<Duration> timeout) {
+  DAGSIM_ASSERT_MSG(message.type == MessageType::call || message.type == MessageType::remote_call ||
+                        message.type == MessageType::rref_fetch_call,
+                    "send_request sends calls, remote calls and RRef fetches");
+  // The response answers the call, whether or not the extension wraps it.
+  const MessageType expects = response_type_of(message.type);
   if (extension_ != nullptr) message = extension_->outgoing_call(to, std::move(message));
-  return request(to, std::move(message), what, timeout);
+  Pending pending{to, what, expects, TensorPromise{}, timeout.value_or(options_.default_timeout)};
+  Future<std::vector<Tensor>> future = std::get<TensorPromise>(pending.promise).get_future();
+  start_request(to, message, expects, std::move(pending));
+  return future;
 }
 
 RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
@@ -279,29 +348,65 @@ RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
 
 Future<std::vector<Tensor>> RpcAgent::request(WorkerId to, Message message, const std::string& what,
                                               std::optional<Duration> timeout) {
+  const MessageType expects = response_type_of(message.type);
+  Pending pending{to, what, expects, TensorPromise{}, timeout.value_or(options_.default_timeout)};
+  Future<std::vector<Tensor>> future = std::get<TensorPromise>(pending.promise).get_future();
+  start_request(to, message, expects, std::move(pending));
+  return future;
+}
+
+void RpcAgent::add_handler(MessageType type, Handler handler) {
+  DAGSIM_ASSERT_MSG(is_request(type) && is_known_message_type(static_cast<uint16_t>(type)),
+                    "add_handler: a known request type");
+  DAGSIM_ASSERT_MSG(type != MessageType::call && type != MessageType::remote_call && type != MessageType::rref_fetch_call &&
+                        type != MessageType::rref_user_delete && type != MessageType::forward_autograd_req,
+                    std::string("add_handler: the agent serves ") + message_type_name(type) + " itself");
+  DAGSIM_ASSERT_MSG(handler != nullptr, "add_handler: a handler");
+  const bool inserted = handlers_.emplace(type, std::move(handler)).second;
+  DAGSIM_ASSERT_MSG(inserted, std::string("add_handler: a second handler for ") + message_type_name(type) + " (" +
+                                  std::to_string(static_cast<uint16_t>(type)) + ")");
+}
+
+Future<Bytes> RpcAgent::request_bytes(WorkerId to, MessageType type, Bytes payload, std::optional<Duration> timeout,
+                                      std::string what) {
+  DAGSIM_ASSERT_MSG(is_request(type) && type != MessageType::call && type != MessageType::remote_call &&
+                        type != MessageType::rref_fetch_call && type != MessageType::forward_autograd_req,
+                    "request_bytes sends handler requests, not calls");
+  Message message;
+  message.type = type;
+  message.payload = std::move(payload);
+  const MessageType expects = response_type_of(type);
+  if (what.empty()) what = std::string(message_type_name(type)) + " request";
+  Pending pending{to, std::move(what), expects, BytesPromise{}, timeout.value_or(options_.default_timeout)};
+  Future<Bytes> future = std::get<BytesPromise>(pending.promise).get_future();
+  start_request(to, message, expects, std::move(pending));
+  return future;
+}
+
+void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects, Pending pending) {
   if (!started_ || stopping_) {
-    throw errors::invalid_argument(what + " to node " + std::to_string(to) + ": the RPC agent of node " +
+    throw errors::invalid_argument(pending.what + " to node " + std::to_string(to) + ": the RPC agent of node " +
                                    std::to_string(env_.self) + (stopping_ ? " is shut down" : " is not started"));
   }
-  DAGSIM_ASSERT_MSG(is_request(message.type), "RpcAgent::request sends requests only");
+  DAGSIM_ASSERT_MSG(is_request(message.type), "RpcAgent sends requests only");
+  DAGSIM_ASSERT(!is_request(expects) && expects != MessageType::exception);
+  DAGSIM_ASSERT_MSG(pending.limit.count() > 0, "an RPC timeout must be positive");
   const uint64_t id = ids_.next();
+  // Paired with on_response: replies are matched only to ids this life of the node handed out.
+  DAGSIM_ASSERT(worker_of(id) == env_.self && pending_.count(id) == 0);
   message.request_id = id;
-  Pending& pending = pending_[id];
-  pending.to = to;
-  pending.function = what;
-  Future<std::vector<Tensor>> future = pending.promise.get_future();
-  const Duration limit = timeout.value_or(options_.default_timeout);
-  pending.timer = env_.clock.call_at(env_.clock.now() + limit, [this, id, to, what, limit] {
-    finish(id, std::nullopt,
-           std::make_exception_ptr(errors::timed_out(what + " to node " + std::to_string(to) + " timed out after " +
-                                                     std::to_string(limit.count() / 1000000) + " ms")));
+  // The timer only wakes the reaper (Timeouts): it runs outside the node's fibers.
+  pending.timer = env_.clock.call_at(env_.clock.now() + pending.limit, [timeouts = timeouts_, id] {
+    std::lock_guard<runtime::FiberMutex> lock(timeouts->mutex);
+    timeouts->expired.push_back(id);
+    timeouts->wake.notify_all();
   });
+  pending_.emplace(id, std::move(pending));
   try {
     send(to, message);
   } catch (...) {
-    finish(id, std::nullopt, std::current_exception());
+    fail(id, std::current_exception());
   }
-  return future;
 }
 
 std::vector<Tensor> RpcAgent::rpc_sync(WorkerId to, const std::string& function, CallArgs args,
@@ -309,17 +414,44 @@ std::vector<Tensor> RpcAgent::rpc_sync(WorkerId to, const std::string& function,
   return rpc_async(to, function, std::move(args), timeout).get();
 }
 
-bool RpcAgent::finish(uint64_t request_id, std::optional<std::vector<Tensor>> value, std::exception_ptr error) {
+bool RpcAgent::finish(uint64_t request_id, WorkerId from, Message response) {
   auto it = pending_.find(request_id);
   if (it == pending_.end()) return false;  // timed out or failed already: a late reply
-  Pending pending = std::move(it->second);
-  pending_.erase(it);
-  env_.clock.cancel(pending.timer);
-  if (error) {
-    pending.promise.set_exception(error);
-  } else {
-    pending.promise.set_value(std::move(*value));
+  const Pending& pending = it->second;
+  if (response.type != pending.expects || from != pending.to) {
+    return fail(request_id, std::make_exception_ptr(errors::protocol_error(
+                                pending.what + " to node " + std::to_string(pending.to) + ": a " +
+                                message_type_name(response.type) + " from node " + std::to_string(from) +
+                                " cannot answer it (expected a " + message_type_name(pending.expects) + ")")));
   }
+  if (std::holds_alternative<BytesPromise>(pending.promise) && !response.tensors.empty()) {
+    return fail(request_id, std::make_exception_ptr(errors::protocol_error(
+                                pending.what + ": a handler's reply from node " + std::to_string(from) + " carries tensors")));
+  }
+  // Promises complete on the node's fibers only: a continuation (Future::then) spawns its fiber
+  // from here, and the simulator's driver must never do that.
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "RpcAgent: a call completed outside a node fiber");
+  Pending done = std::move(it->second);
+  pending_.erase(it);
+  env_.clock.cancel(done.timer);
+  if (auto* tensors = std::get_if<TensorPromise>(&done.promise)) {
+    tensors->set_value(std::move(response.tensors));
+  } else {
+    std::get<BytesPromise>(done.promise).set_value(std::move(response.payload));
+  }
+  notify_drained();
+  return true;
+}
+
+bool RpcAgent::fail(uint64_t request_id, std::exception_ptr error) {
+  DAGSIM_ASSERT(error != nullptr);
+  auto it = pending_.find(request_id);
+  if (it == pending_.end()) return false;
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "RpcAgent: a call failed outside a node fiber");
+  Pending done = std::move(it->second);
+  pending_.erase(it);
+  env_.clock.cancel(done.timer);
+  std::visit([&](auto& promise) { promise.set_exception(error); }, done.promise);
   notify_drained();
   return true;
 }
@@ -330,28 +462,29 @@ void RpcAgent::fail_calls_to(WorkerId peer, const std::string& reason) {
     if (pending.to == peer) ids.push_back(id);
   }
   for (uint64_t id : ids) {
-    const std::string function = pending_.at(id).function;
-    finish(id, std::nullopt,
-           std::make_exception_ptr(errors::connection_failed(function + " to node " + std::to_string(peer) + ": " +
-                                                             reason)));
+    const std::string what = pending_.at(id).what;
+    fail(id, std::make_exception_ptr(errors::connection_failed(what + " to node " + std::to_string(peer) + ": " + reason)));
   }
+  DAGSIM_ASSERT(std::none_of(pending_.begin(), pending_.end(), [peer](const auto& p) { return p.second.to == peer; }));
 }
 
 void RpcAgent::notify_drained() {
-  if (stopping_ && pending_.empty() && handlers_ == 0) drained_.notify_all();
+  if (stopping_ && pending_.empty() && serving_ == 0) drained_.notify_all();
 }
 
 void RpcAgent::shutdown() {
+  DAGSIM_ASSERT_MSG(started_, "RpcAgent::shutdown before start()");
   stopping_ = true;
   runtime::FiberLock lock(drain_mutex_);
   const bool drained = runtime::block_until(
-      drained_, lock, [this] { return pending_.empty() && handlers_ == 0; },
+      drained_, lock, [this] { return pending_.empty() && serving_ == 0; },
       env_.clock.now() + options_.default_timeout, "RpcAgent::shutdown");
   if (!drained) {
     throw errors::timed_out("RpcAgent::shutdown of node " + std::to_string(env_.self) + ": " +
-                            std::to_string(pending_.size()) + " call(s) and " + std::to_string(handlers_) +
+                            std::to_string(pending_.size()) + " call(s) and " + std::to_string(serving_) +
                             " handler(s) still outstanding");
   }
+  stop_reaper();
   env_.transport.inbox().close();
 }
 

@@ -19,7 +19,7 @@ struct RRef::State {
       return;
     }
     try {
-      agent->request(owner, make_id_request(MessageType::rref_user_delete, 0, id), "RRef user delete");
+      agent->request(owner, make_rref_request(MessageType::rref_user_delete, 0, id), "RRef user delete");
     } catch (const Error&) {
     }
   }
@@ -42,7 +42,7 @@ bool RRef::is_owner() const { return defined() && state_->owner == state_->agent
 
 std::vector<Tensor> RRef::to_here(std::optional<runtime::Duration> timeout) const {
   DAGSIM_ASSERT_MSG(defined(), "to_here on an undefined RRef");
-  Message fetch = make_id_request(MessageType::rref_fetch_call, 0, state_->id);
+  Message fetch = make_rref_request(MessageType::rref_fetch_call, 0, state_->id);
   fetch.flags |= kForceAutograd;
   return state_->agent->send_request(state_->owner, std::move(fetch), "RRef fetch", timeout).get();
 }

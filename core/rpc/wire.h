@@ -1,23 +1,54 @@
-// WireWriter / WireReader: the little-endian primitives every frame and payload is written with.
+// WireWriter / WireReader: the little-endian primitives every frame and payload is written with,
+// and the one way a payload struct describes its layout for both directions.
 //
 // The reader trusts nothing: every read checks what is left, every length is bounded by the
 // caller's limit before anything is allocated, and a short or oversized field throws
 // protocol_error naming the field ("call.function: needs 12 bytes, 3 left"), never reads past the
 // buffer. Both sides are byte-order explicit, so frames mean the same on any host.
+//
+// Payload structs (call_messages.h, autograd_messages.h, termination.h) write their layout once:
+//   struct ProbeRequest {
+//     static constexpr const char* kName = "termination_probe_req";
+//     ContextId context = 0; uint64_t wave = 0;
+//     template <class Io, class Self> static void fields(Io& io, Self& m) {
+//       io.num("probe.context_id", m.context);
+//       io.num("probe.wave", m.wave);
+//     }
+//   };
+// and to_bytes / from_bytes run that one description through a WireWriter or a WireReader, so the
+// two directions cannot disagree. Both classes offer the same field methods (num, str, blob,
+// tensor, flags, list, dict) with the same bounds: the writer refuses (invalid_argument: the peer
+// would refuse it) what the reader would reject (protocol_error).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
+#include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/runtime/transport.h"
+#include "core/tensor/tensor.h"
 
 namespace dagsim::rpc {
 
 using runtime::Bytes;
+
+inline constexpr size_t kUnbounded = std::numeric_limits<size_t>::max();
+// The largest rank a tensor may have inside a payload (frames have CodecLimits::max_rank).
+inline constexpr uint32_t kMaxPayloadRank = 16;
+
+// The fixed-width values num() carries, and their width on the wire.
+template <typename T>
+concept WireNumber = std::same_as<T, bool> || std::same_as<T, uint8_t> || std::same_as<T, uint16_t> ||
+                     std::same_as<T, uint32_t> || std::same_as<T, uint64_t> || std::same_as<T, int64_t> ||
+                     std::same_as<T, double>;
 
 class WireWriter {
  public:
@@ -35,15 +66,79 @@ class WireWriter {
   }
   // A u32 length, then the bytes.
   void string(std::string_view s) {
+    DAGSIM_ASSERT(s.size() <= UINT32_MAX);
     u32(static_cast<uint32_t>(s.size()));
     bytes(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
   }
   void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
   size_t size() const { return out_.size(); }
 
+  // dtype u8, rank u8, rank x dim i64, then the data (host order: little-endian, see codec.cc).
+  void tensor_data(const Tensor& t) {
+    DAGSIM_ASSERT_MSG(t.defined(), "an undefined tensor on the wire");
+    u8(static_cast<uint8_t>(t.dtype()));
+    u8(static_cast<uint8_t>(t.dim()));
+    for (int64_t size : t.shape()) i64(size);
+    bytes(std::span(static_cast<const uint8_t*>(t.raw_data()), t.nbytes()));
+  }
+
+  // The field methods (see the file comment); `max` bounds a length or a count.
+  template <WireNumber T>
+  void num(const char*, const T& v) {
+    if constexpr (std::same_as<T, bool>) {
+      u8(v ? 1 : 0);
+    } else if constexpr (std::same_as<T, double>) {
+      f64(v);
+    } else if constexpr (std::same_as<T, int64_t>) {
+      i64(v);
+    } else {
+      put(static_cast<uint64_t>(v), sizeof(T));
+    }
+  }
+  void str(const char* field, const std::string& v, size_t max) {
+    check(field, "length", v.size(), max);
+    string(v);
+  }
+  void blob(const char* field, const Bytes& v, size_t max) {
+    check(field, "length", v.size(), max);
+    u32(static_cast<uint32_t>(v.size()));
+    bytes(v);
+  }
+  void tensor(const char* field, const Tensor& t) {
+    check(field, "rank", static_cast<size_t>(t.dim()), kMaxPayloadRank);
+    tensor_data(t);
+  }
+  void flags(const char* field, const std::vector<bool>& v, size_t max) {
+    check(field, "count", v.size(), max);
+    u32(static_cast<uint32_t>(v.size()));
+    for (bool b : v) u8(b ? 1 : 0);
+  }
+  template <typename T, typename Each>
+  void list(const char* field, const std::vector<T>& v, size_t max, Each each) {
+    check(field, "count", v.size(), max);
+    u32(static_cast<uint32_t>(v.size()));
+    for (const T& e : v) each(e);
+  }
+  template <typename Map, typename Each>
+  void dict(const char* field, const Map& m, size_t max, size_t max_key, Each each) {
+    check(field, "count", m.size(), max);
+    u32(static_cast<uint32_t>(m.size()));
+    for (const auto& [key, value] : m) {
+      str(field, key, max_key);
+      each(value);
+    }
+  }
+
  private:
-  void put(uint64_t v, int n) {
-    for (int i = 0; i < n; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  // What the reader would refuse is refused here, where the caller can still be told.
+  static void check(const char* field, const char* what, size_t n, size_t max) {
+    if (n > max || n > UINT32_MAX) {
+      throw errors::invalid_argument(std::string(field) + ": " + what + " " + std::to_string(n) + " exceeds the limit of " +
+                                     std::to_string(std::min<size_t>(max, UINT32_MAX)) + " (the peer would refuse it)");
+    }
+  }
+  void put(uint64_t v, size_t n) {
+    for (size_t i = 0; i < n; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
   }
   Bytes& out_;
 };
@@ -65,11 +160,7 @@ class WireReader {
   }
   // A u32 length (at most `max_length`), then the bytes.
   std::string string(const char* field, size_t max_length) {
-    const uint32_t n = u32(field);
-    if (n > max_length) {
-      throw errors::protocol_error(std::string(field) + ": length " + std::to_string(n) + " exceeds the limit of " +
-                                   std::to_string(max_length));
-    }
+    const uint32_t n = length(field, "length", max_length);
     const std::span<const uint8_t> b = bytes(n, field);
     return std::string(reinterpret_cast<const char*>(b.data()), b.size());
   }
@@ -87,23 +178,122 @@ class WireReader {
       throw errors::protocol_error(std::string(what) + ": " + std::to_string(remaining()) + " unexpected trailing bytes");
     }
   }
+  // A u32 count or length, refused above `max`.
+  uint32_t length(const char* field, const char* what, size_t max) {
+    const uint32_t n = u32(field);
+    if (n > max) {
+      throw errors::protocol_error(std::string(field) + ": " + what + " " + std::to_string(n) + " exceeds the limit of " +
+                                   std::to_string(max));
+    }
+    return n;
+  }
+
+  // A tensor (WireWriter::tensor_data), checked against the bytes present before allocating, so
+  // a forged shape cannot make us allocate. `where` names it in errors ("tensor 3").
+  Tensor tensor_data(const std::string& where, uint32_t max_rank);
+
+  // The field methods, mirroring WireWriter's.
+  template <WireNumber T>
+  void num(const char* field, T& v) {
+    if constexpr (std::same_as<T, bool>) {
+      const uint8_t b = u8(field);
+      if (b > 1) throw errors::protocol_error(std::string(field) + ": " + std::to_string(b) + " is not 0 or 1");
+      v = b == 1;
+    } else if constexpr (std::same_as<T, double>) {
+      v = f64(field);
+    } else {
+      v = static_cast<T>(get(sizeof(T), field));
+    }
+  }
+  void str(const char* field, std::string& v, size_t max) { v = string(field, max); }
+  void blob(const char* field, Bytes& v, size_t max) {
+    const uint32_t n = length(field, "length", max);
+    const std::span<const uint8_t> b = bytes(n, field);
+    v.assign(b.begin(), b.end());
+  }
+  void tensor(const char* field, Tensor& t) { t = tensor_data(field, kMaxPayloadRank); }
+  void flags(const char* field, std::vector<bool>& v, size_t max) {
+    const uint32_t n = count(field, max, 1);
+    v.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      bool b = false;
+      num(field, b);
+      v.push_back(b);
+    }
+  }
+  template <typename T, typename Each>
+  void list(const char* field, std::vector<T>& v, size_t max, Each each) {
+    const uint32_t n = count(field, max, 1);
+    v.clear();
+    v.resize(n);  // at most one element per byte left: bounded by the frame
+    for (T& e : v) each(e);
+  }
+  template <typename Map, typename Each>
+  void dict(const char* field, Map& m, size_t max, size_t max_key, Each each) {
+    const uint32_t n = count(field, max, 4);
+    m.clear();
+    for (uint32_t i = 0; i < n; ++i) {
+      std::string key = string(field, max_key);
+      typename Map::mapped_type value{};
+      each(value);
+      if (!m.emplace(std::move(key), std::move(value)).second) {
+        throw errors::protocol_error(std::string(field) + ": a key appears twice");
+      }
+    }
+  }
 
  private:
+  // A count of elements that take at least `min_bytes` each: refused when they cannot fit.
+  uint32_t count(const char* field, size_t max, size_t min_bytes) {
+    const uint32_t n = length(field, "count", max);
+    if (n > remaining() / min_bytes) {
+      throw errors::protocol_error(std::string(field) + ": count " + std::to_string(n) + " cannot fit in " +
+                                   std::to_string(remaining()) + " bytes (truncated or forged)");
+    }
+    return n;
+  }
   void need(size_t n, const char* field) const {
     if (n > remaining()) {
       throw errors::protocol_error(std::string(field) + ": needs " + std::to_string(n) + " bytes, " +
                                    std::to_string(remaining()) + " left (truncated)");
     }
   }
-  uint64_t get(int n, const char* field) {
-    need(static_cast<size_t>(n), field);
+  uint64_t get(size_t n, const char* field) {
+    need(n, field);
     uint64_t v = 0;
-    for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(in_[pos_ + static_cast<size_t>(i)]) << (8 * i);
-    pos_ += static_cast<size_t>(n);
+    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(in_[pos_ + i]) << (8 * i);
+    pos_ += n;
     return v;
   }
   std::span<const uint8_t> in_;
   size_t pos_ = 0;
 };
+
+// A payload struct (see the file comment): its name and its one layout description.
+template <typename T>
+concept WirePayload = requires(WireWriter& w, WireReader& r, T& m, const T& c) {
+  { T::kName } -> std::convertible_to<const char*>;
+  T::fields(w, c);
+  T::fields(r, m);
+};
+
+template <WirePayload T>
+Bytes to_bytes(const T& value) {
+  Bytes out;
+  WireWriter w(out);
+  T::fields(w, value);
+  return out;
+}
+
+// Throws protocol_error naming the field for a short, oversized or malformed payload, and for
+// trailing bytes.
+template <WirePayload T>
+T from_bytes(std::span<const uint8_t> in) {
+  WireReader r(in);
+  T value{};
+  T::fields(r, value);
+  r.expect_end(T::kName);
+  return value;
+}
 
 }  // namespace dagsim::rpc

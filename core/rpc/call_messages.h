@@ -81,6 +81,7 @@ struct ExceptionPayload {
 // A message of `type` with `payload` encoded (and no tensors).
 template <WirePayload T>
 Message make_message(MessageType type, uint64_t request_id, const T& payload) {
+  DAGSIM_ASSERT(is_known_message_type(static_cast<uint16_t>(type)));
   Message m;
   m.type = type;
   m.request_id = request_id;

@@ -51,6 +51,7 @@ Header read_header(std::span<const uint8_t> bytes, const CodecLimits& limits) {
   const uint16_t type = r.u16("frame.type");
   if (!is_known_message_type(type)) throw errors::protocol_error("frame.type: unknown message type " + hex(type));
   Header h;
+  DAGSIM_ASSERT(message_type_name(static_cast<MessageType>(type)) != nullptr);
   h.type = static_cast<MessageType>(type);
   h.flags = r.u32("frame.flags");
   h.request_id = r.u64("frame.request_id");
@@ -110,6 +111,7 @@ Bytes seal_frame(const Message& message, std::span<const uint8_t> body) {
   h.u64(message.request_id);
   h.u32(static_cast<uint32_t>(body.size()));
   h.u64(checksum(std::span(frame.data(), kChecksumOffset), body));
+  DAGSIM_ASSERT_EQ(frame.size(), kFrameHeaderBytes);  // read_header reads exactly this much
   h.bytes(body);
   return frame;
 }
@@ -146,7 +148,9 @@ Bytes encode(const Message& message, const CodecLimits& limits) {
 
 std::optional<size_t> frame_size(std::span<const uint8_t> prefix, const CodecLimits& limits) {
   if (prefix.size() < kFrameHeaderBytes) return std::nullopt;
-  return kFrameHeaderBytes + read_header(prefix, limits).body_length;
+  const size_t size = kFrameHeaderBytes + read_header(prefix, limits).body_length;
+  DAGSIM_ASSERT(size >= kFrameHeaderBytes && size <= limits.max_frame_bytes);  // read_header bounded it
+  return size;
 }
 
 Message decode(std::span<const uint8_t> frame, const CodecLimits& limits) {
@@ -187,6 +191,8 @@ Message decode(std::span<const uint8_t> frame, const CodecLimits& limits) {
   m.tensors.reserve(count);
   for (uint32_t i = 0; i < count; ++i) m.tensors.push_back(r.tensor_data("tensor " + std::to_string(i), limits.max_rank));
   r.expect_end("frame body");
+  // Paired with encode's limits: what decodes could have been encoded under the same limits.
+  DAGSIM_ASSERT(m.tensors.size() == count && m.tensors.size() <= limits.max_tensors);
   return m;
 }
 

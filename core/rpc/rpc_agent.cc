@@ -193,6 +193,9 @@ Message RpcAgent::serve_other(WorkerId from, Message request) {
 }
 
 Message RpcAgent::run_call(WorkerId from, const Message& request) {
+  DAGSIM_ASSERT_MSG(request.type == MessageType::call || request.type == MessageType::remote_call ||
+                        request.type == MessageType::rref_fetch_call || request.type == MessageType::rref_user_delete,
+                    "run_call runs calls and RRef requests only");
   try {
     if (request.type == MessageType::rref_fetch_call) {
       return make_reply(MessageType::rref_fetch_ret, request.request_id,
@@ -206,6 +209,8 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
       } else {
         owned_.erase(id);
       }
+      // Negative space: the value is gone, or waits only for its remote call to drop it.
+      DAGSIM_ASSERT(owned_.count(id) == 0 || owned_.at(id)->deleted);
       return make_reply(MessageType::rref_ack, request.request_id);
     }
     if (request.type == MessageType::remote_call) {
@@ -213,6 +218,7 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
       std::shared_ptr<Owned> owned = owned_slot(id);
       if (owned->started) throw errors::invalid_argument("RRef " + std::to_string(id) + " was already created by a remote call");
       owned->started = true;
+      DAGSIM_ASSERT(!owned->promise.is_set());  // started once: its value is set once
       struct Forget {
         RpcAgent& agent;
         uint64_t id;
@@ -252,12 +258,14 @@ std::vector<Tensor> RpcAgent::run_function(WorkerId from, const Call& call) {
     for (const std::string& name : registry_.names()) known += (known.empty() ? "" : ", ") + name;
     throw errors::invalid_argument("unknown function '" + call.function + "'; registered: " + known);
   }
+  DAGSIM_ASSERT(*function != nullptr);
   CallContext context{this, from};
   if (call.args.rrefs.empty()) return (*function)(context, call.args);
   CallArgs args = call.args;
   for (uint64_t id : call.args.rrefs) {
     for (const Tensor& t : owned_value(id)) args.tensors.push_back(t);
   }
+  DAGSIM_ASSERT(args.tensors.size() >= call.args.tensors.size());  // the caller's first, then the RRefs' values
   return (*function)(context, args);
 }
 
@@ -267,6 +275,7 @@ std::shared_ptr<RpcAgent::Owned> RpcAgent::owned_slot(uint64_t rref_id) {
     slot = std::make_shared<Owned>();
     slot->value = slot->promise.get_future();
   }
+  DAGSIM_ASSERT(slot->value.valid());
   return slot;
 }
 
@@ -288,12 +297,14 @@ std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
 }
 
 void RpcAgent::add_local_function(std::string name, RpcFunction function) {
+  DAGSIM_ASSERT_MSG(!name.empty() && function != nullptr, "a local function needs a name and a body");
   DAGSIM_ASSERT_MSG(registry_.find(name) == nullptr && local_functions_.count(name) == 0,
                     "function '" + name + "' registered twice");
   local_functions_.emplace(std::move(name), std::move(function));
 }
 
 void RpcAgent::reply(WorkerId to, const Message& message) {
+  DAGSIM_ASSERT_MSG(!is_request(message.type), "reply sends responses only");
   try {
     send(to, message);
   } catch (const Error& e) {
@@ -320,6 +331,7 @@ Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& 
   // RRef arguments are values on the callee that may require grad: record the call whatever the
   // caller's own tensors need (PyTorch forces recording for calls that can touch remote state).
   if (!args.rrefs.empty()) call.flags |= kForceAutograd;
+  DAGSIM_ASSERT(call.type == MessageType::call && call.tensors.size() == args.tensors.size());
   return send_request(to, std::move(call), "rpc '" + function + "'", timeout);
 }
 
@@ -339,6 +351,7 @@ Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message,
 
 RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
   const uint64_t id = rref_ids_.next();
+  DAGSIM_ASSERT(worker_of(id) == env_.self);  // owners tell RRefs apart by their creator's id
   // The acknowledgement only says the owner has the call; its outcome waits in the RRef.
   Message call = make_remote_call(0, id, function, args);
   if (!args.rrefs.empty()) call.flags |= kForceAutograd;  // as rpc_async: RRef values may require grad
@@ -348,6 +361,7 @@ RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
 
 Future<std::vector<Tensor>> RpcAgent::request(WorkerId to, Message message, const std::string& what,
                                               std::optional<Duration> timeout) {
+  DAGSIM_ASSERT_MSG(message.type == MessageType::rref_user_delete, "request sends what no handler or call covers");
   const MessageType expects = response_type_of(message.type);
   Pending pending{to, what, expects, TensorPromise{}, timeout.value_or(options_.default_timeout)};
   Future<std::vector<Tensor>> future = std::get<TensorPromise>(pending.promise).get_future();
@@ -411,6 +425,7 @@ void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects,
 
 std::vector<Tensor> RpcAgent::rpc_sync(WorkerId to, const std::string& function, CallArgs args,
                                        std::optional<Duration> timeout) {
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "rpc_sync blocks: call it on a node fiber");
   return rpc_async(to, function, std::move(args), timeout).get();
 }
 

@@ -12,6 +12,7 @@ struct RRef::State {
   uint64_t id;
 
   ~State() {
+    DAGSIM_ASSERT(agent != nullptr && id != 0);
     // The last user copy is gone: tell the owner (fire and forget; a failure means the owner or
     // its connection is gone, and the value with it).
     if (owner == agent->self()) {

@@ -54,7 +54,7 @@ class WireWriter {
  public:
   explicit WireWriter(Bytes& out) : out_(out) {}
 
-  void u8(uint8_t v) { out_.push_back(v); }
+  void u8(uint8_t v) { put(v, 1); }
   void u16(uint16_t v) { put(v, 2); }
   void u32(uint32_t v) { put(v, 4); }
   void u64(uint64_t v) { put(v, 8); }
@@ -67,24 +67,36 @@ class WireWriter {
   // A u32 length, then the bytes.
   void string(std::string_view s) {
     DAGSIM_ASSERT(s.size() <= UINT32_MAX);
+    const size_t before = out_.size();
     u32(static_cast<uint32_t>(s.size()));
     bytes(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+    DAGSIM_ASSERT_EQ(out_.size(), before + 4 + s.size());  // WireReader::string reads exactly this
   }
-  void bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  void bytes(std::span<const uint8_t> b) {
+    const size_t before = out_.size();
+    out_.insert(out_.end(), b.begin(), b.end());
+    DAGSIM_ASSERT_EQ(out_.size(), before + b.size());
+  }
   size_t size() const { return out_.size(); }
 
   // dtype u8, rank u8, rank x dim i64, then the data (host order: little-endian, see codec.cc).
   void tensor_data(const Tensor& t) {
     DAGSIM_ASSERT_MSG(t.defined(), "an undefined tensor on the wire");
+    DAGSIM_ASSERT_MSG(t.dim() <= UINT8_MAX, "a rank travels in one byte");
+    const size_t before = out_.size();
     u8(static_cast<uint8_t>(t.dtype()));
     u8(static_cast<uint8_t>(t.dim()));
     for (int64_t size : t.shape()) i64(size);
     bytes(std::span(static_cast<const uint8_t*>(t.raw_data()), t.nbytes()));
+    // Paired with WireReader::tensor_data, which needs exactly numel x dtype-size data bytes.
+    DAGSIM_ASSERT_EQ(t.nbytes(), static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
+    DAGSIM_ASSERT_EQ(out_.size(), before + 2 + 8 * static_cast<size_t>(t.dim()) + t.nbytes());
   }
 
   // The field methods (see the file comment); `max` bounds a length or a count.
   template <WireNumber T>
   void num(const char*, const T& v) {
+    [[maybe_unused]] const size_t before = out_.size();
     if constexpr (std::same_as<T, bool>) {
       u8(v ? 1 : 0);
     } else if constexpr (std::same_as<T, double>) {
@@ -94,6 +106,8 @@ class WireWriter {
     } else {
       put(static_cast<uint64_t>(v), sizeof(T));
     }
+    // bool travels in one byte; every other number in its own width (WireReader::num reads it).
+    DAGSIM_ASSERT_EQ(out_.size(), before + (std::same_as<T, bool> ? 1 : sizeof(T)));
   }
   void str(const char* field, const std::string& v, size_t max) {
     check(field, "length", v.size(), max);
@@ -110,23 +124,32 @@ class WireWriter {
   }
   void flags(const char* field, const std::vector<bool>& v, size_t max) {
     check(field, "count", v.size(), max);
+    const size_t before = out_.size();
     u32(static_cast<uint32_t>(v.size()));
     for (bool b : v) u8(b ? 1 : 0);
+    // One byte per flag: the reader's count check (at least 1 byte each) holds.
+    DAGSIM_ASSERT_EQ(out_.size(), before + 4 + v.size());
   }
   template <typename T, typename Each>
   void list(const char* field, const std::vector<T>& v, size_t max, Each each) {
     check(field, "count", v.size(), max);
+    const size_t before = out_.size();
     u32(static_cast<uint32_t>(v.size()));
     for (const T& e : v) each(e);
+    // Every element wrote at least one byte: the reader's count check (count <= bytes left) holds.
+    DAGSIM_ASSERT(out_.size() >= before + 4 + v.size());
   }
   template <typename Map, typename Each>
   void dict(const char* field, const Map& m, size_t max, size_t max_key, Each each) {
     check(field, "count", m.size(), max);
+    const size_t before = out_.size();
     u32(static_cast<uint32_t>(m.size()));
     for (const auto& [key, value] : m) {
       str(field, key, max_key);
       each(value);
     }
+    // Every entry wrote at least its key's length: the reader's count check (4 bytes each) holds.
+    DAGSIM_ASSERT(out_.size() >= before + 4 + 4 * m.size());
   }
 
  private:
@@ -138,6 +161,9 @@ class WireWriter {
     }
   }
   void put(uint64_t v, size_t n) {
+    DAGSIM_ASSERT(n == 1 || n == 2 || n == 4 || n == 8);
+    // The value fits its width: nothing is silently cut (the callers' types guarantee it).
+    DAGSIM_ASSERT(n == 8 || (v >> (8 * n)) == 0);
     for (size_t i = 0; i < n; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
   }
   Bytes& out_;
@@ -162,12 +188,14 @@ class WireReader {
   std::string string(const char* field, size_t max_length) {
     const uint32_t n = length(field, "length", max_length);
     const std::span<const uint8_t> b = bytes(n, field);
+    DAGSIM_ASSERT(b.size() == n && n <= max_length);
     return std::string(reinterpret_cast<const char*>(b.data()), b.size());
   }
   std::span<const uint8_t> bytes(size_t n, const char* field) {
     need(n, field);
     std::span<const uint8_t> out = in_.subspan(pos_, n);
     pos_ += n;
+    DAGSIM_ASSERT(pos_ <= in_.size() && out.size() == n);  // never past the buffer
     return out;
   }
   size_t remaining() const { return in_.size() - pos_; }
@@ -210,8 +238,12 @@ class WireReader {
     const uint32_t n = length(field, "length", max);
     const std::span<const uint8_t> b = bytes(n, field);
     v.assign(b.begin(), b.end());
+    DAGSIM_ASSERT(v.size() == n && v.size() <= max);
   }
-  void tensor(const char* field, Tensor& t) { t = tensor_data(field, kMaxPayloadRank); }
+  void tensor(const char* field, Tensor& t) {
+    t = tensor_data(field, kMaxPayloadRank);
+    DAGSIM_ASSERT(t.defined() && static_cast<size_t>(t.dim()) <= kMaxPayloadRank);
+  }
   void flags(const char* field, std::vector<bool>& v, size_t max) {
     const uint32_t n = count(field, max, 1);
     v.clear();
@@ -220,6 +252,7 @@ class WireReader {
       num(field, b);
       v.push_back(b);
     }
+    DAGSIM_ASSERT(v.size() == n && n <= max);
   }
   template <typename T, typename Each>
   void list(const char* field, std::vector<T>& v, size_t max, Each each) {
@@ -227,6 +260,7 @@ class WireReader {
     v.clear();
     v.resize(n);  // at most one element per byte left: bounded by the frame
     for (T& e : v) each(e);
+    DAGSIM_ASSERT(v.size() == n && n <= max);
   }
   template <typename Map, typename Each>
   void dict(const char* field, Map& m, size_t max, size_t max_key, Each each) {
@@ -240,6 +274,7 @@ class WireReader {
         throw errors::protocol_error(std::string(field) + ": a key appears twice");
       }
     }
+    DAGSIM_ASSERT(m.size() == n && n <= max);
   }
 
  private:
@@ -250,6 +285,8 @@ class WireReader {
       throw errors::protocol_error(std::string(field) + ": count " + std::to_string(n) + " cannot fit in " +
                                    std::to_string(remaining()) + " bytes (truncated or forged)");
     }
+    // What the caller may now allocate is bounded by the bytes present (min_bytes each).
+    DAGSIM_ASSERT(min_bytes > 0 && size_t{n} * min_bytes <= remaining());
     return n;
   }
   void need(size_t n, const char* field) const {
@@ -259,10 +296,12 @@ class WireReader {
     }
   }
   uint64_t get(size_t n, const char* field) {
+    DAGSIM_ASSERT(n >= 1 && n <= 8);
     need(n, field);
     uint64_t v = 0;
     for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(in_[pos_ + i]) << (8 * i);
     pos_ += n;
+    DAGSIM_ASSERT(pos_ <= in_.size());
     return v;
   }
   std::span<const uint8_t> in_;
@@ -293,6 +332,7 @@ T from_bytes(std::span<const uint8_t> in) {
   T value{};
   T::fields(r, value);
   r.expect_end(T::kName);
+  DAGSIM_ASSERT(r.remaining() == 0 && r.position() == in.size());  // the whole payload was read
   return value;
 }
 

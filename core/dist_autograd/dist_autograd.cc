@@ -19,6 +19,7 @@ DistAutograd::DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options)
       engine_(container_, agent, options) {
   agent_.set_extension(this);
   add_handlers();
+  DAGSIM_ASSERT(agent_.has_handler(rpc::MessageType::backward_autograd_req) && agent_.has_handler(kAttachRequest));
 }
 
 void DistAutograd::check_serving(WorkerId from) const {
@@ -59,6 +60,7 @@ void DistAutograd::add_handlers() {
     const AbortRequest abort = from_bytes<AbortRequest>(payload);
     agent_.env().log.event("dist_autograd.aborted", "context " + std::to_string(abort.context) + " by node " + std::to_string(from));
     engine_.abort(abort.context, errors::autograd_error(abort.reason));
+    DAGSIM_ASSERT(engine_.failing_or_idle(abort.context));  // a running pass unwinds at its next wait
     return Bytes{};
   });
   agent_.add_handler(kIncarnationRequest, [this](WorkerId from, const Bytes& payload) {
@@ -73,6 +75,7 @@ void DistAutograd::add_handlers() {
     const ContextId context = from_bytes<AttachRequest>(payload).context;
     const bool known = container_.has_context(context);
     if (known) container_.retrieve_context(context).add_known_worker_id(from);
+    DAGSIM_ASSERT(!known || container_.retrieve_context(context).known_worker_ids().count(from) == 1);
     return to_bytes(AttachReply{known});
   });
 }
@@ -80,6 +83,7 @@ void DistAutograd::add_handlers() {
 void DistAutograd::attach_to_originator(ContextId context) {
   const WorkerId originator = worker_of(static_cast<uint64_t>(context));
   if (originator == agent_.self() || !container_.has_context(context)) return;
+  DAGSIM_ASSERT(runtime::current_fiber() != nullptr);  // it blocks on the originator's answer
   AttachReply answer;
   try {
     answer = from_bytes<AttachReply>(agent_.request_bytes(originator, kAttachRequest, to_bytes(AttachRequest{context}),
@@ -99,6 +103,9 @@ void DistAutograd::attach_to_originator(ContextId context) {
 
 void DistAutograd::note_foreign_context(ContextId context) {
   if (options_.attach_after.count() <= 0) return;
+  // Only contexts another worker started are attached (serve_call refuses our own released ones).
+  DAGSIM_ASSERT(worker_of(static_cast<uint64_t>(context)) != agent_.self());
+  DAGSIM_ASSERT(unattached_.empty() || unattached_.back().first <= agent_.env().clock.now());  // arrival order
   unattached_.emplace_back(agent_.env().clock.now(), context);
   if (sweeping_) return;
   sweeping_ = true;
@@ -108,6 +115,7 @@ void DistAutograd::note_foreign_context(ContextId context) {
 void DistAutograd::sweep_foreign_contexts() {
   runtime::Clock& clock = agent_.env().clock;
   const std::shared_ptr<bool> alive = alive_;
+  DAGSIM_ASSERT(sweeping_);  // one sweeper at a time
   while (!unattached_.empty()) {
     clock.sleep_until(unattached_.front().first + options_.attach_after);  // node_killed unwinds from here
     if (!*alive) return;
@@ -122,13 +130,16 @@ void DistAutograd::sweep_foreign_contexts() {
 }
 
 DistAutograd::Context::Context(DistAutograd& owner)
-    : owner_(owner), id_(owner.container_.new_context().context_id()), scope_(id_) {}
+    : owner_(owner), id_(owner.container_.new_context().context_id()), scope_(id_) {
+  DAGSIM_ASSERT(DistAutogradContainer::current_context_id() == id_);
+}
 
 DistAutograd::Context::~Context() {
   if (owner_.container_.has_context(id_)) owner_.release_context(id_);
 }
 
 void DistAutograd::backward(ContextId context, const autograd::variable_list& roots, bool retain_graph) {
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "a distributed backward blocks: run it on a node fiber");
   engine_.backward(context, roots, retain_graph);
 }
 
@@ -139,10 +150,13 @@ std::vector<std::pair<Tensor, Tensor>> DistAutograd::get_gradients(ContextId con
 void DistAutograd::release_context(ContextId context) {
   abort_pass(context);
   const std::set<WorkerId> workers = container_.release_context(context);
+  DAGSIM_ASSERT(!container_.has_context(context));
   notify_release(context, workers, std::nullopt);
 }
 
 void DistAutograd::notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except) {
+  // Released here first: a worker that asks back (attach) must find it gone.
+  DAGSIM_ASSERT(!container_.has_context(context));
   for (WorkerId worker : workers) {
     if (worker == except || worker == agent_.self()) continue;
     try {
@@ -161,6 +175,7 @@ void DistAutograd::abort_pass(ContextId context) {
 }
 
 void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) {
+  DAGSIM_ASSERT(incarnation <= UINT16_MAX);
   if (peer == agent_.self() || !probing_.insert({peer, incarnation}).second) return;
   agent_.env().spawner.spawn("dist_autograd.probe", [this, peer, incarnation, reason] {
     struct Done {
@@ -199,6 +214,10 @@ void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::str
       through_dead_peer.push_back(id);
     }
   }
+  // Negative space: nothing this node holds was started by the dead incarnation.
+  for (ContextId id : container_.contexts_created_by(peer)) {
+    DAGSIM_ASSERT(incarnation_of(static_cast<uint64_t>(id)) != incarnation);
+  }
   // The dead peer may have been our only link to their originator: attach to it directly.
   for (ContextId id : through_dead_peer) attach_to_originator(id);
 }
@@ -215,6 +234,9 @@ Message DistAutograd::outgoing_call(WorkerId to, Message call) {
   if (!current || !autograd::GradMode::is_enabled() || (!forced && !autograd::any_requires_grad(call.tensors))) return call;
   DistAutogradContext& context = container_.retrieve_context(*current);
   const MessageId message = record_send(container_, context, to, call.tensors);
+  // Paired with serve_call and incoming_response: message ids are this node's, never reused.
+  DAGSIM_ASSERT(worker_of(static_cast<uint64_t>(message)) == agent_.self());
+  DAGSIM_ASSERT(context.known_worker_ids().count(to) == 1);
   if (!CallLabelScope::current().empty()) context.set_send_label(message, CallLabelScope::current());
   return wrap_with_autograd(MessageType::forward_autograd_req, call, {*current, message, agent_.self()});
 }
@@ -230,6 +252,7 @@ Message DistAutograd::incoming_response(WorkerId from, Message response) {
   DistAutogradContext& context = container_.retrieve_context(unwrapped.meta.context);
   record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
               engine_.gradient_sender());
+  DAGSIM_ASSERT(unwrapped.inner.request_id == response.request_id && !rpc::is_request(unwrapped.inner.type));
   return std::move(unwrapped.inner);
 }
 

@@ -46,10 +46,12 @@ std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAut
     pass->send_ids.emplace(send.get(), id);
     pass->sends_pending.insert(id);
   }
+  DAGSIM_ASSERT_EQ(pass->send_ids.size(), pass->sends_pending.size());  // one pending entry per send function
   Engine::compute_dependencies(pass->task, roots);
   DistAutogradContext* ctx = context.get();
   pass->task.leaf_capture = [ctx](const Tensor& leaf, Tensor grad) { ctx->accumulate_grad(leaf, grad); };
-  passes_.emplace(context->context_id(), pass);
+  const bool inserted = passes_.emplace(context->context_id(), pass).second;
+  DAGSIM_ASSERT_MSG(inserted, "two passes of one context on one node");
   return pass;
 }
 
@@ -57,7 +59,13 @@ void DistEngine::abort(ContextId context, const Error& error) {
   auto it = passes_.find(context);
   if (it == passes_.end()) return;
   if (!it->second->error) it->second->error = std::make_exception_ptr(error);
+  DAGSIM_ASSERT(it->second->error != nullptr);  // the first error stays; the pass ends with one
   it->second->progress.notify_all();
+}
+
+bool DistEngine::failing_or_idle(ContextId context) const {
+  auto it = passes_.find(context);
+  return it == passes_.end() || it->second->error != nullptr;
 }
 
 void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) {
@@ -66,6 +74,7 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
     ContextId context;
     Pass& pass;
     ~Forget() {
+      DAGSIM_ASSERT(!pass.ended);  // one run per pass
       engine.passes_.erase(context);
       pass.ended = true;
       pass.progress.notify_all();  // the detector, if any, stops
@@ -90,8 +99,10 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
       pass->evaluating = false;
       deadline = clock.now() + options_.backward_timeout;  // progress
     }
+    DAGSIM_ASSERT(!pass->evaluating);
     if (pass->error) std::rethrow_exception(pass->error);
     if (pass->done()) {
+      DAGSIM_ASSERT(!pass->task.has_ready() && pass->outstanding == 0);
       pass->context->note_pass_completed();
       return;
     }
@@ -135,6 +146,8 @@ void DistEngine::backward(ContextId context_id, const autograd::variable_list& r
   pass->initiator = true;
   pass->task.push_ready(NodeTask{graph_root, InputBuffer(0)});
   run_pass(context_id, pass);
+  // Returned without an error: every send function ran and every gradient RPC was answered.
+  DAGSIM_ASSERT(pass->ended && pass->done() && pass->error == nullptr);
 }
 
 void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
@@ -148,6 +161,7 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
   } replied{*context};
   auto send = std::dynamic_pointer_cast<SendRpcBackward>(context->retrieve_send_function(request.message));
   DAGSIM_ASSERT(send != nullptr);
+  DAGSIM_ASSERT_EQ(worker_of(static_cast<uint64_t>(request.message)), agent_.self());  // our own send's id
   if (request.grads.size() != send->num_outputs()) {
     throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) + " from node " +
                                  std::to_string(from) + ": " + std::to_string(request.grads.size()) +
@@ -174,6 +188,7 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
   auto it = passes_.find(context);
   DAGSIM_ASSERT_MSG(it != passes_.end(), "a RecvRpcBackward ran outside a distributed backward pass");
   std::shared_ptr<Pass> pass = it->second;
+  DAGSIM_ASSERT(pass->evaluating);  // RecvRpcBackward runs inside the pass's evaluation
   ++pass->outstanding;
   pass->context->note_gradient_message_sent();
   BackwardRequest request{context, message, pass->task.keep_graph, std::move(grads)};
@@ -183,6 +198,7 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
       agent_.request_bytes(to, rpc::MessageType::backward_autograd_req, rpc::to_bytes(request), options_.backward_timeout,
                            "backward pass of context " + std::to_string(context));
   reply.then([pass](runtime::Future<rpc::Bytes> done) {
+    DAGSIM_ASSERT(pass->outstanding > 0);  // paired with send_gradients' increment
     --pass->outstanding;
     pass->context->note_gradient_message_received();  // the reply, or the failure standing for it
     try {
@@ -207,6 +223,7 @@ ProbeReport DistEngine::report(ContextId context, uint64_t wave) {
     const Pass& pass = *it->second;
     out.busy = pass.task.has_ready() || pass.evaluating;
     for (MessageId id : pass.sends_pending) out.waiting.push_back(clip(ctx->describe_send(id) + where, kMaxDescription));
+    DAGSIM_ASSERT(!out.busy || out.has_context);
   } else if (ctx->passes_completed() == 0) {
     // No pass ever started here: no gradient reached any of its send functions.
     for (const auto& [id, send] : ctx->send_functions()) {
@@ -218,6 +235,7 @@ ProbeReport DistEngine::report(ContextId context, uint64_t wave) {
 
 void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pass) {
   auto over = [&pass] { return pass->ended || pass->error || pass->done(); };
+  DAGSIM_ASSERT_MSG(pass->initiator, "only the initiating pass detects termination");
   std::optional<Wave> previous;
   while (!over()) {
     Wave reached;
@@ -231,6 +249,7 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
       return;
     }
     if (wave && quiescent(*wave)) {
+      DAGSIM_ASSERT(wave->count(agent_.self()) == 1);  // every wave starts with this node's report
       if (previous && proves_termination(*previous, *wave)) {
         fail_everywhere(context, *pass, *wave, describe_unfinishable(agent_.self(), context, *wave));
         return;
@@ -279,6 +298,8 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
       wave.emplace(worker, std::move(report));
     }
   }
+  // A complete wave: every worker reached knows the context, and this node is among them.
+  DAGSIM_ASSERT(wave.size() == asked.size() && wave.count(agent_.self()) == 1);
   return wave;
 }
 
@@ -296,6 +317,7 @@ void DistEngine::fail_everywhere(ContextId context, Pass& pass, const Wave& wave
     }
   }
   if (!pass.error) pass.error = std::make_exception_ptr(errors::autograd_error(reason));
+  DAGSIM_ASSERT(pass.error != nullptr);
   pass.progress.notify_all();
 }
 

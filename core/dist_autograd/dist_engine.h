@@ -57,6 +57,8 @@ class DistEngine {
   GradientSender gradient_sender();
 
   size_t passes_in_flight() const { return passes_.size(); }
+  // No pass of `context` runs here, or the one that runs has failed (and unwinds at its next wait).
+  bool failing_or_idle(ContextId context) const;
 
   // Fails the pass of `context` running on this node, if any, with `error` (its context was
   // released, or its originator died); the pass unwinds at its next wait.

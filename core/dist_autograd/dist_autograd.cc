@@ -126,6 +126,7 @@ void DistAutograd::sweep_foreign_contexts() {
       if (!*alive) return;
     }
   }
+  DAGSIM_ASSERT(unattached_.empty());  // a new arrival starts a new sweeper only once this one ends
   sweeping_ = false;
 }
 
@@ -136,6 +137,7 @@ DistAutograd::Context::Context(DistAutograd& owner)
 
 DistAutograd::Context::~Context() {
   if (owner_.container_.has_context(id_)) owner_.release_context(id_);
+  DAGSIM_ASSERT(!owner_.container_.has_context(id_));
 }
 
 void DistAutograd::backward(ContextId context, const autograd::variable_list& roots, bool retain_graph) {
@@ -181,7 +183,10 @@ void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std
     struct Done {
       DistAutograd& self;
       std::pair<WorkerId, uint32_t> key;
-      ~Done() { self.probing_.erase(key); }
+      ~Done() {
+        DAGSIM_ASSERT(self.probing_.count(key) == 1);  // paired with on_peer_failed's insert
+        self.probing_.erase(key);
+      }
     } done{*this, {peer, incarnation}};
     try {
       const IncarnationReply answer =
@@ -196,6 +201,7 @@ void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std
 }
 
 void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason) {
+  DAGSIM_ASSERT(peer != agent_.self());  // on_peer_failed never probes this node
   const std::string who = "node " + std::to_string(peer);
   std::vector<ContextId> through_dead_peer;
   for (ContextId id : container_.context_ids()) {

@@ -49,7 +49,11 @@ std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAut
   DAGSIM_ASSERT_EQ(pass->send_ids.size(), pass->sends_pending.size());  // one pending entry per send function
   Engine::compute_dependencies(pass->task, roots);
   DistAutogradContext* ctx = context.get();
-  pass->task.leaf_capture = [ctx](const Tensor& leaf, Tensor grad) { ctx->accumulate_grad(leaf, grad); };
+  pass->task.leaf_capture = [ctx](const Tensor& leaf, Tensor grad) {
+    // Gradients accumulate in the context, never in .grad, and only for leaves that want them.
+    DAGSIM_ASSERT(leaf.requires_grad() && leaf.grad_fn() == nullptr);
+    ctx->accumulate_grad(leaf, grad);
+  };
   const bool inserted = passes_.emplace(context->context_id(), pass).second;
   DAGSIM_ASSERT_MSG(inserted, "two passes of one context on one node");
   return pass;
@@ -85,6 +89,8 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
   bool detecting = !pass->initiator || probe_interval.count() <= 0;  // only the initiator detects
   runtime::TimePoint deadline = clock.now() + options_.backward_timeout;
   for (;;) {
+    // Registered for as long as it runs: gradients and aborts find it by its context.
+    DAGSIM_ASSERT(passes_.count(context) == 1 && passes_.at(context) == pass);
     while (pass->task.has_ready() && !pass->error) {
       NodeTask task = pass->task.pop_ready();
       if (auto it = pass->send_ids.find(task.node.get()); it != pass->send_ids.end()) {
@@ -114,11 +120,13 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
         pass->progress, lock, [&] { return pass->task.has_ready() || pass->error || pass->done(); }, wake_at,
         "DistEngine pass");
     if (!woke && wake_at < deadline) {
+      DAGSIM_ASSERT(pass->initiator);  // only the initiator ever wakes early to detect
       detecting = true;
       agent_.env().spawner.spawn("dist_autograd.termination", [this, context, pass] { detect_termination(context, pass); });
       continue;
     }
     if (!woke) {
+      DAGSIM_ASSERT(!pass->done() && !pass->error);  // the predicate was false at the deadline
       std::string waiting;
       for (MessageId id : pass->sends_pending) {
         waiting += (waiting.empty() ? "" : ", ") + pass->context->describe_send(id);
@@ -171,6 +179,7 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
   auto running = passes_.find(request.context);
   if (running != passes_.end()) {
     Pass& pass = *running->second;
+    DAGSIM_ASSERT(pass.context == context);  // the same context object the pass keeps alive
     if (pass.sends_pending.count(request.message) == 0) {
       throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) +
                                    " arrived twice in one backward pass");
@@ -180,6 +189,7 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
     return;
   }
   std::shared_ptr<Pass> pass = begin_pass(context, request.retain_graph, {});
+  DAGSIM_ASSERT(!pass->initiator && pass->sends_pending.count(request.message) == 1);
   pass->task.push_ready(NodeTask{send, InputBuffer(0)});
   run_pass(request.context, pass);
 }
@@ -188,7 +198,8 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
   auto it = passes_.find(context);
   DAGSIM_ASSERT_MSG(it != passes_.end(), "a RecvRpcBackward ran outside a distributed backward pass");
   std::shared_ptr<Pass> pass = it->second;
-  DAGSIM_ASSERT(pass->evaluating);  // RecvRpcBackward runs inside the pass's evaluation
+  DAGSIM_ASSERT(pass->evaluating);
+  DAGSIM_ASSERT(pass->context->context_id() == context && !grads.empty());  // RecvRpcBackward runs inside the pass's evaluation
   ++pass->outstanding;
   pass->context->note_gradient_message_sent();
   BackwardRequest request{context, message, pass->task.keep_graph, std::move(grads)};
@@ -255,6 +266,7 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
         return;
       }
       previous = std::move(wave);
+      DAGSIM_ASSERT(quiescent(*previous));  // the first of the two waves proves_termination compares
       continue;  // the confirming wave, at once
     }
     previous.reset();
@@ -304,6 +316,7 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
 }
 
 void DistEngine::fail_everywhere(ContextId context, Pass& pass, const Wave& wave, const std::string& reason) {
+  DAGSIM_ASSERT(!reason.empty() && pass.initiator);
   agent_.env().log.event("dist_autograd.unfinishable", reason);
   for (const auto& [worker, report] : wave) {
     if (worker == agent_.self()) continue;

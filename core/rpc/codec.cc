@@ -20,6 +20,7 @@ constexpr size_t kChecksumOffset = 24;
 // The header's fields seed the body's hash, so a flipped bit anywhere but the checksum itself
 // is caught.
 uint64_t checksum(std::span<const uint8_t> header_prefix, std::span<const uint8_t> body) {
+  DAGSIM_ASSERT_EQ(header_prefix.size(), kChecksumOffset);  // every header field but the checksum itself
   return XXH3_64bits_withSeed(body.data(), body.size(), XXH3_64bits(header_prefix.data(), header_prefix.size()));
 }
 
@@ -38,6 +39,7 @@ struct Header {
 };
 
 Header read_header(std::span<const uint8_t> bytes, const CodecLimits& limits) {
+  DAGSIM_ASSERT(bytes.size() >= kFrameHeaderBytes);  // decode and frame_size check before calling
   WireReader r(bytes.first(kFrameHeaderBytes));
   const uint32_t magic = r.u32("frame.magic");
   if (magic != kFrameMagic) {

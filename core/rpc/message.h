@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/assert.h"
 #include "core/runtime/transport.h"
 #include "core/tensor/tensor.h"
 
@@ -63,6 +64,7 @@ inline constexpr uint16_t kTestServices = 0x30;          // 0x30..0x3f: tests' o
 
 // Service `n`'s request type (0 <= n < kServiceCount).
 constexpr MessageType service_request(uint16_t n) {
+  DAGSIM_ASSERT(n < kServiceCount);
   return static_cast<MessageType>(kRequest | (kServiceFirst + n));
 }
 inline bool is_service_type(uint16_t value) {

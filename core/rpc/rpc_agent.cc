@@ -11,11 +11,16 @@ using runtime::Delivery;
 
 RpcAgent::RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptions options)
     : env_(env), registry_(registry), options_(options),
-      ids_(env.self, static_cast<uint16_t>(env.incarnation)), rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)) {}
+      ids_(env.self, static_cast<uint16_t>(env.incarnation)), rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)) {
+  DAGSIM_ASSERT_MSG(options_.default_timeout.count() > 0, "an RPC timeout must be positive");
+  DAGSIM_ASSERT_MSG(options_.limits.max_frame_bytes > kFrameHeaderBytes, "a frame limit below the header");
+  DAGSIM_ASSERT_MSG(env.incarnation <= UINT16_MAX, "ids carry 16 bits of a node's incarnation");
+}
 
 RpcAgent::~RpcAgent() {
   for (auto& [id, pending] : pending_) env_.clock.cancel(pending.timer);
   stop_reaper();
+  DAGSIM_ASSERT(timeouts_->stopped);  // the reaper never touches a destroyed agent
   // Destroying the promises completes their futures with broken_promise: no waiter hangs.
   pending_.clear();
 }
@@ -29,6 +34,7 @@ void RpcAgent::start() {
 }
 
 void RpcAgent::listen() {
+  DAGSIM_ASSERT(started_);
   for (;;) {
     Delivery delivery;
     try {
@@ -63,9 +69,12 @@ void RpcAgent::reap_timeouts(std::shared_ptr<Timeouts> timeouts) {
     auto it = pending_.find(id);
     if (it == pending_.end()) continue;  // it ended between the timer and now
     const Pending& pending = it->second;
+    // Its deadline passed on this node's clock (the timer fired at or after it).
+    DAGSIM_ASSERT(pending.limit.count() > 0);
     fail(id, std::make_exception_ptr(errors::timed_out(pending.what + " to node " + std::to_string(pending.to) +
                                                        " timed out after " +
                                                        std::to_string(pending.limit.count() / 1000000) + " ms")));
+    DAGSIM_ASSERT(pending_.count(id) == 0);
   }
 }
 
@@ -143,6 +152,7 @@ void RpcAgent::on_response(WorkerId from, Message response) {
 }
 
 void RpcAgent::serve(WorkerId from, Message request) {
+  DAGSIM_ASSERT(serving_ > 0);  // on_frame counted it before spawning this fiber
   struct Done {
     RpcAgent& agent;
     ~Done() {
@@ -174,8 +184,13 @@ void RpcAgent::serve(WorkerId from, Message request) {
 
 Message RpcAgent::serve_other(WorkerId from, Message request) {
   const MessageType type = request.type;
+  DAGSIM_ASSERT(type != MessageType::call && type != MessageType::remote_call && type != MessageType::rref_fetch_call &&
+                type != MessageType::rref_user_delete);  // serve runs those itself
   if (type == MessageType::forward_autograd_req && extension_ != nullptr) {
-    return extension_->serve_call(from, std::move(request), [this, from](Message call) { return run_call(from, call); });
+    return extension_->serve_call(from, std::move(request), [this, from](Message call) {
+      DAGSIM_ASSERT_MSG(call.type != MessageType::forward_autograd_req, "the extension runs the call it unwrapped");
+      return run_call(from, call);
+    });
   }
   auto it = handlers_.find(type);
   if (it == handlers_.end()) {
@@ -224,6 +239,7 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
         uint64_t id;
         Owned& owned;
         ~Forget() {
+          DAGSIM_ASSERT(owned.started);
           if (owned.deleted) agent.owned_.erase(id);
         }
       } forget{*this, id, *owned};
@@ -284,6 +300,7 @@ std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
   // under a random schedule): the slot is made by whichever comes first, as PyTorch's owner makes
   // its OwnerRRef on first reference. A remote call that never comes ends the wait after the RPC
   // timeout.
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "owned_value may wait for its remote call");
   std::shared_ptr<Owned> owned = owned_slot(rref_id);
   if (owned->started) return owned->value.get();
   try {
@@ -319,7 +336,10 @@ void RpcAgent::send(WorkerId to, const Message& message) {
   DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes && frame.size() <= options_.limits.max_frame_bytes);
   if (to == env_.self) {
     // A call to oneself goes through the same encode/decode, on a fiber, as a remote one.
-    env_.spawner.spawn("rpc.local", [this, frame = std::move(frame)] { on_frame(env_.self, env_.incarnation, frame); });
+    env_.spawner.spawn("rpc.local", [this, frame = std::move(frame)] {
+      DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes);
+      on_frame(env_.self, env_.incarnation, frame);
+    });
     return;
   }
   env_.transport.send(to, std::move(frame));

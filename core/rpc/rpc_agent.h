@@ -87,7 +87,11 @@ class RpcAgent {
 
   // A globally unique id (this node, its incarnation, a counter: ids.h) for something a caller
   // names on other nodes (RRefs, optimizers): exact, and never reused by a later life.
-  uint64_t new_global_id() { return rref_ids_.next(); }
+  uint64_t new_global_id() {
+    const uint64_t id = rref_ids_.next();
+    DAGSIM_ASSERT(worker_of(id) == env_.self && incarnation_of(id) == static_cast<uint16_t>(env_.incarnation));
+    return id;
+  }
 
   // The owner side of an RRef whose last user is gone.
   void drop_owned(uint64_t rref_id) { owned_.erase(rref_id); }

@@ -27,7 +27,10 @@ struct RRef::State {
 };
 
 // Built in place: a temporary State's destructor would send the user delete at once.
-RRef::RRef(RpcAgent& agent, WorkerId owner, uint64_t id) : state_(new State{&agent, owner, id}) {}
+RRef::RRef(RpcAgent& agent, WorkerId owner, uint64_t id) : state_(new State{&agent, owner, id}) {
+  // RRef ids come from their creator's global ids (RpcAgent::remote): never 0.
+  DAGSIM_ASSERT(id != 0);
+}
 
 WorkerId RRef::owner() const {
   DAGSIM_ASSERT(defined());

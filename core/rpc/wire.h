@@ -115,8 +115,10 @@ class WireWriter {
   }
   void blob(const char* field, const Bytes& v, size_t max) {
     check(field, "length", v.size(), max);
+    const size_t before = out_.size();
     u32(static_cast<uint32_t>(v.size()));
     bytes(v);
+    DAGSIM_ASSERT_EQ(out_.size(), before + 4 + v.size());  // WireReader::blob reads exactly this
   }
   void tensor(const char* field, const Tensor& t) {
     check(field, "rank", static_cast<size_t>(t.dim()), kMaxPayloadRank);
@@ -198,7 +200,10 @@ class WireReader {
     DAGSIM_ASSERT(pos_ <= in_.size() && out.size() == n);  // never past the buffer
     return out;
   }
-  size_t remaining() const { return in_.size() - pos_; }
+  size_t remaining() const {
+    DAGSIM_ASSERT(pos_ <= in_.size());  // never read past the buffer, so this never wraps
+    return in_.size() - pos_;
+  }
   size_t position() const { return pos_; }
   // Throws unless everything was read: trailing bytes mean the two sides disagree on the layout.
   void expect_end(const char* what) const {
@@ -233,7 +238,10 @@ class WireReader {
       v = static_cast<T>(get(sizeof(T), field));
     }
   }
-  void str(const char* field, std::string& v, size_t max) { v = string(field, max); }
+  void str(const char* field, std::string& v, size_t max) {
+    v = string(field, max);
+    DAGSIM_ASSERT(v.size() <= max);  // paired with WireWriter::str's check
+  }
   void blob(const char* field, Bytes& v, size_t max) {
     const uint32_t n = length(field, "length", max);
     const std::span<const uint8_t> b = bytes(n, field);
@@ -290,6 +298,7 @@ class WireReader {
     return n;
   }
   void need(size_t n, const char* field) const {
+    DAGSIM_ASSERT(pos_ <= in_.size());
     if (n > remaining()) {
       throw errors::protocol_error(std::string(field) + ": needs " + std::to_string(n) + " bytes, " +
                                    std::to_string(remaining()) + " left (truncated)");

@@ -17,6 +17,7 @@ using rpc::to_bytes;
 DistAutograd::DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options)
     : agent_(agent), options_(options), container_(agent.self(), agent.env().incarnation),
       engine_(container_, agent, options) {
+  DAGSIM_ASSERT_MSG(options.attach_after.count() >= 0, "attach_after cannot be negative");
   agent_.set_extension(this);
   add_handlers();
   DAGSIM_ASSERT(agent_.has_handler(rpc::MessageType::backward_autograd_req) && agent_.has_handler(kAttachRequest));
@@ -174,6 +175,7 @@ void DistAutograd::notify_release(ContextId context, const std::set<WorkerId>& w
 void DistAutograd::abort_pass(ContextId context) {
   engine_.abort(context, errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
                                                 std::to_string(context) + " was released during its backward pass"));
+  DAGSIM_ASSERT(engine_.failing_or_idle(context));
 }
 
 void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) {

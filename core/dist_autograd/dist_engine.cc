@@ -27,7 +27,11 @@ struct DistEngine::Pass {
 };
 
 DistEngine::DistEngine(DistAutogradContainer& container, rpc::RpcAgent& agent, DistEngineOptions options)
-    : container_(container), agent_(agent), options_(options) {}
+    : container_(container), agent_(agent), options_(options) {
+  DAGSIM_ASSERT_MSG(options_.backward_timeout.count() > 0, "a backward timeout must be positive");
+  DAGSIM_ASSERT_MSG(options_.termination_probe_interval.count() >= 0, "a probe interval cannot be negative");
+  DAGSIM_ASSERT_EQ(container.worker_id(), agent.self());
+}
 
 GradientSender DistEngine::gradient_sender() {
   return [this](WorkerId to, ContextId context, MessageId message, autograd::variable_list grads) {

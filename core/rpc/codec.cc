@@ -119,6 +119,9 @@ Bytes seal_frame(const Message& message, std::span<const uint8_t> body) {
 }
 
 Bytes encode(const Message& message, const CodecLimits& limits) {
+  // Paired with read_header: nothing is sent that no peer would accept.
+  DAGSIM_ASSERT_MSG(is_known_message_type(static_cast<uint16_t>(message.type)), "encoding an unknown message type");
+  DAGSIM_ASSERT(limits.max_frame_bytes >= kFrameHeaderBytes);
   if (message.tensors.size() > limits.max_tensors) {
     throw errors::invalid_argument("rpc message: " + std::to_string(message.tensors.size()) +
                                    " tensors exceed the limit of " + std::to_string(limits.max_tensors));
@@ -156,6 +159,7 @@ std::optional<size_t> frame_size(std::span<const uint8_t> prefix, const CodecLim
 }
 
 Message decode(std::span<const uint8_t> frame, const CodecLimits& limits) {
+  DAGSIM_ASSERT(limits.max_frame_bytes >= kFrameHeaderBytes);
   if (frame.size() < kFrameHeaderBytes) {
     throw errors::protocol_error("frame: " + std::to_string(frame.size()) + " bytes is shorter than the " +
                                  std::to_string(kFrameHeaderBytes) + "-byte header (truncated)");

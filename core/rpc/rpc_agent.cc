@@ -308,6 +308,7 @@ std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
   } catch (const Error& e) {
     if (e.code() != ErrorCode::timed_out || owned->started) throw;
     if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned) owned_.erase(it);
+    DAGSIM_ASSERT(owned_.count(rref_id) == 0 || owned_.at(rref_id) != owned);  // the abandoned slot is gone
     throw errors::invalid_argument("RRef " + std::to_string(rref_id) + " is not owned by node " + std::to_string(env_.self) +
                                    ": no remote call created it (an RRef argument must live on the node that runs the function)");
   }
@@ -474,6 +475,7 @@ bool RpcAgent::finish(uint64_t request_id, WorkerId from, Message response) {
   } else {
     std::get<BytesPromise>(done.promise).set_value(std::move(response.payload));
   }
+  DAGSIM_ASSERT(pending_.count(request_id) == 0);  // a call ends once: a late reply finds nothing
   notify_drained();
   return true;
 }
@@ -487,6 +489,7 @@ bool RpcAgent::fail(uint64_t request_id, std::exception_ptr error) {
   pending_.erase(it);
   env_.clock.cancel(done.timer);
   std::visit([&](auto& promise) { promise.set_exception(error); }, done.promise);
+  DAGSIM_ASSERT(pending_.count(request_id) == 0);
   notify_drained();
   return true;
 }
@@ -519,6 +522,7 @@ void RpcAgent::shutdown() {
                             std::to_string(pending_.size()) + " call(s) and " + std::to_string(serving_) +
                             " handler(s) still outstanding");
   }
+  DAGSIM_ASSERT(pending_.empty() && serving_ == 0);  // drained: nothing can complete after the reaper stops
   stop_reaper();
   env_.transport.inbox().close();
 }

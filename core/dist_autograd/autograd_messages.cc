@@ -47,6 +47,9 @@ WithAutograd unwrap_autograd(const Message& message) {
   out.inner.tensors = message.tensors;
   out.meta = {header.context, header.message, header.from};
   out.requires_grad = std::move(header.requires_grad);
+  // What record_recv requires: one flag per tensor, and a plain message inside.
+  DAGSIM_ASSERT(out.requires_grad.size() == out.inner.tensors.size() &&
+                out.inner.type != MessageType::forward_autograd_req && out.inner.type != MessageType::forward_autograd_resp);
   return out;
 }
 

@@ -96,7 +96,10 @@ std::vector<ContextId> DistAutogradContainer::context_ids() const {
 }
 
 std::optional<ContextId> DistAutogradContainer::current_context_id() { return current().get(); }
-void DistAutogradContainer::set_current_context_id(std::optional<ContextId> id) { current().get() = id; }
+void DistAutogradContainer::set_current_context_id(std::optional<ContextId> id) {
+  current().get() = id;
+  DAGSIM_ASSERT(current().get() == id);  // fiber-local: read back on the same fiber
+}
 
 DistAutogradContext& DistAutogradContainer::current_context() {
   const std::optional<ContextId> id = current_context_id();

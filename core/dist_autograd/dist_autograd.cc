@@ -100,6 +100,7 @@ void DistAutograd::attach_to_originator(ContextId context) {
   agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(context) + ": its originator released it");
   if (container_.has_context(context)) abort_pass(context);
   if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, originator);
+  DAGSIM_ASSERT(!container_.has_context(context));  // the originator released it: so do we
 }
 
 void DistAutograd::note_foreign_context(ContextId context) {
@@ -218,6 +219,7 @@ void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::str
       // Nobody will release it now: do it here, and tell the others that know it.
       agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(id) + " of " + who);
       if (auto workers = container_.release_context_if_present(id)) notify_release(id, *workers, peer);
+      DAGSIM_ASSERT(!container_.has_context(id));
     } else {
       through_dead_peer.push_back(id);
     }
@@ -277,6 +279,7 @@ Message DistAutograd::serve_call(WorkerId from, Message wrapped, const std::func
                                  std::to_string(unwrapped.meta.context) + " was released before this call arrived");
   }
   DistAutogradContext& context = container_.get_or_create_context(unwrapped.meta.context);
+  DAGSIM_ASSERT(container_.has_context(unwrapped.meta.context) && context.context_id() == unwrapped.meta.context);
   if (arrives) note_foreign_context(unwrapped.meta.context);
   record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
               engine_.gradient_sender());

@@ -189,6 +189,7 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
                                    " arrived twice in one backward pass");
     }
     pass.task.push_ready(NodeTask{send, InputBuffer(0)});
+    DAGSIM_ASSERT(pass.task.has_ready());  // the running pass picks it up when it wakes
     pass.progress.notify_all();
     return;
   }

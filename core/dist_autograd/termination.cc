@@ -14,6 +14,8 @@ std::string clip(std::string text, size_t max) {
 }
 
 bool quiescent(const Wave& wave) {
+  // A wave holds at least its initiator's report: an empty one proves nothing.
+  DAGSIM_ASSERT(!wave.empty());
   uint64_t sent = 0, received = 0;
   for (const auto& [worker, report] : wave) {
     if (!report.has_context || report.busy) return false;

@@ -58,6 +58,7 @@ Message make_exception(uint64_t request_id, WorkerId node, const Error& error) {
   // Nested remote errors already say where they came from; say it once.
   if (payload.text.rfind("Error on Node ", 0) != 0) payload.text = "Error on Node " + std::to_string(node) + ": " + payload.text;
   if (payload.text.size() > kMaxErrorText) payload.text.resize(kMaxErrorText);
+  DAGSIM_ASSERT(payload.text.rfind("Error on Node ", 0) == 0);  // PyTorch's text, always
   return make_message(MessageType::exception, request_id, payload);
 }
 

@@ -328,6 +328,7 @@ void RpcAgent::add_handler(MessageType type, Handler handler) {
 }
 
 void RpcAgent::notify_drained() {
+  DAGSIM_ASSERT(!stopping_ || started_);  // shutdown() requires a started agent
   if (stopping_ && pending_.empty() && serving_ == 0) drained_.notify_all();
 }
 

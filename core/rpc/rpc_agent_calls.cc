@@ -70,6 +70,7 @@ RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
   // The acknowledgement only says the owner has the call; its outcome waits in the RRef.
   Message call = make_remote_call(0, id, function, args);
   if (!args.rrefs.empty()) call.flags |= kForceAutograd;  // as rpc_async: RRef values may require grad
+  DAGSIM_ASSERT(call.type == MessageType::remote_call && call.tensors.size() == args.tensors.size());
   send_request(to, std::move(call), "remote '" + function + "'");
   return RRef(*this, to, id);
 }

@@ -39,7 +39,11 @@ class DistAutogradContainer {
   // arrives twice, or after a local release).
   std::optional<std::set<WorkerId>> release_context_if_present(ContextId id);
 
-  MessageId new_autograd_message_id() { return static_cast<MessageId>(message_ids_.next()); }
+  MessageId new_autograd_message_id() {
+    const auto id = static_cast<MessageId>(message_ids_.next());
+    DAGSIM_ASSERT(worker_of(static_cast<uint64_t>(id)) == worker_id());  // globally unique: ours
+    return id;
+  }
   size_t num_contexts() const { return contexts_.size(); }
   std::vector<ContextId> context_ids() const;
   // Contexts whose id was made by `worker` (their originator), in id order.

@@ -23,25 +23,33 @@ std::shared_ptr<autograd::Node> DistAutogradContext::retrieve_send_function(Mess
   if (it == sends_.end()) {
     throw errors::invalid_argument("Could not find send function for autograd message id: " + std::to_string(id));
   }
+  DAGSIM_ASSERT(it->second != nullptr);  // add_send_function refuses null
   return it->second;
 }
 
 std::string DistAutogradContext::describe_send(MessageId id) const {
   auto it = labels_.find(id);
   if (it == labels_.end()) return "autograd message id " + std::to_string(id);
+  DAGSIM_ASSERT(!it->second.empty());  // set_send_label is called only with a label
   return "'" + it->second + "' (autograd message id " + std::to_string(id) + ")";
 }
 
 void DistAutogradContext::accumulate_grad(const Tensor& variable, const Tensor& grad) {
   DAGSIM_ASSERT(variable.defined() && grad.defined());
+  // The engine checks every gradient's shape against its input's metadata: a leaf's gradient has
+  // the leaf's shape, so accumulating never broadcasts.
+  DAGSIM_ASSERT(grad.shape() == variable.shape());
   autograd::NoGradGuard no_grad;
   auto [it, inserted] = grad_index_.emplace(variable.unsafe_impl(), grads_.size());
   if (inserted) {
     grads_.emplace_back(variable, clone(grad));
+    DAGSIM_ASSERT_EQ(grad_index_.size(), grads_.size());  // one entry per leaf, both ways
     return;
   }
+  DAGSIM_ASSERT(it->second < grads_.size());
   Tensor& sum = grads_[it->second].second;
   sum = add(sum, grad);
+  DAGSIM_ASSERT(sum.shape() == variable.shape());
 }
 
 std::vector<std::pair<Tensor, Tensor>> DistAutogradContext::gradients() const {
@@ -49,12 +57,15 @@ std::vector<std::pair<Tensor, Tensor>> DistAutogradContext::gradients() const {
   std::vector<std::pair<Tensor, Tensor>> out;
   out.reserve(grads_.size());
   for (const auto& [variable, grad] : grads_) out.emplace_back(variable, clone(grad));
+  DAGSIM_ASSERT_EQ(out.size(), grad_index_.size());
   return out;
 }
 
 Tensor DistAutogradContext::gradient_of(const Tensor& variable) const {
   auto it = grad_index_.find(variable.unsafe_impl());
-  return it == grad_index_.end() ? Tensor() : grads_[it->second].second;
+  if (it == grad_index_.end()) return Tensor();
+  DAGSIM_ASSERT(it->second < grads_.size() && grads_[it->second].first.unsafe_impl() == variable.unsafe_impl());
+  return grads_[it->second].second;
 }
 
 }  // namespace dagsim::dist_autograd

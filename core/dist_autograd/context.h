@@ -40,14 +40,23 @@ class DistAutogradContext {
   const std::map<MessageId, std::shared_ptr<autograd::Node>>& recv_functions() const { return recvs_; }
 
   // What made a send function, for error messages (a program statement's output name).
-  void set_send_label(MessageId id, std::string label) { labels_[id] = std::move(label); }
+  void set_send_label(MessageId id, std::string label) {
+    DAGSIM_ASSERT_MSG(!label.empty(), "an empty label names nothing");
+    labels_[id] = std::move(label);
+  }
   // "label (autograd message id N)", or "autograd message id N" without a label.
   std::string describe_send(MessageId id) const;
 
   // Gradient messages of this context (backward requests and their replies) this node sent and
   // received: termination detection's counts (termination.h).
-  void note_gradient_message_sent() { ++gradient_messages_sent_; }
-  void note_gradient_message_received() { ++gradient_messages_received_; }
+  void note_gradient_message_sent() {
+    ++gradient_messages_sent_;
+    DAGSIM_ASSERT(gradient_messages_sent_ != 0);  // a wrapped count would fake a balance
+  }
+  void note_gradient_message_received() {
+    ++gradient_messages_received_;
+    DAGSIM_ASSERT(gradient_messages_received_ != 0);
+  }
   uint64_t gradient_messages_sent() const { return gradient_messages_sent_; }
   uint64_t gradient_messages_received() const { return gradient_messages_received_; }
   // Passes of this context that ran to the end on this node.

@@ -10,46 +10,104 @@ namespace dagsim::dist_autograd {
 using rpc::Message;
 using rpc::MessageType;
 
-namespace {
-constexpr const char* kAttach = "dagsim.autograd.attach";
-}  // namespace
+using rpc::Bytes;
+using rpc::from_bytes;
+using rpc::to_bytes;
 
 DistAutograd::DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options)
     : agent_(agent), options_(options), container_(agent.self(), agent.env().incarnation),
       engine_(container_, agent, options) {
+  DAGSIM_ASSERT_MSG(options.attach_after.count() >= 0, "attach_after cannot be negative");
   agent_.set_extension(this);
-  // The originator's side of attach_to_originator: 1 and the caller is now one of the context's
-  // workers, or 0: no such context here (released, or never).
-  agent_.add_local_function(kAttach, [this](rpc::CallContext& call, const rpc::CallArgs& args) {
-    const auto context = static_cast<ContextId>(args.id(kAttach, "context"));
+  add_handlers();
+  DAGSIM_ASSERT(agent_.has_handler(rpc::MessageType::backward_autograd_req) && agent_.has_handler(kAttachRequest));
+}
+
+void DistAutograd::check_serving(WorkerId from) const {
+  // A handler runs on a fiber of this node, whose container makes ids for this node, and only
+  // once the agent runs (it is the agent's handler fiber).
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "a distributed autograd handler outside a node fiber");
+  DAGSIM_ASSERT_EQ(container_.worker_id(), agent_.self());
+  DAGSIM_ASSERT_MSG(agent_.env().incarnation <= UINT16_MAX, "ids carry 16 bits of incarnation");
+  (void)from;
+}
+
+void DistAutograd::add_handlers() {
+  using rpc::MessageType;
+  agent_.add_handler(MessageType::backward_autograd_req, [this](WorkerId from, const Bytes& payload) {
+    check_serving(from);
+    // Answered when this node's pass is done (or at once, when it joins a running pass).
+    engine_.receive_gradients(from, from_bytes<BackwardRequest>(payload));
+    return Bytes{};
+  });
+  agent_.add_handler(MessageType::cleanup_autograd_context_req, [this](WorkerId from, const Bytes& payload) {
+    check_serving(from);
+    const ContextId context = from_bytes<CleanupRequest>(payload).context;
+    if (container_.has_context(context)) abort_pass(context);
+    if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, from);
+    DAGSIM_ASSERT(!container_.has_context(context));
+    return Bytes{};
+  });
+  agent_.add_handler(MessageType::termination_probe_req, [this](WorkerId from, const Bytes& payload) {
+    check_serving(from);
+    const ProbeRequest probe = from_bytes<ProbeRequest>(payload);
+    ProbeReport report = engine_.report(probe.context, probe.wave);
+    // Paired with run_wave's checks on the prober's side: the report answers this probe.
+    DAGSIM_ASSERT(report.context == probe.context && report.wave == probe.wave);
+    return to_bytes(report);
+  });
+  agent_.add_handler(MessageType::backward_abort_req, [this](WorkerId from, const Bytes& payload) {
+    check_serving(from);
+    const AbortRequest abort = from_bytes<AbortRequest>(payload);
+    agent_.env().log.event("dist_autograd.aborted", "context " + std::to_string(abort.context) + " by node " + std::to_string(from));
+    engine_.abort(abort.context, errors::autograd_error(abort.reason));
+    DAGSIM_ASSERT(engine_.failing_or_idle(abort.context));  // a running pass unwinds at its next wait
+    return Bytes{};
+  });
+  agent_.add_handler(kIncarnationRequest, [this](WorkerId from, const Bytes& payload) {
+    check_serving(from);
+    if (!payload.empty()) throw errors::protocol_error("incarnation_req: carries no payload");
+    return to_bytes(IncarnationReply{agent_.env().incarnation});
+  });
+  // The originator's side of attach_to_originator: known, and the caller is now one of the
+  // context's workers; or not known: no such context here (released, or never).
+  agent_.add_handler(kAttachRequest, [this](WorkerId from, const Bytes& payload) {
+    check_serving(from);
+    const ContextId context = from_bytes<AttachRequest>(payload).context;
     const bool known = container_.has_context(context);
-    if (known) container_.retrieve_context(context).add_known_worker_id(call.caller);
-    return std::vector<Tensor>{from_values({1}, {known ? 1.0 : 0.0})};
+    if (known) container_.retrieve_context(context).add_known_worker_id(from);
+    DAGSIM_ASSERT(!known || container_.retrieve_context(context).known_worker_ids().count(from) == 1);
+    return to_bytes(AttachReply{known});
   });
 }
 
 void DistAutograd::attach_to_originator(ContextId context) {
   const WorkerId originator = worker_of(static_cast<uint64_t>(context));
   if (originator == agent_.self() || !container_.has_context(context)) return;
-  rpc::CallArgs args;
-  args.set_id("context", static_cast<uint64_t>(context));
-  std::vector<Tensor> answer;
+  DAGSIM_ASSERT(runtime::current_fiber() != nullptr);  // it blocks on the originator's answer
+  AttachReply answer;
   try {
-    answer = agent_.rpc_sync(originator, kAttach, args);
+    answer = from_bytes<AttachReply>(agent_.request_bytes(originator, kAttachRequest, to_bytes(AttachRequest{context}),
+                                                          std::nullopt, "attach of context " + std::to_string(context))
+                                         .get());
   } catch (const Error& e) {
     if (e.code() == ErrorCode::node_killed) throw;
     // Unreachable: find out whether the originator is gone (and with it, its contexts).
     on_peer_failed(originator, incarnation_of(static_cast<uint64_t>(context)), e.detail());
     return;
   }
-  if (answer.at(0).item() != 0.0) return;
+  if (answer.known) return;
   agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(context) + ": its originator released it");
   if (container_.has_context(context)) abort_pass(context);
   if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, originator);
+  DAGSIM_ASSERT(!container_.has_context(context));  // the originator released it: so do we
 }
 
 void DistAutograd::note_foreign_context(ContextId context) {
   if (options_.attach_after.count() <= 0) return;
+  // Only contexts another worker started are attached (serve_call refuses our own released ones).
+  DAGSIM_ASSERT(worker_of(static_cast<uint64_t>(context)) != agent_.self());
+  DAGSIM_ASSERT(unattached_.empty() || unattached_.back().first <= agent_.env().clock.now());  // arrival order
   unattached_.emplace_back(agent_.env().clock.now(), context);
   if (sweeping_) return;
   sweeping_ = true;
@@ -59,6 +117,7 @@ void DistAutograd::note_foreign_context(ContextId context) {
 void DistAutograd::sweep_foreign_contexts() {
   runtime::Clock& clock = agent_.env().clock;
   const std::shared_ptr<bool> alive = alive_;
+  DAGSIM_ASSERT(sweeping_);  // one sweeper at a time
   while (!unattached_.empty()) {
     clock.sleep_until(unattached_.front().first + options_.attach_after);  // node_killed unwinds from here
     if (!*alive) return;
@@ -69,17 +128,22 @@ void DistAutograd::sweep_foreign_contexts() {
       if (!*alive) return;
     }
   }
+  DAGSIM_ASSERT(unattached_.empty());  // a new arrival starts a new sweeper only once this one ends
   sweeping_ = false;
 }
 
 DistAutograd::Context::Context(DistAutograd& owner)
-    : owner_(owner), id_(owner.container_.new_context().context_id()), scope_(id_) {}
+    : owner_(owner), id_(owner.container_.new_context().context_id()), scope_(id_) {
+  DAGSIM_ASSERT(DistAutogradContainer::current_context_id() == id_);
+}
 
 DistAutograd::Context::~Context() {
   if (owner_.container_.has_context(id_)) owner_.release_context(id_);
+  DAGSIM_ASSERT(!owner_.container_.has_context(id_));
 }
 
 void DistAutograd::backward(ContextId context, const autograd::variable_list& roots, bool retain_graph) {
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "a distributed backward blocks: run it on a node fiber");
   engine_.backward(context, roots, retain_graph);
 }
 
@@ -90,15 +154,19 @@ std::vector<std::pair<Tensor, Tensor>> DistAutograd::get_gradients(ContextId con
 void DistAutograd::release_context(ContextId context) {
   abort_pass(context);
   const std::set<WorkerId> workers = container_.release_context(context);
+  DAGSIM_ASSERT(!container_.has_context(context));
   notify_release(context, workers, std::nullopt);
 }
 
 void DistAutograd::notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except) {
+  // Released here first: a worker that asks back (attach) must find it gone.
+  DAGSIM_ASSERT(!container_.has_context(context));
   for (WorkerId worker : workers) {
     if (worker == except || worker == agent_.self()) continue;
     try {
       // Fire and forget, as PyTorch: a worker that cannot be reached has lost the context anyway.
-      agent_.request(worker, make_cleanup_request(0, context), "release of context " + std::to_string(context));
+      agent_.request_bytes(worker, rpc::MessageType::cleanup_autograd_context_req, to_bytes(CleanupRequest{context}),
+                           std::nullopt, "release of context " + std::to_string(context));
     } catch (const Error& e) {
       agent_.env().log.event("dist_autograd.release_failed", e.detail());
     }
@@ -108,19 +176,25 @@ void DistAutograd::notify_release(ContextId context, const std::set<WorkerId>& w
 void DistAutograd::abort_pass(ContextId context) {
   engine_.abort(context, errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
                                                 std::to_string(context) + " was released during its backward pass"));
+  DAGSIM_ASSERT(engine_.failing_or_idle(context));
 }
 
 void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) {
+  DAGSIM_ASSERT(incarnation <= UINT16_MAX);
   if (peer == agent_.self() || !probing_.insert({peer, incarnation}).second) return;
   agent_.env().spawner.spawn("dist_autograd.probe", [this, peer, incarnation, reason] {
     struct Done {
       DistAutograd& self;
       std::pair<WorkerId, uint32_t> key;
-      ~Done() { self.probing_.erase(key); }
+      ~Done() {
+        DAGSIM_ASSERT(self.probing_.count(key) == 1);  // paired with on_peer_failed's insert
+        self.probing_.erase(key);
+      }
     } done{*this, {peer, incarnation}};
     try {
-      const std::vector<Tensor> answer = agent_.rpc_sync(peer, "dagsim.incarnation", {});
-      if (static_cast<uint32_t>(answer.at(0).item()) == incarnation) return;  // a passing connection failure
+      const IncarnationReply answer =
+          from_bytes<IncarnationReply>(agent_.request_bytes(peer, kIncarnationRequest, {}, std::nullopt, "incarnation probe").get());
+      if (answer.incarnation == incarnation) return;  // a passing connection failure
       peer_gone(peer, incarnation, reason + " (it restarted)");
     } catch (const Error& e) {
       if (e.code() == ErrorCode::node_killed) throw;
@@ -130,6 +204,7 @@ void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std
 }
 
 void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason) {
+  DAGSIM_ASSERT(peer != agent_.self());  // on_peer_failed never probes this node
   const std::string who = "node " + std::to_string(peer);
   std::vector<ContextId> through_dead_peer;
   for (ContextId id : container_.context_ids()) {
@@ -144,9 +219,14 @@ void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::str
       // Nobody will release it now: do it here, and tell the others that know it.
       agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(id) + " of " + who);
       if (auto workers = container_.release_context_if_present(id)) notify_release(id, *workers, peer);
+      DAGSIM_ASSERT(!container_.has_context(id));
     } else {
       through_dead_peer.push_back(id);
     }
+  }
+  // Negative space: nothing this node holds was started by the dead incarnation.
+  for (ContextId id : container_.contexts_created_by(peer)) {
+    DAGSIM_ASSERT(incarnation_of(static_cast<uint64_t>(id)) != incarnation);
   }
   // The dead peer may have been our only link to their originator: attach to it directly.
   for (ContextId id : through_dead_peer) attach_to_originator(id);
@@ -164,102 +244,62 @@ Message DistAutograd::outgoing_call(WorkerId to, Message call) {
   if (!current || !autograd::GradMode::is_enabled() || (!forced && !autograd::any_requires_grad(call.tensors))) return call;
   DistAutogradContext& context = container_.retrieve_context(*current);
   const MessageId message = record_send(container_, context, to, call.tensors);
+  // Paired with serve_call and incoming_response: message ids are this node's, never reused.
+  DAGSIM_ASSERT(worker_of(static_cast<uint64_t>(message)) == agent_.self());
+  DAGSIM_ASSERT(context.known_worker_ids().count(to) == 1);
   if (!CallLabelScope::current().empty()) context.set_send_label(message, CallLabelScope::current());
   return wrap_with_autograd(MessageType::forward_autograd_req, call, {*current, message, agent_.self()});
 }
 
 Message DistAutograd::incoming_response(WorkerId from, Message response) {
-  switch (response.type) {
-    case MessageType::forward_autograd_resp: {
-      WithAutograd unwrapped = unwrap_autograd(response);
-      if (!container_.has_context(unwrapped.meta.context)) {
-        return rpc::make_exception(response.request_id, from,
-                                   errors::autograd_error("autograd context " + std::to_string(unwrapped.meta.context) +
-                                                          " was released before the reply arrived"));
-      }
-      DistAutogradContext& context = container_.retrieve_context(unwrapped.meta.context);
-      record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
-                  engine_.gradient_sender());
-      return std::move(unwrapped.inner);
-    }
-    case MessageType::termination_probe_resp:
-      engine_.deposit_report(from, read_probe_report(response));
-      return rpc::make_ret(response.request_id, {});
-    case MessageType::backward_autograd_resp:
-    case MessageType::cleanup_autograd_context_resp:
-    case MessageType::backward_abort_resp:
-      return rpc::make_ret(response.request_id, {});
-    default:
-      throw errors::protocol_error(std::string("unexpected response type ") + rpc::message_type_name(response.type));
+  DAGSIM_ASSERT_MSG(response.type == MessageType::forward_autograd_resp, "the agent unwraps only autograd responses here");
+  WithAutograd unwrapped = unwrap_autograd(response);
+  if (!container_.has_context(unwrapped.meta.context)) {
+    return rpc::make_exception(response.request_id, from,
+                               errors::autograd_error("autograd context " + std::to_string(unwrapped.meta.context) +
+                                                      " was released before the reply arrived"));
   }
+  DistAutogradContext& context = container_.retrieve_context(unwrapped.meta.context);
+  record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
+              engine_.gradient_sender());
+  DAGSIM_ASSERT(unwrapped.inner.request_id == response.request_id && !rpc::is_request(unwrapped.inner.type));
+  return std::move(unwrapped.inner);
 }
 
-Message DistAutograd::serve(WorkerId from, Message request, const std::function<Message(Message)>& run_call) {
-  switch (request.type) {
-    case MessageType::forward_autograd_req: {
-      WithAutograd unwrapped = unwrap_autograd(request);
-      const bool arrives = !container_.has_context(unwrapped.meta.context);
-      const bool ours = worker_of(static_cast<uint64_t>(unwrapped.meta.context)) == agent_.self();
-      if (arrives && ours) {
-        // Only new_context() makes this node's contexts: a call in one it no longer has arrived
-        // after its release (a late nested call). Recreating it would leak it.
-        throw errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
-                                     std::to_string(unwrapped.meta.context) + " was released before this call arrived");
-      }
-      DistAutogradContext& context = container_.get_or_create_context(unwrapped.meta.context);
-      if (arrives) note_foreign_context(unwrapped.meta.context);
-      record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
-                  engine_.gradient_sender());
-      Message result;
-      {
-        // The function runs in the caller's context: nested RPCs it makes are recorded there.
-        ContextScope scope(unwrapped.meta.context);
-        result = run_call(std::move(unwrapped.inner));
-      }
-      // Results travel back recorded (a ret, or an RRef's value); a remote call's acknowledgement
-      // carries nothing: its value stays on this node, in the context's graph.
-      if ((result.type != MessageType::ret && result.type != MessageType::rref_fetch_ret) ||
-          !container_.has_context(unwrapped.meta.context)) {
-        return result;
-      }
-      DistAutogradContext& still = container_.retrieve_context(unwrapped.meta.context);
-      const MessageId message = record_send(container_, still, from, result.tensors);
-      return wrap_with_autograd(MessageType::forward_autograd_resp, result,
-                                {unwrapped.meta.context, message, agent_.self()});
-    }
-    case MessageType::backward_autograd_req: {
-      const uint64_t id = request.request_id;
-      engine_.receive_gradients(from, read_backward_request(request));
-      Message reply;
-      reply.type = MessageType::backward_autograd_resp;
-      reply.request_id = id;
-      return reply;
-    }
-    case MessageType::cleanup_autograd_context_req: {
-      const ContextId context = read_cleanup_request(request);
-      if (container_.has_context(context)) abort_pass(context);
-      if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, from);
-      Message reply;
-      reply.type = MessageType::cleanup_autograd_context_resp;
-      reply.request_id = request.request_id;
-      return reply;
-    }
-    case MessageType::termination_probe_req: {
-      const auto [context, wave] = read_probe_request(request);
-      return make_probe_report(request.request_id, engine_.report(context, wave));
-    }
-    case MessageType::backward_abort_req: {
-      const auto [context, reason] = read_abort_request(request);
-      agent_.env().log.event("dist_autograd.aborted", "context " + std::to_string(context) + " by node " + std::to_string(from));
-      engine_.abort(context, errors::autograd_error(reason));
-      Message reply;
-      reply.type = MessageType::backward_abort_resp;
-      reply.request_id = request.request_id;
-      return reply;
-    }
-    default:
-      throw errors::protocol_error(std::string("no handler for request type ") + rpc::message_type_name(request.type));
+Message DistAutograd::serve_call(WorkerId from, Message wrapped, const std::function<Message(Message)>& run_call) {
+  check_serving(from);
+  DAGSIM_ASSERT_MSG(wrapped.type == MessageType::forward_autograd_req, "serve_call serves wrapped calls only");
+  WithAutograd unwrapped = unwrap_autograd(wrapped);
+  const bool arrives = !container_.has_context(unwrapped.meta.context);
+  const bool ours = worker_of(static_cast<uint64_t>(unwrapped.meta.context)) == agent_.self();
+  if (arrives && ours) {
+    // Only new_context() makes this node's contexts: a call in one it no longer has arrived
+    // after its release (a late nested call). Recreating it would leak it.
+    throw errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
+                                 std::to_string(unwrapped.meta.context) + " was released before this call arrived");
   }
+  DistAutogradContext& context = container_.get_or_create_context(unwrapped.meta.context);
+  DAGSIM_ASSERT(container_.has_context(unwrapped.meta.context) && context.context_id() == unwrapped.meta.context);
+  if (arrives) note_foreign_context(unwrapped.meta.context);
+  record_recv(context, from, unwrapped.meta.message, unwrapped.inner.tensors, unwrapped.requires_grad,
+              engine_.gradient_sender());
+  const uint64_t request_id = unwrapped.inner.request_id;
+  Message result;
+  {
+    // The function runs in the caller's context: nested RPCs it makes are recorded there.
+    ContextScope scope(unwrapped.meta.context);
+    result = run_call(std::move(unwrapped.inner));
+  }
+  DAGSIM_ASSERT(result.request_id == request_id && !rpc::is_request(result.type));
+  // Results travel back recorded (a ret, or an RRef's value); a remote call's acknowledgement
+  // carries nothing: its value stays on this node, in the context's graph.
+  if ((result.type != MessageType::ret && result.type != MessageType::rref_fetch_ret) ||
+      !container_.has_context(unwrapped.meta.context)) {
+    return result;
+  }
+  DistAutogradContext& still = container_.retrieve_context(unwrapped.meta.context);
+  const MessageId message = record_send(container_, still, from, result.tensors);
+  return wrap_with_autograd(MessageType::forward_autograd_resp, result, {unwrapped.meta.context, message, agent_.self()});
 }
 
 }  // namespace dagsim::dist_autograd

@@ -10,6 +10,11 @@
 //   auto grads = autograd.get_gradients(ctx.id());  //   dist_autograd.get_gradients(ctx)
 // Releasing a context (the guard's end) erases it here and asks every worker it exchanged
 // autograd messages with to release it too; they pass the request on to theirs.
+//
+// On the agent, distributed autograd is two things: the extension that wraps calls made inside a
+// context (forward_autograd_req/resp), and handlers for its own requests (backward passes, context
+// cleanup, termination probes and aborts, incarnation probes, attaching a context), which sit
+// beside any other service's handlers on the same node.
 #pragma once
 
 #include <deque>
@@ -59,14 +64,18 @@ class DistAutograd final : public rpc::RpcExtension {
   // RpcExtension
   rpc::Message outgoing_call(WorkerId to, rpc::Message call) override;
   rpc::Message incoming_response(WorkerId from, rpc::Message response) override;
-  rpc::Message serve(WorkerId from, rpc::Message request,
-                     const std::function<rpc::Message(rpc::Message)>& run_call) override;
+  rpc::Message serve_call(WorkerId from, rpc::Message wrapped,
+                          const std::function<rpc::Message(rpc::Message)>& run_call) override;
   // Beyond PyTorch (issue #26379): probes the peer; if that incarnation is gone (the probe fails,
   // or a later incarnation answers), contexts it originated are released here and passes that
   // depend on it fail naming it, instead of leaking or waiting for its gradients forever.
   void on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) override;
 
  private:
+  // The handlers of distributed autograd's requests (registered on the agent by the constructor).
+  void add_handlers();
+  // The preconditions every handler opens with.
+  void check_serving(WorkerId from) const;
   // A pass still running on a released context fails instead of using it.
   void abort_pass(ContextId context);
   void notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except);

@@ -27,7 +27,11 @@ struct DistEngine::Pass {
 };
 
 DistEngine::DistEngine(DistAutogradContainer& container, rpc::RpcAgent& agent, DistEngineOptions options)
-    : container_(container), agent_(agent), options_(options) {}
+    : container_(container), agent_(agent), options_(options) {
+  DAGSIM_ASSERT_MSG(options_.backward_timeout.count() > 0, "a backward timeout must be positive");
+  DAGSIM_ASSERT_MSG(options_.termination_probe_interval.count() >= 0, "a probe interval cannot be negative");
+  DAGSIM_ASSERT_EQ(container.worker_id(), agent.self());
+}
 
 GradientSender DistEngine::gradient_sender() {
   return [this](WorkerId to, ContextId context, MessageId message, autograd::variable_list grads) {
@@ -46,10 +50,16 @@ std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAut
     pass->send_ids.emplace(send.get(), id);
     pass->sends_pending.insert(id);
   }
+  DAGSIM_ASSERT_EQ(pass->send_ids.size(), pass->sends_pending.size());  // one pending entry per send function
   Engine::compute_dependencies(pass->task, roots);
   DistAutogradContext* ctx = context.get();
-  pass->task.leaf_capture = [ctx](const Tensor& leaf, Tensor grad) { ctx->accumulate_grad(leaf, grad); };
-  passes_.emplace(context->context_id(), pass);
+  pass->task.leaf_capture = [ctx](const Tensor& leaf, Tensor grad) {
+    // Gradients accumulate in the context, never in .grad, and only for leaves that want them.
+    DAGSIM_ASSERT(leaf.requires_grad() && leaf.grad_fn() == nullptr);
+    ctx->accumulate_grad(leaf, grad);
+  };
+  const bool inserted = passes_.emplace(context->context_id(), pass).second;
+  DAGSIM_ASSERT_MSG(inserted, "two passes of one context on one node");
   return pass;
 }
 
@@ -57,7 +67,13 @@ void DistEngine::abort(ContextId context, const Error& error) {
   auto it = passes_.find(context);
   if (it == passes_.end()) return;
   if (!it->second->error) it->second->error = std::make_exception_ptr(error);
+  DAGSIM_ASSERT(it->second->error != nullptr);  // the first error stays; the pass ends with one
   it->second->progress.notify_all();
+}
+
+bool DistEngine::failing_or_idle(ContextId context) const {
+  auto it = passes_.find(context);
+  return it == passes_.end() || it->second->error != nullptr;
 }
 
 void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) {
@@ -66,6 +82,7 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
     ContextId context;
     Pass& pass;
     ~Forget() {
+      DAGSIM_ASSERT(!pass.ended);  // one run per pass
       engine.passes_.erase(context);
       pass.ended = true;
       pass.progress.notify_all();  // the detector, if any, stops
@@ -76,6 +93,8 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
   bool detecting = !pass->initiator || probe_interval.count() <= 0;  // only the initiator detects
   runtime::TimePoint deadline = clock.now() + options_.backward_timeout;
   for (;;) {
+    // Registered for as long as it runs: gradients and aborts find it by its context.
+    DAGSIM_ASSERT(passes_.count(context) == 1 && passes_.at(context) == pass);
     while (pass->task.has_ready() && !pass->error) {
       NodeTask task = pass->task.pop_ready();
       if (auto it = pass->send_ids.find(task.node.get()); it != pass->send_ids.end()) {
@@ -90,8 +109,10 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
       pass->evaluating = false;
       deadline = clock.now() + options_.backward_timeout;  // progress
     }
+    DAGSIM_ASSERT(!pass->evaluating);
     if (pass->error) std::rethrow_exception(pass->error);
     if (pass->done()) {
+      DAGSIM_ASSERT(!pass->task.has_ready() && pass->outstanding == 0);
       pass->context->note_pass_completed();
       return;
     }
@@ -103,11 +124,13 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
         pass->progress, lock, [&] { return pass->task.has_ready() || pass->error || pass->done(); }, wake_at,
         "DistEngine pass");
     if (!woke && wake_at < deadline) {
+      DAGSIM_ASSERT(pass->initiator);  // only the initiator ever wakes early to detect
       detecting = true;
       agent_.env().spawner.spawn("dist_autograd.termination", [this, context, pass] { detect_termination(context, pass); });
       continue;
     }
     if (!woke) {
+      DAGSIM_ASSERT(!pass->done() && !pass->error);  // the predicate was false at the deadline
       std::string waiting;
       for (MessageId id : pass->sends_pending) {
         waiting += (waiting.empty() ? "" : ", ") + pass->context->describe_send(id);
@@ -135,6 +158,8 @@ void DistEngine::backward(ContextId context_id, const autograd::variable_list& r
   pass->initiator = true;
   pass->task.push_ready(NodeTask{graph_root, InputBuffer(0)});
   run_pass(context_id, pass);
+  // Returned without an error: every send function ran and every gradient RPC was answered.
+  DAGSIM_ASSERT(pass->ended && pass->done() && pass->error == nullptr);
 }
 
 void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
@@ -148,6 +173,7 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
   } replied{*context};
   auto send = std::dynamic_pointer_cast<SendRpcBackward>(context->retrieve_send_function(request.message));
   DAGSIM_ASSERT(send != nullptr);
+  DAGSIM_ASSERT_EQ(worker_of(static_cast<uint64_t>(request.message)), agent_.self());  // our own send's id
   if (request.grads.size() != send->num_outputs()) {
     throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) + " from node " +
                                  std::to_string(from) + ": " + std::to_string(request.grads.size()) +
@@ -157,15 +183,18 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
   auto running = passes_.find(request.context);
   if (running != passes_.end()) {
     Pass& pass = *running->second;
+    DAGSIM_ASSERT(pass.context == context);  // the same context object the pass keeps alive
     if (pass.sends_pending.count(request.message) == 0) {
       throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) +
                                    " arrived twice in one backward pass");
     }
     pass.task.push_ready(NodeTask{send, InputBuffer(0)});
+    DAGSIM_ASSERT(pass.task.has_ready());  // the running pass picks it up when it wakes
     pass.progress.notify_all();
     return;
   }
   std::shared_ptr<Pass> pass = begin_pass(context, request.retain_graph, {});
+  DAGSIM_ASSERT(!pass->initiator && pass->sends_pending.count(request.message) == 1);
   pass->task.push_ready(NodeTask{send, InputBuffer(0)});
   run_pass(request.context, pass);
 }
@@ -174,15 +203,18 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
   auto it = passes_.find(context);
   DAGSIM_ASSERT_MSG(it != passes_.end(), "a RecvRpcBackward ran outside a distributed backward pass");
   std::shared_ptr<Pass> pass = it->second;
+  DAGSIM_ASSERT(pass->evaluating);
+  DAGSIM_ASSERT(pass->context->context_id() == context && !grads.empty());  // RecvRpcBackward runs inside the pass's evaluation
   ++pass->outstanding;
   pass->context->note_gradient_message_sent();
   BackwardRequest request{context, message, pass->task.keep_graph, std::move(grads)};
   // Answered only when the peer's own pass is done, which may take long: bounded by the backward
   // timeout, not the RPC timeout. Whether the peer is alive is the detector's probes' business.
-  runtime::Future<std::vector<Tensor>> reply =
-      agent_.request(to, make_backward_request(0, request), "backward pass of context " + std::to_string(context),
-                     options_.backward_timeout);
-  reply.then([pass](runtime::Future<std::vector<Tensor>> done) {
+  runtime::Future<rpc::Bytes> reply =
+      agent_.request_bytes(to, rpc::MessageType::backward_autograd_req, rpc::to_bytes(request), options_.backward_timeout,
+                           "backward pass of context " + std::to_string(context));
+  reply.then([pass](runtime::Future<rpc::Bytes> done) {
+    DAGSIM_ASSERT(pass->outstanding > 0);  // paired with send_gradients' increment
     --pass->outstanding;
     pass->context->note_gradient_message_received();  // the reply, or the failure standing for it
     try {
@@ -206,22 +238,20 @@ ProbeReport DistEngine::report(ContextId context, uint64_t wave) {
   if (auto it = passes_.find(context); it != passes_.end()) {
     const Pass& pass = *it->second;
     out.busy = pass.task.has_ready() || pass.evaluating;
-    for (MessageId id : pass.sends_pending) out.waiting.push_back(ctx->describe_send(id) + where);
+    for (MessageId id : pass.sends_pending) out.waiting.push_back(clip(ctx->describe_send(id) + where, kMaxDescription));
+    DAGSIM_ASSERT(!out.busy || out.has_context);
   } else if (ctx->passes_completed() == 0) {
     // No pass ever started here: no gradient reached any of its send functions.
-    for (const auto& [id, send] : ctx->send_functions()) out.waiting.push_back(ctx->describe_send(id) + where);
+    for (const auto& [id, send] : ctx->send_functions()) {
+      out.waiting.push_back(clip(ctx->describe_send(id) + where, kMaxDescription));
+    }
   }
   return out;
 }
 
-void DistEngine::deposit_report(WorkerId from, ProbeReport report) {
-  auto wave = inbox_.find(report.wave);
-  if (wave == inbox_.end()) return;  // a wave given up on
-  wave->second.insert_or_assign(from, std::move(report));
-}
-
 void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pass) {
   auto over = [&pass] { return pass->ended || pass->error || pass->done(); };
+  DAGSIM_ASSERT_MSG(pass->initiator, "only the initiating pass detects termination");
   std::optional<Wave> previous;
   while (!over()) {
     Wave reached;
@@ -235,11 +265,13 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
       return;
     }
     if (wave && quiescent(*wave)) {
+      DAGSIM_ASSERT(wave->count(agent_.self()) == 1);  // every wave starts with this node's report
       if (previous && proves_termination(*previous, *wave)) {
         fail_everywhere(context, *pass, *wave, describe_unfinishable(agent_.self(), context, *wave));
         return;
       }
       previous = std::move(wave);
+      DAGSIM_ASSERT(quiescent(*previous));  // the first of the two waves proves_termination compares
       continue;  // the confirming wave, at once
     }
     previous.reset();
@@ -250,13 +282,7 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
 }
 
 std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wave& wave, std::string& lost) {
-  std::map<WorkerId, ProbeReport>& inbox = inbox_[wave_id];
-  struct Close {
-    DistEngine& engine;
-    uint64_t wave;
-    ~Close() { engine.inbox_.erase(wave); }
-  } close{*this, wave_id};
-
+  DAGSIM_ASSERT(wave.empty() && lost.empty());
   wave.emplace(agent_.self(), report(context, wave_id));
   if (!wave.begin()->second.has_context) return std::nullopt;
   std::set<WorkerId> asked{agent_.self()};
@@ -264,16 +290,18 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
   while (!frontier.empty()) {
     // Probe every newly learnt worker of this round at once (each within the RPC timeout), then
     // learn from their reports.
-    std::vector<std::pair<WorkerId, runtime::Future<std::vector<Tensor>>>> replies;
+    std::vector<std::pair<WorkerId, runtime::Future<rpc::Bytes>>> replies;
     for (WorkerId worker : frontier) {
       if (!asked.insert(worker).second) continue;
-      replies.emplace_back(worker, agent_.request(worker, make_probe_request(context, wave_id),
-                                                  "termination probe of context " + std::to_string(context)));
+      replies.emplace_back(worker, agent_.request_bytes(worker, rpc::MessageType::termination_probe_req,
+                                                        rpc::to_bytes(ProbeRequest{context, wave_id}), std::nullopt,
+                                                        "termination probe of context " + std::to_string(context)));
     }
     frontier.clear();
     for (auto& [worker, reply] : replies) {
+      ProbeReport report;
       try {
-        reply.get();
+        report = rpc::from_bytes<ProbeReport>(reply.get());
       } catch (const Error& e) {
         if (e.code() == ErrorCode::node_killed) throw;
         // A worker that cannot answer within the RPC timeout (dead, crashed, cut off) will not
@@ -281,28 +309,33 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
         if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed) lost = e.detail();
         return std::nullopt;
       }
-      auto it = inbox.find(worker);
-      if (it == inbox.end() || it->second.context != context || !it->second.has_context) return std::nullopt;
-      for (WorkerId next : it->second.known_workers) frontier.push_back(next);
-      wave.emplace(worker, std::move(it->second));
-      inbox.erase(it);
+      // A report for another probe than ours would be a peer's bug: no wave of it.
+      if (report.context != context || report.wave != wave_id || !report.has_context) return std::nullopt;
+      for (WorkerId next : report.known_workers) frontier.push_back(next);
+      wave.emplace(worker, std::move(report));
     }
   }
+  // A complete wave: every worker reached knows the context, and this node is among them.
+  DAGSIM_ASSERT(wave.size() == asked.size() && wave.count(agent_.self()) == 1);
   return wave;
 }
 
 void DistEngine::fail_everywhere(ContextId context, Pass& pass, const Wave& wave, const std::string& reason) {
+  DAGSIM_ASSERT(!reason.empty() && pass.initiator);
   agent_.env().log.event("dist_autograd.unfinishable", reason);
   for (const auto& [worker, report] : wave) {
     if (worker == agent_.self()) continue;
     try {
       // Fire and forget: a worker we cannot reach fails its pass by its own timeout.
-      agent_.request(worker, make_abort_request(context, reason), "abort of context " + std::to_string(context));
+      agent_.request_bytes(worker, rpc::MessageType::backward_abort_req,
+                           rpc::to_bytes(AbortRequest{context, clip(reason, kMaxReason)}), std::nullopt,
+                           "abort of context " + std::to_string(context));
     } catch (const Error& e) {
       agent_.env().log.event("dist_autograd.abort_failed", e.detail());
     }
   }
   if (!pass.error) pass.error = std::make_exception_ptr(errors::autograd_error(reason));
+  DAGSIM_ASSERT(pass.error != nullptr);
   pass.progress.notify_all();
 }
 

@@ -57,15 +57,15 @@ class DistEngine {
   GradientSender gradient_sender();
 
   size_t passes_in_flight() const { return passes_.size(); }
+  // No pass of `context` runs here, or the one that runs has failed (and unwinds at its next wait).
+  bool failing_or_idle(ContextId context) const;
 
   // Fails the pass of `context` running on this node, if any, with `error` (its context was
   // released, or its originator died); the pass unwinds at its next wait.
   void abort(ContextId context, const Error& error);
 
-  // Termination detection (termination.h): this node's report for one wave, and a report that
-  // arrived from `from` for a wave this node runs (dropped unless that wave is still open).
+  // Termination detection (termination.h): this node's report for one wave.
   ProbeReport report(ContextId context, uint64_t wave);
-  void deposit_report(WorkerId from, ProbeReport report);
 
  private:
   struct Pass;
@@ -87,9 +87,6 @@ class DistEngine {
   rpc::RpcAgent& agent_;
   DistEngineOptions options_;
   std::map<ContextId, std::shared_ptr<Pass>> passes_;
-  // Reports that arrived for the waves this node runs, by wave: a wave is open while it has an
-  // entry, and a report for any other wave (one given up on) is dropped.
-  std::map<uint64_t, std::map<WorkerId, ProbeReport>> inbox_;
   uint64_t waves_ = 0;  // wave numbers, unique on this node
 };
 

@@ -17,6 +17,9 @@ autograd::variable_list SendRpcBackward::apply(autograd::variable_list&& inputs)
 }
 
 autograd::variable_list RecvRpcBackward::apply(autograd::variable_list&& grads) {
+  // The engine hands one gradient slot per input (record_recv made one per received tensor), so
+  // positions line up with the sender's edges.
+  DAGSIM_ASSERT_EQ(grads.size(), static_cast<size_t>(num_inputs()));
   autograd::NoGradGuard no_grad;
   for (uint32_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) grads[i] = zeros(input_metadata(i).shape, input_metadata(i).dtype);
@@ -28,12 +31,15 @@ autograd::variable_list RecvRpcBackward::apply(autograd::variable_list&& grads) 
 MessageId record_send(DistAutogradContainer& container, DistAutogradContext& context, WorkerId to,
                       const std::vector<Tensor>& tensors) {
   const MessageId id = container.new_autograd_message_id();
+  DAGSIM_ASSERT(context.send_functions().count(id) == 0);  // fresh ids: a send is recorded once
   context.add_known_worker_id(to);
   if (!autograd::GradMode::is_enabled() || !autograd::any_requires_grad(tensors)) return id;
   auto send = std::make_shared<SendRpcBackward>();
   // One edge per sent tensor, in order; an invalid edge where a tensor needs no grad, so the
   // peer's gradients line up by position.
   for (const Tensor& t : tensors) send->add_next_edge(autograd::gradient_edge(t));
+  // Paired with RecvRpcBackward::apply on the peer: one edge per sent tensor, in order.
+  DAGSIM_ASSERT_EQ(send->num_outputs(), tensors.size());
   context.add_send_function(id, std::move(send));
   return id;
 }
@@ -49,6 +55,7 @@ void record_recv(DistAutogradContext& context, WorkerId from, MessageId message,
   // Every tensor gets an input slot, so gradient positions match the sender's edges.
   for (size_t i = 0; i < tensors.size(); ++i) {
     const uint32_t input_nr = recv->add_input_metadata(tensors[i]);
+    DAGSIM_ASSERT_EQ(input_nr, static_cast<uint32_t>(i));  // slot i is tensor i
     if (requires_grad[i]) tensors[i].set_history(recv, input_nr);
   }
   context.add_recv_function(message, std::move(recv));

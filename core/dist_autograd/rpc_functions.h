@@ -21,7 +21,11 @@ namespace dagsim::dist_autograd {
 class SendRpcBackward final : public autograd::Node {
  public:
   // The gradients the peer's RecvRpcBackward sent for this message; one per next edge.
-  void set_grads(autograd::variable_list grads) { grads_ = std::move(grads); }
+  // REQUIRES: one per next edge (DistEngine::receive_gradients refuses other counts first).
+  void set_grads(autograd::variable_list grads) {
+    DAGSIM_ASSERT_EQ(grads.size(), num_outputs());
+    grads_ = std::move(grads);
+  }
   const autograd::variable_list& grads() const { return grads_; }
 
   autograd::variable_list apply(autograd::variable_list&& inputs) override;
@@ -38,7 +42,9 @@ using GradientSender =
 class RecvRpcBackward final : public autograd::Node {
  public:
   RecvRpcBackward(ContextId context, MessageId message, WorkerId from, GradientSender sender)
-      : context_(context), message_(message), from_(from), sender_(std::move(sender)) {}
+      : context_(context), message_(message), from_(from), sender_(std::move(sender)) {
+    DAGSIM_ASSERT_MSG(sender_ != nullptr, "a RecvRpcBackward must be able to send its gradients back");
+  }
 
   // Fills gradients that did not flow with zeros (from the input metadata), then sends them.
   // Returns nothing: the receiver's graph ends here.

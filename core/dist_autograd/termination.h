@@ -24,11 +24,32 @@
 
 #include "core/dist_autograd/context.h"
 #include "core/rpc/message.h"
+#include "core/rpc/wire.h"
 
 namespace dagsim::dist_autograd {
 
-// One worker's answer to one wave's probe.
+// Bounds on what a report may claim, so a corrupt one cannot make us allocate without limit.
+inline constexpr uint32_t kMaxWorkers = 1u << 16;
+inline constexpr uint32_t kMaxWaiting = 1u << 16;
+inline constexpr size_t kMaxDescription = 4096;
+inline constexpr size_t kMaxReason = 1 << 20;
+
+// termination_probe_req: a wave's probe of one worker.
+struct ProbeRequest {
+  static constexpr const char* kName = "termination_probe_req";
+  ContextId context = 0;
+  uint64_t wave = 0;
+
+  template <class Io, class Self>
+  static void fields(Io& io, Self& m) {
+    io.num("probe.context_id", m.context);
+    io.num("probe.wave", m.wave);
+  }
+};
+
+// One worker's answer to one wave's probe (the reply's payload).
 struct ProbeReport {
+  static constexpr const char* kName = "termination_probe_resp";
   ContextId context = 0;
   uint64_t wave = 0;
   bool has_context = false;  // false: the worker does not know the context (released, or never)
@@ -37,19 +58,40 @@ struct ProbeReport {
   uint64_t received = 0;
   std::vector<WorkerId> known_workers = {};
   // Send functions of the context on the worker that have received no gradients in this backward,
-  // described for people ("'out' (autograd message id N) on node W").
+  // described for people ("'out' (autograd message id N) on node W"), each at most
+  // kMaxDescription bytes (clip_description).
   std::vector<std::string> waiting = {};
+
+  template <class Io, class Self>
+  static void fields(Io& io, Self& m) {
+    io.num("probe_report.context_id", m.context);
+    io.num("probe_report.wave", m.wave);
+    io.num("probe_report.has_context", m.has_context);
+    io.num("probe_report.busy", m.busy);
+    io.num("probe_report.sent", m.sent);
+    io.num("probe_report.received", m.received);
+    io.list("probe_report.known_workers", m.known_workers, kMaxWorkers,
+            [&](auto& w) { io.num("probe_report.worker", w); });
+    io.list("probe_report.waiting", m.waiting, kMaxWaiting,
+            [&](auto& s) { io.str("probe_report.waiting", s, kMaxDescription); });
+  }
 };
 
-rpc::Message make_probe_request(ContextId context, uint64_t wave);
-// (context, wave)
-std::pair<ContextId, uint64_t> read_probe_request(const rpc::Message& message);
-rpc::Message make_probe_report(uint64_t request_id, const ProbeReport& report);
-ProbeReport read_probe_report(const rpc::Message& message);
+// backward_abort_req: fail a context's pass on a worker, with the reason (at most kMaxReason).
+struct AbortRequest {
+  static constexpr const char* kName = "backward_abort_req";
+  ContextId context = 0;
+  std::string reason;
 
-rpc::Message make_abort_request(ContextId context, const std::string& reason);
-// (context, reason)
-std::pair<ContextId, std::string> read_abort_request(const rpc::Message& message);
+  template <class Io, class Self>
+  static void fields(Io& io, Self& m) {
+    io.num("abort.context_id", m.context);
+    io.str("abort.reason", m.reason, kMaxReason);
+  }
+};
+
+// `text` cut to at most `max` bytes, so it fits its field.
+std::string clip(std::string text, size_t max);
 
 // One complete wave: every worker of the context reached, by worker.
 using Wave = std::map<WorkerId, ProbeReport>;

@@ -1,5 +1,6 @@
 #include "core/optim/distributed_optimizer.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "core/base/error.h"
@@ -11,13 +12,13 @@ namespace {
 
 std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
   const char* f = "dagsim.optim.create";
-  const auto kind = static_cast<int>(args.attribute(f, "kind"));
+  const int64_t kind = args.integer(f, "kind");
   if (kind == static_cast<int>(OptimizerConfig::Kind::sgd)) {
     SgdOptions o{.lr = args.attribute(f, "lr"),
                  .momentum = args.attribute(f, "momentum", 0.0),
                  .dampening = args.attribute(f, "dampening", 0.0),
                  .weight_decay = args.attribute(f, "weight_decay", 0.0),
-                 .nesterov = args.attribute(f, "nesterov", 0.0) != 0.0};
+                 .nesterov = args.integer(f, "nesterov", 0) != 0};
     return std::make_unique<Sgd>(args.tensors, o);
   }
   if (kind == static_cast<int>(OptimizerConfig::Kind::adam)) {
@@ -34,15 +35,24 @@ std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
 }  // namespace
 
 OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) : autograd_(autograd) {
+  DAGSIM_ASSERT_MSG(autograd.container().worker_id() == agent.self(), "a host serves its own node's autograd");
   agent.add_local_function("dagsim.optim.create", [this](rpc::CallContext&, const rpc::CallArgs& args) {
     // The parameters arrive as this node's RRef values (run_function resolved args.rrefs). The
-    // host numbers its optimizers itself, so ids are a function of this node's history alone.
-    const uint64_t id = ++next_id_;
+    // caller names the optimizer with a global id of its own (its node, incarnation and counter),
+    // so ids are a function of the caller's history alone and never collide across callers.
+    const uint64_t id = args.id("dagsim.optim.create", "id");
+    if (id == 0 || optimizers_.count(id) != 0) {
+      throw errors::invalid_argument("dagsim.optim.create: optimizer id " + std::to_string(id) + " is " +
+                                     (id == 0 ? "not an id" : "already taken on this node"));
+    }
     optimizers_[id] = make_optimizer(args);
-    return std::vector<Tensor>{from_values({1}, {static_cast<double>(id)})};
+    DAGSIM_ASSERT(optimizers_.at(id) != nullptr);
+    return std::vector<Tensor>{};
   });
   agent.add_local_function("dagsim.optim.drop", [this](rpc::CallContext&, const rpc::CallArgs& args) {
-    optimizers_.erase(args.id("dagsim.optim.drop", "id"));
+    const uint64_t id = args.id("dagsim.optim.drop", "id");
+    optimizers_.erase(id);
+    DAGSIM_ASSERT(optimizers_.count(id) == 0);  // dropping twice (a retried drop) is harmless
     return std::vector<Tensor>{};
   });
   agent.add_local_function("dagsim.optim.step", [this](rpc::CallContext&, const rpc::CallArgs& args) {
@@ -51,6 +61,9 @@ OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& 
     auto it = optimizers_.find(id);
     if (it == optimizers_.end()) throw errors::invalid_argument("no optimizer " + std::to_string(id) + " on this node");
     std::lock_guard<runtime::Mutex> serial(step_lock_);
+    // The lock may have waited for another trainer's step: the optimizer cannot have been dropped
+    // meanwhile by this caller, whose drop comes only after its steps.
+    DAGSIM_ASSERT(it->second != nullptr);
     Optimizer& optimizer = *it->second;
     std::vector<Tensor> grads;
     if (autograd_.container().has_context(context)) {
@@ -59,6 +72,7 @@ OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& 
     } else {
       grads.resize(optimizer.params().size());  // none of this owner's parameters took part
     }
+    DAGSIM_ASSERT_EQ(grads.size(), optimizer.params().size());
     optimizer.step(grads);
     return std::vector<Tensor>{};
   });
@@ -68,16 +82,19 @@ DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig
     : agent_(agent), params_(std::move(params)) {
   std::map<WorkerId, std::vector<uint64_t>> by_owner;
   for (const rpc::RRef& p : params_) by_owner[p.owner()].push_back(p.id());
+  DAGSIM_ASSERT(by_owner.size() <= params_.size());
   for (const auto& [owner, rrefs] : by_owner) {
     rpc::CallArgs args;
     args.rrefs = rrefs;
-    args.attributes["kind"] = static_cast<double>(config.kind);
+    const uint64_t id = agent.new_global_id();
+    args.set_id("id", id);
+    args.ints["kind"] = static_cast<int64_t>(config.kind);
     if (config.kind == OptimizerConfig::Kind::sgd) {
       args.attributes["lr"] = config.sgd.lr;
       args.attributes["momentum"] = config.sgd.momentum;
       args.attributes["dampening"] = config.sgd.dampening;
       args.attributes["weight_decay"] = config.sgd.weight_decay;
-      args.attributes["nesterov"] = config.sgd.nesterov ? 1 : 0;
+      args.ints["nesterov"] = config.sgd.nesterov ? 1 : 0;
     } else {
       args.attributes["lr"] = config.adam.lr;
       args.attributes["beta1"] = config.adam.beta1;
@@ -85,11 +102,14 @@ DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig
       args.attributes["eps"] = config.adam.eps;
       args.attributes["weight_decay"] = config.adam.weight_decay;
     }
-    optimizer_on_[owner] = static_cast<uint64_t>(agent.rpc_sync(owner, "dagsim.optim.create", args).at(0).item());
+    agent.rpc_sync(owner, "dagsim.optim.create", args);
+    const bool inserted = optimizer_on_.emplace(owner, id).second;
+    DAGSIM_ASSERT(inserted && worker_of(id) == agent.self());  // one optimizer per owner, named by us
   }
 }
 
 DistributedOptimizer::~DistributedOptimizer() {
+  DAGSIM_ASSERT(optimizer_on_.size() <= params_.size());
   for (const auto& [owner, id] : optimizer_on_) {
     rpc::CallArgs args;
     args.set_id("id", id);
@@ -103,6 +123,7 @@ DistributedOptimizer::~DistributedOptimizer() {
 
 void DistributedOptimizer::step(dist_autograd::ContextId context) {
   std::vector<runtime::Future<std::vector<Tensor>>> pending;
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "a distributed step blocks: run it on a node fiber");
   for (const auto& [owner, id] : optimizer_on_) {
     rpc::CallArgs args;
     args.set_id("id", id);
@@ -117,6 +138,7 @@ void DistributedOptimizer::step(dist_autograd::ContextId context) {
       if (!first) first = std::current_exception();
     }
   }
+  DAGSIM_ASSERT(std::all_of(pending.begin(), pending.end(), [](const auto& f) { return f.is_ready(); }));
   if (first) std::rethrow_exception(first);
 }
 

@@ -31,7 +31,8 @@ struct OptimizerConfig {
 };
 
 // The owner side, one per node that owns parameters: serves dagsim.optim.create,
-// dagsim.optim.step and dagsim.optim.drop on its agent (optimizer ids are the host's own).
+// dagsim.optim.step and dagsim.optim.drop on its agent (optimizer ids are the caller's: global ids
+// from its agent, passed as exact int64 arguments).
 class OptimizerHost {
  public:
   OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd);
@@ -40,7 +41,6 @@ class OptimizerHost {
  private:
   dist_autograd::DistAutograd& autograd_;
   std::map<uint64_t, std::unique_ptr<Optimizer>> optimizers_;
-  uint64_t next_id_ = 0;
   runtime::Mutex step_lock_;
 };
 

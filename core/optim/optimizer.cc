@@ -1,5 +1,6 @@
 #include "core/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/autograd/grad_mode.h"
@@ -14,6 +15,7 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].defined()) throw errors::invalid_argument("optimizer: parameter " + std::to_string(i) + " is undefined");
   }
+  DAGSIM_ASSERT(std::all_of(params_.begin(), params_.end(), [](const Tensor& p) { return p.defined(); }));
 }
 
 void Optimizer::step(const std::vector<Tensor>& grads) {
@@ -24,6 +26,8 @@ void Optimizer::step(const std::vector<Tensor>& grads) {
   NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!grads[i].defined()) continue;
+    const Shape before = params_[i].shape();
+    const uint32_t version = params_[i].version();
     if (grads[i].shape() != params_[i].shape()) {
       throw errors::shape_mismatch("optimizer step: gradient " + shape_str(grads[i].shape()) + " for parameter " +
                                    std::to_string(i) + " of shape " + shape_str(params_[i].shape()));
@@ -32,6 +36,10 @@ void Optimizer::step(const std::vector<Tensor>& grads) {
       throw errors::dtype_mismatch("optimizer step: gradient dtype differs from parameter " + std::to_string(i));
     }
     update(i, params_[i], grads[i]);
+    // Updates are in place: the same tensor (the caller's handles see it), its shape kept, and
+    // its version bumped so a graph that saved it fails its backward (modified_by_inplace).
+    DAGSIM_ASSERT(params_[i].shape() == before);
+    DAGSIM_ASSERT(params_[i].version() > version);
   }
 }
 
@@ -39,11 +47,13 @@ void Optimizer::step() {
   std::vector<Tensor> grads;
   grads.reserve(params_.size());
   for (const Tensor& p : params_) grads.push_back(p.grad());
+  DAGSIM_ASSERT_EQ(grads.size(), params_.size());
   step(grads);
 }
 
 void Optimizer::zero_grad() {
   for (const Tensor& p : params_) p.set_grad(Tensor());
+  DAGSIM_ASSERT(std::none_of(params_.begin(), params_.end(), [](const Tensor& p) { return p.grad().defined(); }));
 }
 
 Sgd::Sgd(std::vector<Tensor> params, SgdOptions options)
@@ -53,9 +63,11 @@ Sgd::Sgd(std::vector<Tensor> params, SgdOptions options)
   if (options.nesterov && (options.momentum <= 0 || options.dampening != 0)) {
     throw errors::invalid_argument("SGD: Nesterov momentum requires a momentum and zero dampening");
   }
+  DAGSIM_ASSERT_EQ(momentum_buffers_.size(), this->params().size());  // one buffer per parameter
 }
 
 void Sgd::update(size_t i, Tensor& param, const Tensor& grad) {
+  DAGSIM_ASSERT(i < momentum_buffers_.size() && grad.shape() == param.shape());  // step() checked the shape
   Tensor d_p = grad;
   if (options_.weight_decay != 0) d_p = add(d_p, mul(param, options_.weight_decay));
   if (options_.momentum != 0) {
@@ -67,7 +79,9 @@ void Sgd::update(size_t i, Tensor& param, const Tensor& grad) {
       add_(buf, d_p, 1.0 - options_.dampening);
     }
     d_p = options_.nesterov ? add(d_p, mul(buf, options_.momentum)) : buf;
+    DAGSIM_ASSERT(buf.shape() == param.shape());
   }
+  DAGSIM_ASSERT(d_p.shape() == param.shape());  // add_ in place never broadcasts the parameter
   add_(param, d_p, -options_.lr);
 }
 
@@ -79,15 +93,19 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
   if (options.beta1 < 0 || options.beta1 >= 1 || options.beta2 < 0 || options.beta2 >= 1) {
     throw errors::invalid_argument("Adam: betas must be in [0, 1)");
   }
+  DAGSIM_ASSERT(steps_.size() == this->params().size() && exp_avg_.size() == steps_.size() &&
+                exp_avg_sq_.size() == steps_.size());
 }
 
 void Adam::update(size_t i, Tensor& param, const Tensor& g) {
+  DAGSIM_ASSERT(i < steps_.size() && g.shape() == param.shape());
   Tensor grad = g;
   if (options_.weight_decay != 0) grad = add(grad, mul(param, options_.weight_decay));
   if (!exp_avg_[i].defined()) {
     exp_avg_[i] = zeros_like(param);
     exp_avg_sq_[i] = zeros_like(param);
   }
+  DAGSIM_ASSERT(exp_avg_[i].defined() == exp_avg_sq_[i].defined());  // made together
   const int64_t step = ++steps_[i];
   Tensor& m = exp_avg_[i];
   Tensor& v = exp_avg_sq_[i];
@@ -98,6 +116,8 @@ void Adam::update(size_t i, Tensor& param, const Tensor& g) {
   addcmul_(v, grad, grad, 1.0 - options_.beta2);
   const double bias_correction1 = 1.0 - std::pow(options_.beta1, static_cast<double>(step));
   const double bias_correction2 = 1.0 - std::pow(options_.beta2, static_cast<double>(step));
+  // beta < 1 and step >= 1: both corrections are positive, so the divisions below are safe.
+  DAGSIM_ASSERT(bias_correction1 > 0 && bias_correction2 > 0);
   const double step_size = options_.lr / bias_correction1;
   // denom = sqrt(v) / sqrt(bias_correction2) + eps; param -= step_size * m / denom.
   Tensor denom = clone(v);

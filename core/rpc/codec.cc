@@ -20,6 +20,7 @@ constexpr size_t kChecksumOffset = 24;
 // The header's fields seed the body's hash, so a flipped bit anywhere but the checksum itself
 // is caught.
 uint64_t checksum(std::span<const uint8_t> header_prefix, std::span<const uint8_t> body) {
+  DAGSIM_ASSERT_EQ(header_prefix.size(), kChecksumOffset);  // every header field but the checksum itself
   return XXH3_64bits_withSeed(body.data(), body.size(), XXH3_64bits(header_prefix.data(), header_prefix.size()));
 }
 
@@ -38,6 +39,7 @@ struct Header {
 };
 
 Header read_header(std::span<const uint8_t> bytes, const CodecLimits& limits) {
+  DAGSIM_ASSERT(bytes.size() >= kFrameHeaderBytes);  // decode and frame_size check before calling
   WireReader r(bytes.first(kFrameHeaderBytes));
   const uint32_t magic = r.u32("frame.magic");
   if (magic != kFrameMagic) {
@@ -51,6 +53,7 @@ Header read_header(std::span<const uint8_t> bytes, const CodecLimits& limits) {
   const uint16_t type = r.u16("frame.type");
   if (!is_known_message_type(type)) throw errors::protocol_error("frame.type: unknown message type " + hex(type));
   Header h;
+  DAGSIM_ASSERT(message_type_name(static_cast<MessageType>(type)) != nullptr);
   h.type = static_cast<MessageType>(type);
   h.flags = r.u32("frame.flags");
   h.request_id = r.u64("frame.request_id");
@@ -63,21 +66,22 @@ Header read_header(std::span<const uint8_t> bytes, const CodecLimits& limits) {
   return h;
 }
 
-Tensor read_tensor(WireReader& r, const CodecLimits& limits, uint32_t index) {
-  const std::string where = "tensor " + std::to_string(index);
-  const uint8_t dtype = r.u8("tensor.dtype");
+}  // namespace
+
+Tensor WireReader::tensor_data(const std::string& where, uint32_t max_rank) {
+  const uint8_t dtype = u8("tensor.dtype");
   if (dtype > static_cast<uint8_t>(Dtype::float64)) {
     throw errors::protocol_error(where + ": unknown dtype " + std::to_string(dtype));
   }
-  const uint8_t rank = r.u8("tensor.rank");
-  if (rank > limits.max_rank) {
+  const uint8_t rank = u8("tensor.rank");
+  if (rank > max_rank) {
     throw errors::protocol_error(where + ": rank " + std::to_string(rank) + " exceeds the limit of " +
-                                 std::to_string(limits.max_rank));
+                                 std::to_string(max_rank));
   }
   Shape shape(rank);
   uint64_t numel = 1;
   for (uint8_t d = 0; d < rank; ++d) {
-    const int64_t size = r.i64("tensor.shape");
+    const int64_t size = i64("tensor.shape");
     if (size < 0) throw errors::protocol_error(where + ": negative size " + std::to_string(size) + " in its shape");
     shape[d] = size;
     if (__builtin_mul_overflow(numel, static_cast<uint64_t>(size), &numel)) {
@@ -86,17 +90,16 @@ Tensor read_tensor(WireReader& r, const CodecLimits& limits, uint32_t index) {
   }
   const size_t element = dtype_size(static_cast<Dtype>(dtype));
   // Checked against the bytes present before allocating: a forged shape cannot make us allocate.
-  if (numel > r.remaining() / element) {
+  if (numel > remaining() / element) {
     throw errors::protocol_error(where + ": shape " + shape_str(shape) + " needs " + std::to_string(numel) + " elements, " +
-                                 "but only " + std::to_string(r.remaining()) + " bytes remain (truncated or forged)");
+                                 "but only " + std::to_string(remaining()) + " bytes remain (truncated or forged)");
   }
   Tensor t = Tensor::empty(shape, static_cast<Dtype>(dtype));
-  const std::span<const uint8_t> data = r.bytes(numel * element, "tensor.data");
+  const std::span<const uint8_t> data = bytes(numel * element, "tensor.data");
+  DAGSIM_ASSERT_EQ(data.size(), t.nbytes());
   if (!data.empty()) std::memcpy(t.raw_data(), data.data(), data.size());
   return t;
 }
-
-}  // namespace
 
 Bytes seal_frame(const Message& message, std::span<const uint8_t> body) {
   DAGSIM_ASSERT(body.size() <= UINT32_MAX);
@@ -110,11 +113,15 @@ Bytes seal_frame(const Message& message, std::span<const uint8_t> body) {
   h.u64(message.request_id);
   h.u32(static_cast<uint32_t>(body.size()));
   h.u64(checksum(std::span(frame.data(), kChecksumOffset), body));
+  DAGSIM_ASSERT_EQ(frame.size(), kFrameHeaderBytes);  // read_header reads exactly this much
   h.bytes(body);
   return frame;
 }
 
 Bytes encode(const Message& message, const CodecLimits& limits) {
+  // Paired with read_header: nothing is sent that no peer would accept.
+  DAGSIM_ASSERT_MSG(is_known_message_type(static_cast<uint16_t>(message.type)), "encoding an unknown message type");
+  DAGSIM_ASSERT(limits.max_frame_bytes >= kFrameHeaderBytes);
   if (message.tensors.size() > limits.max_tensors) {
     throw errors::invalid_argument("rpc message: " + std::to_string(message.tensors.size()) +
                                    " tensors exceed the limit of " + std::to_string(limits.max_tensors));
@@ -139,22 +146,20 @@ Bytes encode(const Message& message, const CodecLimits& limits) {
   w.u32(static_cast<uint32_t>(message.payload.size()));
   w.bytes(message.payload);
   w.u32(static_cast<uint32_t>(message.tensors.size()));
-  for (const Tensor& t : message.tensors) {
-    w.u8(static_cast<uint8_t>(t.dtype()));
-    w.u8(static_cast<uint8_t>(t.dim()));
-    for (int64_t size : t.shape()) w.i64(size);
-    w.bytes(std::span(static_cast<const uint8_t*>(t.raw_data()), t.nbytes()));
-  }
+  for (const Tensor& t : message.tensors) w.tensor_data(t);
   DAGSIM_ASSERT_EQ(body.size(), body_length);
   return seal_frame(message, body);
 }
 
 std::optional<size_t> frame_size(std::span<const uint8_t> prefix, const CodecLimits& limits) {
   if (prefix.size() < kFrameHeaderBytes) return std::nullopt;
-  return kFrameHeaderBytes + read_header(prefix, limits).body_length;
+  const size_t size = kFrameHeaderBytes + read_header(prefix, limits).body_length;
+  DAGSIM_ASSERT(size >= kFrameHeaderBytes && size <= limits.max_frame_bytes);  // read_header bounded it
+  return size;
 }
 
 Message decode(std::span<const uint8_t> frame, const CodecLimits& limits) {
+  DAGSIM_ASSERT(limits.max_frame_bytes >= kFrameHeaderBytes);
   if (frame.size() < kFrameHeaderBytes) {
     throw errors::protocol_error("frame: " + std::to_string(frame.size()) + " bytes is shorter than the " +
                                  std::to_string(kFrameHeaderBytes) + "-byte header (truncated)");
@@ -190,8 +195,10 @@ Message decode(std::span<const uint8_t> frame, const CodecLimits& limits) {
                                  std::to_string(r.remaining()) + " bytes");
   }
   m.tensors.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) m.tensors.push_back(read_tensor(r, limits, i));
+  for (uint32_t i = 0; i < count; ++i) m.tensors.push_back(r.tensor_data("tensor " + std::to_string(i), limits.max_rank));
   r.expect_end("frame body");
+  // Paired with encode's limits: what decodes could have been encoded under the same limits.
+  DAGSIM_ASSERT(m.tensors.size() == count && m.tensors.size() <= limits.max_tensors);
   return m;
 }
 
@@ -222,9 +229,34 @@ const char* message_type_name(MessageType type) {
     case MessageType::backward_abort_resp: return "backward_abort_resp";
     case MessageType::exception: return "exception";
   }
+  if (is_service_type(static_cast<uint16_t>(type))) return is_request(type) ? "service_req" : "service_resp";
   return nullptr;
 }
 
 bool is_known_message_type(uint16_t value) { return message_type_name(static_cast<MessageType>(value)) != nullptr; }
+
+MessageType response_type_of(MessageType request) {
+  DAGSIM_ASSERT_MSG(is_request(request), "response_type_of a response type");
+  switch (request) {
+    case MessageType::call: return MessageType::ret;
+    case MessageType::remote_call: return MessageType::remote_ret;
+    case MessageType::rref_fetch_call: return MessageType::rref_fetch_ret;
+    case MessageType::rref_user_delete:
+    case MessageType::rref_fork_request:
+    case MessageType::rref_child_accept: return MessageType::rref_ack;
+    case MessageType::forward_autograd_req: return MessageType::forward_autograd_resp;
+    case MessageType::backward_autograd_req: return MessageType::backward_autograd_resp;
+    case MessageType::cleanup_autograd_context_req: return MessageType::cleanup_autograd_context_resp;
+    case MessageType::rref_backward_req: return MessageType::rref_backward_resp;
+    case MessageType::termination_probe_req: return MessageType::termination_probe_resp;
+    case MessageType::backward_abort_req: return MessageType::backward_abort_resp;
+    default: break;
+  }
+  const uint16_t value = static_cast<uint16_t>(request);
+  DAGSIM_ASSERT_MSG(is_service_type(value), "no response type for request type " + std::to_string(value));
+  const auto response = static_cast<MessageType>(kResponse | (value & 0xff));
+  DAGSIM_ASSERT(is_service_type(static_cast<uint16_t>(response)) && !is_request(response));
+  return response;
+}
 
 }  // namespace dagsim::rpc

@@ -69,10 +69,14 @@ TEST(Codec, EveryMessageTypeRoundTripsAndUnknownTypesAreRejected) {
     m.type = static_cast<MessageType>(v);
     EXPECT_EQ(decode(encode(m)).type, m.type) << message_type_name(m.type);
   }
-  EXPECT_EQ(known, 23);
+  EXPECT_EQ(known, 23 + 2 * kServiceCount);  // PyTorch's table and ours, and the service range
+  EXPECT_EQ(message_type_name(service_request(0)), std::string("service_req"));
+  EXPECT_EQ(response_type_of(service_request(kTestServices + 1)), static_cast<MessageType>(kResponse | 0xb1));
   Bytes frame = encode(Message{});
-  frame[6] = 0x99;  // type 0x0199: not a type
-  EXPECT_THAT_THROWS_ERROR(decode(frame), ErrorCode::protocol_error, "frame.type: unknown message type 0x199");
+  frame[6] = 0x70;  // type 0x0170: not a type, nor a service's
+  EXPECT_THAT_THROWS_ERROR(decode(frame), ErrorCode::protocol_error, "frame.type: unknown message type 0x170");
+  frame[6] = 0xc0;  // type 0x01c0: just past the service range
+  EXPECT_THAT_THROWS_ERROR(decode(frame), ErrorCode::protocol_error, "frame.type: unknown message type 0x1c0");
 }
 
 TEST(Codec, EncodingIsAPureFunctionOfTheMessage) {

@@ -1,5 +1,7 @@
 #include "core/rpc/function_registry.h"
 
+#include <algorithm>
+
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/rpc/rpc_agent.h"
@@ -14,14 +16,34 @@ double CallArgs::attribute(std::string_view function, const std::string& name, s
   throw errors::invalid_argument(std::string(function) + ": missing attribute '" + name + "'");
 }
 
-void CallArgs::set_id(const std::string& name, uint64_t id) {
-  attributes[name + "_hi"] = static_cast<double>(id >> 32);
-  attributes[name + "_lo"] = static_cast<double>(id & 0xffffffffULL);
+namespace {
+
+// The value under `name` in one typed map, or invalid_argument naming the function and saying
+// where else the name is (a caller that passed it with the wrong type).
+template <typename Map>
+const typename Map::mapped_type& typed(const CallArgs& args, const Map& map, std::string_view function,
+                                       const std::string& name, const char* type) {
+  auto it = map.find(name);
+  if (it != map.end()) return it->second;
+  const bool elsewhere = args.attributes.count(name) + args.ints.count(name) + args.strings.count(name) +
+                             args.blobs.count(name) != 0;
+  throw errors::invalid_argument(std::string(function) + ": missing " + type + " argument '" + name + "'" +
+                                 (elsewhere ? " (it was passed with another type)" : ""));
 }
 
-uint64_t CallArgs::id(std::string_view function, const std::string& name) const {
-  return (static_cast<uint64_t>(attribute(function, name + "_hi")) << 32) |
-         static_cast<uint64_t>(attribute(function, name + "_lo"));
+}  // namespace
+
+int64_t CallArgs::integer(std::string_view function, const std::string& name, std::optional<int64_t> fallback) const {
+  if (fallback && ints.count(name) == 0) return *fallback;
+  return typed(*this, ints, function, name, "int64");
+}
+
+const std::string& CallArgs::text(std::string_view function, const std::string& name) const {
+  return typed(*this, strings, function, name, "string");
+}
+
+const runtime::Bytes& CallArgs::blob(std::string_view function, const std::string& name) const {
+  return typed(*this, blobs, function, name, "bytes");
 }
 
 void CallArgs::expect_tensors(std::string_view function, size_t n) const {
@@ -44,12 +66,16 @@ void FunctionRegistry::add(std::string name, RpcFunction function) {
 
 const RpcFunction* FunctionRegistry::find(std::string_view name) const {
   auto it = functions_.find(name);
-  return it == functions_.end() ? nullptr : &it->second;
+  if (it == functions_.end()) return nullptr;
+  DAGSIM_ASSERT(it->second != nullptr);  // add() refuses empty bodies
+  return &it->second;
 }
 
 std::vector<std::string> FunctionRegistry::names() const {
   std::vector<std::string> out;
   for (const auto& [name, fn] : functions_) out.push_back(name);
+  // In name order (the map's), so error texts that list them are deterministic.
+  DAGSIM_ASSERT(std::is_sorted(out.begin(), out.end()));
   return out;
 }
 
@@ -61,19 +87,30 @@ using Binary = Tensor (*)(const Tensor&, const Tensor&);
 RpcFunction unary(const char* name, Unary op) {
   return [name, op](CallContext&, const CallArgs& args) {
     args.expect_tensors(name, 1);
-    return std::vector<Tensor>{op(args.tensors[0])};
+    Tensor out = op(args.tensors[0]);
+    // Every unary built-in is elementwise: the caller's recv function expects that shape back.
+    DAGSIM_ASSERT(out.shape() == args.tensors[0].shape());
+    return std::vector<Tensor>{out};
   };
 }
 
 RpcFunction binary(const char* name, Binary op) {
   return [name, op](CallContext&, const CallArgs& args) {
     args.expect_tensors(name, 2);
-    return std::vector<Tensor>{op(args.tensors[0], args.tensors[1])};
+    Tensor out = op(args.tensors[0], args.tensors[1]);
+    DAGSIM_ASSERT(out.defined());  // ops throw on bad input; they never return nothing
+    return std::vector<Tensor>{out};
   };
 }
 
+// A double attribute used as an integer (dim, start, length): it must be one.
 int64_t integer(const CallArgs& args, const char* function, const char* name, std::optional<double> fallback = {}) {
-  return static_cast<int64_t>(args.attribute(function, name, fallback));
+  const double v = args.attribute(function, name, fallback);
+  if (!(v >= -9.0e15 && v <= 9.0e15) || v != static_cast<double>(static_cast<int64_t>(v))) {
+    throw errors::invalid_argument(std::string(function) + ": attribute '" + name + "' must be an integer, got " +
+                                   std::to_string(v));
+  }
+  return static_cast<int64_t>(v);
 }
 
 }  // namespace
@@ -101,38 +138,50 @@ FunctionRegistry FunctionRegistry::with_builtins() {
     const bool is_sum = std::string_view(name) == "sum";
     r.add(name, [name, is_sum](CallContext&, const CallArgs& args) {
       args.expect_tensors(name, 1);
-      if (args.attributes.count("dim") == 0) return std::vector<Tensor>{is_sum ? sum(args.tensors[0]) : mean(args.tensors[0])};
+      if (args.attributes.count("dim") == 0) {
+        Tensor all = is_sum ? sum(args.tensors[0]) : mean(args.tensors[0]);
+        DAGSIM_ASSERT_EQ(all.numel(), 1);  // a full reduction is a scalar
+        return std::vector<Tensor>{all};
+      }
       const int64_t dim = integer(args, name, "dim");
       const bool keepdim = args.attribute(name, "keepdim", 0.0) != 0.0;
-      return std::vector<Tensor>{is_sum ? sum(args.tensors[0], dim, keepdim) : mean(args.tensors[0], dim, keepdim)};
+      Tensor out = is_sum ? sum(args.tensors[0], dim, keepdim) : mean(args.tensors[0], dim, keepdim);
+      DAGSIM_ASSERT_EQ(out.dim(), args.tensors[0].dim() - (keepdim ? 0 : 1));
+      return std::vector<Tensor>{out};
     });
   }
   r.add("softmax", [](CallContext&, const CallArgs& args) {
     args.expect_tensors("softmax", 1);
-    return std::vector<Tensor>{softmax(args.tensors[0], integer(args, "softmax", "dim"))};
+    Tensor out = softmax(args.tensors[0], integer(args, "softmax", "dim"));
+    DAGSIM_ASSERT(out.shape() == args.tensors[0].shape());
+    return std::vector<Tensor>{out};
   });
   r.add("log_softmax", [](CallContext&, const CallArgs& args) {
     args.expect_tensors("log_softmax", 1);
-    return std::vector<Tensor>{log_softmax(args.tensors[0], integer(args, "log_softmax", "dim"))};
+    Tensor out = log_softmax(args.tensors[0], integer(args, "log_softmax", "dim"));
+    DAGSIM_ASSERT(out.shape() == args.tensors[0].shape());
+    return std::vector<Tensor>{out};
   });
   r.add("transpose", [](CallContext&, const CallArgs& args) {
     args.expect_tensors("transpose", 1);
-    return std::vector<Tensor>{
-        transpose(args.tensors[0], integer(args, "transpose", "dim0", 0), integer(args, "transpose", "dim1", 1))};
+    Tensor out = transpose(args.tensors[0], integer(args, "transpose", "dim0", 0), integer(args, "transpose", "dim1", 1));
+    DAGSIM_ASSERT(out.numel() == args.tensors[0].numel() && out.dim() == args.tensors[0].dim());
+    return std::vector<Tensor>{out};
   });
   r.add("narrow", [](CallContext&, const CallArgs& args) {
     args.expect_tensors("narrow", 1);
-    return std::vector<Tensor>{narrow(args.tensors[0], integer(args, "narrow", "dim"), integer(args, "narrow", "start"),
-                                      integer(args, "narrow", "length"))};
+    const int64_t length = integer(args, "narrow", "length");
+    Tensor out = narrow(args.tensors[0], integer(args, "narrow", "dim"), integer(args, "narrow", "start"), length);
+    DAGSIM_ASSERT(out.dim() == args.tensors[0].dim() && out.numel() <= args.tensors[0].numel());
+    return std::vector<Tensor>{out};
   });
   r.add("cat", [](CallContext&, const CallArgs& args) {
     if (args.tensors.empty()) throw errors::invalid_argument("cat: needs at least one tensor");
-    return std::vector<Tensor>{cat(args.tensors, integer(args, "cat", "dim", 0))};
-  });
-  // Liveness and identity: which life of the node answers (distributed autograd's probe of a
-  // peer whose connection failed).
-  r.add("dagsim.incarnation", [](CallContext& ctx, const CallArgs&) {
-    return std::vector<Tensor>{from_values({1}, {static_cast<double>(ctx.agent().env().incarnation)})};
+    Tensor out = cat(args.tensors, integer(args, "cat", "dim", 0));
+    int64_t numel = 0;
+    for (const Tensor& t : args.tensors) numel += t.numel();
+    DAGSIM_ASSERT_EQ(out.numel(), numel);  // nothing lost or made up
+    return std::vector<Tensor>{out};
   });
   // A parameter: a fresh leaf that requires grad, from initial values (rpc.remote(owner,
   // "dagsim.parameter", {init}) gives an RRef to it, as a model's parameter RRefs).
@@ -140,6 +189,7 @@ FunctionRegistry FunctionRegistry::with_builtins() {
     args.expect_tensors("dagsim.parameter", 1);
     Tensor p = clone(detach(args.tensors[0]));
     p.set_requires_grad(true);
+    DAGSIM_ASSERT(p.requires_grad() && p.grad_fn() == nullptr);  // a leaf: gradients accumulate into it
     return std::vector<Tensor>{p};
   });
   r.add("linear", [](CallContext&, const CallArgs& args) {
@@ -147,7 +197,9 @@ FunctionRegistry FunctionRegistry::with_builtins() {
       throw errors::invalid_argument("linear: takes 2 or 3 tensor arguments (input, weight[, bias]), got " +
                                      std::to_string(args.tensors.size()));
     }
-    return std::vector<Tensor>{linear(args.tensors[0], args.tensors[1], args.tensors.size() == 3 ? args.tensors[2] : Tensor())};
+    Tensor out = linear(args.tensors[0], args.tensors[1], args.tensors.size() == 3 ? args.tensors[2] : Tensor());
+    DAGSIM_ASSERT_EQ(out.size(-1), args.tensors[1].size(0));  // one output feature per weight row
+    return std::vector<Tensor>{out};
   });
   return r;
 }

@@ -2,8 +2,8 @@
 //
 // Remote calls name registered functions; nothing received over the wire is ever executed as
 // code (PyTorch's RPC runs pickled Python callables, a known remote-code-execution risk we do not
-// copy). A function takes tensors by position and named numeric attributes (dim, keepdim, ...),
-// returns tensors, and may itself make RPCs through the agent in its CallContext: nested calls
+// copy). A function takes tensors by position and named, typed arguments (doubles such as dim and
+// keepdim, exact int64 ids and counts, strings, bytes), returns tensors, and may itself make RPCs through the agent in its CallContext: nested calls
 // run on the handler's fiber, which carries the caller's autograd context as PyTorch's thread does.
 // Every node of a world registers the same functions (built-in tensor ops plus whatever the
 // program adds), so a name means the same thing everywhere.
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/base/ids.h"
+#include "core/runtime/transport.h"
 #include "core/tensor/tensor.h"
 
 namespace dagsim::rpc {
@@ -29,13 +30,23 @@ struct CallArgs {
   // RRefs the callee owns, by id: resolved on the callee to their values, which are appended to
   // `tensors` before the function runs (PyTorch functions call rref.local_value() themselves).
   std::vector<uint64_t> rrefs = {};
+  // Typed arguments beyond doubles, by name (ordered, so encoding is deterministic): exact
+  // integers (ids, counts), strings and bytes. A name means one type: each accessor reads its map.
+  std::map<std::string, int64_t> ints = {};
+  std::map<std::string, std::string> strings = {};
+  std::map<std::string, runtime::Bytes> blobs = {};
 
-  // The attribute `name`, or `fallback`; throws invalid_argument naming the function when a
-  // required one (no fallback) is missing.
+  // The argument `name` of its type, or `fallback`; throws invalid_argument naming the function
+  // when a required one (no fallback) is missing.
   double attribute(std::string_view function, const std::string& name, std::optional<double> fallback = {}) const;
-  // A 64-bit id as two exact 32-bit halves (attributes are doubles): `name`_hi and `name`_lo.
-  void set_id(const std::string& name, uint64_t id);
-  uint64_t id(std::string_view function, const std::string& name) const;
+  int64_t integer(std::string_view function, const std::string& name, std::optional<int64_t> fallback = {}) const;
+  const std::string& text(std::string_view function, const std::string& name) const;
+  const runtime::Bytes& blob(std::string_view function, const std::string& name) const;
+  // A 64-bit id (context, optimizer, RRef), exact: an int64 argument holding its bits.
+  void set_id(const std::string& name, uint64_t id) { ints[name] = static_cast<int64_t>(id); }
+  uint64_t id(std::string_view function, const std::string& name) const {
+    return static_cast<uint64_t>(integer(function, name));
+  }
   // Exactly `n` tensors, or invalid_argument naming the function.
   void expect_tensors(std::string_view function, size_t n) const;
 };

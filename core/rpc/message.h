@@ -5,12 +5,15 @@
 // beside the payload as dtype + shape + raw bytes, as PyTorch's Message carries its tensors.
 // Type values follow PyTorch's table (torch/csrc/distributed/rpc/message.h): requests carry
 // 0x100, responses 0x200, so the wire is recognisable to anyone who knows that table.
+// Low values 0x80..0xbf are reserved for services that register handlers on an agent (store,
+// rendezvous, tests): a request 0x180 + n is answered by a response 0x280 + n carrying bytes.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
+#include "core/base/assert.h"
 #include "core/runtime/transport.h"
 #include "core/tensor/tensor.h"
 
@@ -50,10 +53,37 @@ enum class MessageType : uint16_t {
   heartbeat = 0x50,
 };
 
-// "call", "ret", ...; nullptr for a value that is not a known type.
+// The range reserved for services (RpcAgent::add_handler), as low values.
+inline constexpr uint16_t kServiceFirst = 0x80;
+inline constexpr uint16_t kServiceLast = 0xbf;
+inline constexpr uint16_t kServiceCount = kServiceLast - kServiceFirst + 1;
+
+// Service numbers taken, in blocks (a new service takes a free block and says so here).
+inline constexpr uint16_t kDistAutogradServices = 0x00;  // 0x00..0x0f: distributed autograd's own
+inline constexpr uint16_t kStoreServices = 0x10;         // 0x10..0x1f: the store (to come)
+inline constexpr uint16_t kRendezvousServices = 0x20;    // 0x20..0x2f: rendezvous (to come)
+inline constexpr uint16_t kTestServices = 0x30;          // 0x30..0x3f: tests' own services
+
+// Service `n`'s request type (0 <= n < kServiceCount).
+constexpr MessageType service_request(uint16_t n) {
+  DAGSIM_ASSERT(n < kServiceCount);
+  return static_cast<MessageType>(kRequest | (kServiceFirst + n));
+}
+inline bool is_service_type(uint16_t value) {
+  const uint16_t high = value & 0xff00;
+  const uint16_t low = value & 0x00ff;
+  return (high == kRequest || high == kResponse) && low >= kServiceFirst && low <= kServiceLast;
+}
+
+// "call", "ret", ..., "service_req" / "service_resp" for the service range; nullptr for a value
+// that is not a known type.
 const char* message_type_name(MessageType type);
 bool is_known_message_type(uint16_t value);
 inline bool is_request(MessageType type) { return (static_cast<uint16_t>(type) & kRequest) != 0; }
+// The response type that answers a request of `request` (besides exception, which answers any):
+// PyTorch's pairs (call -> ret, remote_call -> remote_ret, ...), and 0x280 + n for service n.
+// REQUIRES: is_request(request).
+MessageType response_type_of(MessageType request);
 
 // Message::flags bits.
 inline constexpr uint32_t kForceAutograd = 0x1;  // record autograd even without tensors (to_here)

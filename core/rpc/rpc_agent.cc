@@ -2,27 +2,39 @@
 
 #include "core/rpc/call_messages.h"
 
+#include <algorithm>
+#include <mutex>
+
 namespace dagsim::rpc {
 
 using runtime::Delivery;
 
 RpcAgent::RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptions options)
     : env_(env), registry_(registry), options_(options),
-      ids_(env.self, static_cast<uint16_t>(env.incarnation)), rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)) {}
+      ids_(env.self, static_cast<uint16_t>(env.incarnation)), rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)) {
+  DAGSIM_ASSERT_MSG(options_.default_timeout.count() > 0, "an RPC timeout must be positive");
+  DAGSIM_ASSERT_MSG(options_.limits.max_frame_bytes > kFrameHeaderBytes, "a frame limit below the header");
+  DAGSIM_ASSERT_MSG(env.incarnation <= UINT16_MAX, "ids carry 16 bits of a node's incarnation");
+}
 
 RpcAgent::~RpcAgent() {
   for (auto& [id, pending] : pending_) env_.clock.cancel(pending.timer);
+  stop_reaper();
+  DAGSIM_ASSERT(timeouts_->stopped);  // the reaper never touches a destroyed agent
   // Destroying the promises completes their futures with broken_promise: no waiter hangs.
   pending_.clear();
 }
 
 void RpcAgent::start() {
   DAGSIM_ASSERT_MSG(!started_, "RpcAgent::start called twice");
+  DAGSIM_ASSERT_MSG(pending_.empty() && serving_ == 0, "RpcAgent: calls before start()");
   started_ = true;
   env_.spawner.spawn("rpc.listener", [this] { listen(); });
+  env_.spawner.spawn("rpc.timeouts", [this, timeouts = timeouts_] { reap_timeouts(timeouts); });
 }
 
 void RpcAgent::listen() {
+  DAGSIM_ASSERT(started_);
   for (;;) {
     Delivery delivery;
     try {
@@ -32,15 +44,23 @@ void RpcAgent::listen() {
       throw;
     }
     if (delivery.kind == Delivery::Kind::peer_failed) {
+      DAGSIM_ASSERT_MSG(delivery.peer != env_.self, "a node's connection to itself failed");
       fail_calls_to(delivery.peer, delivery.reason);
       if (extension_ != nullptr) extension_->on_peer_failed(delivery.peer, delivery.peer_incarnation, delivery.reason);
     } else {
-      on_frame(delivery.peer, delivery.payload);
+      on_frame(delivery.peer, delivery.peer_incarnation, delivery.payload);
     }
   }
 }
 
-void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
+void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime::Bytes& frame) {
+  // Preconditions: the transport hands frames only to a started agent, on one of its node's
+  // fibers (the listener, or a call to itself); ids carry 16 bits of a node's incarnation, and a
+  // frame from this node comes from this incarnation.
+  DAGSIM_ASSERT_MSG(started_, "RpcAgent: a frame arrived before start()");
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "RpcAgent: a frame handled outside a node fiber");
+  DAGSIM_ASSERT_MSG(from_incarnation <= UINT16_MAX, "an incarnation beyond what ids can carry");
+  DAGSIM_ASSERT(from != env_.self || from_incarnation == env_.incarnation);
   Message message;
   try {
     message = decode(frame, options_.limits);
@@ -49,79 +69,76 @@ void RpcAgent::on_frame(WorkerId from, const runtime::Bytes& frame) {
     env_.log.event("rpc.bad_frame", "from node " + std::to_string(from) + ": " + e.detail());
     return;
   }
-  const bool plain_response = message.type == MessageType::ret || message.type == MessageType::exception ||
-                              message.type == MessageType::remote_ret || message.type == MessageType::rref_fetch_ret ||
-                              message.type == MessageType::rref_ack;
-  if (extension_ != nullptr && !plain_response) {
-    if (!is_request(message.type)) {
-      // Unwrapped on the listener: what the extension records (recv functions) must exist before
-      // anyone waiting on the call runs.
-      const uint64_t request_id = message.request_id;
-      try {
-        message = extension_->incoming_response(from, std::move(message));
-      } catch (const Error& e) {
-        finish(request_id, std::nullopt, std::make_exception_ptr(e));
-        return;
-      }
-    }
+  DAGSIM_ASSERT(is_known_message_type(static_cast<uint16_t>(message.type)));  // decode's promise
+  if (!is_request(message.type)) {
+    on_response(from, std::move(message));
+    return;
   }
-  switch (message.type) {
-    case MessageType::call:
-    case MessageType::remote_call:
-    case MessageType::rref_fetch_call:
-    case MessageType::rref_user_delete:
-      ++handlers_;
-      env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
-        serve(from, std::move(message));
-      });
-      return;
-    case MessageType::ret:
-    case MessageType::remote_ret:
-    case MessageType::rref_fetch_ret:
-    case MessageType::rref_ack:
-      finish(message.request_id, std::move(message.tensors), nullptr);
-      return;
-    case MessageType::exception: {
-      std::exception_ptr error;
-      try {
-        error = std::make_exception_ptr(read_exception(message));
-      } catch (const Error& e) {
-        error = std::make_exception_ptr(e);  // a malformed exception still ends the call
-      }
-      finish(message.request_id, std::nullopt, error);
+  ++serving_;
+  env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
+    serve(from, std::move(message));
+  });
+}
+
+void RpcAgent::on_response(WorkerId from, Message response) {
+  DAGSIM_ASSERT(!is_request(response.type));
+  const uint64_t request_id = response.request_id;
+  if (worker_of(request_id) != env_.self || incarnation_of(request_id) != static_cast<uint16_t>(env_.incarnation)) {
+    // Not an id this life of the node handed out: a confused or forged peer.
+    env_.log.event("rpc.stray_response", std::string(message_type_name(response.type)) + " from node " +
+                                             std::to_string(from) + " for request " + std::to_string(request_id));
+    return;
+  }
+  if (response.type == MessageType::forward_autograd_resp) {
+    if (extension_ == nullptr) {
+      fail(request_id, std::make_exception_ptr(errors::protocol_error(
+                           "a forward_autograd_resp from node " + std::to_string(from) + ", but node " +
+                           std::to_string(env_.self) + " runs no distributed autograd")));
       return;
     }
-    default:
-      if (extension_ != nullptr && is_request(message.type)) {
-        ++handlers_;
-        env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
-          serve(from, std::move(message));
-        });
-        return;
-      }
-      env_.log.event("rpc.unexpected", std::string(message_type_name(message.type)) + " from node " + std::to_string(from));
+    // Unwrapped on the listener: what the extension records (recv functions) must exist before
+    // anyone waiting on the call runs.
+    try {
+      response = extension_->incoming_response(from, std::move(response));
+    } catch (const Error& e) {
+      fail(request_id, std::make_exception_ptr(e));
       return;
+    }
+    DAGSIM_ASSERT_MSG(response.request_id == request_id && response.type != MessageType::forward_autograd_resp,
+                      "the extension unwraps a response into a plain one for the same request");
   }
+  if (response.type == MessageType::exception) {
+    std::exception_ptr error;
+    try {
+      error = std::make_exception_ptr(read_exception(response));
+    } catch (const Error& e) {
+      error = std::make_exception_ptr(e);  // a malformed exception still ends the call
+    }
+    fail(request_id, error);
+    return;
+  }
+  finish(request_id, from, std::move(response));
 }
 
 void RpcAgent::serve(WorkerId from, Message request) {
+  DAGSIM_ASSERT(serving_ > 0);  // on_frame counted it before spawning this fiber
   struct Done {
     RpcAgent& agent;
     ~Done() {
-      --agent.handlers_;
+      DAGSIM_ASSERT(agent.serving_ > 0);
+      --agent.serving_;
       agent.notify_drained();
     }
   } done{*this};
+  DAGSIM_ASSERT(is_request(request.type));
+  const uint64_t request_id = request.request_id;
   Message response;
   if (request.type == MessageType::call || request.type == MessageType::remote_call ||
       request.type == MessageType::rref_fetch_call || request.type == MessageType::rref_user_delete) {
     response = run_call(from, request);
   } else {
-    DAGSIM_ASSERT(extension_ != nullptr);
-    const uint64_t request_id = request.request_id;
     try {
-      response = extension_->serve(from, std::move(request),
-                                   [this, from](Message call) { return run_call(from, call); });
+      response = serve_other(from, std::move(request));
     } catch (const Error& e) {
       if (e.code() == ErrorCode::node_killed) throw;
       response = make_exception(request_id, env_.self, e);
@@ -129,23 +146,55 @@ void RpcAgent::serve(WorkerId from, Message request) {
       response = make_exception(request_id, env_.self, errors::internal_error(e.what()));
     }
   }
+  // Paired with on_response's checks: every reply answers the request it serves.
+  DAGSIM_ASSERT_MSG(response.request_id == request_id && !is_request(response.type), "a reply answers its request");
   reply(from, response);
 }
 
+Message RpcAgent::serve_other(WorkerId from, Message request) {
+  const MessageType type = request.type;
+  DAGSIM_ASSERT(type != MessageType::call && type != MessageType::remote_call && type != MessageType::rref_fetch_call &&
+                type != MessageType::rref_user_delete);  // serve runs those itself
+  if (type == MessageType::forward_autograd_req && extension_ != nullptr) {
+    return extension_->serve_call(from, std::move(request), [this, from](Message call) {
+      DAGSIM_ASSERT_MSG(call.type != MessageType::forward_autograd_req, "the extension runs the call it unwrapped");
+      return run_call(from, call);
+    });
+  }
+  auto it = handlers_.find(type);
+  if (it == handlers_.end()) {
+    throw errors::protocol_error("node " + std::to_string(env_.self) + " has no handler for message type " +
+                                 message_type_name(type) + " (" + std::to_string(static_cast<uint16_t>(type)) + ")");
+  }
+  if (!request.tensors.empty()) throw errors::protocol_error("a handler's request carries bytes only, not tensors");
+  // Copied: a handler may block, and the map may change meanwhile (another service registering).
+  const Handler handler = it->second;
+  Message response;
+  response.type = response_type_of(type);
+  response.request_id = request.request_id;
+  response.payload = handler(from, request.payload);
+  return response;
+}
+
 Message RpcAgent::run_call(WorkerId from, const Message& request) {
+  DAGSIM_ASSERT_MSG(request.type == MessageType::call || request.type == MessageType::remote_call ||
+                        request.type == MessageType::rref_fetch_call || request.type == MessageType::rref_user_delete,
+                    "run_call runs calls and RRef requests only");
   try {
     if (request.type == MessageType::rref_fetch_call) {
       return make_reply(MessageType::rref_fetch_ret, request.request_id,
-                        owned_value(read_id_request(request, "rref.rref_id")));
+                        owned_value(read_rref_request(request)));
     }
     if (request.type == MessageType::rref_user_delete) {
-      const uint64_t id = read_id_request(request, "rref.rref_id");
+      const uint64_t id = read_rref_request(request);
       auto it = owned_.find(id);
       if (it != owned_.end() && !it->second->started) {
         it->second->deleted = true;  // its remote call has not run yet: drop the value when it has
       } else {
         owned_.erase(id);
       }
+      // Negative space: the value is gone, or waits only for its remote call to drop it.
+      DAGSIM_ASSERT(owned_.count(id) == 0 || owned_.at(id)->deleted);
       return make_reply(MessageType::rref_ack, request.request_id);
     }
     if (request.type == MessageType::remote_call) {
@@ -153,11 +202,13 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
       std::shared_ptr<Owned> owned = owned_slot(id);
       if (owned->started) throw errors::invalid_argument("RRef " + std::to_string(id) + " was already created by a remote call");
       owned->started = true;
+      DAGSIM_ASSERT(!owned->promise.is_set());  // started once: its value is set once
       struct Forget {
         RpcAgent& agent;
         uint64_t id;
         Owned& owned;
         ~Forget() {
+          DAGSIM_ASSERT(owned.started);
           if (owned.deleted) agent.owned_.erase(id);
         }
       } forget{*this, id, *owned};
@@ -192,12 +243,14 @@ std::vector<Tensor> RpcAgent::run_function(WorkerId from, const Call& call) {
     for (const std::string& name : registry_.names()) known += (known.empty() ? "" : ", ") + name;
     throw errors::invalid_argument("unknown function '" + call.function + "'; registered: " + known);
   }
+  DAGSIM_ASSERT(*function != nullptr);
   CallContext context{this, from};
   if (call.args.rrefs.empty()) return (*function)(context, call.args);
   CallArgs args = call.args;
   for (uint64_t id : call.args.rrefs) {
     for (const Tensor& t : owned_value(id)) args.tensors.push_back(t);
   }
+  DAGSIM_ASSERT(args.tensors.size() >= call.args.tensors.size());  // the caller's first, then the RRefs' values
   return (*function)(context, args);
 }
 
@@ -207,6 +260,7 @@ std::shared_ptr<RpcAgent::Owned> RpcAgent::owned_slot(uint64_t rref_id) {
     slot = std::make_shared<Owned>();
     slot->value = slot->promise.get_future();
   }
+  DAGSIM_ASSERT(slot->value.valid());
   return slot;
 }
 
@@ -215,6 +269,7 @@ std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
   // under a random schedule): the slot is made by whichever comes first, as PyTorch's owner makes
   // its OwnerRRef on first reference. A remote call that never comes ends the wait after the RPC
   // timeout.
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "owned_value may wait for its remote call");
   std::shared_ptr<Owned> owned = owned_slot(rref_id);
   if (owned->started) return owned->value.get();
   try {
@@ -222,18 +277,21 @@ std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
   } catch (const Error& e) {
     if (e.code() != ErrorCode::timed_out || owned->started) throw;
     if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned) owned_.erase(it);
+    DAGSIM_ASSERT(owned_.count(rref_id) == 0 || owned_.at(rref_id) != owned);  // the abandoned slot is gone
     throw errors::invalid_argument("RRef " + std::to_string(rref_id) + " is not owned by node " + std::to_string(env_.self) +
                                    ": no remote call created it (an RRef argument must live on the node that runs the function)");
   }
 }
 
 void RpcAgent::add_local_function(std::string name, RpcFunction function) {
+  DAGSIM_ASSERT_MSG(!name.empty() && function != nullptr, "a local function needs a name and a body");
   DAGSIM_ASSERT_MSG(registry_.find(name) == nullptr && local_functions_.count(name) == 0,
                     "function '" + name + "' registered twice");
   local_functions_.emplace(std::move(name), std::move(function));
 }
 
 void RpcAgent::reply(WorkerId to, const Message& message) {
+  DAGSIM_ASSERT_MSG(!is_request(message.type), "reply sends responses only");
   try {
     send(to, message);
   } catch (const Error& e) {
@@ -245,113 +303,49 @@ void RpcAgent::reply(WorkerId to, const Message& message) {
 
 void RpcAgent::send(WorkerId to, const Message& message) {
   runtime::Bytes frame = encode(message, options_.limits);
+  DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes && frame.size() <= options_.limits.max_frame_bytes);
   if (to == env_.self) {
     // A call to oneself goes through the same encode/decode, on a fiber, as a remote one.
-    env_.spawner.spawn("rpc.local", [this, frame = std::move(frame)] { on_frame(env_.self, frame); });
+    env_.spawner.spawn("rpc.local", [this, frame = std::move(frame)] {
+      DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes);
+      on_frame(env_.self, env_.incarnation, frame);
+    });
     return;
   }
   env_.transport.send(to, std::move(frame));
 }
 
-Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& function, CallArgs args,
-                                                std::optional<Duration> timeout) {
-  Message call = make_call(0, function, args);
-  // RRef arguments are values on the callee that may require grad: record the call whatever the
-  // caller's own tensors need (PyTorch forces recording for calls that can touch remote state).
-  if (!args.rrefs.empty()) call.flags |= kForceAutograd;
-  return send_request(to, std::move(call), "rpc '" + function + "'", timeout);
-}
-
-Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message, const std::string& what,
-                                                   std::optional<Duration> timeout) {
-  if (extension_ != nullptr) message = extension_->outgoing_call(to, std::move(message));
-  return request(to, std::move(message), what, timeout);
-}
-
-RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
-  const uint64_t id = rref_ids_.next();
-  // The acknowledgement only says the owner has the call; its outcome waits in the RRef.
-  Message call = make_remote_call(0, id, function, args);
-  if (!args.rrefs.empty()) call.flags |= kForceAutograd;  // as rpc_async: RRef values may require grad
-  send_request(to, std::move(call), "remote '" + function + "'");
-  return RRef(*this, to, id);
-}
-
-Future<std::vector<Tensor>> RpcAgent::request(WorkerId to, Message message, const std::string& what,
-                                              std::optional<Duration> timeout) {
-  if (!started_ || stopping_) {
-    throw errors::invalid_argument(what + " to node " + std::to_string(to) + ": the RPC agent of node " +
-                                   std::to_string(env_.self) + (stopping_ ? " is shut down" : " is not started"));
-  }
-  DAGSIM_ASSERT_MSG(is_request(message.type), "RpcAgent::request sends requests only");
-  const uint64_t id = ids_.next();
-  message.request_id = id;
-  Pending& pending = pending_[id];
-  pending.to = to;
-  pending.function = what;
-  Future<std::vector<Tensor>> future = pending.promise.get_future();
-  const Duration limit = timeout.value_or(options_.default_timeout);
-  pending.timer = env_.clock.call_at(env_.clock.now() + limit, [this, id, to, what, limit] {
-    finish(id, std::nullopt,
-           std::make_exception_ptr(errors::timed_out(what + " to node " + std::to_string(to) + " timed out after " +
-                                                     std::to_string(limit.count() / 1000000) + " ms")));
-  });
-  try {
-    send(to, message);
-  } catch (...) {
-    finish(id, std::nullopt, std::current_exception());
-  }
-  return future;
-}
-
-std::vector<Tensor> RpcAgent::rpc_sync(WorkerId to, const std::string& function, CallArgs args,
-                                       std::optional<Duration> timeout) {
-  return rpc_async(to, function, std::move(args), timeout).get();
-}
-
-bool RpcAgent::finish(uint64_t request_id, std::optional<std::vector<Tensor>> value, std::exception_ptr error) {
-  auto it = pending_.find(request_id);
-  if (it == pending_.end()) return false;  // timed out or failed already: a late reply
-  Pending pending = std::move(it->second);
-  pending_.erase(it);
-  env_.clock.cancel(pending.timer);
-  if (error) {
-    pending.promise.set_exception(error);
-  } else {
-    pending.promise.set_value(std::move(*value));
-  }
-  notify_drained();
-  return true;
-}
-
-void RpcAgent::fail_calls_to(WorkerId peer, const std::string& reason) {
-  std::vector<uint64_t> ids;
-  for (const auto& [id, pending] : pending_) {
-    if (pending.to == peer) ids.push_back(id);
-  }
-  for (uint64_t id : ids) {
-    const std::string function = pending_.at(id).function;
-    finish(id, std::nullopt,
-           std::make_exception_ptr(errors::connection_failed(function + " to node " + std::to_string(peer) + ": " +
-                                                             reason)));
-  }
+void RpcAgent::add_handler(MessageType type, Handler handler) {
+  DAGSIM_ASSERT_MSG(is_request(type) && is_known_message_type(static_cast<uint16_t>(type)),
+                    "add_handler: a known request type");
+  DAGSIM_ASSERT_MSG(type != MessageType::call && type != MessageType::remote_call && type != MessageType::rref_fetch_call &&
+                        type != MessageType::rref_user_delete && type != MessageType::forward_autograd_req,
+                    std::string("add_handler: the agent serves ") + message_type_name(type) + " itself");
+  DAGSIM_ASSERT_MSG(handler != nullptr, "add_handler: a handler");
+  const bool inserted = handlers_.emplace(type, std::move(handler)).second;
+  DAGSIM_ASSERT_MSG(inserted, std::string("add_handler: a second handler for ") + message_type_name(type) + " (" +
+                                  std::to_string(static_cast<uint16_t>(type)) + ")");
 }
 
 void RpcAgent::notify_drained() {
-  if (stopping_ && pending_.empty() && handlers_ == 0) drained_.notify_all();
+  DAGSIM_ASSERT(!stopping_ || started_);  // shutdown() requires a started agent
+  if (stopping_ && pending_.empty() && serving_ == 0) drained_.notify_all();
 }
 
 void RpcAgent::shutdown() {
+  DAGSIM_ASSERT_MSG(started_, "RpcAgent::shutdown before start()");
   stopping_ = true;
   runtime::FiberLock lock(drain_mutex_);
   const bool drained = runtime::block_until(
-      drained_, lock, [this] { return pending_.empty() && handlers_ == 0; },
+      drained_, lock, [this] { return pending_.empty() && serving_ == 0; },
       env_.clock.now() + options_.default_timeout, "RpcAgent::shutdown");
   if (!drained) {
     throw errors::timed_out("RpcAgent::shutdown of node " + std::to_string(env_.self) + ": " +
-                            std::to_string(pending_.size()) + " call(s) and " + std::to_string(handlers_) +
+                            std::to_string(pending_.size()) + " call(s) and " + std::to_string(serving_) +
                             " handler(s) still outstanding");
   }
+  DAGSIM_ASSERT(pending_.empty() && serving_ == 0);  // drained: nothing can complete after the reaper stops
+  stop_reaper();
   env_.transport.inbox().close();
 }
 

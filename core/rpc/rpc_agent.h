@@ -5,18 +5,32 @@
 // Future of its result tensors; rpc_sync waits for it. A listener fiber decodes every frame that
 // arrives: calls run each on a fiber of their own (so a function may itself make RPCs and block),
 // replies complete their pending futures, and a peer's failure fails every call pending on it.
+// Services sit beside the calls: add_handler(type, fn) serves requests of one message type (byte
+// payloads in and out, each on a fiber of its own), and request_bytes sends one. Distributed
+// autograd's own requests (backward, cleanup, termination probes) are such handlers, so a store or
+// rendezvous service shares a node with it.
+//
+// Threading: everything runs on fibers of the agent's node. Timer callbacks (the simulator's
+// driver) only queue an expired call and wake the agent's timeout reaper fiber, which fails the
+// call: no promise is ever completed, and no continuation spawned, from the driver (finish asserts
+// it).
 //
 // Promises: every call ends, with its result or an error: the callee's error with its code and
 // "Error on Node N: ..." text; timed_out after the call's timeout (the Clock's, so virtual time
 // in the simulator); connection_failed naming the peer when its connection fails. A malformed
-// frame is logged and dropped, never a crash. Calls are at most once: a call whose connection
+// frame is logged and dropped, never a crash; a request of a type nobody serves here gets an
+// exception reply saying so. Calls are at most once: a call whose connection
 // failed may still have run on the callee. shutdown() refuses new calls, waits for outstanding
 // ones (ours and those we serve) and then stops the listener.
 #pragma once
 
+#include <deque>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/base/ids.h"
@@ -31,6 +45,11 @@ namespace dagsim::rpc {
 
 using runtime::Duration;
 using runtime::Future;
+
+// A service's request handler: the request's payload in, the response's payload out. It runs on a
+// fiber of its own and may block; a dagsim::Error it throws goes back to the caller as an
+// exception reply with its code and "Error on Node N: ..." text, as a call's error does.
+using Handler = std::function<Bytes(WorkerId from, const Bytes& payload)>;
 
 struct RpcOptions {
   Duration default_timeout = std::chrono::seconds(60);
@@ -66,17 +85,42 @@ class RpcAgent {
   // A function only this node serves (a service's entry point, e.g. the optimizer host's).
   void add_local_function(std::string name, RpcFunction function);
 
+  // A globally unique id (this node, its incarnation, a counter: ids.h) for something a caller
+  // names on other nodes (RRefs, optimizers): exact, and never reused by a later life.
+  uint64_t new_global_id() {
+    const uint64_t id = rref_ids_.next();
+    DAGSIM_ASSERT(worker_of(id) == env_.self && incarnation_of(id) == static_cast<uint16_t>(env_.incarnation));
+    return id;
+  }
+
   // The owner side of an RRef whose last user is gone.
   void drop_owned(uint64_t rref_id) { owned_.erase(rref_id); }
   size_t owned_rrefs() const { return owned_.size(); }
 
-  // Sends any request message (the extension's: backward passes, cleanup) and returns the
-  // tensors of its ret, or its error. `what` names it in timeout and failure messages.
+  // Sends a request message answered with tensors (an RRef delete) and returns the tensors of its
+  // response, or its error. `what` names it in timeout and failure messages.
   Future<std::vector<Tensor>> request(WorkerId to, Message message, const std::string& what,
                                       std::optional<Duration> timeout = std::nullopt);
 
+  // Serves requests of `type` with `handler`; its replies have type response_type_of(type).
+  // `type` is a request type the agent does not serve itself (not a call, a remote call, an RRef
+  // request or forward_autograd_req); one handler per type (asserted).
+  void add_handler(MessageType type, Handler handler);
+  bool has_handler(MessageType type) const { return handlers_.count(type) != 0; }
+
+  // Sends a request of `type` carrying `payload` to `to`'s handler for it; the future holds the
+  // handler's reply payload. The same promises as rpc_async: the handler's error with its code and
+  // text, timed_out after `timeout` (the default timeout if none), connection_failed naming the
+  // peer, and an exception reply if `to` has no handler for `type`. `what` names it in errors
+  // (the type's name by default).
+  Future<Bytes> request_bytes(WorkerId to, MessageType type, Bytes payload,
+                              std::optional<Duration> timeout = std::nullopt, std::string what = {});
+
   // Installs the extension (distributed autograd). Before start(); the agent does not own it.
-  void set_extension(RpcExtension* extension) { extension_ = extension; }
+  void set_extension(RpcExtension* extension) {
+    DAGSIM_ASSERT_MSG(!started_ && extension_ == nullptr, "set_extension: once, before start()");
+    extension_ = extension;
+  }
 
   // Graceful: refuses new calls, waits (up to the default timeout) for outstanding calls and
   // handlers, then stops the listener. Throws timed_out if they do not drain.
@@ -88,25 +132,48 @@ class RpcAgent {
   size_t pending_calls() const { return pending_.size(); }
 
  private:
+  using TensorPromise = runtime::Promise<std::vector<Tensor>>;
+  using BytesPromise = runtime::Promise<Bytes>;
   struct Pending {
     WorkerId to;
-    std::string function;
-    runtime::Promise<std::vector<Tensor>> promise;
+    std::string what;
+    MessageType expects;  // the response type that completes it (an exception always may)
+    std::variant<TensorPromise, BytesPromise> promise;
+    Duration limit{0};
     runtime::TimerId timer = 0;
+  };
+  // Calls whose timer fired. Timer callbacks run outside the node's fibers (the simulator's
+  // driver): they only queue the id and wake the reaper fiber, which fails the call. Shared, so
+  // a timer or the reaper never touches a destroyed agent.
+  struct Timeouts {
+    std::deque<uint64_t> expired;
+    bool stopped = false;
+    runtime::FiberMutex mutex;
+    runtime::FiberCondition wake;
   };
 
   void listen();
-  void on_frame(WorkerId from, const runtime::Bytes& frame);
+  void reap_timeouts(std::shared_ptr<Timeouts> timeouts);
+  void on_frame(WorkerId from, uint32_t from_incarnation, const runtime::Bytes& frame);
+  void on_response(WorkerId from, Message response);
   void serve(WorkerId from, Message request);
+  // The response to a request of a type the agent does not serve itself: the handler's, or the
+  // extension's for a forward_autograd_req. Throws what they throw.
+  Message serve_other(WorkerId from, Message request);
   // Runs a call, remote call or RRef request: its reply, or an exception reply.
   Message run_call(WorkerId from, const Message& call);
   std::vector<Tensor> run_function(WorkerId from, const struct Call& call);
   void reply(WorkerId to, const Message& message);
   void send(WorkerId to, const Message& message);
-  // Completes and forgets a pending call; false if it already ended (a late reply).
-  bool finish(uint64_t request_id, std::optional<std::vector<Tensor>> value, std::exception_ptr error);
+  // Registers a pending call of `message` (its id set here), arms its timer and sends it.
+  void start_request(WorkerId to, Message& message, MessageType expects, Pending pending);
+  // Completes and forgets a pending call with its response; false if it already ended (a late
+  // reply). A response of the wrong type, or from another peer, fails the call (protocol_error).
+  bool finish(uint64_t request_id, WorkerId from, Message response);
+  bool fail(uint64_t request_id, std::exception_ptr error);
   void fail_calls_to(WorkerId peer, const std::string& reason);
   void notify_drained();
+  void stop_reaper();
 
   runtime::Env& env_;
   const FunctionRegistry& registry_;
@@ -125,10 +192,12 @@ class RpcAgent {
   // Shared, so a remote call still running keeps its slot if the user deletes the RRef meanwhile.
   std::map<uint64_t, std::shared_ptr<Owned>> owned_;
   std::map<uint64_t, Pending> pending_;
-  size_t handlers_ = 0;
+  size_t serving_ = 0;  // requests being served now, on fibers of their own
   bool started_ = false;
   bool stopping_ = false;
   RpcExtension* extension_ = nullptr;
+  std::map<MessageType, Handler> handlers_;
+  std::shared_ptr<Timeouts> timeouts_ = std::make_shared<Timeouts>();
   std::map<std::string, RpcFunction, std::less<>> local_functions_;
   runtime::FiberMutex drain_mutex_;
   runtime::FiberCondition drained_;

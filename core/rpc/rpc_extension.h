@@ -2,10 +2,12 @@
 // (PyTorch puts this in the RPC layer's message processing; we keep the layers one-way:
 // dist_autograd depends on rpc, never the reverse).
 //
-// The agent asks its extension (if any) to transform each outgoing call (wrap it with autograd
-// metadata), to turn each response of a type the agent does not know back into a plain ret or
-// exception (recording what it must), and to serve requests of types the agent does not serve
-// itself (backward passes, context cleanup), on a handler fiber of their own.
+// The extension only wraps: on the caller's side it wraps each outgoing call with autograd
+// metadata and unwraps the response (forward_autograd_resp) back into a plain one, recording what
+// it must; on the callee's side it unwraps a wrapped call (forward_autograd_req), runs it in its
+// autograd context and wraps the result. Requests of distributed autograd's own (backward passes,
+// context cleanup, termination probes) are handlers on the agent (RpcAgent::add_handler), like any
+// other service's.
 #pragma once
 
 #include <functional>
@@ -20,16 +22,17 @@ class RpcExtension {
  public:
   virtual ~RpcExtension() = default;
 
-  // Caller side: the message to send for `call` (a plain call message). Runs on the caller's
-  // fiber, so it sees the caller's current autograd context.
+  // Caller side: the message to send for `call` (a call, remote call or RRef fetch). Runs on the
+  // caller's fiber, so it sees the caller's current autograd context.
   virtual Message outgoing_call(WorkerId to, Message call) = 0;
 
-  // Caller side: a response whose type the agent does not know; returns a ret or an exception.
+  // Caller side: a forward_autograd_resp; returns the plain response (or an exception) it wraps.
+  // Runs on the listener.
   virtual Message incoming_response(WorkerId from, Message response) = 0;
 
-  // Callee side: a request whose type the agent does not serve; returns the response. May block.
-  // `run_call` runs a plain call message through the registry and returns its ret or exception.
-  virtual Message serve(WorkerId from, Message request, const std::function<Message(Message)>& run_call) = 0;
+  // Callee side: a forward_autograd_req; returns the response. May block (on a handler fiber of
+  // its own). `run_call` runs a plain call message and returns its reply or exception reply.
+  virtual Message serve_call(WorkerId from, Message wrapped, const std::function<Message(Message)>& run_call) = 0;
 
   // The connection to `peer`'s incarnation `incarnation` failed (after the agent failed the calls
   // pending on it). Runs on the listener: it must not block (spawn a fiber to probe, say).

@@ -12,6 +12,7 @@ struct RRef::State {
   uint64_t id;
 
   ~State() {
+    DAGSIM_ASSERT(agent != nullptr && id != 0);
     // The last user copy is gone: tell the owner (fire and forget; a failure means the owner or
     // its connection is gone, and the value with it).
     if (owner == agent->self()) {
@@ -19,14 +20,17 @@ struct RRef::State {
       return;
     }
     try {
-      agent->request(owner, make_id_request(MessageType::rref_user_delete, 0, id), "RRef user delete");
+      agent->request(owner, make_rref_request(MessageType::rref_user_delete, 0, id), "RRef user delete");
     } catch (const Error&) {
     }
   }
 };
 
 // Built in place: a temporary State's destructor would send the user delete at once.
-RRef::RRef(RpcAgent& agent, WorkerId owner, uint64_t id) : state_(new State{&agent, owner, id}) {}
+RRef::RRef(RpcAgent& agent, WorkerId owner, uint64_t id) : state_(new State{&agent, owner, id}) {
+  // RRef ids come from their creator's global ids (RpcAgent::remote): never 0.
+  DAGSIM_ASSERT(id != 0);
+}
 
 WorkerId RRef::owner() const {
   DAGSIM_ASSERT(defined());
@@ -42,7 +46,7 @@ bool RRef::is_owner() const { return defined() && state_->owner == state_->agent
 
 std::vector<Tensor> RRef::to_here(std::optional<runtime::Duration> timeout) const {
   DAGSIM_ASSERT_MSG(defined(), "to_here on an undefined RRef");
-  Message fetch = make_id_request(MessageType::rref_fetch_call, 0, state_->id);
+  Message fetch = make_rref_request(MessageType::rref_fetch_call, 0, state_->id);
   fetch.flags |= kForceAutograd;
   return state_->agent->send_request(state_->owner, std::move(fetch), "RRef fetch", timeout).get();
 }

@@ -1,0 +1,192 @@
+// RpcAgent, the caller's side (rpc_agent.h): sending calls and handler requests, the pending
+// calls they leave, and how each ends: with its response (finish), its error or a failed
+// connection (fail, fail_calls_to), or its timeout, which the reaper fiber applies after the
+// clock's timer only woke it (timer callbacks run outside the node's fibers).
+#include <algorithm>
+#include <mutex>
+
+#include "core/rpc/call_messages.h"
+#include "core/rpc/rpc_agent.h"
+
+namespace dagsim::rpc {
+void RpcAgent::reap_timeouts(std::shared_ptr<Timeouts> timeouts) {
+  for (;;) {
+    uint64_t id = 0;
+    {
+      runtime::FiberLock lock(timeouts->mutex);
+      runtime::block_until(
+          timeouts->wake, lock, [&] { return timeouts->stopped || !timeouts->expired.empty(); }, std::nullopt,
+          "RpcAgent timeouts");
+      // Stopped first: the agent may be gone (only `timeouts` is ours then).
+      if (timeouts->stopped) return;
+      id = timeouts->expired.front();
+      timeouts->expired.pop_front();
+    }
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;  // it ended between the timer and now
+    const Pending& pending = it->second;
+    // Its deadline passed on this node's clock (the timer fired at or after it).
+    DAGSIM_ASSERT(pending.limit.count() > 0);
+    fail(id, std::make_exception_ptr(errors::timed_out(pending.what + " to node " + std::to_string(pending.to) +
+                                                       " timed out after " +
+                                                       std::to_string(pending.limit.count() / 1000000) + " ms")));
+    DAGSIM_ASSERT(pending_.count(id) == 0);
+  }
+}
+
+void RpcAgent::stop_reaper() {
+  runtime::FiberLock lock(timeouts_->mutex);
+  timeouts_->stopped = true;
+  timeouts_->wake.notify_all();
+}
+
+Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& function, CallArgs args,
+                                                std::optional<Duration> timeout) {
+  Message call = make_call(0, function, args);
+  // RRef arguments are values on the callee that may require grad: record the call whatever the
+  // caller's own tensors need (PyTorch forces recording for calls that can touch remote state).
+  if (!args.rrefs.empty()) call.flags |= kForceAutograd;
+  DAGSIM_ASSERT(call.type == MessageType::call && call.tensors.size() == args.tensors.size());
+  return send_request(to, std::move(call), "rpc '" + function + "'", timeout);
+}
+
+Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message, const std::string& what,
+                                                   std::optional<Duration> timeout) {
+  DAGSIM_ASSERT_MSG(message.type == MessageType::call || message.type == MessageType::remote_call ||
+                        message.type == MessageType::rref_fetch_call,
+                    "send_request sends calls, remote calls and RRef fetches");
+  // The response answers the call, whether or not the extension wraps it.
+  const MessageType expects = response_type_of(message.type);
+  if (extension_ != nullptr) message = extension_->outgoing_call(to, std::move(message));
+  Pending pending{to, what, expects, TensorPromise{}, timeout.value_or(options_.default_timeout)};
+  Future<std::vector<Tensor>> future = std::get<TensorPromise>(pending.promise).get_future();
+  start_request(to, message, expects, std::move(pending));
+  return future;
+}
+
+RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
+  const uint64_t id = rref_ids_.next();
+  DAGSIM_ASSERT(worker_of(id) == env_.self);  // owners tell RRefs apart by their creator's id
+  // The acknowledgement only says the owner has the call; its outcome waits in the RRef.
+  Message call = make_remote_call(0, id, function, args);
+  if (!args.rrefs.empty()) call.flags |= kForceAutograd;  // as rpc_async: RRef values may require grad
+  DAGSIM_ASSERT(call.type == MessageType::remote_call && call.tensors.size() == args.tensors.size());
+  send_request(to, std::move(call), "remote '" + function + "'");
+  return RRef(*this, to, id);
+}
+
+Future<std::vector<Tensor>> RpcAgent::request(WorkerId to, Message message, const std::string& what,
+                                              std::optional<Duration> timeout) {
+  DAGSIM_ASSERT_MSG(message.type == MessageType::rref_user_delete, "request sends what no handler or call covers");
+  const MessageType expects = response_type_of(message.type);
+  Pending pending{to, what, expects, TensorPromise{}, timeout.value_or(options_.default_timeout)};
+  Future<std::vector<Tensor>> future = std::get<TensorPromise>(pending.promise).get_future();
+  start_request(to, message, expects, std::move(pending));
+  return future;
+}
+
+Future<Bytes> RpcAgent::request_bytes(WorkerId to, MessageType type, Bytes payload, std::optional<Duration> timeout,
+                                      std::string what) {
+  DAGSIM_ASSERT_MSG(is_request(type) && type != MessageType::call && type != MessageType::remote_call &&
+                        type != MessageType::rref_fetch_call && type != MessageType::forward_autograd_req,
+                    "request_bytes sends handler requests, not calls");
+  Message message;
+  message.type = type;
+  message.payload = std::move(payload);
+  const MessageType expects = response_type_of(type);
+  if (what.empty()) what = std::string(message_type_name(type)) + " request";
+  Pending pending{to, std::move(what), expects, BytesPromise{}, timeout.value_or(options_.default_timeout)};
+  Future<Bytes> future = std::get<BytesPromise>(pending.promise).get_future();
+  start_request(to, message, expects, std::move(pending));
+  return future;
+}
+
+void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects, Pending pending) {
+  if (!started_ || stopping_) {
+    throw errors::invalid_argument(pending.what + " to node " + std::to_string(to) + ": the RPC agent of node " +
+                                   std::to_string(env_.self) + (stopping_ ? " is shut down" : " is not started"));
+  }
+  DAGSIM_ASSERT_MSG(is_request(message.type), "RpcAgent sends requests only");
+  DAGSIM_ASSERT(!is_request(expects) && expects != MessageType::exception);
+  DAGSIM_ASSERT_MSG(pending.limit.count() > 0, "an RPC timeout must be positive");
+  const uint64_t id = ids_.next();
+  // Paired with on_response: replies are matched only to ids this life of the node handed out.
+  DAGSIM_ASSERT(worker_of(id) == env_.self && pending_.count(id) == 0);
+  message.request_id = id;
+  // The timer only wakes the reaper (Timeouts): it runs outside the node's fibers.
+  pending.timer = env_.clock.call_at(env_.clock.now() + pending.limit, [timeouts = timeouts_, id] {
+    std::lock_guard<runtime::FiberMutex> lock(timeouts->mutex);
+    timeouts->expired.push_back(id);
+    timeouts->wake.notify_all();
+  });
+  pending_.emplace(id, std::move(pending));
+  try {
+    send(to, message);
+  } catch (...) {
+    fail(id, std::current_exception());
+  }
+}
+
+std::vector<Tensor> RpcAgent::rpc_sync(WorkerId to, const std::string& function, CallArgs args,
+                                       std::optional<Duration> timeout) {
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "rpc_sync blocks: call it on a node fiber");
+  return rpc_async(to, function, std::move(args), timeout).get();
+}
+
+bool RpcAgent::finish(uint64_t request_id, WorkerId from, Message response) {
+  auto it = pending_.find(request_id);
+  if (it == pending_.end()) return false;  // timed out or failed already: a late reply
+  const Pending& pending = it->second;
+  if (response.type != pending.expects || from != pending.to) {
+    return fail(request_id, std::make_exception_ptr(errors::protocol_error(
+                                pending.what + " to node " + std::to_string(pending.to) + ": a " +
+                                message_type_name(response.type) + " from node " + std::to_string(from) +
+                                " cannot answer it (expected a " + message_type_name(pending.expects) + ")")));
+  }
+  if (std::holds_alternative<BytesPromise>(pending.promise) && !response.tensors.empty()) {
+    return fail(request_id, std::make_exception_ptr(errors::protocol_error(
+                                pending.what + ": a handler's reply from node " + std::to_string(from) + " carries tensors")));
+  }
+  // Promises complete on the node's fibers only: a continuation (Future::then) spawns its fiber
+  // from here, and the simulator's driver must never do that.
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "RpcAgent: a call completed outside a node fiber");
+  Pending done = std::move(it->second);
+  pending_.erase(it);
+  env_.clock.cancel(done.timer);
+  if (auto* tensors = std::get_if<TensorPromise>(&done.promise)) {
+    tensors->set_value(std::move(response.tensors));
+  } else {
+    std::get<BytesPromise>(done.promise).set_value(std::move(response.payload));
+  }
+  DAGSIM_ASSERT(pending_.count(request_id) == 0);  // a call ends once: a late reply finds nothing
+  notify_drained();
+  return true;
+}
+
+bool RpcAgent::fail(uint64_t request_id, std::exception_ptr error) {
+  DAGSIM_ASSERT(error != nullptr);
+  auto it = pending_.find(request_id);
+  if (it == pending_.end()) return false;
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "RpcAgent: a call failed outside a node fiber");
+  Pending done = std::move(it->second);
+  pending_.erase(it);
+  env_.clock.cancel(done.timer);
+  std::visit([&](auto& promise) { promise.set_exception(error); }, done.promise);
+  DAGSIM_ASSERT(pending_.count(request_id) == 0);
+  notify_drained();
+  return true;
+}
+
+void RpcAgent::fail_calls_to(WorkerId peer, const std::string& reason) {
+  std::vector<uint64_t> ids;
+  for (const auto& [id, pending] : pending_) {
+    if (pending.to == peer) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    const std::string what = pending_.at(id).what;
+    fail(id, std::make_exception_ptr(errors::connection_failed(what + " to node " + std::to_string(peer) + ": " + reason)));
+  }
+  DAGSIM_ASSERT(std::none_of(pending_.begin(), pending_.end(), [peer](const auto& p) { return p.second.to == peer; }));
+}
+
+}  // namespace dagsim::rpc

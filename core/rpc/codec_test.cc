@@ -69,7 +69,7 @@ TEST(Codec, EveryMessageTypeRoundTripsAndUnknownTypesAreRejected) {
     m.type = static_cast<MessageType>(v);
     EXPECT_EQ(decode(encode(m)).type, m.type) << message_type_name(m.type);
   }
-  EXPECT_EQ(known, 23 + 2 * kServiceCount);  // PyTorch's table and ours, and the service range
+  EXPECT_EQ(known, 24 + 2 * kServiceCount);  // PyTorch's table and ours (heartbeat included), and the service range
   EXPECT_EQ(message_type_name(service_request(0)), std::string("service_req"));
   EXPECT_EQ(response_type_of(service_request(kTestServices + 1)), static_cast<MessageType>(kResponse | 0xb1));
   Bytes frame = encode(Message{});

@@ -21,17 +21,6 @@ namespace {
 
 constexpr const char* kGradients = "dagsim.program.gradients";
 
-// 64-bit ids travel as two exact 32-bit halves (attributes are doubles).
-void put_id(rpc::CallArgs& args, const std::string& name, uint64_t id) {
-  args.attributes[name + "_hi"] = static_cast<double>(id >> 32);
-  args.attributes[name + "_lo"] = static_cast<double>(id & 0xffffffffULL);
-}
-
-uint64_t get_id(const rpc::CallArgs& args, const std::string& name) {
-  return (static_cast<uint64_t>(args.attribute(kGradients, name + "_hi")) << 32) |
-         static_cast<uint64_t>(args.attribute(kGradients, name + "_lo"));
-}
-
 optim::OptimizerConfig config_of(const ProgramOptimizer& o) {
   return {.kind = o.kind == ProgramOptimizer::Kind::sgd ? optim::OptimizerConfig::Kind::sgd
                                                         : optim::OptimizerConfig::Kind::adam,
@@ -46,9 +35,9 @@ void fetch_parameter_gradients(rpc::RpcAgent& agent, dist_autograd::ContextId co
   for (const auto& [name, rref] : params) by_owner[rref.owner()].push_back(name);
   for (const auto& [owner, names] : by_owner) {
     rpc::CallArgs args;
-    put_id(args, "context", static_cast<uint64_t>(context));
-    args.attributes["count"] = static_cast<double>(names.size());
-    for (size_t i = 0; i < names.size(); ++i) put_id(args, "rref" + std::to_string(i), params.at(names[i]).id());
+    args.set_id("context", static_cast<uint64_t>(context));
+    args.ints["count"] = static_cast<int64_t>(names.size());
+    for (size_t i = 0; i < names.size(); ++i) args.set_id("rref" + std::to_string(i), params.at(names[i]).id());
     const std::vector<Tensor> reply = agent.rpc_sync(owner, kGradients, args);
     const std::vector<double> present = reply.at(0).to_vector();
     size_t next = 1;
@@ -62,15 +51,17 @@ void fetch_parameter_gradients(rpc::RpcAgent& agent, dist_autograd::ContextId co
 
 void add_gradient_service(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) {
   agent.add_local_function(kGradients, [&agent, &autograd](rpc::CallContext&, const rpc::CallArgs& args) {
-    const auto context = static_cast<dist_autograd::ContextId>(get_id(args, "context"));
-    const auto count = static_cast<size_t>(args.attribute(kGradients, "count"));
+    const auto context = static_cast<dist_autograd::ContextId>(args.id(kGradients, "context"));
+    const int64_t count_arg = args.integer(kGradients, "count");
+    if (count_arg < 0 || count_arg > 1'000'000) throw errors::invalid_argument(std::string(kGradients) + ": count out of range");
+    const auto count = static_cast<size_t>(count_arg);
     // A mask (1: that parameter has a gradient here), then the gradients present, in order.
     std::vector<double> present(count, 0.0);
     std::vector<Tensor> out(1);
     if (autograd.container().has_context(context)) {
       const dist_autograd::DistAutogradContext& ctx = autograd.container().retrieve_context(context);
       for (size_t i = 0; i < count; ++i) {
-        const std::vector<Tensor> value = agent.owned_value(get_id(args, "rref" + std::to_string(i)));
+        const std::vector<Tensor> value = agent.owned_value(args.id(kGradients, "rref" + std::to_string(i)));
         Tensor g = value.size() == 1 ? ctx.gradient_of(value[0]) : Tensor();
         if (!g.defined()) continue;
         present[i] = 1;

@@ -21,10 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "core/fibers/scheduler.h"
+#include "core/fibers/virtual_clock.h"
 #include "core/runtime/env.h"
-#include "core/runtime/fiber_context.h"
-#include "core/runtime/scheduler.h"
-#include "core/runtime/virtual_clock.h"
 #include "sim/network_model.h"
 #include "sim/node_clock.h"
 #include "sim/trace.h"
@@ -138,7 +137,7 @@ class SimWorld {
   // node is paused). Returns false if `incarnation` is no longer running.
   bool deliver(WorkerId node, uint32_t incarnation, runtime::Delivery delivery);
   Prng& random_stream() { return network_random_; }
-  runtime::VirtualClock& world_clock() { return clock_; }
+  fibers::VirtualClock& world_clock() { return clock_; }
   void note_connection_failure(WorkerId a, WorkerId b, const std::string& reason);
 
  private:
@@ -152,13 +151,14 @@ class SimWorld {
   const Node& node(WorkerId id) const;
   void begin_incarnation(Node& node);
   void end_incarnation(Node& node, NodeState new_state);
-  void spawn_on(Incarnation& inc, std::string name, std::function<void()> fn, bool foreground);
+  void spawn_on(Incarnation& inc, std::shared_ptr<runtime::ScopeState> scope, std::string name,
+                std::function<void()> fn, bool foreground);
   void record_fault(FaultEvent event, std::string detail);
   void check_quiescent() const;
 
   SimOptions options_;
-  runtime::DeterministicScheduler& scheduler_;
-  runtime::VirtualClock clock_;
+  fibers::DeterministicScheduler& scheduler_;
+  fibers::VirtualClock clock_;
   Trace trace_;
   Prng world_random_;    // clock skews and drifts, at add_node
   Prng network_random_;  // latency samples and connection failures

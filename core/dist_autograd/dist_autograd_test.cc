@@ -9,7 +9,7 @@
 
 #include "core/base/throws_error_test_util.h"
 #include "core/dist_autograd/dist_autograd.h"
-#include "core/runtime/local_runtime.h"
+#include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::dist_autograd {
@@ -20,7 +20,7 @@ using rpc::CallArgs;
 using rpc::CallContext;
 using rpc::FunctionRegistry;
 using rpc::RpcAgent;
-using runtime::LocalRuntime;
+using fibers::LocalRuntime;
 
 Tensor leaf(std::vector<double> values) {
   Tensor t = from_values({3, 3}, values);

@@ -5,12 +5,15 @@
 #include <boost/fiber/operations.hpp>
 
 #include "core/runtime/event.h"
-#include "core/runtime/local_runtime.h"
+#include "core/fibers/local_runtime.h"
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
 namespace {
 
 using namespace std::chrono_literals;
+using runtime::current_fiber;
+using runtime::Delivery;
+using runtime::Event;
 
 TEST(LocalRuntime, VirtualTimeJumpsAndSleepersWakeInDeadlineOrder) {
   LocalRuntime rt;
@@ -162,4 +165,4 @@ TEST(SchedulerDeathTest, BoostTimedWaitAsserts) {
 }
 
 }  // namespace
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

@@ -136,7 +136,7 @@ sim::SimWorld::NodeMain ProgramWorkload::node_main(uint32_t index) {
       try {
         distributed_ = run_program_distributed(program_, *agent, *autograd);
       } catch (const Error& e) {
-        if (e.code() == ErrorCode::node_killed) throw;
+        runtime::rethrow_if_unwinding(e);
         error_ = e.what();
       }
       finished_ = true;

@@ -40,6 +40,7 @@ class SimWorld::IncarnationSpawner final : public runtime::Spawner {
   void spawn_in(std::shared_ptr<runtime::ScopeState> scope, std::string name, std::function<void()> fn) override {
     world_.spawn_on(inc_, std::move(scope), std::move(name), std::move(fn), false);
   }
+  const std::shared_ptr<runtime::ScopeState>& lifetime() const override;
 
  private:
   SimWorld& world_;
@@ -116,6 +117,10 @@ struct SimWorld::Node {
   std::vector<std::unique_ptr<Incarnation>> retired;  // dead ones, kept for the world's life
   std::deque<Delivery> held_while_paused;
 };
+
+const std::shared_ptr<runtime::ScopeState>& SimWorld::IncarnationSpawner::lifetime() const {
+  return inc_.fibers.lifetime();
+}
 
 SimWorld::Incarnation::Incarnation(SimWorld& world, Node& node, uint32_t number)
     : node(node), number(number), spawner(world, *this), transport(world, node.id, number),

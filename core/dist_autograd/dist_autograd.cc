@@ -16,7 +16,7 @@ constexpr const char* kAttach = "dagsim.autograd.attach";
 
 DistAutograd::DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options)
     : agent_(agent), options_(options), container_(agent.self(), agent.env().incarnation),
-      engine_(container_, agent, options) {
+      engine_(container_, agent, options), background_("dist_autograd", agent.env().spawner) {
   agent_.set_extension(this);
   // The originator's side of attach_to_originator: 1 and the caller is now one of the context's
   // workers, or 0: no such context here (released, or never).
@@ -37,7 +37,7 @@ void DistAutograd::attach_to_originator(ContextId context) {
   try {
     answer = agent_.rpc_sync(originator, kAttach, args);
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::node_killed) throw;
+    runtime::rethrow_if_unwinding(e);
     // Unreachable: find out whether the originator is gone (and with it, its contexts).
     on_peer_failed(originator, incarnation_of(static_cast<uint64_t>(context)), e.detail());
     return;
@@ -53,20 +53,19 @@ void DistAutograd::note_foreign_context(ContextId context) {
   unattached_.emplace_back(agent_.env().clock.now(), context);
   if (sweeping_) return;
   sweeping_ = true;
-  agent_.env().spawner.spawn("dist_autograd.attach", [this] { sweep_foreign_contexts(); });
+  agent_.env().spawner.spawn(background_, "dist_autograd.attach", [this] { sweep_foreign_contexts(); });
 }
 
 void DistAutograd::sweep_foreign_contexts() {
+  // Runs in background_: the node's death or this object's destruction unwinds it from its waits
+  // (the sleep, the attach call), so it never resumes on a destroyed object.
   runtime::Clock& clock = agent_.env().clock;
-  const std::shared_ptr<bool> alive = alive_;
   while (!unattached_.empty()) {
-    clock.sleep_until(unattached_.front().first + options_.attach_after);  // node_killed unwinds from here
-    if (!*alive) return;
+    clock.sleep_until(unattached_.front().first + options_.attach_after);
     while (!unattached_.empty() && unattached_.front().first + options_.attach_after <= clock.now()) {
       const ContextId context = unattached_.front().second;
       unattached_.pop_front();
       attach_to_originator(context);  // nothing to do for one released meanwhile
-      if (!*alive) return;
     }
   }
   sweeping_ = false;
@@ -112,20 +111,19 @@ void DistAutograd::abort_pass(ContextId context) {
 
 void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) {
   if (peer == agent_.self() || !probing_.insert({peer, incarnation}).second) return;
-  agent_.env().spawner.spawn("dist_autograd.probe", [this, peer, incarnation, reason] {
-    struct Done {
-      DistAutograd& self;
-      std::pair<WorkerId, uint32_t> key;
-      ~Done() { self.probing_.erase(key); }
-    } done{*this, {peer, incarnation}};
+  // In background_: an unwinding probe (node death, this object's destruction) leaves by the
+  // rethrow and never touches `this` again; every other way out forgets the probe.
+  agent_.env().spawner.spawn(background_, "dist_autograd.probe", [this, peer, incarnation, reason] {
     try {
       const std::vector<Tensor> answer = agent_.rpc_sync(peer, "dagsim.incarnation", {});
-      if (static_cast<uint32_t>(answer.at(0).item()) == incarnation) return;  // a passing connection failure
-      peer_gone(peer, incarnation, reason + " (it restarted)");
+      if (static_cast<uint32_t>(answer.at(0).item()) != incarnation) {
+        peer_gone(peer, incarnation, reason + " (it restarted)");
+      }  // else a passing connection failure
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::node_killed) throw;
+      runtime::rethrow_if_unwinding(e);
       peer_gone(peer, incarnation, reason);
     }
+    probing_.erase({peer, incarnation});
   });
 }
 

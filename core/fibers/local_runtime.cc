@@ -16,6 +16,7 @@ class LocalRuntime::NodeSpawner final : public runtime::Spawner {
  public:
   explicit NodeSpawner(Node& node) : node_(node) {}
   void spawn_in(std::shared_ptr<runtime::ScopeState> scope, std::string name, std::function<void()> fn) override;
+  const std::shared_ptr<runtime::ScopeState>& lifetime() const override;
 
  private:
   Node& node_;
@@ -61,6 +62,10 @@ class LocalRuntime::Node {
   Env env;
   NodeFibers fibers;
 };
+
+const std::shared_ptr<runtime::ScopeState>& LocalRuntime::NodeSpawner::lifetime() const {
+  return node_.fibers.lifetime();
+}
 
 void LocalRuntime::NodeSpawner::spawn_in(std::shared_ptr<runtime::ScopeState> scope, std::string name,
                                          std::function<void()> fn) {

@@ -19,6 +19,7 @@ class TestSpawner final : public runtime::Spawner {
   void spawn_in(std::shared_ptr<runtime::ScopeState> scope, std::string name, std::function<void()> fn) override {
     fibers->spawn(std::move(scope), std::move(name), std::move(fn));
   }
+  const std::shared_ptr<runtime::ScopeState>& lifetime() const override { return fibers->lifetime(); }
   NodeFibers* fibers = nullptr;
 };
 

@@ -4,6 +4,7 @@
 
 #include "core/base/assert.h"
 #include "core/runtime/fiber_context.h"
+#include "core/runtime/spawner.h"
 #include "core/runtime/wait.h"
 
 namespace dagsim::runtime {
@@ -121,6 +122,9 @@ CancelScope::CancelScope(std::string name) : state_(ScopeState::make_child(curre
 
 CancelScope::CancelScope(std::string name, const CancelScope& parent)
     : state_(ScopeState::make_child(parent.state_, std::move(name))) {}
+
+CancelScope::CancelScope(std::string name, const Spawner& node)
+    : state_(ScopeState::make_child(node.lifetime(), std::move(name))) {}
 
 CancelScope::Enter::Enter(const CancelScope& scope) {
   FiberContext* self = current_fiber();

@@ -31,6 +31,8 @@
 
 namespace dagsim::runtime {
 
+class Spawner;
+
 // The shared state of one scope. Fibers spawned into it hold it (shared_ptr), so it outlives the
 // CancelScope handle that named it; a child holds its parent.
 class ScopeState {
@@ -98,6 +100,9 @@ class CancelScope {
   explicit CancelScope(std::string name);
   // A scope inside `parent`.
   CancelScope(std::string name, const CancelScope& parent);
+  // A scope directly under the lifetime of `node`'s incarnation (from the driver, or an engine's
+  // constructor that may run outside a fiber).
+  CancelScope(std::string name, const Spawner& node);
   ~CancelScope() { state_->cancel(); }
   CancelScope(const CancelScope&) = delete;
   CancelScope& operator=(const CancelScope&) = delete;

@@ -38,6 +38,10 @@ class Spawner {
     spawn_in(scope.state(), std::move(name), std::move(fn));
   }
 
+  // The node incarnation's root scope: its lifetime, cancelled by its death. Scopes that engines
+  // make outside a fiber (at construction, from the driver) hang under it.
+  virtual const std::shared_ptr<ScopeState>& lifetime() const = 0;
+
   // The implementation: `scope` nullptr means the node's root scope.
   // REQUIRES: `scope`, if set, belongs to this node incarnation.
   virtual void spawn_in(std::shared_ptr<ScopeState> scope, std::string name, std::function<void()> fn) = 0;

@@ -1,7 +1,8 @@
 // block_until: the one place a fiber blocks. Every runtime primitive (Event, Future, Channel,
 // Mutex, Clock::sleep_until) waits through it, so all of them time out through the Clock, and all
 // of them unwind with node_killed when the fiber's node dies, or with `cancelled` when the scope
-// the wait belongs to is cancelled (cancel_scope.h; DESIGN.md, "Blocking, errors and cancellation"). It uses only Boost.Fiber's untimed condition_variable::wait: a deadline is a
+// the wait belongs to is cancelled (cancel_scope.h; DESIGN.md, "Blocking, errors and
+// cancellation"). It uses only Boost.Fiber's untimed condition_variable::wait: a deadline is a
 // Clock timer that wakes the waiter, never a Boost timed wait (those read the real clock).
 #pragma once
 
@@ -27,11 +28,12 @@ using FiberLock = std::unique_lock<FiberMutex>;
 // Note [wake-ups under the lock]: a timer callback or a cancel sets its flag while holding the
 // mutex the waiter reads it under (the one `lock` holds), then notifies. A waiter checks the flags
 // under that mutex before cv.wait releases it, so a wake-up can never fall between the check and
-// the wait, whichever thread the wake-up runs on. This needs the mutex to be free whenever the
-// waiter is suspended, which holds because a fiber releases it in cv.wait and never suspends
-// while holding a primitive's mutex otherwise (the primitives call no user code under it). The
-// callbacks capture the guard: Clock::cancel and unregister_waiter, called on the node's thread
-// (clock.h, spawner.h), guarantee that neither runs after the guard is gone.
+// the wait, whichever thread the wake-up runs on. The wake-up may have to wait for the mutex (a
+// fiber inside the primitive); never for long, as nobody suspends holding a primitive's mutex
+// except in cv.wait, which releases it (the primitives run no user code under it). In the
+// simulator the mutex is always free when the driver fires a timer. The callbacks capture the
+// guard: Clock::cancel and unregister_waiter, called on the node's thread (clock.h, spawner.h),
+// guarantee that neither runs after the guard is gone.
 class WaitGuard {
  public:
   // REQUIRES: `lock` owns the mutex the waiter's predicate reads under.

@@ -5,7 +5,9 @@
 // when no node fiber is ready, firing one event at a time. It never runs node code: timers and
 // deliveries only wake fibers. Nodes talk through SimNetwork (sim_network.h), each sees time
 // through its own NodeClock (skew, drift), and each life of a node is an Incarnation with its own
-// Env, so a restarted node is a fresh process with fresh state and a new incarnation number.
+// Env, so a restarted node is a fresh process with fresh state and a new incarnation number. An
+// incarnation's fibers, its lifetime (root CancelScope) and its stuck-report lines are a
+// fibers::NodeFibers, the plumbing LocalRuntime shares.
 //
 // Promises: the same options and the same calls give the same run, byte for byte (trace().hash());
 // run() always returns: the workload finished, the stop time came, max_virtual_time passed, or no

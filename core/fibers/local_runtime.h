@@ -1,7 +1,8 @@
 // LocalRuntime: the plain in-process runtime. Every node's fibers run on the calling OS thread
 // under the DeterministicScheduler, with a virtual clock that jumps to the next timer when every
-// fiber is blocked, and a zero-latency loopback transport. Unit tests of core code use it; the
-// simulator (sim/) adds latency, faults and tracing on the same principles.
+// fiber is blocked, and a zero-latency loopback transport. Each node's fibers are a NodeFibers,
+// the plumbing SimWorld shares. Unit tests of core code use it; the simulator (sim/) adds
+// latency, faults and tracing on the same principles.
 //
 // Promises: the same inputs give the same interleaving and the same virtual times; run() always
 // returns (every fiber finished, the time limit passed, or a deadlock with a report naming each

@@ -137,7 +137,8 @@ class CancelScope {
 // The one rule for catch sites: an error that unwinds a fiber (its node died, or its scope was
 // cancelled) must propagate, never become a reply, a log line or a retry.
 bool is_unwinding(const Error& e);
-// Rethrows `e` when is_unwinding(e). Call it first in a `catch (const Error& e)`.
+// Rethrows the exception being handled when is_unwinding(e). Call it first in the handler that
+// caught `e` (`catch (const Error& e) { rethrow_if_unwinding(e); ... }`): it uses `throw;`.
 void rethrow_if_unwinding(const Error& e);
 
 }  // namespace dagsim::runtime

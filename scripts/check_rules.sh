@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The rules of DESIGN.md that a grep can check, run as a CTest test:
-#  - core/ never includes sim/ or net/ (dependencies point one way);
+#  - core/ never includes sim/ or net/ (dependencies point one way), and core/runtime (the seam)
+#    never includes core/fibers (its implementations);
 #  - in scenarios/, only the runner's simulator path (run/runner.cc) includes sim/: the format,
 #    the workloads, the judge and the CLI see a Cluster and an Env, never a SimWorld;
 #  - core/ and sim/ (tests aside) read no real time, start no OS threads, use no Boost.Fiber timed
@@ -11,6 +12,10 @@ cd "${1:-$(dirname "$0")/..}"
 status=0
 if hits=$(grep -rnE '#include *[<"](sim|net)/' core 2>/dev/null); then
   echo "core/ must not include sim/ or net/:"; echo "$hits"; status=1
+fi
+# The seam's interfaces and primitives do not depend on what implements them (tests aside).
+if hits=$(grep -rnE '#include *[<"]core/fibers/' core/runtime 2>/dev/null | grep -v '_test\.cc:'); then
+  echo "core/runtime/ (the seam) must not include core/fibers/ (its implementations):"; echo "$hits"; status=1
 fi
 if hits=$(grep -rnE '#include *[<"](scenarios|net)/' sim 2>/dev/null); then
   echo "sim/ must not include scenarios/ or net/:"; echo "$hits"; status=1

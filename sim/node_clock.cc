@@ -10,7 +10,7 @@ namespace {
 constexpr int64_t kMillion = 1'000'000;
 }  // namespace
 
-NodeClock::NodeClock(runtime::VirtualClock& world, Trace& trace, uint32_t node, Duration skew, int64_t drift_ppm)
+NodeClock::NodeClock(fibers::VirtualClock& world, Trace& trace, uint32_t node, Duration skew, int64_t drift_ppm)
     : world_(world), trace_(trace), node_(node), skew_(skew), drift_ppm_(drift_ppm) {
   DAGSIM_ASSERT(skew >= Duration{0});
   DAGSIM_ASSERT(drift_ppm > -kMillion && drift_ppm < kMillion);

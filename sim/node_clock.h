@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/runtime/virtual_clock.h"
+#include "core/fibers/virtual_clock.h"
 #include "sim/trace.h"
 
 namespace dagsim::sim {
@@ -24,9 +24,13 @@ using runtime::TimerId;
 
 class NodeClock final : public runtime::Clock {
  public:
-  NodeClock(runtime::VirtualClock& world, Trace& trace, uint32_t node, Duration skew, int64_t drift_ppm);
+  NodeClock(fibers::VirtualClock& world, Trace& trace, uint32_t node, Duration skew, int64_t drift_ppm);
 
+  // The host's clock: world time with this node's skew and drift. A simulated host has one
+  // oscillator, so its monotonic and wall readings agree; code must still take the right one
+  // (clock.h, Note [two times]), as they differ on a real host.
   TimePoint now() const override { return to_local(world_.now()); }
+  TimePoint wall_now() const override { return to_local(world_.now()); }
   TimerId call_at(TimePoint deadline, std::function<void()> fire) override;
   void cancel(TimerId id) override;
 
@@ -48,7 +52,7 @@ class NodeClock final : public runtime::Clock {
   }
 
  private:
-  runtime::VirtualClock& world_;
+  fibers::VirtualClock& world_;
   Trace& trace_;
   uint32_t node_;
   Duration skew_;

@@ -5,8 +5,7 @@
 #include <deque>
 
 #include "core/base/assert.h"
-#include "core/runtime/fiber_entry.h"
-#include "core/runtime/stack_pool.h"
+#include "core/fibers/node_fibers.h"
 #include "core/runtime/wait.h"
 #include "sim/sim_network.h"
 
@@ -27,9 +26,10 @@ enum Stream : uint64_t { kWorldStream = 1, kNetworkStream = 2, kScheduleStream =
 class SimWorld::IncarnationSpawner final : public runtime::Spawner {
  public:
   IncarnationSpawner(SimWorld& world, Incarnation& inc) : world_(world), inc_(inc) {}
-  void spawn(std::string name, std::function<void()> fn) override {
-    world_.spawn_on(inc_, std::move(name), std::move(fn), false);
+  void spawn_in(std::shared_ptr<runtime::ScopeState> scope, std::string name, std::function<void()> fn) override {
+    world_.spawn_on(inc_, std::move(scope), std::move(name), std::move(fn), false);
   }
+  const std::shared_ptr<runtime::ScopeState>& lifetime() const override;
 
  private:
   SimWorld& world_;
@@ -44,14 +44,24 @@ class SimWorld::SimTransport final : public runtime::Transport {
       : world_(world), self_(self), incarnation_(incarnation) {}
   WorkerId self() const override { return self_; }
   void send(WorkerId target, runtime::Bytes payload) override {
+    if (closed_) {
+      throw errors::channel_closed("send on the closed transport of node " + std::to_string(self_) +
+                                   " (incarnation " + std::to_string(incarnation_) + ")");
+    }
     world_.network_->send(self_, incarnation_, target, std::move(payload));
   }
   runtime::Channel<Delivery>& inbox() override { return inbox_; }
+  // Deliveries to a closed inbox are dropped by SimWorld::deliver (a node that stopped listening).
+  void close() override {
+    closed_ = true;
+    inbox_.close();
+  }
 
  private:
   SimWorld& world_;
   WorkerId self_;
   uint32_t incarnation_;
+  bool closed_ = false;
   runtime::Channel<Delivery> inbox_;
 };
 
@@ -74,13 +84,12 @@ struct SimWorld::Incarnation {
 
   Node& node;
   uint32_t number;
-  runtime::NodeLifetime lifetime;
   IncarnationSpawner spawner;
   SimTransport transport;
   Prng random;
   TraceLog log;
   Env env;
-  std::list<FiberContext> fibers;  // live fibers; list nodes keep their addresses
+  fibers::NodeFibers fibers;  // its lifetime, its fibers
 };
 
 struct SimWorld::Node {
@@ -98,15 +107,24 @@ struct SimWorld::Node {
   std::deque<Delivery> held_while_paused;
 };
 
+const std::shared_ptr<runtime::ScopeState>& SimWorld::IncarnationSpawner::lifetime() const {
+  return inc_.fibers.lifetime();
+}
+
 SimWorld::Incarnation::Incarnation(SimWorld& world, Node& node, uint32_t number)
     : node(node), number(number), spawner(world, *this), transport(world, node.id, number),
       random(Prng(world.options_.seed).fork(kNodeStreams + (static_cast<uint64_t>(node.id) << 20) + number)),
-      log(world, node.id), env{node.id, node.name, node.clock, transport, spawner, random, log, number} {}
+      log(world, node.id), env{node.id, node.name, node.clock, transport, spawner, random, log, number},
+      fibers(node.name, node.clock, spawner, world.live_fibers_, world.options_.stack_bytes,
+             [&world, &node](const FiberContext& fiber, std::string what) {
+               world.trace_.record(world.now(), node.id, TraceKind::fiber_failed, fiber.fiber_name + ": " + what);
+               world.failures_.push_back({world.now(), node.name, fiber.fiber_name, std::move(what)});
+             }) {}
 
 // SimWorld -------------------------------------------------------------------------------------------
 
 SimWorld::SimWorld(SimOptions options)
-    : options_(std::move(options)), scheduler_(runtime::DeterministicScheduler::for_this_thread()),
+    : options_(std::move(options)), scheduler_(fibers::DeterministicScheduler::for_this_thread()),
       trace_(options_.keep_trace_events), world_random_(Prng(options_.seed).fork(kWorldStream)),
       network_random_(Prng(options_.seed).fork(kNetworkStream)) {
   DAGSIM_ASSERT_MSG(active_world == nullptr, "one SimWorld at a time per thread");
@@ -187,7 +205,7 @@ void SimWorld::begin_incarnation(Node& n) {
   n.state = NodeState::up;
   if (n.main) {
     Env* env = &n.current->env;
-    spawn_on(*n.current, "main", [main = n.main, env] { main(*env); }, false);
+    spawn_on(*n.current, nullptr, "main", [main = n.main, env] { main(*env); }, false);
   }
 }
 
@@ -197,7 +215,7 @@ void SimWorld::end_incarnation(Node& n, NodeState new_state) {
   n.clock.reset();  // a dead process has no deferred timers; its unwinding waits cancel theirs
   n.held_while_paused.clear();
   Incarnation& inc = *n.current;
-  inc.lifetime.kill();
+  inc.fibers.kill();
   // Kept for the world's life, not freed when its fibers end: a `then` continuation armed on
   // this incarnation may still reach its Spawner (which refuses, the node being dead).
   n.retired.push_back(std::move(n.current));
@@ -251,9 +269,7 @@ void SimWorld::resume(WorkerId id) {
   std::deque<Delivery> held = std::move(n.held_while_paused);
   n.held_while_paused.clear();
   runtime::Channel<Delivery>& inbox = n.current->transport.inbox();
-  for (Delivery& d : held) {
-    if (!inbox.closed()) inbox.push(std::move(d));
-  }
+  for (Delivery& d : held) inbox.offer(std::move(d));  // dropped if the node stopped listening
   n.clock.resume();
   network_->on_resume_or_heal();
 }
@@ -285,37 +301,25 @@ bool SimWorld::deliver(WorkerId id, uint32_t incarnation, Delivery delivery) {
     n.held_while_paused.push_back(std::move(delivery));
     return true;
   }
-  n.current->transport.inbox().push(std::move(delivery));
-  return true;
+  // offer, never push: the driver must not get channel_closed thrown at it.
+  return n.current->transport.inbox().offer(std::move(delivery));
 }
 
 void SimWorld::spawn_foreground(WorkerId id, std::string name, std::function<void()> fn) {
   Node& n = node(id);
   DAGSIM_ASSERT_MSG(n.current != nullptr, "spawn_foreground on " + n.name + ", which is not running");
-  spawn_on(*n.current, std::move(name), std::move(fn), true);
+  spawn_on(*n.current, nullptr, std::move(name), std::move(fn), true);
 }
 
-void SimWorld::spawn_on(Incarnation& inc, std::string name, std::function<void()> fn, bool foreground) {
-  if (inc.lifetime.killed()) throw errors::node_killed(inc.node.name + ": cannot spawn " + name);
-  auto context = inc.fibers.insert(inc.fibers.end(), FiberContext{inc.node.name, std::move(name), &inc.lifetime,
-                                                                  &inc.node.clock, &inc.spawner, nullptr});
-  ++live_fibers_;
+void SimWorld::spawn_on(Incarnation& inc, std::shared_ptr<runtime::ScopeState> scope, std::string name,
+                        std::function<void()> fn, bool foreground) {
+  std::function<void()> on_end;
+  if (foreground) on_end = [this] { --foreground_live_; };
+  inc.fibers.spawn(std::move(scope), std::move(name), std::move(fn), std::move(on_end));
   if (foreground) {
     ++foreground_live_;
     foreground_started_ = true;
   }
-  boost::fibers::fiber fiber(
-      std::allocator_arg, runtime::PooledStack(runtime::StackPool::for_this_thread(options_.stack_bytes)),
-      [this, &inc, context, foreground, fn = std::move(fn)]() mutable {
-        if (auto failure = run_fiber_body(*context, fn)) {
-          trace_.record(now(), inc.node.id, TraceKind::fiber_failed, context->fiber_name + ": " + *failure);
-          failures_.push_back({now(), inc.node.name, context->fiber_name, std::move(*failure)});
-        }
-        inc.fibers.erase(context);
-        --live_fibers_;
-        if (foreground) --foreground_live_;
-      });
-  fiber.detach();
 }
 
 void SimWorld::at(TimePoint t, std::string what, std::function<void()> fn) {
@@ -373,15 +377,8 @@ void SimWorld::shutdown() {
   for (auto& n : nodes_) {
     if (n->current != nullptr) end_incarnation(*n, NodeState::killed);
   }
-  // Killed fibers unwind at their blocking points without needing time to pass; a fiber that
-  // swallows node_killed and blocks again would never end, which is a bug in that fiber.
-  while (live_fibers_ > 0) {
-    const size_t before = live_fibers_;
-    boost::this_fiber::yield();
-    DAGSIM_ASSERT_MSG(live_fibers_ < before || scheduler_.ready_workers() > 0,
-                      "fibers survived their node's death:\n" + stuck_report());
-  }
-  boost::this_fiber::yield();  // let the dispatcher free terminated fibers
+  // No timers fire here: killed fibers unwind without time passing (join_killed_fibers asserts).
+  fibers::join_killed_fibers(live_fibers_, scheduler_, nullptr, [this] { return stuck_report(); });
 }
 
 void SimWorld::check_quiescent() const {
@@ -392,12 +389,9 @@ std::string SimWorld::stuck_report() const {
   std::string report;
   for (const auto& n : nodes_) {
     auto describe = [&](const Incarnation& inc) {
-      for (const FiberContext& fiber : inc.fibers) {
-        report += "  node " + n->name + " (incarnation " + std::to_string(inc.number) + ", " +
-                  std::string(inc.lifetime.killed() ? "dead" : node_state_name(n->state)) + "), fiber " +
-                  fiber.fiber_name + ": waiting on " + (fiber.waiting_on ? fiber.waiting_on : "nothing (ready)") +
-                  "\n";
-      }
+      const std::string label = n->name + " (incarnation " + std::to_string(inc.number) + ", " +
+                                std::string(inc.fibers.killed() ? "dead" : node_state_name(n->state)) + ")";
+      inc.fibers.describe(report, label);
     };
     if (n->current) describe(*n->current);
     for (const auto& inc : n->retired) describe(*inc);

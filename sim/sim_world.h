@@ -5,7 +5,9 @@
 // when no node fiber is ready, firing one event at a time. It never runs node code: timers and
 // deliveries only wake fibers. Nodes talk through SimNetwork (sim_network.h), each sees time
 // through its own NodeClock (skew, drift), and each life of a node is an Incarnation with its own
-// Env, so a restarted node is a fresh process with fresh state and a new incarnation number.
+// Env, so a restarted node is a fresh process with fresh state and a new incarnation number. An
+// incarnation's fibers, its lifetime (root CancelScope) and its stuck-report lines are a
+// fibers::NodeFibers, the plumbing LocalRuntime shares.
 //
 // Promises: the same options and the same calls give the same run, byte for byte (trace().hash());
 // run() always returns: the workload finished, the stop time came, max_virtual_time passed, or no
@@ -21,11 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "core/fibers/scheduler.h"
+#include "core/fibers/virtual_clock.h"
 #include "core/runtime/cluster.h"
 #include "core/runtime/env.h"
-#include "core/runtime/fiber_context.h"
-#include "core/runtime/scheduler.h"
-#include "core/runtime/virtual_clock.h"
 #include "core/runtime/network_model.h"
 #include "sim/node_clock.h"
 #include "sim/trace.h"
@@ -135,7 +136,7 @@ class SimWorld final : public runtime::Cluster {
   // node is paused). Returns false if `incarnation` is no longer running.
   bool deliver(WorkerId node, uint32_t incarnation, runtime::Delivery delivery);
   Prng& random_stream() { return network_random_; }
-  runtime::VirtualClock& world_clock() { return clock_; }
+  fibers::VirtualClock& world_clock() { return clock_; }
   void note_connection_failure(WorkerId a, WorkerId b, const std::string& reason);
 
  private:
@@ -149,13 +150,14 @@ class SimWorld final : public runtime::Cluster {
   const Node& node(WorkerId id) const;
   void begin_incarnation(Node& node);
   void end_incarnation(Node& node, NodeState new_state);
-  void spawn_on(Incarnation& inc, std::string name, std::function<void()> fn, bool foreground);
+  void spawn_on(Incarnation& inc, std::shared_ptr<runtime::ScopeState> scope, std::string name,
+                std::function<void()> fn, bool foreground);
   void record_fault(FaultEvent event, std::string detail);
   void check_quiescent() const;
 
   SimOptions options_;
-  runtime::DeterministicScheduler& scheduler_;
-  runtime::VirtualClock clock_;
+  fibers::DeterministicScheduler& scheduler_;
+  fibers::VirtualClock clock_;
   Trace trace_;
   Prng world_random_;    // clock skews and drifts, at add_node
   Prng network_random_;  // latency samples and connection failures

@@ -12,7 +12,7 @@
 #include "core/autograd/engine.h"
 #include "core/base/prng.h"
 #include "core/autograd/grad_mode.h"
-#include "core/runtime/local_runtime.h"
+#include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::autograd {
@@ -207,7 +207,7 @@ TEST(Engine, LeafCaptureAndWorkFedInBetweenRuns) {
 // 100,000 ops deep: forward, backward and destruction must not recurse in the depth, inside a
 // fiber with the runtime's default (256 KiB) stack.
 TEST(Engine, HundredThousandOpChainInsideAFiber) {
-  runtime::LocalRuntime rt;
+  fibers::LocalRuntime rt;
   rt.add_node("n0");
   double grad = rt.run_on(0, [] {
     Tensor x = leaf({1}, {1.0});

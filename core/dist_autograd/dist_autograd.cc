@@ -16,7 +16,7 @@ using rpc::to_bytes;
 
 DistAutograd::DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options)
     : agent_(agent), options_(options), container_(agent.self(), agent.env().incarnation),
-      engine_(container_, agent, options) {
+      engine_(container_, agent, options), background_("dist_autograd", agent.env().spawner) {
   DAGSIM_ASSERT_MSG(options.attach_after.count() >= 0, "attach_after cannot be negative");
   agent_.set_extension(this);
   add_handlers();
@@ -91,7 +91,7 @@ void DistAutograd::attach_to_originator(ContextId context) {
                                                           std::nullopt, "attach of context " + std::to_string(context))
                                          .get());
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::node_killed) throw;
+    runtime::rethrow_if_unwinding(e);
     // Unreachable: find out whether the originator is gone (and with it, its contexts).
     on_peer_failed(originator, incarnation_of(static_cast<uint64_t>(context)), e.detail());
     return;
@@ -111,21 +111,20 @@ void DistAutograd::note_foreign_context(ContextId context) {
   unattached_.emplace_back(agent_.env().clock.now(), context);
   if (sweeping_) return;
   sweeping_ = true;
-  agent_.env().spawner.spawn("dist_autograd.attach", [this] { sweep_foreign_contexts(); });
+  agent_.env().spawner.spawn(background_, "dist_autograd.attach", [this] { sweep_foreign_contexts(); });
 }
 
 void DistAutograd::sweep_foreign_contexts() {
+  // Runs in background_: the node's death or this object's destruction unwinds it from its waits
+  // (the sleep, the attach call), so it never resumes on a destroyed object.
   runtime::Clock& clock = agent_.env().clock;
-  const std::shared_ptr<bool> alive = alive_;
   DAGSIM_ASSERT(sweeping_);  // one sweeper at a time
   while (!unattached_.empty()) {
-    clock.sleep_until(unattached_.front().first + options_.attach_after);  // node_killed unwinds from here
-    if (!*alive) return;
+    clock.sleep_until(unattached_.front().first + options_.attach_after);
     while (!unattached_.empty() && unattached_.front().first + options_.attach_after <= clock.now()) {
       const ContextId context = unattached_.front().second;
       unattached_.pop_front();
       attach_to_originator(context);  // nothing to do for one released meanwhile
-      if (!*alive) return;
     }
   }
   DAGSIM_ASSERT(unattached_.empty());  // a new arrival starts a new sweeper only once this one ends
@@ -182,24 +181,21 @@ void DistAutograd::abort_pass(ContextId context) {
 void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) {
   DAGSIM_ASSERT(incarnation <= UINT16_MAX);
   if (peer == agent_.self() || !probing_.insert({peer, incarnation}).second) return;
-  agent_.env().spawner.spawn("dist_autograd.probe", [this, peer, incarnation, reason] {
-    struct Done {
-      DistAutograd& self;
-      std::pair<WorkerId, uint32_t> key;
-      ~Done() {
-        DAGSIM_ASSERT(self.probing_.count(key) == 1);  // paired with on_peer_failed's insert
-        self.probing_.erase(key);
-      }
-    } done{*this, {peer, incarnation}};
+  // In background_: an unwinding probe (node death, this object's destruction) leaves by the
+  // rethrow and never touches `this` again; every other way out forgets the probe.
+  agent_.env().spawner.spawn(background_, "dist_autograd.probe", [this, peer, incarnation, reason] {
     try {
       const IncarnationReply answer =
           from_bytes<IncarnationReply>(agent_.request_bytes(peer, kIncarnationRequest, {}, std::nullopt, "incarnation probe").get());
-      if (answer.incarnation == incarnation) return;  // a passing connection failure
-      peer_gone(peer, incarnation, reason + " (it restarted)");
+      if (answer.incarnation != incarnation) {
+        peer_gone(peer, incarnation, reason + " (it restarted)");
+      }  // else a passing connection failure
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::node_killed) throw;
+      runtime::rethrow_if_unwinding(e);
       peer_gone(peer, incarnation, reason);
     }
+    DAGSIM_ASSERT(probing_.count({peer, incarnation}) == 1);  // paired with on_peer_failed's insert
+    probing_.erase({peer, incarnation});
   });
 }
 

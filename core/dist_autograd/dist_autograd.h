@@ -24,6 +24,7 @@
 #include "core/dist_autograd/dist_engine.h"
 #include "core/rpc/rpc_agent.h"
 #include "core/rpc/rpc_extension.h"
+#include "core/runtime/cancel_scope.h"
 
 namespace dagsim::dist_autograd {
 
@@ -36,7 +37,8 @@ class DistAutograd final : public rpc::RpcExtension {
  public:
   // Installs itself as `agent`'s extension; call before agent.start().
   DistAutograd(rpc::RpcAgent& agent, DistEngineOptions options = {});
-  ~DistAutograd() override { *alive_ = false; }
+  // Cancels background_: its fibers unwind at their next blocking point, never touching `this`.
+  ~DistAutograd() override = default;
 
   // `with dist_autograd.context() as context_id`: a new current context, released at scope end.
   class Context {
@@ -93,10 +95,13 @@ class DistAutograd final : public rpc::RpcExtension {
   DistEngineOptions options_;
   std::deque<std::pair<runtime::TimePoint, ContextId>> unattached_;  // foreign contexts, in arrival order
   bool sweeping_ = false;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // read by fibers that may outlive us
   std::set<std::pair<WorkerId, uint32_t>> probing_;
   DistAutogradContainer container_;
   DistEngine engine_;
+  // The attach sweeper and the peer probes run here. Last, so it is destroyed (cancelled) first:
+  // those fibers may outlive this object, and its cancellation unwinds them before they can
+  // resume and use it (see cancel_scope.h).
+  runtime::CancelScope background_;
 };
 
 }  // namespace dagsim::dist_autograd

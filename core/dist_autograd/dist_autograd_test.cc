@@ -9,7 +9,7 @@
 
 #include "core/base/throws_error_test_util.h"
 #include "core/dist_autograd/dist_autograd.h"
-#include "core/runtime/local_runtime.h"
+#include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::dist_autograd {
@@ -20,7 +20,7 @@ using rpc::CallArgs;
 using rpc::CallContext;
 using rpc::FunctionRegistry;
 using rpc::RpcAgent;
-using runtime::LocalRuntime;
+using fibers::LocalRuntime;
 
 Tensor leaf(std::vector<double> values) {
   Tensor t = from_values({3, 3}, values);
@@ -131,6 +131,25 @@ TEST_F(DistAutogradTest, AnUnusedRpcResultFailsTheBackwardOnEveryWorkerInsteadOf
     EXPECT_LT(rt_.now().since_epoch, std::chrono::nanoseconds(1s));
   });
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(autograd_[i]->debug_info().num_current_backward_passes, 0u);
+}
+
+TEST_F(DistAutogradTest, DestroyingItUnwindsItsBackgroundFibersAtOnce) {
+  // A forward call brings node 0's context to node 1, whose attach sweeper then sleeps until
+  // the context has lived attach_after (2 s by default).
+  Tensor x = leaf({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  rt_.env(0).spawner.spawn("caller", [&] {
+    DistAutograd::Context ctx(*autograd_[0]);
+    agents_[0]->rpc_sync(1, "neg", {{x}, {}});
+  });
+  EXPECT_EQ(rt_.run(runtime::TimePoint{500ms}), LocalRuntime::Outcome::time_limit);
+  ASSERT_NE(rt_.stuck_report().find("fiber dist_autograd.attach in scope dist_autograd"), std::string::npos)
+      << rt_.stuck_report();
+  // Destroyed while the sweeper sleeps: its scope is cancelled, so the sweeper unwinds without
+  // waiting for its timer and never resumes on the destroyed object.
+  autograd_[1].reset();
+  rt_.run(runtime::TimePoint{1s});
+  EXPECT_EQ(rt_.stuck_report().find("dist_autograd.attach"), std::string::npos) << rt_.stuck_report();
+  EXPECT_TRUE(rt_.failures().empty());
 }
 
 TEST_F(DistAutogradTest, WithDetectionOffTheBackwardTimeoutStillEndsAnUnusedRpc) {

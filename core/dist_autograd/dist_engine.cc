@@ -303,7 +303,7 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
       try {
         report = rpc::from_bytes<ProbeReport>(reply.get());
       } catch (const Error& e) {
-        if (e.code() == ErrorCode::node_killed) throw;
+        runtime::rethrow_if_unwinding(e);
         // A worker that cannot answer within the RPC timeout (dead, crashed, cut off) will not
         // send or answer gradients either: the pass cannot finish.
         if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed) lost = e.detail();

@@ -9,13 +9,13 @@
 #include "core/autograd/engine.h"
 #include "core/base/throws_error_test_util.h"
 #include "core/optim/distributed_optimizer.h"
-#include "core/runtime/local_runtime.h"
+#include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::optim {
 namespace {
 
-using runtime::LocalRuntime;
+using fibers::LocalRuntime;
 
 class DistributedOptimizerTest : public ::testing::Test {
  protected:

@@ -140,7 +140,7 @@ void RpcAgent::serve(WorkerId from, Message request) {
     try {
       response = serve_other(from, std::move(request));
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::node_killed) throw;
+      runtime::rethrow_if_unwinding(e);
       response = make_exception(request_id, env_.self, e);
     } catch (const std::exception& e) {
       response = make_exception(request_id, env_.self, errors::internal_error(e.what()));
@@ -217,7 +217,7 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
         promise->set_value(run_function(from, call));
         return make_reply(MessageType::remote_ret, request.request_id);
       } catch (const Error& e) {
-        if (e.code() == ErrorCode::node_killed) throw;
+        runtime::rethrow_if_unwinding(e);
         // The error waits in the RRef: to_here() raises it, as PyTorch's does.
         const Message failure = make_exception(request.request_id, env_.self, e);
         promise->set_exception(std::make_exception_ptr(read_exception(failure)));
@@ -227,7 +227,7 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
     Call call = read_call(request);
     return make_ret(request.request_id, run_function(from, call));
   } catch (const Error& e) {
-    if (e.code() == ErrorCode::node_killed) throw;  // this node is dying: nobody left to reply
+    runtime::rethrow_if_unwinding(e);  // this node is dying: nobody left to reply
     return make_exception(request.request_id, env_.self, e);
   } catch (const std::exception& e) {
     return make_exception(request.request_id, env_.self, errors::internal_error(e.what()));

@@ -9,14 +9,14 @@
 #include "core/rpc/call_messages.h"
 #include "core/rpc/rpc_agent.h"
 #include "core/rpc/rref.h"
-#include "core/runtime/local_runtime.h"
+#include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::rpc {
 namespace {
 
 using namespace std::chrono_literals;
-using runtime::LocalRuntime;
+using fibers::LocalRuntime;
 
 Tensor vec(std::vector<double> values) { return from_values({static_cast<int64_t>(values.size())}, values); }
 

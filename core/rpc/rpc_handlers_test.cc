@@ -11,14 +11,14 @@
 #include "core/rpc/call_messages.h"
 #include "core/rpc/codec.h"
 #include "core/rpc/rpc_agent.h"
-#include "core/runtime/local_runtime.h"
+#include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::rpc {
 namespace {
 
 using namespace std::chrono_literals;
-using runtime::LocalRuntime;
+using fibers::LocalRuntime;
 
 constexpr MessageType kEcho = service_request(kTestServices + 0);
 constexpr MessageType kCount = service_request(kTestServices + 1);

@@ -1,5 +1,5 @@
 // Channel<T>: a FIFO queue between fibers, unbounded or bounded. pop() blocks until an item or
-// close(); push() blocks while a bounded channel is full. Items pushed before close() are still
+// close(); push() blocks while a bounded channel is full; offer() never blocks or throws. Items pushed before close() are still
 // delivered; after that pop() throws channel_closed. Waits time out through the Clock and unwind
 // with node_killed (see wait.h). Built on our own wait, not boost::fibers channels, whose timed
 // operations read the real clock.
@@ -33,6 +33,18 @@ class Channel {
     cv_.notify_all();
   }
 
+  // Never throws and never blocks (REQUIRES: unbounded): false when the channel is closed, and the
+  // item is dropped. For producers that must not fail, such as a runtime's driver delivering into
+  // an inbox whose node stopped listening, or a socket reader thread.
+  bool offer(T item) {
+    DAGSIM_ASSERT_MSG(capacity_ == 0, "Channel::offer on a bounded channel");
+    FiberLock lock(mutex_);
+    if (closed_) return false;
+    items_.push_back(std::move(item));
+    cv_.notify_all();
+    return true;
+  }
+
   // Blocks for an item; throws channel_closed once closed and drained.
   T pop() {
     std::optional<T> item = pop_impl(std::nullopt);
@@ -56,6 +68,7 @@ class Channel {
     cv_.notify_all();
   }
 
+  // Reads without the lock: for the channel's own thread (see spawner.h).
   bool closed() const { return closed_; }
   size_t size() const { return items_.size(); }
   bool empty() const { return items_.empty(); }

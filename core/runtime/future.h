@@ -41,11 +41,18 @@ struct SharedState {
   // Run once when ready; each spawns a fiber on the node that registered it.
   std::vector<std::function<void()>> continuations;
 
+  // Publishes the value or error (already stored) under the mutex, as a waiter reads `ready`
+  // under it (see Note [wake-ups under the lock] in wait.h), then runs the continuations
+  // outside it: they spawn fibers, and no user code runs under a primitive's mutex.
   void complete() {
-    ready = true;
-    cv.notify_all();
-    std::vector<std::function<void()>> pending = std::move(continuations);
-    continuations.clear();
+    std::vector<std::function<void()>> pending;
+    {
+      FiberLock lock(mutex);
+      ready = true;
+      cv.notify_all();
+      pending = std::move(continuations);
+      continuations.clear();
+    }
     for (auto& c : pending) c();
   }
 };
@@ -144,9 +151,10 @@ class Future {
     return block_until(state_->cv, lock, [this] { return state_->ready; }, deadline, "Future::get");
   }
 
-  // Runs `f(Future<T>)` once this future is ready, on a new fiber of the calling node, and returns
-  // a future of its result (an exception thrown by f completes it with that exception).
-  // REQUIRES: called from a fiber started by a Spawner.
+  // Runs `f(Future<T>)` once this future is ready, on a new fiber of the calling node in the
+  // calling fiber's current scope, and returns a future of its result (an exception thrown by f
+  // completes it with that exception; a scope cancelled or a node dead before then completes it
+  // with `cancelled` or node_killed). REQUIRES: called from a fiber started by a Spawner.
   template <typename F>
   auto then(F&& f) const -> Future<std::invoke_result_t<F, Future<T>>> {
     using U = std::invoke_result_t<F, Future<T>>;
@@ -155,11 +163,12 @@ class Future {
     DAGSIM_ASSERT_MSG(self != nullptr && self->spawner != nullptr,
                       "Future::then needs a fiber started by a Spawner");
     Spawner* spawner = self->spawner;
+    std::shared_ptr<ScopeState> scope = self->scope;
     auto next = std::make_shared<Promise<U>>();
     Future<U> result = next->get_future();
-    auto run = [spawner, next, self_future = *this, fn = std::forward<F>(f)]() mutable {
+    auto run = [spawner, scope, next, self_future = *this, fn = std::forward<F>(f)]() mutable {
       try {
-      spawner->spawn("Future::then", [next, self_future, fn = std::move(fn)]() mutable {
+      spawner->spawn_in(scope, "Future::then", [next, self_future, fn = std::move(fn)]() mutable {
         try {
           if constexpr (std::is_void_v<U>) {
             fn(self_future);
@@ -172,15 +181,19 @@ class Future {
         }
       });
       } catch (...) {
-        // The calling node died before the value arrived: its continuation cannot run.
+        // The calling node died (or its scope was cancelled) before the value arrived: its
+        // continuation cannot run.
         next->set_exception(std::current_exception());
       }
     };
-    if (state_->ready) {
-      run();
-    } else {
-      state_->continuations.push_back(std::move(run));
+    {
+      FiberLock lock(state_->mutex);
+      if (!state_->ready) {
+        state_->continuations.push_back(std::move(run));
+        return result;
+      }
     }
+    run();
     return result;
   }
 

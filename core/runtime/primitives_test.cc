@@ -3,15 +3,16 @@
 // exact virtual times.
 #include <gtest/gtest.h>
 
+#include "core/fibers/local_runtime.h"
 #include "core/runtime/channel.h"
 #include "core/runtime/event.h"
 #include "core/runtime/future.h"
-#include "core/runtime/local_runtime.h"
 #include "core/runtime/mutex.h"
 
 namespace dagsim::runtime {
 namespace {
 
+using fibers::LocalRuntime;
 using namespace std::chrono_literals;
 
 TimePoint at(Duration d) { return TimePoint{d}; }

@@ -1,9 +1,28 @@
 // Transport: moves encoded bytes between nodes (the second part of the Env seam).
 //
-// Both implementations (SimTransport, TcpTransport) keep DESIGN.md's delivery contract: between two
-// live incarnations, messages arrive reliably, in order, exactly once, or the connection fails and
-// both ends are told with a peer_failed delivery naming the peer. They carry the same bytes (the
-// codec's frames), so sim and TCP runs exercise the same decoding.
+// Both implementations (SimTransport, TcpTransport; LocalRuntime's loopback too) keep DESIGN.md's
+// delivery contract: between two live incarnations, messages arrive reliably, in order, exactly
+// once, or the connection fails and both ends are told with a peer_failed delivery naming the
+// peer. They carry the same bytes (the codec's frames), so sim and TCP runs exercise the same
+// decoding.
+//
+// Note [what a connection carries]: a connection joins two node *incarnations* of one cluster.
+// Each end knows, for the other end: its worker id (WorkerId, dense from 0 in the scenario's node
+// order), its incarnation (which life of that worker) and the cluster id (one run of one scenario;
+// a TCP transport refuses a peer of another cluster in its handshake, so two runs on one host never
+// mix). Every Delivery names the peer's worker id and incarnation, so a receiver can tell a
+// restarted peer's messages from its predecessor's failure notice (which may arrive after them).
+//
+// Note [where an incarnation comes from]: 0 at a node's first start, +1 per start after that, and
+// never reused: ids a node makes carry it in their high bits (Env::incarnation). In the simulator
+// the world counts starts. In the TCP runtime a node process reads the last number from its
+// records folder, adds one and persists it before it opens any connection, so a process restarted
+// by hand or by an elastic agent is a new incarnation even though nothing outside it counted.
+//
+// Threading: send() and close() are called from the node's fibers (and close() from its runtime's
+// driver); they never block. The inbox is the one thing of a node another thread may touch: a
+// runtime with socket reader threads hands deliveries over with inbox().offer(), which is safe
+// from any thread; only the node's fibers pop.
 #pragma once
 
 #include <cstdint>
@@ -37,10 +56,17 @@ class Transport {
   virtual WorkerId self() const = 0;
 
   // Queues `payload` for `target`; never blocks. A failure arrives later as peer_failed.
+  // Throws channel_closed after close().
   virtual void send(WorkerId target, Bytes payload) = 0;
 
-  // Where messages and failure notices for this node arrive, in delivery order.
+  // Where messages and failure notices for this node arrive, in delivery order. Runtimes deliver
+  // with offer(): a delivery into a closed inbox is dropped, never thrown at the deliverer.
   virtual Channel<Delivery>& inbox() = 0;
+
+  // Stops this node's side: later sends throw channel_closed, the inbox closes (a reader unwinds
+  // with channel_closed once it has drained what arrived before), and what arrives later is
+  // dropped. Peers see the connection fail as with any other failure. Idempotent.
+  virtual void close() = 0;
 };
 
 }  // namespace dagsim::runtime

@@ -18,15 +18,14 @@ void assert_quiescent(size_t live_fibers, const std::function<std::string()>& st
                         stuck_report());
 }
 
-void throw_if_node_killed() {
+void throw_if_cancelled() {
   FiberContext* self = current_fiber();
-  if (self != nullptr && self->lifetime != nullptr && self->lifetime->killed()) {
-    throw errors::node_killed(self->node_name);
-  }
+  if (self != nullptr && self->scope != nullptr && self->scope->cancelled()) self->scope->throw_cancelled();
 }
 
-WaitGuard::WaitGuard(FiberCondition& cv, std::optional<TimePoint> deadline, const char* what)
-    : cv_(cv), self_(current_fiber()) {
+WaitGuard::WaitGuard(FiberLock& lock, FiberCondition& cv, std::optional<TimePoint> deadline, const char* what)
+    : mutex_(*lock.mutex()), cv_(cv), self_(current_fiber()) {
+  DAGSIM_ASSERT(lock.owns_lock());
   ++blocked_count;
   if (self_ != nullptr) {
     previous_what_ = self_->waiting_on;
@@ -36,28 +35,31 @@ WaitGuard::WaitGuard(FiberCondition& cv, std::optional<TimePoint> deadline, cons
     DAGSIM_ASSERT_MSG(self_ != nullptr && self_->clock != nullptr,
                       "a wait with a deadline needs a fiber started by a Spawner (it owns the Clock)");
     clock_ = self_->clock;
-    timer_ = clock_->call_at(*deadline, [this] {
-      timed_out_ = true;
-      cv_.notify_all();
-    });
+    timer_ = clock_->call_at(*deadline, [this] { wake(timed_out_); });
   }
-  if (self_ != nullptr && self_->lifetime != nullptr) {
-    kill_token_ = self_->lifetime->register_waiter([this] {
-      killed_ = true;
-      cv_.notify_all();
-    });
+  if (self_ != nullptr && self_->scope != nullptr) {
+    scope_ = self_->scope.get();
+    cancel_token_ = scope_->register_waiter([this] { wake(cancelled_); });
   }
 }
 
 WaitGuard::~WaitGuard() {
   --blocked_count;
   if (clock_ != nullptr) clock_->cancel(timer_);
-  if (kill_token_ != 0) self_->lifetime->unregister_waiter(kill_token_);
+  if (scope_ != nullptr) scope_->unregister_waiter(cancel_token_);
   if (self_ != nullptr) self_->waiting_on = previous_what_;
 }
 
-void WaitGuard::throw_if_killed() const {
-  if (killed_) throw errors::node_killed(self_->node_name);
+void WaitGuard::wake(bool& flag) {
+  // See Note [wake-ups under the lock]. The mutex is free here: the waiter released it in
+  // cv.wait, and no fiber suspends holding it, so this never blocks the caller.
+  FiberLock lock(mutex_);
+  flag = true;
+  cv_.notify_all();
+}
+
+void WaitGuard::throw_if_cancelled() const {
+  if (cancelled_) scope_->throw_cancelled();
 }
 
 void Clock::sleep_until(TimePoint deadline) {
@@ -67,7 +69,7 @@ void Clock::sleep_until(TimePoint deadline) {
   FiberMutex mutex;
   FiberCondition cv;
   FiberLock lock(mutex);
-  // Never ready: the only way out is the deadline (or the node's death).
+  // Never ready: the only way out is the deadline (or a cancellation).
   const bool ready = block_until(cv, lock, [] { return false; }, deadline, "Clock::sleep_until");
   DAGSIM_ASSERT(!ready);
 }

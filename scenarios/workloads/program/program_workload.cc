@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/base/error.h"
+#include "core/runtime/cancel_scope.h"
 #include "core/tensor/dtype.h"
 #include "scenarios/workloads/program/model_spec.h"
 #include "scenarios/workloads/program/scenario_model.h"
@@ -200,7 +201,7 @@ void ProgramWorkload::node_main(NodeContext& context) {
       (*record)["losses"] = nlohmann::json::array();
       for (double loss : result.losses) (*record)["losses"].push_back(number_record(loss));
     } catch (const Error& e) {
-      if (e.code() == ErrorCode::node_killed) throw;
+      runtime::rethrow_if_unwinding(e);
       (*record)["error"] = e.what();
     }
     (*record)["finished"] = true;

@@ -5,12 +5,15 @@
 #include <boost/fiber/operations.hpp>
 
 #include "core/runtime/event.h"
-#include "core/runtime/local_runtime.h"
+#include "core/fibers/local_runtime.h"
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
 namespace {
 
 using namespace std::chrono_literals;
+using runtime::current_fiber;
+using runtime::Delivery;
+using runtime::Event;
 
 TEST(LocalRuntime, VirtualTimeJumpsAndSleepersWakeInDeadlineOrder) {
   LocalRuntime rt;
@@ -133,6 +136,31 @@ TEST(LocalRuntime, LoopbackDeliversInOrderAndReportsDeadPeers) {
   EXPECT_EQ(notice.peer, 1);
 }
 
+TEST(LocalRuntime, ADeliveryToAClosedInboxIsDroppedNotThrownAtTheDriver) {
+  LocalRuntime rt;
+  Env& a = rt.add_node("a");
+  Env& b = rt.add_node("b");
+  rt.run_on(1, [&] {
+    b.transport.close();
+    b.transport.close();  // idempotent
+    EXPECT_THROW(b.transport.send(0, Bytes{1}), Error);
+  });
+  // The driver delivers into b's closed inbox: before offer(), push threw channel_closed here.
+  rt.run_on(0, [&] { a.transport.send(1, Bytes{2}); });
+  EXPECT_TRUE(b.transport.inbox().empty());
+  EXPECT_TRUE(rt.failures().empty());
+}
+
+TEST(LocalRuntime, WallTimeIsItsVirtualTime) {
+  LocalRuntime rt;
+  Env& env = rt.add_node("n0");
+  rt.run_on(0, [&] {
+    env.clock.sleep(std::chrono::seconds(3));
+    EXPECT_EQ(env.clock.wall_now(), env.clock.now());
+    EXPECT_EQ(env.clock.wall_now().since_epoch, std::chrono::seconds(3));
+  });
+}
+
 TEST(LocalRuntime, ContextsAreFiberLocal) {
   LocalRuntime rt;
   rt.add_node("a");
@@ -162,4 +190,4 @@ TEST(SchedulerDeathTest, BoostTimedWaitAsserts) {
 }
 
 }  // namespace
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

@@ -1,10 +1,10 @@
-#include "core/runtime/virtual_clock.h"
+#include "core/fibers/virtual_clock.h"
 
 #include <algorithm>
 
 #include "core/base/assert.h"
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
 
 TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
   uint32_t slot;
@@ -79,4 +79,4 @@ void VirtualClock::advance_to(TimePoint t) {
   now_ = t;
 }
 
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

@@ -1,18 +1,19 @@
-#include "core/runtime/fiber_entry.h"
+#include "core/fibers/fiber_entry.h"
 
 #include <exception>
 
 #include "core/base/error.h"
+#include "core/runtime/cancel_scope.h"
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
 
-std::optional<std::string> run_fiber_body(FiberContext& context, std::function<void()>& fn) {
-  set_current_fiber(&context);
+std::optional<std::string> run_fiber_body(runtime::FiberContext& context, std::function<void()>& fn) {
+  runtime::set_current_fiber(&context);
   std::optional<std::string> failure;
   try {
     fn();
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::node_killed) failure = e.what();
+    if (!runtime::is_unwinding(e)) failure = e.what();
   } catch (const std::exception& e) {
     failure = e.what();
   } catch (...) {
@@ -21,8 +22,8 @@ std::optional<std::string> run_fiber_body(FiberContext& context, std::function<v
   // Destructors are noexcept: a capture whose destructor throws (blocking on a dead node, say)
   // terminates, which is a bug in that capture. Destroy them while the context is installed.
   fn = nullptr;
-  set_current_fiber(nullptr);
+  runtime::set_current_fiber(nullptr);
   return failure;
 }
 
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

@@ -17,7 +17,7 @@
 
 #include "core/base/prng.h"
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
 
 class DeterministicScheduler final : public boost::fibers::algo::algorithm {
  public:
@@ -44,4 +44,4 @@ class DeterministicScheduler final : public boost::fibers::algo::algorithm {
   std::optional<Prng> random_;
 };
 
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

@@ -1,10 +1,10 @@
-#include "core/runtime/scheduler.h"
+#include "core/fibers/scheduler.h"
 
 #include <boost/fiber/operations.hpp>
 
 #include "core/base/assert.h"
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
 
 namespace {
 thread_local DeterministicScheduler* this_thread_scheduler = nullptr;
@@ -72,4 +72,4 @@ void DeterministicScheduler::notify() noexcept {
   // Fibers are woken only from this thread; nothing to do.
 }
 
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

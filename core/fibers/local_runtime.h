@@ -1,7 +1,8 @@
 // LocalRuntime: the plain in-process runtime. Every node's fibers run on the calling OS thread
 // under the DeterministicScheduler, with a virtual clock that jumps to the next timer when every
-// fiber is blocked, and a zero-latency loopback transport. Unit tests of core code use it; the
-// simulator (sim/) adds latency, faults and tracing on the same principles.
+// fiber is blocked, and a zero-latency loopback transport. Each node's fibers are a NodeFibers,
+// the plumbing SimWorld shares. Unit tests of core code use it; the simulator (sim/) adds
+// latency, faults and tracing on the same principles.
 //
 // Promises: the same inputs give the same interleaving and the same virtual times; run() always
 // returns (every fiber finished, the time limit passed, or a deadlock with a report naming each
@@ -17,13 +18,17 @@
 #include <string>
 #include <vector>
 
+#include "core/fibers/scheduler.h"
+#include "core/fibers/virtual_clock.h"
 #include "core/runtime/env.h"
-#include "core/runtime/fiber_context.h"
 #include "core/runtime/future.h"
-#include "core/runtime/scheduler.h"
-#include "core/runtime/virtual_clock.h"
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
+
+using runtime::Bytes;
+using runtime::Env;
+using runtime::Promise;
+using runtime::TimePoint;
 
 struct LocalRuntimeOptions {
   uint64_t seed = 1;
@@ -74,7 +79,7 @@ class LocalRuntime {
   auto run_on(WorkerId node, F&& fn) -> std::invoke_result_t<F> {
     using R = std::invoke_result_t<F>;
     auto promise = std::make_shared<Promise<R>>();
-    Future<R> result = promise->get_future();
+    runtime::Future<R> result = promise->get_future();
     env(node).spawner.spawn("run_on", [promise, fn = std::forward<F>(fn)]() mutable {
       try {
         if constexpr (std::is_void_v<R>) {
@@ -115,4 +120,4 @@ class LocalRuntime {
   std::vector<FiberFailure> failures_;
 };
 
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

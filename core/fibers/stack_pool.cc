@@ -1,9 +1,9 @@
-#include "core/runtime/stack_pool.h"
+#include "core/fibers/stack_pool.h"
 
 #include <map>
 #include <memory>
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
 
 StackPool::StackPool(size_t stack_bytes, size_t max_cached)
     : max_cached_(max_cached), allocator_(stack_bytes) {}
@@ -34,4 +34,4 @@ StackPool& StackPool::for_this_thread(size_t stack_bytes) {
   return *pool;
 }
 
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

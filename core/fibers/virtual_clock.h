@@ -18,11 +18,18 @@
 
 #include "core/runtime/clock.h"
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
+
+using runtime::Clock;
+using runtime::Duration;
+using runtime::TimePoint;
+using runtime::TimerId;
 
 class VirtualClock final : public Clock {
  public:
   TimePoint now() const override { return now_; }
+  // One time line for every node of the runtime: virtual time is shared, so it is also wall time.
+  TimePoint wall_now() const override { return now_; }
   TimerId call_at(TimePoint deadline, std::function<void()> fire) override;
   void cancel(TimerId id) override;
 
@@ -65,4 +72,4 @@ class VirtualClock final : public Clock {
   std::vector<uint32_t> free_slots_;
 };
 
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

@@ -10,7 +10,7 @@
 #include <boost/context/stack_context.hpp>
 #include <vector>
 
-namespace dagsim::runtime {
+namespace dagsim::fibers {
 
 class StackPool {
  public:
@@ -43,4 +43,4 @@ class PooledStack {
   StackPool* pool_;
 };
 
-}  // namespace dagsim::runtime
+}  // namespace dagsim::fibers

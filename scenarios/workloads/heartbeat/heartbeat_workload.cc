@@ -33,7 +33,8 @@ void HeartbeatWorkload::run_sender(NodeContext& node) {
   });
   // Every heartbeat is the same frame: the monitor learns from its arrival, not its contents, so
   // it is encoded once (a sequence number in it would cost an encode and a checksum per send).
-  rpc::Message heartbeat{.type = rpc::MessageType::heartbeat};
+  rpc::Message heartbeat;
+  heartbeat.type = rpc::MessageType::heartbeat;
   heartbeat.payload.assign(spec_.message_bytes, 0);
   const runtime::Bytes frame = rpc::encode(heartbeat);
   DAGSIM_ASSERT(frame.size() == spec_.frame_bytes());

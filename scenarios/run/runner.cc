@@ -86,9 +86,8 @@ RunRecords record_scenario(const Scenario& scenario, const RunOptions& options) 
   return record_workload(scenario, *workload, options);
 }
 
-RunRecords record_workload(const Scenario& scenario, Workload& workload_ref, const RunOptions& options) {
+RunRecords record_workload(const Scenario& scenario, Workload& workload, const RunOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
-  Workload* const workload = &workload_ref;
   RunRecords records;
   records.scenario_file = scenario.file;
   records.seed = options.seed;
@@ -106,26 +105,26 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload_ref, con
       world.shutdown();
       workload.release_nodes();
     }
-  } release{*workload, world};
+  } release{workload, world};
   if (options.progress) world.set_progress(options.progress);
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
     world.add_node(scenario.cluster.node_name(i), [&, i](runtime::Env& env) {
       NodeRecord& record = node_records.emplace_back(NodeRecord{i, env.incarnation});
       SimNodeContext& context = contexts.emplace_back(world, env, record);
-      workload->node_main(context);
+      workload.node_main(context);
     });
   }
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) world.start(i);
 
   const TimePoint max_time{scenario.max_virtual_time};
-  const std::optional<TimePoint> end = workload->end_time();
+  const std::optional<TimePoint> end = workload.end_time();
   const std::vector<FaultSpec> faults = fault_timeline(scenario, options.seed, end.value_or(max_time));
   install_faults(world, faults);
   records.fault_timeline = faults_to_json(scenario, faults);
 
   const SimWorld::Outcome outcome = world.run({.stop_at = end, .max_virtual_time = max_time});
-  if (outcome == SimWorld::Outcome::finished && workload->drain_time() > runtime::Duration{0}) {
-    const TimePoint drained = std::min(world.now() + workload->drain_time(), max_time);
+  if (outcome == SimWorld::Outcome::finished && workload.drain_time() > runtime::Duration{0}) {
+    const TimePoint drained = std::min(world.now() + workload.drain_time(), max_time);
     world.run({.stop_at = drained, .max_virtual_time = max_time});
   }
   records.outcome = outcome_name(outcome);

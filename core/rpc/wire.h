@@ -297,12 +297,14 @@ class WireReader {
     DAGSIM_ASSERT(min_bytes > 0 && size_t{n} * min_bytes <= remaining());
     return n;
   }
+  // On every field read: kept small so it inlines; the error is built out of line.
   void need(size_t n, const char* field) const {
     DAGSIM_ASSERT(pos_ <= in_.size());
-    if (n > remaining()) {
-      throw errors::protocol_error(std::string(field) + ": needs " + std::to_string(n) + " bytes, " +
-                                   std::to_string(remaining()) + " left (truncated)");
-    }
+    if (n > remaining()) [[unlikely]] truncated(n, field);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] void truncated(size_t n, const char* field) const {
+    throw errors::protocol_error(std::string(field) + ": needs " + std::to_string(n) + " bytes, " +
+                                 std::to_string(remaining()) + " left (truncated)");
   }
   uint64_t get(size_t n, const char* field) {
     DAGSIM_ASSERT(n >= 1 && n <= 8);
@@ -325,9 +327,13 @@ concept WirePayload = requires(WireWriter& w, WireReader& r, T& m, const T& c) {
   T::fields(r, m);
 };
 
+inline constexpr size_t kTypicalPayloadBytes = 256;
+
 template <WirePayload T>
 Bytes to_bytes(const T& value) {
+  // Most payloads are small: one allocation instead of the vector's growth steps.
   Bytes out;
+  out.reserve(kTypicalPayloadBytes);
   WireWriter w(out);
   T::fields(w, value);
   return out;

@@ -286,10 +286,48 @@ TEST(Cli, JudgeRejectsAMissingOrDamagedRecordsDirectoryWithExit2) {
   EXPECT_EQ(damaged.exit_code, 2) << damaged.out;
   EXPECT_NE(damaged.err.find("malformed node record"), std::string::npos) << damaged.err;
 
+  // A declaration outside the run, and one of a node given as -1: the judge's arithmetic and
+  // indexing never see them.
+  std::ofstream(records / "nodes" / "worker0.0.json", std::ios::trunc)
+      << R"({"node": "worker0", "incarnation": 0, "data": {"heartbeats_received": 1, "declarations": [{"time_ns": 9223372036854775807, "node": 1, "dead": true}]}})";
+  const Output late = dagsim("judge " + records.string());
+  EXPECT_EQ(late.exit_code, 2);
+  EXPECT_NE(late.err.find("outside the run"), std::string::npos) << late.err;
+  std::ofstream(records / "nodes" / "worker0.0.json", std::ios::trunc)
+      << R"({"node": "worker0", "incarnation": 0, "data": {"heartbeats_received": 1, "declarations": [{"time_ns": 5, "node": -1, "dead": true}]}})";
+  const Output negative = dagsim("judge " + records.string());
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("expected an integer in range"), std::string::npos) << negative.err;
+
+  // Names out of the scenario's order would pin records on the wrong nodes.
+  nlohmann::json run = nlohmann::json::parse(std::ifstream(records / "run.json"));
+  std::swap(run["node_names"][0], run["node_names"][1]);
+  std::ofstream(records / "run.json", std::ios::trunc) << run.dump();
+  const Output swapped = dagsim("judge " + records.string());
+  EXPECT_EQ(swapped.exit_code, 2);
+  EXPECT_NE(swapped.err.find("the scenario calls it worker0"), std::string::npos) << swapped.err;
+
   std::ofstream(records / "scenario.toml", std::ios::trunc) << "name = \"x\"\n[cluster]\nnodes = 5\n[heartbeat]\n";
   const Output mismatch = dagsim("judge " + records.string());
   EXPECT_EQ(mismatch.exit_code, 2);
   EXPECT_NE(mismatch.err.find("the scenario has 5"), std::string::npos) << mismatch.err;
+}
+
+// A tensor record whose shape the program does not declare (a huge first dimension beside a zero,
+// thousands of dimensions) is refused before the report would walk it.
+TEST(Cli, JudgeRefusesTensorRecordsOfAnotherShape) {
+  const fs::path records = temp_dir() / "records-shape";
+  const fs::path example = fs::path(DAGSIM_EXAMPLES) / "seed_example.toml";
+  ASSERT_EQ(dagsim("run " + example.string() + " --records " + records.string()).exit_code, 0);
+  for (const char* shape : {"[1099511627776, 0]", "[1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3]", "[9, 1]"}) {
+    nlohmann::json driver = nlohmann::json::parse(std::ifstream(records / "nodes" / "worker0.0.json"));
+    nlohmann::json& t1 = driver["data"]["gradients"]["t1"];
+    t1["shape"] = nlohmann::json::parse(shape);
+    std::ofstream(records / "nodes" / "worker0.0.json", std::ios::trunc) << driver.dump();
+    const Output r = dagsim("judge " + records.string());
+    EXPECT_EQ(r.exit_code, 2) << shape << r.out;
+    EXPECT_FALSE(r.err.empty()) << shape;
+  }
 }
 
 TEST(Cli, HelpAndUsageErrors) {

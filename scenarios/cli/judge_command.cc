@@ -24,6 +24,14 @@ int judge_command(const JudgeArgs& args) {
       throw errors::invalid_records(args.dir + ": run.json names " + std::to_string(dir.records.node_names.size()) +
                                     " nodes; the scenario has " + std::to_string(scenario.cluster.nodes));
     }
+    // Records find their node by name: the names must be the scenario's, in its order.
+    for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
+      if (dir.records.node_names[i] != scenario.cluster.node_name(i)) {
+        throw errors::invalid_records(args.dir + ": run.json names node " + std::to_string(i) + " \"" +
+                                      dir.records.node_names[i] + "\"; the scenario calls it " +
+                                      scenario.cluster.node_name(i));
+      }
+    }
   } catch (const Error& e) {
     if (e.code() != ErrorCode::invalid_records && e.code() != ErrorCode::invalid_scenario) throw;
     std::cerr << "dagsim judge: " << e.detail() << "\n";

@@ -189,7 +189,8 @@ std::string workloads_listed() {
   std::string out;
   const auto types = workload_types();
   for (size_t i = 0; i < types.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == types.size() ? ", or " : ", ") + std::string(types[i]->shown);
+    const std::string_view name = types[i]->to_add.empty() ? types[i]->shown : types[i]->to_add;
+    out += (i == 0 ? "" : i + 1 == types.size() ? ", or " : ", ") + std::string(name);
   }
   return out;
 }

@@ -566,7 +566,7 @@ TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
 [cluster]
 nodes = 3
 )"),
-            "bad.toml:1: no workload: add [heartbeat], program + backward, or [model] + [train]");
+            "bad.toml:1: no workload: add a [heartbeat] table, program + backward, or [model] + [train]");
 }
 
 TEST(ScenarioLoader, LoadsAFileAndNamesAnUnreadablePath) {

@@ -55,10 +55,19 @@ struct Reader {
   template <typename T>
   T get(const json& object, const std::string& key) const {
     const json& value = at(object, key);
-    try {
-      return value.get<T>();
-    } catch (const json::exception&) {
-      throw errors::invalid_records(file + ": key \"" + key + "\" has the wrong type: " + value.dump());
+    // Integers are checked for kind and range: nlohmann would cast -1 or 1.5 to any integer type.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      try {
+        return integer_from_record<T>(value, file + ": key \"" + key + "\"");
+      } catch (const Error&) {
+        throw errors::invalid_records(file + ": key \"" + key + "\" has the wrong type: " + value.dump());
+      }
+    } else {
+      try {
+        return value.get<T>();
+      } catch (const json::exception&) {
+        throw errors::invalid_records(file + ": key \"" + key + "\" has the wrong type: " + value.dump());
+      }
     }
   }
   const json& array(const json& object, const std::string& key) const {
@@ -104,7 +113,8 @@ FaultEvent fault_event_from(const Reader& r, const json& j) {
     if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_unsigned() || !pair[1].is_number_unsigned()) {
       throw errors::invalid_records(r.file + ": a blocked pair must be [from, to]: " + pair.dump());
     }
-    e.blocked.emplace_back(pair[0].get<WorkerId>(), pair[1].get<WorkerId>());
+    e.blocked.emplace_back(integer_from_record<WorkerId>(pair[0], r.file + ": blocked"),
+                           integer_from_record<WorkerId>(pair[1], r.file + ": blocked"));
   }
   return e;
 }
@@ -209,9 +219,46 @@ void write_records_dir(const std::string& dir, const RunRecords& records, const 
   }
 }
 
+namespace {
+
+// Every time in the records lies in the run: [0, end]. Node indices name the run's nodes.
+void check_ranges(const std::string& dir, const RunRecords& r) {
+  auto in_run = [&](runtime::TimePoint t, const std::string& what) {
+    if (t.ns() < 0 || t > r.end) throw errors::invalid_records(dir + ": " + what + " at " + std::to_string(t.ns()) + " ns, outside the run");
+  };
+  if (r.end.ns() < 0) throw errors::invalid_records(dir + ": run.json: end_ns is negative");
+  const size_t nodes = r.node_names.size();
+  for (const FaultEvent& e : r.fault_history) {
+    in_run(e.time, "faults.json: an event");
+    bool known = e.node < nodes && (e.kind != FaultEvent::Kind::connection_failed || e.peer < nodes);
+    for (const auto& [from, to] : e.blocked) known = known && from < nodes && to < nodes;
+    if (!known) throw errors::invalid_records(dir + ": faults.json: an event names a node the run does not have");
+  }
+  for (const FiberFailureRecord& f : r.failures) in_run(f.time, "run.json: a failure");
+}
+
+RecordsDir read_records_dir_unchecked(const std::string& dir);
+
+}  // namespace
+
 RecordsDir read_records_dir(const std::string& dir) {
+  try {
+    RecordsDir out = read_records_dir_unchecked(dir);
+    check_ranges(dir, out.records);
+    return out;
+  } catch (const fs::filesystem_error& e) {
+    throw errors::invalid_records(dir + ": " + e.what());
+  }
+}
+
+namespace {
+
+RecordsDir read_records_dir_unchecked(const std::string& dir) {
   const fs::path root(dir);
-  if (!fs::is_directory(root)) throw errors::invalid_records(dir + ": not a records directory (dagsim run --records DIR)");
+  std::error_code not_there;
+  if (!fs::is_directory(root, not_there)) {
+    throw errors::invalid_records(dir + ": not a records directory (dagsim run --records DIR)");
+  }
   RecordsDir out;
   {
     std::ifstream in(root / "scenario.toml", std::ios::binary);
@@ -257,5 +304,7 @@ RecordsDir read_records_dir(const std::string& dir) {
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace dagsim::scenarios

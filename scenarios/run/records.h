@@ -18,10 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "core/base/error.h"
 #include "core/runtime/cluster.h"
 
 namespace dagsim::scenarios {
@@ -81,6 +84,24 @@ struct RecordsDir {
 };
 // Reads what write_records_dir wrote. Throws Error(invalid_records) naming the file and key.
 RecordsDir read_records_dir(const std::string& dir);
+
+// The integer `j` holds, as T: a JSON integer of T's range (not a float, not a negative number
+// for an unsigned T). Throws Error(invalid_records) naming `what`.
+template <typename T>
+T integer_from_record(const nlohmann::json& j, const std::string& what) {
+  static_assert(std::is_integral_v<T>);
+  bool fits = false;
+  if (j.is_number_unsigned()) {
+    fits = j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  } else if (j.is_number_integer()) {
+    const int64_t v = j.get<int64_t>();
+    fits = std::is_signed_v<T> ? v >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                     v <= static_cast<int64_t>(std::numeric_limits<T>::max())
+                               : v >= 0 && static_cast<uint64_t>(v) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  }
+  if (!fits) throw errors::invalid_records(what + ": expected an integer in range, got " + j.dump());
+  return j.get<T>();
+}
 
 // Numbers in records round-trip exactly, non-finite ones included (JSON has no inf or NaN: they
 // are written as the strings "inf", "-inf" and "nan").

@@ -23,7 +23,7 @@ RunRecords sample() {
   r.scenario_file = "scenarios/examples/x.toml";
   r.seed = 42;
   r.outcome = "finished";
-  r.end = TimePoint{1234567ns};
+  r.end = TimePoint{10ms + 1234567ns};
   r.node_names = {"worker0", "worker1"};
   r.final_states = {runtime::NodeState::up, runtime::NodeState::crashed};
   r.fault_history = {FaultEvent{FaultEvent::Kind::start, TimePoint{0ns}, 1, 0, 0, {}},
@@ -92,6 +92,16 @@ TEST(Records, NonFiniteNumbersRoundTrip) {
   EXPECT_THROW(number_from_record(nullptr, "v"), Error);
 }
 
+TEST(Records, IntegersAreCheckedForKindAndRange) {
+  EXPECT_EQ(integer_from_record<uint32_t>(7, "n"), 7u);
+  EXPECT_EQ(integer_from_record<int64_t>(-7, "n"), -7);
+  EXPECT_THROW(integer_from_record<uint32_t>(-1, "n"), Error);
+  EXPECT_THROW(integer_from_record<uint32_t>(1.5, "n"), Error);
+  EXPECT_THROW(integer_from_record<uint32_t>(uint64_t{1} << 32, "n"), Error);
+  EXPECT_THROW(integer_from_record<int64_t>(std::numeric_limits<uint64_t>::max(), "n"), Error);
+  EXPECT_THROW(integer_from_record<uint16_t>("3", "n"), Error);
+}
+
 TEST(Records, DamagedDirectoriesAreRejectedNamingTheFileAndKey) {
   const fs::path dir = fresh_dir("damaged");
   EXPECT_NE(invalid_records_detail(dir).find("not a records directory"), std::string::npos);
@@ -119,7 +129,16 @@ TEST(Records, DamagedDirectoriesAreRejectedNamingTheFileAndKey) {
   rewrite(run, "{ not json");
   EXPECT_NE(invalid_records_detail(dir).find("run.json: not JSON"), std::string::npos);
 
+  nlohmann::json negative = j;
+  negative["seed"] = -1;
+  rewrite(run, negative.dump());
+  EXPECT_NE(invalid_records_detail(dir).find("key \"seed\" has the wrong type"), std::string::npos);
+
   rewrite(run, j.dump());
+  rewrite(dir / "faults.json", R"([{"kind": "kill", "time_ns": 99999999999, "node": 0, "peer": 0, "partition": 0, "blocked": []}])");
+  EXPECT_NE(invalid_records_detail(dir).find("outside the run"), std::string::npos);
+  rewrite(dir / "faults.json", R"([{"kind": "kill", "time_ns": 0, "node": 7, "peer": 0, "partition": 0, "blocked": []}])");
+  EXPECT_NE(invalid_records_detail(dir).find("names a node the run does not have"), std::string::npos);
   rewrite(dir / "faults.json", R"([{"kind": "meteor", "time_ns": 0, "node": 0, "peer": 0, "partition": 0, "blocked": []}])");
   EXPECT_NE(invalid_records_detail(dir).find("unknown fault kind meteor"), std::string::npos);
 

@@ -68,8 +68,10 @@ class SimNodeContext final : public NodeContext {
   void at_end(std::function<void()> fn) override { at_end_.push_back(std::move(fn)); }
 
   void run_at_end() {
-    for (const auto& fn : at_end_) fn();
+    // Taken out first: a hook that registers another must not invalidate the loop.
+    const std::vector<std::function<void()>> hooks = std::move(at_end_);
     at_end_.clear();
+    for (const auto& fn : hooks) fn();
   }
 
  private:

@@ -41,6 +41,7 @@ struct WorkloadType {
   std::span<const std::string_view> keys;      // every top-level key of the workload
   std::span<const std::string_view> required;  // those it needs
   std::string_view shown;                      // how messages name it: "[heartbeat]"
+  std::string_view to_add = {};                // how "no workload: add ..." names it (default: shown)
   // Reads the workload's keys (the loader calls it once [cluster] and the faults are known) and
   // sets scenario.workload. Fails through `reader` with the file, line and key.
   void (*read)(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) = nullptr;

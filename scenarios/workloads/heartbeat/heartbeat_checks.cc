@@ -221,11 +221,16 @@ HeartbeatJudge::HeartbeatJudge(const Scenario& scenario, const RunRecords& recor
     const std::string what = scenario.cluster.node_name(spec_.monitor) + "." + std::to_string(r->incarnation);
     if (!r->data.contains("declarations")) continue;  // an incarnation that never ran its main
     for (const nlohmann::json& d : r->data.at("declarations")) {
-      const uint32_t node = d.at("node").get<uint32_t>();
+      const uint32_t node = integer_from_record<uint32_t>(d.at("node"), what + ": declaration node");
       if (node >= scenario.cluster.nodes) throw errors::invalid_records(what + ": declaration of unknown node " + std::to_string(node));
-      declarations_.push_back({TimePoint{Duration{d.at("time_ns").get<int64_t>()}}, node, d.at("dead").get<bool>(), r->incarnation});
+      const TimePoint time{Duration{integer_from_record<int64_t>(d.at("time_ns"), what + ": declaration time_ns")}};
+      // The checks do arithmetic on these times: they must lie in the run.
+      if (time.ns() < 0 || time > records.end) {
+        throw errors::invalid_records(what + ": a declaration at " + std::to_string(time.ns()) + " ns, outside the run");
+      }
+      declarations_.push_back({time, node, d.at("dead").get<bool>(), r->incarnation});
     }
-    heartbeats_received_ += r->data.at("heartbeats_received").get<uint64_t>();
+    heartbeats_received_ += integer_from_record<uint64_t>(r->data.at("heartbeats_received"), what + ": heartbeats_received");
   }
   auto analysis = std::make_shared<Analysis>();
   analysis->b = bounds_of(scenario);

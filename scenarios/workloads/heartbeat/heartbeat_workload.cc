@@ -150,6 +150,7 @@ const WorkloadType kHeartbeatWorkload = {
     .keys = kKeys,
     .required = kKeys,
     .shown = "[heartbeat]",
+    .to_add = "a [heartbeat] table",
     .read = &read,
     .summary = &summary,
     .make = &make,

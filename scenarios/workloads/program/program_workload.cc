@@ -126,7 +126,11 @@ Tensor tensor_from_record(const nlohmann::json& j, const std::string& what) {
   } else {
     throw errors::invalid_records(what + ": unknown dtype " + dtype);
   }
-  const Shape shape = j.at("shape").get<Shape>();
+  if (!j.at("shape").is_array() || j.at("shape").size() > 16) {
+    throw errors::invalid_records(what + ": a shape is an array of at most 16 dimensions");
+  }
+  Shape shape;
+  for (const nlohmann::json& d : j.at("shape")) shape.push_back(integer_from_record<int64_t>(d, what + ": shape"));
   int64_t numel = 1;
   for (int64_t d : shape) {
     if (d < 0 || d > (int64_t{1} << 40) || numel > (int64_t{1} << 40) / std::max<int64_t>(d, 1)) {
@@ -240,6 +244,18 @@ ProgramJudge::ProgramJudge(const Scenario& scenario, const RunRecords& records)
       for (const nlohmann::json& loss : data.at("losses")) distributed_.losses.push_back(number_from_record(loss, what + ".losses"));
     }
   }
+  // What the driver recorded names the program's own leaves and parameters, with their shapes
+  // (the report prints them by shape: a hostile shape must not reach it).
+  for (const auto* named : {&distributed_.gradients, &distributed_.params}) {
+    for (const auto& [name, t] : *named) {
+      const Shape* declared = nullptr;
+      for (const ProgramTensor& leaf : program_.tensors) declared = leaf.name == name ? &leaf.shape : declared;
+      for (const ProgramParameter& p : program_.parameters) declared = p.name == name ? &p.shape : declared;
+      if (declared == nullptr || *declared != t.shape()) {
+        throw errors::invalid_records(driver + ".0: " + name + " is not a leaf or parameter of this program with that shape");
+      }
+    }
+  }
 }
 
 CheckResult ProgramJudge::gradients_match_local(const CheckSpec& spec) const {
@@ -261,7 +277,8 @@ CheckResult ProgramJudge::no_leaked_contexts(const CheckSpec& spec) const {
     const std::vector<const NodeRecord*> lives = records_.records_of(i);
     // A life that never ran its main (restarted at the very end) held nothing.
     if (lives.empty() || !lives.back()->data.contains("contexts_at_end")) continue;
-    const size_t n = lives.back()->data.at("contexts_at_end").get<size_t>();
+    const uint64_t n = integer_from_record<uint64_t>(lives.back()->data.at("contexts_at_end"),
+                                                     scenario_.cluster.node_name(i) + ": contexts_at_end");
     if (n > 0) leaks += scenario_.cluster.node_name(i) + " holds " + std::to_string(n) + " context(s); ";
   }
   if (!leaks.empty()) return {spec.kind, false, leaks};

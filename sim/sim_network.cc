@@ -82,9 +82,8 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   TimePoint sent_at = std::max(now, d.busy_until);
   const double bandwidth = model_.bandwidth_for(source, target);
   if (bandwidth > 0) {
-    // Clamped, so an absurdly low bandwidth saturates time instead of overflowing it.
-    const double ns = std::min(std::ceil(static_cast<double>(payload.size()) * 1e9 / bandwidth), 1e18);
-    sent_at = sent_at + Duration{static_cast<int64_t>(ns)};
+    // Capped (and TimePoint + saturates), so an absurdly low bandwidth never overflows time.
+    sent_at = sent_at + runtime::serialisation_time(payload.size(), bandwidth);
   }
   d.busy_until = sent_at;
   const TimePoint arrival =

@@ -45,6 +45,14 @@ double NetworkModel::bandwidth_for(WorkerId from, WorkerId to) const {
   return bandwidth_bytes_per_s;
 }
 
+Duration serialisation_time(uint64_t bytes, double bandwidth_bytes_per_s) {
+  // Computed in double: bytes × 1e9 is exact enough, and inf (a denormal bandwidth) or NaN
+  // compare as "not below the cap".
+  const double ns = std::ceil(static_cast<double>(bytes) * 1e9 / bandwidth_bytes_per_s);
+  if (!(ns < static_cast<double>(kMaxSerialisation.count()))) return kMaxSerialisation;
+  return Duration{static_cast<int64_t>(ns)};
+}
+
 Duration NetworkModel::max_latency() const {
   Duration most = latency.upper_bound();
   for (const LinkModel& link : links) most = std::max(most, link.latency.upper_bound());

@@ -61,4 +61,11 @@ struct NetworkModel {
   Duration max_latency() const;
 };
 
+// How long `bytes` take to serialise at `bandwidth_bytes_per_s` (> 0): rounded up to a whole
+// nanosecond and capped at kMaxSerialisation, so an absurdly low bandwidth (1e-300 Mbit/s is in the
+// documented range) means "never gets through in any run" instead of overflowing int64
+// nanoseconds. The simulator and the checks' bounds both use this, so they agree to the nanosecond.
+inline constexpr Duration kMaxSerialisation{1'000'000'000'000'000'000};  // about 31.7 years
+Duration serialisation_time(uint64_t bytes, double bandwidth_bytes_per_s);
+
 }  // namespace dagsim::runtime

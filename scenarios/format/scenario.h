@@ -102,6 +102,7 @@ struct CheckSpec {
   std::optional<double> atol;
   int line = 0;
   std::string message = {};        // expect_error: a fragment the error must contain
+  bool equal_nan = true;           // gradients_match_local, params_match_local: NaN equals NaN
 };
 
 struct Scenario {

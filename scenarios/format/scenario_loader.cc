@@ -250,7 +250,7 @@ std::string workloads_checking(std::string_view kind) {
 }
 
 CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadType& workload, const Scenario& scenario) {
-  static constexpr std::string_view kKeys[] = {"kind", "nodes", "rtol", "atol", "message"};
+  static constexpr std::string_view kKeys[] = {"kind", "nodes", "rtol", "atol", "equal_nan", "message"};
   // Every workload's kinds (each once, in registry order), so a kind of another workload reads
   // as "checks the X workload" rather than as unknown.
   std::vector<std::string_view> names;
@@ -287,7 +287,8 @@ CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadTyp
   const Range tolerance{0, std::numeric_limits<double>::infinity(), false, /*hi_open=*/true};
   check.rtol = reader.opt_number(t, "rtol", tolerance);
   check.atol = reader.opt_number(t, "atol", tolerance);
-  for (std::string_view key : {"rtol", "atol"}) {
+  check.equal_nan = reader.opt_boolean(t, "equal_nan").value_or(true);
+  for (std::string_view key : {"rtol", "atol", "equal_nan"}) {
     if (!kind.takes_tolerances && t.get(key) != nullptr) {
       reader.fail(*t.get(key), t.key_path(key), "does not apply to " + variant);
     }

@@ -43,7 +43,7 @@ CheckResult no_fiber_failures(const RunRecords& r) {
 
 }  // namespace
 
-RunResult judge_run(const Scenario& scenario, const RunRecords& records) {
+RunResult judge_run(const Scenario& scenario, const RunRecords& records, const ReportOptions& report) {
   DAGSIM_ASSERT_MSG(records.node_names.size() == scenario.cluster.nodes,
                     "records of " + std::to_string(records.node_names.size()) + " nodes for a scenario of " +
                         std::to_string(scenario.cluster.nodes));
@@ -76,7 +76,7 @@ RunResult judge_run(const Scenario& scenario, const RunRecords& records) {
     }
     result.checks.push_back(kind->judge(*judge, spec));
   }
-  result.workload = judge->results();
+  result.workload = judge->results(report);
   result.passed = true;
   for (const CheckResult& c : result.checks) result.passed = result.passed && c.passed;
   return result;

@@ -173,7 +173,7 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   RunRecords records = record_scenario(scenario, options);
   if (options.before_checks) options.before_checks(records);
-  return judge_run(scenario, records);
+  return judge_run(scenario, records, options.report);
 }
 
 }  // namespace dagsim::scenarios

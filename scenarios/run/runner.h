@@ -37,6 +37,8 @@ struct RunOptions {
   // Called with the records before they are judged. Tests use it to tamper with what a workload
   // recorded and prove that each check can fail.
   std::function<void(RunRecords&)> before_checks;
+  // How the result shows the workload's results (run_scenario's judging).
+  ReportOptions report;
 };
 
 struct RunResult {
@@ -65,7 +67,7 @@ RunRecords record_scenario(const Scenario& scenario, const RunOptions& options);
 RunRecords record_workload(const Scenario& scenario, Workload& workload, const RunOptions& options);
 
 // Judges a run from its records alone.
-RunResult judge_run(const Scenario& scenario, const RunRecords& records);
+RunResult judge_run(const Scenario& scenario, const RunRecords& records, const ReportOptions& report = {});
 
 // record_scenario, options.before_checks, then judge_run.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);

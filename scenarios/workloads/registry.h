@@ -22,7 +22,7 @@ namespace dagsim::scenarios {
 struct CheckKind {
   std::string_view name;
   bool takes_nodes = false;       // nodes = [...]
-  bool takes_tolerances = false;  // rtol, atol
+  bool takes_tolerances = false;  // rtol, atol, equal_nan
   bool takes_message = false;     // message = "..."
   // Evaluates the check on the workload's judge (made by the same entry's make_judge).
   CheckResult (*judge)(const Judge& judge, const CheckSpec& spec) = nullptr;

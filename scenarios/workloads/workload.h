@@ -71,11 +71,18 @@ class Workload {
 
 // The judge side: one run of a workload, from its records. Check kinds are the registry's
 // (registry.h), each a const method of the workload's Judge.
+// How a report shows a workload's results.
+struct ReportOptions {
+  // Every tensor value, however large (`--full-tensors`); by default large tensors are summarised
+  // (program/tensor_report.h).
+  bool full_tensors = false;
+};
+
 class Judge {
  public:
   virtual ~Judge() = default;
   // The workload's results for the report, merged into its top-level object.
-  virtual nlohmann::json results() const = 0;
+  virtual nlohmann::json results(const ReportOptions& options) const = 0;
 };
 
 }  // namespace dagsim::scenarios

@@ -50,13 +50,15 @@ Bounds bounds_of(const Scenario& scenario) {
   b.timeout_min = scale(hb.timeout(), 1.0 / (1.0 + drift)) - Duration{2000};
   b.timeout_max = scale(hb.timeout(), 1.0 / (1.0 - drift));
   b.interval_max = scale(hb.interval, 1.0 / (1.0 - drift));
+  // The simulator's own formula (capped, never overflowing): every sum below stays far from
+  // int64's limit, since kMaxSerialisation and every duration a scenario can hold are < 10^18 ns.
   Duration serialise{0};
   if (scenario.network.bandwidth_bytes_per_s > 0) {
-    serialise = Duration{static_cast<int64_t>(static_cast<double>(hb.frame_bytes()) * 1e9 / scenario.network.bandwidth_bytes_per_s) + 1};
+    serialise = runtime::serialisation_time(hb.frame_bytes(), scenario.network.bandwidth_bytes_per_s);
   }
   for (const runtime::LinkModel& link : scenario.network.links) {
     if (link.bandwidth_bytes_per_s && *link.bandwidth_bytes_per_s > 0) {
-      serialise = std::max(serialise, Duration{static_cast<int64_t>(static_cast<double>(hb.frame_bytes()) * 1e9 / *link.bandwidth_bytes_per_s) + 1});
+      serialise = std::max(serialise, runtime::serialisation_time(hb.frame_bytes(), *link.bandwidth_bytes_per_s));
     }
   }
   b.latency_max = scenario.network.max_latency() + serialise;
@@ -246,7 +248,7 @@ HeartbeatJudge::HeartbeatJudge(const Scenario& scenario, const RunRecords& recor
   analysis_ = std::move(analysis);
 }
 
-nlohmann::json HeartbeatJudge::results() const {
+nlohmann::json HeartbeatJudge::results(const ReportOptions&) const {
   nlohmann::json declarations = nlohmann::json::array();
   for (const Declaration& d : declarations_) {
     declarations.push_back({{"time_ms", static_cast<double>(d.time.ns()) / 1e6},

@@ -54,7 +54,7 @@ class HeartbeatJudge final : public Judge {
   CheckResult detects_failures(const CheckSpec& spec) const;
   CheckResult no_false_suspicion(const CheckSpec& spec) const;
   CheckResult partition_detected_after_start(const CheckSpec& spec) const;
-  nlohmann::json results() const override;
+  nlohmann::json results(const ReportOptions& options) const override;
 
   // Every monitor incarnation's declarations, in time order.
   const std::vector<Declaration>& declarations() const { return declarations_; }

@@ -8,6 +8,7 @@
 #include "scenarios/workloads/program/model_spec.h"
 #include "scenarios/workloads/program/scenario_model.h"
 #include "scenarios/workloads/program/scenario_program.h"
+#include "scenarios/workloads/program/tensor_report.h"
 
 #include "core/base/prng.h"
 #include "core/tensor/ops.h"
@@ -48,25 +49,13 @@ Program materialise(Program program, uint64_t seed) {
 
 // {owner: {name: nested list}}: leaves under the driver, parameters under their owner. The driver
 // and every owner appear even with nothing under them, so both runs report the same workers.
-nlohmann::json by_owner_json(const Scenario& scenario, const Program& program, const std::map<std::string, Tensor>& named) {
+nlohmann::json by_owner_json(const Scenario& scenario, const Program& program, const std::map<std::string, Tensor>& named,
+                             bool full) {
   nlohmann::json out = nlohmann::json::object();
   out[scenario.cluster.node_name(program.driver)] = nlohmann::json::object();
   for (const ProgramParameter& p : program.parameters) out[scenario.cluster.node_name(p.on)] = nlohmann::json::object();
-  for (const auto& [name, t] : named) out[scenario.cluster.node_name(program.owner_of(name))][name] = tensor_to_json(t);
+  for (const auto& [name, t] : named) out[scenario.cluster.node_name(program.owner_of(name))][name] = tensor_report_json(t, full);
   return out;
-}
-
-bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, double& worst) {
-  if (a.shape() != b.shape()) return false;
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  if (x.size() != y.size()) return false;
-  bool ok = true;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double diff = std::abs(x[i] - y[i]);
-    worst = std::max(worst, diff);
-    ok = ok && diff <= atol + rtol * std::abs(y[i]);
-  }
-  return ok;
 }
 
 nlohmann::json named_record(const std::map<std::string, Tensor>& named) {
@@ -92,7 +81,7 @@ CheckResult compare(const CheckSpec& spec, const std::map<std::string, Tensor>& 
     auto it = distributed.find(name);
     if (it == distributed.end()) {
       problems += name + ": no distributed " + what + "; ";
-    } else if (!allclose(it->second, expected, rtol, atol, worst)) {
+    } else if (!tensors_allclose(it->second, expected, rtol, atol, spec.equal_nan, worst)) {
       problems += name + ": " + it->second.to_string() + " vs local " + expected.to_string() + "; ";
     }
   }
@@ -100,7 +89,8 @@ CheckResult compare(const CheckSpec& spec, const std::map<std::string, Tensor>& 
     if (local.count(name) == 0) problems += name + ": a distributed " + what + " local autograd does not have; ";
   }
   char figures[128];
-  std::snprintf(figures, sizeof(figures), " (rtol %g, atol %g); largest difference %g", rtol, atol, worst);
+  std::snprintf(figures, sizeof(figures), " (rtol %g, atol %g%s); largest difference %g", rtol, atol,
+                spec.equal_nan ? ", equal_nan" : "", worst);
   if (!problems.empty()) return {spec.kind, false, problems};
   return {spec.kind, true, std::to_string(local.size()) + " " + what + "(s) allclose" + figures};
 }
@@ -147,20 +137,6 @@ Tensor tensor_from_record(const nlohmann::json& j, const std::string& what) {
   for (const nlohmann::json& v : values) data.push_back(number_from_record(v, what));
   return from_values(shape, data, type);
 }
-
-nlohmann::json tensor_to_json(const Tensor& t) {
-  const std::vector<double> values = t.to_vector();
-  const Shape& shape = t.shape();
-  if (shape.empty()) return values.empty() ? nlohmann::json(nullptr) : nlohmann::json(values[0]);
-  size_t index = 0;
-  std::function<nlohmann::json(size_t)> build = [&](size_t dim) {
-    nlohmann::json out = nlohmann::json::array();
-    for (int64_t i = 0; i < shape[dim]; ++i) out.push_back(dim + 1 == shape.size() ? nlohmann::json(values[index++]) : build(dim + 1));
-    return out;
-  };
-  return build(0);
-}
-
 
 const Program& program_of(const Scenario& scenario) {
   if (const ModelProgram* model = scenario.workload.get<ModelProgram>()) return model->program;
@@ -291,17 +267,21 @@ CheckResult ProgramJudge::expect_error(const CheckSpec& spec) const {
   return {spec.kind, passed, (passed ? "failed as expected: " : "failed differently: ") + *error_};
 }
 
-nlohmann::json ProgramJudge::results() const {
+nlohmann::json ProgramJudge::results(const ReportOptions& options) const {
+  const bool full = options.full_tensors;
   nlohmann::json out = {{"workload", scenario_.workload.name()},
-                        {"gradients", by_owner_json(scenario_, program_, distributed_.gradients)},
-                        {"local_gradients", by_owner_json(scenario_, program_, local_.gradients)}};
+                        {"gradients", by_owner_json(scenario_, program_, distributed_.gradients, full)},
+                        {"local_gradients", by_owner_json(scenario_, program_, local_.gradients, full)}};
   if (!program_.parameters.empty()) {
-    out["params"] = by_owner_json(scenario_, program_, distributed_.params);
-    out["local_params"] = by_owner_json(scenario_, program_, local_.params);
+    out["params"] = by_owner_json(scenario_, program_, distributed_.params, full);
+    out["local_params"] = by_owner_json(scenario_, program_, local_.params, full);
   }
   if (!program_.loss.empty()) {
-    out["losses"] = distributed_.losses;
-    out["local_losses"] = local_.losses;
+    // Written as the records write them, so a NaN loss reads "nan", not null.
+    for (const auto& [key, losses] : {std::pair{"losses", &distributed_.losses}, std::pair{"local_losses", &local_.losses}}) {
+      out[key] = nlohmann::json::array();
+      for (double loss : *losses) out[key].push_back(number_record(loss));
+    }
   }
   nlohmann::json program = {{"finished", finished_}};
   if (error_) program["error"] = *error_;

@@ -67,7 +67,7 @@ class ProgramJudge final : public Judge {
   CheckResult params_match_local(const CheckSpec& spec) const;
   CheckResult no_leaked_contexts(const CheckSpec& spec) const;
   CheckResult expect_error(const CheckSpec& spec) const;
-  nlohmann::json results() const override;
+  nlohmann::json results(const ReportOptions& options) const override;
 
  private:
   const Scenario& scenario_;
@@ -80,8 +80,6 @@ class ProgramJudge final : public Judge {
   bool finished_ = false;
 };
 
-// `t` as nested JSON arrays following its shape (a scalar is a number).
-nlohmann::json tensor_to_json(const Tensor& t);
 // `t` exactly, for records: {"dtype", "shape", "values"} (non-finite values as strings).
 nlohmann::json tensor_record(const Tensor& t);
 // The tensor tensor_record wrote. Throws Error(invalid_records) naming `what`.

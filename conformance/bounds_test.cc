@@ -108,5 +108,53 @@ TEST(Bounds, EqualNanIsABooleanOfTheComparingChecksOnly) {
   }
 }
 
+std::string two_leaf_program(const std::string& a, const std::string& b, const std::string& statement) {
+  return R"(name = "prog"
+tensors = [
+{ name = "a", shape = )" + a + R"( },
+{ name = "b", shape = )" + b + R"( },
+]
+program = [
+)" + statement + R"(,
+{ out = "loss", call = "sum", args = ["m"] }
+]
+backward = { roots = ["loss"] }
+)";
+}
+
+std::string load_error(const std::string& text) {
+  try {
+    scenarios::parse_scenario(text, "big.toml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Bounds, AStatementWhoseResultExceedsTheElementLimitIsRefusedAtLoadTimeNamingIt) {
+  // The repro: a broadcast to 10^14 elements used to exit 3 with a bare std::bad_alloc.
+  EXPECT_NE(load_error(two_leaf_program("[10000000, 1]", "[1, 10000000]", R"({ out = "m", call = "add", args = ["a", "b"] })"))
+                .find("big.toml:7: program[0]: \"m\" = add(...) has shape [10000000, 10000000], 100000000000000 elements; "
+                      "a tensor has at most 10000000"),
+            std::string::npos);
+  EXPECT_NE(load_error(two_leaf_program("[10000000, 1]", "[1, 10000000]", R"({ out = "m", call = "matmul", args = ["a", "b"] })"))
+                .find("program[0]: \"m\" = matmul(...) has shape [10000000, 10000000]"),
+            std::string::npos);
+  // Through a chain of statements, and by remote call: every known shape is followed.
+  EXPECT_NE(load_error(two_leaf_program("[4000, 1]", "[1, 4000]",
+                                        R"({ out = "c", call = "mul", args = ["a", "b"], via = "remote", on = "worker1" },
+{ out = "m", call = "to_here", args = ["c"] })"))
+                .find("program[0]: \"c\" = mul(...) has shape [4000, 4000], 16000000 elements"),
+            std::string::npos);
+  EXPECT_NE(load_error(two_leaf_program("[3000, 1]", "[1, 3000]", R"({ out = "c", call = "add", args = ["a", "b"] },
+{ out = "m", call = "cat", args = ["c", "c"] })"))
+                .find("program[1]: \"m\" = cat(...) has shape [6000, 3000]"),
+            std::string::npos);
+  // At the limit, or where the shapes do not fit the function (an error of the run, which
+  // expect_error may expect), the file loads.
+  EXPECT_EQ(load_error(two_leaf_program("[10000, 1]", "[1, 1000]", R"({ out = "m", call = "add", args = ["a", "b"] })")), "");
+  EXPECT_EQ(load_error(two_leaf_program("[3, 2]", "[4, 5]", R"({ out = "m", call = "matmul", args = ["a", "b"] })")), "");
+}
+
 }  // namespace
 }  // namespace dagsim::conformance

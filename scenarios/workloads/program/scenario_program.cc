@@ -11,6 +11,7 @@
 #include <map>
 
 #include "core/tensor/dtype.h"
+#include "scenarios/workloads/program/program_shapes.h"
 #include "scenarios/workloads/program/scenario_optimizer.h"
 
 namespace dagsim::scenarios::detail {
@@ -18,7 +19,7 @@ namespace {
 
 constexpr uint32_t kDriver = 0;
 constexpr int64_t kMaxRank = 8;
-constexpr int64_t kMaxNumel = 10'000'000;
+constexpr int64_t kMaxNumel = kProgramMaxNumel;
 // Any finite number (nan and inf are never in range).
 constexpr Range kFinite{-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), true, true};
 
@@ -288,6 +289,21 @@ void read_backward(const TomlReader& reader, const toml::node& backward, const D
 
 }  // namespace
 
+// Every statement whose result shape is known now must fit the element limit: refused here, with
+// its line, rather than failing an allocation in the run (program_shapes.h).
+void check_result_sizes(const TomlReader& reader, const std::vector<const toml::table*>& tables, const Program& program) {
+  const std::vector<std::optional<Shape>> shapes = statement_shapes(program);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (!shapes[i] || saturating_numel(*shapes[i]) <= kMaxNumel) continue;
+    const Statement& s = program.statements[i];
+    const int64_t n = saturating_numel(*shapes[i]);
+    reader.fail(*tables[i], index_path("program", i),
+                quoted(s.out) + " = " + s.call + "(...) has shape " + shape_str(*shapes[i]) + ", " +
+                    (n == std::numeric_limits<int64_t>::max() ? "over 2^63" : std::to_string(n)) +
+                    " elements; a tensor has at most " + std::to_string(kMaxNumel));
+  }
+}
+
 Program read_program(const TomlReader& reader, const Table& top) {
   Program out;
   out.driver = kDriver;
@@ -309,6 +325,7 @@ Program read_program(const TomlReader& reader, const Table& top) {
   for (size_t i = 0; i < statements.size(); ++i) {
     out.statements.push_back(read_statement(reader, Table{*statements[i], index_path("program", i)}, names));
   }
+  check_result_sizes(reader, statements, out);
   read_backward(reader, *top.get("backward"), names, out);
 
   if (const toml::node* optimizer = top.get("optimizer")) {

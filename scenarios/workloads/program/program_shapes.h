@@ -1,0 +1,36 @@
+// Result shapes of a program's statements, known at load time (before anything is allocated), so
+// a statement whose result would exceed the element limit is refused with the file, line and
+// statement instead of exhausting memory in the run (a broadcast of [10^7, 1] and [1, 10^7] is
+// 10^14 elements, 800 TB). Inference is deliberately partial: where arguments do not fit the
+// function (a shape mismatch, a bad dim) it gives up, since such a statement is an error of the
+// run that an `expect_error` check may expect, and nothing downstream of it is inferred either.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor/dtype.h"
+#include "scenarios/workloads/program/program_spec.h"
+
+namespace dagsim::scenarios {
+
+// The most elements any tensor of a program may have: a leaf's shape, and every statement's
+// result (docs/scenarios.md).
+inline constexpr int64_t kProgramMaxNumel = 10'000'000;
+
+// Elements of `shape`, saturating at INT64_MAX (so 10^7 × 10^7 × 10^7 cannot wrap).
+int64_t saturating_numel(const Shape& shape);
+
+// The shape `call` gives for arguments of `shapes` (tensors, then RRef values) and `attributes`;
+// nullopt when it does not know or the arguments do not fit.
+std::optional<Shape> infer_result_shape(const std::string& call, const std::vector<Shape>& shapes,
+                                        const std::map<std::string, double>& attributes);
+
+// Each statement's result shape where it can be inferred (leaves and parameters from their
+// declared shapes), by statement index; nullopt where not.
+std::vector<std::optional<Shape>> statement_shapes(const Program& program);
+
+}  // namespace dagsim::scenarios

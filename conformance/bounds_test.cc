@@ -2,6 +2,7 @@
 // int64 nanoseconds saturates rather than overflowing into a false verdict, and the limits that
 // keep a run's memory and wall time bounded stop it with their own outcome.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include "core/runtime/network_model.h"
 #include "core/base/error.h"
@@ -154,6 +155,27 @@ TEST(Bounds, AStatementWhoseResultExceedsTheElementLimitIsRefusedAtLoadTimeNamin
   // expect_error may expect), the file loads.
   EXPECT_EQ(load_error(two_leaf_program("[10000, 1]", "[1, 1000]", R"({ out = "m", call = "add", args = ["a", "b"] })")), "");
   EXPECT_EQ(load_error(two_leaf_program("[3, 2]", "[4, 5]", R"({ out = "m", call = "matmul", args = ["a", "b"] })")), "");
+}
+
+TEST(Bounds, QueuedHeartbeatsCostALengthNotABuffer) {
+  // The repro's shape, shortened: 7 senders queue a 16 MiB heartbeat every 100 ms on a 1 Mbit/s
+  // link (134 s each to serialise). Held as buffers, a second of it is 70 × 16 MiB = 1.1 GiB.
+  Scenario s;
+  s.name = "big_heartbeats";
+  s.cluster.nodes = 8;
+  s.network.bandwidth_bytes_per_s = 1e6 / 8;
+  scenarios::HeartbeatSpec hb;
+  hb.duration = 1s;
+  hb.message_bytes = 16 * 1024 * 1024;
+  s.workload = scenarios::WorkloadSpec("heartbeat", hb);
+  const RunResult r = scenarios::run_scenario(s, {});
+  EXPECT_TRUE(r.passed);
+  EXPECT_GE(r.messages, 70u);
+  // The padding is charged on the link: not one heartbeat got through in the second.
+  EXPECT_EQ(r.messages_delivered, 0u);
+  rusage usage{};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &usage), 0);
+  EXPECT_LT(usage.ru_maxrss, 512 * 1024) << "peak RSS " << usage.ru_maxrss / 1024 << " MiB";
 }
 
 }  // namespace

@@ -20,14 +20,14 @@ void SimNetwork::drop(WorkerId from, WorkerId to, uint64_t message_id, std::stri
                         "to " + world_.node_name(to) + ": " + std::string(why), message_id, to);
 }
 
-void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, Bytes payload) {
+void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, Bytes payload, uint64_t padding) {
   DAGSIM_ASSERT_MSG(target < world_.num_nodes(), "send to an unknown node");
   DAGSIM_ASSERT_MSG(target != source, "a node cannot send to itself");
   const NodeState source_state = world_.state(source);
   const uint64_t id = ++next_message_;
   ++stats_.sent;
-  stats_.bytes_sent += payload.size();
-  const size_t bytes = payload.size();
+  const uint64_t bytes = payload.size() + padding;  // padding is charged, never held
+  stats_.bytes_sent += bytes;
   // The digest covers the bytes themselves, so the determinism self-check sees a payload that
   // differs between runs (an unordered map serialised, uninitialised padding), not just its size.
   const uint64_t digest = XXH3_64bits(payload.data(), payload.size());
@@ -83,7 +83,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   const double bandwidth = model_.bandwidth_for(source, target);
   if (bandwidth > 0) {
     // Capped (and TimePoint + saturates), so an absurdly low bandwidth never overflows time.
-    sent_at = sent_at + runtime::serialisation_time(payload.size(), bandwidth);
+    sent_at = sent_at + runtime::serialisation_time(bytes, bandwidth);
   }
   d.busy_until = sent_at;
   const TimePoint arrival =
@@ -97,7 +97,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
     slot = static_cast<uint32_t>(in_flight_.size());
     in_flight_.emplace_back();
   }
-  in_flight_[slot] = InFlight{key, conn.generation, dir, Message{id, std::move(payload)}};
+  in_flight_[slot] = InFlight{key, conn.generation, dir, Message{id, std::move(payload), padding}};
   world_.world_clock().call_at(arrival, [this, slot] { arrive(slot); });
 }
 
@@ -154,9 +154,9 @@ void SimNetwork::hand_over(Key key, int dir, Message message) {
   const Connection& conn = connections_[key];
   const uint32_t target_incarnation = conn.incarnation[1 - dir];
   const uint64_t id = message.id;
-  const size_t bytes = message.payload.size();
+  const uint64_t bytes = message.payload.size() + message.padding;
   if (!world_.deliver(to, target_incarnation,
-                      Delivery{Delivery::Kind::message, from, std::move(message.payload), {}, conn.incarnation[dir]})) {
+                      Delivery{Delivery::Kind::message, from, std::move(message.payload), {}, conn.incarnation[dir], message.padding})) {
     drop(from, to, id, "receiver is no longer running");
     return;
   }
@@ -171,7 +171,7 @@ void SimNetwork::hold(Connection& conn, Key key, int dir, Message message) {
   const WorkerId to = dir == 0 ? key.second : key.first;
   Direction& d = conn.direction[dir];
   ++stats_.held;
-  world_.trace().record_lazy(world_.now(), to, TraceKind::hold, message.payload.size(), message.id, from,
+  world_.trace().record_lazy(world_.now(), to, TraceKind::hold, message.payload.size() + message.padding, message.id, from,
                              [&] { return "from " + world_.node_name(from) + " (held)"; });
   d.held.push_back(std::move(message));
   if (d.silence_timer == 0) {
@@ -254,7 +254,7 @@ void SimNetwork::notify(Key key, int side, uint32_t incarnation, WorkerId peer, 
     Connection::Notice& pending = connections_[key].notice[side];
     if (pending.pending && pending.incarnation == incarnation && pending.at <= when) pending.pending = false;
     world_.trace().record(world_.now(), self, TraceKind::connection, reason, 0, peer);
-    world_.deliver(self, incarnation, Delivery{Delivery::Kind::peer_failed, peer, {}, std::move(reason), peer_incarnation});
+    world_.deliver(self, incarnation, Delivery{Delivery::Kind::peer_failed, peer, {}, std::move(reason), peer_incarnation, 0});
   });
 }
 

@@ -48,7 +48,8 @@ class SimNetwork {
   SimNetwork(SimWorld& world, runtime::NetworkModel model);
 
   // A message from `source` (running as `incarnation`) to `target`. Never blocks.
-  void send(WorkerId source, uint32_t incarnation, WorkerId target, Bytes payload);
+  // `padding`: zero bytes after the payload, charged but never materialised (transport.h).
+  void send(WorkerId source, uint32_t incarnation, WorkerId target, Bytes payload, uint64_t padding = 0);
 
   // Lifecycle hooks from SimWorld.
   void on_kill(WorkerId node);     // connections reset; peers told after about one latency
@@ -67,6 +68,7 @@ class SimNetwork {
   struct Message {
     uint64_t id;
     Bytes payload;
+    uint64_t padding = 0;
   };
   struct Direction {
     TimePoint busy_until;    // serialisation: the link is sending until then

@@ -43,12 +43,13 @@ class SimWorld::SimTransport final : public runtime::Transport {
   SimTransport(SimWorld& world, WorkerId self, uint32_t incarnation)
       : world_(world), self_(self), incarnation_(incarnation) {}
   WorkerId self() const override { return self_; }
-  void send(WorkerId target, runtime::Bytes payload) override {
+  using runtime::Transport::send;
+  void send(WorkerId target, runtime::Bytes payload, uint64_t padding) override {
     if (closed_) {
       throw errors::channel_closed("send on the closed transport of node " + std::to_string(self_) +
                                    " (incarnation " + std::to_string(incarnation_) + ")");
     }
-    world_.network_->send(self_, incarnation_, target, std::move(payload));
+    world_.network_->send(self_, incarnation_, target, std::move(payload), padding);
   }
   runtime::Channel<Delivery>& inbox() override { return inbox_; }
   // Deliveries to a closed inbox are dropped by SimWorld::deliver (a node that stopped listening).

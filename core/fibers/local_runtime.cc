@@ -26,9 +26,10 @@ class LocalRuntime::LoopbackTransport final : public runtime::Transport {
  public:
   LoopbackTransport(LocalRuntime& runtime, WorkerId self) : runtime_(runtime), self_(self) {}
   WorkerId self() const override { return self_; }
-  void send(WorkerId target, Bytes payload) override {
+  using runtime::Transport::send;
+  void send(WorkerId target, Bytes payload, uint64_t padding) override {
     if (closed_) throw errors::channel_closed("send on the closed transport of node " + std::to_string(self_));
-    runtime_.deliver(self_, target, std::move(payload));
+    runtime_.deliver(self_, target, std::move(payload), padding);
   }
   runtime::Channel<runtime::Delivery>& inbox() override { return inbox_; }
   void close() override {
@@ -111,20 +112,20 @@ bool LocalRuntime::is_alive(WorkerId node) const {
   return !nodes_[node]->fibers.killed();
 }
 
-void LocalRuntime::deliver(WorkerId source, WorkerId target, Bytes payload) {
+void LocalRuntime::deliver(WorkerId source, WorkerId target, Bytes payload, uint64_t padding) {
   DAGSIM_ASSERT(target < nodes_.size());
   // Zero latency, but never inline: the message arrives when the driver next moves, in send order.
   // The driver offers, never pushes: an inbox its node closed (its agent shut down) drops the
   // delivery instead of throwing channel_closed into the driver.
-  clock_.call_at(clock_.now(), [this, source, target, payload = std::move(payload)]() mutable {
+  clock_.call_at(clock_.now(), [this, source, target, padding, payload = std::move(payload)]() mutable {
     if (!is_alive(source)) return;  // lost with its sender
     if (!is_alive(target)) {
       nodes_[source]->transport.inbox().offer(
-          runtime::Delivery{runtime::Delivery::Kind::peer_failed, target, {}, nodes_[target]->name + " is dead", 0});
+          runtime::Delivery{runtime::Delivery::Kind::peer_failed, target, {}, nodes_[target]->name + " is dead", 0, 0});
       return;
     }
     nodes_[target]->transport.inbox().offer(
-        runtime::Delivery{runtime::Delivery::Kind::message, source, std::move(payload), {}, 0});
+        runtime::Delivery{runtime::Delivery::Kind::message, source, std::move(payload), {}, 0, padding});
   });
 }
 

@@ -108,7 +108,7 @@ class LocalRuntime {
   class NodeSpawner;
   class LoopbackTransport;
 
-  void deliver(WorkerId source, WorkerId target, Bytes payload);
+  void deliver(WorkerId source, WorkerId target, Bytes payload, uint64_t padding);
   // Asserts that every live fiber is blocked in a runtime primitive (none in a Boost timed wait).
   void check_quiescent() const;
 

@@ -23,6 +23,11 @@
 // driver); they never block. The inbox is the one thing of a node another thread may touch: a
 // runtime with socket reader threads hands deliveries over with inbox().offer(), which is safe
 // from any thread; only the node's fibers pop.
+//
+// Note [padding on the wire]: the simulator charges `padding` in serialisation time and byte
+// counts and keeps only the number. A TCP transport writes it after the payload from one shared
+// page of zeros, with the count in its own envelope, and the receiver reads and discards it, so
+// neither end ever holds it: what is real on the wire stays real, and memory stays bounded.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +52,8 @@ struct Delivery {
   // arrive before the notice that its predecessor's connection failed (as on TCP); a receiver
   // fails only what it had pending with that incarnation.
   uint32_t peer_incarnation = 0;
+  // message only: how many zero bytes travelled after `payload` (Transport::send's `padding`).
+  uint64_t padding = 0;
 };
 
 class Transport {
@@ -57,7 +64,12 @@ class Transport {
 
   // Queues `payload` for `target`; never blocks. A failure arrives later as peer_failed.
   // Throws channel_closed after close().
-  virtual void send(WorkerId target, Bytes payload) = 0;
+  void send(WorkerId target, Bytes payload) { send(target, std::move(payload), 0); }
+  // The same, followed on the wire by `padding` zero bytes that cost bandwidth and time like any
+  // other but are never materialised: the receiver gets `payload` and the count (Delivery::padding).
+  // This is how a message of declared size (a 16 MiB heartbeat) costs a length in memory, not a
+  // buffer, however many of them a slow link queues (Note [padding on the wire]).
+  virtual void send(WorkerId target, Bytes payload, uint64_t padding) = 0;
 
   // Where messages and failure notices for this node arrive, in delivery order. Runtimes deliver
   // with offer(): a delivery into a closed inbox is dropped, never thrown at the deliverer.

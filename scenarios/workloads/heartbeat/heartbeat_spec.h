@@ -23,7 +23,7 @@ struct HeartbeatSpec {
   // Heartbeats from a live, reachable node arrive at most interval + (latency max) apart, so a
   // latency maximum below this slack can never cause a false suspicion.
   runtime::Duration slack() const { return interval * (max_attempts - 1); }
-  // What a heartbeat puts on the wire.
+  // What a heartbeat puts on the wire: its frame, then message_bytes of padding.
   uint64_t frame_bytes() const { return uint64_t{message_bytes} + kFrameOverheadBytes; }
 };
 

@@ -1,5 +1,6 @@
 // The `dagsim` subcommands (DESIGN.md, "The CLI contract"). Each returns the process exit code:
-// 0 all checks passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error.
+// 0 all checks passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error,
+// 4 a host limit (wall time, memory) stopped the run before it had a verdict.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,7 @@
 
 namespace dagsim::cli {
 
-enum ExitCode : int { kPassed = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 3 };
+enum ExitCode : int { kPassed = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 3, kResourceLimit = 4 };
 
 struct RunArgs {
   std::string file;
@@ -17,12 +18,16 @@ struct RunArgs {
   std::string trace_path;  // Chrome trace-event JSON, when set
   bool check_determinism = false;
   std::string records_dir;  // write the run's records here, when set
+  double max_wall_time_s = 0;   // > 0: overrides the scenario's max_wall_time_ms (run_limits.h)
+  uint64_t max_memory_mib = 0;  // > 0: overrides the scenario's max_memory_mib
+  bool full_tensors = false;    // every tensor value in the report, however large
 };
 int run_command(const RunArgs& args);
 
 struct JudgeArgs {
   std::string dir;  // a records directory (dagsim run --records DIR)
   bool json = false;
+  bool full_tensors = false;
 };
 // Judges a run from its records alone and prints the same report as the run did.
 int judge_command(const JudgeArgs& args);
@@ -37,6 +42,8 @@ struct CheckArgs {
   unsigned jobs = 1;
   bool json = false;
   std::string self_path;  // this binary, to run each seed in its own process
+  double max_wall_time_s = 0;   // passed to each seed's run
+  uint64_t max_memory_mib = 0;
 };
 int check_command(const CheckArgs& args);
 

@@ -39,7 +39,9 @@ int judge_command(const JudgeArgs& args) {
   }
   scenarios::RunResult result;
   try {
-    result = scenarios::judge_run(scenario, dir.records);
+    scenarios::ReportOptions report;
+    report.full_tensors = args.full_tensors;
+    result = scenarios::judge_run(scenario, dir.records, report);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::invalid_records) throw;
     std::cerr << "dagsim judge: " << args.dir << ": " << e.detail() << "\n";

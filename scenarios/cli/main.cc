@@ -1,11 +1,12 @@
 // dagsim: the command line (DESIGN.md, "The CLI contract").
 //   dagsim run FILE [--seed N] [--transport sim] [--json] [--trace OUT.json] [--check-determinism]
-//        [--records DIR]
-//   dagsim judge DIR [--json]
+//        [--records DIR] [--max-wall-time S] [--max-memory MIB] [--full-tensors]
+//   dagsim judge DIR [--json] [--full-tensors]
 //   dagsim validate FILE
-//   dagsim check FILE --seeds A..B [--jobs N] [--json]
+//   dagsim check FILE --seeds A..B [--jobs N] [--json] [--max-wall-time S] [--max-memory MIB]
 // Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
-// (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario).
+// (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario), 4 a host
+// limit (wall time, memory) stopped the run before it had a verdict.
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <malloc.h>
@@ -76,12 +77,24 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--records", run.records_dir,
                       "Write the run's records here (one file per node incarnation, the fault history, the "
                       "scenario) for `dagsim judge`");
+  run_cmd->add_option("--max-wall-time", run.max_wall_time_s,
+                      "Stop the run after this many seconds of wall time (outcome wall_time_limit, exit 4); "
+                      "overrides the scenario's max_wall_time_ms")
+      ->check(CLI::Range(1e-3, 1e7));
+  run_cmd->add_option("--max-memory", run.max_memory_mib,
+                      "Limit the process's address space to this many MiB (outcome memory_limit, exit 4); "
+                      "overrides the scenario's max_memory_mib")
+      ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 20));
+  run_cmd->add_flag("--full-tensors", run.full_tensors,
+                    "Report every value of every tensor; by default tensors of more than 1000 elements are summarised");
 
   dagsim::cli::JudgeArgs judge;
   CLI::App* judge_cmd =
       app.add_subcommand("judge", "Judge a run from its records alone (dagsim run --records DIR), on any host");
   judge_cmd->add_option("DIR", judge.dir, "Records directory")->required();
   judge_cmd->add_flag("--json", judge.json, "Print one JSON object instead of text");
+  judge_cmd->add_flag("--full-tensors", judge.full_tensors,
+                      "Report every value of every tensor; by default tensors of more than 1000 elements are summarised");
 
   std::string validate_file;
   CLI::App* validate_cmd = app.add_subcommand("validate", "Check a scenario file without running it");
@@ -94,6 +107,12 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--seeds", check.seeds, "Seeds to run: A..B (inclusive) or one seed")->capture_default_str();
   check_cmd->add_option("--jobs,-j", check.jobs, "Seeds run at once")->capture_default_str()->check(CLI::Range(1u, 1024u));
   check_cmd->add_flag("--json", check.json, "Print one JSON summary instead of text");
+  check_cmd->add_option("--max-wall-time", check.max_wall_time_s,
+                        "Stop each seed's run after this many seconds of wall time (reported as LIMIT)")
+      ->check(CLI::Range(1e-3, 1e7));
+  check_cmd->add_option("--max-memory", check.max_memory_mib,
+                        "Limit each seed's run to this many MiB of address space (reported as LIMIT)")
+      ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 20));
 
   try {
     app.parse(argc, argv);

@@ -12,6 +12,7 @@
 #include "core/base/error.h"
 #include "scenarios/cli/commands.h"
 #include "scenarios/cli/report.h"
+#include "scenarios/cli/run_limits.h"
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/run/runner.h"
 #include "scenarios/workloads/registry.h"
@@ -82,6 +83,23 @@ int run_command(const RunArgs& args) {
   }
   set_assert_context("replay: " + replay_command(args.file, args.seed));
 
+  const HostLimits limits = effective_limits(scenario, args.max_wall_time_s, args.max_memory_mib);
+  std::ostringstream wall_detail;
+  if (limits.wall_s) wall_detail << "stopped by the wall-time limit of " << *limits.wall_s << " s before it had a verdict";
+  const std::string memory_detail =
+      "stopped when memory ran out" +
+      (limits.memory_mib ? " (the limit is " + std::to_string(*limits.memory_mib) + " MiB of address space)" : std::string()) +
+      " before it had a verdict";
+  if (!arm_host_limits(limits, limit_report(scenario, args.file, args.seed, "wall_time_limit", wall_detail.str(), args.json))) {
+    return kBadInput;
+  }
+  auto memory_limit = [&] {
+    disarm_wall_watchdog();
+    std::cout << limit_report(scenario, args.file, args.seed, "memory_limit", memory_detail, args.json);
+    std::cerr << "dagsim: " << memory_detail << "\n";
+    return kResourceLimit;
+  };
+
   scenarios::RunResult result;
   try {
     ProgressLine progress(!args.json);
@@ -90,14 +108,21 @@ int run_command(const RunArgs& args) {
     options.keep_trace = !args.trace_path.empty();
     options.chrome_trace = options.keep_trace ? &trace_file : nullptr;
     options.progress = progress.callback();
+    options.report.full_tensors = args.full_tensors;
     const scenarios::RunRecords records = scenarios::record_scenario(scenario, options);
+    // Memory that ran out inside a node's fiber failed that fiber: a limit of the host, not a
+    // verdict on the scenario (which would then depend on the host's memory).
+    for (const scenarios::FiberFailureRecord& f : records.failures) {
+      if (f.what.find("std::bad_alloc") != std::string::npos) return memory_limit();
+    }
     if (!args.records_dir.empty()) scenarios::write_records_dir(args.records_dir, records, scenario_text);
-    result = scenarios::judge_run(scenario, records);
+    result = scenarios::judge_run(scenario, records, options.report);
     if (args.check_determinism) {
       // The self-check of FoundationDB's "unseed" and madsim's CHECK_DETERMINISM: run the same
       // seed again in this process and compare trace hashes.
       scenarios::RunOptions again;
       again.seed = args.seed;
+      again.report = options.report;
       const scenarios::RunResult second = scenarios::run_scenario(scenario, again);
       scenarios::CheckResult determinism{"determinism", second.trace_hash == result.trace_hash, ""};
       determinism.detail = determinism.passed
@@ -108,6 +133,8 @@ int run_command(const RunArgs& args) {
       result.checks.push_back(determinism);
       result.passed = result.passed && determinism.passed;
     }
+  } catch (const std::bad_alloc&) {
+    return memory_limit();
   } catch (const Error& e) {
     // Some limits are found only when the scenario is expanded (the random fault timeline); a
     // records directory that cannot be written is the caller's to fix.
@@ -119,6 +146,7 @@ int run_command(const RunArgs& args) {
     std::cerr << e.detail() << "\n";
     return kBadInput;
   }
+  disarm_wall_watchdog();
   if (!args.trace_path.empty()) {
     trace_file.close();
     if (!trace_file) {

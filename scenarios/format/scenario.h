@@ -117,6 +117,15 @@ struct Scenario {
   RandomFaultSpec random_faults;
   WorkloadSpec workload;  // exactly one (scenarios/workloads/registry.h)
   std::vector<CheckSpec> checks;
+  // Limits of the host, not of the simulation: the CLI stops a run that exceeds them (a wall-time
+  // watchdog, an address-space limit) and reports that instead of a verdict. Unset: none (or the
+  // command's flags, --max-wall-time and --max-memory, which take precedence).
+  std::optional<Duration> max_wall_time = {};
+  std::optional<uint64_t> max_memory_mib = {};
 };
+
+// max_memory_mib's range: below 64 MiB the binary and its stacks do not fit; 2^20 MiB is 1 TiB.
+inline constexpr int64_t kMinMemoryMib = 64;
+inline constexpr int64_t kMaxMemoryMib = int64_t{1} << 20;
 
 }  // namespace dagsim::scenarios

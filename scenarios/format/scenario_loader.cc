@@ -32,9 +32,18 @@ using Dist = runtime::LatencyModel::Dist;
 constexpr int64_t kNsPerUs = 1'000;
 
 // The top-level keys other than the workload tables.
-constexpr std::array<std::string_view, 9> kTopKeys = {"name",    "description", "schedule", "max_virtual_time_ms",
-                                                      "cluster", "network",     "faults",   "random_faults",
-                                                      "checks"};
+constexpr std::array<std::string_view, 11> kTopKeys = {"name",    "description", "schedule", "max_virtual_time_ms",
+                                                       "cluster", "network",     "faults",   "random_faults",
+                                                       "checks",  "max_wall_time_ms", "max_memory_mib"};
+
+// The host's limits on a run (max_wall_time_ms, max_memory_mib): the CLI enforces them, the
+// simulation never reads them (a run's course never depends on the host).
+void read_host_limits(const TomlReader& reader, const Table& top, Scenario& scenario) {
+  scenario.max_wall_time = reader.opt_duration(top, "max_wall_time_ms", detail::kPositiveMs);
+  if (const auto mib = reader.opt_integer(top, "max_memory_mib", kMinMemoryMib, kMaxMemoryMib)) {
+    scenario.max_memory_mib = static_cast<uint64_t>(*mib);
+  }
+}
 
 std::string us(Duration d) { return detail::format_duration(d, kNsPerUs); }
 
@@ -321,6 +330,7 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
   scenario.schedule = static_cast<Schedule>(reader.opt_choice(top, "schedule", kSchedules).value_or(0));
   scenario.max_virtual_time =
       reader.opt_duration(top, "max_virtual_time_ms", detail::kPositiveMs).value_or(scenario.max_virtual_time);
+  read_host_limits(reader, top, scenario);
 
   if (const toml::node* cluster = top.get("cluster")) scenario.cluster = read_cluster(reader, *cluster);
   reader.set_cluster(scenario.cluster);

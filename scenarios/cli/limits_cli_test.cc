@@ -1,0 +1,155 @@
+// The host limits of `dagsim run` and `dagsim check` (issue 14, finding 3): a run stopped by its
+// wall-time limit or by memory has its own outcome and exit code 4, never a verdict, a bare
+// std::bad_alloc or a wait; `check` reports such a seed as LIMIT; large tensors are summarised in
+// reports unless --full-tensors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace dagsim::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Output {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+fs::path temp_dir() {
+  static const fs::path dir = [] {
+    fs::path p = fs::temp_directory_path() / ("dagsim-limits-test-" + std::to_string(::getpid()));
+    fs::create_directories(p);
+    return p;
+  }();
+  return dir;
+}
+
+struct RemoveTempDir : ::testing::Environment {
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(temp_dir(), ignored);
+  }
+};
+const auto* const kRemoveTempDir = ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+
+Output dagsim(const std::string& args) {
+  const fs::path err_file = temp_dir() / "stderr.txt";
+  const std::string command = std::string(DAGSIM_BINARY) + " " + args + " 2>" + err_file.string();
+  Output result;
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe = popen(command.c_str(), "r");
+  EXPECT_NE(pipe, nullptr);
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
+  const int status = pclose(pipe);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream err(err_file);
+  std::stringstream text;
+  text << err.rdbuf();
+  result.err = text.str();
+  return result;
+}
+
+std::string write_scenario(const std::string& name, const std::string& text) {
+  const fs::path path = temp_dir() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// One sum over 10^7 seeded elements: about a second and 600 MB on a 2020s machine.
+std::string big_sum(const std::string& top_keys = "") {
+  return R"(name = "big_sum"
+)" + top_keys + R"(
+tensors = [{ name = "x", shape = [10000000] }]
+program = [{ out = "loss", call = "sum", args = ["x"] }]
+backward = { roots = ["loss"] }
+[[checks]]
+kind = "gradients_match_local"
+)";
+}
+
+TEST(Limits, AWallTimeLimitStopsTheRunWithItsOwnOutcomeAndExit4) {
+  const std::string file = write_scenario("slow.toml", big_sum());
+  const Output text = dagsim("run " + file + " --max-wall-time 0.1");
+  EXPECT_EQ(text.exit_code, 4) << text.out << text.err;
+  EXPECT_NE(text.out.find("wall_time_limit"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("STOPPED (no verdict); replay with: dagsim run " + file + " --seed 1"), std::string::npos) << text.out;
+  EXPECT_LT(text.seconds, 5.0);
+  // The same from the scenario's key, with a report that is one well-formed JSON object.
+  const std::string keyed = write_scenario("slow_keyed.toml", big_sum("max_wall_time_ms = 100"));
+  const Output json = dagsim("run " + keyed + " --json");
+  EXPECT_EQ(json.exit_code, 4) << json.out << json.err;
+  const nlohmann::json report = nlohmann::json::parse(json.out);
+  EXPECT_EQ(report.at("outcome"), "wall_time_limit");
+  EXPECT_EQ(report.at("passed"), false);
+  EXPECT_EQ(report.at("checks").at(0).at("name"), "run_completed");
+  // The flag takes precedence over the key: a generous limit lets the run finish.
+  EXPECT_EQ(dagsim("run " + keyed + " --max-wall-time 600").exit_code, 0);
+}
+
+TEST(Limits, RunningOutOfMemoryIsAMemoryLimitNotABadAlloc) {
+  const std::string file = write_scenario("big.toml", big_sum());
+  const Output r = dagsim("run " + file + " --max-memory 300 --json");
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("outcome"), "memory_limit");
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  const std::string keyed = write_scenario("big_keyed.toml", big_sum("max_memory_mib = 300"));
+  EXPECT_EQ(dagsim("run " + keyed).exit_code, 4);
+  // A limit that fits changes nothing.
+  EXPECT_EQ(dagsim("run " + keyed + " --max-memory 4096").exit_code, 0);
+}
+
+TEST(Limits, CheckReportsASeedStoppedByALimitAsSuchWithoutWaitingOnIt) {
+  const std::string file = write_scenario("slow_check.toml", big_sum());
+  const Output r = dagsim("check " + file + " --seeds 1..2 --jobs 2 --max-wall-time 0.1");
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(r.out.find("seed 1: LIMIT: run_completed: stopped by the wall-time limit of 0.1 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0/2 seeds passed (1..2), 2 stopped by a limit"), std::string::npos) << r.out;
+  EXPECT_LT(r.seconds, 5.0);
+}
+
+TEST(Limits, LimitsAreValidatedLikeEveryOtherKeyAndFlag) {
+  const Output key = dagsim("validate " + write_scenario("bad_limit.toml", big_sum("max_memory_mib = 1")));
+  EXPECT_EQ(key.exit_code, 2);
+  EXPECT_NE(key.err.find("bad_limit.toml:2: max_memory_mib: 1 is out of range [64, 1048576]"), std::string::npos) << key.err;
+  EXPECT_EQ(dagsim("run " + write_scenario("ok.toml", big_sum()) + " --max-wall-time -1").exit_code, 2);
+  EXPECT_EQ(dagsim("run " + write_scenario("ok.toml", big_sum()) + " --max-memory 1").exit_code, 2);
+}
+
+TEST(Limits, LargeTensorsAreSummarisedInReportsUnlessFullTensorsIsGiven) {
+  const std::string file = write_scenario("mid.toml", R"(name = "mid"
+tensors = [{ name = "x", shape = [40, 50] }]
+program = [{ out = "loss", call = "sum", args = ["x"] }]
+backward = { roots = ["loss"] }
+[[checks]]
+kind = "gradients_match_local"
+)");
+  const nlohmann::json summary = nlohmann::json::parse(dagsim("run " + file + " --json").out);
+  const nlohmann::json& x = summary.at("gradients").at("worker0").at("x");
+  EXPECT_EQ(x.at("summary"), true);
+  EXPECT_EQ(x.at("shape"), nlohmann::json({40, 50}));
+  EXPECT_EQ(x.at("numel"), 2000);
+  EXPECT_EQ(x.at("min"), 1.0);
+  EXPECT_EQ(x.at("max"), 1.0);
+  EXPECT_EQ(x.at("digest"), summary.at("local_gradients").at("worker0").at("x").at("digest"));
+  const nlohmann::json full = nlohmann::json::parse(dagsim("run " + file + " --json --full-tensors").out);
+  const nlohmann::json& rows = full.at("gradients").at("worker0").at("x");
+  ASSERT_TRUE(rows.is_array());
+  EXPECT_EQ(rows.size(), 40u);
+  EXPECT_EQ(rows.at(0).size(), 50u);
+}
+
+}  // namespace
+}  // namespace dagsim::cli

@@ -217,7 +217,7 @@ int check_command(const CheckArgs& args) {
       std::cout << "seed " << o.seed << ": " << verdict << ": " << o.summary
                 << "\n  replay: " << replay_command(args.file, o.seed) << "\n";
     }
-    failing.push_back({{"seed", o.seed}, {"exit_code", o.exit_code}, {"summary", o.summary},
+    failing.push_back({{"seed", o.seed}, {"exit_code", o.exit_code}, {"verdict", verdict}, {"summary", o.summary},
                        {"replay", replay_command(args.file, o.seed)}});
   }
   const size_t total = outcomes.size();

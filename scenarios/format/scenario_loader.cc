@@ -32,9 +32,9 @@ using Dist = runtime::LatencyModel::Dist;
 constexpr int64_t kNsPerUs = 1'000;
 
 // The top-level keys other than the workload tables.
-constexpr std::array<std::string_view, 11> kTopKeys = {"name",    "description", "schedule", "max_virtual_time_ms",
-                                                       "cluster", "network",     "faults",   "random_faults",
-                                                       "checks",  "max_wall_time_ms", "max_memory_mib"};
+constexpr std::array<std::string_view, 11> kTopKeys = {
+    "name",    "description", "schedule", "max_virtual_time_ms", "max_wall_time_ms", "max_memory_mib",
+    "cluster", "network",     "faults",   "random_faults",       "checks"};
 
 // The host's limits on a run (max_wall_time_ms, max_memory_mib): the CLI enforces them, the
 // simulation never reads them (a run's course never depends on the host).

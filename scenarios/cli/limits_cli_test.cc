@@ -99,11 +99,29 @@ TEST(Limits, AWallTimeLimitStopsTheRunWithItsOwnOutcomeAndExit4) {
   EXPECT_EQ(dagsim("run " + keyed + " --max-wall-time 600").exit_code, 0);
 }
 
-TEST(Limits, RunningOutOfMemoryIsAMemoryLimitNotABadAlloc) {
+TEST(Limits, AMemoryLimitBelowWhatTheTensorsNeedIsReportedBeforeTheRun) {
+  // 10^7 elements, with its gradient, in both runs: 2 × 8 × (2 × 10^7 + 1) bytes = 306 MiB.
   const std::string file = write_scenario("big.toml", big_sum());
   const Output r = dagsim("run " + file + " --max-memory 300 --json");
   EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out).at("outcome"), "memory_limit");
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report.at("outcome"), "memory_limit");
+  EXPECT_NE(report.at("checks").at(0).at("detail").get<std::string>().find(
+                "not run: its tensors alone need 306 MiB"),
+            std::string::npos)
+      << r.out;
+  EXPECT_LT(r.seconds, 1.0);  // decided from the file, before anything is allocated
+}
+
+TEST(Limits, RunningOutOfMemoryIsAMemoryLimitNotABadAlloc) {
+  // Above the counted 306 MiB, below what the run really takes: the address-space limit stops it.
+  const std::string file = write_scenario("big.toml", big_sum());
+  const Output r = dagsim("run " + file + " --max-memory 400 --json");
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report.at("outcome"), "memory_limit");
+  EXPECT_NE(report.at("checks").at(0).at("detail").get<std::string>().find("stopped when memory ran out"),
+            std::string::npos);
   EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
   const std::string keyed = write_scenario("big_keyed.toml", big_sum("max_memory_mib = 300"));
   EXPECT_EQ(dagsim("run " + keyed).exit_code, 4);

@@ -93,12 +93,23 @@ int run_command(const RunArgs& args) {
   if (!arm_host_limits(limits, limit_report(scenario, args.file, args.seed, "wall_time_limit", wall_detail.str(), args.json))) {
     return kBadInput;
   }
-  auto memory_limit = [&] {
+  auto memory_limit = [&](const std::string& detail) {
     disarm_wall_watchdog();
-    std::cout << limit_report(scenario, args.file, args.seed, "memory_limit", memory_detail, args.json);
-    std::cerr << "dagsim: " << memory_detail << "\n";
+    std::cout << limit_report(scenario, args.file, args.seed, "memory_limit", detail, args.json);
+    std::cerr << "dagsim: " << detail << "\n";
     return kResourceLimit;
   };
+  // What can be counted is judged before the run, the same on every host and for every seed.
+  const scenarios::WorkloadType& workload = scenarios::workload_type(scenario);
+  if (limits.memory_mib && workload.counted_bytes != nullptr) {
+    const uint64_t counted = workload.counted_bytes(scenario);
+    if (counted > (*limits.memory_mib << 20)) {
+      return memory_limit("not run: its tensors alone need " + std::to_string((counted + (1 << 20) - 1) >> 20) +
+                          " MiB (leaves and parameters with their gradients, and every statement's result, in the "
+                          "distributed run and the local oracle), more than the memory limit of " +
+                          std::to_string(*limits.memory_mib) + " MiB");
+    }
+  }
 
   scenarios::RunResult result;
   try {
@@ -113,7 +124,7 @@ int run_command(const RunArgs& args) {
     // Memory that ran out inside a node's fiber failed that fiber: a limit of the host, not a
     // verdict on the scenario (which would then depend on the host's memory).
     for (const scenarios::FiberFailureRecord& f : records.failures) {
-      if (f.what.find("std::bad_alloc") != std::string::npos) return memory_limit();
+      if (f.what.find("std::bad_alloc") != std::string::npos) return memory_limit(memory_detail);
     }
     if (!args.records_dir.empty()) scenarios::write_records_dir(args.records_dir, records, scenario_text);
     result = scenarios::judge_run(scenario, records, options.report);
@@ -134,7 +145,7 @@ int run_command(const RunArgs& args) {
       result.passed = result.passed && determinism.passed;
     }
   } catch (const std::bad_alloc&) {
-    return memory_limit();
+    return memory_limit(memory_detail);
   } catch (const Error& e) {
     // Some limits are found only when the scenario is expanded (the random fault timeline); a
     // records directory that cannot be written is the caller's to fix.

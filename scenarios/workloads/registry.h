@@ -52,6 +52,10 @@ struct WorkloadType {
   // The judge side, from the run's records alone.
   std::unique_ptr<Judge> (*make_judge)(const Scenario& scenario, const RunRecords& records) = nullptr;
   std::span<const CheckKind> checks;
+  // The bytes a run certainly allocates, counted from the scenario alone (the same for every seed
+  // and host), so a memory limit below it is reported before the run instead of by an allocation
+  // failing somewhere in it (cli/run_limits.h). Null: nothing is counted.
+  uint64_t (*counted_bytes)(const Scenario& scenario) = nullptr;
 
   const CheckKind* find_check(std::string_view kind) const;
 };

@@ -131,6 +131,17 @@ std::optional<Shape> infer_result_shape(const std::string& call, const std::vect
   return std::nullopt;
 }
 
+uint64_t counted_tensor_bytes(const Program& program) {
+  // Every shape here is within the element limit, so the sum of a few thousand cannot overflow.
+  uint64_t elements = 0;
+  for (const ProgramTensor& t : program.tensors) elements += 2 * static_cast<uint64_t>(saturating_numel(t.shape));
+  for (const ProgramParameter& p : program.parameters) elements += 2 * static_cast<uint64_t>(saturating_numel(p.shape));
+  for (const std::optional<Shape>& s : statement_shapes(program)) {
+    if (s) elements += static_cast<uint64_t>(saturating_numel(*s));
+  }
+  return 2 * sizeof(double) * elements;
+}
+
 std::vector<std::optional<Shape>> statement_shapes(const Program& program) {
   std::map<std::string, std::optional<Shape>> known;
   for (const ProgramTensor& t : program.tensors) known[t.name] = t.shape;

@@ -29,6 +29,11 @@ int64_t saturating_numel(const Shape& shape);
 std::optional<Shape> infer_result_shape(const std::string& call, const std::vector<Shape>& shapes,
                                         const std::map<std::string, double>& attributes);
 
+// The bytes of float64 tensors a run of `program` certainly holds at once, counted from shapes:
+// each leaf and parameter with its gradient, and every statement result whose shape is known
+// (held for backward), twice: in the distributed run and in the local oracle. Saturates.
+uint64_t counted_tensor_bytes(const Program& program);
+
 // Each statement's result shape where it can be inferred (leaves and parameters from their
 // declared shapes), by statement index; nullopt where not.
 std::vector<std::optional<Shape>> statement_shapes(const Program& program);

@@ -7,6 +7,7 @@
 #include "core/tensor/dtype.h"
 #include "scenarios/workloads/program/model_spec.h"
 #include "scenarios/workloads/program/scenario_model.h"
+#include "scenarios/workloads/program/program_shapes.h"
 #include "scenarios/workloads/program/scenario_program.h"
 #include "scenarios/workloads/program/tensor_report.h"
 
@@ -322,6 +323,8 @@ std::unique_ptr<Judge> make_judge(const Scenario& scenario, const RunRecords& re
   return std::make_unique<ProgramJudge>(scenario, records);
 }
 
+uint64_t counted_bytes(const Scenario& scenario) { return counted_tensor_bytes(program_of(scenario)); }
+
 std::string needs_parameters(const Scenario& scenario) {
   return program_of(scenario).parameters.empty() ? "compares parameters, and this program has none" : "";
 }
@@ -346,6 +349,7 @@ const WorkloadType kProgramWorkload = {
     .make = &make,
     .make_judge = &make_judge,
     .checks = kChecks,
+    .counted_bytes = &counted_bytes,
 };
 
 const WorkloadType kModelWorkload = {
@@ -358,6 +362,7 @@ const WorkloadType kModelWorkload = {
     .make = &make,
     .make_judge = &make_judge,
     .checks = kChecks,
+    .counted_bytes = &counted_bytes,
 };
 
 }  // namespace dagsim::scenarios

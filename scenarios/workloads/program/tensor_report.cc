@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -70,23 +71,26 @@ nlohmann::json tensor_report_json(const Tensor& t, bool full) {
   for (size_t i = 0; i < std::min<size_t>(values.size(), 8); ++i) first.push_back(number_record(values[i]));
   double lo = std::numeric_limits<double>::infinity(), hi = -lo, sum = 0;
   uint64_t finite = 0;
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
+  // The digest covers the values as float64 little-endian bytes, whatever the host's order.
+  uint64_t digest;
+  if constexpr (std::endian::native == std::endian::little) {
+    digest = XXH3_64bits(values.data(), values.size() * sizeof(double));
+  } else {
+    std::vector<unsigned char> le(values.size() * 8);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint64_t bits;
+      std::memcpy(&bits, &values[i], sizeof bits);
+      for (int b = 0; b < 8; ++b) le[i * 8 + static_cast<size_t>(b)] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    digest = XXH3_64bits(le.data(), le.size());
+  }
   for (double v : values) {
-    // The digest covers the values as float64 little-endian bytes, whatever the host's order.
-    uint64_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    unsigned char le[8];
-    for (int b = 0; b < 8; ++b) le[b] = static_cast<unsigned char>(bits >> (8 * b));
-    XXH3_64bits_update(state, le, sizeof le);
     if (!std::isfinite(v)) continue;
     ++finite;
     lo = std::min(lo, v);
     hi = std::max(hi, v);
     sum += v;
   }
-  const uint64_t digest = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
   char hex[19];
   std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(digest));
   const auto over_finite = [&](double v) { return finite == 0 ? nlohmann::json(nullptr) : number_record(v); };

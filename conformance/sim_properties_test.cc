@@ -73,19 +73,24 @@ RC_GTEST_PROP(SimProperties, SlowNetworksAreJudgedOnlyWhereTheBoundsApply, ()) {
   RC_ASSERT(r.passed);
 }
 
-RC_GTEST_PROP(SimProperties, EndsLearnOfEveryFailureAndLoseNothingAfterwards, ()) {
-  // Connection failures, partitions, kills, restarts and crashes together: the mix in which an
-  // end once stayed "not learned" for seconds after it had been told (issue 14).
-  const Scenario scenario = *gen_heartbeat_scenario({.latency_within_slack = false, .fault_monitor = true, .lossy = true});
-  const uint64_t seed = *rc::gen::noShrink(rc::gen::arbitrary<uint64_t>());
-  std::vector<std::string> violations;
+// Runs `scenario` and checks the delivery contract's notice rules on its trace.
+RunResult run_checking_notices(const Scenario& scenario, uint64_t seed, std::vector<std::string>& violations) {
   RunOptions options;
   options.seed = seed;
   options.inspect_trace = [&](const sim::Trace& trace, const std::vector<std::string>& names) {
     violations = delivery_contract_violations(
         trace, names, {scenario.network.connection_timeout, scenario.network.max_latency()});
   };
-  const RunResult r = scenarios::run_scenario(scenario, options);
+  return scenarios::run_scenario(scenario, options);
+}
+
+RC_GTEST_PROP(SimProperties, EndsLearnOfEveryFailureAndLoseNothingAfterwards, ()) {
+  // Connection failures, partitions, kills, restarts and crashes together: the mix in which an
+  // end once stayed "not learned" for seconds after it had been told (issue 14).
+  const Scenario scenario = *gen_heartbeat_scenario({.latency_within_slack = false, .fault_monitor = true, .lossy = true});
+  const uint64_t seed = *rc::gen::noShrink(rc::gen::arbitrary<uint64_t>());
+  std::vector<std::string> violations;
+  const RunResult r = run_checking_notices(scenario, seed, violations);
   RC_LOG() << "seed " << seed << "\n";
   for (size_t i = 0; i < std::min<size_t>(violations.size(), 10); ++i) RC_LOG() << violations[i] << "\n";
   RC_ASSERT(violations.empty());
@@ -99,13 +104,7 @@ TEST(SimProperties, TheReproducersOfTheStaleNoticeKeepTheContract) {
                                    {"chaos_rapid.toml", 1845}}) {
     const Scenario scenario = scenarios::load_scenario_file(std::string(DAGSIM_CONFORMANCE_DIR) + "/repro/" + file);
     std::vector<std::string> violations;
-    RunOptions options;
-    options.seed = seed;
-    options.inspect_trace = [&](const sim::Trace& trace, const std::vector<std::string>& names) {
-      violations = delivery_contract_violations(
-          trace, names, {scenario.network.connection_timeout, scenario.network.max_latency()});
-    };
-    const RunResult r = scenarios::run_scenario(scenario, options);
+    const RunResult r = run_checking_notices(scenario, seed, violations);
     EXPECT_TRUE(r.passed) << file << "\n" << failures_of(r);
     EXPECT_TRUE(violations.empty()) << file << ": " << violations.size() << " violations, first: " << violations.front();
   }

@@ -177,7 +177,7 @@ int validate(const std::string& file, bool quiet) {
   try {
     const scenarios::Scenario s = scenarios::load_scenario_file(file);
     if (quiet) return kPassed;
-    std::cout << file << ": valid: scenario " << s.name << ", " << s.cluster.nodes << " nodes, workload "
+    std::cout << printable(file, kPathMax) << ": valid: scenario " << printable(s.name) << ", " << s.cluster.nodes << " nodes, workload "
               << scenarios::workload_type(s).summary(s) << ", "
               << s.faults.size() << " scheduled fault(s)" << (s.random_faults.any() ? " plus random faults" : "")
               << ", " << s.checks.size() << " check(s)\n";

@@ -154,6 +154,23 @@ TEST(Runner, NoFalseSuspicionFailsOnADeclarationOfAHealthyNode) {
   EXPECT_FALSE(find_check(r, "never_declared_dead")->passed);
 }
 
+TEST(Runner, NoFalseSuspicionFailsOnASuspicionThatOutlivesItsCause) {
+  // The monitor's justified verdict during a partition, never withdrawn once worker1 was reachable
+  // again: what a sender stuck "not learned" after its notice looked like (issue 14).
+  Scenario s = small_scenario();
+  s.faults.push_back(FaultSpec{FaultSpec::Kind::partition, 2s, 0, 3s, {}, {1}, {0}, 0});
+  s.checks.push_back(CheckSpec{"no_false_suspicion", {}, std::nullopt, std::nullopt, 0});
+  const RunResult honest = scenarios::run_scenario(s, {});
+  ASSERT_TRUE(honest.passed) << find_check(honest, "no_false_suspicion")->detail;
+  const RunResult r = run_tampered(s, [](std::vector<Declaration>& d) {
+    std::erase_if(d, [](const Declaration& x) { return x.node == 1 && !x.dead; });
+  });
+  const auto* check = find_check(r, "no_false_suspicion");
+  EXPECT_FALSE(check->passed);
+  EXPECT_NE(check->detail.find("was still declared dead at"), std::string::npos) << check->detail;
+  EXPECT_NE(check->detail.find("up and reachable since 3000"), std::string::npos) << check->detail;
+}
+
 TEST(Runner, NoFalseSuspicionIsNotApplicableWhenLatencyExceedsTheSlack) {
   Scenario s = small_scenario();
   s.network.latency = runtime::LatencyModel::uniform(1ms, 400ms);  // slack is 200 ms

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include <xxhash.h>
 
@@ -44,22 +45,23 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   const int side = side_of(key, source);
   const int dir = side;  // direction 0 is low -> high, which is what side 0 sends
   Connection& conn = connections_[key];
+  if (!conn.notices[side].empty()) {
+    // Whatever connection the sender believes in has failed, and it has not been told yet.
+    drop(source, target, id, "connection failed; the sender has not learned it yet");
+    return;
+  }
   if (!conn.open) {
-    if (conn.notice[side].pending && conn.notice[side].incarnation == incarnation) {
-      drop(source, target, id, "connection failed; the sender has not learned it yet");
-      return;
-    }
     const NodeState target_state = world_.state(target);
     if (target_state == NodeState::not_started || target_state == NodeState::killed) {
       drop(source, target, id, "connection refused");
+      const std::string refused = "connection refused: " + world_.node_name(target) + " is not running";
       if (blocked(source, target) || blocked(target, source)) {
-        // Neither the connection attempt nor a reset crosses a partition: the attempt times out.
-        notify(key, side, incarnation, target, world_.incarnation(target),
-               "connection to " + world_.node_name(target) + " timed out",
-               world_.now() + model_.connection_timeout);
+        // Neither the connection attempt nor a reset crosses a partition: the attempt times out,
+        // unless the partition heals first and a retried attempt meets the refusal.
+        notify(key, side, world_.incarnation(target), "connection to " + world_.node_name(target) + " timed out",
+               world_.now() + model_.connection_timeout, refused);
       } else {
-        notify(key, side, incarnation, target, world_.incarnation(target),
-               "connection refused: " + world_.node_name(target) + " is not running",
+        notify(key, side, world_.incarnation(target), refused,
                world_.now() + model_.latency_for(target, source).sample(world_.random_stream()));
       }
       return;
@@ -74,7 +76,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   DAGSIM_ASSERT_MSG(conn.incarnation[side] == incarnation, "a connection outlived its incarnation");
   if (model_.connection_failure_rate > 0 && world_.random_stream().bernoulli(model_.connection_failure_rate)) {
     drop(source, target, id, "injected connection failure");
-    fail(key, conn, "connection to " + world_.node_name(target) + " failed (injected)", true);
+    fail(key, conn, "failed (injected)", true);
     return;
   }
   Direction& d = conn.direction[dir];
@@ -151,7 +153,10 @@ void SimNetwork::arrive(uint32_t in_flight_slot) {
 void SimNetwork::hand_over(Key key, int dir, Message message) {
   const WorkerId from = dir == 0 ? key.first : key.second;
   const WorkerId to = dir == 0 ? key.second : key.first;
-  const Connection& conn = connections_[key];
+  Connection& conn = connections_[key];
+  // A message of a newer connection reaching an end that has not learned of an older one's
+  // failure: its handshake names the peer's incarnation, so the end learns now, before reading it.
+  if (!conn.notices[1 - dir].empty()) tell(key, 1 - dir, conn.notices[1 - dir].back().serial);
   const uint32_t target_incarnation = conn.incarnation[1 - dir];
   const uint64_t id = message.id;
   const uint64_t bytes = message.payload.size() + message.padding;
@@ -180,8 +185,7 @@ void SimNetwork::hold(Connection& conn, Key key, int dir, Message message) {
           Connection& c = connections_[key];
           if (!c.open || c.generation != generation) return;
           c.direction[dir].silence_timer = 0;
-          const WorkerId silent = dir == 0 ? key.second : key.first;
-          fail(key, c, "connection to " + world_.node_name(silent) + " timed out (no traffic got through)", false);
+          fail(key, c, "timed out (no traffic got through)", false);
         });
   }
 }
@@ -205,13 +209,14 @@ void SimNetwork::on_resume_or_heal() {
   for (const Key& key : sorted_keys()) {
     Connection& conn = connections_.at(key);
     if (conn.open) release_held(key, conn);
+    hasten_notices(key, conn);
   }
 }
 
-void SimNetwork::fail(Key key, Connection& conn, const std::string& reason, bool delay_by_latency) {
+void SimNetwork::fail(Key key, Connection& conn, const std::string& what, bool delay_by_latency) {
   DAGSIM_ASSERT(conn.open);
   ++stats_.connection_failures;
-  world_.note_connection_failure(key.first, key.second, reason);
+  world_.note_connection_failure(key.first, key.second, "connection " + what);
   for (int dir = 0; dir < 2; ++dir) {
     Direction& d = conn.direction[dir];
     const WorkerId from = dir == 0 ? key.first : key.second;
@@ -231,42 +236,86 @@ void SimNetwork::fail(Key key, Connection& conn, const std::string& reason, bool
       continue;  // that end is gone; nobody to tell
     }
     TimePoint when = world_.now();
-    std::string why = reason;
     if (delay_by_latency && blocked(peer, self)) {
-      // The reset cannot cross the partition: this end finds out by its own timeout.
-      when = when + model_.connection_timeout;
-      why = "connection to " + world_.node_name(peer) + " timed out";
-    } else if (delay_by_latency) {
-      when = when + model_.latency_for(peer, self).sample(world_.random_stream());
+      // The reset cannot cross the partition: this end finds out by its own timeout, or from the
+      // reset once the partition heals.
+      notify(key, side, conn.incarnation[1 - side], "connection to " + world_.node_name(peer) + " timed out",
+             when + model_.connection_timeout, "connection to " + world_.node_name(peer) + " " + what);
+    } else {
+      if (delay_by_latency) when = when + model_.latency_for(peer, self).sample(world_.random_stream());
+      notify(key, side, conn.incarnation[1 - side], "connection to " + world_.node_name(peer) + " " + what, when);
     }
-    notify(key, side, conn.incarnation[side], peer, conn.incarnation[1 - side], std::move(why), when);
   }
 }
 
-void SimNetwork::notify(Key key, int side, uint32_t incarnation, WorkerId peer, uint32_t peer_incarnation,
-                        std::string reason, TimePoint when) {
+void SimNetwork::notify(Key key, int side, uint32_t peer_incarnation, std::string reason, TimePoint when,
+                        std::string reason_after_heal) {
+  const uint64_t serial = ++next_notice_;
+  const runtime::TimerId timer =
+      world_.world_clock().call_at(when, [this, key, side, serial] { tell(key, side, serial); });
+  connections_[key].notices[side].push_back(
+      Notice{serial, peer_incarnation, std::move(reason), std::move(reason_after_heal), when, timer});
+}
+
+void SimNetwork::tell(Key key, int side, uint64_t serial) {
   const WorkerId self = side == 0 ? key.first : key.second;
-  Connection::Notice& notice = connections_[key].notice[side];
-  // A later notice to the same incarnation supersedes an earlier one still on its way.
-  notice = Connection::Notice{true, incarnation, std::max(when, notice.pending ? notice.at : when)};
-  world_.world_clock().call_at(when, [this, key, side, self, incarnation, peer, peer_incarnation, when,
-                                      reason = std::move(reason)]() mutable {
-    Connection::Notice& pending = connections_[key].notice[side];
-    if (pending.pending && pending.incarnation == incarnation && pending.at <= when) pending.pending = false;
-    world_.trace().record(world_.now(), self, TraceKind::connection, reason, 0, peer);
-    world_.deliver(self, incarnation, Delivery{Delivery::Kind::peer_failed, peer, {}, std::move(reason), peer_incarnation, 0});
-  });
+  const WorkerId peer = side == 0 ? key.second : key.first;
+  std::vector<Notice>& notices = connections_[key].notices[side];
+  DAGSIM_ASSERT_MSG(world_.state(self) == NodeState::up || world_.state(self) == NodeState::paused,
+                    "a failure notice outlived the incarnation it was for");
+  size_t told = 0;
+  while (told < notices.size() && notices[told].serial <= serial) ++told;
+  std::vector<Notice> now(std::make_move_iterator(notices.begin()), std::make_move_iterator(notices.begin() + told));
+  notices.erase(notices.begin(), notices.begin() + told);
+  for (Notice& notice : now) {
+    world_.world_clock().cancel(notice.timer);  // a no-op for the one firing now
+    world_.trace().record(world_.now(), self, TraceKind::connection, notice.reason, 0, peer);
+    world_.deliver(self, world_.incarnation(self),
+                   Delivery{Delivery::Kind::peer_failed, peer, {}, std::move(notice.reason), notice.peer_incarnation, 0});
+  }
+}
+
+void SimNetwork::hasten_notices(Key key, Connection& conn) {
+  for (int side = 0; side < 2; ++side) {
+    const WorkerId self = side == 0 ? key.first : key.second;
+    const WorkerId peer = side == 0 ? key.second : key.first;
+    if (blocked(peer, self) || blocked(self, peer)) continue;
+    for (Notice& notice : conn.notices[side]) {
+      if (notice.reason_after_heal.empty()) continue;
+      // The end's next retransmission (or retried connection attempt) meets the reset.
+      const TimePoint when = world_.now() + model_.latency_for(peer, self).sample(world_.random_stream());
+      if (when >= notice.at) continue;
+      world_.world_clock().cancel(notice.timer);
+      notice.reason = std::move(notice.reason_after_heal);
+      notice.reason_after_heal.clear();
+      notice.at = when;
+      notice.timer = world_.world_clock().call_at(when, [this, key, side, serial = notice.serial] {
+        tell(key, side, serial);
+      });
+    }
+  }
+}
+
+void SimNetwork::forget_notices(WorkerId node) {
+  for (const Key& key : sorted_keys()) {
+    if (key.first != node && key.second != node) continue;
+    std::vector<Notice>& notices = connections_.at(key).notices[side_of(key, node)];
+    for (const Notice& notice : notices) world_.world_clock().cancel(notice.timer);
+    notices.clear();
+  }
 }
 
 void SimNetwork::on_kill(WorkerId node) {
+  forget_notices(node);
   for (const Key& key : sorted_keys()) {
     Connection& conn = connections_.at(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
-    fail(key, conn, "connection reset: " + world_.node_name(node) + " died", true);
+    fail(key, conn, "reset: " + world_.node_name(node) + " died", true);
   }
 }
 
 void SimNetwork::on_crash(WorkerId node) {
+  forget_notices(node);
   for (const Key& key : sorted_keys()) {
     Connection& conn = connections_.at(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
@@ -281,10 +330,11 @@ void SimNetwork::on_crash(WorkerId node) {
 }
 
 void SimNetwork::on_restart(WorkerId node) {
+  forget_notices(node);
   for (const Key& key : sorted_keys()) {
     Connection& conn = connections_.at(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
-    fail(key, conn, "connection reset: " + world_.node_name(node) + " restarted", true);
+    fail(key, conn, "reset: " + world_.node_name(node) + " restarted", true);
   }
 }
 

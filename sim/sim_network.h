@@ -12,8 +12,15 @@
 //     but traffic held for connection_timeout fails the connection and both ends learn then.
 //     Held traffic is the sender's to retransmit, so a sender that crashes or dies loses it;
 //   - sending to a node that is not running is refused: the sender learns after one latency.
-// A sender that has not yet learned of its connection's failure loses what it sends meanwhile, as
-// writes to a reset socket do. Every delivery names the peer's incarnation, so a notice about a
+// A failure notice (peer_failed) is how an end learns; until it has learned of every failure of its
+// connections to a peer, what it sends to that peer is lost, as writes to a reset socket are. An
+// end learns of its failures in the order they happened, and learns sooner when it can:
+//   - a failure the reset could not reach across a partition is learned about one latency after
+//     the partition heals (the next retransmission meets the reset), at the latest at the timeout;
+//   - the first message of a peer's new connection tells the receiver that the old one is gone;
+//   - learning of a later failure tells of every earlier one.
+// So a notice never names a connection the end is still using, and a peer_failed delivery fails only
+// calls that were already lost. Every delivery names the peer's incarnation, so a notice about a
 // dead incarnation that arrives after its successor's first messages is recognisable.
 // Messages are the encoded bytes, exactly as TCP carries them.
 #pragma once
@@ -76,19 +83,24 @@ class SimNetwork {
     std::vector<Message> held;  // appended, then released or dropped all at once
     uint64_t silence_timer = 0;
   };
+  // What one end learns of one failure of its connection, and when.
+  struct Notice {
+    uint64_t serial = 0;          // creation order, world-wide: notices are told in this order
+    uint32_t peer_incarnation = 0;
+    std::string reason;
+    // Set while the reset cannot cross a partition (the end learns by its own timeout, `at`):
+    // what it learns instead if the partition heals first.
+    std::string reason_after_heal;
+    TimePoint at;
+    runtime::TimerId timer = 0;
+  };
   struct Connection {
     bool open = false;
     uint64_t generation = 0;        // bumped on every close, so in-flight events see they are stale
     uint32_t incarnation[2] = {0, 0};
-    // A failure notice on its way to each side: until it arrives, that incarnation's sends on
-    // the failed connection are lost (writes to a reset socket). The notice names the peer's
-    // incarnation, since a restarted peer's new connection may overtake it.
-    struct Notice {
-      bool pending = false;
-      uint32_t incarnation = 0;
-      TimePoint at;
-    };
-    Notice notice[2];
+    // Failure notices on their way to each side (to its running incarnation), oldest first: until
+    // they have all arrived, that side's sends to the peer are lost (writes to a reset socket).
+    std::vector<Notice> notices[2];
     Direction direction[2];         // [0]: low id -> high id, [1]: high -> low
   };
   using Key = std::pair<WorkerId, WorkerId>;  // (low, high)
@@ -115,10 +127,18 @@ class SimNetwork {
   bool must_hold(WorkerId from, WorkerId to) const;
   void hold(Connection& conn, Key key, int dir, Message message);
   void release_held(Key key, Connection& conn);
-  // Closes the connection, losing what it carries; tells each end still running after `delay`.
-  void fail(Key key, Connection& conn, const std::string& reason, bool delay_by_latency);
-  void notify(Key key, int side, uint32_t incarnation, WorkerId peer, uint32_t peer_incarnation, std::string reason,
-              TimePoint when);
+  // Closes the connection, losing what it carries; tells each end still running, after about one
+  // latency when `delay_by_latency`, "connection to PEER " + `what`.
+  void fail(Key key, Connection& conn, const std::string& what, bool delay_by_latency);
+  // Queues a notice for `side`'s running incarnation, told at `when` (or sooner; see above).
+  void notify(Key key, int side, uint32_t peer_incarnation, std::string reason, TimePoint when,
+              std::string reason_after_heal = {});
+  // Tells `side` every notice queued for it up to and including `serial`, in order.
+  void tell(Key key, int side, uint64_t serial);
+  // Moves partition-delayed notices to about one latency from now where the path has healed.
+  void hasten_notices(Key key, Connection& conn);
+  // Forgets the notices queued for `node`'s incarnation that just ended.
+  void forget_notices(WorkerId node);
   void drop(WorkerId from, WorkerId to, uint64_t message_id, std::string_view why);
 
   SimWorld& world_;
@@ -128,6 +148,7 @@ class SimNetwork {
   std::vector<uint32_t> free_in_flight_;
   std::map<uint64_t, std::set<std::pair<WorkerId, WorkerId>>> partitions_;
   uint64_t next_message_ = 0;
+  uint64_t next_notice_ = 0;
   NetworkStats stats_;
 };
 

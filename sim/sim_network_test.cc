@@ -254,6 +254,63 @@ TEST(SimNetwork, AResetDoesNotCrossAPartition) {
   EXPECT_NE(a_log[0].text.find("timed out"), std::string::npos) << a_log[0].text;
 }
 
+TEST(SimNetwork, AResetHeldByAPartitionArrivesAboutALatencyAfterTheHeal) {
+  // The end's next retransmission meets the reset once the partition heals: it learns then, not
+  // at its own timeout, and loses what it sends until it has learned, and nothing after.
+  SimOptions options = constant_latency(1ms);
+  options.network.connection_timeout = 40ms;
+  SimWorld world(options);
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  send_at(world, at_ms(0), 0, 1, {"hello"});
+  world.at(at_ms(5), "partition", [&] { world.partition({{0, 1}, {1, 0}}); });
+  world.at(at_ms(10), "kill b", [&] { world.kill(1); });
+  world.at(at_ms(12), "restart b", [&] { world.restart(1); });
+  send_at(world, at_ms(15), 0, 1, {"lost: a has not learned"});
+  world.at(at_ms(20), "heal", [&] { world.heal_all(); });
+  send_at(world, at_ms(20) + Duration{500us}, 0, 1, {"lost: the reset is on its way"});
+  send_at(world, at_ms(22), 0, 1, {"to b#1"});
+  world.run({.stop_at = at_ms(100)});
+  ASSERT_EQ(a_log.size(), 1u);
+  EXPECT_EQ(a_log[0].kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(a_log[0].time_us, 21000) << "one latency after the heal, not at the 50 ms timeout";
+  EXPECT_EQ(a_log[0].text, "connection to b reset: b died");
+  EXPECT_EQ(texts(b_log), (std::vector<std::string>{"hello", "to b#1"}));
+}
+
+TEST(SimNetwork, ANewConnectionsFirstMessageTellsItsReceiverTheOldOneFailed) {
+  // b cannot hear a's reset (a -> b is cut), but a#1's first message, released by the heal, names
+  // a new incarnation: b learns of the old connection's failure then, before reading it, and what
+  // b sent in between, on the connection it still believed in, is lost.
+  SimOptions options = constant_latency(1ms);
+  options.network.connection_timeout = 40ms;
+  SimWorld world(options);
+  std::vector<Received> a_log, b_log;
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+  send_at(world, at_ms(0), 0, 1, {"hello"});
+  world.at(at_ms(5), "partition", [&] { world.partition({{0, 1}}); });
+  world.at(at_ms(10), "kill a", [&] { world.kill(0); });
+  world.at(at_ms(12), "restart a", [&] { world.restart(0); });
+  send_at(world, at_ms(15), 0, 1, {"from a#1"});
+  send_at(world, at_ms(18), 1, 0, {"lost: b has not learned"});
+  world.at(at_ms(20), "heal", [&] { world.heal_all(); });
+  send_at(world, at_ms(25), 1, 0, {"to a#1"});
+  world.run({.stop_at = at_ms(100)});
+  ASSERT_EQ(b_log.size(), 3u);
+  EXPECT_EQ(b_log[0].text, "hello");
+  EXPECT_EQ(b_log[1].kind, Delivery::Kind::peer_failed);
+  EXPECT_EQ(b_log[1].time_us, 20000);
+  EXPECT_EQ(b_log[2].text, "from a#1");
+  EXPECT_EQ(b_log[2].time_us, 20000);
+  EXPECT_EQ(texts(a_log), (std::vector<std::string>{"to a#1"}));
+}
+
 TEST(SimNetwork, CrashIsSilenceUntilTheConnectionTimesOut) {
   SimOptions options = constant_latency(1ms);
   options.network.connection_timeout = 30ms;

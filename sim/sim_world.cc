@@ -248,9 +248,10 @@ void SimWorld::crash(WorkerId id) {
 void SimWorld::restart(WorkerId id) {
   Node& n = node(id);
   if (n.current != nullptr) kill(id);
-  record_fault({FaultEvent::Kind::restart, {}, id, 0, 0, {}}, "restart " + n.name);
-  // Connections of the old incarnation (still open if it crashed) are reset by the new one.
+  // Connections of the old incarnation (still open if it crashed) are reset by the new one; in
+  // the trace, before the new incarnation begins.
   network_->on_restart(id);
+  record_fault({FaultEvent::Kind::restart, {}, id, 0, 0, {}}, "restart " + n.name);
   begin_incarnation(n);
 }
 

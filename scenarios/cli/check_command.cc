@@ -6,7 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -17,9 +21,9 @@
 
 #include <chrono>
 #include <csignal>
-#include <thread>
 
 #include "scenarios/cli/commands.h"
+#include "core/base/printable.h"
 #include "scenarios/cli/report.h"
 #include "scenarios/cli/run_limits.h"
 #include "scenarios/format/scenario_loader.h"
@@ -27,6 +31,15 @@
 extern char** environ;
 
 namespace dagsim::cli {
+
+std::optional<uint64_t> parse_seed(std::string_view text) {
+  uint64_t out = 0;
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) return std::nullopt;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return std::nullopt;  // out of range
+  return out;
+}
 
 namespace {
 
@@ -36,18 +49,16 @@ struct SeedRange {
 };
 
 std::optional<SeedRange> parse_seeds(const std::string& text) {
-  auto parse = [](std::string_view s, uint64_t& out) {
-    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-    return ec == std::errc() && ptr == s.data() + s.size() && !s.empty();
-  };
   SeedRange range;
   const size_t dots = text.find("..");
-  if (dots == std::string::npos) {
-    if (!parse(text, range.first)) return std::nullopt;
-    range.last = range.first;
-  } else if (!parse(std::string_view(text).substr(0, dots), range.first) ||
-             !parse(std::string_view(text).substr(dots + 2), range.last) || range.last < range.first) {
-    return std::nullopt;
+  const std::string_view first = std::string_view(text).substr(0, dots);
+  const std::optional<uint64_t> a = parse_seed(first);
+  if (!a) return std::nullopt;
+  range.first = range.last = *a;
+  if (dots != std::string::npos) {
+    const std::optional<uint64_t> b = parse_seed(std::string_view(text).substr(dots + 2));
+    if (!b || *b < *a) return std::nullopt;
+    range.last = *b;
   }
   return range;
 }
@@ -100,6 +111,23 @@ std::string summarise(const std::string& stdout_text, const std::string& stderr_
   }
 }
 
+// The temporary directory of the seeds' outputs: under $TMPDIR (default /tmp).
+std::string temp_template() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string base = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+  return base + "/dagsim-check-XXXXXX";
+}
+
+// The signals that end a check early: they are blocked while it runs and taken with sigwaitinfo
+// (no handler, so nothing runs at an unsafe moment), together with SIGCHLD for finished seeds.
+// On one, the check stops its children, removes its temporary directory, and dies of the signal.
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, signal);
+  return set;
+}
+
 }  // namespace
 
 int check_command(const CheckArgs& args) {
@@ -107,18 +135,33 @@ int check_command(const CheckArgs& args) {
   if (valid != kPassed) return valid;
   const std::optional<SeedRange> range = parse_seeds(args.seeds);
   if (!range) {
-    std::cerr << "dagsim check: --seeds " << args.seeds << ": expected A..B (A <= B) or one seed\n";
+    std::cerr << "dagsim check: --seeds " << printable(args.seeds)
+              << ": expected A..B (A <= B) or one seed, each a whole number in [0, 18446744073709551615]\n";
     return kBadInput;
   }
   // The limits every seed's run gets: the flags, else the scenario's keys (validated above).
   const HostLimits limits =
       effective_limits(scenarios::load_scenario_file(args.file), args.max_wall_time_s, args.max_memory_mib);
-  char dir_template[] = "/tmp/dagsim-check-XXXXXX";
-  const char* dir = mkdtemp(dir_template);
+  std::string dir_template = temp_template();
+  const char* dir = mkdtemp(dir_template.data());
   if (dir == nullptr) {
-    std::cerr << "dagsim check: cannot create a temporary directory\n";
-    return kInternalError;
+    std::cerr << "dagsim check: cannot create a temporary directory " << printable(dir_template) << ": "
+              << std::strerror(errno) << "\n";
+    return kBadInput;  // the environment's ($TMPDIR), not dagsim's
   }
+  // From here until the children are reaped, a stop signal is a pending event, not a death.
+  std::signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would reap children behind our back
+  sigset_t waited = stop_signals();
+  sigaddset(&waited, SIGCHLD);
+  sigset_t before;
+  sigprocmask(SIG_BLOCK, &waited, &before);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setsigmask(&attributes, &before);  // children take signals as we were given them
+  sigset_t defaults = stop_signals();
+  posix_spawnattr_setsigdefault(&attributes, &defaults);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
   const unsigned jobs = std::max(1u, args.jobs);
   std::map<pid_t, Child> running;
   std::vector<SeedOutcome> outcomes;
@@ -127,18 +170,19 @@ int check_command(const CheckArgs& args) {
   uint64_t started = 0;
   auto more = [&] { return count == 0 || started < count; };
   bool spawn_failed = false;
+  int stopped_by = 0;
   auto finish = [&](pid_t pid, int status) {
     Child child = running.at(pid);
     running.erase(pid);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : kInternalError;
     std::string summary;
-    if (code != kPassed) summary = summarise(read_file(child.out_path), read_file(child.err_path), code);
+    if (code != kPassed && stopped_by == 0) summary = summarise(read_file(child.out_path), read_file(child.err_path), code);
     outcomes.push_back({child.seed, code, summary});
     std::remove(child.out_path.c_str());
     std::remove(child.err_path.c_str());
   };
-  while ((more() && !spawn_failed) || !running.empty()) {
-    while (more() && running.size() < jobs && !spawn_failed) {
+  while ((more() && !spawn_failed && stopped_by == 0) || !running.empty()) {
+    while (more() && running.size() < jobs && !spawn_failed && stopped_by == 0) {
       const uint64_t seed = range->first + started++;
       Child child{seed, std::string(dir) + "/" + std::to_string(seed) + ".json",
                   std::string(dir) + "/" + std::to_string(seed) + ".err", std::chrono::steady_clock::now()};
@@ -159,7 +203,7 @@ int check_command(const CheckArgs& args) {
       for (std::string& a : argv_s) argv.push_back(a.data());
       argv.push_back(nullptr);
       pid_t pid = 0;
-      const int rc = posix_spawn(&pid, args.self_path.c_str(), &actions, nullptr, argv.data(), environ);
+      const int rc = posix_spawn(&pid, args.self_path.c_str(), &actions, &attributes, argv.data(), environ);
       posix_spawn_file_actions_destroy(&actions);
       if (rc != 0) {
         std::cerr << "dagsim check: cannot start " << args.self_path << ": " << std::strerror(rc) << "\n";
@@ -169,35 +213,54 @@ int check_command(const CheckArgs& args) {
       running.emplace(pid, child);
     }
     if (running.empty()) break;
+    // Reap every finished child (one SIGCHLD may stand for several), then wait for the next event.
     int status = 0;
-    if (!limits.wall_s) {
-      const pid_t pid = waitpid(-1, &status, 0);
-      if (pid > 0 && running.count(pid)) finish(pid, status);
-      continue;
+    pid_t pid = 0;
+    bool reaped = false;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (running.count(pid)) finish(pid, status);
+      reaped = true;
     }
-    // With a wall-time limit, poll, so a seed that outlives its own watchdog is not waited on.
-    const pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid > 0 && running.count(pid)) {
-      finish(pid, status);
-      continue;
+    if (reaped) continue;
+    if (limits.wall_s) {
+      // A seed stops itself at its wall-time limit; one that outlives its own watchdog by the
+      // grace is killed, never waited on.
+      const auto deadline = std::chrono::duration<double>(*limits.wall_s) + kWatchdogGrace;
+      for (auto& [child_pid, child] : running) {
+        if (std::chrono::steady_clock::now() - child.started < deadline) continue;
+        kill(child_pid, SIGKILL);
+        waitpid(child_pid, &status, 0);
+        const uint64_t seed = child.seed;
+        std::remove(child.out_path.c_str());
+        std::remove(child.err_path.c_str());
+        running.erase(child_pid);
+        outcomes.push_back({seed, kResourceLimit,
+                            "run_completed: still running " + std::to_string(kWatchdogGrace.count()) +
+                                " s past its wall-time limit; killed"});
+        reaped = true;
+        break;  // the map changed under the loop
+      }
+      if (reaped) continue;
     }
-    const auto deadline = std::chrono::duration<double>(*limits.wall_s) + kWatchdogGrace;
-    for (auto& [child_pid, child] : running) {
-      if (std::chrono::steady_clock::now() - child.started < deadline) continue;
-      kill(child_pid, SIGKILL);
-      waitpid(child_pid, &status, 0);
-      const uint64_t seed = child.seed;
-      std::remove(child.out_path.c_str());
-      std::remove(child.err_path.c_str());
-      running.erase(child_pid);
-      outcomes.push_back({seed, kResourceLimit,
-                          "run_completed: still running " + std::to_string(kWatchdogGrace.count()) +
-                              " s past its wall-time limit; killed"});
-      break;  // the map changed under the loop
+    siginfo_t info{};
+    // With a wall-time limit, wake now and then to look at the deadlines above.
+    const timespec tick{0, 100'000'000};
+    const int signal = limits.wall_s ? sigtimedwait(&waited, &info, &tick) : sigwaitinfo(&waited, &info);
+    if (signal > 0 && signal != SIGCHLD && stopped_by == 0) {
+      stopped_by = signal;
+      for (const auto& [child_pid, child] : running) kill(child_pid, SIGTERM);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  posix_spawnattr_destroy(&attributes);
   rmdir(dir);
+  if (stopped_by != 0) {
+    // Die of the signal, as if it had never been blocked, so the caller sees how the check ended.
+    std::signal(stopped_by, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    std::raise(stopped_by);
+    std::_Exit(128 + stopped_by);
+  }
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   if (spawn_failed) return kInternalError;
 
   std::sort(outcomes.begin(), outcomes.end(), [](const SeedOutcome& a, const SeedOutcome& b) { return a.seed < b.seed; });

@@ -4,11 +4,18 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace dagsim::cli {
 
 enum ExitCode : int { kPassed = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 3, kResourceLimit = 4 };
+
+// A seed as the command line gives it: decimal digits only, at most 2^64 - 1. "-1", "+1", "",
+// " 1" and "18446744073709551616" are refused (a silent wrap or saturation would run another seed
+// than the one asked for).
+std::optional<uint64_t> parse_seed(std::string_view text);
 
 struct RunArgs {
   std::string file;

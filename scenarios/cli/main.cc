@@ -15,6 +15,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "core/base/printable.h"
 #include "scenarios/cli/commands.h"
 
 namespace {
@@ -65,7 +66,9 @@ int main(int argc, char** argv) {
   dagsim::cli::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "Run one scenario with one seed and report which checks passed");
   run_cmd->add_option("FILE", run.file, "Scenario file (TOML; see docs/scenarios.md)")->required();
-  run_cmd->add_option("--seed", run.seed, "Seed of every random choice; the same seed replays the same run")
+  // Taken as text and parsed strictly (parse_seed): CLI11 would wrap "-1" to 2^64 - 1.
+  std::string seed_text = std::to_string(run.seed);
+  run_cmd->add_option("--seed", seed_text, "Seed of every random choice (0 .. 2^64-1); the same seed replays the same run")
       ->capture_default_str();
   run_cmd->add_option("--transport", run.transport, "sim (the deterministic simulator)")
       ->check(CLI::IsMember({"sim", "tcp"}))
@@ -114,23 +117,55 @@ int main(int argc, char** argv) {
                         "Limit each seed's run to this many MiB of address space (reported as LIMIT)")
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 20));
 
+  // A first argument that is neither an option nor a command is a mistyped command: say so, with
+  // the commands, rather than CLI11's "A subcommand is required".
+  std::string commands;
+  bool known = false;
+  for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; })) {
+    commands += (commands.empty() ? "" : ", ") + command->get_name();
+    known = known || (argc > 1 && command->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    std::cerr << "dagsim: unknown command " << dagsim::quote(argv[1]) << "; commands: " << commands << "\n"
+              << "Run with --help for more information.\n";
+    return dagsim::cli::kBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? dagsim::cli::kPassed : dagsim::cli::kBadInput;
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    // CLI11's message may echo an argument: escape it, as every message does (printable.h).
+    std::cerr << dagsim::printable(e.what(), 400) << "\nRun with --help for more information.\n";
+    return dagsim::cli::kBadInput;
   }
+  if (*run_cmd) {
+    const std::optional<uint64_t> seed = dagsim::cli::parse_seed(seed_text);
+    if (!seed) {
+      std::cerr << "dagsim run: --seed " << dagsim::quote(seed_text)
+                << ": expected a whole number in [0, 18446744073709551615]\n";
+      return dagsim::cli::kBadInput;
+    }
+    run.seed = *seed;
+  }
+  int code = dagsim::cli::kBadInput;
   try {
-    if (*run_cmd) return dagsim::cli::run_command(run);
-    if (*judge_cmd) return dagsim::cli::judge_command(judge);
-    if (*validate_cmd) return dagsim::cli::validate_command(validate_file);
+    if (*run_cmd) code = dagsim::cli::run_command(run);
+    if (*judge_cmd) code = dagsim::cli::judge_command(judge);
+    if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);
     if (*check_cmd) {
       check.self_path = self_path(argv[0]);
-      return dagsim::cli::check_command(check);
+      code = dagsim::cli::check_command(check);
     }
   } catch (const std::exception& e) {
     std::cerr << "dagsim: internal error: " << e.what() << "\n";
     return dagsim::cli::kInternalError;
   }
-  return dagsim::cli::kBadInput;
+  // The report is an output like --trace: one that could not be written (a full disk, a closed
+  // pipe, /dev/full) is the environment's error, and the verdict never reached anyone.
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "dagsim: cannot write the report to standard output\n";
+    return dagsim::cli::kBadInput;
+  }
+  return code;
 }

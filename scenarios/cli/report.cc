@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 
+#include "core/base/printable.h"
 #include "scenarios/cli/build_info.h"
 #include "scenarios/cli/commands.h"
 
@@ -73,7 +74,7 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
 }
 
 void print_report_text(std::ostream& out, const scenarios::RunResult& r, const std::string& file) {
-  out << "scenario " << r.scenario << " (" << file << "), seed " << r.seed << ", transport " << r.transport << "\n";
+  out << "scenario " << printable(r.scenario) << " (" << printable(file, kPathMax) << "), seed " << r.seed << ", transport " << r.transport << "\n";
   out << std::fixed << std::setprecision(3) << "  " << r.outcome << " at " << r.virtual_time_ms << " ms virtual in "
       << std::setprecision(1) << r.wall_ms << " ms wall; " << r.messages << " messages (" << r.messages_delivered
       << " delivered, " << r.messages_dropped << " dropped), " << r.connection_failures << " connection failures; trace "

@@ -2,7 +2,10 @@
 // without running it.
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +13,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "scenarios/cli/commands.h"
 #include "scenarios/cli/report.h"
 #include "scenarios/cli/run_limits.h"
@@ -55,6 +59,31 @@ class ProgressLine {
   WallClock::time_point last_;
 };
 
+// An output that is the scenario file itself (compared by filesystem identity, so "./a.toml",
+// a hard link or a symlink count): writing it would destroy the input. "" when there is none.
+std::string output_clash(const RunArgs& args) {
+  namespace fs = std::filesystem;
+  auto same = [&](const fs::path& output) {
+    std::error_code ignored;  // a path that does not exist is no clash
+    return fs::equivalent(output, args.file, ignored);
+  };
+  if (!args.trace_path.empty() && same(args.trace_path)) {
+    return "--trace " + printable(args.trace_path, kPathMax) + ": is the scenario file; it would be overwritten";
+  }
+  if (!args.records_dir.empty()) {
+    const fs::path dir(args.records_dir);
+    std::error_code ignored;
+    const bool in_nodes = fs::equivalent(dir / "nodes", fs::path(args.file).parent_path().empty()
+                                                            ? fs::path(".")
+                                                            : fs::path(args.file).parent_path(), ignored);
+    if (same(dir) || same(dir / "scenario.toml") || same(dir / "run.json") || same(dir / "faults.json") || in_nodes) {
+      return "--records " + printable(args.records_dir, kPathMax) +
+             ": would overwrite the scenario file; write the records elsewhere";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int run_command(const RunArgs& args) {
@@ -73,11 +102,16 @@ int run_command(const RunArgs& args) {
     std::cerr << e.detail() << "\n";
     return kBadInput;
   }
+  if (const std::string clash = output_clash(args); !clash.empty()) {
+    std::cerr << "dagsim run: " << clash << "\n";
+    return kBadInput;
+  }
   std::ofstream trace_file;
   if (!args.trace_path.empty()) {
     trace_file.open(args.trace_path);
     if (!trace_file) {
-      std::cerr << "dagsim run: --trace " << args.trace_path << ": cannot open for writing\n";
+      std::cerr << "dagsim run: --trace " << printable(args.trace_path, kPathMax) << ": cannot open for writing: "
+                << std::strerror(errno) << "\n";
       return kBadInput;
     }
   }
@@ -146,11 +180,17 @@ int run_command(const RunArgs& args) {
     }
   } catch (const std::bad_alloc&) {
     return memory_limit(memory_detail);
+  } catch (const std::filesystem::filesystem_error& e) {
+    // Listing or clearing a records directory: the environment's to fix, not a bug.
+    if (args.records_dir.empty()) throw;
+    std::cerr << "dagsim run: --records " << printable(args.records_dir, kPathMax) << ": " << printable(e.what(), 400)
+              << "\n";
+    return kBadInput;
   } catch (const Error& e) {
     // Some limits are found only when the scenario is expanded (the random fault timeline); a
     // records directory that cannot be written is the caller's to fix.
     if (e.code() == ErrorCode::invalid_argument && !args.records_dir.empty()) {
-      std::cerr << "dagsim run: --records " << args.records_dir << ": " << e.detail() << "\n";
+      std::cerr << "dagsim run: --records " << printable(args.records_dir, kPathMax) << ": " << e.detail() << "\n";
       return kBadInput;
     }
     if (e.code() != ErrorCode::invalid_scenario) throw;
@@ -161,8 +201,10 @@ int run_command(const RunArgs& args) {
   if (!args.trace_path.empty()) {
     trace_file.close();
     if (!trace_file) {
-      std::cerr << "dagsim run: --trace " << args.trace_path << ": write failed\n";
-      return kInternalError;
+      // A full disk or a device such as /dev/full: the environment's error, not dagsim's.
+      std::cerr << "dagsim run: --trace " << printable(args.trace_path, kPathMax)
+                << ": write failed (disk full, or not a writable file)\n";
+      return kBadInput;
     }
   }
   return print_report(result, args.file, args.json);
@@ -174,7 +216,7 @@ int validate(const std::string& file, bool quiet) {
   try {
     const scenarios::Scenario s = scenarios::load_scenario_file(file);
     if (quiet) return kPassed;
-    std::cout << file << ": valid: scenario " << s.name << ", " << s.cluster.nodes << " nodes, workload "
+    std::cout << printable(file, kPathMax) << ": valid: scenario " << printable(s.name) << ", " << s.cluster.nodes << " nodes, workload "
               << scenarios::workload_type(s).summary(s) << ", "
               << s.faults.size() << " scheduled fault(s)" << (s.random_faults.any() ? " plus random faults" : "")
               << ", " << s.checks.size() << " check(s)\n";

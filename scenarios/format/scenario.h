@@ -7,6 +7,7 @@
 #pragma once
 
 #include <any>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,7 +49,14 @@ struct FaultSpec {
 };
 
 // Faults drawn from seeded rates ([random_faults]). Each kind arrives as a Poisson process.
+// The loader refuses a rate whose expected number of arrivals over the window it can know at load
+// time ([start_ms, end_ms), or up to max_virtual_time_ms) passes kMaxExpected; drawing the
+// timeline stops a kind at kMaxArrivals, twice that, which a Poisson count of mean 10^4 passes
+// with probability below 10^-1000: what `run` refuses about the rates, `validate` refuses first.
 struct RandomFaultSpec {
+  static constexpr double kMaxExpected = 10'000;
+  static constexpr size_t kMaxArrivals = 20'000;
+
   double kill_per_min = 0;
   double crash_per_min = 0;
   double pause_per_min = 0;

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <utility>
 #include <string>
 
 namespace dagsim::scenarios::detail {
@@ -153,7 +155,8 @@ std::vector<FaultSpec> read_faults(const TomlReader& reader, const toml::node& f
   return out;
 }
 
-RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& random_faults) {
+RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& random_faults,
+                                   Duration max_virtual_time) {
   static constexpr std::string_view kKeys[] = {
       "kill_per_min",     "crash_per_min",   "pause_per_min", "partition_per_min", "start_ms", "end_ms",
       "restart_after_ms", "resume_after_ms", "heal_after_ms", "max_concurrent",    "exclude"};
@@ -178,6 +181,24 @@ RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& r
   spec.max_concurrent = static_cast<uint32_t>(
       reader.opt_integer(t, "max_concurrent", 1, reader.cluster().nodes).value_or(spec.max_concurrent));
   spec.exclude = reader.opt_node_list(t, "exclude", /*allow_empty=*/true).value_or(spec.exclude);
+
+  // The window the rates apply to, as long as it can be at load time: the workload's end is known
+  // only to the run, and lies before max_virtual_time.
+  const Duration stop = spec.end.value_or(max_virtual_time);
+  const double window_ms = stop > spec.start ? static_cast<double>((stop - spec.start).count()) / kNsPerMs : 0;
+  const std::pair<std::string_view, double> rates[] = {{"kill_per_min", spec.kill_per_min},
+                                                       {"crash_per_min", spec.crash_per_min},
+                                                       {"pause_per_min", spec.pause_per_min},
+                                                       {"partition_per_min", spec.partition_per_min}};
+  for (const auto& [key, per_min] : rates) {
+    const double expected = per_min * window_ms / 60'000;
+    if (expected <= RandomFaultSpec::kMaxExpected) continue;
+    reader.fail(*t.get(key), t.key_path(key),
+                format_number(per_min) + " per minute over " + format_number(window_ms) + " ms (" +
+                    (spec.end ? "start_ms to end_ms" : "start_ms to max_virtual_time_ms") + ") is about " +
+                    format_number(std::round(expected)) + " faults; at most " +
+                    format_number(RandomFaultSpec::kMaxExpected) + " of each kind are expected in a run");
+  }
   return spec;
 }
 

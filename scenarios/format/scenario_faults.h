@@ -14,7 +14,8 @@ namespace dagsim::scenarios::detail {
 // The `faults` array, in file order (the runner sorts stably by time).
 std::vector<FaultSpec> read_faults(const TomlReader& reader, const toml::node& faults, Duration max_virtual_time);
 
-// The [random_faults] table.
-RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& random_faults);
+// The [random_faults] table; rates are bounded by the faults they could draw before max_virtual_time.
+RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& random_faults,
+                                   Duration max_virtual_time);
 
 }  // namespace dagsim::scenarios::detail

@@ -7,16 +7,14 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <limits>
-#include <memory>
 #include <tuple>
 #include <utility>
 
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "scenarios/format/scenario_faults.h"
+#include "scenarios/format/scenario_text.h"
 #include "scenarios/format/toml_reader.h"
 #include "scenarios/workloads/registry.h"
 
@@ -60,11 +58,11 @@ ClusterSpec read_cluster(const TomlReader& reader, const toml::node& node) {
     });
     if (prefix->empty()) reader.fail(at, "cluster.name_prefix", "must not be empty");
     if (!valid_chars) {
-      reader.fail(at, "cluster.name_prefix", "\"" + *prefix + "\" may contain only letters, digits, _ and -");
+      reader.fail(at, "cluster.name_prefix", quote(*prefix) + " may contain only letters, digits, _ and -");
     }
     // A prefix ending in a digit would make "w12" both node 12 of "w" and node 2 of "w1".
     if (prefix->back() >= '0' && prefix->back() <= '9') {
-      reader.fail(at, "cluster.name_prefix", "\"" + *prefix + "\" must not end in a digit");
+      reader.fail(at, "cluster.name_prefix", quote(*prefix) + " must not end in a digit");
     }
     cluster.name_prefix = *prefix;
   }
@@ -339,7 +337,7 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
     scenario.faults = detail::read_faults(reader, *faults, scenario.max_virtual_time);
   }
   if (const toml::node* random = top.get("random_faults")) {
-    scenario.random_faults = detail::read_random_faults(reader, *random);
+    scenario.random_faults = detail::read_random_faults(reader, *random, scenario.max_virtual_time);
   }
   const WorkloadType& workload = read_workload(reader, top, scenario);
   if (const toml::node* checks = top.get("checks")) {
@@ -354,28 +352,25 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
 }  // namespace
 
 Scenario parse_scenario(std::string_view toml_text, std::string_view source_name) {
+  if (toml_text.size() > detail::kMaxScenarioBytes) {
+    throw errors::invalid_scenario(printable(source_name, kPathMax) + ": is larger than " +
+                                   std::to_string(detail::kMaxScenarioBytes >> 20) + " MiB, the limit of a scenario file");
+  }
+  // Before toml++ sees it: deep nesting would overflow the stack inside the parser.
+  detail::check_nesting_depth(toml_text, source_name);
   toml::table root;
   try {
     root = toml::parse(toml_text, source_name);
   } catch (const toml::parse_error& e) {
     const toml::source_position& at = e.source().begin;
-    throw errors::invalid_scenario(std::string(source_name) + ":" + std::to_string(at.line) + ":" +
-                                   std::to_string(at.column) + ": invalid TOML: " + std::string(e.description()));
+    throw errors::invalid_scenario(printable(source_name, kPathMax) + ":" + std::to_string(at.line) + ":" +
+                                   std::to_string(at.column) + ": invalid TOML: " + printable(e.description(), 300));
   }
   return read_scenario(root, source_name);
 }
 
 Scenario load_scenario_file(const std::string& path) { return parse_scenario(read_scenario_text(path), path); }
 
-std::string read_scenario_text(const std::string& path) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw errors::invalid_scenario(path + ": cannot open: " + std::strerror(errno));
-  std::string text;
-  char buffer[8192];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) text.append(buffer, n);
-  if (std::ferror(file.get())) throw errors::invalid_scenario(path + ": cannot read: " + std::strerror(errno));
-  return text;
-}
+std::string read_scenario_text(const std::string& path) { return detail::read_bounded_text(path); }
 
 }  // namespace dagsim::scenarios

@@ -8,6 +8,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/printable.h"
 
 namespace dagsim::scenarios::detail {
 namespace {
@@ -37,8 +38,6 @@ std::string_view type_name(toml::node_type type) {
   }
   return "nothing";
 }
-
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 bool contains(Names names, std::string_view name) { return std::find(names.begin(), names.end(), name) != names.end(); }
 
@@ -85,6 +84,13 @@ std::string format_number(double v) {
   return std::string(buffer, result.ptr);
 }
 
+std::string number_text(const toml::node& n) {
+  if (n.is_integer()) return std::to_string(n.as_integer()->get());
+  if (n.is_boolean()) return n.as_boolean()->get() ? "true" : "false";
+  if (n.is_floating_point()) return format_number(n.as_floating_point()->get());
+  return "?";
+}
+
 std::string join_names(Names names) {
   std::string out;
   for (std::string_view name : names) {
@@ -101,11 +107,12 @@ std::string format_duration(Duration d, int64_t unit_ns) {
 int Table::line() const { return static_cast<int>(table.source().begin.line); }
 
 std::string Table::key_path(std::string_view key) const {
-  return path.empty() ? std::string(key) : path + "." + std::string(key);
+  // A user's key may be anything TOML can quote: print it as a key path element, escaped and cut.
+  return path.empty() ? key_name(key) : path + "." + key_name(key);
 }
 
 void TomlReader::fail(int line, std::string_view key, std::string_view problem) const {
-  std::string message = file_ + ":" + std::to_string(line) + ": ";
+  std::string message = printable(file_, kPathMax) + ":" + std::to_string(line) + ": ";
   if (!key.empty()) message += std::string(key) + ": ";
   message += problem;
   throw errors::invalid_scenario(std::move(message));
@@ -186,7 +193,7 @@ double TomlReader::number(const toml::node& n, std::string_view path, Range rang
   } else {
     fail(n, path, "expected a number, got " + std::string(type_name(n.type())));
   }
-  if (!range.contains(v)) fail(n, path, format_number(v) + " is out of range " + range.to_string());
+  if (!range.contains(v)) fail(n, path, number_text(n) + " is out of range " + range.to_string());
   return v;
 }
 
@@ -218,7 +225,7 @@ Duration TomlReader::duration(const toml::node& n, std::string_view path, Range 
 size_t TomlReader::choice(const toml::node& n, std::string_view path, Names allowed) const {
   const std::string value = string(n, path);
   const auto it = std::find(allowed.begin(), allowed.end(), value);
-  if (it == allowed.end()) fail(n, path, "unknown value " + quoted(value) + "; allowed: " + join_names(allowed));
+  if (it == allowed.end()) fail(n, path, "unknown value " + quote(value) + "; allowed: " + join_names(allowed));
   return static_cast<size_t>(it - allowed.begin());
 }
 
@@ -238,7 +245,7 @@ uint32_t TomlReader::node_ref(const toml::node& n, std::string_view path) const 
   const std::string nodes = cluster_.nodes == 1
                                 ? "the only node is " + cluster_.node_name(0)
                                 : "nodes are " + cluster_.node_name(0) + ".." + cluster_.node_name(cluster_.nodes - 1);
-  fail(n, path, "unknown node " + quoted(name) + "; " + nodes);
+  fail(n, path, "unknown node " + quote(name) + "; " + nodes);
 }
 
 std::vector<uint32_t> TomlReader::node_list(const toml::node& n, std::string_view path, bool allow_empty) const {

@@ -45,6 +45,9 @@ inline constexpr Range kPositiveMs{0, kMaxDurationMs, /*lo_open=*/true};
 
 // "12", "0.5", "1e+20": integral values print without a fraction or exponent.
 std::string format_number(double v);
+// A number node as written: integers exactly (2^63 - 1 does not become 2^63 as a double would),
+// floats by format_number, booleans as true/false.
+std::string number_text(const toml::node& n);
 // "a, b, c"
 std::string join_names(Names names);
 // A duration in a key's unit for messages ("1.5" for 1.5 ms when unit_ns is 1'000'000).

@@ -27,8 +27,9 @@ namespace {
 
 constexpr uint64_t kFaultStream = 0xfa017;
 // Each arrival scans the nodes' fault intervals; past this many a scenario is asking for a
-// fault storm the run could not meaningfully judge anyway.
-constexpr size_t kMaxRandomFaults = 20000;
+// fault storm the run could not meaningfully judge anyway. The loader already refused any rate
+// that expects half this many (RandomFaultSpec::kMaxExpected), so a valid scenario never gets here.
+constexpr size_t kMaxRandomFaults = RandomFaultSpec::kMaxArrivals;
 
 // Random faults of one kind: Poisson arrivals at `per_min` over [start, end).
 void draw_kind(const Scenario& scenario, Prng& random, FaultSpec::Kind kind, double per_min, Duration lasts,

@@ -43,7 +43,7 @@ sim::SimOptions world_options(const Scenario& scenario, const RunOptions& option
   o.network = scenario.network;
   o.clock_skew_max = scenario.cluster.clock_skew_max;
   o.clock_drift_max_ppm = scenario.cluster.clock_drift_max_ppm;
-  o.keep_trace_events = options.keep_trace;
+  o.keep_trace_events = options.keep_trace || options.inspect_trace != nullptr;
   return o;
 }
 
@@ -160,6 +160,7 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
   if (options.keep_trace && options.chrome_trace != nullptr) {
     world.trace().write_chrome_json(*options.chrome_trace, world.node_names());
   }
+  if (options.inspect_trace) options.inspect_trace(world.trace(), world.node_names());
   // Records in (node, incarnation) order, whatever order the incarnations started in.
   records.nodes.assign(node_records.begin(), node_records.end());
   std::stable_sort(records.nodes.begin(), records.nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {

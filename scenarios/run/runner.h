@@ -24,6 +24,10 @@
 #include "scenarios/run/records.h"
 #include "scenarios/workloads/workload.h"
 
+namespace dagsim::sim {
+class Trace;  // only the simulator's runner sees it whole
+}  // namespace dagsim::sim
+
 namespace dagsim::scenarios {
 
 struct RunOptions {
@@ -37,6 +41,9 @@ struct RunOptions {
   // Called with the records before they are judged. Tests use it to tamper with what a workload
   // recorded and prove that each check can fail.
   std::function<void(RunRecords&)> before_checks;
+  // Called with the simulator's trace once the run has ended (keeps its events). Conformance
+  // suites use it to check the delivery contract on what the network actually did.
+  std::function<void(const sim::Trace&, const std::vector<std::string>& node_names)> inspect_trace;
   // How the result shows the workload's results (run_scenario's judging).
   ReportOptions report;
 };

@@ -175,6 +175,20 @@ bool declared_dead_at(const std::vector<Declaration>& declarations, uint32_t nod
   return dead;
 }
 
+// The first instant at or after `t` when none of `intervals` is under way.
+TimePoint clear_from(const std::vector<Interval>& intervals, TimePoint t) {
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const Interval& i : intervals) {
+      if (i.begin <= t && i.end > t) {
+        t = i.end;
+        moved = true;
+      }
+    }
+  }
+  return t;
+}
+
 bool declared_alive_within(const std::vector<Declaration>& declarations, uint32_t node, TimePoint from, TimePoint to) {
   return std::any_of(declarations.begin(), declarations.end(), [&](const Declaration& d) {
     return d.node == node && !d.dead && d.time >= from && d.time <= to;
@@ -366,6 +380,23 @@ CheckResult HeartbeatJudge::judge_declarations(const CheckSpec& spec, bool false
           !overlaps(monitor_out, d.time - b.lookback, d.time)) {
         violations.add(name + " declared dead at " + std::to_string(ms(d.time)) +
                        " ms without an outage that could explain it (up and reachable, or cut off too recently)");
+        continue;
+      }
+      // A suspicion that outlives its cause is false too: once the node is up and reachable
+      // again, its heartbeats get through and the monitor that declared it must revive it.
+      const TimePoint back = clear_from(node_out, d.time);
+      const TimePoint revive_by = back + b.revive;
+      if (revive_by > analysis_->end || overlaps(monitor_out, d.time - b.lookback, revive_by) ||
+          monitor_incarnation_at(records_.fault_history, spec_.monitor, revive_by) != d.monitor_incarnation) {
+        continue;  // the run or the monitor ended first
+      }
+      const bool cut_off_again = std::any_of(node_out.begin(), node_out.end(), [&](const Interval& i) {
+        return i.begin > back && i.begin <= revive_by;
+      });
+      if (!cut_off_again && !declared_alive_within(declarations_, d.node, d.time, revive_by)) {
+        violations.add(name + " declared dead at " + std::to_string(ms(d.time)) + " ms was still declared dead at " +
+                       std::to_string(ms(revive_by)) + " ms, though up and reachable since " + std::to_string(ms(back)) +
+                       " ms");
       }
       continue;
     }

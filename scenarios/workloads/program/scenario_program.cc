@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 
+#include "core/base/printable.h"
 #include "core/tensor/dtype.h"
 #include "scenarios/workloads/program/program_shapes.h"
 #include "scenarios/workloads/program/scenario_optimizer.h"
@@ -24,20 +25,26 @@ constexpr int64_t kMaxNumel = kProgramMaxNumel;
 constexpr Range kFinite{-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(), true, true};
 
 // The non-tensor arguments of a statement, stored in Statement::attributes. `whole`: an index or
-// a count, so it must be a whole number (a float such as 2.0 is fine).
+// a count, so it must be a whole number (a float such as 2.0 is fine). `range`: what a function
+// could ever accept, so a value such as 2^63 is refused here, naming the key, rather than
+// wrapping around when the function converts it to an integer (no tensor has more than kMaxRank
+// dimensions or kMaxNumel elements along one).
 struct AttributeKey {
   std::string_view name;
   bool whole;
+  Range range;
 };
+constexpr double kNumel = static_cast<double>(kMaxNumel);
+constexpr Range kDimRange{-static_cast<double>(kMaxRank), static_cast<double>(kMaxRank - 1)};
 constexpr std::array<AttributeKey, 8> kAttributes = {{
-    {"dim", true},
-    {"dim0", true},
-    {"dim1", true},
-    {"start", true},
-    {"length", true},
-    {"keepdim", false},
-    {"exponent", false},
-    {"activation", true},
+    {"dim", true, kDimRange},
+    {"dim0", true, kDimRange},
+    {"dim1", true, kDimRange},
+    {"start", true, Range{-kNumel, kNumel}},
+    {"length", true, Range{0, kNumel}},
+    {"keepdim", false, kFinite},
+    {"exponent", false, kFinite},
+    {"activation", true, Range{0, 3}},  // 0 none, 1 tanh, 2 relu, 3 sigmoid
 }};
 
 constexpr std::array<std::string_view, 6> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on"};
@@ -48,8 +55,6 @@ constexpr std::array<std::string_view, 14> kStatementKeys = {"out",     "call", 
 constexpr std::array<std::string_view, 3> kBackwardKeys = {"roots", "retain_graph", "calls"};
 constexpr std::array<std::string_view, 2> kInits = {"uniform", "normal"};
 constexpr std::array<std::string_view, 4> kVias = {"local", "rpc_sync", "rpc_async", "remote"};
-
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
 std::string index_path(std::string_view path, size_t i) { return std::string(path) + "[" + std::to_string(i) + "]"; }
 
@@ -80,10 +85,10 @@ class Defined {
     const std::string path = t.key_path(key);
     std::string name = reader.string(node, path);
     if (!is_identifier(name)) {
-      reader.fail(node, path, quoted(name) + " is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
+      reader.fail(node, path, quote(name) + " is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
     }
     if (auto it = defined_.find(name); it != defined_.end()) {
-      reader.fail(node, path, quoted(name) + " is already defined by " + it->second.path);
+      reader.fail(node, path, quote(name) + " is already defined by " + it->second.path);
     }
     defined_.emplace(name, Entry{t.path, type});
     return name;
@@ -195,14 +200,14 @@ void read_args(const TomlReader& reader, const Table& t, const Defined& names, S
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = reader.string(args[i], index_path(args_path, i));
     const NameType* type = names.find(name);
-    if (type == nullptr) reader.fail(args[i], args_path, quoted(name) + " is not a tensor or an earlier output");
+    if (type == nullptr) reader.fail(args[i], args_path, quote(name) + " is not a tensor or an earlier output");
     if (to_here && !type->rref) {
-      reader.fail(args[i], args_path, quoted(name) + " is a tensor; to_here takes an RRef (a parameter or a remote result)");
+      reader.fail(args[i], args_path, quote(name) + " is a tensor; to_here takes an RRef (a parameter or a remote result)");
     }
     if (!type->rref) {
       if (!s.rrefs.empty()) {
         reader.fail(args[i], args_path,
-                    quoted(name) + " is a tensor after the RRef argument " + quoted(s.rrefs.back()) +
+                    quote(name) + " is a tensor after the RRef argument " + quote(s.rrefs.back()) +
                         "; RRef arguments come after all tensors (the callee appends their values to the tensors)");
       }
       s.args.push_back(std::move(name));
@@ -211,7 +216,7 @@ void read_args(const TomlReader& reader, const Table& t, const Defined& names, S
     if (!to_here && type->owner != runs_on) {
       const std::string owner = reader.cluster().node_name(type->owner);
       reader.fail(args[i], args_path,
-                  name + " is an RRef owned by " + owner + "; pass it to a call that runs on " + owner +
+                  quote(name) + " is an RRef owned by " + owner + "; pass it to a call that runs on " + owner +
                       ", or fetch it with to_here");
     }
     s.rrefs.push_back(std::move(name));
@@ -229,7 +234,7 @@ Statement read_statement(const TomlReader& reader, const Table& t, Defined& name
   const bool to_here = s.call == kToHere;
 
   if (const toml::node* via = t.get("via")) s.via = static_cast<Via>(reader.choice(*via, t.key_path("via"), kVias));
-  const std::string via_name = quoted(kVias[static_cast<size_t>(s.via)]);
+  const std::string via_name = quote(kVias[static_cast<size_t>(s.via)]);
   if (to_here && s.via != Via::local) {
     reader.fail(*t.get("via"), t.key_path("via"), via_name + " does not apply to call \"to_here\" (the driver fetches the value)");
   }
@@ -250,14 +255,15 @@ Statement read_statement(const TomlReader& reader, const Table& t, Defined& name
     if (to_here) reader.fail(*node, path, "does not apply to call \"to_here\" (it takes no attributes)");
     const double v = reader.number_or_boolean(*node, path, kFinite);
     if (key.whole && v != std::floor(v)) reader.fail(*node, path, format_number(v) + " is not a whole number");
+    if (!key.range.contains(v)) reader.fail(*node, path, number_text(*node) + " is out of range " + key.range.to_string());
     s.attributes.emplace(std::string(key.name), v);
   }
   const bool relay = s.call.starts_with(kRelayPrefix);
   if (relay) {
-    const uint32_t to = reader.node_ref(reader.required(t, "to", " for call " + quoted(s.call)), t.key_path("to"));
+    const uint32_t to = reader.node_ref(reader.required(t, "to", " for call " + quote(s.call)), t.key_path("to"));
     s.attributes.emplace("to", static_cast<double>(to));
   } else if (const toml::node* to = t.get("to")) {
-    reader.fail(*to, t.key_path("to"), "does not apply to call " + quoted(s.call) + " (only relay_* calls take it)");
+    reader.fail(*to, t.key_path("to"), "does not apply to call " + quote(s.call) + " (only relay_* calls take it)");
   }
 
   s.out = names.define(reader, t, "out", NameType{s.via == Via::remote, s.on});
@@ -274,12 +280,12 @@ void read_backward(const TomlReader& reader, const toml::node& backward, const D
   for (size_t i = 0; i < roots.size(); ++i) {
     std::string name = reader.string(roots[i], index_path(roots_path, i));
     const NameType* type = names.find(name);
-    if (type == nullptr) reader.fail(roots[i], roots_path, quoted(name) + " is not a tensor or an output");
+    if (type == nullptr) reader.fail(roots[i], roots_path, quote(name) + " is not a tensor or an output");
     if (type->rref) {
-      reader.fail(roots[i], roots_path, quoted(name) + " is an RRef; roots must be tensors (fetch it with to_here)");
+      reader.fail(roots[i], roots_path, quote(name) + " is an RRef; roots must be tensors (fetch it with to_here)");
     }
     if (std::find(out.roots.begin(), out.roots.end(), name) != out.roots.end()) {
-      reader.fail(roots[i], roots_path, quoted(name) + " is listed twice");
+      reader.fail(roots[i], roots_path, quote(name) + " is listed twice");
     }
     out.roots.push_back(std::move(name));
   }
@@ -298,7 +304,7 @@ void check_result_sizes(const TomlReader& reader, const std::vector<const toml::
     const Statement& s = program.statements[i];
     const int64_t n = saturating_numel(*shapes[i]);
     reader.fail(*tables[i], index_path("program", i),
-                quoted(s.out) + " = " + s.call + "(...) has shape " + shape_str(*shapes[i]) + ", " +
+                quote(s.out) + " = " + s.call + "(...) has shape " + shape_str(*shapes[i]) + ", " +
                     (n == std::numeric_limits<int64_t>::max() ? "over 2^63" : std::to_string(n)) +
                     " elements; a tensor has at most " + std::to_string(kMaxNumel));
   }

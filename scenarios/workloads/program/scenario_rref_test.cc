@@ -122,18 +122,18 @@ TEST(ScenarioRRef, ParameterKeys) {
 
 TEST(ScenarioRRef, RRefArgumentsGoToCallsOnTheirOwner) {
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "mul", args = ["x", "p1"] })")),
-            "bad.toml:4: program[0].args: p1 is an RRef owned by worker1; pass it to a call that runs on worker1, or "
+            "bad.toml:4: program[0].args: \"p1\" is an RRef owned by worker1; pass it to a call that runs on worker1, or "
             "fetch it with to_here");
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "mul", args = ["x", "p1"], via = "rpc_async", on = "worker2" })")),
-            "bad.toml:4: program[0].args: p1 is an RRef owned by worker1; pass it to a call that runs on worker1, or "
+            "bad.toml:4: program[0].args: \"p1\" is an RRef owned by worker1; pass it to a call that runs on worker1, or "
             "fetch it with to_here");
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "mul", args = ["x", "p0"], via = "rpc_sync", on = "worker1" })")),
-            "bad.toml:4: program[0].args: p0 is an RRef owned by worker0; pass it to a call that runs on worker0, or "
+            "bad.toml:4: program[0].args: \"p0\" is an RRef owned by worker0; pass it to a call that runs on worker0, or "
             "fetch it with to_here");
   // A remote result is owned by the worker that computed it.
   EXPECT_EQ(error_of(rrefs(R"({ out = "r", call = "neg", args = ["x"], via = "remote", on = "worker2" },
     { out = "y", call = "mul", args = ["x", "r"], via = "remote", on = "worker1" })")),
-            "bad.toml:5: program[1].args: r is an RRef owned by worker2; pass it to a call that runs on worker2, or "
+            "bad.toml:5: program[1].args: \"r\" is an RRef owned by worker2; pass it to a call that runs on worker2, or "
             "fetch it with to_here");
   // On the owner they are fine: by RPC, by remote call, and locally when the owner is the driver.
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "mul", args = ["x", "p1"], via = "rpc_sync", on = "worker1" },

@@ -1,0 +1,198 @@
+// Bounded reading and the nesting pre-scan of a scenario's text (scenario_text.h).
+#include "scenarios/format/scenario_text.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/printable.h"
+
+namespace dagsim::scenarios::detail {
+namespace {
+
+// Closes the descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+[[noreturn]] void refuse(const std::string& path, const std::string& problem) {
+  throw errors::invalid_scenario(printable(path, kPathMax) + ": " + problem);
+}
+
+bool is_key_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+         c == '+' || c == ':';  // numbers and times inside a chain ("1e+5", "12:00:00.5") only overcount
+}
+
+// The pre-scan: a small lexer that knows strings, comments, table headers and brackets, and
+// nothing else of TOML. Depth = the current header's levels + every open bracket (each with the
+// dots of the key that opened it) + the dots of the key chain being read.
+class DepthScan {
+ public:
+  DepthScan(std::string_view text, std::string_view source) : text_(text), source_(source) {}
+
+  void run() {
+    while (i_ < text_.size()) step();
+  }
+
+ private:
+  void step() {
+    const char c = text_[i_];
+    if (c == '\n') {
+      ++line_;
+      ++i_;
+      if (open_.empty()) chain_ = 0;
+      line_start_ = true;
+      return;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i_;
+      return;
+    }
+    const bool at_line_start = line_start_;
+    line_start_ = false;
+    if (c == '#') {
+      while (i_ < text_.size() && text_[i_] != '\n') ++i_;
+      return;
+    }
+    if (c == '"' || c == '\'') {
+      skip_string(c);
+      return;
+    }
+    if (c == '[' && at_line_start && open_.empty()) {
+      header();
+      return;
+    }
+    ++i_;
+    if (c == '.') {
+      ++chain_;
+      check();
+    } else if (c == '[' || c == '{') {
+      open_.push_back(chain_ + 1);
+      depth_open_ += chain_ + 1;
+      chain_ = 0;
+      check();
+    } else if (c == ']' || c == '}') {
+      if (!open_.empty()) {
+        depth_open_ -= open_.back();
+        open_.pop_back();
+      }
+      chain_ = 0;
+    } else if (!is_key_char(c) && c != '=') {
+      chain_ = 0;  // ',' and anything else ends a key chain; '=' keeps it, counting the key's dots
+    }
+  }
+
+  // "[a.b.c]" or "[[a.b]]": the levels every key below it starts from.
+  void header() {
+    int levels = 1;
+    ++i_;
+    if (i_ < text_.size() && text_[i_] == '[') {
+      ++levels;  // an array of tables adds the array
+      ++i_;
+    }
+    while (i_ < text_.size() && text_[i_] != ']' && text_[i_] != '\n') {
+      const char c = text_[i_];
+      if (c == '"' || c == '\'') {
+        skip_string(c);
+        continue;
+      }
+      if (c == '.') {
+        ++levels;
+        if (levels > kMaxNestingDepth) fail();
+      }
+      ++i_;
+    }
+    header_ = levels;
+    chain_ = 0;
+    check();
+  }
+
+  // A basic or literal string, single- or multi-line; lines inside are counted.
+  void skip_string(char quote) {
+    const bool multi = text_.substr(i_, 3) == std::string(3, quote);
+    i_ += multi ? 3 : 1;
+    while (i_ < text_.size()) {
+      const char c = text_[i_];
+      if (c == '\\' && quote == '"') {
+        if (i_ + 1 < text_.size() && text_[i_ + 1] == '\n') ++line_;
+        i_ += 2;
+        continue;
+      }
+      if (c == '\n') {
+        if (!multi) return;  // an unterminated string: TOML reports it
+        ++line_;
+      }
+      if (c == quote && (!multi || text_.substr(i_, 3) == std::string(3, quote))) {
+        i_ += multi ? 3 : 1;
+        return;
+      }
+      ++i_;
+    }
+  }
+
+  void check() const {
+    if (header_ + depth_open_ + chain_ > kMaxNestingDepth) fail();
+  }
+
+  [[noreturn]] void fail() const {
+    throw errors::invalid_scenario(printable(source_, kPathMax) + ":" + std::to_string(line_) +
+                                   ": invalid TOML: nested more than " + std::to_string(kMaxNestingDepth) +
+                                   " levels deep (table headers, dotted keys, arrays and inline tables together)");
+  }
+
+  std::string_view text_;
+  std::string_view source_;
+  size_t i_ = 0;
+  int line_ = 1;
+  bool line_start_ = true;
+  int header_ = 0;
+  int chain_ = 0;
+  int depth_open_ = 0;
+  std::vector<int> open_;
+};
+
+}  // namespace
+
+std::string read_bounded_text(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as not regular.
+  Fd file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
+  if (file.fd < 0) refuse(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat info{};
+  if (::fstat(file.fd, &info) != 0) refuse(path, std::string("cannot open: ") + std::strerror(errno));
+  if (!S_ISREG(info.st_mode)) {
+    refuse(path, S_ISDIR(info.st_mode) ? "cannot read: is a directory" : "cannot read: not a regular file");
+  }
+  const std::string too_large = "is larger than " + std::to_string(kMaxScenarioBytes >> 20) +
+                                " MiB, the limit of a scenario file";
+  if (static_cast<uint64_t>(info.st_size) > kMaxScenarioBytes) refuse(path, too_large);
+  // Read at most one byte past the limit: a file that grows while read is still bounded.
+  std::string text;
+  text.resize(kMaxScenarioBytes + 1);
+  size_t size = 0;
+  while (size < text.size()) {
+    const ssize_t n = ::read(file.fd, text.data() + size, text.size() - size);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      refuse(path, std::string("cannot read: ") + std::strerror(errno));
+    }
+    size += static_cast<size_t>(n);
+  }
+  if (size > kMaxScenarioBytes) refuse(path, too_large);
+  text.resize(size);
+  text.shrink_to_fit();
+  return text;
+}
+
+void check_nesting_depth(std::string_view text, std::string_view source_name) { DepthScan(text, source_name).run(); }
+
+}  // namespace dagsim::scenarios::detail

@@ -19,9 +19,6 @@ struct HostileCase {
   std::string key;
   // Whether the message carries a line ("FILE:LINE: ..."); false only for whole-file refusals.
   bool has_line = true;
-  // Whether a valid file is also run. Extreme-but-valid numbers (a 10^9 ms heartbeat) can be
-  // long runs; they wait for max_wall_time (issue 14, finding 3).
-  bool run_if_valid = true;
 };
 
 // `count` cases: mutations of `examples` (file name, text) first, then the structural kinds in

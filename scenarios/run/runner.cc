@@ -2,6 +2,7 @@
 // incarnation, and the records they leave. Nothing here judges: judge.cc does, from the records.
 #include "scenarios/run/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -120,7 +121,9 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
 
   const TimePoint max_time{scenario.max_virtual_time};
   const std::optional<TimePoint> end = workload.end_time();
-  const std::vector<FaultSpec> faults = fault_timeline(scenario, options.seed, end.value_or(max_time));
+  // Random faults stop with the workload, and never outlast max_virtual_time, which the loader
+  // bounded their rates by (a workload may legally claim to run past it; the run stops there).
+  const std::vector<FaultSpec> faults = fault_timeline(scenario, options.seed, std::min(end.value_or(max_time), max_time));
   install_faults(world, faults);
   records.fault_timeline = faults_to_json(scenario, faults);
 

@@ -25,6 +25,14 @@ void send_at(SimWorld& world, runtime::TimePoint t, WorkerId from, WorkerId to, 
   });
 }
 
+// Nodes "a" and "b", each recording what it receives, both started.
+void start_recorded_pair(SimWorld& world, std::vector<Received>& a_log, std::vector<Received>& b_log) {
+  world.add_node("a", recorder(a_log));
+  world.add_node("b", recorder(b_log));
+  world.start(0);
+  world.start(1);
+}
+
 TEST(SimNetwork, ConstantLatencyDeliversInOrderAfterTheLatency) {
   SimWorld world(constant_latency(2ms));
   std::vector<Received> a_log, b_log;
@@ -261,10 +269,7 @@ TEST(SimNetwork, AResetHeldByAPartitionArrivesAboutALatencyAfterTheHeal) {
   options.network.connection_timeout = 40ms;
   SimWorld world(options);
   std::vector<Received> a_log, b_log;
-  world.add_node("a", recorder(a_log));
-  world.add_node("b", recorder(b_log));
-  world.start(0);
-  world.start(1);
+  start_recorded_pair(world, a_log, b_log);
   send_at(world, at_ms(0), 0, 1, {"hello"});
   world.at(at_ms(5), "partition", [&] { world.partition({{0, 1}, {1, 0}}); });
   world.at(at_ms(10), "kill b", [&] { world.kill(1); });
@@ -289,10 +294,7 @@ TEST(SimNetwork, ANewConnectionsFirstMessageTellsItsReceiverTheOldOneFailed) {
   options.network.connection_timeout = 40ms;
   SimWorld world(options);
   std::vector<Received> a_log, b_log;
-  world.add_node("a", recorder(a_log));
-  world.add_node("b", recorder(b_log));
-  world.start(0);
-  world.start(1);
+  start_recorded_pair(world, a_log, b_log);
   send_at(world, at_ms(0), 0, 1, {"hello"});
   world.at(at_ms(5), "partition", [&] { world.partition({{0, 1}}); });
   world.at(at_ms(10), "kill a", [&] { world.kill(0); });

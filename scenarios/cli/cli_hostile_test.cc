@@ -18,120 +18,75 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "cli_test_util.h"
+
 
 namespace dagsim::cli {
 namespace {
 
-namespace fs = std::filesystem;
-
-struct Output {
-  int exit_code = -1;
-  std::string err;
-};
-
-// One scratch directory per test process, removed when the process exits.
-struct ScratchDir {
-  fs::path path = fs::temp_directory_path() / ("dagsim-cli-hostile-" + std::to_string(::getpid()));
-  ScratchDir() { fs::create_directories(path); }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-fs::path scratch() {
-  static const ScratchDir dir;
-  return dir.path;
-}
-
-std::string slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs dagsim with `args` (no shell: arguments reach it byte for byte), stdout to `out`.
-Output dagsim(std::vector<std::string> args, const std::string& out = "/dev/null") {
-  const fs::path err = scratch() / "stderr.txt";
-  args.insert(args.begin(), DAGSIM_BINARY);
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  pid_t pid = 0;
-  EXPECT_EQ(posix_spawn(&pid, DAGSIM_BINARY, &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(err)};
-}
+using namespace dagsim::cli::testing;
 
 fs::path example() { return fs::path(DAGSIM_EXAMPLES) / "heartbeat_basic.toml"; }
 
 TEST(CliHostile, SeedsAreWholeNumbersThatFitOrRefused) {
   for (const std::string seed : {"-1", "18446744073709551616", "", " 1", "1x", "+1", "0x10"}) {
-    const Output o = dagsim({"run", example().string(), "--seed", seed});
+    const Output o = dagsim_argv({"run", example().string(), "--seed", seed});
     EXPECT_EQ(o.exit_code, 2) << "--seed '" << seed << "'";
     EXPECT_NE(o.err.find("dagsim run: --seed \""), std::string::npos) << o.err;
   }
-  EXPECT_EQ(dagsim({"run", example().string(), "--seed", "18446744073709551615"}).exit_code, 0);
+  EXPECT_EQ(dagsim_argv({"run", example().string(), "--seed", "18446744073709551615"}).exit_code, 0);
   for (const std::string seeds : {"-1..3", "1..18446744073709551616", "..3", "3..", "", "5..4"}) {
-    const Output o = dagsim({"check", example().string(), "--seeds", seeds});
+    const Output o = dagsim_argv({"check", example().string(), "--seeds", seeds});
     EXPECT_EQ(o.exit_code, 2) << "--seeds '" << seeds << "'";
     EXPECT_NE(o.err.find("dagsim check: --seeds"), std::string::npos) << o.err;
   }
-  const Output escaped = dagsim({"check", example().string(), "--seeds", "1\x1b[2J"});
+  const Output escaped = dagsim_argv({"check", example().string(), "--seeds", "1\x1b[2J"});
   EXPECT_EQ(escaped.err.find('\x1b'), std::string::npos) << "an escape sequence reached the terminal";
   EXPECT_NE(escaped.err.find("\"1\\u001b[2J\""), std::string::npos) << escaped.err;
 }
 
 TEST(CliHostile, UnknownCommandsAreNamedWithTheCommands) {
-  const Output o = dagsim({"frobnicate"});
+  const Output o = dagsim_argv({"frobnicate"});
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(o.err.substr(0, o.err.find('\n')), "dagsim: unknown command \"frobnicate\"; commands: run, judge, validate, check");
-  const Output newline = dagsim({"run", example().string(), "--frob\nnicate"});
+  const Output newline = dagsim_argv({"run", example().string(), "--frob\nnicate"});
   EXPECT_EQ(newline.exit_code, 2);
   EXPECT_EQ(newline.err.find("--frob\n"), std::string::npos) << newline.err;
 }
 
 TEST(CliHostile, UnwritableOutputsAreTheEnvironmentsError) {
-  Output o = dagsim({"run", example().string(), "--trace", "/dev/full"});
+  Output o = dagsim_argv({"run", example().string(), "--trace", "/dev/full"});
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(o.err, "dagsim run: --trace /dev/full: write failed (disk full, or not a writable file)\n");
-  o = dagsim({"run", example().string(), "--trace", (scratch() / "no_such_dir" / "t.json").string()});
+  o = dagsim_argv({"run", example().string(), "--trace", (temp_dir() / "no_such_dir" / "t.json").string()});
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("cannot open for writing"), std::string::npos) << o.err;
-  o = dagsim({"validate", example().string()}, "/dev/full");
+  o = dagsim_argv({"validate", example().string()}, "/dev/full");
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_EQ(o.err, "dagsim: cannot write the report to standard output\n");
-  o = dagsim({"run", example().string(), "--records", "/dev/full"});
+  o = dagsim_argv({"run", example().string(), "--records", "/dev/full"});
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("dagsim run: --records /dev/full:"), std::string::npos) << o.err;
 }
 
 TEST(CliHostile, OutputsNeverOverwriteTheScenario) {
-  const fs::path file = scratch() / "self.toml";
+  const fs::path file = temp_dir() / "self.toml";
   fs::copy_file(example(), file, fs::copy_options::overwrite_existing);
   const std::string text = slurp(file);
-  fs::create_directories(scratch() / "sub");
-  const fs::path link = scratch() / "sub" / "link.toml";
+  fs::create_directories(temp_dir() / "sub");
+  const fs::path link = temp_dir() / "sub" / "link.toml";
   fs::remove(link);
   fs::create_symlink(file, link);
   // The same file by another name: a relative path through "sub/..", and a symlink.
-  for (const fs::path& trace : {scratch() / "sub" / ".." / "self.toml", link}) {
-    const Output o = dagsim({"run", file.string(), "--trace", trace.string()});
+  for (const fs::path& trace : {temp_dir() / "sub" / ".." / "self.toml", link}) {
+    const Output o = dagsim_argv({"run", file.string(), "--trace", trace.string()});
     EXPECT_EQ(o.exit_code, 2) << trace;
     EXPECT_NE(o.err.find("is the scenario file"), std::string::npos) << o.err;
   }
-  const fs::path records = scratch() / "records";
+  const fs::path records = temp_dir() / "records";
   fs::create_directories(records);
   fs::copy_file(example(), records / "run.json", fs::copy_options::overwrite_existing);
-  const Output o = dagsim({"run", (records / "run.json").string(), "--records", records.string()});
+  const Output o = dagsim_argv({"run", (records / "run.json").string(), "--records", records.string()});
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("would overwrite the scenario file"), std::string::npos) << o.err;
   EXPECT_EQ(slurp(file), text);
@@ -141,10 +96,10 @@ TEST(CliHostile, OutputsNeverOverwriteTheScenario) {
 // A check stopped by SIGTERM (or ^C) while its seeds run removes its temporary directory, and
 // its seeds stop with it.
 TEST(CliHostile, StoppedCheckLeavesNothingBehind) {
-  const fs::path tmp = scratch() / "tmpdir";
+  const fs::path tmp = temp_dir() / "tmpdir";
   fs::create_directories(tmp);
   // About a minute of simulation per seed: still running when stopped.
-  const fs::path slow = scratch() / "slow_check.toml";
+  const fs::path slow = temp_dir() / "slow_check.toml";
   std::ofstream(slow) << "name = \"slow\"\nmax_virtual_time_ms = 1000000000\n[cluster]\nnodes = 64\n"
                          "[heartbeat]\ninterval_ms = 1\nduration_ms = 100000000\n";
   for (int signal : {SIGTERM, SIGINT}) {

@@ -13,55 +13,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli_test_util.h"
+
 namespace dagsim::cli {
 namespace {
 
-namespace fs = std::filesystem;
-
-struct Output {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// One scratch directory per test process, removed when the process exits.
-struct ScratchDir {
-  fs::path path = fs::temp_directory_path() / ("dagsim-cli-test-" + std::to_string(::getpid()));
-  ScratchDir() { fs::create_directories(path); }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
-
-fs::path temp_dir() {
-  static const ScratchDir dir;
-  return dir.path;
-}
-
-Output dagsim(const std::string& args) {
-  const fs::path err_file = temp_dir() / "stderr.txt";
-  const std::string command = std::string(DAGSIM_BINARY) + " " + args + " 2>" + err_file.string();
-  Output result;
-  FILE* pipe = popen(command.c_str(), "r");
-  EXPECT_NE(pipe, nullptr);
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  std::ifstream err(err_file);
-  std::stringstream text;
-  text << err.rdbuf();
-  result.err = text.str();
-  return result;
-}
-
-fs::path write_scenario(const std::string& name, const std::string& text) {
-  const fs::path path = temp_dir() / name;
-  std::ofstream(path) << text;
-  return path;
-}
+using namespace dagsim::cli::testing;
 
 std::vector<fs::path> examples() {
   std::vector<fs::path> out;

@@ -4,6 +4,8 @@
 // schedules, lossy connections, skewed clocks and random schedules; and the network keeps the
 // delivery contract's promises about failure notices (delivery_contract.h) on those runs.
 #include <gtest/gtest.h>
+
+#include <filesystem>
 #include <rapidcheck/gtest.h>
 
 #include "conformance/delivery_contract.h"
@@ -108,6 +110,24 @@ TEST(SimProperties, TheReproducersOfTheStaleNoticeKeepTheContract) {
     EXPECT_TRUE(r.passed) << file << "\n" << failures_of(r);
     EXPECT_TRUE(violations.empty()) << file << ": " << violations.size() << " violations, first: " << violations.front();
   }
+}
+
+TEST(SimProperties, EveryExampleKeepsTheNoticeRulesOverSeeds) {
+  // The RPC and autograd examples too: their failure notices fail calls and abort passes, so a
+  // stale or missing one would show there first.
+  const int seeds = seeds_from_env(10);
+  size_t examples = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(DAGSIM_CONFORMANCE_DIR) + "/../scenarios/examples")) {
+    if (entry.path().extension() != ".toml") continue;
+    ++examples;
+    const Scenario scenario = scenarios::load_scenario_file(entry.path().string());
+    for (int seed = 1; seed <= seeds; ++seed) {
+      std::vector<std::string> violations;
+      run_checking_notices(scenario, static_cast<uint64_t>(seed), violations);
+      EXPECT_TRUE(violations.empty()) << entry.path().filename() << " seed " << seed << ": " << violations.front();
+    }
+  }
+  EXPECT_GE(examples, 9u);
 }
 
 }  // namespace

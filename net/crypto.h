@@ -1,0 +1,60 @@
+// Crypto: the security material of a real dagsim process (issue 10), all of it through OpenSSL.
+//  - Secret: the cluster's shared secret, read from DAGSIM_SECRET or the file DAGSIM_SECRET_FILE
+//    names (never from the command line, where `ps` shows it to every user of the host).
+//  - random_bytes: nonces from the OS (RAND_bytes). The only randomness not drawn from the
+//    scenario seed: workload data must match the simulator's, security material must not be
+//    predictable.
+//  - Hmac: HMAC-SHA256 under one key, keyed once and copied per message (keying costs more than a
+//    small frame's digest).
+//  - equal_in_constant_time: MAC comparison that does not leak where the first difference is.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dagsim::net {
+
+using Digest = std::array<uint8_t, 32>;
+
+struct Secret {
+  std::vector<uint8_t> bytes;
+  std::string source;  // where it came from, for messages ("DAGSIM_SECRET", "file /etc/dagsim/key")
+};
+
+// The secret from the environment: DAGSIM_SECRET (its bytes), else DAGSIM_SECRET_FILE (the file's
+// bytes, a trailing newline dropped). Throws Error(invalid_argument) naming the variable or file
+// when neither is set, the file cannot be read, or the secret is shorter than 16 bytes.
+Secret secret_from_environment();
+
+// `n` bytes from the OS's generator. Throws Error(internal_error) if it fails.
+std::vector<uint8_t> random_bytes(size_t n);
+
+// Constant-time comparison of two equally long byte strings (false if the lengths differ).
+bool equal_in_constant_time(std::span<const uint8_t> a, std::span<const uint8_t> b);
+
+class Hmac {
+ public:
+  explicit Hmac(std::span<const uint8_t> key);
+  ~Hmac();
+  Hmac(Hmac&&) noexcept;
+  Hmac& operator=(Hmac&&) noexcept;
+
+  // HMAC-SHA256(key, part0 || part1 || ...).
+  Digest digest(std::initializer_list<std::span<const uint8_t>> parts) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// A span over a string's bytes (labels in MACs).
+inline std::span<const uint8_t> bytes_of(std::string_view text) {
+  return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
+}
+
+}  // namespace dagsim::net

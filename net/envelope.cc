@@ -1,0 +1,189 @@
+#include "net/envelope.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/base/assert.h"
+#include "core/base/error.h"
+#include "core/rpc/wire.h"
+
+namespace dagsim::net {
+
+namespace {
+
+constexpr uint8_t kMessageKind = 1;
+constexpr size_t kStagingBytes = 64 * 1024;
+// A payload at least this long still to come is read straight into its buffer.
+constexpr size_t kDirectReadBytes = 16 * 1024;
+
+std::array<uint8_t, 8> seq_bytes(uint64_t seq) {
+  std::array<uint8_t, 8> out{};
+  for (size_t i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(seq >> (8 * i));
+  return out;
+}
+
+}  // namespace
+
+EnvelopeSealer::EnvelopeSealer(std::optional<Digest> key) {
+  if (key) hmac_.emplace(*key);
+}
+
+SealedEnvelope EnvelopeSealer::seal(std::span<const uint8_t> payload, uint64_t padding) {
+  DAGSIM_ASSERT(payload.size() <= UINT32_MAX);
+  SealedEnvelope out;
+  std::vector<uint8_t> header;
+  header.reserve(kEnvelopeHeaderBytes);
+  rpc::WireWriter w(header);
+  w.u8(kMessageKind);
+  w.u8(0);
+  w.u16(0);
+  w.u32(static_cast<uint32_t>(payload.size()));
+  w.u64(padding);
+  std::ranges::copy(header, out.header.begin());
+  if (hmac_) {
+    const Digest d = hmac_->digest({seq_bytes(seq_), out.header, payload});
+    std::copy_n(d.begin(), kEnvelopeMacBytes, out.mac.begin());
+    out.mac_bytes = kEnvelopeMacBytes;
+  }
+  ++seq_;
+  return out;
+}
+
+EnvelopeDecoder::EnvelopeDecoder(std::optional<Digest> key, EnvelopeLimits limits)
+    : mac_bytes_(key ? kEnvelopeMacBytes : 0), limits_(limits), staging_(kStagingBytes) {
+  if (key) hmac_.emplace(*key);
+}
+
+std::span<uint8_t> EnvelopeDecoder::next_buffer() {
+  direct_ = state_ == State::payload && begin_ == end_ && payload_.size() - filled_ >= kDirectReadBytes;
+  if (direct_) return std::span<uint8_t>(payload_).subspan(filled_);
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+  } else if (end_ == staging_.size()) {
+    std::memmove(staging_.data(), staging_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  DAGSIM_ASSERT(end_ < staging_.size());
+  return std::span<uint8_t>(staging_).subspan(end_);
+}
+
+void EnvelopeDecoder::commit(size_t n) {
+  if (direct_) {
+    direct_ = false;
+    DAGSIM_ASSERT(state_ == State::payload && n <= payload_.size() - filled_);
+    filled_ += n;
+    if (filled_ == payload_.size()) finish_payload();
+  } else {
+    DAGSIM_ASSERT(n <= staging_.size() - end_);
+    end_ += n;
+  }
+  process();
+}
+
+void EnvelopeDecoder::push(std::span<const uint8_t> bytes) {
+  while (!bytes.empty()) {
+    const std::span<uint8_t> into = next_buffer();
+    const size_t n = std::min(into.size(), bytes.size());
+    std::memcpy(into.data(), bytes.data(), n);
+    bytes = bytes.subspan(n);
+    commit(n);
+  }
+}
+
+std::optional<ReceivedEnvelope> EnvelopeDecoder::pop() {
+  if (ready_.empty()) return std::nullopt;
+  ReceivedEnvelope out = std::move(ready_.front());
+  ready_.pop_front();
+  return out;
+}
+
+bool EnvelopeDecoder::mid_envelope() const { return state_ != State::header || begin_ != end_; }
+
+void EnvelopeDecoder::process() {
+  for (;;) {
+    const size_t available = end_ - begin_;
+    switch (state_) {
+      case State::header: {
+        if (available < kEnvelopeHeaderBytes) return;
+        std::memcpy(header_.data(), staging_.data() + begin_, kEnvelopeHeaderBytes);
+        begin_ += kEnvelopeHeaderBytes;
+        rpc::WireReader r(header_);
+        const uint8_t kind = r.u8("kind");
+        const uint8_t flags = r.u8("flags");
+        const uint16_t reserved = r.u16("reserved");
+        const uint32_t length = r.u32("payload_length");
+        const uint64_t padding = r.u64("padding");
+        if (kind != kMessageKind || flags != 0 || reserved != 0) {
+          throw errors::protocol_error("envelope " + std::to_string(seq_) + ": kind " + std::to_string(kind) + ", flags " +
+                                       std::to_string(flags) + ", reserved " + std::to_string(reserved) +
+                                       " (expected a message, 1/0/0)");
+        }
+        if (length > limits_.max_payload_bytes) {
+          throw errors::protocol_error("envelope " + std::to_string(seq_) + ": payload_length " + std::to_string(length) +
+                                       " exceeds the limit of " + std::to_string(limits_.max_payload_bytes));
+        }
+        if (padding > limits_.max_padding_bytes) {
+          throw errors::protocol_error("envelope " + std::to_string(seq_) + ": padding " + std::to_string(padding) +
+                                       " exceeds the limit of " + std::to_string(limits_.max_padding_bytes));
+        }
+        payload_.assign(length, 0);  // checked above; see the file comment
+        filled_ = 0;
+        padding_ = padding_left_ = padding;
+        state_ = State::payload;
+        if (length == 0) finish_payload();
+        break;
+      }
+      case State::payload: {
+        const size_t n = std::min(available, payload_.size() - filled_);
+        if (n == 0) return;
+        std::memcpy(payload_.data() + filled_, staging_.data() + begin_, n);
+        begin_ += n;
+        filled_ += n;
+        if (filled_ == payload_.size()) finish_payload();
+        break;
+      }
+      case State::padding: {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(available, padding_left_));
+        if (n == 0) return;
+        begin_ += n;
+        padding_left_ -= n;
+        if (padding_left_ == 0) state_ = State::mac, mac_filled_ = 0;
+        if (state_ == State::mac && mac_bytes_ == 0) verify();
+        break;
+      }
+      case State::mac: {
+        const size_t n = std::min(available, mac_bytes_ - mac_filled_);
+        if (n == 0) return;
+        std::memcpy(mac_.data() + mac_filled_, staging_.data() + begin_, n);
+        begin_ += n;
+        mac_filled_ += n;
+        if (mac_filled_ == mac_bytes_) verify();
+        break;
+      }
+    }
+  }
+}
+
+void EnvelopeDecoder::finish_payload() {
+  mac_filled_ = 0;
+  state_ = padding_left_ > 0 ? State::padding : State::mac;
+  if (state_ == State::mac && mac_bytes_ == 0) verify();
+}
+
+void EnvelopeDecoder::verify() {
+  if (hmac_) {
+    const Digest d = hmac_->digest({seq_bytes(seq_), header_, payload_});
+    if (!equal_in_constant_time(std::span<const uint8_t>(d).first(kEnvelopeMacBytes), mac_)) {
+      throw errors::protocol_error("envelope " + std::to_string(seq_) +
+                                   ": its MAC does not verify (forged, replayed, reordered or corrupted)");
+    }
+  }
+  ready_.push_back({std::move(payload_), padding_});
+  payload_ = {};
+  ++seq_;
+  state_ = State::header;
+}
+
+}  // namespace dagsim::net

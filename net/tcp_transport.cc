@@ -1,0 +1,686 @@
+// TcpTransport's implementation: connections, links (a peer's pair of connections and what waits
+// for them), the delay/drop layer. See tcp_transport.h for the promises.
+#include "net/tcp_transport.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <algorithm>
+#include <array>
+#include <deque>
+
+#include "core/base/assert.h"
+#include "core/base/error.h"
+#include "net/handshake.h"
+
+namespace dagsim::net {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+using runtime::Delivery;
+
+namespace {
+
+// Padding leaves from this page, as many times as it takes.
+constexpr size_t kZeroPageBytes = 64 * 1024;
+const std::array<uint8_t, kZeroPageBytes> kZeroPage{};
+
+struct Writing {
+  std::vector<uint8_t> head;  // handshake bytes, or an envelope's header
+  runtime::Bytes payload;
+  uint64_t padding = 0;
+  std::array<uint8_t, kEnvelopeMacBytes> mac{};
+  size_t mac_bytes = 0;
+  bool envelope = false;  // a message (counted when lost), not handshake bytes
+};
+
+struct Outgoing {
+  runtime::Bytes payload;
+  uint64_t padding = 0;
+  SteadyClock::time_point due;
+};
+
+Nonce fresh_nonce() {
+  const std::vector<uint8_t> bytes = random_bytes(sizeof(Nonce));
+  Nonce n{};
+  std::ranges::copy(bytes, n.begin());
+  return n;
+}
+
+std::string error_text(const boost::system::error_code& ec) {
+  if (ec == asio::error::eof) return "closed by the peer";
+  return ec.message();
+}
+
+}  // namespace
+
+class Connection;
+
+class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Impl> {
+ public:
+  Impl(asio::io_context& io, tcp::acceptor acceptor, TcpTransportOptions options);
+
+  void start();
+  void send(WorkerId target, runtime::Bytes payload, uint64_t padding);
+  void close();
+  void block(WorkerId peer, bool blocked);
+  void silence();
+  bool idle() const;
+
+  // Called by connections.
+  void on_established(const std::shared_ptr<Connection>& c);
+  void on_error(const std::shared_ptr<Connection>& c, const std::string& why);
+  void on_envelope(const std::shared_ptr<Connection>& c, ReceivedEnvelope envelope);
+  void on_refused(const std::shared_ptr<Connection>& c, const std::string& why);
+  void on_closed(const Connection& c);
+
+  asio::io_context& io_;
+  tcp::acceptor acceptor_;
+  TcpTransportOptions options_;
+  runtime::Channel<Delivery> inbox_;
+  TcpTransportStats stats_;
+  bool closed_ = false;
+  bool silenced_ = false;
+  size_t inbound_ = 0;
+
+ private:
+  struct Link {
+    std::shared_ptr<Connection> out;  // ours to the peer (dialling, handshaking or established)
+    std::shared_ptr<Connection> in;   // the peer's to us, once established
+    std::optional<uint32_t> incarnation;
+    std::deque<Outgoing> waiting;     // not yet due, not yet connected, or held
+    SteadyClock::time_point last_due{};
+    bool blocked = false;
+    bool dialing = false;
+    SteadyClock::time_point dial_started{};
+    unsigned attempts = 0;
+    std::string last_dial_error;
+    std::unique_ptr<asio::steady_timer> shaping, retry, hold;
+    bool shaping_armed = false, hold_armed = false;
+  };
+
+  void accept_next();
+  void pump(WorkerId peer);
+  void dial(WorkerId peer);
+  void connect(WorkerId peer);
+  void dial_failed(WorkerId peer, const std::string& why);
+  void arm_hold(WorkerId peer);
+  void fail_link(WorkerId peer, const std::string& why);
+  std::string name(WorkerId w) const;
+  std::string where(WorkerId w) const;
+  HandshakeParams handshake_params() const;
+  void log(const std::string& line) const {
+    if (options_.log) options_.log(line);
+  }
+
+  std::vector<Link> links_;
+  Prng random_;
+};
+
+// One TCP connection: its handshake, then envelopes; reads and writes run as Asio handlers that
+// hold the connection alive and call back into the transport only while it exists.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::weak_ptr<TcpTransport::Impl> owner, tcp::socket socket, Handshake handshake,
+             runtime::Duration timeout, EnvelopeLimits limits, bool trusted)
+      : owner_(std::move(owner)), socket_(std::move(socket)), handshake_(std::move(handshake)),
+        timer_(socket_.get_executor()), timeout_(timeout), limits_(limits), trusted_(trusted) {}
+
+  // Starts the handshake: what it has to say, then reads, within `handshake_timeout`.
+  void start(runtime::Duration handshake_timeout) {
+    queue_raw(handshake_.take_output());
+    timer_.expires_after(handshake_timeout);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (!ec && !self->established() && !self->closed_) self->fail("the handshake timed out");
+    });
+    read();
+  }
+
+  bool established() const { return handshake_.status() == Handshake::Status::established; }
+  bool closed() const { return closed_; }
+  Handshake::Role role() const { return handshake_.role(); }
+  const PeerIdentity& peer() const { return handshake_.peer(); }
+  std::optional<WorkerId> claimed_peer() const { return handshake_.claimed_peer(); }
+  bool writing() const { return writing_ || !queue_.empty(); }
+  // Messages queued or being written: lost if the connection fails now.
+  size_t queued_messages() const {
+    size_t n = 0;
+    for (const Writing& w : queue_) n += w.envelope;
+    for (const Writing& w : in_flight_) n += w.envelope;
+    return n;
+  }
+
+  void queue_envelope(runtime::Bytes payload, uint64_t padding) {
+    DAGSIM_ASSERT(established() && sealer_);
+    const SealedEnvelope sealed = sealer_->seal(payload, padding);
+    Writing w;
+    w.head.assign(sealed.header.begin(), sealed.header.end());
+    w.payload = std::move(payload);
+    w.padding = padding;
+    w.mac = sealed.mac;
+    w.mac_bytes = sealed.mac_bytes;
+    w.envelope = true;
+    queue_.push_back(std::move(w));
+  }
+
+  // Writes everything queued in one gathered write (small frames batch up while one is in flight).
+  void flush(TcpTransportStats& stats) {
+    if (writing_ || queue_.empty() || closed_) return;
+    writing_ = true;
+    in_flight_.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
+    queue_.clear();
+    buffers_.clear();
+    size_t bytes = 0;
+    for (const Writing& w : in_flight_) {
+      buffers_.emplace_back(w.head.data(), w.head.size());
+      if (!w.payload.empty()) buffers_.emplace_back(w.payload.data(), w.payload.size());
+      for (uint64_t left = w.padding; left > 0;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kZeroPageBytes));
+        buffers_.emplace_back(kZeroPage.data(), n);
+        left -= n;
+      }
+      if (w.mac_bytes > 0) buffers_.emplace_back(w.mac.data(), w.mac_bytes);
+      bytes += w.head.size() + w.payload.size() + w.padding + w.mac_bytes;
+    }
+    stats.bytes_sent += bytes;
+    ++stats.writes;
+    asio::async_write(socket_, buffers_, [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+      self->writing_ = false;
+      self->in_flight_.clear();
+      if (self->closed_) return;
+      if (ec) return self->fail("write failed: " + error_text(ec));
+      if (auto owner = self->owner_.lock()) self->flush(owner->stats_);
+    });
+  }
+
+  // Closes the socket; pending handlers run with operation_aborted and do nothing.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    if (auto owner = owner_.lock()) owner->on_closed(*this);
+  }
+
+  void set_socket_options(runtime::Duration timeout) {
+    boost::system::error_code ignored;
+    socket_.set_option(tcp::no_delay(true), ignored);
+    socket_.set_option(asio::socket_base::keep_alive(true), ignored);
+    const int fd = socket_.native_handle();
+    // Unacknowledged data older than the timeout fails the connection (a dead host); idle
+    // connections probe after half of it.
+    const auto ms = static_cast<unsigned>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+    ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof(ms));
+    const int idle_s = std::max(1, static_cast<int>(ms / 2000)), interval_s = 1, count = 3;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle_s, sizeof(idle_s));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval_s, sizeof(interval_s));
+    ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+  }
+
+  bool counted_inbound = false;
+
+ private:
+  void queue_raw(std::vector<uint8_t> bytes) {
+    if (bytes.empty()) return;
+    Writing w;
+    w.head = std::move(bytes);
+    queue_.push_back(std::move(w));
+    if (auto owner = owner_.lock()) flush(owner->stats_);
+  }
+
+  void read() {
+    if (closed_) return;
+    std::span<uint8_t> into = decoder_ ? decoder_->next_buffer() : std::span<uint8_t>(handshake_buffer_);
+    socket_.async_read_some(asio::buffer(into.data(), into.size()),
+                            [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                              if (self->closed_) return;
+                              if (ec) return self->fail(error_text(ec));
+                              self->on_read(n);
+                            });
+  }
+
+  void on_read(size_t n) {
+    auto owner = owner_.lock();
+    if (!owner) return;
+    try {
+      if (!decoder_) {
+        const std::span<const uint8_t> got(handshake_buffer_.data(), n);
+        const size_t used = handshake_.feed(got);
+        queue_raw(handshake_.take_output());
+        if (handshake_.status() == Handshake::Status::refused) return owner->on_refused(shared_from_this(), handshake_.error());
+        if (handshake_.status() == Handshake::Status::established) {
+          timer_.cancel();
+          const SessionKeys& keys = handshake_.keys();
+          sealer_.emplace(trusted_ ? std::nullopt : std::optional<Digest>(keys.send));
+          decoder_.emplace(trusted_ ? std::nullopt : std::optional<Digest>(keys.receive), limits_);
+          owner->on_established(shared_from_this());
+          if (closed_) return;
+          decoder_->push(got.subspan(used));
+        }
+      } else {
+        decoder_->commit(n);
+      }
+      if (decoder_) {
+        while (std::optional<ReceivedEnvelope> e = decoder_->pop()) {
+          owner->on_envelope(shared_from_this(), std::move(*e));
+          if (closed_) return;
+        }
+        arm_read_timeout();
+      }
+    } catch (const Error& e) {
+      return fail(e.detail());
+    }
+    read();
+  }
+
+  // An envelope must not stall half-way for longer than the connection timeout.
+  void arm_read_timeout() {
+    if (!decoder_->mid_envelope()) {
+      if (read_timer_armed_) timer_.cancel(), read_timer_armed_ = false;
+      return;
+    }
+    if (read_timer_armed_) return;
+    read_timer_armed_ = true;
+    timer_.expires_after(timeout_);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
+      if (ec || self->closed_) return;
+      self->read_timer_armed_ = false;
+      if (self->decoder_->mid_envelope()) self->fail("an envelope stalled half-way for the connection timeout");
+    });
+  }
+
+  void fail(const std::string& why) {
+    if (closed_) return;
+    if (auto owner = owner_.lock()) {
+      owner->on_error(shared_from_this(), why);
+    }
+    close();
+  }
+
+  std::weak_ptr<TcpTransport::Impl> owner_;
+  tcp::socket socket_;
+  Handshake handshake_;
+  asio::steady_timer timer_;
+  runtime::Duration timeout_;
+  EnvelopeLimits limits_;
+  bool trusted_;
+  std::optional<EnvelopeSealer> sealer_;
+  std::optional<EnvelopeDecoder> decoder_;
+  std::array<uint8_t, 256> handshake_buffer_{};
+  std::deque<Writing> queue_;
+  std::vector<Writing> in_flight_;
+  std::vector<asio::const_buffer> buffers_;
+  bool writing_ = false;
+  bool closed_ = false;
+  bool read_timer_armed_ = false;
+};
+
+// Impl ------------------------------------------------------------------------------------------
+
+TcpTransport::Impl::Impl(asio::io_context& io, tcp::acceptor acceptor, TcpTransportOptions options)
+    : io_(io), acceptor_(std::move(acceptor)), options_(std::move(options)), links_(options_.peers.size()),
+      random_(Prng(options_.seed).fork(0x7c9 + options_.self)) {
+  DAGSIM_ASSERT(options_.self < options_.peers.size());
+  DAGSIM_ASSERT(options_.names.size() == options_.peers.size());
+  for (Link& l : links_) {
+    l.shaping = std::make_unique<asio::steady_timer>(io_);
+    l.retry = std::make_unique<asio::steady_timer>(io_);
+    l.hold = std::make_unique<asio::steady_timer>(io_);
+  }
+}
+
+std::string TcpTransport::Impl::name(WorkerId w) const {
+  return w < options_.names.size() ? options_.names[w] : "worker id " + std::to_string(w);
+}
+
+std::string TcpTransport::Impl::where(WorkerId w) const {
+  return options_.peers[w].host + ":" + std::to_string(options_.peers[w].port);
+}
+
+HandshakeParams TcpTransport::Impl::handshake_params() const {
+  HandshakeParams p;
+  p.cluster_id = options_.cluster_id;
+  p.self = options_.self;
+  p.incarnation = options_.incarnation;
+  p.num_workers = static_cast<uint32_t>(options_.peers.size());
+  p.secret = options_.secret;
+  if (options_.protocol_version != 0) p.version = options_.protocol_version;
+  return p;
+}
+
+void TcpTransport::Impl::start() { accept_next(); }
+
+void TcpTransport::Impl::accept_next() {
+  acceptor_.async_accept([weak = weak_from_this()](const boost::system::error_code& ec, tcp::socket socket) {
+    auto self = weak.lock();
+    if (!self || self->closed_) return;
+    if (ec) {
+      if (ec != asio::error::operation_aborted) self->log("accept failed: " + ec.message());
+      if (ec == asio::error::bad_descriptor) return;
+    } else if (self->inbound_ >= self->options_.max_inbound) {
+      boost::system::error_code ignored;
+      self->log("refused a connection from " + socket.remote_endpoint(ignored).address().to_string() + ": already " +
+                std::to_string(self->inbound_) + " inbound connections (the limit)");
+      socket.close(ignored);
+    } else {
+      auto c = std::make_shared<Connection>(weak, std::move(socket), Handshake::accept(self->handshake_params(), fresh_nonce()),
+                                            self->options_.connection_timeout, self->options_.limits,
+                                            self->options_.trusted_network);
+      c->counted_inbound = true;
+      ++self->inbound_;
+      c->set_socket_options(self->options_.connection_timeout);
+      c->start(self->options_.handshake_timeout);
+    }
+    self->accept_next();
+  });
+}
+
+void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t padding) {
+  if (closed_) throw errors::channel_closed("send on the closed transport of " + name(options_.self));
+  DAGSIM_ASSERT_MSG(target < links_.size(), "send to a worker outside the cluster");
+  if (payload.size() > options_.limits.max_payload_bytes || padding > options_.limits.max_padding_bytes) {
+    throw errors::invalid_argument("a message of " + std::to_string(payload.size()) + " bytes (+" + std::to_string(padding) +
+                                   " padding) to " + name(target) + " exceeds the connection's limits");
+  }
+  ++stats_.sent;
+  if (target == options_.self) {
+    // Never inline: delivered when the I/O loop next runs, like any other.
+    asio::post(io_, [weak = weak_from_this(), padding, payload = std::move(payload)]() mutable {
+      auto self = weak.lock();
+      if (!self || self->closed_) return;
+      ++self->stats_.delivered;
+      self->inbox_.offer(Delivery{Delivery::Kind::message, self->options_.self, std::move(payload), {},
+                                  self->options_.incarnation, padding});
+    });
+    return;
+  }
+  Link& l = links_[target];
+  auto due = SteadyClock::now();
+  if (options_.shaping) {
+    const runtime::NetworkModel& m = *options_.shaping;
+    if (m.connection_failure_rate > 0 && random_.uniform(0.0, 1.0) < m.connection_failure_rate) {
+      ++stats_.dropped;
+      fail_link(target, "connection to " + name(target) + " broken (injected connection failure)");
+      return;
+    }
+    due += m.latency_for(options_.self, target).sample(random_);
+    const double bandwidth = m.bandwidth_for(options_.self, target);
+    if (bandwidth > 0) due += runtime::serialisation_time(payload.size() + padding, bandwidth);
+  }
+  // FIFO per link: a message never overtakes the one sent before it.
+  due = std::max(due, l.last_due);
+  l.last_due = due;
+  l.waiting.push_back(Outgoing{std::move(payload), padding, due});
+  pump(target);
+}
+
+void TcpTransport::Impl::pump(WorkerId peer) {
+  Link& l = links_[peer];
+  if (closed_ || l.waiting.empty()) return;
+  if (silenced_ || l.blocked) return arm_hold(peer);
+  if (!l.out || !l.out->established()) return dial(peer);
+  const auto now = SteadyClock::now();
+  while (!l.waiting.empty() && l.waiting.front().due <= now) {
+    l.out->queue_envelope(std::move(l.waiting.front().payload), l.waiting.front().padding);
+    l.waiting.pop_front();
+  }
+  if (!l.waiting.empty() && !l.shaping_armed) {
+    l.shaping_armed = true;
+    l.shaping->expires_at(l.waiting.front().due);
+    l.shaping->async_wait([weak = weak_from_this(), peer](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (!self || ec == asio::error::operation_aborted) return;
+      self->links_[peer].shaping_armed = false;
+      self->pump(peer);
+    });
+  }
+  l.out->flush(stats_);
+}
+
+void TcpTransport::Impl::dial(WorkerId peer) {
+  Link& l = links_[peer];
+  if (l.dialing) return;
+  l.dialing = true;
+  l.attempts = 0;
+  l.dial_started = SteadyClock::now();
+  connect(peer);
+}
+
+void TcpTransport::Impl::connect(WorkerId peer) {
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(options_.peers[peer].host, ec);
+  auto socket = std::make_shared<tcp::socket>(io_);
+  auto on_connect = [weak = weak_from_this(), peer, socket](const boost::system::error_code& ec2, const tcp::endpoint&) {
+    auto self = weak.lock();
+    if (!self || self->closed_) return;
+    Link& l = self->links_[peer];
+    if (!l.dialing) return;  // the link failed meanwhile
+    if (ec2) return self->dial_failed(peer, ec2.message());
+    auto c = std::make_shared<Connection>(weak, std::move(*socket),
+                                          Handshake::dial(self->handshake_params(), peer, fresh_nonce()),
+                                          self->options_.connection_timeout, self->options_.limits,
+                                          self->options_.trusted_network);
+    c->set_socket_options(self->options_.connection_timeout);
+    l.out = c;
+    c->start(self->options_.handshake_timeout);
+  };
+  if (!ec) {
+    const std::array<tcp::endpoint, 1> endpoints{tcp::endpoint(address, options_.peers[peer].port)};
+    asio::async_connect(*socket, endpoints, on_connect);
+    return;
+  }
+  // A host name: resolved each attempt (a host may move between restarts).
+  auto resolver = std::make_shared<tcp::resolver>(io_);
+  resolver->async_resolve(options_.peers[peer].host, std::to_string(options_.peers[peer].port),
+                          [weak = weak_from_this(), peer, socket, resolver, on_connect](
+                              const boost::system::error_code& ec2, const tcp::resolver::results_type& results) {
+                            auto self = weak.lock();
+                            if (!self || self->closed_) return;
+                            if (ec2) return self->dial_failed(peer, "cannot resolve: " + ec2.message());
+                            asio::async_connect(*socket, results, on_connect);
+                          });
+}
+
+void TcpTransport::Impl::dial_failed(WorkerId peer, const std::string& why) {
+  Link& l = links_[peer];
+  if (!l.dialing) return;
+  l.out = nullptr;
+  l.last_dial_error = why;
+  if (SteadyClock::now() - l.dial_started >= options_.connection_timeout) {
+    return fail_link(peer, "connection to " + name(peer) + " at " + where(peer) + " could not be opened within the connection timeout: " + why);
+  }
+  // Back-off: 5 ms, doubling, at most 250 ms between attempts.
+  const auto delay = std::chrono::milliseconds(std::min<int64_t>(250, int64_t{5} << std::min(l.attempts, 6u)));
+  ++l.attempts;
+  l.retry->expires_after(delay);
+  l.retry->async_wait([weak = weak_from_this(), peer](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->closed_ || !self->links_[peer].dialing) return;
+    self->connect(peer);
+  });
+}
+
+void TcpTransport::Impl::arm_hold(WorkerId peer) {
+  Link& l = links_[peer];
+  if (l.hold_armed) return;
+  l.hold_armed = true;
+  l.hold->expires_after(options_.connection_timeout);
+  l.hold->async_wait([weak = weak_from_this(), peer](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!self || ec == asio::error::operation_aborted || self->closed_) return;
+    Link& link = self->links_[peer];
+    link.hold_armed = false;
+    if (self->silenced_ || link.blocked) {
+      self->fail_link(peer, "connection to " + self->name(peer) + " timed out (no traffic got through for the connection timeout)");
+    }
+  });
+}
+
+void TcpTransport::Impl::fail_link(WorkerId peer, const std::string& why) {
+  Link& l = links_[peer];
+  uint64_t lost = l.waiting.size();
+  for (const auto* c : {&l.out, &l.in}) {
+    if (*c) lost += (*c)->queued_messages();
+  }
+  // Taken out first: closing calls back into on_closed.
+  std::shared_ptr<Connection> out = std::move(l.out), in = std::move(l.in);
+  if (out) out->close();
+  if (in) in->close();
+  l.waiting.clear();
+  l.dialing = false;
+  l.shaping->cancel();
+  l.retry->cancel();
+  l.hold->cancel();
+  l.shaping_armed = l.hold_armed = false;
+  stats_.dropped += lost;
+  ++stats_.connection_failures;
+  inbox_.offer(Delivery{Delivery::Kind::peer_failed, peer, {}, why, l.incarnation.value_or(0), 0});
+  if (options_.on_failure) options_.on_failure(peer, why);
+}
+
+void TcpTransport::Impl::on_established(const std::shared_ptr<Connection>& c) {
+  const PeerIdentity& p = c->peer();
+  Link& l = links_[p.worker];
+  if (c->role() == Handshake::Role::dialer) {
+    DAGSIM_ASSERT(l.out == c);
+    l.dialing = false;
+    // Our new connection reached another life of the peer than the one still connected to us.
+    if (l.in && l.in->peer().incarnation != p.incarnation) {
+      l.out = nullptr;
+      fail_link(p.worker, "connection to " + name(p.worker) + " lost: it restarted (incarnation " + std::to_string(p.incarnation) + ")");
+      l.out = c;
+    }
+  } else {
+    const bool stale_out = l.out && l.out->established() && l.out->peer().incarnation != p.incarnation;
+    if (l.in || stale_out) {
+      // The peer dialled again: it saw the old connection fail, or it restarted. Fail ours too, so
+      // its notice comes before the new connection's messages.
+      const bool restarted = l.incarnation && *l.incarnation != p.incarnation;
+      fail_link(p.worker, "connection to " + name(p.worker) + " lost: " +
+                              (restarted ? "it restarted (incarnation " + std::to_string(p.incarnation) + ")"
+                                         : std::string("it reconnected (its side of the connection failed)")));
+    }
+    l.in = c;
+  }
+  l.incarnation = p.incarnation;
+  pump(p.worker);
+}
+
+void TcpTransport::Impl::on_error(const std::shared_ptr<Connection>& c, const std::string& why) {
+  if (closed_) return;
+  if (!c->established()) {
+    // A connection that never completed its handshake belongs to no link yet.
+    if (c->role() == Handshake::Role::dialer && c->claimed_peer() && links_[*c->claimed_peer()].out == c) {
+      dial_failed(*c->claimed_peer(), why);
+    }
+    return;
+  }
+  const WorkerId peer = c->peer().worker;
+  Link& l = links_[peer];
+  if (l.out != c && l.in != c) return;  // an old connection, already failed
+  fail_link(peer, "connection to " + name(peer) + " lost: " + why);
+}
+
+void TcpTransport::Impl::on_refused(const std::shared_ptr<Connection>& c, const std::string& why) {
+  ++stats_.refused;
+  log("refused a connection (" + std::string(c->role() == Handshake::Role::dialer ? "dialled" : "accepted") + "): " + why);
+  if (c->role() == Handshake::Role::dialer && c->claimed_peer() && links_[*c->claimed_peer()].out == c) {
+    dial_failed(*c->claimed_peer(), "handshake refused: " + why);
+  }
+  c->close();
+}
+
+void TcpTransport::Impl::on_closed(const Connection& c) {
+  if (c.counted_inbound) {
+    DAGSIM_ASSERT(inbound_ > 0);
+    --inbound_;
+  }
+}
+
+void TcpTransport::Impl::on_envelope(const std::shared_ptr<Connection>& c, ReceivedEnvelope envelope) {
+  const WorkerId peer = c->peer().worker;
+  if (c->role() == Handshake::Role::dialer) {
+    return on_error(c, "the peer sent an envelope on a connection that carries only ours");
+  }
+  if (silenced_) {
+    // A crashed host hears nothing; the link fails once the traffic was held long enough.
+    ++stats_.dropped;
+    arm_hold(peer);
+    return;
+  }
+  ++stats_.delivered;
+  inbox_.offer(Delivery{Delivery::Kind::message, peer, std::move(envelope.payload), {}, c->peer().incarnation,
+                        envelope.padding});
+}
+
+void TcpTransport::Impl::close() {
+  if (closed_) return;
+  closed_ = true;
+  inbox_.close();
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  for (Link& l : links_) {
+    std::shared_ptr<Connection> out = std::move(l.out), in = std::move(l.in);
+    if (out) out->close();
+    if (in) in->close();
+    l.waiting.clear();
+    l.shaping->cancel();
+    l.retry->cancel();
+    l.hold->cancel();
+  }
+}
+
+void TcpTransport::Impl::block(WorkerId peer, bool blocked) {
+  DAGSIM_ASSERT(peer < links_.size());
+  Link& l = links_[peer];
+  l.blocked = blocked;
+  if (!blocked && !silenced_) {
+    l.hold->cancel();
+    l.hold_armed = false;
+    pump(peer);
+  }
+}
+
+void TcpTransport::Impl::silence() { silenced_ = true; }
+
+bool TcpTransport::Impl::idle() const {
+  for (const Link& l : links_) {
+    if (!l.waiting.empty() || (l.out && l.out->writing())) return false;
+  }
+  return true;
+}
+
+// TcpTransport ----------------------------------------------------------------------------------
+
+TcpTransport::TcpTransport(asio::io_context& io, tcp::acceptor acceptor, TcpTransportOptions options)
+    : impl_(std::make_shared<Impl>(io, std::move(acceptor), std::move(options))) {
+  impl_->start();
+}
+
+TcpTransport::~TcpTransport() { impl_->close(); }
+
+WorkerId TcpTransport::self() const { return impl_->options_.self; }
+void TcpTransport::send(WorkerId target, runtime::Bytes payload, uint64_t padding) {
+  impl_->send(target, std::move(payload), padding);
+}
+runtime::Channel<Delivery>& TcpTransport::inbox() { return impl_->inbox_; }
+void TcpTransport::close() { impl_->close(); }
+void TcpTransport::block(WorkerId peer, bool blocked) { impl_->block(peer, blocked); }
+void TcpTransport::silence() { impl_->silence(); }
+bool TcpTransport::idle() const { return impl_->idle(); }
+uint16_t TcpTransport::port() const {
+  boost::system::error_code ignored;
+  return impl_->acceptor_.local_endpoint(ignored).port();
+}
+TcpTransportStats TcpTransport::stats() const { return impl_->stats_; }
+
+}  // namespace dagsim::net

@@ -28,8 +28,23 @@ struct RunArgs {
   double max_wall_time_s = 0;   // > 0: overrides the scenario's max_wall_time_ms (run_limits.h)
   uint64_t max_memory_mib = 0;  // > 0: overrides the scenario's max_memory_mib
   bool full_tensors = false;    // every tensor value in the report, however large
+  bool trusted_network = false; // tcp: no per-frame MACs
+  std::string self_path;        // this binary, to start node processes with
 };
 int run_command(const RunArgs& args);
+
+struct NodeArgs {
+  std::string scenario_file;
+  std::string node_name;
+  uint64_t seed = 1;
+  std::string peers_file;
+  std::string records_dir;
+  int listen_fd = -1;
+  int control_fd = -1;
+  bool trusted_network = false;
+};
+// One node process of a TCP run (scenarios/run/tcp_node.h).
+int node_command(const NodeArgs& args);
 
 struct JudgeArgs {
   std::string dir;  // a records directory (dagsim run --records DIR)

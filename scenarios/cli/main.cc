@@ -4,6 +4,7 @@
 //   dagsim judge DIR [--json] [--full-tensors]
 //   dagsim validate FILE
 //   dagsim check FILE --seeds A..B [--jobs N] [--json] [--max-wall-time S] [--max-memory MIB]
+//   dagsim node --scenario FILE --name NODE --peers FILE --records DIR [--seed N] (one node of a TCP run)
 // Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
 // (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario), 4 a host
 // limit (wall time, memory) stopped the run before it had a verdict.
@@ -70,7 +71,8 @@ int main(int argc, char** argv) {
   std::string seed_text = std::to_string(run.seed);
   run_cmd->add_option("--seed", seed_text, "Seed of every random choice (0 .. 2^64-1); the same seed replays the same run")
       ->capture_default_str();
-  run_cmd->add_option("--transport", run.transport, "sim (the deterministic simulator)")
+  run_cmd->add_option("--transport", run.transport,
+                      "sim (the deterministic simulator) or tcp (one local process per node, over loopback TCP)")
       ->check(CLI::IsMember({"sim", "tcp"}))
       ->capture_default_str();
   run_cmd->add_flag("--json", run.json, "Print one JSON object instead of text");
@@ -90,6 +92,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 20));
   run_cmd->add_flag("--full-tensors", run.full_tensors,
                     "Report every value of every tensor; by default tensors of more than 1000 elements are summarised");
+  run_cmd->add_flag("--trusted-network", run.trusted_network,
+                    "tcp: no per-frame MACs after the authenticated handshake (only on a network nobody else can reach)");
 
   dagsim::cli::JudgeArgs judge;
   CLI::App* judge_cmd =
@@ -116,6 +120,20 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--max-memory", check.max_memory_mib,
                         "Limit each seed's run to this many MiB of address space (reported as LIMIT)")
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 20));
+
+  dagsim::cli::NodeArgs node;
+  CLI::App* node_cmd = app.add_subcommand(
+      "node", "Run one node of a scenario over TCP (started by `dagsim run --transport tcp`; docs/tcp.md). The shared "
+              "secret comes from DAGSIM_SECRET or DAGSIM_SECRET_FILE, never the command line");
+  node_cmd->add_option("--scenario", node.scenario_file, "Scenario file")->required();
+  node_cmd->add_option("--name", node.node_name, "Which of the scenario's nodes this process is")->required();
+  std::string node_seed_text = "1";
+  node_cmd->add_option("--seed", node_seed_text, "The run's seed (workload data matches the simulator's)");
+  node_cmd->add_option("--peers", node.peers_file, "Peers file: the cluster id and every node's address (JSON)")->required();
+  node_cmd->add_option("--records", node.records_dir, "Where this node writes its records, log and incarnation")->required();
+  node_cmd->add_option("--listen-fd", node.listen_fd, "An inherited listening socket (the launcher's)");
+  node_cmd->add_option("--control-fd", node.control_fd, "The launcher's control socket")->required();
+  node_cmd->add_flag("--trusted-network", node.trusted_network, "No per-frame MACs after the handshake");
 
   // A first argument that is neither an option nor a command is a mistyped command: say so, with
   // the commands, rather than CLI11's "A subcommand is required".
@@ -147,8 +165,18 @@ int main(int argc, char** argv) {
     }
     run.seed = *seed;
   }
+  if (*node_cmd) {
+    const std::optional<uint64_t> seed = dagsim::cli::parse_seed(node_seed_text);
+    if (!seed) {
+      std::cerr << "dagsim node: --seed " << dagsim::quote(node_seed_text) << ": expected a whole number\n";
+      return dagsim::cli::kBadInput;
+    }
+    node.seed = *seed;
+  }
+  run.self_path = self_path(argv[0]);
   int code = dagsim::cli::kBadInput;
   try {
+    if (*node_cmd) code = dagsim::cli::node_command(node);
     if (*run_cmd) code = dagsim::cli::run_command(run);
     if (*judge_cmd) code = dagsim::cli::judge_command(judge);
     if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);

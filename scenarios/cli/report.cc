@@ -75,10 +75,14 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
 
 void print_report_text(std::ostream& out, const scenarios::RunResult& r, const std::string& file) {
   out << "scenario " << printable(r.scenario) << " (" << printable(file, kPathMax) << "), seed " << r.seed << ", transport " << r.transport << "\n";
-  out << std::fixed << std::setprecision(3) << "  " << r.outcome << " at " << r.virtual_time_ms << " ms virtual in "
-      << std::setprecision(1) << r.wall_ms << " ms wall; " << r.messages << " messages (" << r.messages_delivered
-      << " delivered, " << r.messages_dropped << " dropped), " << r.connection_failures << " connection failures; trace "
-      << scenarios::hash_hex(r.trace_hash) << " (" << r.trace_events << " events)\n";
+  const bool sim = r.transport == "sim";
+  // Over TCP the scenario's clock is real time since the run began, and there is no trace.
+  out << std::fixed << std::setprecision(3) << "  " << r.outcome << " at " << r.virtual_time_ms
+      << (sim ? " ms virtual in " : " ms scenario time in ") << std::setprecision(1) << r.wall_ms << " ms wall; "
+      << r.messages << " messages (" << r.messages_delivered << " delivered, " << r.messages_dropped << " dropped), "
+      << r.connection_failures << " connection failures";
+  if (sim) out << "; trace " << scenarios::hash_hex(r.trace_hash) << " (" << r.trace_events << " events)";
+  out << "\n";
   for (const scenarios::CheckResult& c : r.checks) {
     out << "  " << (c.passed ? "PASS " : "FAIL ") << c.name << ": " << c.detail;
     if (c.detail.empty() || c.detail.back() != '\n') out << "\n";

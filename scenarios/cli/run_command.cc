@@ -19,6 +19,7 @@
 #include "scenarios/cli/run_limits.h"
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/run/runner.h"
+#include "scenarios/run/tcp_launcher.h"
 #include "scenarios/workloads/registry.h"
 
 namespace dagsim::cli {
@@ -87,9 +88,9 @@ std::string output_clash(const RunArgs& args) {
 }  // namespace
 
 int run_command(const RunArgs& args) {
-  if (args.transport != "sim") {
-    std::cerr << "dagsim run: --transport " << args.transport
-              << ": only the simulated transport (sim) is built so far; TCP arrives with net/\n";
+  if (args.transport == "tcp" && (!args.trace_path.empty() || args.check_determinism)) {
+    std::cerr << "dagsim run: --trace and --check-determinism are the simulator's (--transport sim): a TCP run has no "
+                 "virtual time and does not replay\n";
     return kBadInput;
   }
   scenarios::Scenario scenario;
@@ -154,7 +155,19 @@ int run_command(const RunArgs& args) {
     options.chrome_trace = options.keep_trace ? &trace_file : nullptr;
     options.progress = progress.callback();
     options.report.full_tensors = args.full_tensors;
-    const scenarios::RunRecords records = scenarios::record_scenario(scenario, options);
+    scenarios::RunRecords records;
+    if (args.transport == "tcp") {
+      scenarios::TcpRunOptions tcp;
+      tcp.seed = args.seed;
+      tcp.scenario_file = args.file;
+      tcp.dagsim_binary = args.self_path;
+      tcp.records_dir = args.records_dir;
+      tcp.trusted_network = args.trusted_network;
+      if (auto cb = progress.callback()) tcp.progress = [cb](runtime::TimePoint now) { cb(now, 0); };
+      records = scenarios::record_scenario_tcp(scenario, tcp);
+    } else {
+      records = scenarios::record_scenario(scenario, options);
+    }
     // Memory that ran out inside a node's fiber failed that fiber: a limit of the host, not a
     // verdict on the scenario (which would then depend on the host's memory).
     for (const scenarios::FiberFailureRecord& f : records.failures) {
@@ -189,6 +202,10 @@ int run_command(const RunArgs& args) {
   } catch (const Error& e) {
     // Some limits are found only when the scenario is expanded (the random fault timeline); a
     // records directory that cannot be written is the caller's to fix.
+    if (e.code() == ErrorCode::invalid_argument && args.transport == "tcp") {
+      std::cerr << "dagsim run --transport tcp: " << e.detail() << "\n";
+      return kBadInput;
+    }
     if (e.code() == ErrorCode::invalid_argument && !args.records_dir.empty()) {
       std::cerr << "dagsim run: --records " << printable(args.records_dir, kPathMax) << ": " << e.detail() << "\n";
       return kBadInput;

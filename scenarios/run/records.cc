@@ -241,6 +241,51 @@ RecordsDir read_records_dir_unchecked(const std::string& dir);
 
 }  // namespace
 
+std::vector<NodeRecord> read_node_records(const std::string& dir, const std::vector<std::string>& node_names) {
+  const fs::path root(dir);
+  std::vector<NodeRecord> nodes;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(root / "nodes", error)) {
+    if (entry.path().extension() != ".json") continue;
+    const Reader r{entry.path().string()};
+    const json j = parse_file(entry.path());
+    const std::string name = r.get<std::string>(j, "node");
+    const auto it = std::find(node_names.begin(), node_names.end(), name);
+    if (it == node_names.end()) throw errors::invalid_records(r.file + ": node " + name + " is not in run.json");
+    NodeRecord record;
+    record.node = static_cast<uint32_t>(it - node_names.begin());
+    record.incarnation = r.get<uint32_t>(j, "incarnation");
+    record.data = r.at(j, "data");
+    if (!record.data.is_object()) throw errors::invalid_records(r.file + ": data must be an object");
+    nodes.push_back(std::move(record));
+  }
+  if (error) throw errors::invalid_records((root / "nodes").string() + ": cannot list: " + error.message());
+  // Directory order is the file system's: the records' order is (node, incarnation).
+  std::sort(nodes.begin(), nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {
+    return std::tie(a.node, a.incarnation) < std::tie(b.node, b.incarnation);
+  });
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    if (nodes[i].node == nodes[i - 1].node && nodes[i].incarnation == nodes[i - 1].incarnation) {
+      throw errors::invalid_records(dir + ": two records of " + node_names[nodes[i].node] + " incarnation " +
+                                    std::to_string(nodes[i].incarnation));
+    }
+  }
+  return nodes;
+}
+
+void write_node_record(const std::string& dir, const std::string& node_name, const NodeRecord& record) {
+  const fs::path nodes = fs::path(dir) / "nodes";
+  std::error_code error;
+  fs::create_directories(nodes, error);
+  if (error) throw errors::invalid_argument(dir + ": cannot create the records directory: " + error.message());
+  const json j = {{"node", node_name}, {"incarnation", record.incarnation}, {"data", record.data}};
+  const fs::path final_path = nodes / node_file_name(node_name, record.incarnation);
+  const fs::path temporary = final_path.string() + ".tmp";
+  write_file(temporary, j.dump() + "\n");
+  fs::rename(temporary, final_path, error);
+  if (error) throw errors::invalid_argument(final_path.string() + ": cannot write: " + error.message());
+}
+
 RecordsDir read_records_dir(const std::string& dir) {
   try {
     RecordsDir out = read_records_dir_unchecked(dir);
@@ -276,32 +321,7 @@ RecordsDir read_records_dir_unchecked(const std::string& dir) {
   if (!faults.is_array()) throw errors::invalid_records(faults_path.string() + ": must be an array of fault events");
   for (const json& e : faults) records.fault_history.push_back(fault_event_from(Reader{faults_path.string()}, e));
 
-  std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(root / "nodes", error)) {
-    if (entry.path().extension() != ".json") continue;
-    const Reader r{entry.path().string()};
-    const json j = parse_file(entry.path());
-    const std::string name = r.get<std::string>(j, "node");
-    const auto it = std::find(records.node_names.begin(), records.node_names.end(), name);
-    if (it == records.node_names.end()) throw errors::invalid_records(r.file + ": node " + name + " is not in run.json");
-    NodeRecord record;
-    record.node = static_cast<uint32_t>(it - records.node_names.begin());
-    record.incarnation = r.get<uint32_t>(j, "incarnation");
-    record.data = r.at(j, "data");
-    if (!record.data.is_object()) throw errors::invalid_records(r.file + ": data must be an object");
-    records.nodes.push_back(std::move(record));
-  }
-  if (error) throw errors::invalid_records((root / "nodes").string() + ": cannot list: " + error.message());
-  // Directory order is the file system's: the records' order is (node, incarnation).
-  std::sort(records.nodes.begin(), records.nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {
-    return std::tie(a.node, a.incarnation) < std::tie(b.node, b.incarnation);
-  });
-  for (size_t i = 1; i < records.nodes.size(); ++i) {
-    if (records.nodes[i].node == records.nodes[i - 1].node && records.nodes[i].incarnation == records.nodes[i - 1].incarnation) {
-      throw errors::invalid_records(dir + ": two records of " + records.node_names[records.nodes[i].node] + " incarnation " +
-                                    std::to_string(records.nodes[i].incarnation));
-    }
-  }
+  records.nodes = read_node_records(dir, records.node_names);
   return out;
 }
 

@@ -85,6 +85,14 @@ struct RecordsDir {
 // Reads what write_records_dir wrote. Throws Error(invalid_records) naming the file and key.
 RecordsDir read_records_dir(const std::string& dir);
 
+// One incarnation's file, nodes/NAME.INC.json under `dir`, written whole or not at all (a
+// temporary file renamed over it): a node process writes its own as it goes, so one killed
+// mid-write leaves its previous version. Throws Error(invalid_argument) naming the path.
+void write_node_record(const std::string& dir, const std::string& node_name, const NodeRecord& record);
+// Every nodes/*.json under `dir`, sorted by (node, incarnation); `node_names` are the run's.
+// Throws Error(invalid_records) naming the file and key.
+std::vector<NodeRecord> read_node_records(const std::string& dir, const std::vector<std::string>& node_names);
+
 // The integer `j` holds, as T: a JSON integer of T's range (not a float, not a negative number
 // for an unsigned T). Throws Error(invalid_records) naming `what`.
 template <typename T>

@@ -194,6 +194,12 @@ runtime::Duration ProgramWorkload::drain_time() const {
   return scenario_.network.connection_timeout + 20 * scenario_.network.max_latency() + std::chrono::seconds(1);
 }
 
+bool ProgramWorkload::settled(uint32_t node) const {
+  if (node >= nodes_.size() || nodes_[node].empty()) return true;
+  const NodeState& life = nodes_[node].back();
+  return life.autograd == nullptr || life.autograd->debug_info().num_autograd_contexts == 0;
+}
+
 // The judge --------------------------------------------------------------------------------------
 
 ProgramJudge::ProgramJudge(const Scenario& scenario, const RunRecords& records)

@@ -44,6 +44,8 @@ class ProgramWorkload final : public Workload {
   void node_main(NodeContext& node) override;
   std::optional<runtime::TimePoint> end_time() const override { return std::nullopt; }
   runtime::Duration drain_time() const override;
+  // No distributed autograd context left on the node's current life.
+  bool settled(uint32_t node) const override;
   void release_nodes() override;
 
  private:

@@ -1,0 +1,544 @@
+// The TCP launcher (tcp_launcher.h): node processes, their control links, the fault timeline as
+// signals and control messages, and the records they leave.
+#include "scenarios/run/tcp_launcher.h"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/base/assert.h"
+#include "core/base/error.h"
+#include "net/crypto.h"
+#include "scenarios/run/control_link.h"
+#include "scenarios/run/fault_schedule.h"
+#include "scenarios/run/tcp_peers.h"
+#include "scenarios/workloads/registry.h"
+
+namespace dagsim::scenarios {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+using nlohmann::json;
+using runtime::FaultEvent;
+using runtime::NodeState;
+using runtime::TimePoint;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto kStartTimeout = std::chrono::seconds(30);
+constexpr auto kFinishGrace = std::chrono::seconds(10);
+constexpr auto kExitGrace = std::chrono::seconds(5);
+
+// The records folder's parts the launcher itself makes (the nodes make the rest).
+struct RunDir {
+  std::string path;
+  bool temporary = false;
+  ~RunDir() {
+    std::error_code ignored;
+    if (temporary && !path.empty()) fs::remove_all(path, ignored);
+  }
+};
+
+class TcpCluster final : public runtime::Cluster {
+ public:
+  TcpCluster(const Scenario& scenario, const TcpRunOptions& options, const std::string& dir, const std::string& peers_file,
+             std::map<std::string, std::string> child_env)
+      : scenario_(scenario), options_(options), dir_(dir), peers_file_(peers_file), child_env_(std::move(child_env)),
+        signals_(io_, SIGCHLD, SIGTERM, SIGINT), tick_(io_) {}
+
+  ~TcpCluster() override { kill_group(); }
+
+  // Binds every node's listening socket (127.0.0.1, a port the OS picks).
+  std::vector<uint16_t> bind_ports() {
+    std::vector<uint16_t> ports;
+    for (Node& n : nodes_) {
+      n.acceptor = std::make_unique<asio::ip::tcp::acceptor>(
+          io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+      ports.push_back(n.acceptor->local_endpoint().port());
+      // Only this node's processes get it (as fd 3), not every child the launcher starts.
+      ::fcntl(n.acceptor->native_handle(), F_SETFD, FD_CLOEXEC);
+    }
+    return ports;
+  }
+
+  RunRecords run(Workload& workload);
+
+  // runtime::Cluster ---------------------------------------------------------------------------
+  WorkerId add_node(std::string name, NodeMain) override {
+    nodes_.emplace_back();
+    nodes_.back().name = std::move(name);
+    return static_cast<WorkerId>(nodes_.size() - 1);
+  }
+  size_t num_nodes() const override { return nodes_.size(); }
+  const std::string& node_name(WorkerId node) const override { return nodes_.at(node).name; }
+  NodeState state(WorkerId node) const override { return nodes_.at(node).state; }
+  uint32_t incarnation(WorkerId node) const override { return nodes_.at(node).incarnation; }
+
+  void start(WorkerId node) override {
+    Node& n = nodes_.at(node);
+    if (n.state != NodeState::not_started) return;
+    record({FaultEvent::Kind::start, now(), node, 0, 0, {}});
+    launch(node);
+  }
+  void kill(WorkerId node) override { end(node, NodeState::killed, FaultEvent::Kind::kill); }
+  void crash(WorkerId node) override { end(node, NodeState::crashed, FaultEvent::Kind::crash); }
+  void restart(WorkerId node) override {
+    Node& n = nodes_.at(node);
+    if (n.pid > 0 && (n.state == NodeState::up || n.state == NodeState::paused)) kill(node);
+    if (n.pid > 0) signal_process(n, SIGKILL);  // a crashed incarnation's process goes too
+    record({FaultEvent::Kind::restart, now(), node, 0, 0, {}});
+    launch(node);
+  }
+  void pause(WorkerId node) override {
+    Node& n = nodes_.at(node);
+    if (n.state != NodeState::up) return;
+    record({FaultEvent::Kind::pause, now(), node, 0, 0, {}});
+    n.state = NodeState::paused;
+    signal_process(n, SIGSTOP);
+  }
+  void resume(WorkerId node) override {
+    Node& n = nodes_.at(node);
+    if (n.state != NodeState::paused) return;
+    record({FaultEvent::Kind::resume, now(), node, 0, 0, {}});
+    n.state = NodeState::up;
+    signal_process(n, SIGCONT);
+  }
+  uint64_t partition(std::vector<std::pair<WorkerId, WorkerId>> blocked) override {
+    const uint64_t id = ++last_partition_;
+    record({FaultEvent::Kind::partition, now(), 0, 0, id, blocked});
+    for (const auto& [from, to] : blocked) {
+      if (blocked_[{from, to}]++ == 0) send_block(from, to, true);
+    }
+    partitions_[id] = std::move(blocked);
+    return id;
+  }
+  void heal(uint64_t id) override {
+    const auto it = partitions_.find(id);
+    if (it == partitions_.end()) return;
+    record({FaultEvent::Kind::heal, now(), 0, 0, id, {}});
+    unblock(it->second);
+    partitions_.erase(it);
+  }
+  void heal_all() override {
+    record({FaultEvent::Kind::heal, now(), 0, 0, 0, {}});
+    for (const auto& [id, pairs] : partitions_) unblock(pairs);
+    partitions_.clear();
+  }
+  TimePoint now() const override {
+    if (!started_) return TimePoint{};
+    return TimePoint{std::chrono::duration_cast<runtime::Duration>(SteadyClock::now() - start_steady_)};
+  }
+  void at(TimePoint t, std::string what, std::function<void()> fn) override {
+    pending_.push_back({t, std::move(what), std::move(fn)});
+    if (started_) arm(pending_.back());
+  }
+  const std::vector<FaultEvent>& fault_history() const override { return history_; }
+
+ private:
+  struct Node {
+    std::string name;
+    NodeState state = NodeState::not_started;
+    uint32_t incarnation = 0;
+    int pid = -1;
+    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+    std::shared_ptr<ControlLink> link;
+    bool said_hello = false;
+    bool started = false;    // told to start (this incarnation)
+    bool reported = false;   // said busy or idle since it started
+    bool idle = false;
+    bool finished = false;
+    std::vector<uint32_t> incarnations;  // every incarnation that said hello
+  };
+  struct Pending {
+    TimePoint t;
+    std::string what;
+    std::function<void()> fn;
+  };
+
+  void launch(WorkerId node);
+  void end(WorkerId node, NodeState state, FaultEvent::Kind kind);
+  void on_message(WorkerId node, const std::shared_ptr<ControlLink>& link, const json& m);
+  void on_child_exit(int pid, int status);
+  void send_block(WorkerId from, WorkerId to, bool blocked) {
+    Node& n = nodes_.at(from);
+    if (n.link && n.state != NodeState::killed) n.link->send({{"op", "block"}, {"peer", to}, {"blocked", blocked}});
+  }
+  void unblock(const std::vector<std::pair<WorkerId, WorkerId>>& pairs) {
+    for (const auto& pair : pairs) {
+      if (--blocked_[pair] == 0) send_block(pair.first, pair.second, false);
+    }
+  }
+  void arm(Pending& p) {
+    auto timer = std::make_shared<asio::steady_timer>(io_, start_steady_ + p.t.since_epoch);
+    timer->async_wait([this, timer, fn = p.fn](const boost::system::error_code& ec) {
+      if (!ec && !ending_) fn();
+    });
+  }
+  void record(FaultEvent e) { history_.push_back(std::move(e)); }
+  void signal_process(const Node& n, int sig) {
+    if (n.pid > 0) ::kill(n.pid, sig);
+  }
+  void kill_group() {
+    if (group_ > 0) ::kill(-group_, SIGKILL);
+    for (Node& n : nodes_) {
+      if (n.pid > 0) {
+        ::kill(n.pid, SIGKILL);
+        ::waitpid(n.pid, nullptr, 0);
+        n.pid = -1;
+      }
+    }
+  }
+  bool work_done(std::optional<TimePoint> end_time) const {
+    // A workload with an end time ends then, as in the simulator, whatever its fibers are doing.
+    if (end_time) return now() >= *end_time;
+    for (const Node& n : nodes_) {
+      if (n.state != NodeState::up && n.state != NodeState::paused) continue;
+      if (!n.started || !n.reported || !n.idle) return false;
+    }
+    return true;
+  }
+  // Runs the I/O loop until `done` holds or `deadline` passes; false on the deadline.
+  bool run_until(const std::function<bool()>& done, SteadyClock::time_point deadline) {
+    while (!done()) {
+      if (SteadyClock::now() >= deadline) return false;
+      io_.run_one_until(deadline);
+      if (interrupted_ != 0) {
+        kill_group();
+        std::signal(interrupted_, SIG_DFL);
+        ::raise(interrupted_);
+      }
+    }
+    return true;
+  }
+  void watch_signals() {
+    signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      if (sig == SIGCHLD) {
+        for (const auto& [pid, node] : pids_) {
+          int status = 0;
+          if (::waitpid(pid, &status, WNOHANG) == pid) exited_.push_back({pid, status});
+        }
+        for (const auto& [pid, status] : exited_) on_child_exit(pid, status);
+        exited_.clear();
+      } else {
+        interrupted_ = sig;
+      }
+      watch_signals();
+    });
+  }
+
+  const Scenario& scenario_;
+  const TcpRunOptions& options_;
+  std::string dir_, peers_file_;
+  std::map<std::string, std::string> child_env_;
+  asio::io_context io_;
+  asio::signal_set signals_;
+  asio::steady_timer tick_;
+  std::vector<Node> nodes_;
+  std::map<int, WorkerId> pids_;
+  std::vector<std::pair<int, int>> exited_;
+  int group_ = 0;
+  int interrupted_ = 0;
+  bool started_ = false;
+  bool ending_ = false;
+  SteadyClock::time_point start_steady_;
+  int64_t start_wall_ns_ = 0;
+  std::vector<Pending> pending_;
+  std::vector<FaultEvent> history_;
+  std::vector<FiberFailureRecord> failures_;
+  std::map<std::pair<WorkerId, WorkerId>, int> blocked_;
+  std::map<uint64_t, std::vector<std::pair<WorkerId, WorkerId>>> partitions_;
+  uint64_t last_partition_ = 0;
+  RunStats stats_;
+};
+
+void TcpCluster::launch(WorkerId node) {
+  Node& n = nodes_.at(node);
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    throw errors::invalid_argument("cannot make a control socket for " + n.name + ": " + std::strerror(errno));
+  }
+  const int listen_fd = n.acceptor->native_handle();
+  std::vector<std::string> args = {options_.dagsim_binary, "node", "--scenario", options_.scenario_file, "--name", n.name,
+                                   "--seed", std::to_string(options_.seed), "--peers", peers_file_, "--records", dir_,
+                                   "--listen-fd", "3", "--control-fd", "4"};
+  if (options_.trusted_network) args.push_back("--trusted-network");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string key = entry.substr(0, entry.find('='));
+    if (!child_env_.contains(key)) env_strings.push_back(entry);
+  }
+  for (const auto& [k, v] : child_env_) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int parent = ::getpid();
+  const int group = group_;
+  const int pid = ::fork();
+  if (pid < 0) throw errors::invalid_argument("cannot start a process for " + n.name + ": " + std::strerror(errno));
+  if (pid == 0) {
+    // The child: only async-signal-safe calls until exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the launcher died before the line above
+    ::setpgid(0, group);
+    ::dup2(listen_fd, 3);  // dup2 clears close-on-exec on the copies
+    ::dup2(pair[1], 4);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  if (group_ == 0) group_ = pid;
+  ::setpgid(pid, group_);
+  ::close(pair[1]);
+  n.pid = pid;
+  pids_[pid] = node;
+  n.state = NodeState::up;
+  n.said_hello = n.started = n.reported = n.idle = n.finished = false;
+  n.link = std::make_shared<ControlLink>(io_, pair[0]);
+  auto link = n.link;
+  n.link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {});
+  if (options_.on_process) options_.on_process(n.name, pid);
+}
+
+void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
+  Node& n = nodes_.at(node);
+  if (n.state != NodeState::up && n.state != NodeState::paused) return;
+  record({kind, now(), node, 0, 0, {}});
+  n.state = state;
+  if (kind == FaultEvent::Kind::kill) {
+    signal_process(n, SIGKILL);
+  } else {
+    if (n.link) n.link->send({{"op", "crash"}});
+    signal_process(n, SIGCONT);  // a paused host that crashes is silent, not stopped
+  }
+}
+
+void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& link, const json& m) {
+  Node& n = nodes_.at(node);
+  if (link != n.link) return;  // an earlier incarnation's last words
+  const std::string event = m.value("event", "");
+  if (event == "hello") {
+    n.said_hello = true;
+    n.incarnation = m.value("incarnation", uint32_t{0});
+    n.incarnations.push_back(n.incarnation);
+    if (started_) {
+      n.link->send({{"op", "start"}, {"start_wall_ns", start_wall_ns_}});
+      n.started = true;
+      for (const auto& [pair, count] : blocked_) {
+        if (count > 0 && pair.first == node) send_block(pair.first, pair.second, true);
+      }
+    }
+  } else if (event == "busy" || event == "idle") {
+    n.reported = true;
+    n.idle = event == "idle";
+  } else if (event == "failure") {
+    failures_.push_back({TimePoint{runtime::Duration{m.value("time_ns", int64_t{0})}}, n.name + "." + std::to_string(n.incarnation),
+                         m.value("fiber", ""), m.value("what", "")});
+  } else if (event == "connection_failed") {
+    const uint32_t peer = m.value("peer", uint32_t{0});
+    const int64_t t = std::max<int64_t>(0, m.value("time_ns", int64_t{0}) - start_wall_ns_);
+    if (peer < nodes_.size()) record({FaultEvent::Kind::connection_failed, TimePoint{runtime::Duration{t}}, node, static_cast<WorkerId>(peer), 0, {}});
+  } else if (event == "finished") {
+    n.finished = true;
+    const json s = m.value("stats", json::object());
+    stats_.messages += s.value("sent", uint64_t{0});
+    stats_.messages_delivered += s.value("delivered", uint64_t{0});
+    stats_.messages_dropped += s.value("dropped", uint64_t{0});
+    stats_.connection_failures += s.value("connection_failures", uint64_t{0});
+  }
+}
+
+void TcpCluster::on_child_exit(int pid, int status) {
+  const auto it = pids_.find(pid);
+  if (it == pids_.end()) return;
+  const WorkerId node = it->second;
+  pids_.erase(it);
+  Node& n = nodes_.at(node);
+  if (n.pid != pid) return;  // an earlier incarnation, killed on purpose
+  n.pid = -1;
+  if (ending_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  if (n.state == NodeState::killed) return;
+  // A process that died on its own: a failure of the run (an assert, a crash), never silent.
+  const std::string how = WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
+                                            : "was killed by signal " + std::to_string(WTERMSIG(status));
+  failures_.push_back({now(), n.name + "." + std::to_string(n.incarnation), "process",
+                       "the node process " + how + " (its log: " + dir_ + "/logs/" + n.name + "." +
+                           std::to_string(n.incarnation) + ".log)"});
+  if (n.state == NodeState::up || n.state == NodeState::paused) n.state = NodeState::killed;
+}
+
+RunRecords TcpCluster::run(Workload& workload) {
+  const auto wall_start = SteadyClock::now();
+  watch_signals();
+  RunRecords records;
+  records.scenario_file = scenario_.file;
+  records.seed = options_.seed;
+  records.transport = "tcp";
+
+  const std::optional<TimePoint> end_time = workload.end_time();
+  const TimePoint max_time{scenario_.max_virtual_time};
+  const std::vector<FaultSpec> faults =
+      fault_timeline(scenario_, options_.seed, std::min(end_time.value_or(max_time), max_time));
+  records.fault_timeline = faults_to_json(scenario_, faults);
+
+  for (WorkerId i = 0; i < nodes_.size(); ++i) start(i);
+  const bool ready = run_until([this] {
+    for (const Node& n : nodes_) {
+      if (!n.said_hello) return false;
+    }
+    return true;
+  }, SteadyClock::now() + kStartTimeout);
+  if (!ready) {
+    std::string missing;
+    for (const Node& n : nodes_) missing += n.said_hello ? "" : " " + n.name;
+    throw errors::invalid_argument("node processes did not start within 30 s:" + missing + " (see " + dir_ + "/logs)");
+  }
+  // The run begins: scenario time 0 for everyone, every fault armed from it.
+  started_ = true;
+  start_steady_ = SteadyClock::now();
+  start_wall_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (FaultEvent& e : history_) e.time = TimePoint{};
+  install_faults(*this, faults);  // at() arms each event from now on
+  for (Node& n : nodes_) {
+    n.link->send({{"op", "start"}, {"start_wall_ns", start_wall_ns_}});
+    n.started = true;
+  }
+  std::function<void()> progress = [&] {
+    tick_.expires_after(std::chrono::milliseconds(100));
+    tick_.async_wait([&](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (options_.progress) options_.progress(now());
+      progress();
+    });
+  };
+  progress();
+
+  const bool done = run_until([&] { return work_done(end_time); }, start_steady_ + scenario_.max_virtual_time);
+  records.outcome = done ? "finished" : "time_limit";
+  if (!done) {
+    for (const Node& n : nodes_) {
+      if ((n.state == NodeState::up || n.state == NodeState::paused) && !n.idle) {
+        records.stuck_report += "  node " + n.name + ": its foreground work had not ended at max_virtual_time\n";
+      }
+    }
+  }
+  // Cleanup: every process still running settles, takes its final snapshot and writes its record.
+  ending_ = true;
+  tick_.cancel();
+  const auto drain = std::chrono::duration_cast<std::chrono::milliseconds>(workload.drain_time());
+  for (Node& n : nodes_) {
+    if (n.pid <= 0 || n.state == NodeState::killed) continue;
+    ::kill(n.pid, SIGCONT);  // a paused node still takes its final snapshot, as in the simulator
+    n.link->send({{"op", "finish"}, {"drain_ms", drain.count()}});
+  }
+  run_until([this] {
+    for (const Node& n : nodes_) {
+      if (n.pid > 0 && n.state != NodeState::killed && !n.finished) return false;
+    }
+    return true;
+  }, SteadyClock::now() + drain + kFinishGrace);
+  records.end = now();
+  for (Node& n : nodes_) {
+    if (n.pid > 0 && n.link) n.link->send({{"op", "exit"}});
+  }
+  run_until([this] { return pids_.empty(); }, SteadyClock::now() + kExitGrace);
+  kill_group();
+
+  for (const Node& n : nodes_) {
+    records.node_names.push_back(n.name);
+    records.final_states.push_back(n.state);
+  }
+  records.fault_history = history_;
+  std::stable_sort(records.fault_history.begin(), records.fault_history.end(),
+                   [](const FaultEvent& a, const FaultEvent& b) { return a.time < b.time; });
+  for (FaultEvent& e : records.fault_history) e.time = std::min(e.time, records.end);
+  records.failures = failures_;
+  for (FiberFailureRecord& f : records.failures) f.time = std::clamp(f.time, TimePoint{}, records.end);
+  records.nodes = read_node_records(dir_, records.node_names);
+  // An incarnation killed before its first record was written observed nothing: an empty record,
+  // as the simulator keeps one for every incarnation.
+  for (WorkerId i = 0; i < nodes_.size(); ++i) {
+    for (uint32_t inc : nodes_[i].incarnations) {
+      const bool have = std::any_of(records.nodes.begin(), records.nodes.end(),
+                                    [&](const NodeRecord& r) { return r.node == i && r.incarnation == inc; });
+      if (!have) records.nodes.push_back(NodeRecord{i, inc, json::object()});
+    }
+  }
+  std::sort(records.nodes.begin(), records.nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {
+    return std::tie(a.node, a.incarnation) < std::tie(b.node, b.incarnation);
+  });
+  records.stats = stats_;
+  records.stats.wall_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - wall_start).count();
+  return records;
+}
+
+}  // namespace
+
+RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& options) {
+  RunDir dir;
+  if (options.records_dir.empty()) {
+    std::string pattern = (fs::temp_directory_path() / "dagsim-tcp-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw errors::invalid_argument("cannot make a temporary folder for the run");
+    dir.path = pattern;
+    dir.temporary = true;
+  } else {
+    dir.path = options.records_dir;
+    std::error_code error;
+    fs::create_directories(dir.path, error);
+    if (error) throw errors::invalid_argument(dir.path + ": cannot create: " + error.message());
+    // Incarnation counters, node records and logs of an earlier run in this folder would mix in.
+    for (const char* sub : {"incarnations", "nodes", "logs"}) fs::remove_all(fs::path(dir.path) / sub, error);
+  }
+  std::map<std::string, std::string> child_env;
+  const char* secret = std::getenv("DAGSIM_SECRET");
+  const char* secret_file = std::getenv("DAGSIM_SECRET_FILE");
+  if ((secret == nullptr || *secret == '\0') && (secret_file == nullptr || *secret_file == '\0')) {
+    // A local run needs no operator's secret: a fresh one, readable by this user only.
+    const fs::path path = fs::path(dir.path) / "secret";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) throw errors::invalid_argument(path.string() + ": cannot write the run's secret");
+    std::string hex;
+    for (uint8_t b : net::random_bytes(32)) {
+      const char digits[] = "0123456789abcdef";
+      hex += digits[b >> 4];
+      hex += digits[b & 15];
+    }
+    const bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
+    ::close(fd);
+    if (!ok) throw errors::invalid_argument(path.string() + ": cannot write the run's secret");
+    child_env["DAGSIM_SECRET_FILE"] = path.string();
+    child_env["DAGSIM_SECRET"] = "";
+  }
+  const std::string peers_path = (fs::path(dir.path) / "peers.json").string();
+  const std::unique_ptr<Workload> workload = workload_type(scenario).make(scenario, options.seed);
+  TcpCluster cluster(scenario, options, dir.path, peers_path, child_env);
+  for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) cluster.add_node(scenario.cluster.node_name(i), nullptr);
+  const std::vector<uint16_t> ports = cluster.bind_ports();
+  PeersFile peers;
+  const std::vector<uint8_t> id = net::random_bytes(8);
+  for (uint8_t b : id) peers.cluster_id = (peers.cluster_id << 8) | b;
+  for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) peers.nodes.push_back({scenario.cluster.node_name(i), "127.0.0.1", ports[i]});
+  write_peers_file(peers_path, peers);
+  return cluster.run(*workload);
+}
+
+}  // namespace dagsim::scenarios

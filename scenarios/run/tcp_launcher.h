@@ -1,0 +1,52 @@
+// The TCP launcher (`dagsim run FILE --transport tcp`, issue 10): runs a scenario's nodes as local
+// processes on loopback, applies its fault timeline to them, gathers their records and hands them
+// to the same judge as the simulator's.
+//
+// It is the runtime::Cluster of a TCP run (TcpCluster, in the .cc): `kill` is a SIGKILL of the
+// node's process at its time, `restart` a fresh process (a new incarnation, counted by the node
+// beside its records), `pause`/`resume` are SIGSTOP/SIGCONT, `crash` tells the process to go
+// silent (its delay/drop layer holds all its traffic, so peers learn through timeouts as in the
+// simulator), partitions block the directed pairs inside the senders' transports. The scenario's
+// clock is the launcher's steady time since the run began.
+//
+// Ports are the OS's: the launcher binds one listening socket per node on 127.0.0.1 port 0 and
+// hands it to every process of that node (a restarted node keeps its address). The shared secret
+// is DAGSIM_SECRET / DAGSIM_SECRET_FILE if set, else a fresh random one in a file only the user
+// can read. Children live in a process group of their own: they die with the launcher
+// (PR_SET_PDEATHSIG for a SIGKILL of the launcher; the group is killed on SIGTERM, SIGINT, errors
+// and at the end), and none is left behind.
+//
+// A run ends as soon as its work and its cleanup are done: when every running node's foreground
+// work has ended (and the workload's end time, if it has one, has passed), each node settles (its
+// contexts released, its queues empty; at most the workload's drain time), takes its final
+// snapshot and writes its record. max_virtual_time bounds the run's wall time.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "scenarios/format/scenario.h"
+#include "scenarios/run/records.h"
+
+namespace dagsim::scenarios {
+
+struct TcpRunOptions {
+  uint64_t seed = 1;
+  std::string scenario_file;  // the file the node processes load (the launcher's own copy)
+  std::string dagsim_binary;  // the executable to run `dagsim node` with
+  // Where the nodes write their records (and the launcher the run's); "" for a temporary folder,
+  // removed at the end.
+  std::string records_dir;
+  bool trusted_network = false;
+  // Called now and then with the scenario's time (progress lines).
+  std::function<void(runtime::TimePoint now)> progress;
+  // Called with each node process's pid when it starts (tests signal them).
+  std::function<void(const std::string& node, int pid)> on_process;
+};
+
+// Runs `scenario` over TCP and gathers its records (written under options.records_dir when set).
+// Throws Error(invalid_argument) for an environment that cannot run it (no free port, a node
+// process that cannot start), naming what failed.
+RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& options);
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,347 @@
+// The node process of a TCP run (tcp_node.h).
+#include "scenarios/run/tcp_node.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/fiber/condition_variable.hpp>
+#include <boost/fiber/mutex.hpp>
+#include <boost/fiber/operations.hpp>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "core/base/assert.h"
+#include "core/base/error.h"
+#include "core/fibers/node_fibers.h"
+#include "net/crypto.h"
+#include "net/io_scheduler.h"
+#include "net/real_clock.h"
+#include "net/tcp_transport.h"
+#include "scenarios/format/scenario_loader.h"
+#include "scenarios/run/control_link.h"
+#include "scenarios/run/records.h"
+#include "scenarios/run/tcp_peers.h"
+#include "scenarios/workloads/registry.h"
+
+namespace dagsim::scenarios {
+
+namespace fs = std::filesystem;
+namespace asio = boost::asio;
+using nlohmann::json;
+using runtime::TimePoint;
+
+namespace {
+
+constexpr auto kRecordFlushInterval = std::chrono::milliseconds(50);
+constexpr auto kSettlePoll = std::chrono::milliseconds(1);
+constexpr uint64_t kNodeRandomStream = 0x70de;
+
+// Log events to a file and stderr, one line each, stamped with wall time.
+class FileLog final : public runtime::Log {
+ public:
+  FileLog(const std::string& path, std::string label) : out_(path, std::ios::app), label_(std::move(label)) {}
+  void event(std::string_view kind, std::string_view detail) override {
+    const std::string line = label_ + " " + std::string(kind) + ": " + std::string(detail);
+    out_ << line << "\n" << std::flush;
+    if (kind.starts_with("net.")) std::cerr << "dagsim node: " << line << "\n";
+  }
+
+ private:
+  std::ofstream out_;
+  std::string label_;
+};
+
+// The process's one node incarnation: its fibers, its Spawner and its Env.
+class ProcessNode final : public runtime::Spawner {
+ public:
+  ProcessNode(std::string name, WorkerId id, uint32_t incarnation, uint64_t seed, runtime::Clock& clock,
+              runtime::Transport& transport, runtime::Log& log, fibers::NodeFibers::OnFailure on_failure)
+      : name_(std::move(name)), random_(Prng(seed).fork(kNodeRandomStream + (uint64_t{id} << 20) + incarnation)),
+        env_{id, name_, clock, transport, *this, random_, log, incarnation},
+        fibers_(name_, clock, *this, live_, 256 * 1024, std::move(on_failure)) {}
+
+  runtime::Env& env() { return env_; }
+  fibers::NodeFibers& fibers() { return fibers_; }
+  size_t live() const { return live_; }
+
+  void spawn_in(std::shared_ptr<runtime::ScopeState> scope, std::string name, std::function<void()> fn) override {
+    fibers_.spawn(std::move(scope), std::move(name), std::move(fn));
+  }
+  const std::shared_ptr<runtime::ScopeState>& lifetime() const override { return fibers_.lifetime(); }
+
+ private:
+  std::string name_;
+  runtime::Random random_;
+  runtime::Env env_;
+  size_t live_ = 0;
+  fibers::NodeFibers fibers_;
+};
+
+class ProcessNodeContext;
+
+// The control loop's state: commands from the launcher, handled on the main context.
+struct ControlState {
+  boost::fibers::mutex mutex;
+  boost::fibers::condition_variable cv;
+  std::deque<json> commands;
+  bool link_closed = false;
+  bool tick = false;
+
+  void wake(std::function<void()> change) {
+    std::unique_lock lock(mutex);
+    change();
+    cv.notify_all();
+  }
+};
+
+class ProcessNodeContext final : public NodeContext {
+ public:
+  ProcessNodeContext(ProcessNode& node, uint32_t index, uint32_t incarnation, std::function<void(bool)> on_busy)
+      : node_(node), record_{index, incarnation}, on_busy_(std::move(on_busy)) {}
+
+  runtime::Env& env() override { return node_.env(); }
+  uint32_t index() const override { return record_.node; }
+  uint32_t incarnation() const override { return record_.incarnation; }
+  json& record() override { return record_.data; }
+  TimePoint scenario_now() const override { return TimePoint{node_.env().clock.wall_now() - start_wall_}; }
+  void spawn_foreground(std::string name, std::function<void()> fn) override {
+    if (foreground_++ == 0) on_busy_(true);
+    node_.fibers().spawn(nullptr, std::move(name), std::move(fn), [this] { end_foreground(); });
+  }
+  void at_end(std::function<void()> fn) override { at_end_.push_back(std::move(fn)); }
+
+  // The main fiber counts as foreground work while it runs.
+  void start(TimePoint start_wall, Workload& workload) {
+    start_wall_ = start_wall;
+    if (foreground_++ == 0) on_busy_(true);
+    node_.fibers().spawn(nullptr, "main", [this, &workload] { workload.node_main(*this); }, [this] { end_foreground(); });
+  }
+  void run_at_end() {
+    const std::vector<std::function<void()>> hooks = std::move(at_end_);
+    at_end_.clear();
+    for (const auto& fn : hooks) fn();
+  }
+  const NodeRecord& node_record() const { return record_; }
+  TimePoint start_wall() const { return start_wall_; }
+
+ private:
+  void end_foreground() {
+    DAGSIM_ASSERT(foreground_ > 0);
+    if (--foreground_ == 0) on_busy_(false);
+  }
+
+  ProcessNode& node_;
+  NodeRecord record_;
+  std::function<void(bool)> on_busy_;
+  TimePoint start_wall_{};
+  size_t foreground_ = 0;
+  std::vector<std::function<void()>> at_end_;
+};
+
+uint32_t parse_uint32(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    const unsigned long long v = std::stoull(text, &used);
+    if (used == text.size() && v <= UINT32_MAX) return static_cast<uint32_t>(v);
+  } catch (const std::exception&) {
+  }
+  throw errors::invalid_argument(what + ": not a number: " + text);
+}
+
+}  // namespace
+
+uint32_t next_incarnation(const std::string& records_dir, const std::string& node) {
+  const fs::path dir = fs::path(records_dir) / "incarnations";
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) throw errors::invalid_argument(dir.string() + ": cannot create: " + error.message());
+  const fs::path path = dir / node;
+  uint32_t next = 0;
+  if (fs::exists(path, error)) {
+    std::ifstream in(path);
+    std::string text;
+    std::getline(in, text);
+    const uint32_t last = parse_uint32(text, path.string());
+    if (last == UINT32_MAX || last >= UINT16_MAX) throw errors::invalid_argument(path.string() + ": no incarnation numbers left");
+    next = last + 1;
+  }
+  // Persisted before the node talks to anyone: written to a temporary file, synced, renamed.
+  const fs::path temporary = path.string() + ".tmp";
+  {
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw errors::invalid_argument(temporary.string() + ": cannot write");
+    const std::string text = std::to_string(next) + "\n";
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+    ::close(fd);
+    if (!ok) throw errors::invalid_argument(temporary.string() + ": cannot write");
+  }
+  fs::rename(temporary, path, error);
+  if (error) throw errors::invalid_argument(path.string() + ": cannot write: " + error.message());
+  return next;
+}
+
+int run_tcp_node(const TcpNodeOptions& options) {
+  const Scenario scenario = load_scenario_file(options.scenario_file);
+  std::optional<uint32_t> index;
+  for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
+    if (scenario.cluster.node_name(i) == options.node_name) index = i;
+  }
+  if (!index) throw errors::invalid_argument("--name " + options.node_name + ": not a node of " + options.scenario_file);
+  const PeersFile peers = read_peers_file(options.peers_file, scenario);
+  const net::Secret secret = net::secret_from_environment();
+  if (options.control_fd < 0) {
+    throw errors::invalid_argument("dagsim node runs under a launcher's control link (--control-fd); see docs/tcp.md");
+  }
+  const uint32_t incarnation = next_incarnation(options.records_dir, options.node_name);
+  const std::string label = options.node_name + "." + std::to_string(incarnation);
+  fs::create_directories(fs::path(options.records_dir) / "logs");
+  FileLog log((fs::path(options.records_dir) / "logs" / (label + ".log")).string(), label);
+
+  net::IoScheduler& scheduler = net::IoScheduler::for_this_thread();
+  asio::io_context& io = scheduler.io();
+  net::RealClock clock(io);
+  ControlState control;
+  auto link = std::make_shared<ControlLink>(io, options.control_fd);
+
+  asio::ip::tcp::acceptor acceptor(io);
+  if (options.listen_fd >= 0) {
+    acceptor.assign(asio::ip::tcp::v4(), options.listen_fd);
+  } else {
+    const PeerAddress& self = peers.nodes[*index];
+    acceptor = asio::ip::tcp::acceptor(io, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), self.port));
+  }
+  net::TcpTransportOptions t;
+  t.self = static_cast<WorkerId>(*index);
+  t.incarnation = incarnation;
+  t.cluster_id = peers.cluster_id;
+  for (const PeerAddress& p : peers.nodes) {
+    t.names.push_back(p.name);
+    t.peers.push_back({p.host, p.port});
+  }
+  t.secret = secret.bytes;
+  t.trusted_network = options.trusted_network;
+  t.connection_timeout = scenario.network.connection_timeout;
+  t.handshake_timeout = std::min<runtime::Duration>(scenario.network.connection_timeout, std::chrono::seconds(2));
+  t.shaping = scenario.network;
+  t.seed = options.seed ^ (uint64_t{incarnation} << 32);
+  t.log = [&log](const std::string& line) { log.event("net.refused", line); };
+  bool finished = false;  // after its final snapshot, peers closing is the run's end, not news
+  t.on_failure = [&](WorkerId peer, const std::string& reason) {
+    if (finished) return;
+    log.event("net.connection_failed", reason);
+    link->send({{"event", "connection_failed"}, {"peer", peer}, {"time_ns", (clock.wall_now() - TimePoint{}).count()}});
+  };
+  net::TcpTransport transport(io, std::move(acceptor), t);
+
+  const std::unique_ptr<Workload> workload = workload_type(scenario).make(scenario, options.seed);
+  std::optional<ProcessNodeContext*> context_ptr;
+  ProcessNode node(options.node_name, static_cast<WorkerId>(*index), incarnation, options.seed, clock, transport, log,
+                   [&](const runtime::FiberContext& fiber, std::string what) {
+                     const TimePoint start = context_ptr ? (*context_ptr)->start_wall() : TimePoint{};
+                     link->send({{"event", "failure"},
+                                 {"time_ns", (clock.wall_now() - start).count()},
+                                 {"fiber", fiber.fiber_name},
+                                 {"what", what}});
+                   });
+  ProcessNodeContext context(node, *index, incarnation,
+                             [&](bool busy) { link->send({{"event", busy ? "busy" : "idle"}}); });
+  context_ptr = &context;
+
+  link->start([&](const json& message) { control.wake([&] { control.commands.push_back(message); }); },
+              [&](const std::string&) { control.wake([&] { control.link_closed = true; }); });
+  link->send({{"event", "hello"}, {"incarnation", incarnation}, {"pid", ::getpid()}});
+
+  // The record, rewritten when it changed.
+  std::string last_written;
+  auto flush_record = [&] {
+    const std::string now = context.node_record().data.dump();
+    if (now == last_written) return;
+    write_node_record(options.records_dir, options.node_name, context.node_record());
+    last_written = now;
+  };
+  std::function<void()> arm_tick = [&] {
+    clock.call_at(clock.now() + kRecordFlushInterval, [&] {
+      control.wake([&] { control.tick = true; });
+    });
+  };
+  arm_tick();
+  // Waits on the main context (not a node fiber) until `done` holds, `deadline` passes or the
+  // link closes; polls every kSettlePoll.
+  auto wait_until = [&](const std::function<bool()>& done, TimePoint deadline) {
+    while (!done() && clock.now() < deadline && !control.link_closed) {
+      bool woke = false;
+      const runtime::TimerId timer = clock.call_at(clock.now() + kSettlePoll, [&] { control.wake([&] { woke = true; }); });
+      std::unique_lock lock(control.mutex);
+      control.cv.wait(lock, [&] { return woke || control.link_closed; });
+      lock.unlock();
+      clock.cancel(timer);
+    }
+  };
+
+  bool crashed = false, started = false, exit_requested = false;
+  while (!exit_requested) {
+    json command;
+    {
+      std::unique_lock lock(control.mutex);
+      control.cv.wait(lock, [&] { return !control.commands.empty() || control.link_closed || control.tick; });
+      if (control.tick && control.commands.empty() && !control.link_closed) {
+        control.tick = false;
+        lock.unlock();
+        if (!crashed) flush_record();
+        arm_tick();
+        continue;
+      }
+      if (control.commands.empty()) break;  // the launcher is gone: nobody will judge this run
+      command = std::move(control.commands.front());
+      control.commands.pop_front();
+    }
+    const std::string op = command.value("op", "");
+    if (op == "start" && !started) {
+      started = true;
+      context.start(TimePoint{runtime::Duration{command.value("start_wall_ns", int64_t{0})}}, *workload);
+    } else if (op == "crash") {
+      flush_record();
+      crashed = true;
+      transport.silence();
+      node.fibers().kill();
+    } else if (op == "block") {
+      const uint32_t peer = command.value("peer", uint32_t{0});
+      if (peer < scenario.cluster.nodes && peer != *index) transport.block(static_cast<WorkerId>(peer), command.value("blocked", false));
+    } else if (op == "finish") {
+      const TimePoint deadline = clock.now() + std::chrono::milliseconds(command.value("drain_ms", int64_t{0}));
+      if (!crashed) {
+        wait_until([&] { return workload->settled(*index) && transport.idle(); }, deadline);
+        context.run_at_end();
+        flush_record();
+      }
+      finished = true;
+      const net::TcpTransportStats s = transport.stats();
+      link->send({{"event", "finished"},
+                  {"stats",
+                   {{"sent", s.sent}, {"delivered", s.delivered}, {"dropped", s.dropped},
+                    {"connection_failures", s.connection_failures}, {"refused", s.refused},
+                    {"bytes_sent", s.bytes_sent}, {"writes", s.writes}}}});
+    } else if (op == "exit") {
+      exit_requested = true;
+    }
+  }
+  // Shut down: no more traffic, every fiber unwinds (node_killed at its blocking point).
+  transport.close();
+  node.fibers().kill();
+  wait_until([&] { return node.live() == 0 && link->drained(); }, clock.now() + std::chrono::seconds(5));
+  if (node.live() > 0) {
+    std::string report;
+    node.fibers().describe(report, options.node_name);
+    std::cerr << "dagsim node: fibers that did not unwind at shutdown:\n" << report;
+    std::cerr.flush();
+    ::_exit(3);  // their stacks cannot be unwound safely: leave without destroying them
+  }
+  workload->release_nodes();
+  return 0;
+}
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,44 @@
+// The node process of a TCP run (`dagsim node`, issue 10): one node of a scenario, with the same
+// workload code as in the simulator, on real time and real sockets.
+//
+// One OS thread runs everything: IoScheduler runs the node's fibers (NodeFibers, as in the
+// simulator) and, when none is ready, its I/O and timers (RealClock, TcpTransport). The process's
+// main context runs the control loop: it starts the node when the launcher says so, applies the
+// faults that happen inside a process (crash: silence; partitions: blocked links), reports when
+// the node's foreground work begins and ends, and finishes: it waits until the workload is
+// settled and nothing it sent is still queued (at most drain_time), takes the final snapshot
+// (at_end hooks), writes its record and reports its figures.
+//
+// Its incarnation is the next number after the last one recorded beside its records
+// (DIR/incarnations/NAME), written before any connection opens, so a process restarted by anyone
+// is a new incarnation (see Note [where an incarnation comes from] in transport.h). Its record
+// (DIR/nodes/NAME.INC.json) is rewritten whenever it changed, every 50 ms, so a process killed
+// with SIGKILL leaves what it had observed until shortly before. Log lines (refused peers, failed
+// connections) go to DIR/logs/NAME.INC.log and stderr.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace dagsim::scenarios {
+
+struct TcpNodeOptions {
+  std::string scenario_file;
+  std::string node_name;
+  uint64_t seed = 1;
+  std::string peers_file;
+  std::string records_dir;
+  int listen_fd = -1;   // an inherited listening socket; -1: listen on the peers file's port
+  int control_fd = -1;  // the launcher's control link (control_link.h)
+  bool trusted_network = false;
+};
+
+// Runs the node until the launcher says exit, or the control link closes (the launcher died).
+// Returns the process's exit code: 0, or 2 for bad input (a message on stderr names it).
+int run_tcp_node(const TcpNodeOptions& options);
+
+// The incarnation this start of `node` gets: one more than the last recorded under `records_dir`
+// (0 if none), persisted before it returns. Throws Error(invalid_argument) naming the file.
+uint32_t next_incarnation(const std::string& records_dir, const std::string& node);
+
+}  // namespace dagsim::scenarios

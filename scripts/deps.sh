@@ -9,6 +9,8 @@ packages=(
   libopenblas-serial-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev libssl-dev
+  # scripts/fuzz.sh: clang-14, its libFuzzer runtime, llvm-symbolizer (readable sanitizer stacks)
+  clang libclang-rt-14-dev llvm-14
 )
 
 missing=()

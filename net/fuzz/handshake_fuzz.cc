@@ -255,7 +255,8 @@ void fuzz_pair(FuzzInput& in, ChunkSchedule& chunks, uint32_t num_workers, Worke
   l.check_state(num_workers, listener_self);
   if (tracing()) {
     std::fprintf(stderr, "pair: %u workers, %u dials %u, listener %u, flags %#x, %zu flips, %zu messages changed\n",
-                 num_workers, unsigned{dialer_self}, unsigned{target}, unsigned{listener_self}, unsigned{flags}, flips.size(), changed);
+                 num_workers, unsigned{dialer_self}, unsigned{target}, unsigned{listener_self}, unsigned{flags},
+                 flips.size(), changed);
     d.trace("dialer");
     l.trace("listener");
   }

@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh: builds the net/ libFuzzer targets (net/fuzz/envelope_fuzz.cc,
+# net/fuzz/handshake_fuzz.cc) with clang-14 under ASan + UBSan, and runs each for
+# DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
+# (net/fuzz/corpus/<target>/). CTest runs it once per target (net/CMakeLists.txt, label fuzz).
+#
+# Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
+#   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
+#   TARGET     envelope, handshake or all (default all)
+#
+# Promises:
+#  - exit 0 only when every run ended clean; 1 on any crash, leak, sanitizer report, timeout
+#    (-timeout=10 per input), memory blow-up (-rss_limit_mb=2048) or failed build, with the
+#    report, the saved input and the command that replays it printed;
+#  - exit 77 (CTest's SKIP_RETURN_CODE) when clang++ or libFuzzer is missing, saying which;
+#  - the committed corpus is never written: each run works on a copy (BUILD_DIR/run-TARGET/,
+#    kept until the next run so new inputs can be inspected or merged by hand);
+#  - every compile and link holds /tmp/dagsim-build.lock (this machine's builds take turns), and a
+#    binary newer than everything it was built from (clang's dependency files, and this script)
+#    is not rebuilt, so a repeated run only fuzzes.
+# Replaying a crash: BUILD_DIR/TARGET_fuzz ARTIFACT (DAGSIM_FUZZ_TRACE=1 says what the input did).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+script="$root/scripts/fuzz.sh"
+build_arg=${1:-$root/build/fuzz}
+which_target=${2:-all}
+seconds=${DAGSIM_FUZZ_SECONDS:-60}
+lock=/tmp/dagsim-build.lock
+
+case "$which_target" in
+  envelope | handshake) targets=("$which_target") ;;
+  all) targets=(envelope handshake) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake or all)" >&2; exit 2 ;;
+esac
+if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
+  exit 2
+fi
+
+# The toolchain: clang-14 and its libFuzzer runtime (Debian: clang, libclang-rt-14-dev).
+cxx=""
+for candidate in clang++-14 clang++; do
+  if command -v "$candidate" >/dev/null; then cxx=$(command -v "$candidate"); break; fi
+done
+if [ -z "$cxx" ]; then
+  echo "fuzz.sh: SKIP: no clang++ (install clang and libclang-rt-14-dev, see scripts/deps.sh)"
+  exit 77
+fi
+runtime_dir=$("$cxx" --print-runtime-dir 2>/dev/null || true)
+if [ ! -f "$runtime_dir/libclang_rt.fuzzer-$(uname -m).a" ]; then
+  echo "fuzz.sh: SKIP: $cxx has no libFuzzer runtime (libclang_rt.fuzzer-$(uname -m).a not in '$runtime_dir';" \
+    "install libclang-rt-14-dev, see scripts/deps.sh)"
+  exit 77
+fi
+if ! command -v flock >/dev/null; then
+  echo "fuzz.sh: flock is missing (util-linux): builds must take $lock" >&2
+  exit 1
+fi
+
+mkdir -p "$build_arg"
+build=$(cd "$build_arg" && pwd)
+
+# Debug info and -O1 for readable stacks at a usable speed; UBSan findings abort like ASan's.
+# shellcheck disable=SC2054  # the commas belong to -fsanitize=
+cxxflags=(-std=c++20 -g -O1 -fno-omit-frame-pointer
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+  -Wall -Wextra -Wno-unused-parameter -I"$root")
+# Only what the two pieces need: core/rpc/wire.h's tensor code is inline and unused here, so no
+# core/ library (built by gcc, uninstrumented) is linked.
+common_sources=(net/crypto.cc core/base/error.cc core/base/assert.cc)
+sources_of() {
+  case "$1" in
+    envelope) echo net/fuzz/envelope_fuzz.cc net/envelope.cc "${common_sources[@]}" ;;
+    handshake) echo net/fuzz/handshake_fuzz.cc net/handshake.cc "${common_sources[@]}" ;;
+  esac
+}
+
+# True when $1 exists and none of the other files is newer (or missing).
+newer_than_all() {
+  local out=$1
+  shift
+  [ -e "$out" ] || return 1
+  local f
+  for f in "$@"; do
+    if [ ! -e "$f" ] || [ "$f" -nt "$out" ]; then return 1; fi
+  done
+}
+
+# The files a make-style dependency file (clang -MMD) names.
+deps_in() {
+  sed -e '1s/^[^:]*://' -e 's/\\$//' "$1" | tr -s ' \t' '\n' | sed '/^$/d'
+}
+
+build_target() {
+  local target=$1
+  local objdir="$build/obj-$target" binary="$build/${target}_fuzz"
+  mkdir -p "$objdir"
+  local objects=() deps=() src obj started=$SECONDS built=0
+  for src in $(sources_of "$target"); do
+    obj="$objdir/$(echo "$src" | tr '/' '_').o"
+    objects+=("$obj")
+    if [ -e "$obj.d" ]; then
+      mapfile -t deps < <(deps_in "$obj.d")
+      if newer_than_all "$obj" "$script" "${deps[@]}"; then continue; fi
+    fi
+    # Written aside and moved into place, so an interrupted compile never looks up to date.
+    # (Called from an `if`, where set -e does not act: each step checks its own status.)
+    flock "$lock" "$cxx" "${cxxflags[@]}" -MMD -MF "$obj.d.tmp" -c "$root/$src" -o "$obj.tmp" || return 1
+    mv "$obj.d.tmp" "$obj.d" && mv "$obj.tmp" "$obj" || return 1
+    built=1
+  done
+  if [ $built -eq 1 ] || ! newer_than_all "$binary" "${objects[@]}"; then
+    flock "$lock" "$cxx" "${cxxflags[@]}" "${objects[@]}" -lcrypto -o "$binary.tmp" || return 1
+    mv "$binary.tmp" "$binary" || return 1
+    echo "fuzz.sh: built $binary in $((SECONDS - started)) s"
+  else
+    echo "fuzz.sh: $binary is up to date"
+  fi
+}
+
+run_target() {
+  local target=$1
+  local binary="$build/${target}_fuzz" corpus="$root/net/fuzz/corpus/$target"
+  local work="$build/run-$target" artifacts="$build/artifacts/$target" log="$build/$target.log"
+  if [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then
+    echo "fuzz.sh: the committed corpus $corpus is missing or empty" >&2
+    return 1
+  fi
+  # (Called after `||`, where set -e does not act: each step checks its own status.)
+  rm -rf "$work" && mkdir -p "$work" "$artifacts" && cp -R "$corpus/." "$work/" || return 1
+  touch "$work.started" || return 1  # artifacts newer than this are this run's (older ones are kept)
+
+  local symbolizer
+  symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)
+  # Ours come last so they win over anything inherited; libFuzzer's own exit code for a finding is
+  # 77 by default, which CTest would read as a skip, hence -error_exitcode=1.
+  local rc=0
+  env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:symbolize=1" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1" \
+    ${symbolizer:+"ASAN_SYMBOLIZER_PATH=$symbolizer"} \
+    "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 \
+    -error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 -artifact_prefix="$artifacts/" \
+    "$work" >"$log" 2>&1 || rc=$?
+
+  # A sanitizer report that did not stop the run still fails it.
+  if [ $rc -eq 0 ] && grep -qE 'runtime error:|ERROR: (Address|Leak|UndefinedBehavior)Sanitizer' "$log"; then rc=1; fi
+  if [ $rc -ne 0 ]; then
+    echo "fuzz.sh: $target FAILED (exit $rc); its report, progress lines left out (full log: $log):"
+    grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|RELOAD)' "$log" | tail -n 200
+    local artifact
+    find "$artifacts" -type f -newer "$work.started" -printf '%T@ %p\n' | sort -rn | head -n 3 | cut -d' ' -f2- |
+      while read -r artifact; do
+        echo "fuzz.sh: saved input: $artifact"
+        echo "fuzz.sh:   replay:  DAGSIM_FUZZ_TRACE=1 $binary $artifact"
+      done
+    return 1
+  fi
+  local runs speed rss done_line
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1 | sed -E 's/^#[0-9]+[[:space:]]+DONE[[:space:]]+//')
+  echo "fuzz.sh: $target clean after $seconds s: $runs executions ($speed/s), peak RSS $rss MB; $done_line"
+}
+
+status=0
+for target in "${targets[@]}"; do
+  if ! build_target "$target"; then
+    echo "fuzz.sh: building the $target target failed" >&2
+    status=1
+    continue
+  fi
+  run_target "$target" || status=1
+done
+exit $status

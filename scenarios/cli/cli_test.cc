@@ -288,7 +288,7 @@ TEST(Cli, JudgeRefusesTensorRecordsOfAnotherShape) {
 }
 
 TEST(Cli, HelpAndUsageErrors) {
-  for (const char* args : {"--help", "run --help", "validate --help", "check --help", "judge --help"}) {
+  for (const char* args : {"--help", "run --help", "validate --help", "check --help", "judge --help", "node --help"}) {
     const Output r = dagsim(args);
     EXPECT_EQ(r.exit_code, 0) << args;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << args << ": " << r.out;
@@ -296,9 +296,11 @@ TEST(Cli, HelpAndUsageErrors) {
   EXPECT_EQ(dagsim("").exit_code, 2);
   EXPECT_EQ(dagsim("run").exit_code, 2);
   EXPECT_EQ(dagsim("run x.toml --bogus").exit_code, 2);
-  const Output tcp = dagsim("run " + write_scenario("h.toml", kHealthy).string() + " --transport tcp");
+  // The simulator's own options make no sense over TCP: refused, naming them.
+  const Output tcp = dagsim("run " + write_scenario("h.toml", kHealthy).string() + " --transport tcp --check-determinism");
   EXPECT_EQ(tcp.exit_code, 2);
-  EXPECT_NE(tcp.err.find("--transport tcp"), std::string::npos) << tcp.err;
+  EXPECT_NE(tcp.err.find("--check-determinism are the simulator's"), std::string::npos) << tcp.err;
+  EXPECT_EQ(dagsim("node --scenario x.toml").exit_code, 2);
 }
 
 TEST(Cli, EveryExamplePassesOverManySeeds) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dagsim needs, and only those that are missing.
 # Idempotent: a machine that has everything runs no apt-get at all.
+# `scripts/deps.sh report` also installs the optional group that scripts/transport_report.py
+# needs for its plots (python3-matplotlib); with no argument, only the packages below.
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,11 @@ packages=(
   # scripts/fuzz.sh: clang-14, its libFuzzer runtime, llvm-symbolizer (readable sanitizer stacks)
   clang libclang-rt-14-dev llvm-14
 )
+case "${1:-}" in
+  "") ;;
+  report) packages+=(python3-matplotlib) ;;
+  *) echo "usage: scripts/deps.sh [report]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

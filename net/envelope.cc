@@ -17,16 +17,10 @@ constexpr size_t kStagingBytes = 64 * 1024;
 // A payload at least this long still to come is read straight into its buffer.
 constexpr size_t kDirectReadBytes = 16 * 1024;
 
-std::array<uint8_t, 8> seq_bytes(uint64_t seq) {
-  std::array<uint8_t, 8> out{};
-  for (size_t i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(seq >> (8 * i));
-  return out;
-}
-
 }  // namespace
 
 EnvelopeSealer::EnvelopeSealer(std::optional<Digest> key) {
-  if (key) hmac_.emplace(*key);
+  if (key) mac_.emplace(*key);
 }
 
 SealedEnvelope EnvelopeSealer::seal(std::span<const uint8_t> payload, uint64_t padding) {
@@ -41,9 +35,8 @@ SealedEnvelope EnvelopeSealer::seal(std::span<const uint8_t> payload, uint64_t p
   w.u32(static_cast<uint32_t>(payload.size()));
   w.u64(padding);
   std::ranges::copy(header, out.header.begin());
-  if (hmac_) {
-    const Digest d = hmac_->digest({seq_bytes(seq_), out.header, payload});
-    std::copy_n(d.begin(), kEnvelopeMacBytes, out.mac.begin());
+  if (mac_) {
+    out.mac = mac_->tag(seq_, {out.header, payload});
     out.mac_bytes = kEnvelopeMacBytes;
   }
   ++seq_;
@@ -52,7 +45,7 @@ SealedEnvelope EnvelopeSealer::seal(std::span<const uint8_t> payload, uint64_t p
 
 EnvelopeDecoder::EnvelopeDecoder(std::optional<Digest> key, EnvelopeLimits limits)
     : mac_bytes_(key ? kEnvelopeMacBytes : 0), limits_(limits), staging_(kStagingBytes) {
-  if (key) hmac_.emplace(*key);
+  if (key) gmac_.emplace(*key);
 }
 
 std::span<uint8_t> EnvelopeDecoder::next_buffer() {
@@ -173,9 +166,9 @@ void EnvelopeDecoder::finish_payload() {
 }
 
 void EnvelopeDecoder::verify() {
-  if (hmac_) {
-    const Digest d = hmac_->digest({seq_bytes(seq_), header_, payload_});
-    if (!equal_in_constant_time(std::span<const uint8_t>(d).first(kEnvelopeMacBytes), mac_)) {
+  if (gmac_) {
+    const Tag expected = gmac_->tag(seq_, {header_, payload_});
+    if (!equal_in_constant_time(expected, mac_)) {
       throw errors::protocol_error("envelope " + std::to_string(seq_) +
                                    ": its MAC does not verify (forged, replayed, reordered or corrupted)");
     }

@@ -7,10 +7,11 @@
 //   payload_length bytes of payload (a codec frame, opaque here)
 //   padding zero bytes (Transport::send's padding: written from one shared page of zeros, read
 //                    and discarded, never held; see Note [padding on the wire] in transport.h)
-//   mac 16 bytes: HMAC-SHA256(session key of this direction, seq u64 || header || payload),
-//                 truncated to 128 bits; absent in trusted-network mode.
+//   mac 16 bytes: GMAC (AES-256-GCM's tag, nothing encrypted) under the session key of this
+//                 direction, nonce seq, over header || payload; absent in trusted-network mode.
 // seq counts the envelopes of one direction of one connection from 0, and is not sent: a replayed,
-// dropped or reordered envelope fails its MAC. Padding is outside the MAC: it carries nothing.
+// dropped or reordered envelope fails its MAC, and no nonce repeats under a key (each connection
+// has fresh keys from its handshake). Padding is outside the MAC: it carries nothing.
 //
 // The decoder trusts nothing: every field is checked before anything is allocated, the payload is
 // allocated only after its length is checked against the limit (on a connection whose peer proved
@@ -55,7 +56,7 @@ class EnvelopeSealer {
   SealedEnvelope seal(std::span<const uint8_t> payload, uint64_t padding);
 
  private:
-  std::optional<Hmac> hmac_;
+  std::optional<Gmac> mac_;
   uint64_t seq_ = 0;
 };
 
@@ -87,7 +88,7 @@ class EnvelopeDecoder {
   void finish_payload();
   void verify();
 
-  std::optional<Hmac> hmac_;
+  std::optional<Gmac> gmac_;
   size_t mac_bytes_;
   EnvelopeLimits limits_;
   uint64_t seq_ = 0;

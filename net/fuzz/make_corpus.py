@@ -38,7 +38,12 @@ def mac(key, *parts):
 # --- envelopes (net/envelope.h) ---
 
 def envelope(payload, padding=0, seq=None):
-    """One envelope on the wire; `seq` given: authenticated (a truncated MAC), else trusted."""
+    """One envelope on the wire; `seq` given: authenticated, else trusted.
+
+    Envelopes now carry a GMAC (AES-256-GCM tag) that Python's standard library cannot compute, so
+    the tag written here (truncated HMAC, the earlier format) never verifies: these seeds exercise
+    the refusal path. Accepted authenticated streams come from the fuzz target's round-trip modes,
+    which seal with EnvelopeSealer itself."""
     header = struct.pack("<BBHIQ", 1, 0, 0, len(payload), padding)
     tail = b"" if seq is None else mac(ENVELOPE_KEY, struct.pack("<Q", seq), header, payload)[:16]
     return header + payload + bytes(padding) + tail

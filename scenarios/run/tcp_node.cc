@@ -19,6 +19,7 @@
 #include "core/fibers/node_fibers.h"
 #include "net/crypto.h"
 #include "net/io_scheduler.h"
+#include "net/process_node.h"
 #include "net/real_clock.h"
 #include "net/tcp_transport.h"
 #include "scenarios/format/scenario_loader.h"
@@ -33,12 +34,12 @@ namespace fs = std::filesystem;
 namespace asio = boost::asio;
 using nlohmann::json;
 using runtime::TimePoint;
+using net::ProcessNode;
 
 namespace {
 
 constexpr auto kRecordFlushInterval = std::chrono::milliseconds(50);
 constexpr auto kSettlePoll = std::chrono::milliseconds(1);
-constexpr uint64_t kNodeRandomStream = 0x70de;
 
 // Log events to a file and stderr, one line each, stamped with wall time.
 class FileLog final : public runtime::Log {
@@ -47,38 +48,12 @@ class FileLog final : public runtime::Log {
   void event(std::string_view kind, std::string_view detail) override {
     const std::string line = label_ + " " + std::string(kind) + ": " + std::string(detail);
     out_ << line << "\n" << std::flush;
-    if (kind.starts_with("net.")) std::cerr << "dagsim node: " << line << "\n";
+    if (kind == "net.refused") std::cerr << "dagsim node: " << line << "\n";
   }
 
  private:
   std::ofstream out_;
   std::string label_;
-};
-
-// The process's one node incarnation: its fibers, its Spawner and its Env.
-class ProcessNode final : public runtime::Spawner {
- public:
-  ProcessNode(std::string name, WorkerId id, uint32_t incarnation, uint64_t seed, runtime::Clock& clock,
-              runtime::Transport& transport, runtime::Log& log, fibers::NodeFibers::OnFailure on_failure)
-      : name_(std::move(name)), random_(Prng(seed).fork(kNodeRandomStream + (uint64_t{id} << 20) + incarnation)),
-        env_{id, name_, clock, transport, *this, random_, log, incarnation},
-        fibers_(name_, clock, *this, live_, 256 * 1024, std::move(on_failure)) {}
-
-  runtime::Env& env() { return env_; }
-  fibers::NodeFibers& fibers() { return fibers_; }
-  size_t live() const { return live_; }
-
-  void spawn_in(std::shared_ptr<runtime::ScopeState> scope, std::string name, std::function<void()> fn) override {
-    fibers_.spawn(std::move(scope), std::move(name), std::move(fn));
-  }
-  const std::shared_ptr<runtime::ScopeState>& lifetime() const override { return fibers_.lifetime(); }
-
- private:
-  std::string name_;
-  runtime::Random random_;
-  runtime::Env env_;
-  size_t live_ = 0;
-  fibers::NodeFibers fibers_;
 };
 
 class ProcessNodeContext;
@@ -269,17 +244,9 @@ int run_tcp_node(const TcpNodeOptions& options) {
     });
   };
   arm_tick();
-  // Waits on the main context (not a node fiber) until `done` holds, `deadline` passes or the
-  // link closes; polls every kSettlePoll.
+  // Waits on the main context until `done` holds, `deadline` passes or the launcher is gone.
   auto wait_until = [&](const std::function<bool()>& done, TimePoint deadline) {
-    while (!done() && clock.now() < deadline && !control.link_closed) {
-      bool woke = false;
-      const runtime::TimerId timer = clock.call_at(clock.now() + kSettlePoll, [&] { control.wake([&] { woke = true; }); });
-      std::unique_lock lock(control.mutex);
-      control.cv.wait(lock, [&] { return woke || control.link_closed; });
-      lock.unlock();
-      clock.cancel(timer);
-    }
+    net::wait_on_main(clock, [&] { return done() || control.link_closed; }, deadline, kSettlePoll);
   };
 
   bool crashed = false, started = false, exit_requested = false;
@@ -332,7 +299,8 @@ int run_tcp_node(const TcpNodeOptions& options) {
   // Shut down: no more traffic, every fiber unwinds (node_killed at its blocking point).
   transport.close();
   node.fibers().kill();
-  wait_until([&] { return node.live() == 0 && link->drained(); }, clock.now() + std::chrono::seconds(5));
+  net::wait_on_main(clock, [&] { return node.live() == 0 && (link->drained() || control.link_closed); },
+                    clock.now() + std::chrono::seconds(5));
   if (node.live() > 0) {
     std::string report;
     node.fibers().describe(report, options.node_name);

@@ -1,0 +1,269 @@
+// The transports side by side (issue 10), for reports/transports.md (scripts/bench_transports.sh):
+// the machine's floor (raw TCP ping-pong and streaming between two processes, blocking sockets),
+// dagsim's RPC over TcpTransport between two processes (64 B, 4 KiB, 1 MiB float64 tensors, each
+// way; with MACs and with --trusted-network), the same RPC simulated (the simulator's wall cost),
+// the seed example's step and the 8-layer MLP step over TCP, and 1 MiB tensors streamed with a
+// window of outstanding calls against raw loopback bandwidth. The second process is
+// dagsim_bench_peer. Each benchmark runs on a thread of its own (a thread keeps the first fiber
+// scheduler installed on it: IoScheduler for TCP, the simulator's for the simulated ones).
+#include <benchmark/benchmark.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <deque>
+#include <thread>
+
+#include "bench/transport_bench.h"
+#include "core/autograd/engine.h"
+#include "conformance/autograd_cluster.h"
+
+extern char** environ;
+
+namespace dagsim::bench {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+constexpr size_t kStreamBytes = 1 << 20;
+constexpr int kStreamWindow = 16;
+
+// The peer process: started with `args`, `listen_fd` (if >= 0) as its fd 3, a pipe as its
+// standard input; killed and reaped on destruction.
+class Peer {
+ public:
+  Peer(std::vector<std::string> args, int listen_fd = -1) {
+    int pipe_fds[2];
+    if (::pipe(pipe_fds) != 0) std::abort();
+    args.insert(args.begin(), DAGSIM_BENCH_PEER);
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[0], STDIN_FILENO);
+    if (listen_fd >= 0) posix_spawn_file_actions_adddup2(&actions, listen_fd, 3);
+    if (::posix_spawn(&pid_, DAGSIM_BENCH_PEER, &actions, nullptr, argv.data(), environ) != 0) std::abort();
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pipe_fds[0]);
+    stdin_ = pipe_fds[1];
+  }
+  ~Peer() {
+    ::close(stdin_);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+
+ private:
+  pid_t pid_ = 0;
+  int stdin_ = -1;
+};
+
+tcp::acceptor loopback_acceptor(asio::io_context& io) {
+  return tcp::acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+}
+
+void on_own_thread(const std::function<void()>& body) {
+  std::thread thread(body);
+  thread.join();
+}
+
+// The floor ------------------------------------------------------------------------------------
+
+void BM_RawPingPong(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  on_own_thread([&] {
+    asio::io_context io;
+    tcp::acceptor acceptor = loopback_acceptor(io);
+    Peer peer({"raw-echo", std::to_string(acceptor.local_endpoint().port()), std::to_string(bytes)});
+    tcp::socket s = acceptor.accept();
+    s.set_option(tcp::no_delay(true));
+    std::vector<char> buffer(bytes, 'p');
+    for (auto _ : state) {
+      asio::write(s, asio::buffer(buffer));
+      asio::read(s, asio::buffer(buffer));
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * bytes));
+  });
+}
+BENCHMARK(BM_RawPingPong)->Arg(64)->Arg(4096)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_RawStream(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  on_own_thread([&] {
+    asio::io_context io;
+    tcp::acceptor acceptor = loopback_acceptor(io);
+    Peer peer({"raw-sink", std::to_string(acceptor.local_endpoint().port()), std::to_string(bytes)});
+    tcp::socket s = acceptor.accept();
+    s.set_option(tcp::no_delay(true));
+    std::vector<char> buffer(bytes, 's');
+    int64_t unacked = 0;
+    char ack = 0;
+    for (auto _ : state) {
+      asio::write(s, asio::buffer(buffer));
+      // The same window as the RPC stream: at most kStreamWindow messages in flight.
+      if (++unacked >= kStreamWindow) {
+        asio::read(s, asio::buffer(&ack, 1));
+        --unacked;
+      }
+    }
+    while (unacked-- > 0) asio::read(s, asio::buffer(&ack, 1));
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  });
+}
+BENCHMARK(BM_RawStream)->Arg(kStreamBytes)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// dagsim over TCP ------------------------------------------------------------------------------
+
+// Runs `body` with node 0 of a pair whose node 1 is a peer process, both connected already.
+void with_tcp_pair(bool trusted, const std::function<void(BenchNode&, const MlpWeights&)>& body) {
+  on_own_thread([&] {
+    asio::io_context& io = net::IoScheduler::for_this_thread().io();
+    tcp::acceptor a0 = loopback_acceptor(io), a1 = loopback_acceptor(io);
+    const uint16_t port0 = a0.local_endpoint().port(), port1 = a1.local_endpoint().port();
+    Peer peer({"node", "3", std::to_string(port0), std::to_string(port1), trusted ? "1" : "0"}, a1.native_handle());
+    a1.close();
+    const MlpWeights mlp;
+    const rpc::FunctionRegistry registry = bench_registry(mlp);
+    {
+      BenchNode node(0, std::move(a0), port0, port1, trusted, registry);
+      node.agent().rpc_sync(1, "echo", {{zeros({1})}, {}});  // connects both ways
+      body(node, mlp);
+    }
+  });
+}
+
+Tensor tensor_of_bytes(size_t bytes) { return full({static_cast<int64_t>(std::max<size_t>(bytes / 8, 1))}, 0.5); }
+
+void BM_TcpRpc(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  with_tcp_pair(state.range(1) == 1, [&](BenchNode& node, const MlpWeights&) {
+    const Tensor t = tensor_of_bytes(bytes);
+    for (auto _ : state) {
+      std::vector<Tensor> back = node.agent().rpc_sync(1, "echo", {{t}, {}});
+      benchmark::DoNotOptimize(back);
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * bytes));
+  });
+}
+BENCHMARK(BM_TcpRpc)->ArgsProduct({{64, 4096, 1 << 20}, {0, 1}})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_TcpStream(benchmark::State& state) {
+  const auto bytes = static_cast<size_t>(state.range(0));
+  with_tcp_pair(state.range(1) == 1, [&](BenchNode& node, const MlpWeights&) {
+    const Tensor t = tensor_of_bytes(bytes);
+    std::deque<runtime::Future<std::vector<Tensor>>> window;
+    for (auto _ : state) {
+      window.push_back(node.agent().rpc_async(1, "sink", {{t}, {}}));
+      if (window.size() >= kStreamWindow) {
+        window.front().get();
+        window.pop_front();
+      }
+    }
+    while (!window.empty()) {
+      window.front().get();
+      window.pop_front();
+    }
+    state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  });
+}
+BENCHMARK(BM_TcpStream)->ArgsProduct({{kStreamBytes}, {0, 1}})->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+// The seed example's step: context, rpc_sync(add), mul, sum, distributed backward, gradients.
+void seed_step(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd, const Tensor& t1, const Tensor& t2,
+               const Tensor& t4) {
+  dist_autograd::DistAutograd::Context ctx(autograd);
+  Tensor t3 = agent.rpc_sync(1, "add", {{t1, t2}, {}})[0];
+  autograd.backward(ctx.id(), {sum(mul(t3, t4))});
+  if (autograd.get_gradients(ctx.id()).size() != 3) throw errors::internal_error("a seed step lost a gradient");
+}
+
+struct SeedTensors {
+  SeedTensors() {
+    Prng prng(7);
+    for (Tensor* t : {&t1, &t2, &t4}) {
+      *t = rand_uniform({3, 3}, prng);
+      t->set_requires_grad(true);
+    }
+  }
+  Tensor t1, t2, t4;
+};
+
+void BM_TcpSeedStep(benchmark::State& state) {
+  with_tcp_pair(state.range(0) == 1, [&](BenchNode& node, const MlpWeights&) {
+    const SeedTensors s;
+    for (auto _ : state) seed_step(node.agent(), node.autograd(), s.t1, s.t2, s.t4);
+  });
+}
+BENCHMARK(BM_TcpSeedStep)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void mlp_step(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd, const MlpWeights& mlp) {
+  dist_autograd::DistAutograd::Context ctx(autograd);
+  Tensor h = mlp.x;
+  for (int i = 0; i < kMlpLayers; ++i) {
+    Tensor z = i % 2 == 1 ? agent.rpc_sync(1, "owned_layer", {{h}, {{"layer", i}}})[0]
+                          : matmul(h, mlp.weights[static_cast<size_t>(i)]);
+    h = tanh(z);
+  }
+  autograd.backward(ctx.id(), {sum(h)});
+}
+
+void BM_TcpMlpStep(benchmark::State& state) {
+  with_tcp_pair(state.range(0) == 1, [&](BenchNode& node, const MlpWeights& mlp) {
+    for (auto _ : state) mlp_step(node.agent(), node.autograd(), mlp);
+  });
+}
+BENCHMARK(BM_TcpMlpStep)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The MLP step on the local engine, for the distributed steps' overhead.
+void BM_MlpLocal(benchmark::State& state) {
+  const MlpWeights mlp;
+  for (auto _ : state) {
+    Tensor h = mlp.x;
+    for (const Tensor& w : mlp.weights) h = tanh(matmul(h, w));
+    autograd::variable_list grads = autograd::Engine::grad({sum(h)}, mlp.weights);
+    benchmark::DoNotOptimize(grads);
+  }
+}
+BENCHMARK(BM_MlpLocal)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The same in the simulator (zero latency: the time is the simulator's own cost) -----------------
+
+void with_sim_pair(benchmark::State& state, int batch, const std::function<void(conformance::AutogradCluster&)>& step) {
+  on_own_thread([&] {
+    const MlpWeights mlp;
+    const rpc::FunctionRegistry registry = bench_registry(mlp);
+    conformance::AutogradCluster cluster(conformance::AutogradCluster::zero_latency(), 2, registry);
+    while (state.KeepRunningBatch(batch)) {
+      cluster.world.spawn_foreground(0, "bench", [&] {
+        for (int i = 0; i < batch; ++i) step(cluster);
+      });
+      cluster.world.run({});
+    }
+  });
+}
+
+void BM_SimRpc(benchmark::State& state) {
+  const Tensor t = tensor_of_bytes(static_cast<size_t>(state.range(0)));
+  with_sim_pair(state, state.range(0) >= (1 << 20) ? 5 : 100, [&](conformance::AutogradCluster& c) {
+    std::vector<Tensor> back = c.agents[0]->rpc_sync(1, "echo", {{t}, {}});
+    benchmark::DoNotOptimize(back);
+  });
+}
+BENCHMARK(BM_SimRpc)->Arg(64)->Arg(4096)->Arg(1 << 20)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+void BM_SimSeedStep(benchmark::State& state) {
+  const SeedTensors s;
+  with_sim_pair(state, 100, [&](conformance::AutogradCluster& c) { seed_step(*c.agents[0], *c.autograd[0], s.t1, s.t2, s.t4); });
+}
+BENCHMARK(BM_SimSeedStep)->UseRealTime()->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace dagsim::bench

@@ -7,6 +7,10 @@
 // These run the `dagsim` binary, as a user does: node processes are real processes on loopback.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <csignal>
 #include <set>
@@ -182,6 +186,77 @@ message = "an error that never comes"
     const Output judged = dagsim("judge " + records);
     EXPECT_EQ(judged.exit_code, code) << judged.out << judged.err;
   }
+}
+
+}  // namespace
+}  // namespace dagsim::cli::testing
+
+namespace dagsim::cli::testing {
+namespace {
+
+// A port nobody listens on right now (the OS's pick, released at once).
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// The run of docs/tcp.md's two hosts, on one: the launcher waits on its control port, each node is
+// started by hand with its own records folder (as on its own host), and the gathered records give
+// the simulator's gradients, and the same verdict again through `dagsim judge`.
+TEST(TransportEquivalence, NodesStartedByHandJoinALauncherThroughItsControlPort) {
+  const fs::path dir = temp_dir() / "two-hosts";
+  fs::create_directories(dir);
+  const uint16_t control = free_port();
+  const std::string peers = (dir / "peers.json").string();
+  std::ofstream(peers) << R"({"cluster_id": "0x0123456789abcdef", "nodes": [)"
+                       << R"({"name": "worker0", "host": "127.0.0.1", "port": )" << free_port() << "},"
+                       << R"({"name": "worker1", "host": "127.0.0.1", "port": )" << free_port() << "}]}";
+  const std::string env = "DAGSIM_SECRET=a-secret-both-hosts-share ";
+  const std::string node = env + DAGSIM_BINARY + " node --scenario " + example("seed_example") + " --peers " + peers +
+                           " --control 127.0.0.1:" + std::to_string(control);
+  const std::string command = "(" + node + " --name worker0 --records " + (dir / "host0").string() + " & " + node +
+                              " --name worker1 --records " + (dir / "host1").string() + " & " + env + DAGSIM_BINARY +
+                              " run " + example("seed_example") + " --transport tcp --json --peers " + peers +
+                              " --control-port " + std::to_string(control) + " --records " + (dir / "run").string() +
+                              " > " + (dir / "out.json").string() + " 2>/dev/null; echo $? > " +
+                              (dir / "code").string() + "; wait)";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  EXPECT_EQ(slurp(dir / "code"), "0\n");
+  const json tcp = json::parse(slurp(dir / "out.json"), nullptr, false);
+  ASSERT_TRUE(tcp.is_object()) << slurp(dir / "out.json");
+  EXPECT_TRUE(tcp["passed"].get<bool>()) << tcp.dump(1);
+  const json sim = run_json(example("seed_example"), "sim");
+  expect_close(sim["gradients"], tcp["gradients"], "gradients");
+  EXPECT_EQ(dagsim("judge " + (dir / "run").string()).exit_code, 0);
+}
+
+TEST(TransportEquivalence, WithNodesOnOtherHostsAPauseIsRefusedBeforeTheRun) {
+  const std::string file = write_scenario("paused.toml", R"(name = "paused"
+[cluster]
+nodes = 2
+[[faults]]
+at_ms = 10
+kind = "pause"
+node = "worker1"
+resume_at_ms = 20
+[heartbeat]
+monitor = "worker0"
+interval_ms = 100
+max_attempts = 3
+duration_ms = 500
+)").string();
+  const std::string peers = write_scenario("peers.json", R"({"cluster_id": "0x1", "nodes": [
+    {"name": "worker0", "host": "127.0.0.1", "port": 1}, {"name": "worker1", "host": "127.0.0.1", "port": 2}]})").string();
+  const Output o = dagsim("run " + file + " --transport tcp --peers " + peers);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("paused.toml:4: a pause (stopping and continuing a process) needs the node's own host"), std::string::npos) << o.err;
 }
 
 }  // namespace

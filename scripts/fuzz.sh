@@ -15,7 +15,9 @@
 #  - exit 77 (CTest's SKIP_RETURN_CODE) when clang++ or libFuzzer is missing, saying which;
 #  - the committed corpus is never written: each run works on a copy (BUILD_DIR/run-TARGET/,
 #    kept until the next run so new inputs can be inspected or merged by hand);
-#  - every compile and link holds /tmp/dagsim-build.lock (this machine's builds take turns), and a
+#  - every compile and link holds a lock (DAGSIM_BUILD_LOCK if set, else BUILD_DIR/.build.lock:
+#    the two targets, run as two CTest tests at once, share object files; a machine-wide lock held
+#    by whoever runs CTest would deadlock here, so it is only taken when asked for), and a
 #    binary newer than everything it was built from (clang's dependency files, and this script)
 #    is not rebuilt, so a repeated run only fuzzes.
 # Replaying a crash: BUILD_DIR/TARGET_fuzz ARTIFACT (DAGSIM_FUZZ_TRACE=1 says what the input did).
@@ -26,7 +28,6 @@ script="$root/scripts/fuzz.sh"
 build_arg=${1:-$root/build/fuzz}
 which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
-lock=/tmp/dagsim-build.lock
 
 case "$which_target" in
   envelope | handshake) targets=("$which_target") ;;
@@ -54,12 +55,13 @@ if [ ! -f "$runtime_dir/libclang_rt.fuzzer-$(uname -m).a" ]; then
   exit 77
 fi
 if ! command -v flock >/dev/null; then
-  echo "fuzz.sh: flock is missing (util-linux): builds must take $lock" >&2
+  echo "fuzz.sh: flock is missing (util-linux): the two targets' builds must take turns" >&2
   exit 1
 fi
 
 mkdir -p "$build_arg"
 build=$(cd "$build_arg" && pwd)
+lock=${DAGSIM_BUILD_LOCK:-$build/.build.lock}
 
 # Debug info and -O1 for readable stacks at a usable speed; UBSan findings abort like ASan's.
 # shellcheck disable=SC2054  # the commas belong to -fsanitize=

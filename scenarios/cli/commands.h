@@ -30,6 +30,8 @@ struct RunArgs {
   bool full_tensors = false;    // every tensor value in the report, however large
   bool trusted_network = false; // tcp: no per-frame MACs
   std::string self_path;        // this binary, to start node processes with
+  std::string peers_file;       // tcp: nodes on other hosts, which connect to control_port
+  uint16_t control_port = 0;
 };
 int run_command(const RunArgs& args);
 
@@ -41,6 +43,7 @@ struct NodeArgs {
   std::string records_dir;
   int listen_fd = -1;
   int control_fd = -1;
+  std::string control_address;  // HOST:PORT of a launcher on another host
   bool trusted_network = false;
 };
 // One node process of a TCP run (scenarios/run/tcp_node.h).

@@ -4,7 +4,8 @@
 //   dagsim judge DIR [--json] [--full-tensors]
 //   dagsim validate FILE
 //   dagsim check FILE --seeds A..B [--jobs N] [--json] [--max-wall-time S] [--max-memory MIB]
-//   dagsim node --scenario FILE --name NODE --peers FILE --records DIR [--seed N] (one node of a TCP run)
+//   dagsim node --scenario FILE --name NODE --peers FILE --records DIR --control HOST:PORT [--seed N]
+//        (one node of a TCP run on its host)
 // Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
 // (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario), 4 a host
 // limit (wall time, memory) stopped the run before it had a verdict.
@@ -92,6 +93,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 20));
   run_cmd->add_flag("--full-tensors", run.full_tensors,
                     "Report every value of every tensor; by default tensors of more than 1000 elements are summarised");
+  run_cmd->add_option("--peers", run.peers_file,
+                      "tcp: nodes on other hosts (a peers file; docs/tcp.md): start none here, wait for each to connect");
+  run_cmd->add_option("--control-port", run.control_port, "tcp with --peers: the port nodes connect to (default: the OS picks)");
   run_cmd->add_flag("--trusted-network", run.trusted_network,
                     "tcp: no per-frame MACs after the authenticated handshake (only on a network nobody else can reach)");
 
@@ -132,7 +136,8 @@ int main(int argc, char** argv) {
   node_cmd->add_option("--peers", node.peers_file, "Peers file: the cluster id and every node's address (JSON)")->required();
   node_cmd->add_option("--records", node.records_dir, "Where this node writes its records, log and incarnation")->required();
   node_cmd->add_option("--listen-fd", node.listen_fd, "An inherited listening socket (the launcher's)");
-  node_cmd->add_option("--control-fd", node.control_fd, "The launcher's control socket")->required();
+  node_cmd->add_option("--control-fd", node.control_fd, "A local launcher's control socket (it passes this itself)");
+  node_cmd->add_option("--control", node.control_address, "HOST:PORT of the launcher's control port (dagsim run --peers)");
   node_cmd->add_flag("--trusted-network", node.trusted_network, "No per-frame MACs after the handshake");
 
   // A first argument that is neither an option nor a command is a mistyped command: say so, with

@@ -18,6 +18,7 @@ int node_command(const NodeArgs& args) {
   options.records_dir = args.records_dir;
   options.listen_fd = args.listen_fd;
   options.control_fd = args.control_fd;
+  options.control_address = args.control_address;
   options.trusted_network = args.trusted_network;
   try {
     return scenarios::run_tcp_node(options);

@@ -88,6 +88,10 @@ std::string output_clash(const RunArgs& args) {
 }  // namespace
 
 int run_command(const RunArgs& args) {
+  if (args.transport != "tcp" && (!args.peers_file.empty() || args.control_port != 0)) {
+    std::cerr << "dagsim run: --peers and --control-port are for --transport tcp\n";
+    return kBadInput;
+  }
   if (args.transport == "tcp" && (!args.trace_path.empty() || args.check_determinism)) {
     std::cerr << "dagsim run: --trace and --check-determinism are the simulator's (--transport sim): a TCP run has no "
                  "virtual time and does not replay\n";
@@ -163,6 +167,12 @@ int run_command(const RunArgs& args) {
       tcp.dagsim_binary = args.self_path;
       tcp.records_dir = args.records_dir;
       tcp.trusted_network = args.trusted_network;
+      tcp.peers_file = args.peers_file;
+      tcp.control_port = args.control_port;
+      tcp.on_control_port = [&](uint16_t port) {
+        std::cerr << "dagsim run: waiting for " << scenario.cluster.nodes << " nodes to connect to control port " << port
+                  << " (dagsim node ... --control THIS_HOST:" << port << ")" << std::endl;
+      };
       if (auto cb = progress.callback()) tcp.progress = [cb](runtime::TimePoint now) { cb(now, 0); };
       records = scenarios::record_scenario_tcp(scenario, tcp);
     } else {

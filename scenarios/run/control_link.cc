@@ -1,14 +1,41 @@
 #include "scenarios/run/control_link.h"
 
-#include <boost/asio/read_until.hpp>
+#include <sys/socket.h>
+
 #include <boost/asio/write.hpp>
+
+#include <array>
+
+#include "core/base/error.h"
 
 namespace dagsim::scenarios {
 
 namespace asio = boost::asio;
 
-ControlLink::ControlLink(asio::io_context& io, int fd) : socket_(io) {
-  socket_.assign(asio::local::stream_protocol(), fd);
+namespace {
+net::EnvelopeLimits control_limits() {
+  net::EnvelopeLimits l;
+  l.max_payload_bytes = kMaxControlMessage;
+  l.max_padding_bytes = 0;
+  return l;
+}
+}  // namespace
+
+net::HandshakeParams control_handshake_params(uint64_t cluster_id, uint32_t nodes, WorkerId self,
+                                              std::vector<uint8_t> secret) {
+  net::HandshakeParams p;
+  p.cluster_id = cluster_id ^ 0xc0de'c0de'c0de'c0deULL;  // never confused with a data connection
+  p.self = self;
+  p.incarnation = 0;
+  p.num_workers = nodes + 1;
+  p.secret = std::move(secret);
+  return p;
+}
+
+ControlLink::ControlLink(asio::io_context& io, int fd, int family, std::optional<net::SessionKeys> keys)
+    : socket_(io), sealer_(keys ? std::optional<net::Digest>(keys->send) : std::nullopt),
+      decoder_(keys ? std::optional<net::Digest>(keys->receive) : std::nullopt, control_limits()) {
+  socket_.assign(asio::generic::stream_protocol(family, family == AF_UNIX ? 0 : IPPROTO_TCP), fd);
 }
 
 void ControlLink::start(OnMessage on_message, OnClosed on_closed) {
@@ -17,48 +44,55 @@ void ControlLink::start(OnMessage on_message, OnClosed on_closed) {
   read();
 }
 
+void ControlLink::closed(const std::string& why) {
+  if (closed_) return;
+  close();
+  if (on_closed_) on_closed_(why);
+}
+
 void ControlLink::read() {
-  asio::async_read_until(socket_, input_, '\n', [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-    if (self->closed_) return;
-    if (ec) {
-      const std::string why = ec == asio::error::eof          ? "closed"
-                              : ec == asio::error::not_found ? "a control line longer than the limit"
-                                                             : ec.message();
-      self->close();
-      if (self->on_closed_) self->on_closed_(why);
-      return;
-    }
-    std::string line(asio::buffers_begin(self->input_.data()), asio::buffers_begin(self->input_.data()) + static_cast<std::ptrdiff_t>(n));
-    self->input_.consume(n);
-    nlohmann::json message = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (!message.is_object()) {
-      self->close();
-      if (self->on_closed_) self->on_closed_("a control line that is not a JSON object");
-      return;
-    }
-    if (self->on_message_) self->on_message_(message);
-    self->read();
-  });
+  const std::span<uint8_t> into = decoder_.next_buffer();
+  socket_.async_read_some(asio::buffer(into.data(), into.size()),
+                          [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                            if (self->closed_) return;
+                            if (ec) return self->closed(ec == asio::error::eof ? "closed" : ec.message());
+                            try {
+                              self->decoder_.commit(n);
+                            } catch (const Error& e) {
+                              return self->closed(e.detail());
+                            }
+                            while (std::optional<net::ReceivedEnvelope> e = self->decoder_.pop()) {
+                              const std::string text(e->payload.begin(), e->payload.end());
+                              nlohmann::json message = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+                              if (!message.is_object()) return self->closed("a control message that is not a JSON object");
+                              if (self->on_message_) self->on_message_(message);
+                              if (self->closed_) return;
+                            }
+                            self->read();
+                          });
 }
 
 void ControlLink::send(const nlohmann::json& message) {
   if (closed_) return;
-  output_.push_back(message.dump() + "\n");
+  Outgoing out;
+  out.text = message.dump();
+  if (out.text.size() > kMaxControlMessage) return closed("a control message over the limit (a bug)");
+  out.sealed = sealer_.seal({reinterpret_cast<const uint8_t*>(out.text.data()), out.text.size()}, 0);
+  output_.push_back(std::move(out));
   write();
 }
 
 void ControlLink::write() {
   if (writing_ || output_.empty() || closed_) return;
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(output_.front()), [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+  const Outgoing& out = output_.front();
+  const std::array<asio::const_buffer, 3> buffers = {asio::buffer(out.sealed.header), asio::buffer(out.text),
+                                                     asio::buffer(out.sealed.mac.data(), out.sealed.mac_bytes)};
+  asio::async_write(socket_, buffers, [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
     self->writing_ = false;
     if (self->closed_) return;
     self->output_.pop_front();
-    if (ec) {
-      self->close();
-      if (self->on_closed_) self->on_closed_(ec.message());
-      return;
-    }
+    if (ec) return self->closed(ec.message());
     self->write();
   });
 }

@@ -1,45 +1,55 @@
-// ControlLink: the TCP launcher's line to one of its node processes (and the node's line back): a
-// Unix socket pair the launcher makes and the child inherits, carrying one JSON object per line.
-// It is not part of the data plane: no peer can reach it, so it needs no handshake, and nothing
-// on it is ever executed, only matched against the few operations below.
+// ControlLink: the TCP launcher's line to one of its node processes (and the node's line back),
+// carrying one JSON object per message. Locally it is a Unix socket pair the launcher makes and
+// the child inherits (no peer can reach it); for a node on another host it is a TCP connection the
+// node opens to the launcher's control port, authenticated with the cluster's secret by the same
+// handshake as the data plane (the launcher takes the worker id after the last node's), and every
+// message then carries a MAC under the session key. Messages travel as envelopes (net/envelope.h)
+// whose payload is the JSON text. Nothing on it is ever executed, only matched against the
+// operations below.
 //
 //   launcher -> node   {"op":"start","start_wall_ns":T}   run the node's main (scenario time 0 = T)
+//                      {"op":"kill"}                       die now (SIGKILL of itself: a remote node)
 //                      {"op":"crash"}                      go silent and end the incarnation
 //                      {"op":"block","peer":K,"blocked":B} hold (or release) traffic to worker K
 //                      {"op":"finish","drain_ms":D}        settle (at most D ms), final snapshot, record
 //                      {"op":"exit"}                       close and exit 0
-//   node -> launcher   {"event":"hello","incarnation":I,"pid":P}
+//   node -> launcher   {"event":"hello","node":N,"incarnation":I,"pid":P}
 //                      {"event":"busy"} / {"event":"idle"}  foreground work began / all of it ended
+//                      {"event":"record","data":{...}}      what the incarnation observed so far
 //                      {"event":"failure","time_ns":T,"fiber":F,"what":W}
 //                      {"event":"connection_failed","peer":K,"time_ns":T}
 //                      {"event":"finished","stats":{...}}
 //
-// Promises: messages arrive whole and in order; a line longer than kMaxControlLine or one that is
-// not a JSON object closes the link (reported through on_closed, as is EOF). Callbacks run as Asio
-// handlers on the io_context's thread.
+// Promises: messages arrive whole and in order; one larger than kMaxControlMessage, one that is not
+// a JSON object, or one whose MAC does not verify closes the link (reported through on_closed, as
+// is EOF). Callbacks run as Asio handlers on the io_context's thread.
 #pragma once
 
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
-#include <boost/asio/streambuf.hpp>
 
 #include <deque>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+
+#include "net/envelope.h"
+#include "net/handshake.h"
 
 namespace dagsim::scenarios {
 
-inline constexpr size_t kMaxControlLine = 1 << 20;
+inline constexpr uint32_t kMaxControlMessage = 64 << 20;  // a record with tensors in it
 
 class ControlLink : public std::enable_shared_from_this<ControlLink> {
  public:
   using OnMessage = std::function<void(const nlohmann::json&)>;
   using OnClosed = std::function<void(const std::string& why)>;
 
-  // Takes ownership of `fd`, one end of a socket pair.
-  ControlLink(boost::asio::io_context& io, int fd);
+  // Takes ownership of `fd`, a connected stream socket of `family` (AF_UNIX, AF_INET, AF_INET6).
+  // `keys`: the session keys of its handshake (nullopt: a socket pair, no MACs).
+  ControlLink(boost::asio::io_context& io, int fd, int family, std::optional<net::SessionKeys> keys);
 
   // Starts reading; callbacks until on_closed, which is called once.
   void start(OnMessage on_message, OnClosed on_closed);
@@ -50,16 +60,26 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
   void close();
 
  private:
+  struct Outgoing {
+    net::SealedEnvelope sealed;
+    std::string text;
+  };
   void read();
   void write();
+  void closed(const std::string& why);
 
-  boost::asio::local::stream_protocol::socket socket_;
-  boost::asio::streambuf input_{kMaxControlLine};
-  std::deque<std::string> output_;
+  boost::asio::generic::stream_protocol::socket socket_;
+  net::EnvelopeSealer sealer_;
+  net::EnvelopeDecoder decoder_;
+  std::deque<Outgoing> output_;
   bool writing_ = false;
   bool closed_ = false;
   OnMessage on_message_;
   OnClosed on_closed_;
 };
+
+// The control link's handshake parameters: the cluster's, with the launcher as worker `nodes`.
+net::HandshakeParams control_handshake_params(uint64_t cluster_id, uint32_t nodes, WorkerId self,
+                                              std::vector<uint8_t> secret);
 
 }  // namespace dagsim::scenarios

@@ -245,6 +245,7 @@ std::vector<NodeRecord> read_node_records(const std::string& dir, const std::vec
   const fs::path root(dir);
   std::vector<NodeRecord> nodes;
   std::error_code error;
+  if (!fs::exists(root / "nodes", error)) return nodes;  // no incarnation recorded anything
   for (const fs::directory_entry& entry : fs::directory_iterator(root / "nodes", error)) {
     if (entry.path().extension() != ".json") continue;
     const Reader r{entry.path().string()};

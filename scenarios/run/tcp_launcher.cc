@@ -13,8 +13,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
 
+#include <array>
 #include <chrono>
+#include <cstring>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -42,6 +45,8 @@ using SteadyClock = std::chrono::steady_clock;
 namespace {
 
 constexpr auto kStartTimeout = std::chrono::seconds(30);
+// Nodes on other hosts are started by hand: their operators get longer.
+constexpr auto kRemoteStartTimeout = std::chrono::seconds(300);
 constexpr auto kFinishGrace = std::chrono::seconds(10);
 constexpr auto kExitGrace = std::chrono::seconds(5);
 
@@ -60,7 +65,18 @@ class TcpCluster final : public runtime::Cluster {
   TcpCluster(const Scenario& scenario, const TcpRunOptions& options, const std::string& dir, const std::string& peers_file,
              std::map<std::string, std::string> child_env)
       : scenario_(scenario), options_(options), dir_(dir), peers_file_(peers_file), child_env_(std::move(child_env)),
-        signals_(io_, SIGCHLD, SIGTERM, SIGINT), tick_(io_) {}
+        remote_(!options.peers_file.empty()), signals_(io_, SIGCHLD, SIGTERM, SIGINT), tick_(io_) {}
+
+  // Remote nodes: listens on the control port for them, each proving the cluster's secret.
+  uint16_t listen_for_nodes(uint64_t cluster_id, std::vector<uint8_t> secret) {
+    cluster_id_ = cluster_id;
+    secret_ = std::move(secret);
+    control_acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(
+        io_, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), options_.control_port));
+    ::fcntl(control_acceptor_->native_handle(), F_SETFD, FD_CLOEXEC);
+    accept_node();
+    return control_acceptor_->local_endpoint().port();
+  }
 
   ~TcpCluster() override { kill_group(); }
 
@@ -204,6 +220,8 @@ class TcpCluster final : public runtime::Cluster {
       }
     }
   }
+  // A process of this node is running somewhere: a local child, or a remote node still connected.
+  bool has_process(const Node& n) const { return remote_ ? n.link != nullptr && n.said_hello : n.pid > 0; }
   bool work_done(std::optional<TimePoint> end_time) const {
     // A workload with an end time ends then, as in the simulator, whatever its fibers are doing.
     if (end_time) return now() >= *end_time;
@@ -243,10 +261,16 @@ class TcpCluster final : public runtime::Cluster {
     });
   }
 
+  void accept_node();
+
   const Scenario& scenario_;
   const TcpRunOptions& options_;
   std::string dir_, peers_file_;
   std::map<std::string, std::string> child_env_;
+  bool remote_ = false;
+  uint64_t cluster_id_ = 0;
+  std::vector<uint8_t> secret_;
+  std::unique_ptr<asio::ip::tcp::acceptor> control_acceptor_;
   asio::io_context io_;
   asio::signal_set signals_;
   asio::steady_timer tick_;
@@ -270,6 +294,12 @@ class TcpCluster final : public runtime::Cluster {
 
 void TcpCluster::launch(WorkerId node) {
   Node& n = nodes_.at(node);
+  if (remote_) {
+    // Started by its host's operator; it connects to the control port on its own.
+    n.state = NodeState::up;
+    n.said_hello = n.started = n.reported = n.idle = n.finished = false;
+    return;
+  }
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     throw errors::invalid_argument("cannot make a control socket for " + n.name + ": " + std::strerror(errno));
@@ -313,7 +343,7 @@ void TcpCluster::launch(WorkerId node) {
   pids_[pid] = node;
   n.state = NodeState::up;
   n.said_hello = n.started = n.reported = n.idle = n.finished = false;
-  n.link = std::make_shared<ControlLink>(io_, pair[0]);
+  n.link = std::make_shared<ControlLink>(io_, pair[0], AF_UNIX, std::nullopt);
   auto link = n.link;
   n.link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {});
   if (options_.on_process) options_.on_process(n.name, pid);
@@ -325,6 +355,7 @@ void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
   record({kind, now(), node, 0, 0, {}});
   n.state = state;
   if (kind == FaultEvent::Kind::kill) {
+    if (remote_ && n.link) n.link->send({{"op", "kill"}});
     signal_process(n, SIGKILL);
   } else {
     if (n.link) n.link->send({{"op", "crash"}});
@@ -347,6 +378,8 @@ void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& l
         if (count > 0 && pair.first == node) send_block(pair.first, pair.second, true);
       }
     }
+  } else if (event == "record") {
+    if (m.contains("data") && m["data"].is_object()) write_node_record(dir_, n.name, NodeRecord{node, n.incarnation, m["data"]});
   } else if (event == "busy" || event == "idle") {
     n.reported = true;
     n.idle = event == "idle";
@@ -386,6 +419,56 @@ void TcpCluster::on_child_exit(int pid, int status) {
   if (n.state == NodeState::up || n.state == NodeState::paused) n.state = NodeState::killed;
 }
 
+// A remote node's control connection: the handshake (the launcher is worker `nodes`), then the
+// link. A connection that does not prove the secret within 5 s is closed and logged.
+void TcpCluster::accept_node() {
+  control_acceptor_->async_accept([this](const boost::system::error_code& ec, asio::ip::tcp::socket socket) {
+    if (ec) return;
+    accept_node();
+    struct Pending {
+      explicit Pending(asio::ip::tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+      asio::ip::tcp::socket socket;
+      asio::steady_timer timer;
+      std::optional<net::Handshake> handshake;
+      std::array<uint8_t, 256> buffer{};
+    };
+    auto p = std::make_shared<Pending>(std::move(socket));
+    net::Nonce nonce{};
+    const std::vector<uint8_t> random = net::random_bytes(nonce.size());
+    std::copy(random.begin(), random.end(), nonce.begin());
+    p->handshake.emplace(net::Handshake::accept(
+        control_handshake_params(cluster_id_, static_cast<uint32_t>(nodes_.size()), static_cast<WorkerId>(nodes_.size()), secret_),
+        nonce));
+    p->timer.expires_after(std::chrono::seconds(5));
+    p->timer.async_wait([p](const boost::system::error_code& e) {
+      if (!e) p->socket.close();
+    });
+    auto step = std::make_shared<std::function<void()>>();
+    *step = [this, p, step] {
+      p->socket.async_read_some(asio::buffer(p->buffer), [this, p, step](const boost::system::error_code& e, size_t n) {
+        if (e) return;
+        p->handshake->feed({p->buffer.data(), n});
+        const std::vector<uint8_t> out = p->handshake->take_output();
+        boost::system::error_code ignored;
+        if (!out.empty()) asio::write(p->socket, asio::buffer(out), ignored);
+        if (p->handshake->status() == net::Handshake::Status::refused) {
+          std::fprintf(stderr, "dagsim run: refused a control connection: %s\n", p->handshake->error().c_str());
+          p->socket.close();
+          return;
+        }
+        if (p->handshake->status() == net::Handshake::Status::in_progress) return (*step)();
+        p->timer.cancel();
+        const WorkerId node = p->handshake->peer().worker;
+        const int family = p->socket.local_endpoint().protocol().family();
+        auto link = std::make_shared<ControlLink>(io_, p->socket.release(), family, p->handshake->keys());
+        nodes_.at(node).link = link;
+        link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {});
+      });
+    };
+    (*step)();
+  });
+}
+
 RunRecords TcpCluster::run(Workload& workload) {
   const auto wall_start = SteadyClock::now();
   watch_signals();
@@ -406,11 +489,13 @@ RunRecords TcpCluster::run(Workload& workload) {
       if (!n.said_hello) return false;
     }
     return true;
-  }, SteadyClock::now() + kStartTimeout);
+  }, SteadyClock::now() + (remote_ ? kRemoteStartTimeout : kStartTimeout));
   if (!ready) {
     std::string missing;
     for (const Node& n : nodes_) missing += n.said_hello ? "" : " " + n.name;
-    throw errors::invalid_argument("node processes did not start within 30 s:" + missing + " (see " + dir_ + "/logs)");
+    throw errors::invalid_argument(std::string(remote_ ? "nodes did not connect to the control port within 300 s:"
+                                                       : "node processes did not start within 30 s:") +
+                                   missing + " (see their logs)");
   }
   // The run begins: scenario time 0 for everyone, every fault armed from it.
   started_ = true;
@@ -446,21 +531,27 @@ RunRecords TcpCluster::run(Workload& workload) {
   tick_.cancel();
   const auto drain = std::chrono::duration_cast<std::chrono::milliseconds>(workload.drain_time());
   for (Node& n : nodes_) {
-    if (n.pid <= 0 || n.state == NodeState::killed) continue;
-    ::kill(n.pid, SIGCONT);  // a paused node still takes its final snapshot, as in the simulator
+    if (!has_process(n) || n.state == NodeState::killed) continue;
+    if (n.pid > 0) ::kill(n.pid, SIGCONT);  // a paused node still takes its final snapshot, as in the simulator
     n.link->send({{"op", "finish"}, {"drain_ms", drain.count()}});
   }
   run_until([this] {
     for (const Node& n : nodes_) {
-      if (n.pid > 0 && n.state != NodeState::killed && !n.finished) return false;
+      if (has_process(n) && n.state != NodeState::killed && !n.finished) return false;
     }
     return true;
   }, SteadyClock::now() + drain + kFinishGrace);
   records.end = now();
   for (Node& n : nodes_) {
-    if (n.pid > 0 && n.link) n.link->send({{"op", "exit"}});
+    if (has_process(n) && n.link) n.link->send({{"op", "exit"}});
   }
-  run_until([this] { return pids_.empty(); }, SteadyClock::now() + kExitGrace);
+  // Local processes are reaped; remote ones are gone once their links have written everything.
+  run_until([this] {
+    for (const Node& n : nodes_) {
+      if (remote_ && n.link && !n.link->drained()) return false;
+    }
+    return pids_.empty();
+  }, SteadyClock::now() + kExitGrace);
   kill_group();
 
   for (const Node& n : nodes_) {
@@ -508,6 +599,30 @@ RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& op
     // Incarnation counters, node records and logs of an earlier run in this folder would mix in.
     for (const char* sub : {"incarnations", "nodes", "logs"}) fs::remove_all(fs::path(dir.path) / sub, error);
   }
+  const std::unique_ptr<Workload> workload = workload_type(scenario).make(scenario, options.seed);
+  if (!options.peers_file.empty()) {
+    // Nodes on other hosts: started there, connecting here. What only their host can do to them
+    // (stop, continue, start again) is refused before anything runs.
+    for (const FaultSpec& f : fault_timeline(scenario, options.seed, TimePoint{scenario.max_virtual_time})) {
+      const bool host_only = f.kind == FaultSpec::Kind::restart || f.kind == FaultSpec::Kind::pause ||
+                             f.kind == FaultSpec::Kind::resume ||
+                             ((f.kind == FaultSpec::Kind::kill || f.kind == FaultSpec::Kind::crash) && f.until);
+      if (host_only) {
+        const bool stops = f.kind == FaultSpec::Kind::pause || f.kind == FaultSpec::Kind::resume;
+        throw errors::invalid_argument(scenario.file + ":" + std::to_string(f.line) + ": a " + fault_kind_name(f.kind) +
+                                       (stops ? " (stopping and continuing a process)" : " (a new incarnation's process)") +
+                                       " needs the node's own host; with --peers, nodes on other hosts can be "
+                                       "killed, crashed and partitioned only (run it locally for the rest)");
+      }
+    }
+    const PeersFile peers = read_peers_file(options.peers_file, scenario);
+    const net::Secret secret = net::secret_from_environment();
+    TcpCluster cluster(scenario, options, dir.path, options.peers_file, {});
+    for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) cluster.add_node(scenario.cluster.node_name(i), nullptr);
+    const uint16_t port = cluster.listen_for_nodes(peers.cluster_id, secret.bytes);
+    if (options.on_control_port) options.on_control_port(port);
+    return cluster.run(*workload);
+  }
   std::map<std::string, std::string> child_env;
   const char* secret = std::getenv("DAGSIM_SECRET");
   const char* secret_file = std::getenv("DAGSIM_SECRET_FILE");
@@ -529,7 +644,6 @@ RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& op
     child_env["DAGSIM_SECRET"] = "";
   }
   const std::string peers_path = (fs::path(dir.path) / "peers.json").string();
-  const std::unique_ptr<Workload> workload = workload_type(scenario).make(scenario, options.seed);
   TcpCluster cluster(scenario, options, dir.path, peers_path, child_env);
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) cluster.add_node(scenario.cluster.node_name(i), nullptr);
   const std::vector<uint16_t> ports = cluster.bind_ports();

@@ -42,6 +42,15 @@ struct TcpRunOptions {
   std::function<void(runtime::TimePoint now)> progress;
   // Called with each node process's pid when it starts (tests signal them).
   std::function<void(const std::string& node, int pid)> on_process;
+  // Nodes on other hosts (docs/tcp.md): a peers file naming where every node listens. The launcher
+  // then starts no process: each node is started on its host with `dagsim node ... --control
+  // THIS_HOST:PORT` and connects to `control_port` (0: one the OS picks, told to on_control_port).
+  // The secret must come from DAGSIM_SECRET or DAGSIM_SECRET_FILE, the same on every host. Kills,
+  // crashes and partitions apply as locally; pauses and restarts need the node's host and are
+  // refused before the run.
+  std::string peers_file;
+  uint16_t control_port = 0;
+  std::function<void(uint16_t port)> on_control_port;
 };
 
 // Runs `scenario` over TCP and gathers its records (written under options.records_dir when set).

@@ -13,6 +13,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
+#include <csignal>
+#include <sys/socket.h>
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
@@ -40,6 +46,7 @@ namespace {
 
 constexpr auto kRecordFlushInterval = std::chrono::milliseconds(50);
 constexpr auto kSettlePoll = std::chrono::milliseconds(1);
+constexpr auto kConnectTimeout = std::chrono::seconds(60);
 
 // Log events to a file and stderr, one line each, stamped with wall time.
 class FileLog final : public runtime::Log {
@@ -127,6 +134,54 @@ uint32_t parse_uint32(const std::string& text, const std::string& what) {
   throw errors::invalid_argument(what + ": not a number: " + text);
 }
 
+// Opens the control link to a launcher on another host: connects (retrying while the launcher is
+// not up yet, for kConnectTimeout), proves the cluster's secret in the handshake, and hands the
+// socket to a ControlLink with the session keys.
+std::shared_ptr<ControlLink> connect_to_launcher(asio::io_context& io, const std::string& address, uint64_t cluster_id,
+                                                 uint32_t nodes, WorkerId self, const std::vector<uint8_t>& secret) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) throw errors::invalid_argument("--control " + address + ": expected HOST:PORT");
+  const std::string host = address.substr(0, colon), port = address.substr(colon + 1);
+  asio::ip::tcp::resolver resolver(io);
+  boost::system::error_code ec;
+  const auto endpoints = resolver.resolve(host, port, ec);
+  if (ec) throw errors::invalid_argument("--control " + address + ": " + ec.message());
+  asio::ip::tcp::socket socket(io);
+  const auto give_up = std::chrono::steady_clock::now() + kConnectTimeout;
+  for (;;) {
+    asio::connect(socket, endpoints, ec);
+    if (!ec) break;
+    if (std::chrono::steady_clock::now() >= give_up) {
+      throw errors::invalid_argument("--control " + address + ": cannot connect to the launcher: " + ec.message());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // before the node's fibers exist
+  }
+  socket.set_option(asio::ip::tcp::no_delay(true));
+  net::Nonce nonce{};
+  const std::vector<uint8_t> random = net::random_bytes(nonce.size());
+  std::copy(random.begin(), random.end(), nonce.begin());
+  net::Handshake handshake =
+      net::Handshake::dial(control_handshake_params(cluster_id, nodes, self, secret), static_cast<WorkerId>(nodes), nonce);
+  std::array<uint8_t, 256> buffer{};
+  while (handshake.status() == net::Handshake::Status::in_progress) {
+    const std::vector<uint8_t> out = handshake.take_output();
+    if (!out.empty()) asio::write(socket, asio::buffer(out), ec);
+    if (ec) break;
+    const size_t n = socket.read_some(asio::buffer(buffer), ec);
+    if (ec) break;
+    handshake.feed({buffer.data(), n});
+  }
+  if (handshake.status() != net::Handshake::Status::established) {
+    throw errors::invalid_argument("--control " + address + ": the launcher refused or was refused: " +
+                                   (ec ? ec.message() : handshake.error()));
+  }
+  const std::vector<uint8_t> out = handshake.take_output();  // the response
+  asio::write(socket, asio::buffer(out), ec);
+  if (ec) throw errors::invalid_argument("--control " + address + ": " + ec.message());
+  const int family = socket.local_endpoint().protocol().family();
+  return std::make_shared<ControlLink>(io, socket.release(), family, handshake.keys());
+}
+
 }  // namespace
 
 uint32_t next_incarnation(const std::string& records_dir, const std::string& node) {
@@ -168,8 +223,8 @@ int run_tcp_node(const TcpNodeOptions& options) {
   if (!index) throw errors::invalid_argument("--name " + options.node_name + ": not a node of " + options.scenario_file);
   const PeersFile peers = read_peers_file(options.peers_file, scenario);
   const net::Secret secret = net::secret_from_environment();
-  if (options.control_fd < 0) {
-    throw errors::invalid_argument("dagsim node runs under a launcher's control link (--control-fd); see docs/tcp.md");
+  if ((options.control_fd < 0) == options.control_address.empty()) {
+    throw errors::invalid_argument("dagsim node needs its launcher: --control HOST:PORT (or --control-fd from a local launcher); see docs/tcp.md");
   }
   const uint32_t incarnation = next_incarnation(options.records_dir, options.node_name);
   const std::string label = options.node_name + "." + std::to_string(incarnation);
@@ -180,7 +235,11 @@ int run_tcp_node(const TcpNodeOptions& options) {
   asio::io_context& io = scheduler.io();
   net::RealClock clock(io);
   ControlState control;
-  auto link = std::make_shared<ControlLink>(io, options.control_fd);
+  std::shared_ptr<ControlLink> link =
+      options.control_fd >= 0
+          ? std::make_shared<ControlLink>(io, options.control_fd, AF_UNIX, std::nullopt)
+          : connect_to_launcher(io, options.control_address, peers.cluster_id, scenario.cluster.nodes,
+                                static_cast<WorkerId>(*index), secret.bytes);
 
   asio::ip::tcp::acceptor acceptor(io);
   if (options.listen_fd >= 0) {
@@ -228,15 +287,17 @@ int run_tcp_node(const TcpNodeOptions& options) {
 
   link->start([&](const json& message) { control.wake([&] { control.commands.push_back(message); }); },
               [&](const std::string&) { control.wake([&] { control.link_closed = true; }); });
-  link->send({{"event", "hello"}, {"incarnation", incarnation}, {"pid", ::getpid()}});
+  link->send({{"event", "hello"}, {"node", *index}, {"incarnation", incarnation}, {"pid", ::getpid()}});
 
   // The record, rewritten when it changed.
   std::string last_written;
+  // The launcher writes it (nodes/NAME.INC.json beside the run's other records), whichever host
+  // this node runs on.
   auto flush_record = [&] {
-    const std::string now = context.node_record().data.dump();
+    std::string now = context.node_record().data.dump();
     if (now == last_written) return;
-    write_node_record(options.records_dir, options.node_name, context.node_record());
-    last_written = now;
+    link->send({{"event", "record"}, {"data", context.node_record().data}});
+    last_written = std::move(now);
   };
   std::function<void()> arm_tick = [&] {
     clock.call_at(clock.now() + kRecordFlushInterval, [&] {
@@ -270,6 +331,8 @@ int run_tcp_node(const TcpNodeOptions& options) {
     if (op == "start" && !started) {
       started = true;
       context.start(TimePoint{runtime::Duration{command.value("start_wall_ns", int64_t{0})}}, *workload);
+    } else if (op == "kill") {
+      ::kill(::getpid(), SIGKILL);  // a process death, as a SIGKILL from the launcher's host
     } else if (op == "crash") {
       flush_record();
       crashed = true;

@@ -11,10 +11,14 @@
 //
 // Its incarnation is the next number after the last one recorded beside its records
 // (DIR/incarnations/NAME), written before any connection opens, so a process restarted by anyone
-// is a new incarnation (see Note [where an incarnation comes from] in transport.h). Its record
-// (DIR/nodes/NAME.INC.json) is rewritten whenever it changed, every 50 ms, so a process killed
-// with SIGKILL leaves what it had observed until shortly before. Log lines (refused peers, failed
-// connections) go to DIR/logs/NAME.INC.log and stderr.
+// is a new incarnation (see Note [where an incarnation comes from] in transport.h). Its record is
+// sent to the launcher whenever it changed, every 50 ms (the launcher writes nodes/NAME.INC.json),
+// so a process killed with SIGKILL leaves what it had observed until shortly before, whichever
+// host it ran on. Log lines (refused peers, failed connections) go to DIR/logs/NAME.INC.log, and
+// refusals to stderr too.
+//
+// The launcher is local (--control-fd: a socket pair it made) or on another host (--control
+// HOST:PORT: a TCP connection, authenticated with the cluster's secret; docs/tcp.md).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +33,8 @@ struct TcpNodeOptions {
   std::string peers_file;
   std::string records_dir;
   int listen_fd = -1;   // an inherited listening socket; -1: listen on the peers file's port
-  int control_fd = -1;  // the launcher's control link (control_link.h)
+  int control_fd = -1;         // a local launcher's control link (control_link.h)
+  std::string control_address; // or a launcher's control port on another host, HOST:PORT
   bool trusted_network = false;
 };
 

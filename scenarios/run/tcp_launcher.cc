@@ -289,7 +289,8 @@ class TcpCluster final : public runtime::Cluster {
   std::map<std::pair<WorkerId, WorkerId>, int> blocked_;
   std::map<uint64_t, std::vector<std::pair<WorkerId, WorkerId>>> partitions_;
   uint64_t last_partition_ = 0;
-  RunStats stats_;
+  // Each incarnation's latest transport figures (a killed one's as of its last report).
+  std::map<std::pair<WorkerId, uint32_t>, json> stats_of_;
 };
 
 void TcpCluster::launch(WorkerId node) {
@@ -378,6 +379,8 @@ void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& l
         if (count > 0 && pair.first == node) send_block(pair.first, pair.second, true);
       }
     }
+  } else if (event == "stats") {
+    stats_of_[{node, n.incarnation}] = m.value("stats", json::object());
   } else if (event == "record") {
     if (m.contains("data") && m["data"].is_object()) write_node_record(dir_, n.name, NodeRecord{node, n.incarnation, m["data"]});
   } else if (event == "busy" || event == "idle") {
@@ -392,11 +395,7 @@ void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& l
     if (peer < nodes_.size()) record({FaultEvent::Kind::connection_failed, TimePoint{runtime::Duration{t}}, node, static_cast<WorkerId>(peer), 0, {}});
   } else if (event == "finished") {
     n.finished = true;
-    const json s = m.value("stats", json::object());
-    stats_.messages += s.value("sent", uint64_t{0});
-    stats_.messages_delivered += s.value("delivered", uint64_t{0});
-    stats_.messages_dropped += s.value("dropped", uint64_t{0});
-    stats_.connection_failures += s.value("connection_failures", uint64_t{0});
+    stats_of_[{node, n.incarnation}] = m.value("stats", json::object());
   }
 }
 
@@ -577,7 +576,13 @@ RunRecords TcpCluster::run(Workload& workload) {
   std::sort(records.nodes.begin(), records.nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {
     return std::tie(a.node, a.incarnation) < std::tie(b.node, b.incarnation);
   });
-  records.stats = stats_;
+  for (const auto& [who, st] : stats_of_) {
+    if (!st.is_object()) continue;
+    records.stats.messages += st.value("sent", uint64_t{0});
+    records.stats.messages_delivered += st.value("delivered", uint64_t{0});
+    records.stats.messages_dropped += st.value("dropped", uint64_t{0});
+    records.stats.connection_failures += st.value("connection_failures", uint64_t{0});
+  }
   records.stats.wall_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - wall_start).count();
   return records;
 }

@@ -291,6 +291,20 @@ int run_tcp_node(const TcpNodeOptions& options) {
 
   // The record, rewritten when it changed.
   std::string last_written;
+  // The transport's figures, sent with each record: a killed incarnation's count too.
+  auto stats_json = [&] {
+    const net::TcpTransportStats s = transport.stats();
+    return json{{"sent", s.sent}, {"delivered", s.delivered}, {"dropped", s.dropped},
+                {"connection_failures", s.connection_failures}, {"refused", s.refused},
+                {"bytes_sent", s.bytes_sent}, {"writes", s.writes}};
+  };
+  std::string last_stats;
+  auto flush_stats = [&] {
+    json now = stats_json();
+    if (now.dump() == last_stats) return;
+    last_stats = now.dump();
+    link->send({{"event", "stats"}, {"stats", std::move(now)}});
+  };
   // The launcher writes it (nodes/NAME.INC.json beside the run's other records), whichever host
   // this node runs on.
   auto flush_record = [&] {
@@ -320,6 +334,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
         control.tick = false;
         lock.unlock();
         if (!crashed) flush_record();
+        flush_stats();
         arm_tick();
         continue;
       }
@@ -349,12 +364,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
         flush_record();
       }
       finished = true;
-      const net::TcpTransportStats s = transport.stats();
-      link->send({{"event", "finished"},
-                  {"stats",
-                   {{"sent", s.sent}, {"delivered", s.delivered}, {"dropped", s.dropped},
-                    {"connection_failures", s.connection_failures}, {"refused", s.refused},
-                    {"bytes_sent", s.bytes_sent}, {"writes", s.writes}}}});
+      link->send({{"event", "finished"}, {"stats", stats_json()}});
     } else if (op == "exit") {
       exit_requested = true;
     }

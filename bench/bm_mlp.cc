@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "bench/mlp_weights.h"
 #include "core/autograd/engine.h"
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/tensor/ops.h"
@@ -15,23 +16,9 @@
 namespace dagsim {
 namespace {
 
-constexpr int kLayers = 8;
-constexpr int64_t kWidth = 256;
-constexpr int64_t kBatch = 64;
-
-struct Mlp {
-  Mlp() {
-    Prng prng(11);
-    x = randn({kBatch, kWidth}, prng);
-    for (int i = 0; i < kLayers; ++i) {
-      Tensor w = mul(randn({kWidth, kWidth}, prng), 1.0 / 16.0);
-      w.set_requires_grad(true);
-      weights.push_back(w);
-    }
-  }
-  Tensor x;
-  std::vector<Tensor> weights;
-};
+using bench::kMlpLayers;
+using Mlp = bench::MlpWeights;
+constexpr int kLayers = kMlpLayers;
 
 void BM_MlpLocal(benchmark::State& state) {
   Mlp mlp;

@@ -17,6 +17,7 @@
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/rpc/function_registry.h"
 #include "core/rpc/rpc_agent.h"
+#include "bench/mlp_weights.h"
 #include "core/tensor/ops.h"
 #include "net/io_scheduler.h"
 #include "net/process_node.h"
@@ -25,24 +26,7 @@
 
 namespace dagsim::bench {
 
-inline constexpr int kMlpLayers = 8;
-inline constexpr int64_t kMlpWidth = 256;
-inline constexpr int64_t kMlpBatch = 64;
 inline const std::string kBenchSecret = "dagsim-benchmark-shared-secret";
-
-struct MlpWeights {
-  MlpWeights() {
-    Prng prng(11);
-    x = randn({kMlpBatch, kMlpWidth}, prng);
-    for (int i = 0; i < kMlpLayers; ++i) {
-      Tensor w = mul(randn({kMlpWidth, kMlpWidth}, prng), 1.0 / 16.0);
-      w.set_requires_grad(true);
-      weights.push_back(w);
-    }
-  }
-  Tensor x;
-  std::vector<Tensor> weights;
-};
 
 inline rpc::FunctionRegistry bench_registry(const MlpWeights& mlp) {
   rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();

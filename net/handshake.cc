@@ -23,6 +23,34 @@ void put_prefix(rpc::WireWriter& w, uint16_t version, Kind kind) {
   w.u8(0);
 }
 
+// The identity part hello and challenge share, after the 8-byte prefix: cluster id u64, from u32,
+// from's incarnation u32, to u32, reserved u32, nonce [32].
+struct Identity {
+  uint64_t cluster = 0;
+  uint32_t from = 0, incarnation = 0, to = 0, reserved = 0;
+  Nonce nonce{};
+};
+
+Identity read_identity(rpc::WireReader& r) {
+  Identity id;
+  id.cluster = r.u64("cluster id");
+  id.from = r.u32("from");
+  id.incarnation = r.u32("incarnation");
+  id.to = r.u32("to");
+  id.reserved = r.u32("reserved");
+  std::ranges::copy(r.bytes(id.nonce.size(), "nonce"), id.nonce.begin());
+  return id;
+}
+
+void write_identity(rpc::WireWriter& w, uint64_t cluster, uint32_t from, uint32_t incarnation, uint32_t to, const Nonce& nonce) {
+  w.u64(cluster);
+  w.u32(from);
+  w.u32(incarnation);
+  w.u32(to);
+  w.u32(0);
+  w.bytes(nonce);
+}
+
 const char* kind_name(uint8_t kind) {
   switch (kind) {
     case kHello: return "hello";
@@ -45,12 +73,7 @@ Handshake Handshake::dial(HandshakeParams params, WorkerId target, const Nonce& 
   h.claimed_peer_ = target;
   rpc::WireWriter w(h.hello_);
   put_prefix(w, h.params_.version, kHello);
-  w.u64(h.params_.cluster_id);
-  w.u32(h.params_.self);
-  w.u32(h.params_.incarnation);
-  w.u32(target);
-  w.u32(0);
-  w.bytes(nonce);
+  write_identity(w, h.params_.cluster_id, h.params_.self, h.params_.incarnation, target, nonce);
   DAGSIM_ASSERT(h.hello_.size() == kHelloBytes);
   h.output_ = h.hello_;
   return h;
@@ -130,13 +153,7 @@ void Handshake::on_message(std::span<const uint8_t> m) {
 
 void Handshake::on_hello(std::span<const uint8_t> m) {
   rpc::WireReader r(m.subspan(8));
-  const uint64_t cluster = r.u64("cluster id");
-  const uint32_t from = r.u32("from");
-  const uint32_t incarnation = r.u32("incarnation");
-  const uint32_t to = r.u32("to");
-  const uint32_t reserved = r.u32("reserved");
-  Nonce peer_nonce;
-  std::ranges::copy(r.bytes(peer_nonce.size(), "nonce"), peer_nonce.begin());
+  const auto [cluster, from, incarnation, to, reserved, peer_nonce] = read_identity(r);
   if (from < params_.num_workers) claimed_peer_ = static_cast<WorkerId>(from);
   if (cluster != params_.cluster_id) return refuse(peer_label() + " belongs to another cluster (another run)");
   if (from >= params_.num_workers || from == params_.self) {
@@ -150,12 +167,7 @@ void Handshake::on_hello(std::span<const uint8_t> m) {
   // The challenge: who this listener is, its nonce, and its proof of the secret.
   rpc::WireWriter w(challenge_);
   put_prefix(w, params_.version, kChallenge);
-  w.u64(params_.cluster_id);
-  w.u32(params_.self);
-  w.u32(params_.incarnation);
-  w.u32(from);
-  w.u32(0);
-  w.bytes(nonce_);
+  write_identity(w, params_.cluster_id, params_.self, params_.incarnation, from, nonce_);
   const Digest mac = hmac_.digest({bytes_of(kChallengeLabel), hello_, challenge_});
   w.bytes(mac);
   DAGSIM_ASSERT(challenge_.size() == kChallengeBytes);
@@ -165,13 +177,7 @@ void Handshake::on_hello(std::span<const uint8_t> m) {
 
 void Handshake::on_challenge(std::span<const uint8_t> m) {
   rpc::WireReader r(m.subspan(8));
-  const uint64_t cluster = r.u64("cluster id");
-  const uint32_t from = r.u32("from");
-  const uint32_t incarnation = r.u32("incarnation");
-  const uint32_t to = r.u32("to");
-  const uint32_t reserved = r.u32("reserved");
-  Nonce peer_nonce;
-  std::ranges::copy(r.bytes(peer_nonce.size(), "nonce"), peer_nonce.begin());
+  const auto [cluster, from, incarnation, to, reserved, peer_nonce] = read_identity(r);
   const std::span<const uint8_t> mac = r.bytes(32, "mac");
   if (cluster != params_.cluster_id) return refuse(peer_label() + " belongs to another cluster (another run)");
   if (from != *claimed_peer_) {

@@ -1,0 +1,301 @@
+#include "core/rendezvous/rendezvous_state.h"
+
+#include <limits>
+#include <sstream>
+
+#include "core/base/assert.h"
+#include "core/base/error.h"
+#include "core/base/printable.h"
+#include "core/rpc/wire.h"
+
+namespace dagsim::rendezvous {
+
+namespace {
+
+using rpc::WireReader;
+using rpc::WireWriter;
+
+// The layout's version: the first byte, so a later layout is refused by name, not misread.
+constexpr uint8_t kStateVersion = 1;
+// The fewest bytes one node takes on the wire: its address's length, pid and local_id.
+constexpr size_t kNodeBytes = 4 + 8 + 8;
+
+void write_node(WireWriter& w, const NodeDesc& node) {
+  w.str("rendezvous_state.node.addr", node.addr, kMaxNodeAddr);
+  w.num("rendezvous_state.node.pid", node.pid);
+  w.num("rendezvous_state.node.local_id", node.local_id);
+}
+
+// The names a list's node fields go by in errors ("rendezvous_state.wait_list.pid"), built once
+// per list rather than once per node.
+struct NodeFields {
+  explicit NodeFields(const std::string& list) : addr(list + ".addr"), pid(list + ".pid"), local_id(list + ".local_id") {}
+  std::string addr, pid, local_id;
+};
+
+NodeDesc read_node(WireReader& r, const NodeFields& fields) {
+  NodeDesc node;
+  r.str(fields.addr.c_str(), node.addr, kMaxNodeAddr);
+  r.num(fields.pid.c_str(), node.pid);
+  r.num(fields.local_id.c_str(), node.local_id);
+  return node;
+}
+
+void write_count(WireWriter& w, size_t n) {
+  // Encoding never makes what decoding refuses; a state this large is a bug upstream (the
+  // settings bound max_nodes, and every list is bounded by the nodes that joined).
+  DAGSIM_ASSERT(n <= kMaxRendezvousNodes);
+  w.u32(static_cast<uint32_t>(n));
+}
+
+// Reads a list of `entry_bytes`-or-more entries, each starting with a node, in strictly
+// increasing node order (the canonical form: no repeats, one encoding per state). `each` reads
+// the rest of the entry.
+template <typename Each>
+void read_nodes(WireReader& r, const std::string& field, size_t entry_bytes, Each each) {
+  const uint32_t n = r.length(field.c_str(), "count", kMaxRendezvousNodes);
+  if (n > r.remaining() / entry_bytes) {
+    throw errors::protocol_error(field + ": count " + std::to_string(n) + " cannot fit in " +
+                                 std::to_string(r.remaining()) + " bytes (truncated or forged)");
+  }
+  const NodeFields fields(field);
+  std::optional<NodeDesc> previous;
+  for (uint32_t i = 0; i < n; ++i) {
+    NodeDesc node = read_node(r, fields);
+    if (previous && !(*previous < node)) {
+      throw errors::protocol_error(field + ": node " + printable(to_string(node)) + " is out of order or repeated");
+    }
+    each(node);
+    previous = std::move(node);
+  }
+}
+
+void append_nodes(std::ostringstream& out, const std::set<NodeDesc>& nodes) {
+  out << "{";
+  const char* sep = "";
+  for (const NodeDesc& node : nodes) {
+    out << sep << node;
+    sep = ", ";
+  }
+  out << "}";
+}
+
+}  // namespace
+
+std::string to_string(const NodeDesc& node) {
+  return node.addr + "_" + std::to_string(node.pid) + "_" + std::to_string(node.local_id);
+}
+
+std::ostream& operator<<(std::ostream& out, const NodeDesc& node) { return out << to_string(node); }
+
+std::string to_string(const RendezvousState& state) {
+  std::ostringstream out;
+  out << "round " << state.round << (state.complete ? " complete" : " incomplete") << (state.closed ? " closed" : "");
+  if (state.deadline) out << " deadline " << state.deadline->ns() << "ns";
+  if (state.rerendezvous_requested) out << " rerendezvous_requested";
+  out << " participants {";
+  const char* sep = "";
+  for (const auto& [node, rank] : state.participants) {
+    out << sep << node << ":" << rank;
+    sep = ", ";
+  }
+  out << "} wait_list ";
+  append_nodes(out, state.wait_list);
+  out << " redundancy_list ";
+  append_nodes(out, state.redundancy_list);
+  out << " last_heartbeats {";
+  sep = "";
+  for (const auto& [node, last] : state.last_heartbeats) {
+    out << sep << node << "@" << last.ns() << "ns";
+    sep = ", ";
+  }
+  out << "}";
+  return out.str();
+}
+
+std::ostream& operator<<(std::ostream& out, const RendezvousState& state) { return out << to_string(state); }
+
+uint64_t num_nodes_waiting(const RendezvousState& state) {
+  // The request exists only in a complete round (structural_violation), where it stands for the
+  // dead participant's seat: see Note [re-rendezvous on expiry].
+  DAGSIM_ASSERT(!state.rerendezvous_requested || state.complete);
+  return state.wait_list.size() + (state.rerendezvous_requested ? 1 : 0);
+}
+
+std::optional<std::string> structural_violation(const RendezvousState& state) {
+  const auto named = [](const NodeDesc& node) { return printable(to_string(node)); };
+  // S5: the lists are pairwise disjoint, and the heartbeats are exactly theirs.
+  for (const NodeDesc& node : state.wait_list) {
+    if (state.participants.contains(node)) {
+      return "rendezvous_state.wait_list: node " + named(node) + " is also a participant";
+    }
+  }
+  for (const NodeDesc& node : state.redundancy_list) {
+    if (state.participants.contains(node)) {
+      return "rendezvous_state.redundancy_list: node " + named(node) + " is also a participant";
+    }
+    if (state.wait_list.contains(node)) {
+      return "rendezvous_state.redundancy_list: node " + named(node) + " is also on the wait list";
+    }
+  }
+  for (const auto& [node, last] : state.last_heartbeats) {
+    if (!state.participants.contains(node) && !state.wait_list.contains(node) && !state.redundancy_list.contains(node)) {
+      return "rendezvous_state.last_heartbeats: node " + named(node) + " is on no list";
+    }
+  }
+  // Disjoint lists, each member with a heartbeat, no other heartbeats: the sizes add up exactly.
+  if (state.last_heartbeats.size() !=
+      state.participants.size() + state.wait_list.size() + state.redundancy_list.size()) {
+    for (const auto& [node, rank] : state.participants) {
+      if (!state.last_heartbeats.contains(node)) {
+        return "rendezvous_state.participants: node " + named(node) + " has no heartbeat";
+      }
+    }
+    for (const NodeDesc& node : state.wait_list) {
+      if (!state.last_heartbeats.contains(node)) {
+        return "rendezvous_state.wait_list: node " + named(node) + " has no heartbeat";
+      }
+    }
+    return "rendezvous_state.redundancy_list: a node has no heartbeat";
+  }
+  if (state.complete) {
+    // S4: completion clears the last-call deadline. A complete round always has a participant:
+    // the epilogue advances the round when the last one leaves.
+    if (state.deadline) return "rendezvous_state.deadline: set in a complete round";
+    if (state.participants.empty()) return "rendezvous_state.participants: none in a complete round";
+    std::set<uint32_t> ranks;
+    for (const auto& [node, rank] : state.participants) {
+      if (rank >= kMaxRendezvousNodes || !ranks.insert(rank).second) {
+        return "rendezvous_state.participants: rank " + std::to_string(rank) + " of node " + named(node) +
+               " is out of range or repeated";
+      }
+    }
+  } else {
+    for (const auto& [node, rank] : state.participants) {
+      if (rank != 0) {
+        return "rendezvous_state.participants: rank " + std::to_string(rank) + " of node " + named(node) +
+               " before completion";
+      }
+    }
+    if (state.rerendezvous_requested) return "rendezvous_state.rerendezvous_requested: set in an incomplete round";
+  }
+  // S6: the round can always advance (a wrapped round would go back to 0).
+  if (state.round == std::numeric_limits<uint64_t>::max()) return "rendezvous_state.round: no next round";
+  return std::nullopt;
+}
+
+runtime::Bytes encode(const RendezvousState& state) {
+  DAGSIM_ASSERT_MSG(!structural_violation(state), structural_violation(state).value_or(""));
+  runtime::Bytes out;
+  WireWriter w(out);
+  w.u8(kStateVersion);
+  w.num("rendezvous_state.round", state.round);
+  w.num("rendezvous_state.complete", state.complete);
+  w.num("rendezvous_state.closed", state.closed);
+  w.num("rendezvous_state.has_deadline", state.deadline.has_value());
+  if (state.deadline) w.num("rendezvous_state.deadline", state.deadline->since_epoch.count());
+  w.num("rendezvous_state.rerendezvous_requested", state.rerendezvous_requested);
+  // std::map and std::set iterate in node order: the canonical order decode() demands.
+  write_count(w, state.participants.size());
+  for (const auto& [node, rank] : state.participants) {
+    write_node(w, node);
+    w.num("rendezvous_state.participants.rank", rank);
+  }
+  write_count(w, state.wait_list.size());
+  for (const NodeDesc& node : state.wait_list) write_node(w, node);
+  write_count(w, state.redundancy_list.size());
+  for (const NodeDesc& node : state.redundancy_list) write_node(w, node);
+  write_count(w, state.last_heartbeats.size());
+  for (const auto& [node, last] : state.last_heartbeats) {
+    write_node(w, node);
+    w.num("rendezvous_state.last_heartbeats.time", last.since_epoch.count());
+  }
+  return out;
+}
+
+RendezvousState decode(std::span<const uint8_t> bytes) {
+  WireReader r(bytes);
+  const uint8_t version = r.u8("rendezvous_state.version");
+  if (version != kStateVersion) {
+    throw errors::protocol_error("rendezvous_state.version: " + std::to_string(version) + ", expected " +
+                                 std::to_string(kStateVersion));
+  }
+  RendezvousState state;
+  r.num("rendezvous_state.round", state.round);
+  r.num("rendezvous_state.complete", state.complete);
+  r.num("rendezvous_state.closed", state.closed);
+  bool has_deadline = false;
+  r.num("rendezvous_state.has_deadline", has_deadline);
+  if (has_deadline) state.deadline = TimePoint{Duration(r.i64("rendezvous_state.deadline"))};
+  r.num("rendezvous_state.rerendezvous_requested", state.rerendezvous_requested);
+  read_nodes(r, "rendezvous_state.participants", kNodeBytes + 4, [&](const NodeDesc& node) {
+    uint32_t rank = 0;
+    r.num("rendezvous_state.participants.rank", rank);
+    state.participants.emplace_hint(state.participants.end(), node, rank);
+  });
+  read_nodes(r, "rendezvous_state.wait_list", kNodeBytes,
+             [&](const NodeDesc& node) { state.wait_list.emplace_hint(state.wait_list.end(), node); });
+  read_nodes(r, "rendezvous_state.redundancy_list", kNodeBytes,
+             [&](const NodeDesc& node) { state.redundancy_list.emplace_hint(state.redundancy_list.end(), node); });
+  read_nodes(r, "rendezvous_state.last_heartbeats", kNodeBytes + 8, [&](const NodeDesc& node) {
+    const TimePoint last{Duration(r.i64("rendezvous_state.last_heartbeats.time"))};
+    state.last_heartbeats.emplace_hint(state.last_heartbeats.end(), node, last);
+  });
+  r.expect_end("rendezvous_state");
+  if (std::optional<std::string> violation = structural_violation(state)) throw errors::protocol_error(*violation);
+  // Paired with encode(): what decode accepts, encode writes back byte for byte.
+  DAGSIM_ASSERT(r.position() == bytes.size());
+  return state;
+}
+
+RendezvousState remove_participant_epilogue(RendezvousState state, const RendezvousSettings& settings) {
+  if (state.complete) {
+    // The last participant of a complete round left: the next round begins (S6: +1, only here).
+    if (state.participants.empty()) {
+      DAGSIM_ASSERT(state.round < std::numeric_limits<uint64_t>::max());
+      state.complete = false;
+      state.round += 1;
+      state.rerendezvous_requested = false;  // the survivors have all left: the request is met
+    }
+  } else if (state.participants.size() < settings.min_nodes) {
+    // S4: below min there is no last call to wait for.
+    state.deadline.reset();
+  }
+  DAGSIM_ASSERT(!state.rerendezvous_requested || state.complete);
+  return state;
+}
+
+RendezvousState sanitize(RendezvousState state, const RendezvousSettings& settings, TimePoint wall_now,
+                         std::vector<NodeDesc>* dead_nodes) {
+  // Strict `<`, as the reference gives PyTorch's rule (§1 `_sanitize`, S10): a node is dead iff
+  // its last heartbeat < wall_now - interval * attempts. A heartbeat exactly interval * attempts
+  // old still counts (the node missed max_attempt heartbeats but not yet one more instant), so
+  // with the defaults a node is removed only after strictly more than 15 s of silence. The
+  // comparison keeps the heartbeat on one side alone: a forged timestamp cannot overflow it.
+  const TimePoint expire_time = wall_now - settings.expiry();
+  std::vector<NodeDesc> dead;
+  for (const auto& [node, last] : state.last_heartbeats) {
+    if (last < expire_time) dead.push_back(node);  // map order: `dead` is in node order
+  }
+  bool participant_removed = false;
+  for (const NodeDesc& node : dead) {
+    state.last_heartbeats.erase(node);
+    if (state.participants.erase(node) > 0) participant_removed = true;
+    state.wait_list.erase(node);
+    state.redundancy_list.erase(node);
+  }
+  if (participant_removed) {
+    state = remove_participant_epilogue(std::move(state), settings);
+    // Still complete means survivors remain (an emptied round advanced in the epilogue): they
+    // must re-form without the dead one. See Note [re-rendezvous on expiry].
+    if (settings.rerendezvous_on_expiry && state.complete) {
+      DAGSIM_ASSERT(!state.participants.empty());
+      state.rerendezvous_requested = true;
+    }
+  }
+  for (const auto& [node, last] : state.last_heartbeats) DAGSIM_ASSERT(!(last < expire_time));
+  if (dead_nodes != nullptr) *dead_nodes = std::move(dead);
+  return state;
+}
+
+}  // namespace dagsim::rendezvous

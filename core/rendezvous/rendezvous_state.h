@@ -1,0 +1,126 @@
+// RendezvousState: the one shared record of a rendezvous, as PyTorch's _RendezvousState keeps it
+// (shared/reference/rendezvous.md §1), with its node descriptors, its canonical binary encoding,
+// and sanitize(), which drops the nodes whose heartbeats expired.
+//
+// Promises:
+//  - encode() is canonical: equal states give equal bytes (every list is written in node order),
+//    and decode() accepts only such bytes, so a store may compare states bytewise.
+//  - decode() trusts nothing: every count and length is bounded before anything is allocated, and
+//    a short, oversized, out-of-order or self-contradictory state throws protocol_error naming the
+//    field. It accepts exactly the states structural_violation() finds nothing wrong with.
+//  - sanitize() and remove_participant_epilogue() are pure: a state in, a state out, no clocks
+//    read (the caller passes wall_now), nothing random, no unordered iteration.
+//
+// Times in the state are Clock::wall_now() readings (Note [two times] in core/runtime/clock.h):
+// the last-call deadline and the heartbeats are written by one node and compared by others.
+//
+// Note [re-rendezvous on expiry]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch drops a participant whose heartbeat expires in a complete round and nothing else
+// happens: the survivors train on with a world that no longer exists, and re-form only if some
+// node happens to wait (reference §3 L6, PyTorch #111646). With
+// RendezvousSettings::rerendezvous_on_expiry (on by default) sanitize() also sets
+// `rerendezvous_requested` in that case. num_nodes_waiting() counts the request as one waiting
+// node, so every survivor's agent, which already restarts its workers when nodes wait
+// (reference §5, "HEALTHY"), restarts them: each exit op removes its node, the last one out
+// advances the round (the epilogue, which clears the request), and the survivors form a new
+// round. The request is set only while the round is complete and survivors remain; a round that
+// lost all its participants advances by itself. With the setting off the flag is never set and
+// num_nodes_waiting() is PyTorch's |wait_list| (S9).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/rendezvous/rendezvous_settings.h"
+#include "core/runtime/transport.h"
+
+namespace dagsim::rendezvous {
+
+// The longest node address a decoded state may hold (a DNS name is at most 253 characters).
+inline constexpr size_t kMaxNodeAddr = 255;
+
+// A node taking part in rendezvous: PyTorch's _NodeDesc(addr, pid, local_id). In dagsim `addr` is
+// the node's name (a host name over TCP, the scenario's name in the simulator), `pid` the node's
+// incarnation (a restarted node is a new process, so a new participant), and `local_id` the
+// number of the rendezvous handler within that incarnation, from 0.
+//
+// Nodes order as the tuple (addr, pid, local_id), as PyTorch's `order=True` dataclass does: this
+// is the order ranks are assigned in. Strings compare bytewise, which for UTF-8 is Python's code
+// point order ("worker10" < "worker2", as in PyTorch).
+struct NodeDesc {
+  std::string addr;
+  uint64_t pid = 0;
+  uint64_t local_id = 0;
+
+  friend auto operator<=>(const NodeDesc&, const NodeDesc&) = default;
+  friend bool operator==(const NodeDesc&, const NodeDesc&) = default;
+};
+
+// "addr_pid_localid", PyTorch's repr.
+std::string to_string(const NodeDesc& node);
+std::ostream& operator<<(std::ostream& out, const NodeDesc& node);
+
+struct RendezvousState {
+  // Rises by exactly 1 when the last participant of a complete round leaves (S6).
+  uint64_t round = 0;
+  bool complete = false;
+  // The last-call deadline (wall time): set when the min-th participant joins, cleared at
+  // completion or when the participants fall below min (S4).
+  std::optional<TimePoint> deadline;
+  bool closed = false;  // sticky (S7)
+  // Node -> rank. Every rank is 0 until completion assigns 0..n-1 in node order (S2).
+  std::map<NodeDesc, uint32_t> participants;
+  // Nodes that found the round complete with room to spare: they join the next round.
+  std::set<NodeDesc> wait_list;
+  // Nodes that found the round complete and full (max_nodes): hot spares, never counted as
+  // waiting (S9). Added by PyTorch in 2024 (#117066).
+  std::set<NodeDesc> redundancy_list;
+  // Node -> its last heartbeat (wall time), for every node of the three lists above (S5).
+  std::map<NodeDesc, TimePoint> last_heartbeats;
+  // See Note [re-rendezvous on expiry]; never set while the round is incomplete.
+  bool rerendezvous_requested = false;
+
+  friend bool operator==(const RendezvousState&, const RendezvousState&) = default;
+};
+
+// A one-line description of the whole state, for messages and test failures.
+std::string to_string(const RendezvousState& state);
+std::ostream& operator<<(std::ostream& out, const RendezvousState& state);
+
+// What the agent compares with 0 to decide whether to restart its workers: |wait_list|, plus one
+// while a re-rendezvous is requested (Note [re-rendezvous on expiry]).
+uint64_t num_nodes_waiting(const RendezvousState& state);
+
+// The first way `state` contradicts itself, or nullopt. It checks what holds for every state the
+// protocol generates, whatever the settings: the three lists are pairwise disjoint; the nodes
+// with heartbeats are exactly those of the lists; a complete round has no last-call deadline and
+// unique ranks; an incomplete round has every rank 0 and no re-rendezvous request. (Gaps in the
+// ranks of a complete round are legitimate: a participant may leave after completion.)
+std::optional<std::string> structural_violation(const RendezvousState& state);
+
+// The canonical encoding (see the file comment), and its inverse. decode() throws protocol_error
+// naming the field ("rendezvous_state.wait_list: ...") for anything encode() cannot have written.
+runtime::Bytes encode(const RendezvousState& state);
+RendezvousState decode(std::span<const uint8_t> bytes);
+
+// What PyTorch runs after a participant leaves (rem_p) or is found dead (sanitize): a complete
+// round with no participants left advances (complete = false, round + 1, and a re-rendezvous
+// request is satisfied); an incomplete round that fell below min_nodes loses its last-call
+// deadline. Fixed in PyTorch by #59663.
+RendezvousState remove_participant_epilogue(RendezvousState state, const RendezvousSettings& settings);
+
+// Drops every node whose last heartbeat is older than settings.expiry() at `wall_now` from the
+// heartbeats and the three lists, then, if a participant was among them, runs the epilogue and
+// (with rerendezvous_on_expiry, in a complete round with survivors) requests a re-rendezvous.
+// The dropped nodes, in node order, go to `dead_nodes` when it is given.
+RendezvousState sanitize(RendezvousState state, const RendezvousSettings& settings, TimePoint wall_now,
+                         std::vector<NodeDesc>* dead_nodes = nullptr);
+
+}  // namespace dagsim::rendezvous

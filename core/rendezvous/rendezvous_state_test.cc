@@ -1,0 +1,403 @@
+// The rendezvous state on its own: node order, settings and their validation, the canonical
+// encoding and what decoding refuses, the epilogue, and sanitize's strict expiry rule with the
+// re-rendezvous switch. Each test cites the rule of shared/reference/rendezvous.md it pins.
+#include "core/rendezvous/rendezvous_state.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "core/base/throws_error_test_util.h"
+
+namespace dagsim::rendezvous {
+namespace {
+
+using std::chrono::nanoseconds;
+using std::chrono::seconds;
+
+NodeDesc nd(std::string addr, uint64_t pid = 0, uint64_t local_id = 0) {
+  NodeDesc node;
+  node.addr = std::move(addr);
+  node.pid = pid;
+  node.local_id = local_id;
+  return node;
+}
+
+TimePoint at_s(int64_t s) { return TimePoint{seconds(s)}; }
+
+RendezvousSettings settings(uint32_t min_nodes, uint32_t max_nodes) {
+  RendezvousSettings s;
+  s.run_id = "run";
+  s.min_nodes = min_nodes;
+  s.max_nodes = max_nodes;
+  return s;
+}
+
+// A complete round of a, b, c (ranks 0..2), d waiting and e spare, heartbeats at 100 s.
+RendezvousState rich_state() {
+  RendezvousState state;
+  state.round = 7;
+  state.complete = true;
+  state.participants = {{nd("a"), 0}, {nd("b"), 1}, {nd("c", 4, 2), 2}};
+  state.wait_list = {nd("d")};
+  state.redundancy_list = {nd("e")};
+  for (const NodeDesc& n : {nd("a"), nd("b"), nd("c", 4, 2), nd("d"), nd("e")}) state.last_heartbeats[n] = at_s(100);
+  return state;
+}
+
+// Reference §1 "Types": _NodeDesc is an order=True dataclass, so nodes sort as the tuple
+// (addr, pid, local_id), strings in code point order; its repr is addr_pid_localid.
+TEST(NodeDesc, SortsAsTheTupleOfAddrPidLocalId) {
+  EXPECT_LT(nd("a", 9, 9), nd("b", 0, 0));
+  EXPECT_LT(nd("a", 1, 9), nd("a", 2, 0));
+  EXPECT_LT(nd("a", 1, 1), nd("a", 1, 2));
+  EXPECT_LT(nd("worker10"), nd("worker2"));  // bytewise, as Python compares str
+  EXPECT_EQ(nd("a", 1, 2), nd("a", 1, 2));
+  EXPECT_EQ(to_string(nd("host.example", 42, 3)), "host.example_42_3");
+}
+
+// Reference §1 "Types and settings": join 600 s, last_call 30 s, close 30 s, heartbeat 5 s,
+// keep-alive 5 s x 3, so a node is dead after more than 15 s; re-rendezvous on by default
+// (issue 11 item 4).
+TEST(RendezvousSettings, DefaultsArePyTorchs) {
+  const RendezvousSettings s = settings(1, 1);
+  EXPECT_EQ(s.timeout.join, seconds(600));
+  EXPECT_EQ(s.timeout.last_call, seconds(30));
+  EXPECT_EQ(s.timeout.close, seconds(30));
+  EXPECT_EQ(s.timeout.heartbeat, seconds(5));
+  EXPECT_EQ(s.keep_alive_interval, seconds(5));
+  EXPECT_EQ(s.keep_alive_max_attempt, 3u);
+  EXPECT_EQ(s.expiry(), seconds(15));
+  EXPECT_EQ(kRollbackPeriod, seconds(5));
+  EXPECT_TRUE(s.rerendezvous_on_expiry);
+  EXPECT_NO_THROW(validate(s));
+}
+
+// Reference §1 "Validation" and RendezvousTimeout: PyTorch's refusals, in PyTorch's words.
+TEST(RendezvousSettings, ValidateRefusesWhatPyTorchRefuses) {
+  RendezvousSettings s = settings(1, 1);
+  s.run_id = "";
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"run id"}));
+  s = settings(0, 1);
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument,
+                           {"The minimum number of nodes (0) must be greater than zero."}));
+  s = settings(3, 2);
+  EXPECT_TRUE(throws_error(
+      [&] { validate(s); }, ErrorCode::invalid_argument,
+      {"The maximum number of nodes (2) must be greater than or equal to the minimum number of nodes (3)."}));
+  s = settings(1, kMaxRendezvousNodes + 1);
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"must be at most 65536"}));
+  s = settings(1, 1);
+  s.timeout.join = seconds(0);
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument,
+                           {"The join timeout (0s) must be positive."}));
+  s = settings(1, 1);
+  s.timeout.last_call = -seconds(1);
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"last call timeout (-1s)"}));
+  s = settings(1, 1);
+  s.timeout.close = seconds(0);
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"close timeout"}));
+  s = settings(1, 1);
+  s.timeout.heartbeat = std::chrono::milliseconds(-250);
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"heartbeat timeout (-250ms)"}));
+  s = settings(1, 1);
+  s.keep_alive_interval = seconds(0);
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"keep-alive interval (0s)"}));
+  s = settings(1, 1);
+  s.keep_alive_max_attempt = 0;
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"max attempt (0)"}));
+  s = settings(1, 1);
+  s.keep_alive_interval = nanoseconds(std::numeric_limits<int64_t>::max() / 2);
+  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"too long"}));
+}
+
+TEST(RendezvousSettings, DescribeIsExact) {
+  EXPECT_EQ(describe(seconds(600)), "600s");
+  EXPECT_EQ(describe(std::chrono::milliseconds(1500)), "1500ms");
+  EXPECT_EQ(describe(nanoseconds(7)), "7ns");
+}
+
+// The encoding is canonical: the same state gives the same bytes however it was built, and
+// decode(encode(s)) == s.
+TEST(RendezvousStateCodec, RoundTripsAndIsCanonical) {
+  RendezvousState state = rich_state();
+  EXPECT_EQ(decode(encode(state)), state);
+
+  RendezvousState forming;
+  forming.deadline = at_s(-3);  // a wall time before the epoch (a skewed simulated node)
+  forming.closed = true;
+  forming.participants = {{nd("x"), 0}, {nd("y"), 0}};
+  forming.last_heartbeats = {{nd("y"), at_s(2)}, {nd("x"), at_s(1)}};
+  EXPECT_EQ(decode(encode(forming)), forming);
+  EXPECT_EQ(decode(encode(RendezvousState{})), RendezvousState{});
+
+  // Built in another order: the same bytes.
+  RendezvousState other;
+  other.last_heartbeats[nd("x")] = at_s(1);
+  other.participants[nd("y")] = 0;
+  other.last_heartbeats[nd("y")] = at_s(2);
+  other.participants[nd("x")] = 0;
+  other.closed = true;
+  other.deadline = at_s(-3);
+  EXPECT_EQ(encode(other), encode(forming));
+
+  state.rerendezvous_requested = true;
+  EXPECT_EQ(decode(encode(state)), state);
+  EXPECT_NE(encode(state), encode(rich_state()));
+}
+
+// Decoding trusts nothing (DESIGN.md "Wire protocol"): every cut of a valid state is refused.
+TEST(RendezvousStateCodec, EveryTruncationIsAProtocolError) {
+  const runtime::Bytes bytes = encode(rich_state());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    const std::span<const uint8_t> prefix(bytes.data(), n);
+    EXPECT_TRUE(throws_error([&] { decode(prefix); }, ErrorCode::protocol_error, {"rendezvous_state"})) << n;
+  }
+  runtime::Bytes longer = bytes;
+  longer.push_back(0);
+  EXPECT_TRUE(throws_error([&] { decode(longer); }, ErrorCode::protocol_error, {"trailing"}));
+}
+
+TEST(RendezvousStateCodec, RefusesAnotherVersionAndNonBooleanFlags) {
+  runtime::Bytes bytes = encode(rich_state());
+  bytes[0] = 2;
+  EXPECT_TRUE(throws_error([&] { decode(bytes); }, ErrorCode::protocol_error, {"rendezvous_state.version: 2"}));
+  bytes = encode(rich_state());
+  bytes[1 + 8] = 2;  // `complete`, after the version and the round
+  EXPECT_TRUE(throws_error([&] { decode(bytes); }, ErrorCode::protocol_error, {"rendezvous_state.complete"}));
+}
+
+// Canonical means one encoding per state: nodes out of order, or repeated, are refused.
+TEST(RendezvousStateCodec, RefusesNodesOutOfOrderOrRepeated) {
+  RendezvousState state;
+  state.wait_list = {nd("a"), nd("b")};
+  state.last_heartbeats = {{nd("a"), at_s(1)}, {nd("b"), at_s(1)}};
+  const runtime::Bytes bytes = encode(state);
+  // Layout: version, round, four flags (13 bytes), an empty participants list (4), the wait
+  // list's count (4), then its nodes of 4 + 1 + 8 + 8 bytes each, the address after its length.
+  const size_t first = 13 + 4 + 4;
+  const size_t node_bytes = 4 + 1 + 8 + 8;
+  runtime::Bytes swapped = bytes;
+  ASSERT_EQ(swapped[first + 4], 'a');
+  ASSERT_EQ(swapped[first + node_bytes + 4], 'b');
+  std::swap(swapped[first + 4], swapped[first + node_bytes + 4]);
+  EXPECT_TRUE(throws_error([&] { decode(swapped); }, ErrorCode::protocol_error,
+                           {"rendezvous_state.wait_list: node a_0_0 is out of order or repeated"}));
+  runtime::Bytes repeated = bytes;
+  repeated[first + node_bytes + 4] = 'a';
+  EXPECT_TRUE(throws_error([&] { decode(repeated); }, ErrorCode::protocol_error, {"out of order or repeated"}));
+}
+
+// Bounded sizes: a count above the bound, or one the bytes cannot hold, is refused before any
+// allocation; an address longer than a DNS name is refused.
+TEST(RendezvousStateCodec, RefusesOversizedCountsAndAddresses) {
+  runtime::Bytes bytes = encode(RendezvousState{});
+  const size_t participants_count = 1 + 8 + 1 + 1 + 1 + 1;
+  auto put_u32 = [&](runtime::Bytes& b, size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
+  };
+  put_u32(bytes, participants_count, kMaxRendezvousNodes + 1);
+  EXPECT_TRUE(throws_error([&] { decode(bytes); }, ErrorCode::protocol_error,
+                           {"rendezvous_state.participants: count 65537 exceeds the limit of 65536"}));
+  put_u32(bytes, participants_count, 1000);
+  EXPECT_TRUE(throws_error([&] { decode(bytes); }, ErrorCode::protocol_error, {"cannot fit"}));
+
+  RendezvousState state;
+  state.wait_list = {nd(std::string(kMaxNodeAddr, 'h'))};
+  state.last_heartbeats = {{nd(std::string(kMaxNodeAddr, 'h')), at_s(1)}};
+  EXPECT_EQ(decode(encode(state)), state);
+  state.wait_list = {nd(std::string(kMaxNodeAddr + 1, 'h'))};
+  state.last_heartbeats = {{nd(std::string(kMaxNodeAddr + 1, 'h')), at_s(1)}};
+  EXPECT_TRUE(throws_error([&] { encode(state); }, ErrorCode::invalid_argument, {"exceeds the limit of 255"}));
+}
+
+// Reference §3 S2, S4, S5, S6: a state the protocol cannot generate is refused by name, so a
+// corrupt store value is an error (PyTorch's "The rendezvous state is corrupt"), never a crash.
+TEST(RendezvousStateCodec, RefusesSelfContradictoryStates) {
+  struct Case {
+    const char* what;
+    void (*spoil)(RendezvousState&);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"participant also waiting", [](RendezvousState& s) { s.wait_list.insert(nd("a")); },
+       "rendezvous_state.wait_list: node a_0_0 is also a participant"},
+      {"participant also spare", [](RendezvousState& s) { s.redundancy_list.insert(nd("a")); },
+       "rendezvous_state.redundancy_list: node a_0_0 is also a participant"},
+      {"waiting node also spare", [](RendezvousState& s) { s.redundancy_list.insert(nd("d")); },
+       "rendezvous_state.redundancy_list: node d_0_0 is also on the wait list"},
+      {"heartbeat of no one", [](RendezvousState& s) { s.last_heartbeats[nd("z")] = at_s(1); },
+       "rendezvous_state.last_heartbeats: node z_0_0 is on no list"},
+      {"participant without heartbeat", [](RendezvousState& s) { s.last_heartbeats.erase(nd("b")); },
+       "rendezvous_state.participants: node b_0_0 has no heartbeat"},
+      {"waiting node without heartbeat", [](RendezvousState& s) { s.last_heartbeats.erase(nd("d")); },
+       "rendezvous_state.wait_list: node d_0_0 has no heartbeat"},
+      {"spare without heartbeat", [](RendezvousState& s) { s.last_heartbeats.erase(nd("e")); },
+       "rendezvous_state.redundancy_list: a node has no heartbeat"},
+      {"complete with a deadline", [](RendezvousState& s) { s.deadline = at_s(1); },
+       "rendezvous_state.deadline: set in a complete round"},
+      {"complete with a repeated rank", [](RendezvousState& s) { s.participants[nd("b")] = 0; },
+       "rendezvous_state.participants: rank 0 of node b_0_0 is out of range or repeated"},
+      {"incomplete with a rank", [](RendezvousState& s) { s.complete = false; },
+       "rendezvous_state.participants: rank 1 of node b_0_0 before completion"},
+      {"no next round", [](RendezvousState& s) { s.round = std::numeric_limits<uint64_t>::max(); },
+       "rendezvous_state.round: no next round"},
+  };
+  for (const Case& c : cases) {
+    RendezvousState state = rich_state();
+    c.spoil(state);
+    ASSERT_TRUE(structural_violation(state)) << c.what;
+    EXPECT_EQ(*structural_violation(state), c.message) << c.what;
+  }
+  EXPECT_EQ(structural_violation(rich_state()), std::nullopt);
+  RendezvousState incomplete;
+  incomplete.rerendezvous_requested = true;
+  EXPECT_EQ(structural_violation(incomplete), "rendezvous_state.rerendezvous_requested: set in an incomplete round");
+  RendezvousState empty_complete;
+  empty_complete.complete = true;
+  EXPECT_EQ(structural_violation(empty_complete), "rendezvous_state.participants: none in a complete round");
+  // A rank gap after a participant left a complete round is legitimate (S2's edge).
+  RendezvousState gap = rich_state();
+  gap.participants.erase(nd("b"));
+  gap.last_heartbeats.erase(nd("b"));
+  EXPECT_EQ(structural_violation(gap), std::nullopt);
+  EXPECT_EQ(decode(encode(gap)), gap);
+}
+
+// decode() applies structural_violation() to what it read: a corrupt blob with a valid layout
+// (here: a participant who is also waiting) is refused with the violation as its message.
+TEST(RendezvousStateCodec, DecodeRefusesAValidLayoutThatContradictsItself) {
+  RendezvousState state;
+  state.participants = {{nd("a"), 0}};
+  state.wait_list = {nd("b")};
+  state.last_heartbeats = {{nd("a"), at_s(1)}, {nd("b"), at_s(1)}};
+  runtime::Bytes bytes = encode(state);
+  // Rename the waiting "b" to "a": layout intact, meaning contradictory.
+  const auto it = std::find(bytes.begin() + 20, bytes.end(), static_cast<uint8_t>('b'));
+  ASSERT_NE(it, bytes.end());
+  *it = 'a';
+  EXPECT_TRUE(throws_error([&] { decode(bytes); }, ErrorCode::protocol_error,
+                           {"rendezvous_state.wait_list: node a_0_0 is also a participant"}));
+}
+
+// Reference §1 "Epilogue": a complete round whose last participant left advances (S6); an
+// incomplete one that fell below min loses its last-call deadline (S4).
+TEST(RemoveParticipantEpilogue, AdvancesAnEmptiedCompleteRoundAndDropsADeadlineBelowMin) {
+  RendezvousState emptied;
+  emptied.round = 4;
+  emptied.complete = true;
+  emptied.rerendezvous_requested = true;
+  const RendezvousState next = remove_participant_epilogue(emptied, settings(2, 4));
+  EXPECT_FALSE(next.complete);
+  EXPECT_EQ(next.round, 5u);
+  EXPECT_FALSE(next.rerendezvous_requested);
+
+  RendezvousState survivors = rich_state();
+  EXPECT_EQ(remove_participant_epilogue(survivors, settings(2, 4)), survivors);
+
+  RendezvousState forming;
+  forming.participants = {{nd("a"), 0}};
+  forming.last_heartbeats = {{nd("a"), at_s(1)}};
+  forming.deadline = at_s(40);
+  EXPECT_EQ(remove_participant_epilogue(forming, settings(2, 4)).deadline, std::nullopt);
+  EXPECT_EQ(remove_participant_epilogue(forming, settings(1, 4)).deadline, at_s(40));
+}
+
+// Reference §1 `_sanitize` and S10: dead iff last heartbeat < wall_now - interval * attempts,
+// strictly. At exactly 15 s the node stays; one nanosecond later it goes.
+TEST(Sanitize, ExpiryIsStrict) {
+  const RendezvousState state = rich_state();  // heartbeats at 100 s
+  const RendezvousSettings s = settings(1, 4);
+  EXPECT_EQ(sanitize(state, s, at_s(115)), state);
+  std::vector<NodeDesc> dead;
+  const RendezvousState after = sanitize(state, s, at_s(115) + nanoseconds(1), &dead);
+  EXPECT_EQ(dead.size(), 5u);
+  EXPECT_TRUE(after.last_heartbeats.empty());
+}
+
+// Reference §1 `_sanitize`: a dead node leaves the heartbeats, the participants, the wait list
+// and the redundancy list; the dead are reported in node order.
+TEST(Sanitize, RemovesTheDeadFromEveryListOnly) {
+  RendezvousState state = rich_state();
+  state.last_heartbeats[nd("b")] = at_s(80);
+  state.last_heartbeats[nd("d")] = at_s(80);
+  state.last_heartbeats[nd("e")] = at_s(80);
+  RendezvousSettings s = settings(1, 4);
+  s.rerendezvous_on_expiry = false;
+  std::vector<NodeDesc> dead;
+  const RendezvousState after = sanitize(state, s, at_s(100), &dead);
+  EXPECT_EQ(dead, (std::vector<NodeDesc>{nd("b"), nd("d"), nd("e")}));
+  EXPECT_EQ(after.participants, (std::map<NodeDesc, uint32_t>{{nd("a"), 0}, {nd("c", 4, 2), 2}}));
+  EXPECT_TRUE(after.wait_list.empty());
+  EXPECT_TRUE(after.redundancy_list.empty());
+  EXPECT_EQ(after.last_heartbeats.size(), 2u);
+  EXPECT_EQ(structural_violation(after), std::nullopt);
+}
+
+// Reference §3 L6 (PyTorch's gap, #111646), kept when the switch is off: a dead participant of
+// a complete round is dropped silently; nobody waits, so no agent restarts.
+TEST(Sanitize, WithoutRerendezvousADeadParticipantIsDroppedSilently) {
+  RendezvousState state = rich_state();
+  state.wait_list.clear();
+  state.last_heartbeats.erase(nd("d"));
+  state.last_heartbeats[nd("b")] = at_s(80);
+  RendezvousSettings s = settings(1, 4);
+  s.rerendezvous_on_expiry = false;
+  const RendezvousState after = sanitize(state, s, at_s(100));
+  EXPECT_TRUE(after.complete);
+  EXPECT_FALSE(after.rerendezvous_requested);
+  EXPECT_EQ(num_nodes_waiting(after), 0u);  // S9: |wait_list|
+}
+
+// Issue 11 item 4 (Note [re-rendezvous on expiry]): with the switch on, the same death requests a
+// re-rendezvous, which the agents see as a waiting node.
+TEST(Sanitize, WithRerendezvousADeadParticipantMakesTheSurvivorsReform) {
+  RendezvousState state = rich_state();
+  state.wait_list.clear();
+  state.last_heartbeats.erase(nd("d"));
+  state.last_heartbeats[nd("b")] = at_s(80);
+  const RendezvousState after = sanitize(state, settings(1, 4), at_s(100));
+  EXPECT_TRUE(after.complete);
+  EXPECT_TRUE(after.rerendezvous_requested);
+  EXPECT_EQ(num_nodes_waiting(after), 1u);
+  EXPECT_EQ(after.round, state.round);
+  EXPECT_EQ(structural_violation(after), std::nullopt);
+}
+
+// The request is for survivors only: a round that lost every participant advances by itself
+// (the epilogue), and the death of a waiting or spare node requests nothing.
+TEST(Sanitize, RerendezvousIsRequestedOnlyForAParticipantWithSurvivors) {
+  RendezvousState all_dead = rich_state();
+  for (auto& [node, last] : all_dead.last_heartbeats) last = at_s(80);
+  const RendezvousState advanced = sanitize(all_dead, settings(1, 4), at_s(100));
+  EXPECT_FALSE(advanced.complete);
+  EXPECT_EQ(advanced.round, all_dead.round + 1);
+  EXPECT_FALSE(advanced.rerendezvous_requested);
+
+  RendezvousState waiter_dead = rich_state();
+  waiter_dead.last_heartbeats[nd("d")] = at_s(80);
+  waiter_dead.last_heartbeats[nd("e")] = at_s(80);
+  const RendezvousState after = sanitize(waiter_dead, settings(1, 4), at_s(100));
+  EXPECT_FALSE(after.rerendezvous_requested);
+  EXPECT_EQ(num_nodes_waiting(after), 0u);
+
+  // In a forming round a death only shrinks it (and, below min, ends the last call).
+  RendezvousState forming;
+  forming.participants = {{nd("a"), 0}, {nd("b"), 0}};
+  forming.last_heartbeats = {{nd("a"), at_s(100)}, {nd("b"), at_s(80)}};
+  forming.deadline = at_s(120);
+  const RendezvousState shrunk = sanitize(forming, settings(2, 4), at_s(100));
+  EXPECT_FALSE(shrunk.rerendezvous_requested);
+  EXPECT_EQ(shrunk.deadline, std::nullopt);
+  EXPECT_EQ(shrunk.participants.size(), 1u);
+}
+
+// Reference §3 S9: num_nodes_waiting is |wait_list|; spares never count.
+TEST(NumNodesWaiting, CountsTheWaitListNotTheSpares) {
+  EXPECT_EQ(num_nodes_waiting(rich_state()), 1u);
+  EXPECT_EQ(num_nodes_waiting(RendezvousState{}), 0u);
+}
+
+}  // namespace
+}  // namespace dagsim::rendezvous

@@ -95,6 +95,8 @@ Action join_op(const RendezvousState& state, const NodeDesc& node, const Rendezv
 
   if (state.complete) {
     // 5. The round formed without us: wait for the next one if it has room, else be a spare.
+    //    (`!is_redundant` always holds here, step 2 having returned for spares; it is kept so
+    //    the condition reads as the reference's.)
     if (participants < settings.max_nodes && !is_waiting) return Action::add_to_wait_list;
     if (participants >= settings.max_nodes && !is_waiting && !is_redundant) return Action::add_to_redundancy_list;
   } else if (is_participant) {

@@ -10,6 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string_view>
+
 namespace dagsim::rendezvous {
 namespace {
 
@@ -101,7 +104,12 @@ TEST(Action, NumbersAndNamesArePyTorchs) {
   EXPECT_EQ(static_cast<int>(Action::finish), 13);
   EXPECT_EQ(action_name(Action::add_to_wait_list), "ADD_TO_WAIT_LIST");
   EXPECT_EQ(action_name(Action::error_graceful_exit), "ERROR_GRACEFUL_EXIT");
-  for (int v = 1; v <= 14; ++v) EXPECT_EQ(changes_state(static_cast<Action>(v)), v <= 9) << v;
+  std::set<std::string_view> names;
+  for (int v = 1; v <= 14; ++v) {
+    EXPECT_EQ(changes_state(static_cast<Action>(v)), v <= 9) << v;
+    names.insert(action_name(static_cast<Action>(v)));
+  }
+  EXPECT_EQ(names.size(), 14u);  // one name each
 }
 
 // ---- should_keep_alive ----

@@ -7,7 +7,7 @@
 //    and decode() accepts only such bytes, so a store may compare states bytewise.
 //  - decode() trusts nothing: every count and length is bounded before anything is allocated, and
 //    a short, oversized, out-of-order or self-contradictory state throws protocol_error naming the
-//    field. It accepts exactly the states structural_violation() finds nothing wrong with.
+//    field; every state structural_violation() objects to is among those refused.
 //  - sanitize() and remove_participant_epilogue() are pure: a state in, a state out, no clocks
 //    read (the caller passes wall_now), nothing random, no unordered iteration.
 //

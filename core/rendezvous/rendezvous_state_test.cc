@@ -1,5 +1,4 @@
-// The rendezvous state on its own: node order, settings and their validation, the canonical
-// encoding and what decoding refuses, the epilogue, and sanitize's strict expiry rule with the
+// The rendezvous state on its own: node order, the canonical encoding and what decoding refuses, the epilogue, and sanitize's strict expiry rule with the
 // re-rendezvous switch. Each test cites the rule of shared/reference/rendezvous.md it pins.
 #include "core/rendezvous/rendezvous_state.h"
 
@@ -55,67 +54,6 @@ TEST(NodeDesc, SortsAsTheTupleOfAddrPidLocalId) {
   EXPECT_LT(nd("worker10"), nd("worker2"));  // bytewise, as Python compares str
   EXPECT_EQ(nd("a", 1, 2), nd("a", 1, 2));
   EXPECT_EQ(to_string(nd("host.example", 42, 3)), "host.example_42_3");
-}
-
-// Reference §1 "Types and settings": join 600 s, last_call 30 s, close 30 s, heartbeat 5 s,
-// keep-alive 5 s x 3, so a node is dead after more than 15 s; re-rendezvous on by default
-// (issue 11 item 4).
-TEST(RendezvousSettings, DefaultsArePyTorchs) {
-  const RendezvousSettings s = settings(1, 1);
-  EXPECT_EQ(s.timeout.join, seconds(600));
-  EXPECT_EQ(s.timeout.last_call, seconds(30));
-  EXPECT_EQ(s.timeout.close, seconds(30));
-  EXPECT_EQ(s.timeout.heartbeat, seconds(5));
-  EXPECT_EQ(s.keep_alive_interval, seconds(5));
-  EXPECT_EQ(s.keep_alive_max_attempt, 3u);
-  EXPECT_EQ(s.expiry(), seconds(15));
-  EXPECT_EQ(kRollbackPeriod, seconds(5));
-  EXPECT_TRUE(s.rerendezvous_on_expiry);
-  EXPECT_NO_THROW(validate(s));
-}
-
-// Reference §1 "Validation" and RendezvousTimeout: PyTorch's refusals, in PyTorch's words.
-TEST(RendezvousSettings, ValidateRefusesWhatPyTorchRefuses) {
-  RendezvousSettings s = settings(1, 1);
-  s.run_id = "";
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"run id"}));
-  s = settings(0, 1);
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument,
-                           {"The minimum number of nodes (0) must be greater than zero."}));
-  s = settings(3, 2);
-  EXPECT_TRUE(throws_error(
-      [&] { validate(s); }, ErrorCode::invalid_argument,
-      {"The maximum number of nodes (2) must be greater than or equal to the minimum number of nodes (3)."}));
-  s = settings(1, kMaxRendezvousNodes + 1);
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"must be at most 65536"}));
-  s = settings(1, 1);
-  s.timeout.join = seconds(0);
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument,
-                           {"The join timeout (0s) must be positive."}));
-  s = settings(1, 1);
-  s.timeout.last_call = -seconds(1);
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"last call timeout (-1s)"}));
-  s = settings(1, 1);
-  s.timeout.close = seconds(0);
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"close timeout"}));
-  s = settings(1, 1);
-  s.timeout.heartbeat = std::chrono::milliseconds(-250);
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"heartbeat timeout (-250ms)"}));
-  s = settings(1, 1);
-  s.keep_alive_interval = seconds(0);
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"keep-alive interval (0s)"}));
-  s = settings(1, 1);
-  s.keep_alive_max_attempt = 0;
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"max attempt (0)"}));
-  s = settings(1, 1);
-  s.keep_alive_interval = nanoseconds(std::numeric_limits<int64_t>::max() / 2);
-  EXPECT_TRUE(throws_error([&] { validate(s); }, ErrorCode::invalid_argument, {"too long"}));
-}
-
-TEST(RendezvousSettings, DescribeIsExact) {
-  EXPECT_EQ(describe(seconds(600)), "600s");
-  EXPECT_EQ(describe(std::chrono::milliseconds(1500)), "1500ms");
-  EXPECT_EQ(describe(nanoseconds(7)), "7ns");
 }
 
 // The encoding is canonical: the same state gives the same bytes however it was built, and
@@ -391,6 +329,21 @@ TEST(Sanitize, RerendezvousIsRequestedOnlyForAParticipantWithSurvivors) {
   EXPECT_FALSE(shrunk.rerendezvous_requested);
   EXPECT_EQ(shrunk.deadline, std::nullopt);
   EXPECT_EQ(shrunk.participants.size(), 1u);
+}
+
+// Messages and test failures show the whole state, lists in node order.
+TEST(RendezvousState, DescribesItselfOnOneLine) {
+  RendezvousState state = rich_state();
+  state.rerendezvous_requested = true;
+  EXPECT_EQ(to_string(state),
+            "round 7 complete rerendezvous_requested participants {a_0_0:0, b_0_0:1, c_4_2:2} wait_list {d_0_0} "
+            "redundancy_list {e_0_0} last_heartbeats {a_0_0@100000000000ns, b_0_0@100000000000ns, "
+            "c_4_2@100000000000ns, d_0_0@100000000000ns, e_0_0@100000000000ns}");
+  RendezvousState forming;
+  forming.closed = true;
+  forming.deadline = TimePoint{nanoseconds(5)};
+  EXPECT_EQ(to_string(forming),
+            "round 0 incomplete closed deadline 5ns participants {} wait_list {} redundancy_list {} last_heartbeats {}");
 }
 
 // Reference §3 S9: num_nodes_waiting is |wait_list|; spares never count.

@@ -1,0 +1,82 @@
+#include "core/store/store_client.h"
+
+#include "core/base/error.h"
+
+namespace dagsim::store {
+
+StoreReply StoreClient::call(StoreOp op, std::vector<std::string> keys, std::vector<Bytes> values, int64_t number,
+                             uint64_t version, bool waits) {
+  StoreRequest request;
+  request.op = static_cast<uint8_t>(op);
+  request.keys = std::move(keys);
+  request.values = std::move(values);
+  request.number = number;
+  request.version = version;
+  request.timeout_ns = waits ? timeout().count() : 0;
+  // A waiting request gets the store's timeout and then some, so the store's own timed_out, which
+  // names the keys, arrives first; any other request gets the store's timeout.
+  const Duration rpc_timeout = waits ? timeout() + kReplyGrace : timeout();
+  const std::string what = std::string("store ") + store_op_name(op) + " on node " + std::to_string(store_node_);
+  Bytes reply = agent_.request_bytes(store_node_, kStoreRequest, rpc::to_bytes(request), rpc_timeout, what).get();
+  return rpc::from_bytes<StoreReply>(reply);
+}
+
+Versioned StoreClient::versioned(StoreReply& reply) {
+  if (reply.values.size() != 1 || reply.versions.size() != 1) {
+    throw errors::protocol_error("store reply: expected one value and one version");
+  }
+  return {std::move(reply.values[0]), reply.versions[0]};
+}
+
+void StoreClient::set(const std::string& key, Bytes value) { call(StoreOp::set, {key}, {std::move(value)}); }
+
+Bytes StoreClient::get(const std::string& key) {
+  StoreReply r = call(StoreOp::get, {key}, {}, 0, 0, true);
+  if (r.values.size() != 1) throw errors::protocol_error("store reply to get: expected one value");
+  return std::move(r.values[0]);
+}
+
+Bytes StoreClient::compare_set(const std::string& key, const Bytes& expected, Bytes desired) {
+  StoreReply r = call(StoreOp::compare_set, {key}, {expected, std::move(desired)});
+  if (r.values.size() != 1) throw errors::protocol_error("store reply to compare_set: expected one value");
+  return std::move(r.values[0]);
+}
+
+int64_t StoreClient::add(const std::string& key, int64_t delta) { return call(StoreOp::add, {key}, {}, delta).number; }
+
+void StoreClient::wait(const std::vector<std::string>& keys) { call(StoreOp::wait, keys, {}, 0, 0, true); }
+
+bool StoreClient::check(const std::vector<std::string>& keys) { return call(StoreOp::check, keys).flag; }
+
+bool StoreClient::delete_key(const std::string& key) { return call(StoreOp::delete_key, {key}).flag; }
+
+int64_t StoreClient::num_keys() { return call(StoreOp::num_keys, {}).number; }
+
+std::vector<Bytes> StoreClient::multi_get(const std::vector<std::string>& keys) {
+  StoreReply r = call(StoreOp::multi_get, keys, {}, 0, 0, true);
+  if (r.values.size() != keys.size()) throw errors::protocol_error("store reply to multi_get: one value per key expected");
+  return std::move(r.values);
+}
+
+void StoreClient::multi_set(const std::vector<std::string>& keys, std::vector<Bytes> values) {
+  if (keys.size() != values.size()) throw errors::invalid_argument("store multi_set: as many values as keys are needed");
+  call(StoreOp::multi_set, keys, std::move(values));
+}
+
+Versioned StoreClient::get_versioned(const std::string& key) {
+  StoreReply r = call(StoreOp::get_versioned, {key});
+  return versioned(r);
+}
+
+CasOutcome StoreClient::compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) {
+  StoreReply r = call(StoreOp::compare_set_version, {key}, {std::move(desired)}, 0, expected_version);
+  const bool written = r.flag;
+  return {written, versioned(r)};
+}
+
+Versioned StoreClient::watch(const std::string& key, uint64_t known_version) {
+  StoreReply r = call(StoreOp::watch, {key}, {}, 0, known_version, true);
+  return versioned(r);
+}
+
+}  // namespace dagsim::store

@@ -1,0 +1,54 @@
+// StoreService: the built-in store (issue 11), a service on one node's RpcAgent, reachable only
+// over the transport, so its death or a partition affects its clients as in life. It holds the
+// keys in memory (they die with the node's incarnation) and serves StoreRequest payloads
+// (store_messages.h) with the semantics of store.h; StoreClient is its client.
+//
+// Waiting operations (get, wait, multi_get, watch) block their handler fiber until the keys are
+// there (or the watched key changed), or the request's timeout passes: then the reply is an
+// Error(timed_out) naming the keys, which the client rethrows. Every write wakes every waiter, which
+// re-checks its own condition (waiters are few: one per rendezvous participant).
+//
+// Threading: the node's fibers (handlers run on them).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/rpc/rpc_agent.h"
+#include "core/runtime/wait.h"
+#include "core/store/store.h"
+#include "core/store/store_messages.h"
+
+namespace dagsim::store {
+
+class StoreService {
+ public:
+  // Registers the store's handler on `agent` (before or after start()). `agent` outlives this.
+  explicit StoreService(rpc::RpcAgent& agent);
+
+  size_t size() const { return data_.size(); }
+  uint64_t revision() const { return revision_; }
+
+ private:
+  rpc::Bytes serve(const StoreRequest& request);
+  // Blocks until `ready()` holds or the request's timeout passes; throws timed_out naming `what`.
+  void block_for_change(const StoreRequest& request, const std::function<bool()>& ready, const std::string& what);
+  void write(const std::string& key, rpc::Bytes value);
+  bool erase(const std::string& key);
+  Versioned lookup(const std::string& key) const;
+
+  struct Entry {
+    rpc::Bytes value;
+    uint64_t version = 0;
+  };
+  rpc::RpcAgent& agent_;
+  std::map<std::string, Entry> data_;
+  uint64_t revision_ = 0;
+  runtime::FiberMutex mutex_;
+  runtime::FiberCondition changed_;
+};
+
+// "[a, b, c]" for messages (at most the first 8 keys, then "and N more").
+std::string key_list(const std::vector<std::string>& keys);
+
+}  // namespace dagsim::store

@@ -1,0 +1,184 @@
+// Tests of the built-in store (StoreService on node 0, StoreClients on nodes 1 and 2, LocalRuntime's
+// virtual time): PyTorch's Store semantics (compare_set's three cases, add as decimal text, get and
+// wait blocking until a key is set, multi_get/multi_set, delete, num_keys), versions as
+// compare-and-set tokens (a stale token never writes), watches that wake on a change and not
+// before, and every waiting call ending with an error that names its keys or the store, never a
+// hang.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "core/base/throws_error_test_util.h"
+#include "core/fibers/local_runtime.h"
+#include "core/store/store_client.h"
+#include "core/store/store_service.h"
+
+namespace dagsim::store {
+namespace {
+
+using namespace std::chrono_literals;
+using fibers::LocalRuntime;
+
+Bytes text(std::string_view s) { return Bytes(s.begin(), s.end()); }
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    registry_ = rpc::FunctionRegistry::with_builtins();
+    for (int i = 0; i < 3; ++i) {
+      runtime::Env& env = rt_.add_node("worker" + std::to_string(i));
+      agents_.push_back(std::make_unique<rpc::RpcAgent>(env, registry_));
+      if (i == 0) service_ = std::make_unique<StoreService>(*agents_.back());
+      agents_.back()->start();
+      clients_.push_back(std::make_unique<StoreClient>(*agents_.back(), 0));
+      clients_.back()->set_timeout(2s);
+    }
+  }
+
+  StoreClient& client(int i) { return *clients_[static_cast<size_t>(i)]; }
+
+  LocalRuntime rt_;
+  rpc::FunctionRegistry registry_;
+  std::vector<std::unique_ptr<rpc::RpcAgent>> agents_;
+  std::unique_ptr<StoreService> service_;
+  std::vector<std::unique_ptr<StoreClient>> clients_;
+};
+
+TEST_F(StoreTest, SetGetAndPyTorchsCompareSet) {
+  rt_.run_on(1, [&] {
+    client(1).set("a", text("1"));
+    EXPECT_EQ(client(1).get("a"), text("1"));
+    // Absent key, empty expected: written. Absent key, other expected: not written, expected back.
+    EXPECT_EQ(client(1).compare_set("b", {}, text("x")), text("x"));
+    EXPECT_EQ(client(1).compare_set("c", text("e"), text("y")), text("e"));
+    EXPECT_FALSE(client(1).check({"c"}));
+    // Present key: written only if it holds expected; the current value back either way.
+    EXPECT_EQ(client(1).compare_set("b", text("x"), text("z")), text("z"));
+    EXPECT_EQ(client(1).compare_set("b", text("x"), text("w")), text("z"));
+    EXPECT_EQ(client(1).get("b"), text("z"));
+  });
+}
+
+TEST_F(StoreTest, AddKeepsDecimalTextAndRefusesAKeyThatHoldsNoInteger) {
+  rt_.run_on(1, [&] {
+    EXPECT_EQ(client(1).add("n", 5), 5);
+    EXPECT_EQ(client(1).add("n", -2), 3);
+    EXPECT_EQ(client(1).get("n"), text("3"));
+    client(1).set("s", text("three"));
+    EXPECT_TRUE(throws_error([&] { client(1).add("s", 1); }, ErrorCode::invalid_argument, {"does not hold an integer"}));
+  });
+}
+
+TEST_F(StoreTest, GetWaitsUntilAnotherNodeSetsTheKey) {
+  runtime::TimePoint got_at;
+  rt_.env(2).spawner.spawn("setter", [&] {
+    rt_.env(2).clock.sleep(500ms);
+    client(2).set("late", text("v"));
+  });
+  const Bytes v = rt_.run_on(1, [&] {
+    Bytes out = client(1).get("late");
+    got_at = rt_.now();
+    return out;
+  });
+  EXPECT_EQ(v, text("v"));
+  EXPECT_GE(got_at, runtime::TimePoint{} + 500ms);
+  EXPECT_LT(got_at, runtime::TimePoint{} + 600ms) << "woken by the write, not by a poll";
+}
+
+TEST_F(StoreTest, WaitTimesOutNamingTheKeysStillMissing) {
+  rt_.run_on(1, [&] {
+    client(1).set("here", text("1"));
+    EXPECT_TRUE(throws_error([&] { client(1).wait({"here", "absent"}); }, ErrorCode::timed_out,
+                             {"store wait for keys [here, absent] timed out after 2000 ms", "still missing: [absent]"}));
+  });
+  EXPECT_LE(rt_.now(), runtime::TimePoint{} + 2s + 10ms);
+}
+
+TEST_F(StoreTest, MultiGetMultiSetDeleteAndNumKeys) {
+  rt_.run_on(2, [&] {
+    client(2).multi_set({"k1", "k2"}, {text("v1"), text("v2")});
+    EXPECT_EQ(client(2).multi_get({"k2", "k1"}), (std::vector<Bytes>{text("v2"), text("v1")}));
+    EXPECT_EQ(client(2).num_keys(), 2);
+    EXPECT_TRUE(client(2).delete_key("k1"));
+    EXPECT_FALSE(client(2).delete_key("k1"));
+    EXPECT_EQ(client(2).num_keys(), 1);
+    EXPECT_TRUE(throws_error([&] { client(2).multi_set({"a"}, {}); }, ErrorCode::invalid_argument, {"as many values as keys"}));
+  });
+}
+
+TEST_F(StoreTest, VersionsRiseWithEveryWriteAndAStaleTokenNeverWrites) {
+  rt_.run_on(1, [&] {
+    EXPECT_EQ(client(1).get_versioned("state").version, 0u);
+    const CasOutcome first = client(1).compare_set_version("state", 0, text("round 0"));
+    ASSERT_TRUE(first.written);
+    const uint64_t token = first.current.version;
+    EXPECT_GT(token, 0u);
+    // Another node writes with the same token first: ours is stale and writes nothing.
+    const CasOutcome theirs = client(2).compare_set_version("state", token, text("round 1 by 2"));
+    ASSERT_TRUE(theirs.written);
+    EXPECT_GT(theirs.current.version, token);
+    const CasOutcome ours = client(1).compare_set_version("state", token, text("round 1 by 1"));
+    EXPECT_FALSE(ours.written);
+    EXPECT_EQ(ours.current.value, text("round 1 by 2"));
+    EXPECT_EQ(ours.current.version, theirs.current.version);
+    // A token of 0 writes only an absent key.
+    EXPECT_FALSE(client(1).compare_set_version("state", 0, text("again")).written);
+  });
+}
+
+TEST_F(StoreTest, AWatchWakesWhenTheKeyChangesAndNotBefore) {
+  rt_.run_on(1, [&] { client(1).set("w", text("a")); });
+  const uint64_t known = rt_.run_on(1, [&] { return client(1).get_versioned("w").version; });
+  rt_.env(2).spawner.spawn("writer", [&] {
+    rt_.env(2).clock.sleep(300ms);
+    client(2).set("other", text("not this one"));
+    rt_.env(2).clock.sleep(300ms);
+    client(2).set("w", text("b"));
+  });
+  runtime::TimePoint woke;
+  const Versioned v = rt_.run_on(1, [&] {
+    Versioned out = client(1).watch("w", known);
+    woke = rt_.now();
+    return out;
+  });
+  EXPECT_EQ(v.value, text("b"));
+  EXPECT_GT(v.version, known);
+  EXPECT_GE(woke, runtime::TimePoint{} + 600ms);
+  EXPECT_LT(woke, runtime::TimePoint{} + 700ms);
+  // A deletion is a change too.
+  rt_.env(2).spawner.spawn("deleter", [&] { client(2).delete_key("w"); });
+  EXPECT_EQ(rt_.run_on(1, [&] { return client(1).watch("w", v.version).version; }), 0u);
+}
+
+TEST_F(StoreTest, AWatchThatSeesNoChangeTimesOut) {
+  rt_.run_on(1, [&] {
+    client(1).set("still", text("x"));
+    const uint64_t known = client(1).get_versioned("still").version;
+    EXPECT_TRUE(throws_error([&] { client(1).watch("still", known); }, ErrorCode::timed_out, {"watch of key still timed out"}));
+  });
+}
+
+TEST_F(StoreTest, AStoreThatDiesFailsEveryWaiterWithAClearErrorWithinItsTimeout) {
+  rt_.env(0).spawner.spawn("death", [&] {
+    rt_.env(0).clock.sleep(100ms);
+    rt_.kill(0);
+  });
+  bool failed_clearly = false;
+  rt_.run_on(1, [&] {
+    try {
+      client(1).get("never");
+    } catch (const Error& e) {
+      failed_clearly = (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed) &&
+                       std::string(e.what()).find("store get on node 0") != std::string::npos;
+      EXPECT_TRUE(failed_clearly) << e.what();
+    }
+  });
+  EXPECT_TRUE(failed_clearly);
+  EXPECT_LE(rt_.now(), runtime::TimePoint{} + 2s + kReplyGrace + 10ms);
+  // A call after the death fails at once, naming the store's node.
+  EXPECT_TRUE(throws_error([&] { rt_.run_on(1, [&] { client(1).set("k", text("v")); }); }, ErrorCode::connection_failed,
+                           {"store set on node 0"}));
+}
+
+}  // namespace
+}  // namespace dagsim::store

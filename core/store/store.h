@@ -67,6 +67,11 @@ class Store {
   virtual CasOutcome compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) = 0;
   // Waits up to timeout() until the key's version differs from `known_version`; returns it then.
   virtual Versioned watch(const std::string& key, uint64_t known_version) = 0;
+  // watch() bounded by `timeout` instead of the store's, and quiet about it: when `timeout` passes
+  // with no change it returns the key as it is (version still `known_version`) rather than throwing.
+  // A waiter with its own deadline (the rendezvous executor's next time-based transition) waits
+  // this way; a store that cannot be reached still throws, about `timeout` later at most.
+  virtual Versioned watch_at_most(const std::string& key, uint64_t known_version, Duration timeout) = 0;
 
   Duration timeout() const { return timeout_; }
   void set_timeout(Duration timeout) { timeout_ = timeout; }

@@ -5,17 +5,17 @@
 namespace dagsim::store {
 
 StoreReply StoreClient::call(StoreOp op, std::vector<std::string> keys, std::vector<Bytes> values, int64_t number,
-                             uint64_t version, bool waits) {
+                             uint64_t version, std::optional<Duration> waits) {
   StoreRequest request;
   request.op = static_cast<uint8_t>(op);
   request.keys = std::move(keys);
   request.values = std::move(values);
   request.number = number;
   request.version = version;
-  request.timeout_ns = waits ? timeout().count() : 0;
-  // A waiting request gets the store's timeout and then some, so the store's own timed_out, which
-  // names the keys, arrives first; any other request gets the store's timeout.
-  const Duration rpc_timeout = waits ? timeout() + kReplyGrace : timeout();
+  request.timeout_ns = waits ? waits->count() : 0;
+  // A waiting request gets its wait and then some, so the store's own timed_out, which names the
+  // keys, arrives first; any other request gets the store's timeout.
+  const Duration rpc_timeout = waits ? *waits + kReplyGrace : timeout();
   const std::string what = std::string("store ") + store_op_name(op) + " on node " + std::to_string(store_node_);
   Bytes reply = agent_.request_bytes(store_node_, kStoreRequest, rpc::to_bytes(request), rpc_timeout, what).get();
   return rpc::from_bytes<StoreReply>(reply);
@@ -31,7 +31,7 @@ Versioned StoreClient::versioned(StoreReply& reply) {
 void StoreClient::set(const std::string& key, Bytes value) { call(StoreOp::set, {key}, {std::move(value)}); }
 
 Bytes StoreClient::get(const std::string& key) {
-  StoreReply r = call(StoreOp::get, {key}, {}, 0, 0, true);
+  StoreReply r = call(StoreOp::get, {key}, {}, 0, 0, timeout());
   if (r.values.size() != 1) throw errors::protocol_error("store reply to get: expected one value");
   return std::move(r.values[0]);
 }
@@ -44,7 +44,7 @@ Bytes StoreClient::compare_set(const std::string& key, const Bytes& expected, By
 
 int64_t StoreClient::add(const std::string& key, int64_t delta) { return call(StoreOp::add, {key}, {}, delta).number; }
 
-void StoreClient::wait(const std::vector<std::string>& keys) { call(StoreOp::wait, keys, {}, 0, 0, true); }
+void StoreClient::wait(const std::vector<std::string>& keys) { call(StoreOp::wait, keys, {}, 0, 0, timeout()); }
 
 bool StoreClient::check(const std::vector<std::string>& keys) { return call(StoreOp::check, keys).flag; }
 
@@ -53,7 +53,7 @@ bool StoreClient::delete_key(const std::string& key) { return call(StoreOp::dele
 int64_t StoreClient::num_keys() { return call(StoreOp::num_keys, {}).number; }
 
 std::vector<Bytes> StoreClient::multi_get(const std::vector<std::string>& keys) {
-  StoreReply r = call(StoreOp::multi_get, keys, {}, 0, 0, true);
+  StoreReply r = call(StoreOp::multi_get, keys, {}, 0, 0, timeout());
   if (r.values.size() != keys.size()) throw errors::protocol_error("store reply to multi_get: one value per key expected");
   return std::move(r.values);
 }
@@ -75,7 +75,13 @@ CasOutcome StoreClient::compare_set_version(const std::string& key, uint64_t exp
 }
 
 Versioned StoreClient::watch(const std::string& key, uint64_t known_version) {
-  StoreReply r = call(StoreOp::watch, {key}, {}, 0, known_version, true);
+  StoreReply r = call(StoreOp::watch, {key}, {}, 0, known_version, timeout());
+  return versioned(r);
+}
+
+Versioned StoreClient::watch_at_most(const std::string& key, uint64_t known_version, Duration timeout) {
+  if (timeout < Duration::zero()) throw errors::invalid_argument("store watch_at_most: negative timeout");
+  StoreReply r = call(StoreOp::watch, {key}, {}, kWatchQuietly, known_version, timeout);
   return versioned(r);
 }
 

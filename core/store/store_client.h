@@ -9,6 +9,8 @@
 // Threading: calls block the calling node fiber.
 #pragma once
 
+#include <optional>
+
 #include "core/rpc/rpc_agent.h"
 #include "core/store/store.h"
 #include "core/store/store_messages.h"
@@ -34,12 +36,13 @@ class StoreClient final : public Store {
   Versioned get_versioned(const std::string& key) override;
   CasOutcome compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) override;
   Versioned watch(const std::string& key, uint64_t known_version) override;
+  Versioned watch_at_most(const std::string& key, uint64_t known_version, Duration timeout) override;
 
   WorkerId store_node() const { return store_node_; }
 
  private:
   StoreReply call(StoreOp op, std::vector<std::string> keys, std::vector<Bytes> values = {}, int64_t number = 0,
-                  uint64_t version = 0, bool waits = false);
+                  uint64_t version = 0, std::optional<Duration> waits = std::nullopt);
   static Versioned versioned(StoreReply& reply);
 
   rpc::RpcAgent& agent_;

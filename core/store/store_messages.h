@@ -24,13 +24,16 @@ enum class StoreOp : uint8_t {
 };
 inline constexpr uint8_t kLastStoreOp = static_cast<uint8_t>(StoreOp::watch);
 const char* store_op_name(StoreOp op);
+// A watch whose request carries this number answers the key unchanged when its timeout passes
+// (Store::watch_at_most) instead of timed_out.
+inline constexpr int64_t kWatchQuietly = 1;
 
 struct StoreRequest {
   static constexpr const char* kName = "store_request";
   uint8_t op = 0;
   std::vector<std::string> keys;
   std::vector<rpc::Bytes> values;
-  int64_t number = 0;      // add: the delta
+  int64_t number = 0;      // add: the delta; watch: kWatchQuietly or 0
   uint64_t version = 0;    // compare_set_version: expected; watch: known
   int64_t timeout_ns = 0;  // get, wait, multi_get, watch: how long the store waits
   template <class Io, class Self>

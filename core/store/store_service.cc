@@ -207,7 +207,12 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
     case StoreOp::watch: {
       need(1, 0);
       const std::string& key = keys[0];
-      block_for_change(request, [&] { return lookup(key).version != request.version; }, "watch of key " + printable(key, 80));
+      try {
+        block_for_change(request, [&] { return lookup(key).version != request.version; }, "watch of key " + printable(key, 80));
+      } catch (const Error& e) {
+        // A quiet watch answers the unchanged key at its timeout (Store::watch_at_most).
+        if (e.code() != ErrorCode::timed_out || request.number != kWatchQuietly) throw;
+      }
       Versioned v = lookup(key);
       reply.values.push_back(std::move(v.value));
       reply.versions.push_back(v.version);

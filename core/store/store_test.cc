@@ -158,6 +158,26 @@ TEST_F(StoreTest, AWatchThatSeesNoChangeTimesOut) {
   });
 }
 
+TEST_F(StoreTest, ABoundedWatchAnswersTheUnchangedKeyAtItsTimeoutOrTheChangeAtOnce) {
+  rt_.run_on(1, [&] {
+    client(1).set("b", text("x"));
+    const uint64_t known = client(1).get_versioned("b").version;
+    const runtime::TimePoint start = rt_.now();
+    const Versioned same = client(1).watch_at_most("b", known, 300ms);
+    EXPECT_EQ(same.version, known);
+    EXPECT_EQ(same.value, text("x"));
+    EXPECT_EQ(rt_.now(), start + 300ms) << "its own timeout, not the store's (2 s)";
+  });
+  rt_.env(2).spawner.spawn("writer", [&] {
+    rt_.env(2).clock.sleep(100ms);
+    client(2).set("b", text("y"));
+  });
+  const runtime::TimePoint start = rt_.now();
+  const Versioned changed = rt_.run_on(1, [&] { return client(1).watch_at_most("b", client(1).get_versioned("b").version, 1s); });
+  EXPECT_EQ(changed.value, text("y"));
+  EXPECT_LT(rt_.now(), start + 200ms);
+}
+
 TEST_F(StoreTest, AStoreThatDiesFailsEveryWaiterWithAClearErrorWithinItsTimeout) {
   rt_.env(0).spawner.spawn("death", [&] {
     rt_.env(0).clock.sleep(100ms);

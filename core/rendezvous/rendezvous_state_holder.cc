@@ -1,0 +1,69 @@
+#include "core/rendezvous/rendezvous_state_holder.h"
+
+#include "core/base/assert.h"
+
+namespace dagsim::rendezvous {
+
+RendezvousStateHolder::RendezvousStateHolder(RendezvousBackend& backend, const RendezvousSettings& settings,
+                                             runtime::Env& env, Duration cache_duration)
+    : backend_(backend), settings_(settings), env_(env), cache_duration_(cache_duration) {
+  DAGSIM_ASSERT(cache_duration_ >= Duration::zero());
+  DAGSIM_ASSERT(backend_.run_id() == settings_.run_id);
+}
+
+std::optional<bool> RendezvousStateHolder::sync(bool use_cache) {
+  if (dirty_) {
+    // Write what this node decided. A lost race hands back the winner's state, which the caller
+    // decides on afresh at once (PyTorch retries with no back-off; so do we: the loser learns the
+    // new state in the same round trip).
+    SetStateOutcome outcome = backend_.set_state(state_, token_);
+    ++store_syncs_;
+    take(outcome.current);
+    return outcome.written;
+  }
+  const TimePoint now = env_.clock.now();
+  // The boundary counts as fresh (PyTorch's `last_sync >= now - cache`), see reference §1
+  // "Simulator trap": a 1 s poll with a 1 s cache reads the store every 2 s.
+  if (use_cache && cache_duration_ > Duration::zero() && last_sync_ && *last_sync_ >= now - cache_duration_) {
+    ++cached_syncs_;
+    return std::nullopt;
+  }
+  std::optional<FetchedState> fetched = backend_.get_state();
+  ++store_syncs_;
+  take(fetched);
+  return std::nullopt;
+}
+
+void RendezvousStateHolder::update(RendezvousState next) {
+  state_ = std::move(next);
+  dirty_ = true;
+}
+
+void RendezvousStateHolder::adopt(const FetchedState& fetched) {
+  DAGSIM_ASSERT(!dirty_);
+  take(fetched);
+}
+
+void RendezvousStateHolder::take(const std::optional<FetchedState>& fetched) {
+  if (fetched) {
+    DAGSIM_ASSERT(fetched->state != nullptr);
+    state_ = *fetched->state;
+    token_ = fetched->token;
+  } else {
+    state_ = RendezvousState{};
+    token_ = 0;
+  }
+  dirty_ = false;
+  last_sync_ = env_.clock.now();
+  // Sanitize with this node's wall clock: heartbeats are other nodes' wall_now() stamps, so skew
+  // between the nodes shifts when this node sees them expire (reference §1, `_sanitize`).
+  state_ = sanitize(std::move(state_), settings_, env_.clock.wall_now(), &dead_nodes_);
+  if (!dead_nodes_.empty()) {
+    std::string detail = "run " + settings_.run_id + " round " + std::to_string(state_.round) + " seen by " +
+                         env_.name + ":";
+    for (const NodeDesc& node : dead_nodes_) detail += " " + to_string(node);
+    env_.log.event("rendezvous.dead_nodes", detail);
+  }
+}
+
+}  // namespace dagsim::rendezvous

@@ -1,0 +1,131 @@
+#include "core/rendezvous/rendezvous_handler.h"
+
+#include <mutex>
+
+#include "core/base/assert.h"
+#include "core/base/error.h"
+
+namespace dagsim::rendezvous {
+
+namespace {
+
+// Checked before any member is built from them (the backend asserts a run id).
+RendezvousSettings validated(RendezvousSettings settings, const RendezvousHandlerOptions& options) {
+  validate(settings);
+  if (options.poll_interval < Duration::zero()) throw errors::invalid_argument("rendezvous poll_interval is negative");
+  if (options.cache_duration < Duration::zero()) throw errors::invalid_argument("rendezvous cache_duration is negative");
+  return settings;
+}
+
+bool is_rendezvous_error(const Error& e) {
+  switch (e.code()) {
+    case ErrorCode::rendezvous_closed:
+    case ErrorCode::rendezvous_timeout:
+    case ErrorCode::rendezvous_graceful_exit:
+    case ErrorCode::rendezvous_connection_failed:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+RendezvousHandler::RendezvousHandler(runtime::Env& env, store::Store& store, RendezvousSettings settings, NodeDesc node,
+                                     RendezvousHandlerOptions options)
+    : env_(env),
+      settings_(validated(std::move(settings), options)),
+      node_(std::move(node)),
+      backend_(store, settings_.run_id),
+      holder_(backend_, settings_, env_, options.cache_duration),
+      executor_(holder_, backend_, node_, env_, options.poll_interval) {}
+
+RendezvousHandler::~RendezvousHandler() {
+  // The scope's destruction cancels the keep-alive; see ops_lock_ for what it may still touch.
+  keep_alive_scope_.reset();
+}
+
+RendezvousInfo RendezvousHandler::next_rendezvous() {
+  stop_keep_alive();
+  std::lock_guard guard(*ops_lock_);
+  // One deadline for both ops, as PyTorch: leaving the old round counts against the join timeout.
+  const TimePoint deadline = env_.clock.now() + settings_.timeout.join;
+  executor_.run(exit_op, "exit", deadline);
+  executor_.run(join_op, "join", deadline);
+  const RendezvousState& state = holder_.state();
+  // S8: the join op finishes only on a complete round this node is part of.
+  DAGSIM_ASSERT(state.complete);
+  const auto me = state.participants.find(node_);
+  DAGSIM_ASSERT(me != state.participants.end());
+  const RendezvousInfo info{me->second, static_cast<uint32_t>(state.participants.size()), state.round};
+  start_keep_alive(info.round);
+  return info;
+}
+
+bool RendezvousHandler::is_closed() {
+  std::lock_guard guard(*ops_lock_);
+  executor_.sync("is_closed", /*use_cache=*/false);
+  return holder_.state().closed;
+}
+
+void RendezvousHandler::set_closed() {
+  std::lock_guard guard(*ops_lock_);
+  executor_.run(close_op, "close", env_.clock.now() + settings_.timeout.close);
+}
+
+uint64_t RendezvousHandler::num_nodes_waiting() {
+  std::lock_guard guard(*ops_lock_);
+  executor_.sync("num_nodes_waiting", /*use_cache=*/false);
+  return rendezvous::num_nodes_waiting(holder_.state());
+}
+
+bool RendezvousHandler::shutdown() {
+  stop_keep_alive();
+  std::lock_guard guard(*ops_lock_);
+  try {
+    executor_.run(exit_op, "exit", env_.clock.now() + settings_.timeout.close);
+    return true;
+  } catch (const Error& e) {
+    runtime::rethrow_if_unwinding(e);
+    if (!is_rendezvous_error(e)) throw;
+    env_.log.event("rendezvous.shutdown_failed", e.what());
+    return false;
+  }
+}
+
+void RendezvousHandler::stop_keep_alive() {
+  if (!keep_alive_scope_) return;
+  keep_alive_scope_->cancel();
+  // Its fiber unwinds at its blocking point; once joined, no heartbeat of the old round can be
+  // written after this node moves on.
+  keep_alive_scope_->join();
+  keep_alive_scope_.reset();
+}
+
+void RendezvousHandler::start_keep_alive(uint64_t round) {
+  DAGSIM_ASSERT(keep_alive_scope_ == nullptr);
+  const std::string name = "rendezvous keep-alive " + to_string(node_) + " round " + std::to_string(round);
+  keep_alive_scope_ = std::make_unique<runtime::CancelScope>(name, env_.spawner);
+  env_.spawner.spawn(*keep_alive_scope_, name, [this, lock = ops_lock_] {
+    (void)lock;  // held so the mutex outlives the handler while this fiber unwinds
+    keep_alive_loop();
+  });
+}
+
+void RendezvousHandler::keep_alive_loop() {
+  for (;;) {
+    env_.clock.sleep(settings_.keep_alive_interval);
+    std::lock_guard guard(*ops_lock_);
+    try {
+      executor_.run(keep_alive_op, "keep-alive", env_.clock.now() + settings_.timeout.heartbeat);
+      ++keep_alives_;
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+      if (!is_rendezvous_error(e)) throw;
+      ++keep_alive_failures_;
+      env_.log.event("rendezvous.keep_alive_failed", e.what());
+    }
+  }
+}
+
+}  // namespace dagsim::rendezvous

@@ -194,17 +194,24 @@ message = "an error that never comes"
 namespace dagsim::cli::testing {
 namespace {
 
-// A port nobody listens on right now (the OS's pick, released at once).
+// A port nobody listens on right now, below Linux's ephemeral range (32768 and up): a port the OS
+// picked would be free for the next outgoing connection of any test running beside this one.
 uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  static uint16_t next = static_cast<uint16_t>(20000 + (::getpid() % 600) * 20);
+  for (int tries = 0; tries < 2000; ++tries) {
+    const uint16_t port = next++;
+    if (next >= 32000) next = 20000;
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_port = htons(port);
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  ADD_FAILURE() << "no free port in 20000..31999";
+  return 0;
 }
 
 // The run of docs/tcp.md's two hosts, on one: the launcher waits on its control port, each node is
@@ -222,8 +229,8 @@ TEST(TransportEquivalence, NodesStartedByHandJoinALauncherThroughItsControlPort)
   const std::string node = env + DAGSIM_BINARY + " node --scenario " + example("seed_example") + " --peers " + peers +
                            " --control 127.0.0.1:" + std::to_string(control);
   const std::string command = "(" + node + " --name worker0 --records " + (dir / "host0").string() + " & " + node +
-                              " --name worker1 --records " + (dir / "host1").string() + " & " + env + DAGSIM_BINARY +
-                              " run " + example("seed_example") + " --transport tcp --json --peers " + peers +
+                              " --name worker1 --records " + (dir / "host1").string() + " & " + env + "timeout 60 " +
+                              DAGSIM_BINARY + " run " + example("seed_example") + " --transport tcp --json --peers " + peers +
                               " --control-port " + std::to_string(control) + " --records " + (dir / "run").string() +
                               " > " + (dir / "out.json").string() + " 2>/dev/null; echo $? > " +
                               (dir / "code").string() + "; wait)";

@@ -2,30 +2,15 @@
 // gives PyTorch's executor methods. Whole rounds are in rendezvous_rounds_test.cc.
 #include <gtest/gtest.h>
 
+#include "core/rendezvous/rendezvous_test_util.h"
 #include "core/rendezvous/rendezvous_ops.h"
 
 namespace dagsim::rendezvous {
 namespace {
 
+using namespace testing;
+
 using std::chrono::seconds;
-
-TimePoint at_s(int64_t s) { return TimePoint{seconds(s)}; }
-
-NodeDesc nd(std::string addr, uint64_t pid = 0, uint64_t local_id = 0) {
-  NodeDesc node;
-  node.addr = std::move(addr);
-  node.pid = pid;
-  node.local_id = local_id;
-  return node;
-}
-
-RendezvousSettings settings(uint32_t min_nodes, uint32_t max_nodes) {
-  RendezvousSettings s;
-  s.run_id = "run";
-  s.min_nodes = min_nodes;
-  s.max_nodes = max_nodes;
-  return s;
-}
 
 RendezvousState joined(std::initializer_list<NodeDesc> nodes, const RendezvousSettings& s, TimePoint wall) {
   RendezvousState state;

@@ -11,6 +11,7 @@
 
 #include "core/base/throws_error_test_util.h"
 #include "core/fibers/local_runtime.h"
+#include "core/rendezvous/rendezvous_test_util.h"
 #include "core/rendezvous/rendezvous_ops.h"
 #include "core/rendezvous/rendezvous_state_holder.h"
 #include "core/store/store_client.h"
@@ -19,14 +20,10 @@
 namespace dagsim::rendezvous {
 namespace {
 
+using namespace testing;
+
 using namespace std::chrono_literals;
 using fibers::LocalRuntime;
-
-NodeDesc nd(std::string addr) {
-  NodeDesc node;
-  node.addr = std::move(addr);
-  return node;
-}
 
 RendezvousSettings two_to_three() {
   RendezvousSettings s;

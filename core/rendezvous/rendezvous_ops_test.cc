@@ -6,6 +6,7 @@
 //
 // Times: the op deadline is local (kNow against kDeadline), the state's times are wall times
 // around kWall; heartbeats at kWall are fresh, heartbeats at kWall - 5 s are due.
+#include "core/rendezvous/rendezvous_test_util.h"
 #include "core/rendezvous/rendezvous_ops.h"
 
 #include <gtest/gtest.h>
@@ -16,10 +17,10 @@
 namespace dagsim::rendezvous {
 namespace {
 
+using namespace testing;
+
 using std::chrono::nanoseconds;
 using std::chrono::seconds;
-
-TimePoint at_s(int64_t s) { return TimePoint{seconds(s)}; }
 
 const TimePoint kNow = at_s(10);
 const TimePoint kDeadline = at_s(600);
@@ -27,22 +28,6 @@ const TimePoint kWall = at_s(1000);
 const ClockReading kClock{kNow, kWall};
 const TimePoint kFresh = kWall;             // a heartbeat not yet due
 const TimePoint kDue = kWall - seconds(5);  // exactly one interval old: due (non-strict)
-
-NodeDesc nd(std::string addr, uint64_t pid = 0, uint64_t local_id = 0) {
-  NodeDesc node;
-  node.addr = std::move(addr);
-  node.pid = pid;
-  node.local_id = local_id;
-  return node;
-}
-
-RendezvousSettings settings(uint32_t min_nodes, uint32_t max_nodes) {
-  RendezvousSettings s;
-  s.run_id = "run";
-  s.min_nodes = min_nodes;
-  s.max_nodes = max_nodes;
-  return s;
-}
 
 ClockReading local_at(TimePoint now) { return ClockReading{now, kWall}; }
 

@@ -5,28 +5,15 @@
 // complete round, with re-rendezvous (issue 11 item 4) and without it (PyTorch's gap, L6).
 #include <gtest/gtest.h>
 
+#include "core/rendezvous/rendezvous_test_util.h"
 #include "core/rendezvous/rendezvous_ops.h"
 
 namespace dagsim::rendezvous {
 namespace {
 
+using namespace testing;
+
 using std::chrono::seconds;
-
-TimePoint at_s(int64_t s) { return TimePoint{seconds(s)}; }
-
-NodeDesc nd(std::string addr) {
-  NodeDesc node;
-  node.addr = std::move(addr);
-  return node;
-}
-
-RendezvousSettings settings(uint32_t min_nodes, uint32_t max_nodes) {
-  RendezvousSettings s;
-  s.run_id = "run";
-  s.min_nodes = min_nodes;
-  s.max_nodes = max_nodes;
-  return s;
-}
 
 // One simulated place: the shared state and a clock whose local and wall readings coincide.
 struct Rendezvous {

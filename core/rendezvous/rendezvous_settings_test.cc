@@ -1,5 +1,6 @@
 // RendezvousSettings: PyTorch's defaults, and validate() refusing what PyTorch refuses, in its
 // words (shared/reference/rendezvous.md §1 "Types and settings", "Validation").
+#include "core/rendezvous/rendezvous_test_util.h"
 #include "core/rendezvous/rendezvous_settings.h"
 
 #include <gtest/gtest.h>
@@ -11,16 +12,10 @@
 namespace dagsim::rendezvous {
 namespace {
 
+using namespace testing;
+
 using std::chrono::nanoseconds;
 using std::chrono::seconds;
-
-RendezvousSettings settings(uint32_t min_nodes, uint32_t max_nodes) {
-  RendezvousSettings s;
-  s.run_id = "run";
-  s.min_nodes = min_nodes;
-  s.max_nodes = max_nodes;
-  return s;
-}
 
 // Reference §1 "Types and settings": join 600 s, last_call 30 s, close 30 s, heartbeat 5 s,
 // keep-alive 5 s x 3, so a node is dead after more than 15 s; re-rendezvous on by default

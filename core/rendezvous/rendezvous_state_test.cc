@@ -1,5 +1,6 @@
 // The rendezvous state on its own: node order, the canonical encoding and what decoding refuses, the epilogue, and sanitize's strict expiry rule with the
 // re-rendezvous switch. Each test cites the rule of shared/reference/rendezvous.md it pins.
+#include "core/rendezvous/rendezvous_test_util.h"
 #include "core/rendezvous/rendezvous_state.h"
 
 #include <gtest/gtest.h>
@@ -12,26 +13,10 @@
 namespace dagsim::rendezvous {
 namespace {
 
+using namespace testing;
+
 using std::chrono::nanoseconds;
 using std::chrono::seconds;
-
-NodeDesc nd(std::string addr, uint64_t pid = 0, uint64_t local_id = 0) {
-  NodeDesc node;
-  node.addr = std::move(addr);
-  node.pid = pid;
-  node.local_id = local_id;
-  return node;
-}
-
-TimePoint at_s(int64_t s) { return TimePoint{seconds(s)}; }
-
-RendezvousSettings settings(uint32_t min_nodes, uint32_t max_nodes) {
-  RendezvousSettings s;
-  s.run_id = "run";
-  s.min_nodes = min_nodes;
-  s.max_nodes = max_nodes;
-  return s;
-}
 
 // A complete round of a, b, c (ranks 0..2), d waiting and e spare, heartbeats at 100 s.
 RendezvousState rich_state() {

@@ -118,6 +118,12 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
     return absent;
   };
   StoreReply reply;
+  // The versioned operations answer with the key's value and version after them.
+  auto answer_with = [&](const std::string& key) {
+    Versioned v = lookup(key);
+    reply.values.push_back(std::move(v.value));
+    reply.versions.push_back(v.version);
+  };
   switch (op) {
     case StoreOp::set:
       need(1, 1);
@@ -188,9 +194,7 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
       break;
     case StoreOp::get_versioned: {
       need(1, 0);
-      Versioned v = lookup(keys[0]);
-      reply.values.push_back(std::move(v.value));
-      reply.versions.push_back(v.version);
+      answer_with(keys[0]);
       break;
     }
     case StoreOp::compare_set_version: {
@@ -199,9 +203,7 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
         write(keys[0], request.values[0]);
         reply.flag = true;
       }
-      Versioned v = lookup(keys[0]);
-      reply.values.push_back(std::move(v.value));
-      reply.versions.push_back(v.version);
+      answer_with(keys[0]);
       break;
     }
     case StoreOp::watch: {
@@ -213,9 +215,7 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
         // A quiet watch answers the unchanged key at its timeout (Store::watch_at_most).
         if (e.code() != ErrorCode::timed_out || request.number != kWatchQuietly) throw;
       }
-      Versioned v = lookup(key);
-      reply.values.push_back(std::move(v.value));
-      reply.versions.push_back(v.version);
+      answer_with(key);
       break;
     }
   }

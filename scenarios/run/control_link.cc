@@ -38,10 +38,32 @@ ControlLink::ControlLink(asio::io_context& io, int fd, int family, std::optional
   socket_.assign(asio::generic::stream_protocol(family, family == AF_UNIX ? 0 : IPPROTO_TCP), fd);
 }
 
-void ControlLink::start(OnMessage on_message, OnClosed on_closed) {
+void ControlLink::start(OnMessage on_message, OnClosed on_closed, std::span<const uint8_t> already_read) {
   on_message_ = std::move(on_message);
   on_closed_ = std::move(on_closed);
+  if (!already_read.empty()) {
+    try {
+      decoder_.push(already_read);
+    } catch (const Error& e) {
+      return closed(e.detail());
+    }
+    if (!deliver()) return;
+  }
   read();
+}
+
+bool ControlLink::deliver() {
+  while (std::optional<net::ReceivedEnvelope> e = decoder_.pop()) {
+    const std::string text(e->payload.begin(), e->payload.end());
+    nlohmann::json message = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!message.is_object()) {
+      closed("a control message that is not a JSON object");
+      return false;
+    }
+    if (on_message_) on_message_(message);
+    if (closed_) return false;
+  }
+  return true;
 }
 
 void ControlLink::closed(const std::string& why) {
@@ -61,14 +83,7 @@ void ControlLink::read() {
                             } catch (const Error& e) {
                               return self->closed(e.detail());
                             }
-                            while (std::optional<net::ReceivedEnvelope> e = self->decoder_.pop()) {
-                              const std::string text(e->payload.begin(), e->payload.end());
-                              nlohmann::json message = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-                              if (!message.is_object()) return self->closed("a control message that is not a JSON object");
-                              if (self->on_message_) self->on_message_(message);
-                              if (self->closed_) return;
-                            }
-                            self->read();
+                            if (self->deliver()) self->read();
                           });
 }
 

@@ -51,8 +51,9 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
   // `keys`: the session keys of its handshake (nullopt: a socket pair, no MACs).
   ControlLink(boost::asio::io_context& io, int fd, int family, std::optional<net::SessionKeys> keys);
 
-  // Starts reading; callbacks until on_closed, which is called once.
-  void start(OnMessage on_message, OnClosed on_closed);
+  // Starts reading; callbacks until on_closed, which is called once. `already_read`: bytes that
+  // came in the same read as the handshake's last message (the peer's first messages).
+  void start(OnMessage on_message, OnClosed on_closed, std::span<const uint8_t> already_read = {});
   // Queues one message; never blocks.
   void send(const nlohmann::json& message);
   // True when everything sent has been written (a process about to exit waits for it).
@@ -65,6 +66,8 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
     std::string text;
   };
   void read();
+  // Hands every whole message decoded so far to on_message; false once the link closed.
+  bool deliver();
   void write();
   void closed(const std::string& why);
 

@@ -446,7 +446,7 @@ void TcpCluster::accept_node() {
     *step = [this, p, step] {
       p->socket.async_read_some(asio::buffer(p->buffer), [this, p, step](const boost::system::error_code& e, size_t n) {
         if (e) return;
-        p->handshake->feed({p->buffer.data(), n});
+        const size_t used = p->handshake->feed({p->buffer.data(), n});
         const std::vector<uint8_t> out = p->handshake->take_output();
         boost::system::error_code ignored;
         if (!out.empty()) asio::write(p->socket, asio::buffer(out), ignored);
@@ -461,7 +461,9 @@ void TcpCluster::accept_node() {
         const int family = p->socket.local_endpoint().protocol().family();
         auto link = std::make_shared<ControlLink>(io_, p->socket.release(), family, p->handshake->keys());
         nodes_.at(node).link = link;
-        link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {});
+        // The node's first messages may have come in the same read as its response.
+        link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {},
+                    std::span<const uint8_t>(p->buffer.data() + used, n - used));
       });
     };
     (*step)();

@@ -246,7 +246,12 @@ int run_tcp_node(const TcpNodeOptions& options) {
     acceptor.assign(asio::ip::tcp::v4(), options.listen_fd);
   } else {
     const PeerAddress& self = peers.nodes[*index];
-    acceptor = asio::ip::tcp::acceptor(io, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), self.port));
+    try {
+      acceptor = asio::ip::tcp::acceptor(io, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), self.port));
+    } catch (const boost::system::system_error& e) {
+      throw errors::invalid_argument("--peers " + options.peers_file + ": cannot listen on port " + std::to_string(self.port) +
+                                     " for " + options.node_name + ": " + e.code().message());
+    }
   }
   net::TcpTransportOptions t;
   t.self = static_cast<WorkerId>(*index);

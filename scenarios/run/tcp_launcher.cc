@@ -295,12 +295,10 @@ class TcpCluster final : public runtime::Cluster {
 
 void TcpCluster::launch(WorkerId node) {
   Node& n = nodes_.at(node);
-  if (remote_) {
-    // Started by its host's operator; it connects to the control port on its own.
-    n.state = NodeState::up;
-    n.said_hello = n.started = n.reported = n.idle = n.finished = false;
-    return;
-  }
+  // A new incarnation: up, and nothing heard from it yet.
+  n.state = NodeState::up;
+  n.said_hello = n.started = n.reported = n.idle = n.finished = false;
+  if (remote_) return;  // started by its host's operator; it connects to the control port itself
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     throw errors::invalid_argument("cannot make a control socket for " + n.name + ": " + std::strerror(errno));
@@ -342,8 +340,6 @@ void TcpCluster::launch(WorkerId node) {
   ::close(pair[1]);
   n.pid = pid;
   pids_[pid] = node;
-  n.state = NodeState::up;
-  n.said_hello = n.started = n.reported = n.idle = n.finished = false;
   n.link = std::make_shared<ControlLink>(io_, pair[0], AF_UNIX, std::nullopt);
   auto link = n.link;
   n.link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {});

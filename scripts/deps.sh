@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dagsim needs, and only those that are missing.
 # Idempotent: a machine that has everything runs no apt-get at all.
-# `scripts/deps.sh report` also installs the optional group that scripts/transport_report.py
-# needs for its plots (python3-matplotlib); with no argument, only the packages below.
+# Optional groups: `scripts/deps.sh report` adds what scripts/transport_report.py needs for its
+# plots (python3-matplotlib); `scripts/deps.sh test` adds the real counterparts the interop tests
+# run against (Debian's python3-torch for PyTorch's TCPStore, etcd-server for the etcd backend),
+# which the test command installs and the main job does not. With no argument, only the packages
+# below.
 set -euo pipefail
 
 packages=(
@@ -17,7 +20,8 @@ packages=(
 case "${1:-}" in
   "") ;;
   report) packages+=(python3-matplotlib) ;;
-  *) echo "usage: scripts/deps.sh [report]" >&2; exit 2 ;;
+  test) packages+=(python3-torch etcd-server) ;;
+  *) echo "usage: scripts/deps.sh [report|test]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -69,6 +69,7 @@ void StoreService::write(const std::string& key, rpc::Bytes value) {
   Entry& e = data_[key];
   e.value = std::move(value);
   e.version = ++revision_;
+  if (observer_) observer_(key, Versioned{e.value, e.version});
   changed_.notify_all();
 }
 
@@ -76,6 +77,7 @@ bool StoreService::erase(const std::string& key) {
   runtime::FiberLock lock(mutex_);
   if (data_.erase(key) == 0) return false;
   ++revision_;
+  if (observer_) observer_(key, Versioned{});
   changed_.notify_all();
   return true;
 }

@@ -11,6 +11,7 @@
 // Threading: the node's fibers (handlers run on them).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -25,6 +26,12 @@ class StoreService {
  public:
   // Registers the store's handler on `agent` (before or after start()). `agent` outlives this.
   explicit StoreService(rpc::RpcAgent& agent);
+
+  // Called after every write of a key with its new value and version (0: deleted), before any
+  // waiter wakes: what a workload records as the store's committed history (rendezvous's S1
+  // checker reads the state key's versions from it). Must not block.
+  using WriteObserver = std::function<void(const std::string& key, const Versioned& now)>;
+  void set_write_observer(WriteObserver observer) { observer_ = std::move(observer); }
 
   size_t size() const { return data_.size(); }
   uint64_t revision() const { return revision_; }
@@ -46,6 +53,7 @@ class StoreService {
   uint64_t revision_ = 0;
   runtime::FiberMutex mutex_;
   runtime::FiberCondition changed_;
+  WriteObserver observer_;
 };
 
 // "[a, b, c]" for messages (at most the first 8 keys, then "and N more").

@@ -1,0 +1,274 @@
+// EtcdStore's implementation: each Store call as etcd requests. See etcd_store.h for the mapping
+// and for where it differs from the built-in store.
+#include "net/etcd/etcd_store.h"
+
+#include <charconv>
+
+#include "core/base/error.h"
+#include "core/base/printable.h"
+#include "core/runtime/cancel_scope.h"
+
+namespace dagsim::net::etcd {
+
+namespace {
+
+std::string ms(Duration d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms"; }
+
+std::string one_key(const std::string& key) { return printable(key, 80); }
+
+// "[a, b, c]" for messages (the first 8 keys, then "and N more"), as the built-in store writes them.
+std::string keys_text(const std::vector<std::string>& keys) {
+  std::string out = "[";
+  for (size_t i = 0; i < keys.size() && i < 8; ++i) out += (i > 0 ? ", " : "") + printable(keys[i], 80);
+  if (keys.size() > 8) out += ", and " + std::to_string(keys.size() - 8) + " more";
+  return out + "]";
+}
+
+// The integer a key holds for add(): decimal text, as PyTorch's TCPStore keeps it.
+int64_t integer_value(const std::string& key, const Bytes& value) {
+  int64_t v = 0;
+  const char* begin = reinterpret_cast<const char*>(value.data());
+  const auto [end, ec] = std::from_chars(begin, begin + value.size(), v);
+  if (ec != std::errc() || end != begin + value.size()) {
+    throw errors::invalid_argument("store add: key " + one_key(key) + " does not hold an integer");
+  }
+  return v;
+}
+
+Bytes text_bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
+
+Json txn(Json compares, Json success, Json failure) {
+  return {{"compare", std::move(compares)}, {"success", std::move(success)}, {"failure", std::move(failure)}};
+}
+
+uint64_t revision_of(const Json& reply) { return json_uint(reply.value("header", Json::object()), "revision"); }
+
+// The i-th response of a txn reply, of `kind` ("response_range").
+const Json& txn_response(const Json& reply, size_t i, const char* kind) {
+  const auto responses = reply.find("responses");
+  if (responses == reply.end() || !responses->is_array() || responses->size() <= i || !(*responses)[i].is_object()) {
+    throw errors::protocol_error("etcd reply: a txn without its response " + std::to_string(i));
+  }
+  const Json& r = (*responses)[i];
+  const auto it = r.find(kind);
+  if (it == r.end()) throw errors::protocol_error(std::string("etcd reply: a txn response that is not a ") + kind);
+  return *it;
+}
+
+}  // namespace
+
+EtcdStore::EtcdStore(boost::asio::io_context& io, runtime::Clock& clock, EtcdStoreOptions options)
+    : clock_(clock), prefix_(std::move(options.prefix)), http_(io, clock, std::move(options.endpoint)) {}
+
+Json EtcdStore::call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what) {
+  return http_.post(path, body, deadline, what);
+}
+
+EtcdStore::Read EtcdStore::read(const std::string& key, runtime::TimePoint deadline, const std::string& what) {
+  const Json reply = call("/v3/kv/range", range_request(full(key)), deadline, what);
+  return {first_kv(reply), revision_of(reply)};
+}
+
+std::vector<KeyState> EtcdStore::read_all(const std::vector<std::string>& keys, runtime::TimePoint deadline,
+                                          const std::string& what) {
+  Json ranges = Json::array();
+  for (const std::string& k : keys) ranges.push_back({{"request_range", range_request(full(k))}});
+  // No compare: the success branch always runs, as one consistent read.
+  const Json reply = call("/v3/kv/txn", {{"success", std::move(ranges)}}, deadline, what);
+  std::vector<KeyState> states;
+  for (size_t i = 0; i < keys.size(); ++i) states.push_back(first_kv(txn_response(reply, i, "response_range")));
+  return states;
+}
+
+void EtcdStore::set(const std::string& key, Bytes value) {
+  call("/v3/kv/put", put_request(full(key), value), deadline(), "store set of key " + one_key(key));
+}
+
+Bytes EtcdStore::get(const std::string& key) {
+  const std::string what = "store get of key " + one_key(key);
+  std::optional<Versioned> v = wait_for_change(key, 0, deadline(), what);
+  if (!v) {
+    throw errors::timed_out(endpoint().name() + ": store get for keys [" + one_key(key) + "] timed out after " +
+                            ms(timeout()) + "; still missing: [" + one_key(key) + "]");
+  }
+  return std::move(v->value);
+}
+
+Bytes EtcdStore::compare_set(const std::string& key, const Bytes& expected, Bytes desired) {
+  const std::string what = "store compare_set of key " + one_key(key);
+  const runtime::TimePoint until = deadline();
+  const Json put = Json::array({{{"request_put", put_request(full(key), desired)}}});
+  const Json range = Json::array({{{"request_range", range_request(full(key))}}});
+  for (;;) {
+    const Json by_value = call("/v3/kv/txn", txn(Json::array({value_equals(full(key), expected)}), put, range), until, what);
+    if (by_value.value("succeeded", false)) return desired;
+    const KeyState current = first_kv(txn_response(by_value, 0, "response_range"));
+    if (current.present()) return current.value;
+    if (!expected.empty()) return expected;  // PyTorch: an absent key answers `expected`
+    // Absent, and an empty `expected` creates it: only if it is still absent.
+    const Json create = call("/v3/kv/txn", txn(Json::array({mod_revision_equals(full(key), 0)}), put, range), until, what);
+    if (create.value("succeeded", false)) return desired;
+    const KeyState now = first_kv(txn_response(create, 0, "response_range"));
+    if (now.present() && !now.value.empty()) return now.value;
+    // Someone created it empty (which `expected` matches) or deleted it again: decide afresh.
+    if (clock_.now() >= until) throw errors::timed_out(endpoint().name() + ": " + what + ": contended past " + ms(timeout()));
+  }
+}
+
+int64_t EtcdStore::add(const std::string& key, int64_t delta) {
+  const std::string what = "store add to key " + one_key(key);
+  const runtime::TimePoint until = deadline();
+  KeyState current = read(key, until, what).state;
+  for (;;) {
+    const int64_t before = current.present() ? integer_value(key, current.value) : 0;
+    int64_t sum = 0;
+    if (__builtin_add_overflow(before, delta, &sum)) {
+      throw errors::invalid_argument("store add: key " + one_key(key) + " would overflow int64");
+    }
+    const Json reply = call("/v3/kv/txn",
+                            txn(Json::array({mod_revision_equals(full(key), current.mod_revision)}),
+                                Json::array({{{"request_put", put_request(full(key), text_bytes(std::to_string(sum)))}}}),
+                                Json::array({{{"request_range", range_request(full(key))}}})),
+                            until, what);
+    if (reply.value("succeeded", false)) return sum;
+    current = first_kv(txn_response(reply, 0, "response_range"));  // the winner's value: try again from it
+    if (clock_.now() >= until) throw errors::timed_out(endpoint().name() + ": " + what + ": contended past " + ms(timeout()));
+  }
+}
+
+void EtcdStore::wait(const std::vector<std::string>& keys) { wait_present(keys, deadline(), "wait"); }
+
+bool EtcdStore::check(const std::vector<std::string>& keys) {
+  if (keys.empty()) throw errors::invalid_argument("store check: expected at least one key and no values");
+  for (const KeyState& s : read_all(keys, deadline(), "store check of keys " + keys_text(keys))) {
+    if (!s.present()) return false;
+  }
+  return true;
+}
+
+bool EtcdStore::delete_key(const std::string& key) {
+  const Json reply = call("/v3/kv/deleterange", range_request(full(key)), deadline(), "store delete_key of key " + one_key(key));
+  return json_uint(reply, "deleted") > 0;
+}
+
+int64_t EtcdStore::num_keys() {
+  Json count = range_request(prefix_, /*count_only=*/true);
+  count["range_end"] = base64_encode(prefix_end(prefix_));
+  if (prefix_.empty()) count["key"] = base64_encode(std::string(1, '\0'));
+  const Json reply = call("/v3/kv/range", count, deadline(), "store num_keys under prefix " + one_key(prefix_));
+  return static_cast<int64_t>(json_uint(reply, "count"));
+}
+
+std::vector<Bytes> EtcdStore::multi_get(const std::vector<std::string>& keys) {
+  const runtime::TimePoint until = deadline();
+  for (;;) {
+    wait_present(keys, until, "multi_get");
+    std::vector<KeyState> states = read_all(keys, until + kRequestGrace, "store multi_get of keys " + keys_text(keys));
+    std::vector<Bytes> values;
+    for (KeyState& s : states) {
+      if (!s.present()) break;  // deleted since it was seen: wait again
+      values.push_back(std::move(s.value));
+    }
+    if (values.size() == keys.size()) return values;
+  }
+}
+
+void EtcdStore::multi_set(const std::vector<std::string>& keys, std::vector<Bytes> values) {
+  if (keys.empty() || keys.size() != values.size()) {
+    throw errors::invalid_argument("store multi_set: expected as many values as keys, at least one");
+  }
+  Json puts = Json::array();
+  for (size_t i = 0; i < keys.size(); ++i) puts.push_back({{"request_put", put_request(full(keys[i]), values[i])}});
+  call("/v3/kv/txn", {{"success", std::move(puts)}}, deadline(), "store multi_set of keys " + keys_text(keys));
+}
+
+Versioned EtcdStore::get_versioned(const std::string& key) {
+  Read r = read(key, deadline(), "store get_versioned of key " + one_key(key));
+  return {std::move(r.state.value), r.state.mod_revision};
+}
+
+CasOutcome EtcdStore::compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) {
+  const std::string what = "store compare_set_version of key " + one_key(key);
+  const Json reply = call("/v3/kv/txn",
+                          txn(Json::array({mod_revision_equals(full(key), expected_version)}),
+                              Json::array({{{"request_put", put_request(full(key), desired)}}}),
+                              Json::array({{{"request_range", range_request(full(key))}}})),
+                          deadline(), what);
+  // A txn that wrote has the write's revision, which is the key's new mod_revision.
+  if (reply.value("succeeded", false)) return {true, {std::move(desired), revision_of(reply)}};
+  KeyState current = first_kv(txn_response(reply, 0, "response_range"));
+  return {false, {std::move(current.value), current.mod_revision}};
+}
+
+Versioned EtcdStore::watch(const std::string& key, uint64_t known_version) {
+  const std::string what = "store watch of key " + one_key(key);
+  std::optional<Versioned> v = wait_for_change(key, known_version, deadline(), what);
+  if (!v) throw errors::timed_out(endpoint().name() + ": " + what + " timed out after " + ms(timeout()));
+  return std::move(*v);
+}
+
+Versioned EtcdStore::watch_at_most(const std::string& key, uint64_t known_version, Duration timeout) {
+  if (timeout < Duration::zero()) throw errors::invalid_argument("store watch_at_most: negative timeout");
+  Versioned last;
+  std::optional<Versioned> v =
+      wait_for_change(key, known_version, clock_.now() + timeout, "store watch of key " + one_key(key), &last);
+  return v ? std::move(*v) : std::move(last);
+}
+
+void EtcdStore::wait_present(const std::vector<std::string>& keys, runtime::TimePoint until, const char* op) {
+  if (keys.empty()) throw errors::invalid_argument(std::string("store ") + op + ": expected at least one key and no values");
+  const std::string what = std::string("store ") + op + " for keys " + keys_text(keys);
+  for (const std::string& k : keys) {
+    if (wait_for_change(k, 0, until, what)) continue;
+    // Timed out: name what is still missing, if etcd still answers at once.
+    std::string missing = "[" + one_key(k) + ", ...]";
+    try {
+      std::vector<std::string> absent;
+      const std::vector<KeyState> states = read_all(keys, clock_.now() + kRequestGrace, what);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (!states[i].present()) absent.push_back(keys[i]);
+      }
+      missing = keys_text(absent);
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+    }
+    throw errors::timed_out(endpoint().name() + ": " + what + " timed out after " + ms(timeout()) + "; still missing: " + missing);
+  }
+}
+
+std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint64_t known, runtime::TimePoint until,
+                                                    const std::string& what, Versioned* last) {
+  // Requests get the wait and then some, so that a wait about to end still reads the key.
+  const runtime::TimePoint request_until = until + kRequestGrace;
+  for (;;) {
+    Read r = read(key, request_until, what);
+    Versioned seen{std::move(r.state.value), r.state.mod_revision};
+    if (seen.version != known) return seen;
+    if (last != nullptr) *last = seen;
+    if (clock_.now() >= until) return std::nullopt;
+    // From the read's revision on, so that no write after the read is missed.
+    const Json create = {{"create_request", {{"key", base64_encode(full(key))}, {"start_revision", std::to_string(r.revision + 1)}}}};
+    const std::unique_ptr<EtcdHttp::Stream> stream = http_.open_stream("/v3/watch", create, request_until, what);
+    for (bool cancelled = false; !cancelled;) {
+      const std::optional<Json> message = stream->next(until);
+      if (!message) return std::nullopt;
+      if (message->contains("error")) {
+        throw errors::connection_failed(endpoint().name() + ": " + what + ": the watch failed: " + (*message)["error"].dump());
+      }
+      const Json result = message->value("result", Json::object());
+      // Cancelled by etcd (its history was compacted past our revision): read again.
+      cancelled = result.value("canceled", false);
+      for (const Json& event : result.value("events", Json::array())) {
+        const Json kv = event.value("kv", Json::object());
+        Versioned now;
+        if (event.value("type", std::string("PUT")) != "DELETE") {
+          now.value = base64_decode_bytes(kv.value("value", std::string()));
+          now.version = json_uint(kv, "mod_revision");
+        }
+        if (now.version != known) return now;
+      }
+    }
+  }
+}
+
+}  // namespace dagsim::net::etcd

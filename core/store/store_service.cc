@@ -1,7 +1,5 @@
 #include "core/store/store_service.h"
 
-#include <charconv>
-
 #include "core/base/error.h"
 #include "core/base/printable.h"
 
@@ -33,62 +31,26 @@ std::string key_list(const std::vector<std::string>& keys) {
   return out + "]";
 }
 
-namespace {
-
-// The integer a key holds for add(): decimal text, as PyTorch's TCPStore keeps it.
-int64_t integer_value(const std::string& key, const rpc::Bytes& value) {
-  int64_t v = 0;
-  const char* begin = reinterpret_cast<const char*>(value.data());
-  const auto [end, ec] = std::from_chars(begin, begin + value.size(), v);
-  if (ec != std::errc() || end != begin + value.size()) {
-    throw errors::invalid_argument("store add: key " + printable(key, 80) + " does not hold an integer");
-  }
-  return v;
-}
-
-rpc::Bytes text_bytes(const std::string& s) { return rpc::Bytes(s.begin(), s.end()); }
-
-}  // namespace
-
 StoreService::StoreService(rpc::RpcAgent& agent) : agent_(agent) {
   agent_.add_handler(kStoreRequest, [this](WorkerId, const rpc::Bytes& payload) {
     return serve(rpc::from_bytes<StoreRequest>(payload));
   });
 }
 
-Versioned StoreService::lookup(const std::string& key) const {
-  const auto it = data_.find(key);
-  if (it == data_.end()) return {};
-  return {it->second.value, it->second.version};
+void StoreService::set_write_observer(WriteObserver observer) {
+  if (observer_id_ != 0) table_.unobserve(observer_id_);
+  observer_id_ = 0;
+  if (!observer) return;
+  // The table tells its observers on the writer's fiber before it yields, so before any waiter
+  // it woke runs.
+  observer_id_ = table_.observe([observer = std::move(observer)](const KeyChange& c) {
+    observer(c.key, c.after ? Versioned{*c.after, c.version} : Versioned{});
+  });
 }
 
-// Waiters check their condition under mutex_: a change is made and told under it too (see Note
-// [wake-ups under the lock] in core/runtime/wait.h).
-void StoreService::write(const std::string& key, rpc::Bytes value) {
-  runtime::FiberLock lock(mutex_);
-  Entry& e = data_[key];
-  e.value = std::move(value);
-  e.version = ++revision_;
-  if (observer_) observer_(key, Versioned{e.value, e.version});
-  changed_.notify_all();
-}
-
-bool StoreService::erase(const std::string& key) {
-  runtime::FiberLock lock(mutex_);
-  if (data_.erase(key) == 0) return false;
-  ++revision_;
-  if (observer_) observer_(key, Versioned{});
-  changed_.notify_all();
-  return true;
-}
-
-void StoreService::block_for_change(const StoreRequest& request, const std::function<bool()>& ready, const std::string& what) {
+runtime::TimePoint StoreService::deadline(const StoreRequest& request, const std::string& what) const {
   if (request.timeout_ns < 0) throw errors::invalid_argument("store " + what + ": negative timeout");
-  runtime::FiberLock lock(mutex_);
-  const runtime::TimePoint deadline = agent_.env().clock.now() + Duration{request.timeout_ns};
-  if (!runtime::block_until(changed_, lock, ready, deadline, "store.wait")) {
-    throw errors::timed_out("store " + what + " timed out after " + std::to_string(request.timeout_ns / 1'000'000) + " ms");
-  }
+  return agent_.env().clock.now() + Duration{request.timeout_ns};
 }
 
 rpc::Bytes StoreService::serve(const StoreRequest& request) {
@@ -106,118 +68,81 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
   auto at_least_one_key = [&] {
     throw errors::invalid_argument(std::string("store ") + store_op_name(op) + ": expected at least one key and no values");
   };
-  auto all_present = [&] {
-    for (const std::string& k : keys) {
-      if (!data_.contains(k)) return false;
-    }
-    return true;
-  };
-  auto missing = [&] {
-    std::vector<std::string> absent;
-    for (const std::string& k : keys) {
-      if (!data_.contains(k)) absent.push_back(k);
-    }
-    return absent;
+  auto timed_out_after = [&](const std::string& what) {
+    return errors::timed_out("store " + what + " timed out after " + std::to_string(request.timeout_ns / 1'000'000) + " ms");
   };
   StoreReply reply;
   // The versioned operations answer with the key's value and version after them.
-  auto answer_with = [&](const std::string& key) {
-    Versioned v = lookup(key);
+  auto answer_with = [&](Versioned v) {
     reply.values.push_back(std::move(v.value));
     reply.versions.push_back(v.version);
   };
   switch (op) {
     case StoreOp::set:
       need(1, 1);
-      write(keys[0], request.values[0]);
+      table_.set(keys[0], request.values[0]);
       break;
     case StoreOp::get:
     case StoreOp::multi_get:
     case StoreOp::wait: {
       if (op == StoreOp::get) need(1, 0);
       if (keys.empty() || !request.values.empty()) at_least_one_key();
-      if (!all_present()) {
-        try {
-          block_for_change(request, all_present, std::string(store_op_name(op)) + " for keys " + key_list(keys));
-        } catch (const Error& e) {
-          if (e.code() != ErrorCode::timed_out) throw;
-          throw errors::timed_out(e.detail() + "; still missing: " + key_list(missing()));
+      if (!table_.check(keys)) {
+        const std::string what = std::string(store_op_name(op)) + " for keys " + key_list(keys);
+        if (!table_.wait_for_keys(keys, deadline(request, what))) {
+          throw errors::timed_out(timed_out_after(what).detail() + "; still missing: " + key_list(table_.missing(keys)));
         }
       }
       if (op != StoreOp::wait) {
-        for (const std::string& k : keys) reply.values.push_back(data_.at(k).value);
+        for (const std::string& k : keys) reply.values.push_back(*table_.get(k));
       }
       break;
     }
-    case StoreOp::compare_set: {
+    case StoreOp::compare_set:
       need(1, 2);
-      const auto it = data_.find(keys[0]);
-      const rpc::Bytes& expected = request.values[0];
-      if (it == data_.end()) {
-        if (expected.empty()) write(keys[0], request.values[1]);
-        reply.values.push_back(expected.empty() ? request.values[1] : expected);
-      } else if (it->second.value == expected) {
-        write(keys[0], request.values[1]);
-        reply.values.push_back(request.values[1]);
-      } else {
-        reply.values.push_back(it->second.value);
-      }
+      reply.values.push_back(table_.compare_set(keys[0], request.values[0], request.values[1]));
       break;
-    }
-    case StoreOp::add: {
+    case StoreOp::add:
       need(1, 0);
-      const auto it = data_.find(keys[0]);
-      const int64_t before = it == data_.end() ? 0 : integer_value(keys[0], it->second.value);
-      int64_t sum = 0;
-      if (__builtin_add_overflow(before, request.number, &sum)) {
-        throw errors::invalid_argument("store add: key " + printable(keys[0], 80) + " would overflow int64");
-      }
-      write(keys[0], text_bytes(std::to_string(sum)));
-      reply.number = sum;
+      reply.number = table_.add(keys[0], request.number);
       break;
-    }
     case StoreOp::check:
       if (keys.empty() || !request.values.empty()) at_least_one_key();
-      reply.flag = all_present();
+      reply.flag = table_.check(keys);
       break;
     case StoreOp::delete_key:
       need(1, 0);
-      reply.flag = erase(keys[0]);
+      reply.flag = table_.erase(keys[0]);
       break;
     case StoreOp::num_keys:
       need(0, 0);
-      reply.number = static_cast<int64_t>(data_.size());
+      reply.number = static_cast<int64_t>(table_.size());
       break;
     case StoreOp::multi_set:
       if (keys.empty() || keys.size() != request.values.size()) {
         throw errors::invalid_argument("store multi_set: expected as many values as keys, at least one");
       }
-      for (size_t i = 0; i < keys.size(); ++i) write(keys[i], request.values[i]);
+      table_.multi_set(keys, request.values);
       break;
-    case StoreOp::get_versioned: {
+    case StoreOp::get_versioned:
       need(1, 0);
-      answer_with(keys[0]);
+      answer_with(table_.get_versioned(keys[0]));
       break;
-    }
     case StoreOp::compare_set_version: {
       need(1, 1);
-      if (lookup(keys[0]).version == request.version) {
-        write(keys[0], request.values[0]);
-        reply.flag = true;
-      }
-      answer_with(keys[0]);
+      CasOutcome outcome = table_.compare_set_version(keys[0], request.version, request.values[0]);
+      reply.flag = outcome.written;
+      answer_with(std::move(outcome.current));
       break;
     }
     case StoreOp::watch: {
       need(1, 0);
-      const std::string& key = keys[0];
-      try {
-        block_for_change(request, [&] { return lookup(key).version != request.version; }, "watch of key " + printable(key, 80));
-      } catch (const Error& e) {
-        // A quiet watch answers the unchanged key at its timeout (Store::watch_at_most).
-        if (e.code() != ErrorCode::timed_out || request.number != kWatchQuietly) throw;
+      const std::string what = "watch of key " + printable(keys[0], 80);
+      // A quiet watch answers the unchanged key at its timeout (Store::watch_at_most).
+      if (!table_.wait_for_change(keys[0], request.version, deadline(request, what)) && request.number != kWatchQuietly) {
+        throw timed_out_after(what);
       }
-      answer_with(key);
+      answer_with(table_.get_versioned(keys[0]));
       break;
     }
   }

@@ -1,7 +1,7 @@
 // StoreService: the built-in store (issue 11), a service on one node's RpcAgent, reachable only
 // over the transport, so its death or a partition affects its clients as in life. It holds the
-// keys in memory (they die with the node's incarnation) and serves StoreRequest payloads
-// (store_messages.h) with the semantics of store.h; StoreClient is its client.
+// keys in memory (a KeyValueTable, which dies with the node's incarnation) and serves StoreRequest
+// payloads (store_messages.h) with the semantics of store.h; StoreClient is its client.
 //
 // Waiting operations (get, wait, multi_get, watch) block their handler fiber until the keys are
 // there (or the watched key changed), or the request's timeout passes: then the reply is an
@@ -12,11 +12,10 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <string>
 
 #include "core/rpc/rpc_agent.h"
-#include "core/runtime/wait.h"
+#include "core/store/key_value_table.h"
 #include "core/store/store.h"
 #include "core/store/store_messages.h"
 
@@ -31,29 +30,19 @@ class StoreService {
   // waiter wakes: what a workload records as the store's committed history (rendezvous's S1
   // checker reads the state key's versions from it). Must not block.
   using WriteObserver = std::function<void(const std::string& key, const Versioned& now)>;
-  void set_write_observer(WriteObserver observer) { observer_ = std::move(observer); }
+  void set_write_observer(WriteObserver observer);
 
-  size_t size() const { return data_.size(); }
-  uint64_t revision() const { return revision_; }
+  size_t size() const { return table_.size(); }
+  uint64_t revision() const { return table_.revision(); }
 
  private:
   rpc::Bytes serve(const StoreRequest& request);
-  // Blocks until `ready()` holds or the request's timeout passes; throws timed_out naming `what`.
-  void block_for_change(const StoreRequest& request, const std::function<bool()>& ready, const std::string& what);
-  void write(const std::string& key, rpc::Bytes value);
-  bool erase(const std::string& key);
-  Versioned lookup(const std::string& key) const;
+  // The request's deadline; throws invalid_argument for a negative timeout.
+  runtime::TimePoint deadline(const StoreRequest& request, const std::string& what) const;
 
-  struct Entry {
-    rpc::Bytes value;
-    uint64_t version = 0;
-  };
   rpc::RpcAgent& agent_;
-  std::map<std::string, Entry> data_;
-  uint64_t revision_ = 0;
-  runtime::FiberMutex mutex_;
-  runtime::FiberCondition changed_;
-  WriteObserver observer_;
+  KeyValueTable table_;
+  uint64_t observer_id_ = 0;
 };
 
 // "[a, b, c]" for messages (at most the first 8 keys, then "and N more").

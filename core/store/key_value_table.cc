@@ -1,0 +1,167 @@
+#include "core/store/key_value_table.h"
+
+#include <charconv>
+
+#include "core/base/error.h"
+#include "core/base/printable.h"
+
+namespace dagsim::store {
+
+namespace {
+
+// The integer a key holds for add(): decimal text, as PyTorch's TCPStore keeps it.
+int64_t integer_value(const std::string& key, const Bytes& value) {
+  int64_t v = 0;
+  const char* begin = reinterpret_cast<const char*>(value.data());
+  const auto [end, ec] = std::from_chars(begin, begin + value.size(), v);
+  if (ec != std::errc() || end != begin + value.size()) {
+    throw errors::invalid_argument("store add: key " + printable(key, 80) + " does not hold an integer");
+  }
+  return v;
+}
+
+}  // namespace
+
+void KeyValueTable::change(const std::string& key, std::optional<Bytes> after) {
+  // Observers need the value before; nobody else does, so it is copied only for them.
+  std::optional<Bytes> before;
+  uint64_t version = 0;
+  {
+    runtime::FiberLock lock(mutex_);
+    const auto it = data_.find(key);
+    if (!observers_.empty() && it != data_.end()) before = it->second.value;
+    if (after) {
+      Entry& e = it != data_.end() ? it->second : data_[key];
+      e.value = *after;
+      e.version = ++revision_;
+      version = e.version;
+    } else {
+      if (it == data_.end()) return;
+      data_.erase(it);
+      ++revision_;
+    }
+    changed_.notify_all();
+  }
+  if (observers_.empty()) return;
+  const KeyChange c{key, before, after, version};
+  // An observer may unobserve (itself or another) while being told: walk ids, not iterators.
+  for (uint64_t id = 0;;) {
+    const auto it = observers_.upper_bound(id);
+    if (it == observers_.end()) break;
+    id = it->first;
+    Observer observer = it->second;
+    observer(c);
+  }
+}
+
+void KeyValueTable::set(const std::string& key, Bytes value) { change(key, std::move(value)); }
+
+std::optional<Bytes> KeyValueTable::get(const std::string& key) const {
+  const auto it = data_.find(key);
+  if (it == data_.end()) return std::nullopt;
+  return it->second.value;
+}
+
+Bytes KeyValueTable::compare_set(const std::string& key, const Bytes& expected, Bytes desired) {
+  const auto it = data_.find(key);
+  // Absent: written only if `expected` is empty; otherwise PyTorch answers `expected` back.
+  if (it == data_.end() && !expected.empty()) return expected;
+  if (it != data_.end() && it->second.value != expected) return it->second.value;
+  change(key, desired);
+  return desired;
+}
+
+int64_t KeyValueTable::add(const std::string& key, int64_t delta) {
+  const auto it = data_.find(key);
+  const int64_t before = it == data_.end() ? 0 : integer_value(key, it->second.value);
+  int64_t sum = 0;
+  if (__builtin_add_overflow(before, delta, &sum)) {
+    throw errors::invalid_argument("store add: key " + printable(key, 80) + " would overflow int64");
+  }
+  const std::string text = std::to_string(sum);
+  change(key, Bytes(text.begin(), text.end()));
+  return sum;
+}
+
+bool KeyValueTable::all_present(const std::vector<std::string>& keys) const {
+  for (const std::string& k : keys) {
+    if (!data_.contains(k)) return false;
+  }
+  return true;
+}
+
+bool KeyValueTable::check(const std::vector<std::string>& keys) const { return all_present(keys); }
+
+bool KeyValueTable::erase(const std::string& key) {
+  if (!data_.contains(key)) return false;
+  change(key, std::nullopt);
+  return true;
+}
+
+void KeyValueTable::multi_set(const std::vector<std::string>& keys, std::vector<Bytes> values) {
+  if (keys.size() != values.size()) throw errors::invalid_argument("store multi_set: as many values as keys are needed");
+  for (size_t i = 0; i < keys.size(); ++i) change(keys[i], std::move(values[i]));
+}
+
+std::vector<std::string> KeyValueTable::missing(const std::vector<std::string>& keys) const {
+  std::vector<std::string> absent;
+  for (const std::string& k : keys) {
+    if (!data_.contains(k)) absent.push_back(k);
+  }
+  return absent;
+}
+
+Versioned KeyValueTable::get_versioned(const std::string& key) const {
+  const auto it = data_.find(key);
+  if (it == data_.end()) return {};
+  return {it->second.value, it->second.version};
+}
+
+CasOutcome KeyValueTable::compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) {
+  CasOutcome out;
+  if (get_versioned(key).version == expected_version) {
+    change(key, std::move(desired));
+    out.written = true;
+  }
+  out.current = get_versioned(key);
+  return out;
+}
+
+bool KeyValueTable::wait_for_keys(const std::vector<std::string>& keys, std::optional<runtime::TimePoint> deadline,
+                                  const std::function<bool()>& abandon) {
+  runtime::FiberLock lock(mutex_);
+  bool given_up = false;
+  const bool ready = runtime::block_until(
+      changed_, lock,
+      [&] {
+        if (all_present(keys)) return true;
+        given_up = abandon && abandon();
+        return given_up;
+      },
+      deadline, "store.wait");
+  return ready && !given_up;
+}
+
+bool KeyValueTable::wait_for_change(const std::string& key, uint64_t known_version, runtime::TimePoint deadline) {
+  runtime::FiberLock lock(mutex_);
+  auto version = [&] {
+    const auto it = data_.find(key);
+    return it == data_.end() ? uint64_t{0} : it->second.version;
+  };
+  return runtime::block_until(changed_, lock, [&] { return version() != known_version; }, deadline, "store.watch");
+}
+
+void KeyValueTable::wake_all() {
+  runtime::FiberLock lock(mutex_);
+  changed_.notify_all();
+}
+
+uint64_t KeyValueTable::observe(Observer observer) {
+  const uint64_t id = next_observer_++;
+  observers_.emplace(id, std::move(observer));
+  return id;
+}
+
+void KeyValueTable::unobserve(uint64_t id) { observers_.erase(id); }
+
+}  // namespace dagsim::store

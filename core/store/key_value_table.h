@@ -1,0 +1,97 @@
+// KeyValueTable: the in-memory keys of a built-in store, with store.h's semantics, shared by every
+// way of serving them: StoreService (dagsim's RPC) and TcpStoreServer (PyTorch's TCPStore wire,
+// net/tcpstore/). One table, one set of rules: PyTorch's compare_set, add as decimal text, versions
+// from one store-wide revision counter that every write raises by one (store.h, "Versions"),
+// waiters that block their fiber until keys appear or a key's version moves, and observers that
+// hear of every change with the value before and after (TCPStore's watch_key pushes them).
+//
+// Nothing here knows about the wire or about timeouts' error texts: callers decode, call, and say
+// what a timeout means to their client. Operations other than the waits never block.
+//
+// Threading: the node's fibers. Waiters read the table under mutex_, and every change is made and
+// told under it (see Note [wake-ups under the lock] in core/runtime/wait.h). Observers run after
+// the change, outside the mutex, on the writer's fiber before it yields (so before any waiter it
+// woke runs); they must not block.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/runtime/wait.h"
+#include "core/store/store.h"
+
+namespace dagsim::store {
+
+// One change of one key, as an observer hears of it. `before` is empty when the key was created,
+// `after` when it was deleted; `version` is the key's version after the change (0: deleted).
+struct KeyChange {
+  const std::string& key;
+  const std::optional<Bytes>& before;
+  const std::optional<Bytes>& after;
+  uint64_t version = 0;
+};
+
+class KeyValueTable {
+ public:
+  using Observer = std::function<void(const KeyChange&)>;
+
+  KeyValueTable() = default;
+  KeyValueTable(const KeyValueTable&) = delete;
+  KeyValueTable& operator=(const KeyValueTable&) = delete;
+
+  void set(const std::string& key, Bytes value);
+  // The value now, or nullopt if the key is absent; never waits.
+  std::optional<Bytes> get(const std::string& key) const;
+  // PyTorch's compare_set (store.h): the key's value after the call.
+  Bytes compare_set(const std::string& key, const Bytes& expected, Bytes desired);
+  // Throws invalid_argument when the key holds no decimal integer or the sum overflows int64.
+  int64_t add(const std::string& key, int64_t delta);
+  bool check(const std::vector<std::string>& keys) const;
+  // True if the key existed.
+  bool erase(const std::string& key);
+  void multi_set(const std::vector<std::string>& keys, std::vector<Bytes> values);
+  size_t size() const { return data_.size(); }
+  uint64_t revision() const { return revision_; }
+  // The keys of `keys` that are absent now, in order (for error messages).
+  std::vector<std::string> missing(const std::vector<std::string>& keys) const;
+
+  Versioned get_versioned(const std::string& key) const;
+  // Writes `desired` if the key's version is `expected_version` (0: absent).
+  CasOutcome compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired);
+
+  // Blocks the calling fiber until every key is present (true), or `deadline` passes or
+  // `abandon()` holds (false). `abandon` is re-read whenever wake_all() or a write wakes waiters.
+  // Throws node_killed / cancelled as every primitive does.
+  bool wait_for_keys(const std::vector<std::string>& keys, std::optional<runtime::TimePoint> deadline,
+                     const std::function<bool()>& abandon = nullptr);
+  // Blocks until the key's version differs from `known_version` (true) or `deadline` passes (false).
+  bool wait_for_change(const std::string& key, uint64_t known_version, runtime::TimePoint deadline);
+  // Wakes every waiter to re-read its condition (an `abandon` that may now hold).
+  void wake_all();
+
+  // Calls `observer` after every change of every key, until unobserve(id). Returns the id.
+  uint64_t observe(Observer observer);
+  void unobserve(uint64_t id);
+
+ private:
+  struct Entry {
+    Bytes value;
+    uint64_t version = 0;
+  };
+  // Writes (or, with nullopt, erases) under the mutex, wakes the waiters, then tells observers.
+  void change(const std::string& key, std::optional<Bytes> after);
+  bool all_present(const std::vector<std::string>& keys) const;
+
+  std::map<std::string, Entry> data_;
+  uint64_t revision_ = 0;
+  runtime::FiberMutex mutex_;
+  runtime::FiberCondition changed_;
+  std::map<uint64_t, Observer> observers_;
+  uint64_t next_observer_ = 1;
+};
+
+}  // namespace dagsim::store

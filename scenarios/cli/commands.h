@@ -72,4 +72,11 @@ struct CheckArgs {
 };
 int check_command(const CheckArgs& args);
 
+struct StoreArgs {
+  std::string host = "127.0.0.1";  // the address to listen on (0.0.0.0: every interface)
+  uint16_t port = 0;               // 0: the OS picks
+};
+// Serves the built-in store over PyTorch 1.13's TCPStore protocol until SIGTERM or SIGINT.
+int store_command(const StoreArgs& args);
+
 }  // namespace dagsim::cli

@@ -6,6 +6,7 @@
 //   dagsim check FILE --seeds A..B [--jobs N] [--json] [--max-wall-time S] [--max-memory MIB]
 //   dagsim node --scenario FILE --name NODE --peers FILE --records DIR --control HOST:PORT [--seed N]
 //        (one node of a TCP run on its host)
+//   dagsim store [--port P] [--host H]   (the built-in store for PyTorch's TCPStore clients)
 // Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
 // (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario), 4 a host
 // limit (wall time, memory) stopped the run before it had a verdict.
@@ -140,6 +141,13 @@ int main(int argc, char** argv) {
   node_cmd->add_option("--control", node.control_address, "HOST:PORT of the launcher's control port (dagsim run --peers)");
   node_cmd->add_flag("--trusted-network", node.trusted_network, "No per-frame MACs after the handshake");
 
+  dagsim::cli::StoreArgs store;
+  CLI::App* store_cmd = app.add_subcommand(
+      "store", "Serve the built-in store over PyTorch 1.13's TCPStore protocol until SIGTERM or SIGINT; prints the "
+               "bound port alone on the first line of standard output");
+  store_cmd->add_option("--port", store.port, "Port to listen on (0: the OS picks)")->capture_default_str();
+  store_cmd->add_option("--host", store.host, "Address to listen on (0.0.0.0: every interface)")->capture_default_str();
+
   // A first argument that is neither an option nor a command is a mistyped command: say so, with
   // the commands, rather than CLI11's "A subcommand is required".
   std::string commands;
@@ -185,6 +193,7 @@ int main(int argc, char** argv) {
     if (*run_cmd) code = dagsim::cli::run_command(run);
     if (*judge_cmd) code = dagsim::cli::judge_command(judge);
     if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);
+    if (*store_cmd) code = dagsim::cli::store_command(store);
     if (*check_cmd) {
       check.self_path = self_path(argv[0]);
       code = dagsim::cli::check_command(check);

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The TCPStore interop checks (issue 11 item 1), each against the real PyTorch 1.13:
+#   run_interop.sh torch-client DAGSIM      a PyTorch client (torch_client.py) against `dagsim store`
+#   run_interop.sh torch-server TEST_BINARY dagsim's TcpStoreClient (tcpstore_interop_test) against
+#                                           a PyTorch server (torch_server.py)
+#   run_interop.sh dagsim-server TEST_BINARY DAGSIM  the same test binary against `dagsim store`
+# Exits 77 (CTest: skipped) with a message when /usr/bin/python3 cannot import torch.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+python=/usr/bin/python3
+mode=${1:?mode}
+if [ "$mode" != dagsim-server ] && ! "$python" -c 'import torch.distributed' 2>/dev/null; then
+  echo "SKIP: $python cannot import torch.distributed (install python3-torch: scripts/deps.sh test)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# Starts "$@" in the background with its stdout in $tmp/port, and waits for the port line.
+start_server() {
+  mkfifo "$tmp/stdin"
+  "$@" <"$tmp/stdin" >"$tmp/port" 2>"$tmp/server.log" &
+  server_pid=$!
+  exec 3>"$tmp/stdin"  # keeps the server's stdin open (torch_server.py serves until it closes)
+  for _ in $(seq 1 300); do
+    port=$(head -n1 "$tmp/port" 2>/dev/null)
+    [ -n "$port" ] && return 0
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "FAIL: the server did not print its port:"; cat "$tmp/server.log"; exit 1
+}
+
+case "$mode" in
+  torch-client)
+    start_server "${2:?dagsim binary}" store --port 0
+    timeout 120 "$python" "$here/torch_client.py" 127.0.0.1 "$port"; rc=$?
+    echo "--- dagsim store's log:"; kill "$server_pid"; wait "$server_pid"; server_rc=$?; server_pid=""
+    cat "$tmp/server.log"
+    [ $server_rc -eq 0 ] || { echo "FAIL: dagsim store exited $server_rc after SIGTERM"; exit 1; }
+    exit $rc ;;
+  torch-server)
+    start_server "$python" "$here/torch_server.py"
+    DAGSIM_TCPSTORE_ADDRESS=127.0.0.1:$port DAGSIM_TCPSTORE_SERVER=pytorch timeout 300 "${2:?test binary}"; exit $? ;;
+  dagsim-server)
+    start_server "${3:?dagsim binary}" store --port 0
+    DAGSIM_TCPSTORE_ADDRESS=127.0.0.1:$port DAGSIM_TCPSTORE_SERVER=dagsim timeout 300 "${2:?test binary}"; exit $? ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac

@@ -1,0 +1,266 @@
+#include "net/tcpstore/tcp_store_server.h"
+
+#include <map>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/printable.h"
+#include "core/runtime/cancel_scope.h"
+#include "net/tcpstore/fiber_stream.h"
+
+namespace dagsim::net::tcpstore {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using store::KeyChange;
+
+namespace {
+
+Bytes one_byte(uint8_t b) { return Bytes{b}; }
+
+}  // namespace
+
+// Everything the server's fibers and handlers touch: they hold it, so it outlives the server
+// object until the last of them has unwound.
+struct TcpStoreServer::State : std::enable_shared_from_this<TcpStoreServer::State> {
+  State(asio::io_context& io_, runtime::Spawner& spawner_, tcp::acceptor acceptor_,
+        std::shared_ptr<store::KeyValueTable> table_, TcpStoreServerOptions options_)
+      : io(io_), spawner(spawner_), scope("tcpstore server", spawner_), acceptor(std::move(acceptor_)),
+        table(std::move(table_)), options(std::move(options_)), port(acceptor.local_endpoint().port()) {}
+
+  // A WAIT not yet answered: its connection and keys.
+  struct PendingWait {
+    uint64_t connection = 0;
+    std::vector<std::string> keys;
+  };
+
+  asio::io_context& io;
+  runtime::Spawner& spawner;
+  runtime::CancelScope scope;
+  tcp::acceptor acceptor;
+  std::shared_ptr<store::KeyValueTable> table;
+  TcpStoreServerOptions options;
+  uint16_t port;
+  TcpStoreServerStats stats;
+  bool closed = false;
+  uint64_t observer = 0;
+  uint64_t next_id = 1;
+  std::map<uint64_t, std::shared_ptr<FiberStream>> connections;
+  // Key -> connections that asked to watch it, once per WATCH_KEY (1.13 keeps repeats, and so
+  // sends an event once per registration).
+  std::map<std::string, std::vector<uint64_t>> watchers;
+  std::map<uint64_t, PendingWait> waits;
+  std::map<std::string, std::vector<uint64_t>> waits_by_key;  // absent keys -> pending waits
+  uint64_t next_wait = 1;
+
+  void log(const std::string& line) const {
+    if (options.log) options.log(line);
+  }
+
+  void accept_loop();
+  void serve(uint64_t id, const std::shared_ptr<FiberStream>& stream);
+  // Answers one query; false when the connection must close (it was refused).
+  bool handle(uint64_t id, FiberStream& stream, Query& q);
+  void refuse(FiberStream& stream, const std::string& why) {
+    ++stats.refused;
+    log("tcpstore: closing the connection from " + stream.peer() + ": " + why);
+    stream.close(why);
+  }
+  void on_change(const KeyChange& c);
+  void forget(uint64_t id);
+  void close_all();
+};
+
+void TcpStoreServer::State::accept_loop() {
+  for (;;) {
+    auto socket = std::make_shared<tcp::socket>(io);
+    const std::optional<boost::system::error_code> ec = await_io(
+        [&](auto handler) { acceptor.async_accept(*socket, [socket, handler](auto e) { handler(e); }); }, std::nullopt);
+    if (closed) return;
+    if (*ec) {
+      log("tcpstore: accept failed: " + ec->message());
+      if (*ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+      continue;
+    }
+    boost::system::error_code endpoint_error;
+    const tcp::endpoint remote = socket->remote_endpoint(endpoint_error);
+    const std::string peer =
+        endpoint_error ? "an unknown peer" : remote.address().to_string() + ":" + std::to_string(remote.port());
+    auto stream = std::make_shared<FiberStream>(std::move(*socket), peer);
+    if (connections.size() >= options.max_connections) {
+      refuse(*stream, "over the limit of " + std::to_string(options.max_connections) + " connections");
+      continue;
+    }
+    ++stats.accepted;
+    const uint64_t id = next_id++;
+    connections.emplace(id, stream);
+    stream->set_on_close([weak = weak_from_this(), id] {
+      if (auto self = weak.lock()) self->forget(id);
+    });
+    spawner.spawn(scope, "tcpstore " + peer, [self = shared_from_this(), id, stream] { self->serve(id, stream); });
+  }
+}
+
+void TcpStoreServer::State::serve(uint64_t id, const std::shared_ptr<FiberStream>& stream) {
+  Query q;
+  try {
+    for (;;) {
+      const Decoded d = decode_query(stream->data(), options.limits, q);
+      if (d.status == Decoded::Status::malformed) return refuse(*stream, d.error);
+      if (d.status == Decoded::Status::incomplete) {
+        stream->fill(d.needed, std::nullopt);
+        continue;
+      }
+      stream->consume(d.consumed);
+      ++stats.queries;
+      if (!handle(id, *stream, q)) return;
+      if (stream->queued_bytes() > options.max_queued_bytes) {
+        return refuse(*stream, std::to_string(stream->queued_bytes()) + " bytes of replies wait for the peer to read them");
+      }
+    }
+  } catch (const Error& e) {
+    runtime::rethrow_if_unwinding(e);
+    if (e.code() != ErrorCode::connection_failed) throw;
+    // A client leaving closes its connection: news only when it left in the middle of a query.
+    if (!stream->data().empty()) {
+      log("tcpstore: " + stream->peer() + " closed its connection in the middle of a query (" +
+          std::to_string(stream->data().size()) + " bytes of it arrived): " + stream->close_reason());
+    }
+    stream->close(e.detail());
+  }
+}
+
+bool TcpStoreServer::State::handle(uint64_t id, FiberStream& stream, Query& q) {
+  Bytes reply;
+  switch (q.type) {
+    case QueryType::set:
+      table->set(q.keys[0], std::move(q.values[0]));
+      return true;
+    case QueryType::compare_set:
+      append_blob(reply, table->compare_set(q.keys[0], q.values[0], std::move(q.values[1])));
+      break;
+    case QueryType::get: {
+      // PyTorch's clients WAIT before they GET; 1.13's server fails the connection otherwise.
+      const std::optional<Bytes> value = table->get(q.keys[0]);
+      if (!value) {
+        refuse(stream, "GET of the absent key " + printable(q.keys[0], 80));
+        return false;
+      }
+      append_blob(reply, *value);
+      break;
+    }
+    case QueryType::add:
+      try {
+        append_i64(reply, table->add(q.keys[0], q.delta));
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::invalid_argument) throw;
+        refuse(stream, e.detail());
+        return false;
+      }
+      break;
+    case QueryType::check:
+      reply = one_byte(static_cast<uint8_t>(table->check(q.keys) ? CheckResponse::ready : CheckResponse::not_ready));
+      break;
+    case QueryType::wait: {
+      if (table->check(q.keys)) {
+        reply = one_byte(static_cast<uint8_t>(WaitResponse::stop_waiting));
+        break;
+      }
+      // Answered from on_change when the last missing key appears; the connection serves on.
+      const uint64_t wait = next_wait++;
+      for (const std::string& k : table->missing(q.keys)) waits_by_key[k].push_back(wait);
+      waits.emplace(wait, PendingWait{id, std::move(q.keys)});
+      return true;
+    }
+    case QueryType::get_num_keys:
+      append_i64(reply, static_cast<int64_t>(table->size()));
+      break;
+    case QueryType::watch_key:
+      watchers[q.keys[0]].push_back(id);
+      reply = one_byte(static_cast<uint8_t>(WatchResponse::callback_registered));
+      break;
+    case QueryType::delete_key:
+      append_i64(reply, table->erase(q.keys[0]) ? 1 : 0);
+      break;
+  }
+  stream.send(std::move(reply));
+  return true;
+}
+
+void TcpStoreServer::State::on_change(const KeyChange& c) {
+  if (c.after && !c.before) {
+    // A key appeared: the waits it was missing from may be complete.
+    const auto it = waits_by_key.find(c.key);
+    if (it != waits_by_key.end()) {
+      std::vector<uint64_t> ids = std::move(it->second);
+      waits_by_key.erase(it);
+      for (uint64_t wait : ids) {
+        const auto w = waits.find(wait);
+        if (w == waits.end()) continue;
+        const std::vector<std::string> still = table->missing(w->second.keys);
+        if (!still.empty()) {
+          // Deleted again meanwhile: wait for it anew.
+          for (const std::string& k : still) waits_by_key[k].push_back(wait);
+          continue;
+        }
+        if (const auto conn = connections.find(w->second.connection); conn != connections.end()) {
+          conn->second->send(one_byte(static_cast<uint8_t>(WaitResponse::stop_waiting)));
+        }
+        waits.erase(w);
+      }
+    }
+  }
+  const auto watching = watchers.find(c.key);
+  if (watching == watchers.end()) return;
+  WatchEvent event;
+  event.type = !c.before ? WatchResponse::key_created : !c.after ? WatchResponse::key_deleted : WatchResponse::key_updated;
+  event.key = c.key;
+  if (c.before) event.old_value = *c.before;
+  if (c.after) event.new_value = *c.after;
+  const Bytes bytes = encode_watch_event(event);
+  for (uint64_t id : watching->second) {
+    if (const auto conn = connections.find(id); conn != connections.end()) conn->second->send(bytes);
+  }
+}
+
+void TcpStoreServer::State::forget(uint64_t id) {
+  connections.erase(id);
+  for (auto it = watchers.begin(); it != watchers.end();) {
+    std::erase(it->second, id);
+    it = it->second.empty() ? watchers.erase(it) : std::next(it);
+  }
+  // Its pending waits go; their entries in waits_by_key are skipped when met.
+  std::erase_if(waits, [id](const auto& w) { return w.second.connection == id; });
+}
+
+void TcpStoreServer::State::close_all() {
+  if (closed) return;
+  closed = true;
+  boost::system::error_code ignored;
+  acceptor.close(ignored);
+  if (observer != 0) table->unobserve(observer);
+  observer = 0;
+  // close() calls forget(), which edits the map: close a copy.
+  const auto open = connections;
+  for (const auto& [id, stream] : open) stream->close("the store server closed");
+  scope.cancel();
+}
+
+TcpStoreServer::TcpStoreServer(asio::io_context& io, runtime::Spawner& spawner, tcp::acceptor acceptor,
+                               std::shared_ptr<store::KeyValueTable> table, TcpStoreServerOptions options)
+    : state_(std::make_shared<State>(io, spawner, std::move(acceptor), std::move(table), std::move(options))) {
+  state_->observer = state_->table->observe([weak = std::weak_ptr<State>(state_)](const KeyChange& c) {
+    if (auto self = weak.lock()) self->on_change(c);
+  });
+  state_->spawner.spawn(state_->scope, "tcpstore accept", [self = state_] { self->accept_loop(); });
+}
+
+TcpStoreServer::~TcpStoreServer() { close(); }
+
+uint16_t TcpStoreServer::port() const { return state_->port; }
+void TcpStoreServer::close() { state_->close_all(); }
+TcpStoreServerStats TcpStoreServer::stats() const { return state_->stats; }
+size_t TcpStoreServer::connections() const { return state_->connections.size(); }
+store::KeyValueTable& TcpStoreServer::table() { return *state_->table; }
+
+}  // namespace dagsim::net::tcpstore

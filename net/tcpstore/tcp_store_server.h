@@ -1,0 +1,72 @@
+// TcpStoreServer: the built-in store served over PyTorch 1.13's TCPStore protocol
+// (tcp_store_protocol.h), so an unmodified torch.distributed.TCPStore(is_master=False) client can
+// use a dagsim process as its store. The keys are a KeyValueTable (core/store/key_value_table.h):
+// the same rules as StoreService, which serves them over dagsim's RPC.
+//
+// What it promises:
+//  - Every query of 1.13 answered as 1.13's server answers it, including WAIT's late reply (the
+//    connection goes on serving queries while its WAIT is pending) and WATCH_KEY's events.
+//  - A waiting query blocks no other connection: each connection is a fiber, each pending WAIT
+//    another, and a WAIT's fiber ends when its connection closes.
+//  - Bad input closes only that connection, with one log line naming the peer and why: a frame
+//    whose length is over the limits (checked before anything is allocated), an unknown query
+//    type, GET of an absent key or ADD on a key that holds no integer (1.13's server closes the
+//    connection on those too: its protocol has no error reply). A peer that stops reading while
+//    its replies or watch events pile up past max_queued_bytes is closed the same way.
+//  - There are no server-side timeouts, as in PyTorch: a client times out on its own.
+//
+// Threading: the thread of `io` and of the node that `spawner` belongs to (the same thread, the
+// process's IoScheduler). The server's fibers live in its own CancelScope; destroying it (or
+// close()) cancels them, and they hold what they touch, so the server may go before them.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/runtime/spawner.h"
+#include "core/store/key_value_table.h"
+#include "net/tcpstore/tcp_store_protocol.h"
+
+namespace dagsim::net::tcpstore {
+
+struct TcpStoreServerOptions {
+  WireLimits limits;
+  size_t max_connections = 4096;
+  size_t max_queued_bytes = size_t{1} << 30;  // per connection, replies and watch events not yet sent
+  // One line per connection closed for bad input, and other things an operator should see.
+  std::function<void(const std::string&)> log;
+};
+
+struct TcpStoreServerStats {
+  uint64_t accepted = 0;
+  uint64_t queries = 0;
+  uint64_t refused = 0;  // connections closed for bad input or over a limit
+};
+
+class TcpStoreServer {
+ public:
+  // Serves `table` on `acceptor` (open and listening) with fibers of `spawner`'s node.
+  TcpStoreServer(boost::asio::io_context& io, runtime::Spawner& spawner, boost::asio::ip::tcp::acceptor acceptor,
+                 std::shared_ptr<store::KeyValueTable> table, TcpStoreServerOptions options = {});
+  ~TcpStoreServer();
+  TcpStoreServer(const TcpStoreServer&) = delete;
+  TcpStoreServer& operator=(const TcpStoreServer&) = delete;
+
+  uint16_t port() const;
+  // Stops accepting and closes every connection. Idempotent.
+  void close();
+  TcpStoreServerStats stats() const;
+  size_t connections() const;
+  store::KeyValueTable& table();
+
+  struct State;  // public only so that the .cc's helpers can name it
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace dagsim::net::tcpstore

@@ -17,7 +17,7 @@ const std::shared_ptr<const RendezvousState>& empty_state() {
 }  // namespace
 
 RendezvousBackend::RendezvousBackend(store::Store& store, std::string run_id)
-    : store_(store), run_id_(std::move(run_id)), key_("torch.rendezvous." + run_id_) {
+    : store_(store), run_id_(std::move(run_id)), key_(state_key(run_id_)) {
   DAGSIM_ASSERT(!run_id_.empty());
   cached_.state = empty_state();
 }

@@ -39,6 +39,9 @@
 
 namespace dagsim::rendezvous {
 
+// The store key one run's state lives under: PyTorch's "torch.rendezvous.<run_id>".
+inline std::string state_key(const std::string& run_id) { return "torch.rendezvous." + run_id; }
+
 // A version of the state key: what a compare-and-set must name to write. 0: no state yet.
 using Token = uint64_t;
 

@@ -67,7 +67,10 @@ TimePoint RendezvousExecutor::next_transition(const RendezvousState& state, cons
                                               TimePoint deadline) {
   constexpr Duration kJustAfter{1};  // the ops and sanitize compare strictly (`>`, `<`)
   TimePoint bound = TimePoint::max();
-  if (deadline != TimePoint::max()) bound = std::max(deadline + kJustAfter, clock.now);
+  // A deadline already past bounds nothing: an op that still decides SYNC after it is a redundant
+  // node, which waits on the full round for as long as it stays full (L3); waking it at once would
+  // poll the store every kMinSyncWait.
+  if (deadline != TimePoint::max() && deadline + kJustAfter > clock.now) bound = deadline + kJustAfter;
   // Wall-time instants strictly ahead of this node's wall clock, moved onto its local time line.
   auto consider_wall = [&](TimePoint wall) {
     if (wall <= clock.wall_now) return;

@@ -1,5 +1,6 @@
 #include "core/rendezvous/rendezvous_handler.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "core/base/assert.h"
@@ -112,9 +113,23 @@ void RendezvousHandler::start_keep_alive(uint64_t round) {
   });
 }
 
+// Note [keep-alive due by the heartbeat]: PyTorch's heartbeat job sleeps a fixed interval between
+// ops. A heartbeat that a join op meant to write but lost to the completing write (the state
+// changed under it, and the node then found itself a participant and finished) then waits a whole
+// interval after the round began: with keep-alive 1 s x 2 that is a heartbeat 2 s old, and the
+// survivors of a re-rendezvous expired each other in turn. So the next op is due one interval
+// after the heartbeat this node last saw of itself in the state (an eighth of an interval at
+// least, so a heartbeat that cannot be renewed never makes the loop spin), and a full interval
+// when the state holds none.
 void RendezvousHandler::keep_alive_loop() {
   for (;;) {
-    env_.clock.sleep(settings_.keep_alive_interval);
+    Duration wait = settings_.keep_alive_interval;
+    const auto mine = holder_.state().last_heartbeats.find(node_);
+    if (mine != holder_.state().last_heartbeats.end()) {
+      const Duration age = env_.clock.wall_now() - mine->second;
+      wait = std::clamp(settings_.keep_alive_interval - age, settings_.keep_alive_interval / 8, settings_.keep_alive_interval);
+    }
+    env_.clock.sleep(wait);
     std::lock_guard guard(*ops_lock_);
     try {
       executor_.run(keep_alive_op, "keep-alive", env_.clock.now() + settings_.timeout.heartbeat);

@@ -84,7 +84,11 @@ class RendezvousHandler {
   const RendezvousSettings& settings() const { return settings_; }
   // The state as this node last synced it (for tests and records).
   const RendezvousState& last_state() const { return holder_.state(); }
+  // The store version last_state() was read or written as (0: none yet).
+  Token last_token() const { return holder_.token(); }
   const RendezvousExecutor& executor() const { return executor_; }
+  // The backend's decode count and cache, for benchmarks.
+  const RendezvousBackend& backend() const { return backend_; }
   // Heartbeat ops the keep-alive fiber ran to their end, and how many failed.
   uint64_t keep_alives() const { return keep_alives_; }
   uint64_t keep_alive_failures() const { return keep_alive_failures_; }

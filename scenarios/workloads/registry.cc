@@ -4,6 +4,7 @@
 #include "core/base/assert.h"
 #include "scenarios/workloads/heartbeat/heartbeat_workload.h"
 #include "scenarios/workloads/program/program_workload.h"
+#include "scenarios/workloads/rendezvous/rendezvous_workload.h"
 
 namespace dagsim::scenarios {
 
@@ -12,6 +13,7 @@ const WorkloadType* const kWorkloadTypes[] = {
     &kHeartbeatWorkload,
     &kProgramWorkload,
     &kModelWorkload,
+    &kRendezvousWorkload,
 };
 }  // namespace
 

@@ -1,0 +1,218 @@
+// RendezvousHistory (rendezvous_history.h): the records of a rendezvous run, parsed and checked.
+#include "scenarios/workloads/rendezvous/rendezvous_history.h"
+
+#include <algorithm>
+
+#include "core/base/error.h"
+#include "scenarios/workloads/rendezvous/rendezvous_spec.h"
+
+namespace dagsim::scenarios {
+
+namespace {
+
+constexpr char kHexDigits[] = "0123456789abcdef";
+
+const nlohmann::json& field(const nlohmann::json& j, const char* key, const std::string& what) {
+  if (!j.is_object() || !j.contains(key)) throw errors::invalid_records(what + ": missing \"" + key + "\"");
+  return j.at(key);
+}
+
+TimePoint time_of(const nlohmann::json& j, const char* key, const std::string& what) {
+  return TimePoint{Duration{integer_from_record<int64_t>(field(j, key, what), what + "." + key)}};
+}
+
+std::string string_of(const nlohmann::json& j, const char* key, const std::string& what) {
+  const nlohmann::json& v = field(j, key, what);
+  if (!v.is_string()) throw errors::invalid_records(what + "." + key + ": expected a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+const nlohmann::json& array_of(const nlohmann::json& j, const char* key, const std::string& what) {
+  const nlohmann::json& v = field(j, key, what);
+  if (!v.is_array()) throw errors::invalid_records(what + "." + key + ": expected an array");
+  return v;
+}
+
+StoreLife read_store_life(const NodeRecord& r, const std::string& what) {
+  StoreLife life;
+  life.incarnation = r.incarnation;
+  const nlohmann::json& history = array_of(r.data, "history", what);
+  for (size_t i = 0; i < history.size(); ++i) {
+    const std::string at = what + ".history[" + std::to_string(i) + "]";
+    Commit c;
+    c.t = time_of(history[i], "t", at);
+    c.version = integer_from_record<uint64_t>(field(history[i], "v", at), at + ".v");
+    const nlohmann::json& s = field(history[i], "s", at);
+    if (!s.is_null()) {
+      if (!s.is_string()) throw errors::invalid_records(at + ".s: expected a hex string or null");
+      const runtime::Bytes bytes = from_hex(s.get<std::string>(), at + ".s");
+      try {
+        c.state = rendezvous::decode(bytes);
+      } catch (const Error& e) {
+        throw errors::invalid_records(at + ".s: " + e.what());
+      }
+    }
+    if (!life.commits.empty() && c.state && c.version <= life.commits.back().version) {
+      throw errors::invalid_records(at + ": version " + std::to_string(c.version) + " does not rise");
+    }
+    if (!life.commits.empty() && c.t < life.commits.back().t) throw errors::invalid_records(at + ": time goes back");
+    life.commits.push_back(std::move(c));
+  }
+  return life;
+}
+
+AgentLife read_agent_life(const NodeRecord& r, const std::string& what) {
+  AgentLife life;
+  life.node = r.node;
+  life.incarnation = r.incarnation;
+  const nlohmann::json& desc = field(r.data, "node", what);
+  if (!desc.is_array() || desc.size() != 3 || !desc[0].is_string()) {
+    throw errors::invalid_records(what + ".node: expected [addr, pid, local_id]");
+  }
+  life.desc.addr = desc[0].get<std::string>();
+  life.desc.pid = integer_from_record<uint64_t>(desc[1], what + ".node[1]");
+  life.desc.local_id = integer_from_record<uint64_t>(desc[2], what + ".node[2]");
+  const nlohmann::json& events = array_of(r.data, "events", what);
+  for (size_t i = 0; i < events.size(); ++i) {
+    const std::string at = what + ".events[" + std::to_string(i) + "]";
+    const nlohmann::json& j = events[i];
+    AgentEvent e;
+    e.op = string_of(j, "op", at);
+    e.start = time_of(j, "start", at);
+    if (j.contains("t")) {
+      e.end = time_of(j, "t", at);
+      if (*e.end < e.start) throw errors::invalid_records(at + ": ends before it starts");
+    }
+    if (j.contains("wall")) e.wall = time_of(j, "wall", at);
+    const auto number = [&](const char* key, uint64_t& out) {
+      if (j.contains(key)) out = integer_from_record<uint64_t>(j.at(key), at + "." + key);
+    };
+    number("round", e.round);
+    number("rank", e.rank);
+    number("world", e.world);
+    number("version", e.version);
+    number("waiting", e.waiting);
+    if (j.contains("ok")) {
+      if (!j.at("ok").is_boolean()) throw errors::invalid_records(at + ".ok: expected a boolean");
+      e.ok = j.at("ok").get<bool>();
+    }
+    if (j.contains("error")) {
+      e.error = string_of(j, "error", at);
+      e.message = j.contains("message") ? string_of(j, "message", at) : std::string();
+    }
+    if (!life.events.empty() && e.start < life.events.back().start) throw errors::invalid_records(at + ": out of order");
+    life.events.push_back(std::move(e));
+  }
+  const nlohmann::json& writes = array_of(r.data, "writes", what);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const std::string at = what + ".writes[" + std::to_string(i) + "]";
+    const nlohmann::json& j = writes[i];
+    CasWrite w;
+    w.t = time_of(j, "t", at);
+    w.wall = time_of(j, "wall", at);
+    w.read_wall = time_of(j, "read_wall", at);
+    w.base = integer_from_record<uint64_t>(field(j, "base", at), at + ".base");
+    if (j.contains("written")) {
+      if (!j.at("written").is_boolean()) throw errors::invalid_records(at + ".written: expected a boolean");
+      w.written = j.at("written").get<bool>();
+      w.version = integer_from_record<uint64_t>(field(j, "version", at), at + ".version");
+      w.t_end = time_of(j, "t_end", at);
+    }
+    life.writes.push_back(w);
+  }
+  return life;
+}
+
+}  // namespace
+
+std::string to_hex(const runtime::Bytes& bytes) {
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (uint8_t b : bytes) {
+    out.push_back(kHexDigits[b >> 4]);
+    out.push_back(kHexDigits[b & 15]);
+  }
+  return out;
+}
+
+runtime::Bytes from_hex(const std::string& text, const std::string& what) {
+  if (text.size() % 2 != 0) throw errors::invalid_records(what + ": odd number of hex digits");
+  const auto digit = [&](char c) -> uint8_t {
+    if (c >= '0' && c <= '9') return static_cast<uint8_t>(c - '0');
+    if (c >= 'a' && c <= 'f') return static_cast<uint8_t>(c - 'a' + 10);
+    throw errors::invalid_records(what + ": not a lowercase hex digit: '" + std::string(1, c) + "'");
+  };
+  runtime::Bytes out(text.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(digit(text[2 * i]) << 4 | digit(text[2 * i + 1]));
+  return out;
+}
+
+const Commit* StoreLife::at(TimePoint t) const {
+  const Commit* found = nullptr;
+  for (const Commit& c : commits) {
+    if (c.t > t) break;
+    found = &c;
+  }
+  return found;
+}
+
+const Commit* StoreLife::find(uint64_t version) const {
+  for (const Commit& c : commits) {
+    if (c.version == version && c.state) return &c;
+  }
+  return nullptr;
+}
+
+const AgentLife* RendezvousHistory::agent(const rendezvous::NodeDesc& desc) const {
+  for (const AgentLife& a : agents) {
+    if (a.desc == desc) return &a;
+  }
+  return nullptr;
+}
+
+std::pair<const AgentLife*, const CasWrite*> RendezvousHistory::writer_of(const Commit& c) const {
+  for (const AgentLife& a : agents) {
+    for (const CasWrite& w : a.writes) {
+      if (w.written == true && w.version == c.version && w.t <= c.t && c.t <= *w.t_end) return {&a, &w};
+    }
+  }
+  return {nullptr, nullptr};
+}
+
+std::vector<std::optional<TimePoint>> incarnation_ends(const std::vector<runtime::FaultEvent>& history, uint32_t node) {
+  using K = runtime::FaultEvent::Kind;
+  std::vector<std::optional<TimePoint>> ends;
+  bool alive = false;
+  for (const runtime::FaultEvent& e : history) {
+    if (e.node != node) continue;
+    if (e.kind == K::start || e.kind == K::restart) {
+      ends.emplace_back();
+      alive = true;
+    } else if ((e.kind == K::kill || e.kind == K::crash) && alive) {
+      ends.back() = e.time;
+      alive = false;
+    }
+  }
+  return ends;
+}
+
+RendezvousHistory read_history(const Scenario& scenario, const RunRecords& records) {
+  RendezvousHistory h;
+  const uint32_t store_node = scenario.workload.as<RendezvousSpec>().store_node;
+  for (uint32_t node = 0; node < scenario.cluster.nodes; ++node) {
+    const std::vector<std::optional<TimePoint>> ends = incarnation_ends(records.fault_history, node);
+    for (const NodeRecord* r : records.records_of(node)) {
+      const std::string what = scenario.cluster.node_name(node) + "." + std::to_string(r->incarnation);
+      if (node == store_node) {
+        h.store.push_back(read_store_life(*r, what));
+        continue;
+      }
+      AgentLife life = read_agent_life(*r, what);
+      if (r->incarnation < ends.size()) life.died = ends[r->incarnation];
+      h.agents.push_back(std::move(life));
+    }
+  }
+  return h;
+}
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,37 @@
+// RendezvousJudge: the rendezvous workload's judge, from a run's records alone.
+//
+// Checks (docs/scenarios.md, "Rendezvous"):
+//  - invariants: no violation of S1-S10 or L1-L6 (rendezvous_invariants.h); the detail lists them;
+//  - formed, nodes = [...]: some round completed with exactly these nodes as participants;
+//  - expect_error, nodes = [...], message = "...": each of these nodes' agents ended with an error
+//    containing the message (its name, "rendezvous_closed", or its text).
+// Results: "rounds" (each completed round: the store life, the round, when it completed, its
+// members with their ranks, and who left it, when and why: exit or expired), "agents" (each
+// incarnation's calls), and "violations".
+#pragma once
+
+#include "scenarios/workloads/registry.h"
+#include "scenarios/workloads/rendezvous/rendezvous_history.h"
+#include "scenarios/workloads/rendezvous/rendezvous_invariants.h"
+
+namespace dagsim::scenarios {
+
+class RendezvousJudge final : public Judge {
+ public:
+  RendezvousJudge(const Scenario& scenario, const RunRecords& records);
+
+  CheckResult invariants(const CheckSpec& spec) const;
+  CheckResult formed(const CheckSpec& spec) const;
+  CheckResult expect_error(const CheckSpec& spec) const;
+  nlohmann::json results(const ReportOptions& options) const override;
+
+  const RendezvousHistory& history() const { return history_; }
+  const std::vector<Violation>& violations() const { return violations_; }
+
+ private:
+  const Scenario& scenario_;
+  RendezvousHistory history_;
+  std::vector<Violation> violations_;
+};
+
+}  // namespace dagsim::scenarios

@@ -1,0 +1,269 @@
+// The rendezvous workload's node side, its [rendezvous] reader and its registry entry.
+#include "scenarios/workloads/rendezvous/rendezvous_workload.h"
+
+#include "core/base/assert.h"
+#include "core/rendezvous/rendezvous_backend.h"
+#include "core/runtime/cancel_scope.h"
+#include "scenarios/workloads/rendezvous/rendezvous_history.h"
+#include "scenarios/workloads/rendezvous/rendezvous_judge.h"
+
+namespace dagsim::scenarios {
+
+using runtime::Env;
+using runtime::TimePoint;
+using Kind = RendezvousAction::Kind;
+
+RendezvousWorkload::RendezvousWorkload(const Scenario& scenario)
+    : scenario_(scenario), spec_(scenario.workload.as<RendezvousSpec>()),
+      registry_(rpc::FunctionRegistry::with_builtins()), lives_(scenario.cluster.nodes) {
+  DAGSIM_ASSERT(spec_.store_node < scenario.cluster.nodes);
+}
+
+RendezvousWorkload::~RendezvousWorkload() { release_nodes(); }
+
+void RendezvousWorkload::release_nodes() {
+  // Handlers first (their keep-alive scopes), then what they use.
+  for (std::vector<Life>& lives : lives_) {
+    for (Life& life : lives) life.handler.reset();
+  }
+  for (std::vector<Life>& lives : lives_) lives.clear();
+}
+
+void RendezvousWorkload::node_main(NodeContext& node) {
+  std::vector<Life>& lives = lives_[node.index()];
+  lives.emplace_back();
+  Life& life = lives.back();
+  life.agent = std::make_unique<rpc::RpcAgent>(node.env(), registry_);
+  if (node.index() == spec_.store_node) {
+    run_store(node, life);
+  } else {
+    run_agent(node, life);
+  }
+}
+
+void RendezvousWorkload::run_store(NodeContext& node, Life& life) {
+  life.service = std::make_unique<store::StoreService>(*life.agent);
+  // The store's own order of commits of the state key: the one history S1 judges.
+  nlohmann::json& history = node.record()["history"] = nlohmann::json::array();
+  const std::string key = rendezvous::state_key(spec_.settings.run_id);
+  life.service->set_write_observer([&node, &history, key](const std::string& written, const store::Versioned& now) {
+    if (written != key) return;
+    history.push_back({{"t", node.scenario_now().ns()},
+                       {"v", now.version},
+                       {"s", now.version == 0 ? nlohmann::json(nullptr) : nlohmann::json(to_hex(now.value))}});
+  });
+  life.agent->start();
+}
+
+void RendezvousWorkload::run_agent(NodeContext& node, Life& life) {
+  Env& env = node.env();
+  nlohmann::json& record = node.record();
+  rendezvous::NodeDesc desc;
+  desc.addr = scenario_.cluster.node_name(node.index());
+  desc.pid = node.incarnation();
+  record["node"] = {desc.addr, desc.pid, desc.local_id};
+  nlohmann::json& events = record["events"] = nlohmann::json::array();
+  nlohmann::json& writes = record["writes"] = nlohmann::json::array();
+
+  life.agent->start();
+  life.client = std::make_unique<store::StoreClient>(*life.agent, spec_.store_node);
+  life.client->set_timeout(spec_.store_timeout);
+  life.recording = std::make_unique<RecordingStore>(*life.client, rendezvous::state_key(spec_.settings.run_id), env.clock,
+                                                    writes, [&node] { return node.scenario_now(); });
+  rendezvous::RendezvousHandlerOptions options;
+  options.poll_interval = spec_.poll_interval;
+  life.handler = std::make_unique<rendezvous::RendezvousHandler>(env, *life.recording, spec_.settings, desc, options);
+  rendezvous::RendezvousHandler* handler = life.handler.get();
+
+  node.spawn_foreground("agent", [this, &node, &env, &events, handler] {
+    const uint32_t me = node.index();
+    const auto now = [&node] { return node.scenario_now(); };
+    // Sleeps on the node's own clock until the scenario's time reaches `at` (a drifting clock
+    // may wake a little early: the loop sleeps again for what is left).
+    const auto sleep_until = [&](Duration at) {
+      while (now() < TimePoint{at}) env.clock.sleep(TimePoint{at} - now());
+    };
+    const auto begin = [&](const char* op) -> size_t {
+      events.push_back({{"op", op}, {"start", now().ns()}});
+      return events.size() - 1;
+    };
+    const auto fail = [&](size_t e, const Error& error) {
+      events[e]["t"] = now().ns();
+      events[e]["error"] = std::string(error_name(error.code()));
+      events[e]["message"] = error.what();
+    };
+    if (node.incarnation() == 0) {
+      if (std::optional<Duration> at = spec_.action_time(me, Kind::join)) sleep_until(*at);
+    }
+    const std::optional<Duration> leave = spec_.action_time(me, Kind::leave);
+    const Duration stop_at = std::min(spec_.duration, leave.value_or(spec_.duration));
+    std::optional<Duration> close_at = spec_.action_time(me, Kind::close);
+    const auto stop = [&] {
+      const size_t e = begin(leave && *leave <= spec_.duration ? "leave" : "shutdown");
+      const bool ok = handler->shutdown();
+      events[e]["ok"] = ok;
+      events[e]["t"] = now().ns();
+    };
+    for (;;) {
+      if (now() >= TimePoint{stop_at}) return stop();
+      size_t e = begin("next_rendezvous");
+      try {
+        const rendezvous::RendezvousInfo info = handler->next_rendezvous();
+        events[e]["t"] = now().ns();
+        events[e]["round"] = info.round;
+        events[e]["rank"] = info.rank;
+        events[e]["world"] = info.world_size;
+        events[e]["version"] = handler->last_token();
+      } catch (const Error& error) {
+        runtime::rethrow_if_unwinding(error);
+        return fail(e, error);  // an agent whose rendezvous failed stops, as PyTorch's does
+      }
+      // Train until the end, a scheduled close or leave, or nodes waiting (then re-rendezvous).
+      for (;;) {
+        if (close_at && now() >= TimePoint{*close_at}) {
+          close_at.reset();
+          e = begin("set_closed");
+          try {
+            handler->set_closed();
+            events[e]["t"] = now().ns();
+          } catch (const Error& error) {
+            runtime::rethrow_if_unwinding(error);
+            return fail(e, error);
+          }
+          continue;
+        }
+        if (now() >= TimePoint{stop_at}) return stop();
+        Duration next = TimePoint{stop_at} - now();
+        if (close_at) next = std::min(next, TimePoint{*close_at} - now());
+        env.clock.sleep(std::min(spec_.monitor_interval, next));
+        if (now() >= TimePoint{stop_at} || (close_at && now() >= TimePoint{*close_at})) continue;
+        e = begin("num_nodes_waiting");
+        uint64_t waiting = 0;
+        try {
+          waiting = handler->num_nodes_waiting();
+        } catch (const Error& error) {
+          runtime::rethrow_if_unwinding(error);
+          return fail(e, error);
+        }
+        if (waiting == 0) {
+          events.erase(e);  // only the calls that restart the agent are kept (records stay small)
+          continue;
+        }
+        events[e]["t"] = now().ns();
+        events[e]["wall"] = env.clock.wall_now().ns();  // the sync's sanitize ran at or before it
+        events[e]["waiting"] = waiting;
+        events[e]["version"] = handler->last_token();
+        break;
+      }
+    }
+  });
+}
+
+// The [rendezvous] reader ------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kKeys[] = {"rendezvous"};
+
+constexpr std::string_view kTableKeys[] = {
+    "store",          "run_id",           "min_nodes",           "max_nodes",          "join_timeout_ms",
+    "last_call_ms",   "close_timeout_ms", "heartbeat_timeout_ms", "keep_alive_interval_ms",
+    "keep_alive_max_attempt", "rerendezvous_on_expiry", "poll_interval_ms", "store_timeout_ms",
+    "monitor_interval_ms", "duration_ms", "actions"};
+constexpr std::string_view kActionKeys[] = {"at_ms", "node", "action"};
+constexpr std::string_view kActionKinds[] = {"join", "leave", "close"};
+
+void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) {
+  const detail::Table t{reader.table(*top.get("rendezvous"), "rendezvous"), "rendezvous"};
+  reader.check_keys(t, kTableKeys, "keys in [rendezvous]");
+  RendezvousSpec spec;
+  spec.store_node = reader.opt_node_ref(t, "store").value_or(0);
+  rendezvous::RendezvousSettings& s = spec.settings;
+  s.run_id = reader.opt_string(t, "run_id").value_or(scenario.name.empty() ? "run" : scenario.name);
+  const int64_t participants = int64_t{scenario.cluster.nodes} - 1;
+  s.min_nodes = static_cast<uint32_t>(
+      reader.integer(reader.required(t, "min_nodes"), t.key_path("min_nodes"), 1, rendezvous::kMaxRendezvousNodes));
+  s.max_nodes = static_cast<uint32_t>(
+      reader.opt_integer(t, "max_nodes", 1, rendezvous::kMaxRendezvousNodes).value_or(s.min_nodes));
+  s.timeout.join = reader.opt_duration(t, "join_timeout_ms", detail::kPositiveMs).value_or(s.timeout.join);
+  s.timeout.last_call = reader.opt_duration(t, "last_call_ms", detail::kPositiveMs).value_or(s.timeout.last_call);
+  s.timeout.close = reader.opt_duration(t, "close_timeout_ms", detail::kPositiveMs).value_or(s.timeout.close);
+  s.timeout.heartbeat = reader.opt_duration(t, "heartbeat_timeout_ms", detail::kPositiveMs).value_or(s.timeout.heartbeat);
+  s.keep_alive_interval =
+      reader.opt_duration(t, "keep_alive_interval_ms", detail::kPositiveMs).value_or(s.keep_alive_interval);
+  s.keep_alive_max_attempt =
+      static_cast<uint32_t>(reader.opt_integer(t, "keep_alive_max_attempt", 1, 1000).value_or(s.keep_alive_max_attempt));
+  s.rerendezvous_on_expiry = reader.opt_boolean(t, "rerendezvous_on_expiry").value_or(s.rerendezvous_on_expiry);
+  spec.poll_interval = reader.opt_duration(t, "poll_interval_ms", detail::kNonNegativeMs).value_or(spec.poll_interval);
+  spec.store_timeout = reader.opt_duration(t, "store_timeout_ms", detail::kPositiveMs).value_or(spec.store_timeout);
+  spec.monitor_interval =
+      reader.opt_duration(t, "monitor_interval_ms", detail::kPositiveMs).value_or(spec.monitor_interval);
+  spec.duration = reader.opt_duration(t, "duration_ms", detail::kPositiveMs).value_or(spec.duration);
+  try {
+    rendezvous::validate(s);
+  } catch (const Error& e) {
+    reader.fail(t.line(), "", e.what());
+  }
+  if (s.min_nodes > participants) {
+    reader.fail(t.line(), "min_nodes",
+                std::to_string(s.min_nodes) + " participants can never join: the cluster has " +
+                    std::to_string(participants) + " besides the store node");
+  }
+  if (const toml::node* actions = t.get("actions")) {
+    const std::vector<const toml::table*> tables = reader.tables(*actions, t.key_path("actions"));
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const detail::Table a{*tables[i], "rendezvous.actions[" + std::to_string(i) + "]"};
+      reader.check_keys(a, kActionKeys, "keys in [[rendezvous.actions]]");
+      RendezvousAction action;
+      action.kind = static_cast<RendezvousAction::Kind>(
+          reader.choice(reader.required(a, "action"), a.key_path("action"), kActionKinds));
+      action.at = reader.duration(reader.required(a, "at_ms"), a.key_path("at_ms"), detail::kNonNegativeMs);
+      action.node = reader.node_ref(reader.required(a, "node"), a.key_path("node"));
+      action.line = a.line();
+      if (action.node == spec.store_node) reader.fail(a.line(), "node", "the store node takes no rendezvous actions");
+      if (spec.action_time(action.node, action.kind)) {
+        reader.fail(a.line(), "action", "a second \"" + std::string(kActionKinds[static_cast<size_t>(action.kind)]) +
+                                             "\" for " + scenario.cluster.node_name(action.node));
+      }
+      spec.actions.push_back(action);
+    }
+  }
+  scenario.workload = WorkloadSpec("rendezvous", spec);
+}
+
+std::string summary(const Scenario& scenario) {
+  const RendezvousSpec& spec = scenario.workload.as<RendezvousSpec>();
+  return "rendezvous (" + std::to_string(spec.settings.min_nodes) + ".." + std::to_string(spec.settings.max_nodes) +
+         " of " + std::to_string(scenario.cluster.nodes - 1) + " nodes)";
+}
+
+std::unique_ptr<Workload> make(const Scenario& scenario, uint64_t) {
+  return std::make_unique<RendezvousWorkload>(scenario);
+}
+
+std::unique_ptr<Judge> make_judge(const Scenario& scenario, const RunRecords& records) {
+  return std::make_unique<RendezvousJudge>(scenario, records);
+}
+
+constexpr CheckKind kChecks[] = {
+    {"invariants", false, false, false, &judge_by<RendezvousJudge, &RendezvousJudge::invariants>},
+    {"formed", true, false, false, &judge_by<RendezvousJudge, &RendezvousJudge::formed>},
+    {"expect_error", true, false, true, &judge_by<RendezvousJudge, &RendezvousJudge::expect_error>},
+};
+
+}  // namespace
+
+const WorkloadType kRendezvousWorkload = {
+    .name = "rendezvous",
+    .keys = kKeys,
+    .required = kKeys,
+    .shown = "[rendezvous]",
+    .to_add = "a [rendezvous] table",
+    .read = &read,
+    .summary = &summary,
+    .make = &make,
+    .make_judge = &make_judge,
+    .checks = kChecks,
+};
+
+}  // namespace dagsim::scenarios

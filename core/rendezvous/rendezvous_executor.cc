@@ -5,13 +5,30 @@
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "core/base/prng.h"
 #include "core/runtime/cancel_scope.h"
 
 namespace dagsim::rendezvous {
 
+namespace {
+
+// FNV-1a of the node's name: a jitter seed every standard library computes alike (std::hash does not).
+uint64_t name_hash(const std::string& name) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+  return h;
+}
+
+}  // namespace
+
 RendezvousExecutor::RendezvousExecutor(RendezvousStateHolder& holder, RendezvousBackend& backend, NodeDesc node,
                                        runtime::Env& env, Duration poll_interval)
-    : holder_(holder), backend_(backend), node_(std::move(node)), env_(env), poll_interval_(poll_interval) {
+    : holder_(holder),
+      backend_(backend),
+      node_(std::move(node)),
+      env_(env),
+      poll_interval_(poll_interval),
+      jitter_seed_(name_hash(to_string(node_))) {
   DAGSIM_ASSERT(poll_interval_ >= Duration::zero());
 }
 
@@ -20,9 +37,9 @@ std::string RendezvousExecutor::where(std::string_view op_name) const {
          std::to_string(holder_.state().round) + ", node " + to_string(node_) + ", " + std::string(op_name) + " op";
 }
 
-void RendezvousExecutor::sync(std::string_view op_name, bool use_cache) {
+std::optional<bool> RendezvousExecutor::sync(std::string_view op_name, bool use_cache) {
   try {
-    holder_.sync(use_cache);
+    return holder_.sync(use_cache);
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
     if (e.code() != ErrorCode::rendezvous_connection_failed && e.code() != ErrorCode::protocol_error) throw;
@@ -32,8 +49,20 @@ void RendezvousExecutor::sync(std::string_view op_name, bool use_cache) {
 
 void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoint deadline) {
   const RendezvousSettings& settings = holder_.settings();
+  // Races and wake-ups of an earlier op say nothing about this one's.
+  lost_races_ = 0;
+  woken_by_change_ = false;
+  bool backed_off = false;  // since the last lost race; the read after it must be fresh
   for (;;) {
-    sync(op_name, /*use_cache=*/true);
+    const TimePoint sent = env_.clock.now();
+    const uint64_t store_syncs = holder_.store_syncs();
+    const std::optional<bool> written = sync(op_name, /*use_cache=*/!backed_off);
+    // A read or a write is one round trip to the store: the scale of Note [contention at scale].
+    if (holder_.store_syncs() != store_syncs) round_trip_ = env_.clock.now() - sent;
+    if (written) {
+      lost_races_ = *written ? 0 : lost_races_ + 1;
+      backed_off = false;
+    }
     const ClockReading clock{env_.clock.now(), env_.clock.wall_now()};
     const Action action = op(holder_.state(), node_, settings, clock, deadline);
     switch (action) {
@@ -52,6 +81,13 @@ void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoin
         break;
       default:
         DAGSIM_ASSERT(changes_state(action));
+        woken_by_change_ = false;
+        // After a lost race: back off, then decide again on a fresh read (a decision made before
+        // the back-off would carry a token the others' writes meanwhile made stale).
+        if (lost_races_ > 0 && !backed_off && back_off(deadline)) {
+          backed_off = true;
+          break;
+        }
         holder_.update(apply(holder_.state(), action, node_, settings, clock.wall_now));
         ++actions_applied_;
         // PyTorch's update_deadline: a spare that leaves the redundancy list starts its join
@@ -88,6 +124,20 @@ TimePoint RendezvousExecutor::next_transition(const RendezvousState& state, cons
   return bound;
 }
 
+bool RendezvousExecutor::back_off(TimePoint deadline) {
+  // The first loss retries at once, as PyTorch: with few contenders it is the next winner.
+  if (round_trip_ <= Duration::zero() || lost_races_ < 2) return false;
+  const uint32_t doublings = std::min(lost_races_ - 2, kMaxBackoffDoublings);
+  const auto window = static_cast<uint64_t>(round_trip_.count()) << doublings;
+  Prng jitter(jitter_seed_ ^ (holder_.token() * 0x9e3779b97f4a7c15ULL) ^ lost_races_);
+  const Duration pause{static_cast<int64_t>(jitter.uniform_u64(window + 1))};
+  const TimePoint now = env_.clock.now();
+  if (pause <= Duration::zero() || now >= deadline) return false;
+  ++backoffs_;
+  env_.clock.sleep_until(std::min(now + pause, deadline));
+  return true;
+}
+
 void RendezvousExecutor::wait_after_sync(std::string_view op_name, TimePoint deadline) {
   ++sync_waits_;
   if (poll_interval_ > Duration::zero()) {
@@ -95,8 +145,19 @@ void RendezvousExecutor::wait_after_sync(std::string_view op_name, TimePoint dea
     return;
   }
   // See Note [event-driven SYNC].
-  const ClockReading clock{env_.clock.now(), env_.clock.wall_now()};
+  ClockReading clock{env_.clock.now(), env_.clock.wall_now()};
   const TimePoint bound = next_transition(holder_.state(), node_, holder_.settings(), clock, deadline);
+  if (woken_by_change_ && round_trip_ > Duration::zero()) {
+    // The last change left the decision at SYNC: Note [contention at scale].
+    const uint64_t nodes = holder_.state().last_heartbeats.size();
+    const Duration hold_off = std::min<Duration>(kMaxSyncHoldOff, round_trip_ * static_cast<int64_t>(nodes) /
+                                                                      static_cast<int64_t>(kHoldOffNodesPerRtt));
+    if (hold_off > Duration::zero() && clock.now + hold_off < bound) {
+      ++hold_offs_;
+      env_.clock.sleep(hold_off);
+      clock = ClockReading{env_.clock.now(), env_.clock.wall_now()};
+    }
+  }
   const Duration store_timeout = backend_.store().timeout();
   Duration wait = bound == TimePoint::max() ? store_timeout : bound - clock.now;
   wait = std::clamp(wait, kMinSyncWait, std::max(kMinSyncWait, store_timeout));
@@ -108,6 +169,7 @@ void RendezvousExecutor::wait_after_sync(std::string_view op_name, TimePoint dea
     if (e.code() != ErrorCode::rendezvous_connection_failed && e.code() != ErrorCode::protocol_error) throw;
     throw Error(e.code(), where(op_name) + ", waiting for a change: " + e.detail());
   }
+  woken_by_change_ = fetched.token != holder_.token();
   holder_.adopt(fetched);
 }
 

@@ -33,10 +33,32 @@
 // and waits the rest. With poll_interval > 0 the executor instead sleeps poll_interval after each
 // SYNC, PyTorch's fixed polling, kept for side-by-side comparison.
 //
+// Note [contention at scale]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Every write rewrites the whole state (O(N) bytes at N nodes), and one key serialises them all.
+// With no care two costs grow as N^2 state reads (bench/bm_rendezvous.cc: 256 nodes took seconds
+// of simulation, 1,000 minutes): N joiners racing for one compare-and-set lose N^2/2 times, and N
+// waiters woken by each of N joins read the state N^2/2 times. So, scaled by the round trip this
+// node last measured to the store (zero in a zero-latency world, where nothing changes):
+//  - the first lost race retries at once (as PyTorch); after the k-th in a row (k >= 2) the node
+//    waits a back-off, uniform in [0, rtt * 2^(k-2)] (doubling up to 2^kMaxBackoffDoublings),
+//    then reads the state afresh and decides again (a decision from
+//    before the back-off would carry a token the others' writes made stale meanwhile). The draw
+//    comes from a generator seeded by this node's name, the winner's token and the loss count:
+//    deterministic, and the node's Random stream is left alone. Binary exponential back-off, as
+//    Ethernet's: the store sees a few attempts per round trip instead of all N;
+//  - a waiter woken by a change that left its decision at SYNC holds off before watching again,
+//    for rtt * (nodes in the state) / kHoldOffNodesPerRtt, at most kMaxSyncHoldOff; the writes
+//    meanwhile come back as one answer. A waiter so sees a decisive write up to that late (a
+//    round trip per 16 nodes, 100 ms at most, against PyTorch's 1-2 s poll), and its wake-ups cost
+//    in proportion to time, not to the number of writes.
+// PyTorch retries at once and polls; both changes only space requests out, never skip a decision.
+//
 // Threading: the node's fibers; one op at a time per holder (the handler serialises them).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "core/rendezvous/rendezvous_ops.h"
@@ -47,6 +69,11 @@ namespace dagsim::rendezvous {
 // The shortest event-driven wait: a bound that clock drift left a hair in the future is waited
 // out whole rather than in ever smaller steps.
 inline constexpr Duration kMinSyncWait = std::chrono::milliseconds(1);
+
+// See Note [contention at scale].
+inline constexpr uint32_t kMaxBackoffDoublings = 10;
+inline constexpr uint64_t kHoldOffNodesPerRtt = 16;
+inline constexpr Duration kMaxSyncHoldOff = std::chrono::milliseconds(100);
 
 class RendezvousExecutor {
  public:
@@ -62,13 +89,18 @@ class RendezvousExecutor {
   void run(RendezvousOp op, std::string_view op_name, TimePoint deadline);
 
   // A sync on behalf of `op_name` ("is_closed", ...), with the same error naming as run().
-  void sync(std::string_view op_name, bool use_cache);
+  // Returns the holder's answer: whether this node's write landed, nullopt when it made none.
+  std::optional<bool> sync(std::string_view op_name, bool use_cache);
 
   const NodeDesc& node() const { return node_; }
   Duration poll_interval() const { return poll_interval_; }
   // How many SYNC waits ended (by a change, a bound or a poll) and how many states were applied.
   uint64_t sync_waits() const { return sync_waits_; }
   uint64_t actions_applied() const { return actions_applied_; }
+  // Back-offs after lost races and hold-offs after wake-ups that changed no decision (Note
+  // [contention at scale]).
+  uint64_t backoffs() const { return backoffs_; }
+  uint64_t hold_offs() const { return hold_offs_; }
 
   // The local instant at which a decision on `state` may change with no write (see the Note),
   // bounded by `deadline` + 1 ns; TimePoint::max() when nothing would change it.
@@ -78,6 +110,9 @@ class RendezvousExecutor {
  private:
   // Waits after a SYNC decision: a bounded watch, or a poll.
   void wait_after_sync(std::string_view op_name, TimePoint deadline);
+  // Sleeps the back-off that follows a lost race, never past `deadline`; false if it did not sleep
+  // at all (a zero-latency world: the write goes at once, as PyTorch's).
+  bool back_off(TimePoint deadline);
   // "rendezvous run job, round 3, node worker1_0_0, join op"
   std::string where(std::string_view op_name) const;
 
@@ -88,6 +123,14 @@ class RendezvousExecutor {
   const Duration poll_interval_;
   uint64_t sync_waits_ = 0;
   uint64_t actions_applied_ = 0;
+  // Note [contention at scale]: the last store round trip, races lost in a row, and whether the
+  // last wait was ended by a change that has not (yet) led to an action.
+  Duration round_trip_ = Duration::zero();
+  uint32_t lost_races_ = 0;
+  bool woken_by_change_ = false;
+  const uint64_t jitter_seed_;
+  uint64_t backoffs_ = 0;
+  uint64_t hold_offs_ = 0;
 };
 
 }  // namespace dagsim::rendezvous

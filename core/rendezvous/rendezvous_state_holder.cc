@@ -6,7 +6,11 @@ namespace dagsim::rendezvous {
 
 RendezvousStateHolder::RendezvousStateHolder(RendezvousBackend& backend, const RendezvousSettings& settings,
                                              runtime::Env& env, Duration cache_duration)
-    : backend_(backend), settings_(settings), env_(env), cache_duration_(cache_duration) {
+    : backend_(backend),
+      settings_(settings),
+      env_(env),
+      cache_duration_(cache_duration),
+      state_(std::make_shared<const RendezvousState>()) {
   DAGSIM_ASSERT(cache_duration_ >= Duration::zero());
   DAGSIM_ASSERT(backend_.run_id() == settings_.run_id);
 }
@@ -16,7 +20,7 @@ std::optional<bool> RendezvousStateHolder::sync(bool use_cache) {
     // Write what this node decided. A lost race hands back the winner's state, which the caller
     // decides on afresh at once (PyTorch retries with no back-off; so do we: the loser learns the
     // new state in the same round trip).
-    SetStateOutcome outcome = backend_.set_state(state_, token_);
+    SetStateOutcome outcome = backend_.set_state(*state_, token_);
     ++store_syncs_;
     take(outcome.current);
     return outcome.written;
@@ -35,7 +39,7 @@ std::optional<bool> RendezvousStateHolder::sync(bool use_cache) {
 }
 
 void RendezvousStateHolder::update(RendezvousState next) {
-  state_ = std::move(next);
+  state_ = std::make_shared<const RendezvousState>(std::move(next));
   dirty_ = true;
 }
 
@@ -45,21 +49,30 @@ void RendezvousStateHolder::adopt(const FetchedState& fetched) {
 }
 
 void RendezvousStateHolder::take(const std::optional<FetchedState>& fetched) {
+  static const std::shared_ptr<const RendezvousState> empty = std::make_shared<const RendezvousState>();
   if (fetched) {
     DAGSIM_ASSERT(fetched->state != nullptr);
-    state_ = *fetched->state;
+    state_ = fetched->state;
     token_ = fetched->token;
   } else {
-    state_ = RendezvousState{};
+    state_ = empty;
     token_ = 0;
   }
   dirty_ = false;
   last_sync_ = env_.clock.now();
   // Sanitize with this node's wall clock: heartbeats are other nodes' wall_now() stamps, so skew
-  // between the nodes shifts when this node sees them expire (reference §1, `_sanitize`).
-  state_ = sanitize(std::move(state_), settings_, env_.clock.wall_now(), &dead_nodes_);
+  // between the nodes shifts when this node sees them expire (reference §1, `_sanitize`). Only a
+  // state with an expired heartbeat is copied to be sanitized; sanitize() leaves any other as it is.
+  const TimePoint wall_now = env_.clock.wall_now();
+  const TimePoint expire_time = wall_now - settings_.expiry();
+  bool any_expired = false;
+  for (const auto& [node, last] : state_->last_heartbeats) any_expired = any_expired || last < expire_time;
+  dead_nodes_.clear();
+  if (any_expired) {
+    state_ = std::make_shared<const RendezvousState>(sanitize(*state_, settings_, wall_now, &dead_nodes_));
+  }
   if (!dead_nodes_.empty()) {
-    std::string detail = "run " + settings_.run_id + " round " + std::to_string(state_.round) + " seen by " +
+    std::string detail = "run " + settings_.run_id + " round " + std::to_string(state_->round) + " seen by " +
                          env_.name + ":";
     for (const NodeDesc& node : dead_nodes_) detail += " " + to_string(node);
     env_.log.event("rendezvous.dead_nodes", detail);

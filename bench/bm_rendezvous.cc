@@ -1,0 +1,115 @@
+// Rendezvous formation in the deterministic simulator (issue 11 item 8, simulator half):
+// N rendezvous nodes (min = max = N) and one store node, over links of 0.5-1 ms (seeded).
+//
+//   BM_RendezvousFormation/nodes:N/poll_ms:P/spread:S
+//     P = 0: event-driven waits (the default); P = 1000: PyTorch's fixed 1 s polling.
+//     S = 0: every node joins at t = 0; S = 1: joins spread uniformly over the first second.
+//   Counters:
+//     virtual_ms     virtual time from the last join to the last return from next_rendezvous
+//                    (the round time; deterministic for a seed);
+//     run_wall_s     wall seconds of world.run(), the simulation itself;
+//     build_wall_s, teardown_wall_s: building the world and unwinding it afterwards;
+//     store_requests every request the nodes made of the store (reads, CAS, watches);
+//     cas, cas_conflicts: versioned compare-and-sets, and those that lost their race;
+//     watches, watch_changes: event-driven waits, and those answered with a changed state;
+//     decodes        states decoded, all nodes together (the backend's cache spares the rest);
+//     reply_mb       state bytes the store sent back (MB = 10^6 bytes).
+//   The benchmark's own (manual) time is build + run: the wall time of the whole formation.
+//
+//   BM_RendezvousDeterminism: one spread formation of 64 nodes run twice with one seed; fails
+//     unless both give the same virtual round time, the same trace hash and the same counts.
+//
+// Every benchmark runs one iteration: the figures of interest are virtual (exact for a seed) and
+// the biggest formation is the wall figure; the whole binary takes a few minutes on 2 cores.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <string>
+
+#include "bench/rendezvous_formation.h"
+
+namespace dagsim::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kSeed = 42;
+
+double ms(runtime::Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+void report(benchmark::State& state, const FormationResult& r) {
+  state.counters["virtual_ms"] = ms(r.round_time());
+  state.counters["last_join_ms"] = ms(r.last_join);
+  state.counters["run_wall_s"] = r.run_wall_s;
+  state.counters["build_wall_s"] = r.build_wall_s;
+  state.counters["teardown_wall_s"] = r.teardown_wall_s;
+  state.counters["store_requests"] = static_cast<double>(r.store.requests);
+  state.counters["cas"] = static_cast<double>(r.store.cas);
+  state.counters["cas_conflicts"] = static_cast<double>(r.store.cas_conflicts);
+  state.counters["watches"] = static_cast<double>(r.store.watches);
+  state.counters["watch_changes"] = static_cast<double>(r.store.watch_changes);
+  state.counters["decodes"] = static_cast<double>(r.decodes);
+  state.counters["reply_mb"] = static_cast<double>(r.store.reply_bytes) / 1e6;
+}
+
+void BM_RendezvousFormation(benchmark::State& state) {
+  FormationSpec spec;
+  spec.nodes = static_cast<uint32_t>(state.range(0));
+  spec.poll_interval = std::chrono::milliseconds(state.range(1));
+  spec.spread_joins = state.range(2) != 0;
+  spec.seed = kSeed;
+  FormationResult last;
+  for (auto _ : state) {
+    last = run_formation(spec);
+    state.SetIterationTime(last.build_wall_s + last.run_wall_s);
+    if (!last.error.empty()) {
+      state.SkipWithError(last.error.c_str());
+      break;
+    }
+  }
+  report(state, last);
+}
+
+void formation_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"nodes", "poll_ms", "spread"});
+  for (int spread : {0, 1}) {
+    for (int poll_ms : {0, 1000}) {
+      for (int nodes : {2, 4, 8, 16, 64, 256, 1000}) b->Args({nodes, poll_ms, spread});
+    }
+  }
+}
+BENCHMARK(BM_RendezvousFormation)
+    ->Apply(formation_args)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// The same seed twice: the same round, to the nanosecond and the trace hash.
+void BM_RendezvousDeterminism(benchmark::State& state) {
+  FormationSpec spec;
+  spec.nodes = 64;
+  spec.spread_joins = true;
+  spec.seed = kSeed;
+  for (auto _ : state) {
+    const FormationResult a = run_formation(spec);
+    const FormationResult b = run_formation(spec);
+    state.SetIterationTime(a.build_wall_s + a.run_wall_s + b.build_wall_s + b.run_wall_s);
+    if (!a.error.empty() || !b.error.empty()) {
+      state.SkipWithError((a.error.empty() ? b.error : a.error).c_str());
+      break;
+    }
+    if (a.round_time() != b.round_time() || a.trace_hash != b.trace_hash || a.store.requests != b.store.requests ||
+        a.decodes != b.decodes) {
+      state.SkipWithError(("one seed, two runs, two outcomes: " + std::to_string(ms(a.round_time())) + " ms vs " +
+                           std::to_string(ms(b.round_time())) + " ms")
+                              .c_str());
+      break;
+    }
+    state.counters["virtual_ms"] = ms(a.round_time());
+    state.counters["same_trace_hash"] = 1;
+  }
+}
+BENCHMARK(BM_RendezvousDeterminism)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace dagsim::bench

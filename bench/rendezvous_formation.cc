@@ -1,0 +1,173 @@
+// See rendezvous_formation.h.
+#include "bench/rendezvous_formation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/prng.h"
+#include "core/rendezvous/rendezvous_handler.h"
+#include "core/rpc/rpc_agent.h"
+#include "core/store/store_client.h"
+#include "core/store/store_service.h"
+#include "sim/sim_world.h"
+
+namespace dagsim::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+using runtime::Duration;
+using runtime::TimePoint;
+using Wall = std::chrono::steady_clock;
+
+double seconds_since(Wall::time_point start) { return std::chrono::duration<double>(Wall::now() - start).count(); }
+
+// The simulated cluster. Its destructor shuts the world down first, so every fiber blocked in a
+// handler, client or agent unwinds while they still exist; they then go in reverse order.
+struct FormationWorld {
+  explicit FormationWorld(const FormationSpec& spec) : world(options(spec)) {
+    registry = rpc::FunctionRegistry::with_builtins();
+    rendezvous::RendezvousSettings settings;
+    settings.run_id = "bench";
+    settings.min_nodes = spec.nodes;
+    settings.max_nodes = spec.nodes;
+    rendezvous::RendezvousHandlerOptions handler_options;
+    handler_options.poll_interval = spec.poll_interval;
+    for (uint32_t i = 0; i <= spec.nodes; ++i) {
+      const auto id = static_cast<WorkerId>(i);
+      world.add_node(i == 0 ? "store" : "worker" + std::to_string(i), nullptr);
+      world.start(id);
+      runtime::Env& env = world.env(id);
+      agents.push_back(std::make_unique<rpc::RpcAgent>(env, registry));
+      if (i == 0) service = std::make_unique<store::StoreService>(*agents.back());
+      agents.back()->start();
+      if (i == 0) continue;
+      clients.push_back(std::make_unique<store::StoreClient>(*agents.back(), 0));
+      clients.back()->set_timeout(60s);
+      counted.push_back(std::make_unique<CountingStore>(*clients.back(), counts));
+      rendezvous::NodeDesc node;
+      node.addr = env.name;
+      node.pid = env.incarnation;
+      handlers.push_back(
+          std::make_unique<rendezvous::RendezvousHandler>(env, *counted.back(), settings, node, handler_options));
+    }
+  }
+  ~FormationWorld() { world.shutdown(); }
+  FormationWorld(const FormationWorld&) = delete;
+  FormationWorld& operator=(const FormationWorld&) = delete;
+
+  static sim::SimOptions options(const FormationSpec& spec) {
+    sim::SimOptions o;
+    o.seed = spec.seed;
+    o.network.latency = runtime::LatencyModel::uniform(spec.latency_min, spec.latency_max);
+    return o;
+  }
+
+  sim::SimWorld world;  // first: destroyed last
+  rpc::FunctionRegistry registry;
+  std::vector<std::unique_ptr<rpc::RpcAgent>> agents;
+  std::unique_ptr<store::StoreService> service;
+  std::vector<std::unique_ptr<store::StoreClient>> clients;
+  StoreCounts counts;
+  std::vector<std::unique_ptr<CountingStore>> counted;
+  std::vector<std::unique_ptr<rendezvous::RendezvousHandler>> handlers;  // handlers[i - 1] is node i
+};
+
+// What one node's call gave.
+struct Joined {
+  TimePoint done = TimePoint::max();
+  std::optional<rendezvous::RendezvousInfo> info;
+  std::string error;
+};
+
+// The join instants: all at 0, or uniform in [0, 1 s) from the seed (its own stream, so the
+// network's draws do not move them).
+std::vector<TimePoint> join_times(const FormationSpec& spec) {
+  std::vector<TimePoint> at(spec.nodes, TimePoint{});
+  if (!spec.spread_joins) return at;
+  Prng rng = Prng(spec.seed).fork(0x6a6f696e);  // "join"
+  const auto second = static_cast<uint64_t>(Duration{1s}.count());
+  for (TimePoint& t : at) t = TimePoint{Duration{static_cast<int64_t>(rng.uniform_u64(second))}};
+  return at;
+}
+
+// Every node returned, with ranks 0..N-1 once each, world size N and round 0.
+std::string check(const std::vector<Joined>& joined, uint32_t n) {
+  std::vector<bool> seen(n, false);
+  for (size_t i = 0; i < joined.size(); ++i) {
+    const Joined& j = joined[i];
+    const std::string who = "worker" + std::to_string(i + 1);
+    if (!j.info) return who + " did not form the round: " + (j.error.empty() ? "it never returned" : j.error);
+    if (j.info->world_size != n || j.info->round != 0 || j.info->rank >= n) {
+      return who + " got rank " + std::to_string(j.info->rank) + " of " + std::to_string(j.info->world_size) +
+             " in round " + std::to_string(j.info->round);
+    }
+    if (seen[j.info->rank]) return "rank " + std::to_string(j.info->rank) + " was given twice";
+    seen[j.info->rank] = true;
+  }
+  return {};
+}
+
+}  // namespace
+
+FormationResult run_formation(const FormationSpec& spec) {
+  FormationResult result;
+  const std::vector<TimePoint> joins = join_times(spec);
+  std::vector<Joined> joined(spec.nodes);
+
+  const auto build_start = Wall::now();
+  auto w = std::make_unique<FormationWorld>(spec);
+  sim::SimWorld& world = w->world;
+  for (uint32_t i = 1; i <= spec.nodes; ++i) {
+    rendezvous::RendezvousHandler& handler = *w->handlers[i - 1];
+    runtime::Env& env = world.env(static_cast<WorkerId>(i));
+    world.spawn_foreground(static_cast<WorkerId>(i), "next_rendezvous", [&, i, when = joins[i - 1]] {
+      Joined& me = joined[i - 1];
+      env.clock.sleep_until(when);
+      try {
+        me.info = handler.next_rendezvous();
+      } catch (const Error& e) {
+        runtime::rethrow_if_unwinding(e);
+        me.error = e.what();
+      }
+      me.done = world.now();
+    });
+  }
+  result.build_wall_s = seconds_since(build_start);
+
+  const auto run_start = Wall::now();
+  sim::RunLimits limits;
+  limits.max_virtual_time = TimePoint{std::chrono::seconds(600)};
+  const sim::SimWorld::Outcome outcome = world.run(limits);
+  result.run_wall_s = seconds_since(run_start);
+
+  result.last_join = std::max_element(joins.begin(), joins.end())->since_epoch;
+  TimePoint last_done{};
+  for (const Joined& j : joined) last_done = std::max(last_done, j.done);
+  result.last_done = last_done.since_epoch;
+  result.trace_hash = world.trace().hash();
+  result.store = w->counts;
+  for (const auto& h : w->handlers) {
+    result.decodes += h->backend().decodes();
+    result.actions_applied += h->executor().actions_applied();
+    result.sync_waits += h->executor().sync_waits();
+  }
+  if (outcome != sim::SimWorld::Outcome::finished) {
+    result.error = "the world did not finish: " + world.stuck_report();
+  } else if (!world.failures().empty()) {
+    result.error = "a fiber failed: " + world.failures().front().what;
+  } else {
+    result.error = check(joined, spec.nodes);
+  }
+
+  const auto teardown_start = Wall::now();
+  w.reset();
+  result.teardown_wall_s = seconds_since(teardown_start);
+  return result;
+}
+
+}  // namespace dagsim::bench

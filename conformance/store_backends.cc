@@ -1,5 +1,5 @@
 // The backends of the store conformance suite (see store_backend.h): the built-in store on
-// LocalRuntime and etcd on the real runtime, and run_concurrently.
+// LocalRuntime, etcd and PyTorch's TCPStore protocol on the real runtime, and run_concurrently.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -14,6 +14,8 @@
 #include "net/etcd/etcd_process.h"
 #include "net/etcd/etcd_store.h"
 #include "net/etcd/real_runtime_harness.h"
+#include "net/tcpstore/tcp_store_client.h"
+#include "net/tcpstore/tcp_store_server.h"
 
 namespace dagsim::conformance {
 
@@ -119,6 +121,57 @@ class EtcdBackend final : public StoreBackend {
   uint64_t runs_ = 0;
 };
 
+// A TcpStoreServer (the built-in store's KeyValueTable behind PyTorch 1.13's TCPStore protocol)
+// on node 0 of a real runtime, and kStoreClients TcpStoreClients of it, each its own connection.
+class TcpStoreBackend final : public StoreBackend {
+ public:
+  std::string name() const override { return "tcpstore"; }
+  StoreGaps gaps() const override {
+    StoreGaps g;
+    g.versions_per_client = true;
+    g.add_error_closes_connection = true;
+    g.refused_retried_until_timeout = true;
+    return g;
+  }
+
+  void run(Duration timeout, const std::function<void(StoreWorld&)>& body) override {
+    net::etcd::run_on_real_runtime(1, 120s, [&](net::etcd::RealRuntime& rt) {
+      namespace asio = boost::asio;
+      asio::ip::tcp::acceptor acceptor(rt.io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+      net::tcpstore::TcpStoreServer server(rt.io, rt.nodes[0]->spawner, std::move(acceptor),
+                                           std::make_shared<store::KeyValueTable>());
+      World world(rt, server, timeout);
+      body(world);
+    });
+  }
+
+ private:
+  struct World final : StoreWorld {
+    World(net::etcd::RealRuntime& rt, net::tcpstore::TcpStoreServer& server, Duration timeout) : rt(rt), server(server) {
+      for (int i = 0; i < kStoreClients; ++i) {
+        net::tcpstore::TcpStoreClientOptions options;
+        options.port = server.port();
+        clients.push_back(std::make_unique<net::tcpstore::TcpStoreClient>(rt.io, options));
+        clients.back()->set_timeout(timeout);
+      }
+      address = clients.front()->address();
+    }
+    store::Store& client(int i) override { return *clients.at(static_cast<size_t>(i)); }
+    runtime::Clock& clock() override { return rt.clock; }
+    void spawn(int, std::string fiber, std::function<void()> fn) override {
+      rt.nodes[0]->spawner.spawn(std::move(fiber), std::move(fn));
+    }
+    void kill_store() override { server.close(); }
+    std::string store_name() const override { return address; }
+    Duration slack() const override { return 300ms; }
+
+    net::etcd::RealRuntime& rt;
+    net::tcpstore::TcpStoreServer& server;
+    std::vector<std::unique_ptr<net::tcpstore::TcpStoreClient>> clients;
+    std::string address;
+  };
+};
+
 }  // namespace
 
 std::vector<std::shared_ptr<StoreBackend>> all_store_backends() {
@@ -127,9 +180,8 @@ std::vector<std::shared_ptr<StoreBackend>> all_store_backends() {
   static const std::vector<std::shared_ptr<StoreBackend>> backends = {
       std::make_shared<BuiltinBackend>(),
       std::make_shared<EtcdBackend>(),
-      // The third backend goes here: PyTorch's TCPStore protocol (net/tcpstore/), a factory that
-      // starts a TcpStoreServer on the real runtime (as EtcdBackend does, on run_on_real_runtime)
-      // and gives each client a TcpStoreClient.
+      std::make_shared<TcpStoreBackend>(),
+      // A further backend is one more StoreBackend here.
   };
   return backends;
 }

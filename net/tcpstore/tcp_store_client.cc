@@ -83,6 +83,14 @@ class TcpStoreClient::Call {
     stream_.consume(8 + n);
     return out;
   }
+  // SET has no reply: a GETNUMKEYS behind it on the same connection is answered only once the
+  // server applied the SET, so set() returns when the write is visible to every other client
+  // (PyTorch's own set returns as soon as its bytes are sent, and a read on another connection
+  // may still miss it). Only a query of 1.13's protocol, so any server answers it.
+  void fence() {
+    send(query(QueryType::get_num_keys, {}));
+    (void)i64();
+  }
   // WAIT's answer, which comes when every key is present.
   void stop_waiting(const std::vector<std::string>& keys) {
     if (!stream_.fill(1, deadline_)) {
@@ -145,8 +153,10 @@ auto TcpStoreClient::exchange(const std::string& what, TimePoint deadline, runti
 
 void TcpStoreClient::set(const std::string& key, Bytes value) {
   const runtime::Duration budget = timeout();
-  exchange("set of key " + printable(key, 80), fiber_clock().now() + budget, budget,
-           [&](Call& c) { c.send(query(QueryType::set, {wire_key(key)}, {std::move(value)})); });
+  exchange("set of key " + printable(key, 80), fiber_clock().now() + budget, budget, [&](Call& c) {
+    c.send(query(QueryType::set, {wire_key(key)}, {std::move(value)}));
+    c.fence();
+  });
 }
 
 Bytes TcpStoreClient::get(const std::string& key) {
@@ -239,6 +249,7 @@ void TcpStoreClient::multi_set(const std::vector<std::string>& keys, std::vector
   const runtime::Duration budget = timeout();
   exchange("multi_set of keys " + key_names(keys), fiber_clock().now() + budget, budget, [&](Call& c) {
     for (size_t i = 0; i < keys.size(); ++i) c.send(query(QueryType::set, {wire_key(keys[i])}, {std::move(values[i])}));
+    c.fence();
   });
 }
 

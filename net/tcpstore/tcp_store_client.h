@@ -31,6 +31,8 @@
 //  - multi_get is WAIT on every key, then one GET per key (pipelined); multi_set is one SET per key.
 //    Neither is atomic across keys.
 //  - watch() re-reads the key after each event of its WATCH_KEY registration: correct, not fast.
+//  - set and multi_set are followed by a GETNUMKEYS on the same connection, whose answer says the
+//    server applied them (SET has no reply): a set that returned is visible to every client.
 //
 // Threading: the node's thread; any of its fibers may call (calls on the main connection queue).
 #pragma once

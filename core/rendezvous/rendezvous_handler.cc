@@ -58,7 +58,8 @@ RendezvousInfo RendezvousHandler::next_rendezvous() {
   DAGSIM_ASSERT(state.complete);
   const auto me = state.participants.find(node_);
   DAGSIM_ASSERT(me != state.participants.end());
-  const RendezvousInfo info{me->second, static_cast<uint32_t>(state.participants.size()), state.round};
+  // The round's world at completion, which holds every rank it gave (RendezvousState::world_size).
+  const RendezvousInfo info{me->second, state.world_size, state.round};
   start_keep_alive(info.round);
   return info;
 }

@@ -16,6 +16,13 @@ void mark_complete(RendezvousState& state) {
   uint32_t rank = 0;
   for (auto& [node, node_rank] : state.participants) node_rank = rank++;
   DAGSIM_ASSERT_EQ(size_t{rank}, state.participants.size());
+  state.world_size = rank;
+#ifdef DAGSIM_PLANTED_RANK_BUG
+  // Never in a real build: conformance/CMakeLists.txt compiles this file once more with the define
+  // into the planted-bug test, which shows the invariant checker catches ranks in reverse node
+  // order (unique, so no assert here notices; only S2 does).
+  for (auto& [node, node_rank] : state.participants) node_rank = rank - 1 - node_rank;
+#endif
 }
 
 void keep_alive(RendezvousState& state, const NodeDesc& node, TimePoint wall_now) {

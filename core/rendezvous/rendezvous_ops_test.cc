@@ -61,9 +61,14 @@ struct StateBuilder {
     state.closed = true;
     return *this;
   }
+  // A complete round's world is its ranks' extent (a gap is a participant that left).
   RendezvousState build() const {
-    EXPECT_EQ(structural_violation(state), std::nullopt);
-    return state;
+    RendezvousState out = state;
+    if (out.complete) {
+      for (const auto& [node, rank] : out.participants) out.world_size = std::max(out.world_size, rank + 1);
+    }
+    EXPECT_EQ(structural_violation(out), std::nullopt);
+    return out;
   }
 };
 

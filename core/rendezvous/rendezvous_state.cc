@@ -16,7 +16,7 @@ using rpc::WireReader;
 using rpc::WireWriter;
 
 // The layout's version: the first byte, so a later layout is refused by name, not misread.
-constexpr uint8_t kStateVersion = 1;
+constexpr uint8_t kStateVersion = 2;  // 2: world_size
 // The fewest bytes one node takes on the wire: its address's length, pid and local_id.
 constexpr size_t kNodeBytes = 4 + 8 + 8;
 
@@ -93,6 +93,7 @@ std::string to_string(const RendezvousState& state) {
   out << "round " << state.round << (state.complete ? " complete" : " incomplete") << (state.closed ? " closed" : "");
   if (state.deadline) out << " deadline " << state.deadline->ns() << "ns";
   if (state.rerendezvous_requested) out << " rerendezvous_requested";
+  if (state.complete) out << " world " << state.world_size;
   out << " participants {";
   const char* sep = "";
   for (const auto& [node, rank] : state.participants) {
@@ -163,9 +164,13 @@ std::optional<std::string> structural_violation(const RendezvousState& state) {
     // the epilogue advances the round when the last one leaves.
     if (state.deadline) return "rendezvous_state.deadline: set in a complete round";
     if (state.participants.empty()) return "rendezvous_state.participants: none in a complete round";
+    if (state.world_size < state.participants.size() || state.world_size > kMaxRendezvousNodes) {
+      return "rendezvous_state.world_size: " + std::to_string(state.world_size) + " for " +
+             std::to_string(state.participants.size()) + " participants";
+    }
     std::set<uint32_t> ranks;
     for (const auto& [node, rank] : state.participants) {
-      if (rank >= kMaxRendezvousNodes || !ranks.insert(rank).second) {
+      if (rank >= state.world_size || !ranks.insert(rank).second) {
         return "rendezvous_state.participants: rank " + std::to_string(rank) + " of node " + named(node) +
                " is out of range or repeated";
       }
@@ -178,6 +183,7 @@ std::optional<std::string> structural_violation(const RendezvousState& state) {
       }
     }
     if (state.rerendezvous_requested) return "rendezvous_state.rerendezvous_requested: set in an incomplete round";
+    if (state.world_size != 0) return "rendezvous_state.world_size: set in an incomplete round";
   }
   // S6: the round can always advance (a wrapped round would go back to 0).
   if (state.round == std::numeric_limits<uint64_t>::max()) return "rendezvous_state.round: no next round";
@@ -195,6 +201,7 @@ runtime::Bytes encode(const RendezvousState& state) {
   w.num("rendezvous_state.has_deadline", state.deadline.has_value());
   if (state.deadline) w.num("rendezvous_state.deadline", state.deadline->since_epoch.count());
   w.num("rendezvous_state.rerendezvous_requested", state.rerendezvous_requested);
+  w.num("rendezvous_state.world_size", state.world_size);
   // std::map and std::set iterate in node order: the canonical order decode() demands.
   write_count(w, state.participants.size());
   for (const auto& [node, rank] : state.participants) {
@@ -228,6 +235,7 @@ RendezvousState decode(std::span<const uint8_t> bytes) {
   r.num("rendezvous_state.has_deadline", has_deadline);
   if (has_deadline) state.deadline = TimePoint{Duration(r.i64("rendezvous_state.deadline"))};
   r.num("rendezvous_state.rerendezvous_requested", state.rerendezvous_requested);
+  r.num("rendezvous_state.world_size", state.world_size);
   read_nodes(r, "rendezvous_state.participants", kNodeBytes + 4, [&](const NodeDesc& node) {
     uint32_t rank = 0;
     r.num("rendezvous_state.participants.rank", rank);
@@ -256,6 +264,7 @@ RendezvousState remove_participant_epilogue(RendezvousState state, const Rendezv
       state.complete = false;
       state.round += 1;
       state.rerendezvous_requested = false;  // the survivors have all left: the request is met
+      state.world_size = 0;
     }
   } else if (state.participants.size() < settings.min_nodes) {
     // S4: below min there is no last call to wait for.

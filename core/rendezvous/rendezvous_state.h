@@ -77,6 +77,11 @@ struct RendezvousState {
   bool closed = false;  // sticky (S7)
   // Node -> rank. Every rank is 0 until completion assigns 0..n-1 in node order (S2).
   std::map<NodeDesc, uint32_t> participants;
+  // n at completion (0 while incomplete): the world size next_rendezvous returns. Participants may
+  // leave a complete round before a slow (polling) member has seen it complete; that member must
+  // still get the round's world, which holds its rank. PyTorch returns len(participants) then, and
+  // the property test caught the result: rank 7 of a world of 5.
+  uint32_t world_size = 0;
   // Nodes that found the round complete with room to spare: they join the next round.
   std::set<NodeDesc> wait_list;
   // Nodes that found the round complete and full (max_nodes): hot spares, never counted as

@@ -24,6 +24,7 @@ RendezvousState rich_state() {
   state.round = 7;
   state.complete = true;
   state.participants = {{nd("a"), 0}, {nd("b"), 1}, {nd("c", 4, 2), 2}};
+  state.world_size = 3;
   state.wait_list = {nd("d")};
   state.redundancy_list = {nd("e")};
   for (const NodeDesc& n : {nd("a"), nd("b"), nd("c", 4, 2), nd("d"), nd("e")}) state.last_heartbeats[n] = at_s(100);
@@ -84,8 +85,8 @@ TEST(RendezvousStateCodec, EveryTruncationIsAProtocolError) {
 
 TEST(RendezvousStateCodec, RefusesAnotherVersionAndNonBooleanFlags) {
   runtime::Bytes bytes = encode(rich_state());
-  bytes[0] = 2;
-  EXPECT_TRUE(throws_error([&] { decode(bytes); }, ErrorCode::protocol_error, {"rendezvous_state.version: 2"}));
+  bytes[0] = 1;  // version 1 had no world size
+  EXPECT_TRUE(throws_error([&] { decode(bytes); }, ErrorCode::protocol_error, {"rendezvous_state.version: 1, expected 2"}));
   bytes = encode(rich_state());
   bytes[1 + 8] = 2;  // `complete`, after the version and the round
   EXPECT_TRUE(throws_error([&] { decode(bytes); }, ErrorCode::protocol_error, {"rendezvous_state.complete"}));
@@ -97,9 +98,10 @@ TEST(RendezvousStateCodec, RefusesNodesOutOfOrderOrRepeated) {
   state.wait_list = {nd("a"), nd("b")};
   state.last_heartbeats = {{nd("a"), at_s(1)}, {nd("b"), at_s(1)}};
   const runtime::Bytes bytes = encode(state);
-  // Layout: version, round, four flags (13 bytes), an empty participants list (4), the wait
-  // list's count (4), then its nodes of 4 + 1 + 8 + 8 bytes each, the address after its length.
-  const size_t first = 13 + 4 + 4;
+  // Layout: version, round, four flags, the world size (17 bytes), an empty participants list (4),
+  // the wait list's count (4), then its nodes of 4 + 1 + 8 + 8 bytes each, the address after its
+  // length.
+  const size_t first = 17 + 4 + 4;
   const size_t node_bytes = 4 + 1 + 8 + 8;
   runtime::Bytes swapped = bytes;
   ASSERT_EQ(swapped[first + 4], 'a');
@@ -116,7 +118,7 @@ TEST(RendezvousStateCodec, RefusesNodesOutOfOrderOrRepeated) {
 // allocation; an address longer than a DNS name is refused.
 TEST(RendezvousStateCodec, RefusesOversizedCountsAndAddresses) {
   runtime::Bytes bytes = encode(RendezvousState{});
-  const size_t participants_count = 1 + 8 + 1 + 1 + 1 + 1;
+  const size_t participants_count = 1 + 8 + 1 + 1 + 1 + 1 + 4;
   auto put_u32 = [&](runtime::Bytes& b, size_t at, uint32_t v) {
     for (int i = 0; i < 4; ++i) b[at + i] = static_cast<uint8_t>(v >> (8 * i));
   };
@@ -162,6 +164,19 @@ TEST(RendezvousStateCodec, RefusesSelfContradictoryStates) {
        "rendezvous_state.deadline: set in a complete round"},
       {"complete with a repeated rank", [](RendezvousState& s) { s.participants[nd("b")] = 0; },
        "rendezvous_state.participants: rank 0 of node b_0_0 is out of range or repeated"},
+      {"complete with a world smaller than its participants", [](RendezvousState& s) { s.world_size = 2; },
+       "rendezvous_state.world_size: 2 for 3 participants"},
+      {"complete with a rank outside its world", [](RendezvousState& s) {
+         s.participants.erase(nd("a"));
+         s.last_heartbeats.erase(nd("a"));
+         s.world_size = 2;
+       },
+       "rendezvous_state.participants: rank 2 of node c_4_2 is out of range or repeated"},
+      {"incomplete with a world", [](RendezvousState& s) {
+         s.complete = false;
+         for (auto& [node, rank] : s.participants) rank = 0;
+       },
+       "rendezvous_state.world_size: set in an incomplete round"},
       {"incomplete with a rank", [](RendezvousState& s) { s.complete = false; },
        "rendezvous_state.participants: rank 1 of node b_0_0 before completion"},
       {"no next round", [](RendezvousState& s) { s.round = std::numeric_limits<uint64_t>::max(); },
@@ -179,6 +194,7 @@ TEST(RendezvousStateCodec, RefusesSelfContradictoryStates) {
   EXPECT_EQ(structural_violation(incomplete), "rendezvous_state.rerendezvous_requested: set in an incomplete round");
   RendezvousState empty_complete;
   empty_complete.complete = true;
+  empty_complete.world_size = 1;
   EXPECT_EQ(structural_violation(empty_complete), "rendezvous_state.participants: none in a complete round");
   // A rank gap after a participant left a complete round is legitimate (S2's edge).
   RendezvousState gap = rich_state();
@@ -210,11 +226,13 @@ TEST(RemoveParticipantEpilogue, AdvancesAnEmptiedCompleteRoundAndDropsADeadlineB
   RendezvousState emptied;
   emptied.round = 4;
   emptied.complete = true;
+  emptied.world_size = 2;
   emptied.rerendezvous_requested = true;
   const RendezvousState next = remove_participant_epilogue(emptied, settings(2, 4));
   EXPECT_FALSE(next.complete);
   EXPECT_EQ(next.round, 5u);
   EXPECT_FALSE(next.rerendezvous_requested);
+  EXPECT_EQ(next.world_size, 0u);
 
   RendezvousState survivors = rich_state();
   EXPECT_EQ(remove_participant_epilogue(survivors, settings(2, 4)), survivors);
@@ -321,7 +339,7 @@ TEST(RendezvousState, DescribesItselfOnOneLine) {
   RendezvousState state = rich_state();
   state.rerendezvous_requested = true;
   EXPECT_EQ(to_string(state),
-            "round 7 complete rerendezvous_requested participants {a_0_0:0, b_0_0:1, c_4_2:2} wait_list {d_0_0} "
+            "round 7 complete rerendezvous_requested world 3 participants {a_0_0:0, b_0_0:1, c_4_2:2} wait_list {d_0_0} "
             "redundancy_list {e_0_0} last_heartbeats {a_0_0@100000000000ns, b_0_0@100000000000ns, "
             "c_4_2@100000000000ns, d_0_0@100000000000ns, e_0_0@100000000000ns}");
   RendezvousState forming;

@@ -40,6 +40,11 @@ class KeyValueTable {
   using Observer = std::function<void(const KeyChange&)>;
 
   KeyValueTable() = default;
+  // Versions start above `first_revision`. A store that restarts empty must not hand out a version
+  // it handed out in an earlier life: a client holding that version as a compare-and-set token
+  // would then overwrite a value it never read (ABA). The built-in store passes its node's
+  // incarnation in the high bits, as ids do (ids.h).
+  explicit KeyValueTable(uint64_t first_revision) : revision_(first_revision) {}
   KeyValueTable(const KeyValueTable&) = delete;
   KeyValueTable& operator=(const KeyValueTable&) = delete;
 

@@ -31,7 +31,8 @@ std::string key_list(const std::vector<std::string>& keys) {
   return out + "]";
 }
 
-StoreService::StoreService(rpc::RpcAgent& agent) : agent_(agent) {
+StoreService::StoreService(rpc::RpcAgent& agent)
+    : agent_(agent), table_(uint64_t{static_cast<uint16_t>(agent.env().incarnation)} << kIncarnationShift) {
   agent_.add_handler(kStoreRequest, [this](WorkerId, const rpc::Bytes& payload) {
     return serve(rpc::from_bytes<StoreRequest>(payload));
   });

@@ -40,6 +40,10 @@ class StoreService {
   // The request's deadline; throws invalid_argument for a negative timeout.
   runtime::TimePoint deadline(const StoreRequest& request, const std::string& what) const;
 
+  // Versions of incarnation i start at i << 48 (KeyValueTable's constructor says why): 2^48 writes
+  // per life.
+  static constexpr int kIncarnationShift = 48;
+
   rpc::RpcAgent& agent_;
   KeyValueTable table_;
   uint64_t observer_id_ = 0;

@@ -200,5 +200,36 @@ TEST_F(StoreTest, AStoreThatDiesFailsEveryWaiterWithAClearErrorWithinItsTimeout)
                            {"store set on node 0"}));
 }
 
+// A store that restarts empty must not hand out versions of its earlier life: a client holding one
+// as a compare-and-set token would overwrite a value it never read (the rendezvous property found
+// this: after the store node crashed and restarted, a node's cached token 4 matched the new life's
+// version 4 and its stale state went in). Versions of a later incarnation lie above all earlier ones.
+TEST(StoreIncarnations, ARestartedStoreNeverHandsOutAVersionOfAnEarlierLife) {
+  const auto versions_of_life = [](uint32_t incarnation) {
+    LocalRuntime rt;
+    const rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
+    runtime::Env& store_env = rt.add_node("worker0");
+    store_env.incarnation = incarnation;
+    rpc::RpcAgent store_agent(store_env, registry);
+    StoreService service(store_agent);
+    store_agent.start();
+    rpc::RpcAgent client_agent(rt.add_node("worker1"), registry);
+    client_agent.start();
+    StoreClient client(client_agent, 0);
+    std::vector<uint64_t> versions;
+    rt.run_on(1, [&] {
+      for (int i = 0; i < 3; ++i) versions.push_back(client.compare_set_version("state", versions.empty() ? 0 : versions.back(), text("v")).current.version);
+    });
+    return versions;
+  };
+  const std::vector<uint64_t> first = versions_of_life(0);
+  const std::vector<uint64_t> second = versions_of_life(1);
+  ASSERT_EQ(first.size(), 3u);
+  ASSERT_EQ(second.size(), 3u);
+  EXPECT_LT(first[0], first[1]);
+  EXPECT_LT(second[0], second[1]);
+  EXPECT_GT(second.front(), first.back());
+}
+
 }  // namespace
 }  // namespace dagsim::store

@@ -144,6 +144,14 @@ void EtcdProcess::kill() {
   pid_ = -1;
 }
 
+void EtcdProcess::pause() {
+  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+}
+
+void EtcdProcess::resume() {
+  if (pid_ > 0) ::kill(pid_, SIGCONT);
+}
+
 std::string EtcdProcess::log_tail(size_t bytes) const {
   std::ifstream in(log_path_);
   std::stringstream all;

@@ -8,7 +8,8 @@
 // so a crashed test leaves no etcd behind; start it from a thread that outlives its use (the test's
 // main thread, not a short-lived runtime thread).
 //
-// Threading: construct, restart and destroy on one thread; kill() and endpoint() from any.
+// Threading: construct, restart and destroy on one thread; kill(), pause(), resume() and
+// endpoint() from any.
 #pragma once
 
 #include <sys/types.h>
@@ -38,6 +39,9 @@ class EtcdProcess {
   bool alive() const { return pid_ > 0; }
   // SIGKILL, then reaps it: the client port refuses connections from here on. Idempotent.
   void kill();
+  // SIGSTOP / SIGCONT: a hung server, whose connections accept nothing and answer nothing.
+  void pause();
+  void resume();
   // Kills it if alive and starts a fresh one (new ports, empty data).
   void restart();
   // The last lines of etcd's own log, for failure messages.

@@ -32,6 +32,11 @@
 //    with timed_out (the built-in serialises adds in the service).
 //  - A call that fails with connection_failed or timed_out after its request was sent may still
 //    have been applied (as for any remote store); a retried write is not deduplicated.
+//  - A value, or a multi_set, larger than etcd's request limit (--max-request-bytes, 1.5 MiB by
+//    default) is refused (protocol_error naming etcd's message): a rendezvous state of about
+//    10,000 nodes (1.6 MB) needs that limit raised.
+//  - Each waiting call opens a watch stream of its own (one TCP connection, closed when the call
+//    ends); the built-in store's waits cost nothing beyond their request.
 //  - Errors name the endpoint ("etcd at 127.0.0.1:2379") where the built-in names its node.
 //
 // Errors: connection_failed (cannot connect, connection lost, etcd without quorum), timed_out

@@ -1,9 +1,9 @@
 // Tests of what is particular to EtcdStore (the Store semantics every backend shares are in
 // conformance/store_conformance_test.cc): an endpoint with nothing listening fails at once naming
-// it (no etcd needed), prefixes keep runs apart, any bytes survive as keys and values, connections
-// are kept and reused, and the mean latency of the rendezvous' two hot calls against a local etcd
-// (printed and recorded as test properties, for reports). The etcd cases skip, naming the reason,
-// where /usr/bin/etcd is not installed.
+// it (no etcd needed), a hung etcd fails calls by their deadline, prefixes keep runs apart, any
+// bytes survive as keys and values, connections are kept and reused, and the mean latency of the
+// rendezvous' two hot calls against a local etcd (printed and recorded as test properties, for
+// reports). The etcd cases skip, naming the reason, where /usr/bin/etcd is not installed.
 #include <gtest/gtest.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -99,6 +99,36 @@ TEST_F(EtcdStoreTest, ConnectionsAreKeptAndReused) {
     auto s = store(rt, "/");
     for (int i = 0; i < 50; ++i) s->set("k", text(std::to_string(i)));
     EXPECT_EQ(s->http().connections_opened(), 1u);
+  });
+}
+
+// A hung etcd (SIGSTOP: the kernel still accepts connections, nobody answers) fails each call by
+// its own deadline with timed_out naming the endpoint, and once it runs again the store works: a
+// timed-out connection is closed, never reused half-read.
+TEST_F(EtcdStoreTest, AHungEtcdFailsCallsByTheirDeadlineNamingIt) {
+  run_on_real_runtime(1, 60s, [&](RealRuntime& rt) {
+    auto s = store(rt, "/");
+    s->set_timeout(500ms);
+    s->set("k", text("before"));
+    const uint64_t known = s->get_versioned("k").version;
+    etcd_->pause();
+    const std::string where = s->endpoint().name();
+    runtime::TimePoint start = rt.clock.now();
+    EXPECT_TRUE(throws_error([&] { s->set("k", text("during")); }, ErrorCode::timed_out, {where, "store set of key k", "no answer within"}));
+    EXPECT_GE(rt.clock.now() - start, 500ms);
+    EXPECT_LT(rt.clock.now() - start, 800ms);
+    // A bounded watch's requests get its wait plus kRequestGrace, then fail rather than answer
+    // "unchanged" for a key they could not read.
+    start = rt.clock.now();
+    EXPECT_TRUE(throws_error([&] { s->watch_at_most("k", known, 200ms); }, ErrorCode::timed_out, {where}));
+    EXPECT_LT(rt.clock.now() - start, 200ms + kRequestGrace + 300ms);
+    etcd_->resume();
+    // The write may or may not have been applied (it reached etcd before the pause took hold, or
+    // after the resume): the store reads one of the two values, and works again.
+    const Bytes now = s->get("k");
+    EXPECT_TRUE(now == text("before") || now == text("during"));
+    s->set("k", text("after"));
+    EXPECT_EQ(s->get("k"), text("after"));
   });
 }
 

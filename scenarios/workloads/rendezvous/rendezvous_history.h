@@ -31,7 +31,8 @@ struct Commit {
   std::optional<rendezvous::RendezvousState> state;  // nullopt: the key was deleted
 };
 
-// One life of the store node: its keys die with it, so versions start again at the next.
+// One life of the store node: its keys die with it (the next life starts empty, its versions above
+// every version of this one: KeyValueTable).
 struct StoreLife {
   uint32_t incarnation = 0;
   std::vector<Commit> commits;  // versions strictly rising

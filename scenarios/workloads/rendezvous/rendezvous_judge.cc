@@ -39,8 +39,12 @@ CheckResult RendezvousJudge::formed(const CheckSpec& spec) const {
   for (uint32_t n : spec.nodes) want.insert(scenario_.cluster.node_name(n));
   std::string seen;
   for (const StoreLife& life : history_.store) {
+    const rendezvous::RendezvousState* prev = nullptr;
     for (const Commit& c : life.commits) {
-      if (!c.state || !c.state->complete) continue;
+      // Only the commit that completes a round: a complete round that lost a member is not a new one.
+      const bool completes = c.state && c.state->complete && (prev == nullptr || !prev->complete || prev->round != c.state->round);
+      if (c.state) prev = &*c.state;
+      if (!completes) continue;
       std::set<std::string> got;
       for (const auto& [node, rank] : c.state->participants) got.insert(node.addr);
       if (got == want && c.state->participants.size() == want.size()) {
@@ -94,10 +98,12 @@ nlohmann::json RendezvousJudge::results(const ReportOptions&) const {
           members.push_back(m);
         }
         rounds.push_back({{"store_life", life.incarnation}, {"round", s.round}, {"completed_ms", ms(c.t)},
-                          {"world_size", s.participants.size()}, {"members", members}, {"removed", nlohmann::json::array()}});
+                          {"world_size", s.world_size}, {"members", members}, {"removed", nlohmann::json::array()}});
       }
       // Who left the round, and why: its own exit op, or another node found its heartbeat expired.
-      if (prev != nullptr && !rounds.empty() && prev->state->round == rounds.back()["round"].get<uint64_t>()) {
+      if (prev != nullptr && prev->state->complete && !rounds.empty() &&
+          rounds.back()["store_life"].get<uint32_t>() == life.incarnation &&
+          prev->state->round == rounds.back()["round"].get<uint64_t>()) {
         const std::set<NodeDesc> after = listed(s);
         const auto [writer, write] = history_.writer_of(c);
         for (const auto& [node, rank] : prev->state->participants) {
@@ -133,7 +139,8 @@ nlohmann::json RendezvousJudge::results(const ReportOptions&) const {
   }
   nlohmann::json violations = nlohmann::json::array();
   for (const Violation& v : violations_) violations.push_back(to_string(v));
-  return {{"rounds", rounds}, {"agents", agents}, {"violations", violations}};
+  // The contract's "rendezvous" key holds the rounds; the agents' calls and the violations ride beside it.
+  return {{"rendezvous", rounds}, {"rendezvous_agents", agents}, {"rendezvous_violations", violations}};
 }
 
 }  // namespace dagsim::scenarios

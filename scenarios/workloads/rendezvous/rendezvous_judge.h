@@ -5,9 +5,9 @@
 //  - formed, nodes = [...]: some round completed with exactly these nodes as participants;
 //  - expect_error, nodes = [...], message = "...": each of these nodes' agents ended with an error
 //    containing the message (its name, "rendezvous_closed", or its text).
-// Results: "rounds" (each completed round: the store life, the round, when it completed, its
-// members with their ranks, and who left it, when and why: exit or expired), "agents" (each
-// incarnation's calls), and "violations".
+// Results: "rendezvous" (each completed round: the store life, the round, when it completed, its
+// members with their ranks, and who left it, when and why: exit or expired), "rendezvous_agents" (each
+// incarnation's calls), and "rendezvous_violations".
 #pragma once
 
 #include "scenarios/workloads/registry.h"

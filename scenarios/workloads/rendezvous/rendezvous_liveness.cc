@@ -101,16 +101,28 @@ class Liveness {
           add("L3", nullptr, 0, {name(a.desc)}, "next_rendezvous took " + rendezvous::describe(took) + ", past its join timeout " +
                                                    rendezvous::describe(join) + " and the rollback period");
         }
-        if (e.error == "rendezvous_timeout") {
-          for (const StoreLife& life : history_.store) {
-            const Commit* c = life.at(*e.end);
-            if (c && c->state && c->state->complete && c->state->redundancy_list.contains(a.desc) &&
-                c->state->participants.size() == spec_.settings.max_nodes) {
-              add("L3", &life, c->state->round, {name(a.desc)}, "a redundant node timed out while the round was full");
-            }
-          }
-        }
+        if (e.error == "rendezvous_timeout") spare_timed_out(a, e);
       }
+    }
+  }
+
+  // L3's last clause: a spare that stayed on the redundancy list of a full round from its first
+  // appearance there to the end of its call cannot have timed out. (One that left the list, by its
+  // own step or because its heartbeat expired, has had its deadline apply again.)
+  void spare_timed_out(const AgentLife& a, const AgentEvent& e) {
+    for (const StoreLife& life : history_.store) {
+      bool listed = false, stayed = true;
+      uint64_t round = 0;
+      for (const Commit& c : life.commits) {
+        if (c.t < e.start || c.t > *e.end || !c.state) continue;
+        const bool spare = c.state->redundancy_list.contains(a.desc) && c.state->complete &&
+                           c.state->participants.size() == spec_.settings.max_nodes;
+        if (spare) round = c.state->round;
+        if (listed && !spare) stayed = false;
+        listed = listed || spare;
+      }
+      // A store that died took the list with it.
+      if (listed && stayed && store_alive(e.start, *e.end)) add("L3", &life, round, {name(a.desc)}, "a redundant node timed out while the round was full");
     }
   }
 
@@ -170,7 +182,8 @@ class Liveness {
         if (e.succeeded() && e.start < closed->t) continue;  // it read a complete round before the close
         const TimePoint from = std::max(closed->t, e.start);
         const TimePoint bound = from + b_.slack;
-        if (!quiet(from, bound)) continue;
+        // A store that died took the close with it (its next life starts empty, and open).
+        if (!quiet(from, bound) || !store_alive(closed->t, bound)) continue;
         if (e.error != "rendezvous_closed" && e.error != "rendezvous_graceful_exit") {
           add("L4", &life, closed->state->round, {name(a.desc)},
               "next_rendezvous after the close ended " + (e.error.empty() ? std::string("in success") : "with " + e.error));
@@ -187,6 +200,24 @@ class Liveness {
     for (const Commit& c : life.commits) {
       if (c.t > bound) break;
       if (c.state && c.state->round > round) return true;
+    }
+    return false;
+  }
+  // No kill or crash of the store's node in [from, to]: a life's last commit outlives its store.
+  bool store_alive(TimePoint from, TimePoint to) const {
+    for (const runtime::FaultEvent& f : facts_.faults) {
+      if (f.node == spec_.store_node && (f.kind == FaultKind::kill || f.kind == FaultKind::crash) && f.time >= from &&
+          f.time <= to) {
+        return false;
+      }
+    }
+    return true;
+  }
+  // A closed rendezvous never advances again (S8), so nothing waiting on the next round is owed it.
+  static bool closed_by(const StoreLife& life, TimePoint bound) {
+    for (const Commit& c : life.commits) {
+      if (c.t > bound) break;
+      if (c.state && c.state->closed) return true;
     }
     return false;
   }
@@ -208,7 +239,7 @@ class Liveness {
       const RendezvousState& s = *c.state;
       const bool same_round = prev != nullptr && prev->state->round == s.round;
       const TimePoint bound = c.t + b_.slow(spec_.monitor_interval) + b_.slack + race(s.participants.size() + s.wait_list.size());
-      const bool judge = judgeable(bound) && quiet(c.t, bound) && all_active(s, bound);
+      const bool judge = judgeable(bound) && quiet(c.t, bound) && all_active(s, bound) && !closed_by(life, bound);
       if (s.complete && !s.wait_list.empty() && !(same_round && prev->state->complete && !prev->state->wait_list.empty())) {
         if (judge && !advanced(life, s.round, bound)) {
           std::vector<std::string> waiting;
@@ -222,12 +253,27 @@ class Liveness {
     }
   }
 
+  // The waiters of round r that still waited when r + 1 began are in r + 1 when it completes,
+  // unless others filled it, or it completed before a waiter could see it open: a polling waiter
+  // (or one whose cached state was fresh) learns of the new round only within the slack, and
+  // last_call may be shorter than that.
   void next_round_includes(const StoreLife& life, const RendezvousState& s) {
+    const Commit* last_of_round = nullptr;
+    const Commit* opened = nullptr;
     for (const Commit& c : life.commits) {
-      if (!c.state || c.state->round != s.round + 1 || !c.state->complete) continue;
+      if (!c.state) continue;
+      if (c.state->round == s.round) last_of_round = &c;
+      if (c.state->round == s.round + 1 && opened == nullptr) opened = &c;
+      if (c.state->round != s.round + 1 || !c.state->complete) continue;
+      if (last_of_round == nullptr || opened == nullptr) return;
+      if (c.state->participants.size() >= spec_.settings.max_nodes) return;
+      if (c.t - opened->t < b_.slack || !quiet(opened->t, c.t)) return;
       for (const NodeDesc& w : s.wait_list) {
+        if (!last_of_round->state->wait_list.contains(w)) continue;
         if (!c.state->participants.contains(w) && active_through(w, c.t)) {
-          add("L5", &life, s.round + 1, {name(w)}, "waited in round " + std::to_string(s.round) + " but is not in the next one");
+          add("L5", &life, s.round + 1, {name(w)},
+              "waited in round " + std::to_string(s.round) + " but is not in the next one, open from " + ms(opened->t) +
+                  " to " + ms(c.t));
         }
       }
       return;
@@ -258,7 +304,7 @@ class Liveness {
       if (!judgeable(bound) || !quiet(td, bound, a.node)) continue;
       for (const StoreLife& life : history_.store) {
         const Commit* then = life.at(td);
-        if (then == nullptr || !then->state || !holds(*then->state, a.desc)) continue;
+        if (then == nullptr || !then->state || !holds(*then->state, a.desc) || !store_alive(then->t, bound)) continue;
         bool witness = false;
         for (const AgentLife& other : history_.agents) {
           if (&other != &a && holds(*then->state, other.desc) && stopped(other) > bound) witness = true;

@@ -123,7 +123,15 @@ class Safety {
         }
         ++expected;
       }
+      if (s.world_size != n) {
+        add("S2", life, s.round, {}, at + "completed with " + std::to_string(n) + " participants and world size " +
+                                        std::to_string(s.world_size));
+      }
     } else if (s.complete && p.complete && s.round == p.round) {
+      if (s.world_size != p.world_size) {
+        add("S2", life, s.round, {}, at + "the world size changed from " + std::to_string(p.world_size) + " to " +
+                                        std::to_string(s.world_size) + " within the round");
+      }
       for (const auto& [node, rank] : s.participants) {
         const auto before = p.participants.find(node);
         if (before == p.participants.end()) {
@@ -216,7 +224,7 @@ class Safety {
           continue;
         }
         const auto me = s.participants.find(a.desc);
-        if (!s.complete || me == s.participants.end() || me->second != e.rank || s.participants.size() != e.world ||
+        if (!s.complete || me == s.participants.end() || me->second != e.rank || s.world_size != e.world ||
             s.round != e.round) {
           add("S8", *life, e.round, {name(a.desc)}, "next_rendezvous returned rank " + std::to_string(e.rank) + " of " +
                                                        std::to_string(e.world) + " in round " + std::to_string(e.round) +

@@ -204,6 +204,13 @@ void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& 
   } catch (const Error& e) {
     reader.fail(t.line(), "", e.what());
   }
+  // A joiner renews its heartbeat only when its op runs, once per poll: polling as slowly as the
+  // expiry, every waiting node would be found dead between two of its own polls.
+  if (spec.poll_interval >= s.expiry()) {
+    reader.fail(t.line(), "poll_interval_ms",
+                rendezvous::describe(spec.poll_interval) + " is not below the heartbeat expiry (keep_alive_interval_ms x "
+                "keep_alive_max_attempt = " + rendezvous::describe(s.expiry()) + "): waiting nodes would expire between polls");
+  }
   if (s.min_nodes > participants) {
     reader.fail(t.line(), "min_nodes",
                 std::to_string(s.min_nodes) + " participants can never join: the cluster has " +

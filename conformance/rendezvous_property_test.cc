@@ -56,12 +56,17 @@ std::string gen_rendezvous_scenario() {
   const int keep_alive = *rc::gen::inRange(200, 2001);
   const int attempts = *rc::gen::inRange(2, 5);
   const int expiry = keep_alive * attempts;
+  const int skew = *rc::gen::inRange(0, 201);
+  // PyTorch's polling where the loader takes it: a polling node's heartbeat must stay below the
+  // expiry (poll + keep-alive interval + skew).
+  int poll = *rc::gen::element(0, 0, 0, 500, 1000);
+  if (poll + keep_alive + skew >= expiry) poll = 0;
   std::ostringstream out;
   out << "name = \"rendezvous_property\"\n"
       << "schedule = \"" << (*rc::gen::arbitrary<bool>() ? "random" : "fifo") << "\"\n"
       << "max_virtual_time_ms = " << duration + join_timeout + 2 * store_timeout + 40000 << "\n\n"
       << "[cluster]\nnodes = " << nodes << "\n"
-      << "clock_skew_max_ms = " << *rc::gen::inRange(0, 201) << "\n"
+      << "clock_skew_max_ms = " << skew << "\n"
       << "clock_drift_max_ppm = " << *rc::gen::inRange(0, 301) << "\n\n"
       << "[network]\nlatency = { dist = \"uniform\", min_us = 100, max_us = " << *rc::gen::inRange(200, 3001) << " }\n\n"
       << "[rendezvous]\nmin_nodes = " << min_nodes << "\nmax_nodes = " << max_nodes << "\n"
@@ -70,7 +75,7 @@ std::string gen_rendezvous_scenario() {
       << "keep_alive_interval_ms = " << keep_alive << "\n"
       << "keep_alive_max_attempt = " << attempts << "\n"
       << "rerendezvous_on_expiry = " << (*rc::gen::weightedOneOf<bool>({{3, rc::gen::just(true)}, {1, rc::gen::just(false)}}) ? "true" : "false") << "\n"
-      << "poll_interval_ms = " << (expiry > 1000 ? *rc::gen::element(0, 0, 0, 500, 1000) : 0) << "\n"
+      << "poll_interval_ms = " << poll << "\n"
       << "monitor_interval_ms = " << *rc::gen::inRange(100, 1001) << "\n"
       << "store_timeout_ms = " << store_timeout << "\n"
       << "duration_ms = " << duration << "\n";

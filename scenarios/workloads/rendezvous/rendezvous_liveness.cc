@@ -1,4 +1,5 @@
 // The checker's liveness half, L1-L6, and check_invariants (rendezvous_invariants.h).
+#include <map>
 #include <set>
 
 #include "core/rendezvous/rendezvous_state_holder.h"
@@ -23,7 +24,7 @@ std::string ms(TimePoint t) { return std::to_string(t.ns() / 1'000'000) + " ms";
 class Liveness {
  public:
   Liveness(const RendezvousSpec& spec, const CheckerBounds& bounds, const RendezvousHistory& history, const RunFacts& facts)
-      : spec_(spec), b_(bounds), history_(history), facts_(facts) {}
+      : spec_(spec), b_(bounds), history_(history), facts_(facts), outages_(outages(facts.faults)) {}
 
   std::vector<Violation> run() {
     calls_end();
@@ -43,7 +44,44 @@ class Liveness {
                     std::move(nodes), std::move(text)});
   }
 
-  // No fault in [a - slack, b], other than those of `except` (a node whose own death is judged).
+  // A partition from its start to its heal, a pause to its resume (open-ended if the run ended
+  // first): a fault that began before a window and still holds in it disturbs the window too.
+  struct Outage {
+    TimePoint from, to;
+    std::optional<uint32_t> node;  // a pause's node; nullopt for a partition
+  };
+  static std::vector<Outage> outages(const std::vector<runtime::FaultEvent>& faults) {
+    std::vector<Outage> out;
+    std::map<uint64_t, size_t> open_partitions;  // id -> index in out
+    std::map<uint32_t, size_t> open_pauses;
+    constexpr TimePoint kNever{Duration::max()};
+    for (const runtime::FaultEvent& f : faults) {
+      if (f.kind == FaultKind::partition) {
+        open_partitions[f.partition] = out.size();
+        out.push_back({f.time, kNever, std::nullopt});
+      } else if (f.kind == FaultKind::heal) {
+        for (auto it = open_partitions.begin(); it != open_partitions.end();) {
+          if (f.partition != 0 && it->first != f.partition) {
+            ++it;
+            continue;
+          }
+          out[it->second].to = f.time;
+          it = open_partitions.erase(it);
+        }
+      } else if (f.kind == FaultKind::pause) {
+        open_pauses[f.node] = out.size();
+        out.push_back({f.time, kNever, f.node});
+      } else if ((f.kind == FaultKind::resume || f.kind == FaultKind::kill || f.kind == FaultKind::crash) &&
+                 open_pauses.contains(f.node)) {
+        out[open_pauses[f.node]].to = f.time;
+        open_pauses.erase(f.node);
+      }
+    }
+    return out;
+  }
+
+  // No fault in [a - slack, b] and no outage overlapping it, other than those of `except` (a node
+  // whose own death is judged).
   bool quiet(TimePoint a, TimePoint b, std::optional<uint32_t> except = std::nullopt) const {
     for (const runtime::FaultEvent& f : facts_.faults) {
       if (f.kind == FaultKind::start && f.time == TimePoint{}) continue;
@@ -52,6 +90,10 @@ class Liveness {
         continue;
       }
       if (f.time >= a - b_.slack && f.time <= b) return false;
+    }
+    for (const Outage& o : outages_) {
+      if (except && o.node == except) continue;
+      if (o.from <= b && o.to >= a - b_.slack) return false;
     }
     return true;
   }
@@ -109,7 +151,11 @@ class Liveness {
   // L3's last clause: a spare that stayed on the redundancy list of a full round from its first
   // appearance there to the end of its call cannot have timed out. (One that left the list, by its
   // own step or because its heartbeat expired, has had its deadline apply again.)
+  // Judged only when nothing disturbed the last expiry before the timeout: the spare's own sync
+  // sanitizes what it read, and participants cut off from the store (or paused) expire in its
+  // view, leaving a round that is no longer full without any commit saying so.
   void spare_timed_out(const AgentLife& a, const AgentEvent& e) {
+    if (!quiet(*e.end - b_.slow(b_.expiry) - b_.slack, *e.end)) return;
     for (const StoreLife& life : history_.store) {
       bool listed = false, stayed = true;
       uint64_t round = 0;
@@ -134,7 +180,7 @@ class Liveness {
     const auto unfinished = [&](TimePoint until) {
       if (completed || !reach) return;
       const TimePoint bound = *reach + b_.slow(spec_.settings.timeout.last_call) + b_.slack;
-      if (until > bound && judgeable(bound) && quiet(*reach, bound)) {
+      if (until > bound && judgeable(bound) && quiet(*reach, bound) && !closed_by(life, bound)) {
         add("L1", &life, *round, {}, "min_nodes were in from " + ms(*reach) + " but the round had not completed by " + ms(bound));
       }
     };
@@ -181,7 +227,9 @@ class Liveness {
         if (e.op != "next_rendezvous" || !e.end || *e.end <= closed->t) continue;
         if (e.succeeded() && e.start < closed->t) continue;  // it read a complete round before the close
         const TimePoint from = std::max(closed->t, e.start);
-        const TimePoint bound = from + b_.slack;
+        // Its exit op writes first (leaving its old round), racing every node the state lists.
+        const RendezvousState& s = *closed->state;
+        const TimePoint bound = from + b_.slack + race(s.participants.size() + s.wait_list.size() + s.redundancy_list.size());
         // A store that died took the close with it (its next life starts empty, and open).
         if (!quiet(from, bound) || !store_alive(closed->t, bound)) continue;
         if (e.error != "rendezvous_closed" && e.error != "rendezvous_graceful_exit") {
@@ -241,7 +289,11 @@ class Liveness {
       const TimePoint bound = c.t + b_.slow(spec_.monitor_interval) + b_.slack + race(s.participants.size() + s.wait_list.size());
       const bool judge = judgeable(bound) && quiet(c.t, bound) && all_active(s, bound) && !closed_by(life, bound);
       if (s.complete && !s.wait_list.empty() && !(same_round && prev->state->complete && !prev->state->wait_list.empty())) {
-        if (judge && !advanced(life, s.round, bound)) {
+        // Dead waiters wait for nothing: they leave the list at their expiry, and the agents then
+        // see no node waiting (restarting for them until then is PyTorch's behaviour, not owed).
+        bool live_waiter = false;
+        for (const NodeDesc& w : s.wait_list) live_waiter = live_waiter || active_through(w, bound);
+        if (judge && live_waiter && !advanced(life, s.round, bound)) {
           std::vector<std::string> waiting;
           for (const NodeDesc& w : s.wait_list) waiting.push_back(name(w));
           add("L5", &life, s.round, waiting, "nodes waited from " + ms(c.t) + " but the round had not advanced by " + ms(bound));
@@ -321,6 +373,7 @@ class Liveness {
   const CheckerBounds& b_;
   const RendezvousHistory& history_;
   const RunFacts& facts_;
+  const std::vector<Outage> outages_;
   std::vector<Violation> out_;
 };
 

@@ -23,14 +23,14 @@ RendezvousWorkload::~RendezvousWorkload() { release_nodes(); }
 
 void RendezvousWorkload::release_nodes() {
   // Handlers first (their keep-alive scopes), then what they use.
-  for (std::vector<Life>& lives : lives_) {
+  for (std::deque<Life>& lives : lives_) {
     for (Life& life : lives) life.handler.reset();
   }
-  for (std::vector<Life>& lives : lives_) lives.clear();
+  for (std::deque<Life>& lives : lives_) lives.clear();
 }
 
 void RendezvousWorkload::node_main(NodeContext& node) {
-  std::vector<Life>& lives = lives_[node.index()];
+  std::deque<Life>& lives = lives_[node.index()];
   lives.emplace_back();
   Life& life = lives.back();
   life.agent = std::make_unique<rpc::RpcAgent>(node.env(), registry_);
@@ -75,7 +75,7 @@ void RendezvousWorkload::run_agent(NodeContext& node, Life& life) {
   life.handler = std::make_unique<rendezvous::RendezvousHandler>(env, *life.recording, spec_.settings, desc, options);
   rendezvous::RendezvousHandler* handler = life.handler.get();
 
-  node.spawn_foreground("agent", [this, &node, &env, &events, handler] {
+  node.spawn_foreground("agent", [this, &node, &env, &events, &life, handler] {
     const uint32_t me = node.index();
     const auto now = [&node] { return node.scenario_now(); };
     // Sleeps on the node's own clock until the scenario's time reaches `at` (a drifting clock
@@ -87,10 +87,14 @@ void RendezvousWorkload::run_agent(NodeContext& node, Life& life) {
       events.push_back({{"op", op}, {"start", now().ns()}});
       return events.size() - 1;
     };
+    // An agent whose call failed stops, as PyTorch's process exits: its handler goes with it, and
+    // so does its keep-alive (a zombie heartbeat would hold its place in a full round for ever,
+    // and spares wait on a full round without a deadline).
     const auto fail = [&](size_t e, const Error& error) {
       events[e]["t"] = now().ns();
       events[e]["error"] = std::string(error_name(error.code()));
       events[e]["message"] = error.what();
+      life.handler.reset();
     };
     if (node.incarnation() == 0) {
       if (std::optional<Duration> at = spec_.action_time(me, Kind::join)) sleep_until(*at);
@@ -199,20 +203,28 @@ void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& 
   spec.monitor_interval =
       reader.opt_duration(t, "monitor_interval_ms", detail::kPositiveMs).value_or(spec.monitor_interval);
   spec.duration = reader.opt_duration(t, "duration_ms", detail::kPositiveMs).value_or(spec.duration);
+  if (s.max_nodes < s.min_nodes) {
+    reader.fail(t.line(), t.key_path("max_nodes"), std::to_string(s.max_nodes) + " is below min_nodes (" + std::to_string(s.min_nodes) + ")");
+  }
   try {
     rendezvous::validate(s);
   } catch (const Error& e) {
-    reader.fail(t.line(), "", e.what());
+    reader.fail(t.line(), "rendezvous", e.detail());
   }
-  // A joiner renews its heartbeat only when its op runs, once per poll: polling as slowly as the
-  // expiry, every waiting node would be found dead between two of its own polls.
-  if (spec.poll_interval >= s.expiry()) {
-    reader.fail(t.line(), "poll_interval_ms",
-                rendezvous::describe(spec.poll_interval) + " is not below the heartbeat expiry (keep_alive_interval_ms x "
-                "keep_alive_max_attempt = " + rendezvous::describe(s.expiry()) + "): waiting nodes would expire between polls");
+  // A joiner renews its heartbeat only when its op runs, once per poll, and only once it is
+  // keep_alive_interval old: so up to interval + poll old, and another node's clock may read it
+  // older by the clocks' skew. Past the expiry, healthy waiting nodes would be found dead between
+  // two of their own polls (the property test found rounds that never took their waiters in).
+  const Duration oldest = spec.poll_interval + s.keep_alive_interval + scenario.cluster.clock_skew_max;
+  if (spec.poll_interval > Duration::zero() && oldest >= s.expiry()) {
+    reader.fail(t.line(), t.key_path("poll_interval_ms"),
+                rendezvous::describe(spec.poll_interval) + " leaves a polling node's heartbeat up to " +
+                    rendezvous::describe(oldest) + " old (poll_interval_ms + keep_alive_interval_ms + cluster.clock_skew_max_ms), "
+                    "not below the expiry (keep_alive_interval_ms x keep_alive_max_attempt = " + rendezvous::describe(s.expiry()) +
+                    "): waiting nodes would expire between polls");
   }
   if (s.min_nodes > participants) {
-    reader.fail(t.line(), "min_nodes",
+    reader.fail(t.line(), t.key_path("min_nodes"),
                 std::to_string(s.min_nodes) + " participants can never join: the cluster has " +
                     std::to_string(participants) + " besides the store node");
   }
@@ -227,9 +239,9 @@ void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& 
       action.at = reader.duration(reader.required(a, "at_ms"), a.key_path("at_ms"), detail::kNonNegativeMs);
       action.node = reader.node_ref(reader.required(a, "node"), a.key_path("node"));
       action.line = a.line();
-      if (action.node == spec.store_node) reader.fail(a.line(), "node", "the store node takes no rendezvous actions");
+      if (action.node == spec.store_node) reader.fail(a.line(), a.key_path("node"), "the store node takes no rendezvous actions");
       if (spec.action_time(action.node, action.kind)) {
-        reader.fail(a.line(), "action", "a second \"" + std::string(kActionKinds[static_cast<size_t>(action.kind)]) +
+        reader.fail(a.line(), a.key_path("action"), "a second \"" + std::string(kActionKinds[static_cast<size_t>(action.kind)]) +
                                              "\" for " + scenario.cluster.node_name(action.node));
       }
       spec.actions.push_back(action);

@@ -13,6 +13,7 @@
 // agent has), so an unfinished call in a record means its incarnation died in it.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -53,7 +54,8 @@ class RendezvousWorkload final : public Workload {
   const Scenario& scenario_;
   const RendezvousSpec& spec_;
   rpc::FunctionRegistry registry_;
-  std::vector<std::vector<Life>> lives_;  // by node, then incarnation
+  // By node, then incarnation; a deque, so a restart never moves an earlier life its fibers use.
+  std::vector<std::deque<Life>> lives_;
 };
 
 }  // namespace dagsim::scenarios

@@ -1,0 +1,177 @@
+// The rendezvous workload's edges (issue 11 items 5 and 6): the [rendezvous] table refuses what
+// cannot work, naming the key and why; the judge trusts nothing in the records (a tampered state,
+// rank or history is a named violation, a corrupt record a named invalid_records error); and the
+// workload itself stops an agent whose call failed the way PyTorch's process does, heartbeats and
+// all (the property test found spares waiting for ever on a round kept full by zombie
+// keep-alives).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/base/error.h"
+#include "scenarios/format/scenario_loader.h"
+#include "scenarios/run/runner.h"
+
+namespace dagsim::conformance {
+namespace {
+
+using scenarios::CheckResult;
+using scenarios::RunRecords;
+using scenarios::RunResult;
+
+std::string error_of(const std::string& text) {
+  try {
+    scenarios::parse_scenario(text, "bad.toml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_scenario) << e.what();
+    return e.detail();
+  }
+  return "no error";
+}
+
+const std::string kHead = "name = \"r\"\n[cluster]\nnodes = 4\nclock_skew_max_ms = 100\n";
+
+TEST(RendezvousScenario, TheTableRefusesWhatCannotWorkNamingTheKey) {
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nmax_nodes = 2\n").find("rendezvous.min_nodes"), std::string::npos);
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nmin_nodes = 4\n").find("min_nodes: 4 participants can never join: the cluster has 3"),
+            std::string::npos);
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nmin_nodes = 3\nmax_nodes = 2\n").find("rendezvous.max_nodes: 2 is below min_nodes (3)"), std::string::npos);
+  // 500 + 1000 + 100 ms of skew is not below the expiry of 1000 x 2.
+  const std::string slow_poll = kHead +
+                                "[rendezvous]\nmin_nodes = 2\nkeep_alive_interval_ms = 1000\nkeep_alive_max_attempt = 2\n"
+                                "poll_interval_ms = 900\n";
+  EXPECT_NE(error_of(slow_poll).find("poll_interval_ms: 900ms leaves a polling node's heartbeat up to 2s old"), std::string::npos)
+      << error_of(slow_poll);
+  const std::string fine_poll = kHead +
+                                "[rendezvous]\nmin_nodes = 2\nkeep_alive_interval_ms = 1000\nkeep_alive_max_attempt = 3\n"
+                                "poll_interval_ms = 900\n";
+  EXPECT_EQ(error_of(fine_poll), "no error");
+  const std::string store_action = kHead + "[rendezvous]\nmin_nodes = 2\n[[rendezvous.actions]]\naction = \"join\"\n"
+                                           "node = \"worker0\"\nat_ms = 5\n";
+  EXPECT_NE(error_of(store_action).find("the store node takes no rendezvous actions"), std::string::npos);
+  const std::string twice = kHead + "[rendezvous]\nmin_nodes = 2\n[[rendezvous.actions]]\naction = \"leave\"\nnode = \"worker1\"\n"
+                                    "at_ms = 5\n[[rendezvous.actions]]\naction = \"leave\"\nnode = \"worker1\"\nat_ms = 9\n";
+  EXPECT_NE(error_of(twice).find("a second \"leave\" for worker1"), std::string::npos);
+  const std::string unknown = kHead + "[rendezvous]\nmin_nodes = 2\n[[rendezvous.actions]]\naction = \"crash\"\n"
+                                      "node = \"worker1\"\nat_ms = 5\n";
+  EXPECT_NE(error_of(unknown).find("rendezvous.actions[0].action: unknown value \"crash\""), std::string::npos) << error_of(unknown);
+}
+
+// Runs the formation example, lets `tamper` change the records, and returns the invariants check.
+CheckResult invariants_after(const std::function<void(RunRecords&)>& tamper) {
+  const scenarios::Scenario scenario =
+      scenarios::load_scenario_file(std::string(DAGSIM_EXAMPLES) + "/rendezvous_formation.toml");
+  scenarios::RunOptions options;
+  options.before_checks = tamper;
+  const RunResult result = scenarios::run_scenario(scenario, options);
+  for (const CheckResult& c : result.checks) {
+    if (c.name == "invariants") return c;
+  }
+  ADD_FAILURE() << "no invariants check";
+  return {};
+}
+
+nlohmann::json& record_of(RunRecords& records, uint32_t node) {
+  for (scenarios::NodeRecord& r : records.nodes) {
+    if (r.node == node) return r.data;
+  }
+  throw std::runtime_error("no record of node " + std::to_string(node));
+}
+
+TEST(RendezvousJudge, UntouchedRecordsPassAndEachTamperingIsNamed) {
+  EXPECT_TRUE(invariants_after([](RunRecords&) {}).passed);
+
+  // A returned rank that the committed state does not hold: S8, naming the node.
+  CheckResult rank = invariants_after([](RunRecords& r) {
+    for (nlohmann::json& e : record_of(r, 2)["events"]) {
+      if (e["op"] == "next_rendezvous") e["rank"] = 3;
+    }
+  });
+  EXPECT_FALSE(rank.passed);
+  EXPECT_NE(rank.detail.find("S8 (store life 0, round 0; worker2_0_0): next_rendezvous returned rank 3 of 4"), std::string::npos)
+      << rank.detail;
+
+  // Two nodes told the same rank: S2 as well.
+  CheckResult twice = invariants_after([](RunRecords& r) {
+    for (nlohmann::json& e : record_of(r, 2)["events"]) {
+      if (e["op"] == "next_rendezvous") e["rank"] = 0;
+    }
+  });
+  EXPECT_FALSE(twice.passed);
+  EXPECT_NE(twice.detail.find("S8"), std::string::npos) << twice.detail;
+
+  // A committed state dropped from the store's history: a write a node saw succeed is no commit (S1).
+  CheckResult lost = invariants_after([](RunRecords& r) {
+    nlohmann::json& history = record_of(r, 0)["history"];
+    history.erase(history.begin() + 1);
+  });
+  EXPECT_FALSE(lost.passed);
+  EXPECT_NE(lost.detail.find("S1"), std::string::npos) << lost.detail;
+}
+
+TEST(RendezvousJudge, CorruptRecordsAreAnInvalidRecordsErrorNamingTheNode) {
+  const scenarios::Scenario scenario =
+      scenarios::load_scenario_file(std::string(DAGSIM_EXAMPLES) + "/rendezvous_formation.toml");
+  RunRecords records;
+  scenarios::RunOptions options;
+  options.before_checks = [&](RunRecords& r) { records = r; };
+  scenarios::run_scenario(scenario, options);
+  ASSERT_FALSE(records.nodes.empty());
+  record_of(records, 0)["history"][0]["s"] = "zz";
+  try {
+    scenarios::judge_run(scenario, records);
+    ADD_FAILURE() << "a corrupt state was judged";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_records) << e.what();
+    EXPECT_NE(std::string(e.what()).find("worker0"), std::string::npos) << e.what();
+  }
+}
+
+// A participant whose agent failed (its store call timed out in a partition) stops heartbeating,
+// as a process that exits does; the spare that joined meanwhile then gets its place instead of
+// waiting on a round held full by a zombie keep-alive until the run's time limit.
+TEST(RendezvousWorkload, AnAgentThatFailedStopsItsHeartbeats) {
+  const std::string text = R"(name = "zombie"
+max_virtual_time_ms = 60000
+[cluster]
+nodes = 4
+[network]
+latency = { dist = "uniform", min_us = 100, max_us = 500 }
+[rendezvous]
+min_nodes = 1
+max_nodes = 2
+last_call_ms = 500
+keep_alive_interval_ms = 1000
+keep_alive_max_attempt = 4
+store_timeout_ms = 600
+monitor_interval_ms = 200
+duration_ms = 15000
+[[rendezvous.actions]]
+action = "join"
+node = "worker3"
+at_ms = 5000
+[[faults]]
+kind = "partition"
+groups = [["worker0"], ["worker1", "worker2", "worker3"]]
+at_ms = 1000
+heal_at_ms = 3500
+[[checks]]
+kind = "invariants"
+[[checks]]
+kind = "formed"
+nodes = ["worker1", "worker2"]
+[[checks]]
+kind = "expect_error"
+nodes = ["worker1", "worker2"]
+message = "store unreachable"
+[[checks]]
+kind = "formed"
+nodes = ["worker3"]
+)";
+  const RunResult result = scenarios::run_scenario(scenarios::parse_scenario(text, "zombie.toml"), {});
+  for (const CheckResult& c : result.checks) EXPECT_TRUE(c.passed) << c.name << ": " << c.detail;
+  EXPECT_EQ(result.outcome, "finished");
+}
+
+}  // namespace
+}  // namespace dagsim::conformance

@@ -128,7 +128,9 @@ bool RendezvousExecutor::back_off(TimePoint deadline) {
   // The first loss retries at once, as PyTorch: with few contenders it is the next winner.
   if (round_trip_ <= Duration::zero() || lost_races_ < 2) return false;
   const uint32_t doublings = std::min(lost_races_ - 2, kMaxBackoffDoublings);
-  const auto window = static_cast<uint64_t>(round_trip_.count()) << doublings;
+  const uint64_t contenders = std::max<uint64_t>(2, holder_.state().last_heartbeats.size());
+  const auto rtt = static_cast<uint64_t>(round_trip_.count());
+  const uint64_t window = std::min(rtt << doublings, rtt * contenders);
   Prng jitter(jitter_seed_ ^ (holder_.token() * 0x9e3779b97f4a7c15ULL) ^ lost_races_);
   const Duration pause{static_cast<int64_t>(jitter.uniform_u64(window + 1))};
   const TimePoint now = env_.clock.now();

@@ -41,8 +41,10 @@
 // waiters woken by each of N joins read the state N^2/2 times. So, scaled by the round trip this
 // node last measured to the store (zero in a zero-latency world, where nothing changes):
 //  - the first lost race retries at once (as PyTorch); after the k-th in a row (k >= 2) the node
-//    waits a back-off, uniform in [0, rtt * 2^(k-2)] (doubling up to 2^kMaxBackoffDoublings),
-//    then reads the state afresh and decides again (a decision from
+//    waits a back-off, uniform in [0, rtt * 2^(k-2)] (doubling up to 2^kMaxBackoffDoublings, and
+//    never past rtt * the nodes in the state: the time the other contenders need to write once
+//    each; a node asleep longer only learns late of what happened, a close say: the property test
+//    found a waiter among 46 nodes 2.7 s late), then reads the state afresh and decides again (a decision from
 //    before the back-off would carry a token the others' writes made stale meanwhile). The draw
 //    comes from a generator seeded by this node's name, the winner's token and the loss count:
 //    deterministic, and the node's Random stream is left alone. Binary exponential back-off, as

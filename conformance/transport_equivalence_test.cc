@@ -82,6 +82,36 @@ INSTANTIATE_TEST_SUITE_P(Tcp, ProgramExamples,
                          ::testing::Values("seed_example", "seed_end_to_end", "mlp_partition", "remote_rref", "nested_rpc",
                                            "unused_rpc"));
 
+// Each round as (store life, round, [(member, rank)]): what the rendezvous decided, without times.
+std::vector<std::string> rounds(const json& j) {
+  std::vector<std::string> out;
+  for (const json& r : j["rendezvous"]) {
+    std::string line = std::to_string(r["store_life"].get<uint32_t>()) + "/" + std::to_string(r["round"].get<uint64_t>()) + ":";
+    for (const json& m : r["members"]) line += " " + m["node"].get<std::string>() + "=" + std::to_string(m["rank"].get<uint32_t>());
+    out.push_back(line);
+  }
+  return out;
+}
+
+// The rendezvous examples over TCP (issue 11): real processes, the built-in store a process of
+// its own, wall clocks; the same checks pass (the invariant checker reads the nodes' records, so
+// it judges TCP runs as it judges the simulator's) and the same rounds form with the same ranks.
+class RendezvousExamples : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RendezvousExamples, PassOverTcpWithTheSimulatorsRounds) {
+  const json sim = run_json(example(GetParam()), "sim");
+  const json tcp = run_json(example(GetParam()), "tcp");
+  EXPECT_EQ(tcp["transport"], "tcp");
+  EXPECT_TRUE(tcp["passed"].get<bool>()) << tcp["checks"].dump(1);
+  EXPECT_EQ(verdicts(sim), verdicts(tcp));
+  EXPECT_EQ(rounds(sim), rounds(tcp));
+  EXPECT_FALSE(rounds(tcp).empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Tcp, RendezvousExamples,
+                         ::testing::Values("rendezvous_formation", "rendezvous_dead_participant", "rendezvous_last_call",
+                                           "rendezvous_redundant", "rendezvous_close", "rendezvous_store_death"));
+
 TEST(TransportEquivalence, KillsACrashAndAPartitionEndWithTheSimulatorsVerdicts) {
   const std::string file = std::string(DAGSIM_CONFORMANCE) + "/tcp/kill_restart.toml";
   const json sim = run_json(file, "sim");

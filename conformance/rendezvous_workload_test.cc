@@ -55,6 +55,16 @@ TEST(RendezvousScenario, TheTableRefusesWhatCannotWorkNamingTheKey) {
   const std::string unknown = kHead + "[rendezvous]\nmin_nodes = 2\n[[rendezvous.actions]]\naction = \"crash\"\n"
                                       "node = \"worker1\"\nat_ms = 5\n";
   EXPECT_NE(error_of(unknown).find("rendezvous.actions[0].action: unknown value \"crash\""), std::string::npos) << error_of(unknown);
+  // The etcd backend's keys.
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nmin_nodes = 2\nbackend = \"zookeeper\"\n").find("rendezvous.backend: unknown value"),
+            std::string::npos);
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nmin_nodes = 2\netcd_endpoint = \"127.0.0.1:2379\"\n")
+                .find("rendezvous.etcd_endpoint: applies only with backend = \"etcd\""),
+            std::string::npos);
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nmin_nodes = 2\nbackend = \"etcd\"\netcd_endpoint = \"localhost\"\n")
+                .find("rendezvous.etcd_endpoint: \"localhost\" is not host:port"),
+            std::string::npos);
+  EXPECT_EQ(error_of(kHead + "[rendezvous]\nmin_nodes = 2\nbackend = \"etcd\"\netcd_endpoint = \"10.0.0.7:2379\"\n"), "no error");
 }
 
 // Runs the formation example, lets `tamper` change the records, and returns the invariants check.

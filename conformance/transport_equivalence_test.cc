@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -111,6 +112,20 @@ TEST_P(RendezvousExamples, PassOverTcpWithTheSimulatorsRounds) {
 INSTANTIATE_TEST_SUITE_P(Tcp, RendezvousExamples,
                          ::testing::Values("rendezvous_formation", "rendezvous_dead_participant", "rendezvous_last_call",
                                            "rendezvous_redundant", "rendezvous_close", "rendezvous_store_death"));
+
+// The formation on etcd (issue 11 item 6): the store node starts a throwaway etcd and names it to
+// the agents, which form the round through etcd's v3 API; the checker judges their acknowledged
+// writes. In the simulator, which has no outside services, the run fails saying so.
+TEST(TransportEquivalence, TheFormationOnEtcdPassesOverTcpAndIsRefusedInTheSimulator) {
+  const std::string file = std::string(DAGSIM_EXAMPLES) + "/tcp/rendezvous_etcd_formation.toml";
+  const json sim = run_json(file, "sim", 1);
+  EXPECT_NE(sim["checks"].dump().find("the etcd backend needs --transport tcp"), std::string::npos) << sim["checks"].dump(1);
+  if (access("/usr/bin/etcd", X_OK) != 0) GTEST_SKIP() << "/usr/bin/etcd is not installed (scripts/deps.sh test)";
+  const json tcp = run_json(file, "tcp");
+  EXPECT_TRUE(tcp["passed"].get<bool>()) << tcp["checks"].dump(1);
+  ASSERT_EQ(rounds(tcp).size(), 1u);
+  EXPECT_EQ(rounds(tcp)[0], "0/0: worker1=0 worker2=1 worker3=2 worker4=3");
+}
 
 TEST(TransportEquivalence, KillsACrashAndAPartitionEndWithTheSimulatorsVerdicts) {
   const std::string file = std::string(DAGSIM_CONFORMANCE) + "/tcp/kill_restart.toml";

@@ -1,4 +1,5 @@
-// EtcdProcess: a throwaway single-member etcd server for tests (Debian's etcd-server, /usr/bin/etcd).
+// EtcdProcess: a throwaway single-member etcd server (Debian's etcd-server, /usr/bin/etcd), for tests
+// and for rendezvous runs over TCP with backend = "etcd" and no endpoint (the store node starts one).
 // It listens on free loopback ports (client and peer) with a fresh --data-dir under /tmp, is ready
 // (answers /health) when the constructor returns, and is killed (SIGKILL) and its directory removed
 // when the object goes. Tests call unavailable() first and skip, naming the reason, where etcd is

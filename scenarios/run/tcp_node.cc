@@ -24,6 +24,8 @@
 #include "core/base/error.h"
 #include "core/fibers/node_fibers.h"
 #include "net/crypto.h"
+#include "net/etcd/etcd_process.h"
+#include "net/etcd/etcd_store.h"
 #include "net/io_scheduler.h"
 #include "net/process_node.h"
 #include "net/real_clock.h"
@@ -82,8 +84,9 @@ struct ControlState {
 
 class ProcessNodeContext final : public NodeContext {
  public:
-  ProcessNodeContext(ProcessNode& node, uint32_t index, uint32_t incarnation, std::function<void(bool)> on_busy)
-      : node_(node), record_{index, incarnation}, on_busy_(std::move(on_busy)) {}
+  ProcessNodeContext(ProcessNode& node, boost::asio::io_context& io, uint32_t index, uint32_t incarnation,
+                     std::function<void(bool)> on_busy)
+      : node_(node), io_(io), record_{index, incarnation}, on_busy_(std::move(on_busy)) {}
 
   runtime::Env& env() override { return node_.env(); }
   uint32_t index() const override { return record_.node; }
@@ -95,7 +98,23 @@ class ProcessNodeContext final : public NodeContext {
     node_.fibers().spawn(nullptr, std::move(name), std::move(fn), [this] { end_foreground(); });
   }
   void at_end(std::function<void()> fn) override { at_end_.push_back(std::move(fn)); }
-
+  // The etcd lives as long as this context, which is this incarnation's; the kernel kills it if the
+  // node process dies first (EtcdProcess: PR_SET_PDEATHSIG). Starting it blocks this node's thread
+  // until etcd answers (about a second): nothing else of the node runs meanwhile.
+  std::string start_etcd() override {
+    if (std::optional<std::string> why = net::etcd::EtcdProcess::unavailable()) throw errors::invalid_argument(*why);
+    if (!etcd_) etcd_ = std::make_unique<net::etcd::EtcdProcess>();
+    return etcd_->endpoint().host + ":" + std::to_string(etcd_->endpoint().port);
+  }
+  std::unique_ptr<store::Store> connect_etcd(const std::string& endpoint, const std::string& prefix) override {
+    net::etcd::EtcdStoreOptions options;
+    const size_t colon = endpoint.rfind(':');
+    if (colon == std::string::npos) throw errors::invalid_argument("etcd endpoint " + endpoint + " is not host:port");
+    options.endpoint.host = endpoint.substr(0, colon);
+    options.endpoint.port = static_cast<uint16_t>(parse_port(endpoint.substr(colon + 1), "etcd endpoint " + endpoint));
+    options.prefix = prefix;
+    return std::make_unique<net::etcd::EtcdStore>(io_, node_.env().clock, std::move(options));
+  }
   // The main fiber counts as foreground work while it runs.
   void start(TimePoint start_wall, Workload& workload) {
     start_wall_ = start_wall;
@@ -116,7 +135,19 @@ class ProcessNodeContext final : public NodeContext {
     if (--foreground_ == 0) on_busy_(false);
   }
 
+  static uint32_t parse_port(const std::string& text, const std::string& what) {
+    uint32_t port = 0;
+    for (char c : text) {
+      if (c < '0' || c > '9' || port > 65535) throw errors::invalid_argument(what + ": bad port");
+      port = port * 10 + static_cast<uint32_t>(c - '0');
+    }
+    if (text.empty() || port == 0 || port > 65535) throw errors::invalid_argument(what + ": bad port");
+    return port;
+  }
+
   ProcessNode& node_;
+  boost::asio::io_context& io_;
+  std::unique_ptr<net::etcd::EtcdProcess> etcd_;
   NodeRecord record_;
   std::function<void(bool)> on_busy_;
   TimePoint start_wall_{};
@@ -286,7 +317,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
                                  {"fiber", fiber.fiber_name},
                                  {"what", what}});
                    });
-  ProcessNodeContext context(node, *index, incarnation,
+  ProcessNodeContext context(node, io, *index, incarnation,
                              [&](bool busy) { link->send({{"event", busy ? "busy" : "idle"}}); });
   context_ptr = &context;
 

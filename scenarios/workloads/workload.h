@@ -18,7 +18,9 @@
 #include <optional>
 #include <string>
 
+#include "core/base/error.h"
 #include "core/runtime/env.h"
+#include "core/store/store.h"
 
 namespace dagsim::scenarios {
 
@@ -51,6 +53,17 @@ class NodeContext {
   // Runs `fn` once the run's work and drain are over, if this incarnation is still running then,
   // before the node stops (final snapshots: contexts still held). It must not block.
   virtual void at_end(std::function<void()> fn) = 0;
+
+  // Outside services, over TCP only: the simulator has no outside world, and these throw
+  // Error(invalid_argument) saying so. start_etcd starts a throwaway etcd server (Debian's
+  // etcd-server) that lives as long as this incarnation and returns its "host:port"; connect_etcd
+  // opens an etcd v3 client (store.h's semantics) on this node's I/O loop, its keys under `prefix`.
+  virtual std::string start_etcd() { throw errors::invalid_argument(kNoOutsideWorld); }
+  virtual std::unique_ptr<store::Store> connect_etcd(const std::string& endpoint, const std::string& prefix) {
+    throw errors::invalid_argument(kNoOutsideWorld);
+  }
+  static constexpr const char* kNoOutsideWorld =
+      "the etcd backend needs --transport tcp: the simulator has no outside services (use the built-in store)";
 };
 
 // The node side of a workload, made per run by its registry entry.

@@ -1,11 +1,18 @@
 // RecordingStore (recording_store.h).
 #include "scenarios/workloads/rendezvous/recording_store.h"
 
+#include "scenarios/workloads/rendezvous/rendezvous_history.h"
+
 namespace dagsim::scenarios {
 
 RecordingStore::RecordingStore(store::Store& inner, std::string key, runtime::Clock& clock, nlohmann::json& writes,
-                               std::function<runtime::TimePoint()> scenario_now)
-    : inner_(inner), key_(std::move(key)), clock_(clock), writes_(writes), scenario_now_(std::move(scenario_now)) {
+                               std::function<runtime::TimePoint()> scenario_now, bool record_values)
+    : inner_(inner),
+      key_(std::move(key)),
+      clock_(clock),
+      writes_(writes),
+      scenario_now_(std::move(scenario_now)),
+      record_values_(record_values) {
   set_timeout(inner.timeout());
 }
 
@@ -44,6 +51,7 @@ store::CasOutcome RecordingStore::compare_set_version(const std::string& key, ui
   entry["written"] = outcome.written;
   entry["version"] = outcome.current.version;
   entry["t_end"] = scenario_now_().ns();
+  if (record_values_ && outcome.written) entry["s"] = to_hex(outcome.current.value);
   return outcome;
 }
 

@@ -6,7 +6,9 @@
 // that moment and at its last read of the key; its outcome (the version it committed, or the
 // version that won instead) is filled in when the reply comes. A node that dies with the call in
 // flight leaves it without an outcome: the checker then accepts a commit on that token as possibly
-// its own. Everything else passes through untouched, errors included.
+// its own. With `record_values`, a write that committed also records the state it wrote ("s", hex):
+// over etcd, whose history no node of the run records, the acknowledged writes are the history.
+// Everything else passes through untouched, errors included.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -22,7 +24,7 @@ class RecordingStore final : public store::Store {
   // `writes` is a JSON array in the node's record; `scenario_now` reads the scenario's clock.
   // All three outlive this.
   RecordingStore(store::Store& inner, std::string key, runtime::Clock& clock, nlohmann::json& writes,
-                 std::function<runtime::TimePoint()> scenario_now);
+                 std::function<runtime::TimePoint()> scenario_now, bool record_values = false);
 
   void set(const std::string& key, store::Bytes value) override { inner_.set(key, std::move(value)); }
   store::Bytes get(const std::string& key) override { return inner_.get(key); }
@@ -54,6 +56,7 @@ class RecordingStore final : public store::Store {
   nlohmann::json& writes_;
   std::function<runtime::TimePoint()> scenario_now_;
   runtime::TimePoint last_read_wall_{};
+  const bool record_values_;
 };
 
 }  // namespace dagsim::scenarios

@@ -2,6 +2,7 @@
 #include "scenarios/workloads/rendezvous/rendezvous_history.h"
 
 #include <algorithm>
+#include <map>
 
 #include "core/base/error.h"
 #include "scenarios/workloads/rendezvous/rendezvous_spec.h"
@@ -33,6 +34,14 @@ const nlohmann::json& array_of(const nlohmann::json& j, const char* key, const s
   return v;
 }
 
+rendezvous::RendezvousState decode_state(const runtime::Bytes& bytes, const std::string& at) {
+  try {
+    return rendezvous::decode(bytes);
+  } catch (const Error& e) {
+    throw errors::invalid_records(at + ": " + e.what());
+  }
+}
+
 StoreLife read_store_life(const NodeRecord& r, const std::string& what) {
   StoreLife life;
   life.incarnation = r.incarnation;
@@ -45,12 +54,7 @@ StoreLife read_store_life(const NodeRecord& r, const std::string& what) {
     const nlohmann::json& s = field(history[i], "s", at);
     if (!s.is_null()) {
       if (!s.is_string()) throw errors::invalid_records(at + ".s: expected a hex string or null");
-      const runtime::Bytes bytes = from_hex(s.get<std::string>(), at + ".s");
-      try {
-        c.state = rendezvous::decode(bytes);
-      } catch (const Error& e) {
-        throw errors::invalid_records(at + ".s: " + e.what());
-      }
+      c.state = decode_state(from_hex(s.get<std::string>(), at + ".s"), at + ".s");
     }
     if (!life.commits.empty() && c.state && c.version <= life.commits.back().version) {
       throw errors::invalid_records(at + ": version " + std::to_string(c.version) + " does not rise");
@@ -118,7 +122,11 @@ AgentLife read_agent_life(const NodeRecord& r, const std::string& what) {
       w.version = integer_from_record<uint64_t>(field(j, "version", at), at + ".version");
       w.t_end = time_of(j, "t_end", at);
     }
-    life.writes.push_back(w);
+    if (j.contains("s")) {
+      if (w.written != true || !j.at("s").is_string()) throw errors::invalid_records(at + ".s: a hex state, of a write that committed");
+      w.state = decode_state(from_hex(j.at("s").get<std::string>(), at + ".s"), at + ".s");
+    }
+    life.writes.push_back(std::move(w));
   }
   return life;
 }
@@ -196,15 +204,41 @@ std::vector<std::optional<TimePoint>> incarnation_ends(const std::vector<runtime
   return ends;
 }
 
+namespace {
+
+// Over etcd no node sees the store's own order of commits: the agents' acknowledged writes are
+// its history (each carries the state it wrote and the mod revision etcd gave it), one life, in
+// version order. A commit is placed at its write's send time, or just after the commit before it,
+// whichever is later: never after it really happened. A write whose reply was lost is missing, so
+// an etcd run is judged as faithfully as its writers heard back.
+StoreLife history_from_writes(const std::vector<AgentLife>& agents) {
+  std::map<uint64_t, Commit> by_version;
+  for (const AgentLife& a : agents) {
+    for (const CasWrite& w : a.writes) {
+      if (w.written == true && w.state && w.version) by_version[*w.version] = Commit{w.t, *w.version, w.state};
+    }
+  }
+  StoreLife life;
+  for (auto& [version, c] : by_version) {
+    if (!life.commits.empty()) c.t = std::max(c.t, life.commits.back().t);
+    life.commits.push_back(std::move(c));
+  }
+  return life;
+}
+
+}  // namespace
+
 RendezvousHistory read_history(const Scenario& scenario, const RunRecords& records) {
   RendezvousHistory h;
-  const uint32_t store_node = scenario.workload.as<RendezvousSpec>().store_node;
+  const RendezvousSpec& spec = scenario.workload.as<RendezvousSpec>();
+  const bool etcd = spec.backend == RendezvousSpec::Backend::etcd;
+  const uint32_t store_node = spec.store_node;
   for (uint32_t node = 0; node < scenario.cluster.nodes; ++node) {
     const std::vector<std::optional<TimePoint>> ends = incarnation_ends(records.fault_history, node);
     for (const NodeRecord* r : records.records_of(node)) {
       const std::string what = scenario.cluster.node_name(node) + "." + std::to_string(r->incarnation);
       if (node == store_node) {
-        h.store.push_back(read_store_life(*r, what));
+        if (!etcd) h.store.push_back(read_store_life(*r, what));
         continue;
       }
       AgentLife life = read_agent_life(*r, what);
@@ -212,6 +246,7 @@ RendezvousHistory read_history(const Scenario& scenario, const RunRecords& recor
       h.agents.push_back(std::move(life));
     }
   }
+  if (etcd) h.store.push_back(history_from_writes(h.agents));
   return h;
 }
 

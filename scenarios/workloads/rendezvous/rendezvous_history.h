@@ -61,6 +61,7 @@ struct CasWrite {
   uint64_t base = 0;
   std::optional<uint64_t> version;  // after the call: the commit's, or the version that won
   std::optional<bool> written;      // nullopt: no reply (the writer died with it in flight)
+  std::optional<rendezvous::RendezvousState> state;  // what it wrote, when recorded (etcd runs)
 };
 
 struct AgentLife {

@@ -29,6 +29,12 @@ struct RendezvousAction {
 };
 
 struct RendezvousSpec {
+  // builtin: store_node hosts the built-in store (both transports). etcd (over TCP only): the
+  // nodes use etcd at etcd_endpoint, or, when that is empty, at a throwaway etcd that store_node
+  // starts (Debian's etcd-server) and names to the others.
+  enum class Backend : uint8_t { builtin, etcd };
+  Backend backend = Backend::builtin;
+  std::string etcd_endpoint;  // "host:port"
   uint32_t store_node = 0;
   rendezvous::RendezvousSettings settings;  // run_id defaults to the scenario's name
   runtime::Duration poll_interval{0};        // 0: event-driven waits; > 0: PyTorch's polling

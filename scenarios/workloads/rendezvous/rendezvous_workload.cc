@@ -2,6 +2,7 @@
 #include "scenarios/workloads/rendezvous/rendezvous_workload.h"
 
 #include "core/base/assert.h"
+#include "core/base/printable.h"
 #include "core/rendezvous/rendezvous_backend.h"
 #include "core/runtime/cancel_scope.h"
 #include "scenarios/workloads/rendezvous/rendezvous_history.h"
@@ -41,7 +42,54 @@ void RendezvousWorkload::node_main(NodeContext& node) {
   }
 }
 
+namespace {
+
+// The store node's answer to an agent of an etcd run: "host:port\nprefix".
+constexpr rpc::MessageType kEtcdEndpointRequest = rpc::service_request(rpc::kStoreServices + 1);
+
+}  // namespace
+
+void RendezvousWorkload::serve_etcd(NodeContext& node, Life& life) {
+  // The history is the agents' acknowledged writes (RecordingStore's record_values): etcd keeps
+  // its own, which no node of the run sees.
+  node.record()["history"] = nlohmann::json::array();
+  const std::string endpoint = spec_.etcd_endpoint.empty() ? node.start_etcd() : spec_.etcd_endpoint;
+  // A prefix of this run's own, so that runs sharing an etcd never see each other's state.
+  const std::string prefix = "/dagsim/" + spec_.settings.run_id + "/" + std::to_string(node.env().clock.wall_now().ns()) + "/";
+  const std::string answer = endpoint + "\n" + prefix;
+  life.agent->add_handler(kEtcdEndpointRequest, [answer](WorkerId, const rpc::Bytes&) {
+    return rpc::Bytes(answer.begin(), answer.end());
+  });
+  life.agent->start();
+}
+
+std::unique_ptr<store::Store> RendezvousWorkload::connect_etcd(NodeContext& node, Life& life) {
+  // Asks the store node until it answers (it may still be starting etcd), within the store timeout.
+  const std::string what = "the etcd endpoint from " + scenario_.cluster.node_name(spec_.store_node);
+  const runtime::TimePoint deadline = node.env().clock.now() + spec_.store_timeout;
+  for (;;) {
+    try {
+      const rpc::Bytes reply =
+          life.agent->request_bytes(spec_.store_node, kEtcdEndpointRequest, {}, spec_.store_timeout, what).get();
+      const std::string text(reply.begin(), reply.end());
+      const size_t newline = text.find('\n');
+      if (newline == std::string::npos) throw errors::protocol_error(what + ": " + quote(text) + " is no endpoint and prefix");
+      std::unique_ptr<store::Store> etcd = node.connect_etcd(text.substr(0, newline), text.substr(newline + 1));
+      etcd->set_timeout(spec_.store_timeout);
+      return etcd;
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+      if (e.code() == ErrorCode::invalid_argument || e.code() == ErrorCode::protocol_error ||
+          node.env().clock.now() >= deadline) {
+        throw;
+      }
+    }
+    node.env().clock.sleep(std::chrono::milliseconds(100));
+  }
+}
+
 void RendezvousWorkload::run_store(NodeContext& node, Life& life) {
+  if (spec_.backend == RendezvousSpec::Backend::etcd) return serve_etcd(node, life);
   life.service = std::make_unique<store::StoreService>(*life.agent);
   // The store's own order of commits of the state key: the one history S1 judges.
   nlohmann::json& history = node.record()["history"] = nlohmann::json::array();
@@ -66,10 +114,22 @@ void RendezvousWorkload::run_agent(NodeContext& node, Life& life) {
   nlohmann::json& writes = record["writes"] = nlohmann::json::array();
 
   life.agent->start();
-  life.client = std::make_unique<store::StoreClient>(*life.agent, spec_.store_node);
-  life.client->set_timeout(spec_.store_timeout);
+  const bool etcd = spec_.backend == RendezvousSpec::Backend::etcd;
+  if (etcd) {
+    try {
+      life.client = connect_etcd(node, life);
+    } catch (const Error& error) {
+      runtime::rethrow_if_unwinding(error);
+      events.push_back({{"op", "next_rendezvous"}, {"start", node.scenario_now().ns()}, {"t", node.scenario_now().ns()},
+                        {"error", std::string(error_name(error.code()))}, {"message", error.what()}});
+      return;  // as an agent whose first call failed
+    }
+  } else {
+    life.client = std::make_unique<store::StoreClient>(*life.agent, spec_.store_node);
+    life.client->set_timeout(spec_.store_timeout);
+  }
   life.recording = std::make_unique<RecordingStore>(*life.client, rendezvous::state_key(spec_.settings.run_id), env.clock,
-                                                    writes, [&node] { return node.scenario_now(); });
+                                                    writes, [&node] { return node.scenario_now(); }, etcd);
   rendezvous::RendezvousHandlerOptions options;
   options.poll_interval = spec_.poll_interval;
   life.handler = std::make_unique<rendezvous::RendezvousHandler>(env, *life.recording, spec_.settings, desc, options);
@@ -173,7 +233,8 @@ constexpr std::string_view kTableKeys[] = {
     "store",          "run_id",           "min_nodes",           "max_nodes",          "join_timeout_ms",
     "last_call_ms",   "close_timeout_ms", "heartbeat_timeout_ms", "keep_alive_interval_ms",
     "keep_alive_max_attempt", "rerendezvous_on_expiry", "poll_interval_ms", "store_timeout_ms",
-    "monitor_interval_ms", "duration_ms", "actions"};
+    "monitor_interval_ms", "duration_ms", "backend", "etcd_endpoint", "actions"};
+constexpr std::string_view kBackends[] = {"builtin", "etcd"};
 constexpr std::string_view kActionKeys[] = {"at_ms", "node", "action"};
 constexpr std::string_view kActionKinds[] = {"join", "leave", "close"};
 
@@ -182,6 +243,20 @@ void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& 
   reader.check_keys(t, kTableKeys, "keys in [rendezvous]");
   RendezvousSpec spec;
   spec.store_node = reader.opt_node_ref(t, "store").value_or(0);
+  if (const toml::node* backend = t.get("backend")) {
+    spec.backend = static_cast<RendezvousSpec::Backend>(reader.choice(*backend, t.key_path("backend"), kBackends));
+  }
+  if (const toml::node* endpoint = t.get("etcd_endpoint")) {
+    if (spec.backend != RendezvousSpec::Backend::etcd) {
+      reader.fail(*endpoint, t.key_path("etcd_endpoint"), "applies only with backend = \"etcd\"");
+    }
+    spec.etcd_endpoint = reader.string(*endpoint, t.key_path("etcd_endpoint"));
+    const size_t colon = spec.etcd_endpoint.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == spec.etcd_endpoint.size() ||
+        spec.etcd_endpoint.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+      reader.fail(*endpoint, t.key_path("etcd_endpoint"), quote(spec.etcd_endpoint) + " is not host:port");
+    }
+  }
   rendezvous::RendezvousSettings& s = spec.settings;
   s.run_id = reader.opt_string(t, "run_id").value_or(scenario.name.empty() ? "run" : scenario.name);
   const int64_t participants = int64_t{scenario.cluster.nodes} - 1;

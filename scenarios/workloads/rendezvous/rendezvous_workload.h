@@ -44,11 +44,14 @@ class RendezvousWorkload final : public Workload {
   struct Life {
     std::unique_ptr<rpc::RpcAgent> agent;
     std::unique_ptr<store::StoreService> service;
-    std::unique_ptr<store::StoreClient> client;
+    std::unique_ptr<store::Store> client;  // the built-in store's StoreClient, or an etcd client
     std::unique_ptr<RecordingStore> recording;
     std::unique_ptr<rendezvous::RendezvousHandler> handler;
   };
   void run_store(NodeContext& node, Life& life);
+  // backend = "etcd": where etcd is and the run's key prefix, served by the store node.
+  void serve_etcd(NodeContext& node, Life& life);
+  std::unique_ptr<store::Store> connect_etcd(NodeContext& node, Life& life);
   void run_agent(NodeContext& node, Life& life);
 
   const Scenario& scenario_;

@@ -1,5 +1,10 @@
 #include "core/rendezvous/rendezvous_backend.h"
 
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
@@ -12,6 +17,31 @@ namespace {
 const std::shared_ptr<const RendezvousState>& empty_state() {
   static const std::shared_ptr<const RendezvousState> empty = std::make_shared<const RendezvousState>();
   return empty;
+}
+
+// Note [decoded state cache]'s pool: decoded states by their bytes, while someone holds them.
+// Iteration order never matters (it only sweeps out expired entries).
+struct PoolEntry {
+  std::vector<uint8_t> bytes;
+  std::weak_ptr<const RendezvousState> state;
+};
+thread_local std::unordered_multimap<size_t, PoolEntry> t_pool;
+thread_local size_t t_sweep_at = 64;
+
+std::shared_ptr<const RendezvousState> pooled_decode(std::span<const uint8_t> bytes) {
+  const size_t hash = std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  const auto [first, last] = t_pool.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    if (!std::ranges::equal(it->second.bytes, bytes)) continue;
+    if (std::shared_ptr<const RendezvousState> held = it->second.state.lock()) return held;
+  }
+  auto state = std::make_shared<const RendezvousState>(decode(bytes));
+  if (t_pool.size() >= t_sweep_at) {
+    std::erase_if(t_pool, [](const auto& entry) { return entry.second.state.expired(); });
+    t_sweep_at = std::max<size_t>(64, 2 * t_pool.size());
+  }
+  t_pool.emplace(hash, PoolEntry{std::vector<uint8_t>(bytes.begin(), bytes.end()), state});
+  return state;
 }
 
 }  // namespace
@@ -43,9 +73,9 @@ FetchedState RendezvousBackend::decoded(const store::Versioned& value) {
   if (value.version == cached_.token) return cached_;
   // Versions only rise: an older one than the cached can only come from a reply that was
   // overtaken by a newer one; it is decoded but does not evict the newer entry.
-  RendezvousState state;
+  std::shared_ptr<const RendezvousState> state;
   try {
-    state = decode(value.value);
+    state = pooled_decode(value.value);
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
     throw errors::protocol_error("rendezvous run " + printable(run_id_, 80) + ": the state under key " +
@@ -53,7 +83,7 @@ FetchedState RendezvousBackend::decoded(const store::Versioned& value) {
                                  ") is corrupt: " + e.detail());
   }
   ++decodes_;
-  FetchedState out{std::make_shared<const RendezvousState>(std::move(state)), value.version};
+  FetchedState out{std::move(state), value.version};
   if (value.version > cached_.token) cached_ = out;
   return out;
 }

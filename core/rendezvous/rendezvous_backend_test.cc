@@ -108,6 +108,28 @@ TEST_F(BackendTest, EachNodeDecodesAVersionOnceAndNeverItsOwnWrite) {
   });
 }
 
+// Note [decoded state cache]'s pool: nodes of one thread that read the same bytes share one
+// decoded state while any holds it (each still counts its own miss); once none holds it, the
+// next reader decodes afresh, and another version is another state.
+TEST_F(BackendTest, NodesOfOneThreadShareTheStateDecodedFromTheSameBytes) {
+  rt_.run_on(1, [&] {
+    RendezvousState s;
+    s.round = 7;
+    const Token t = backend(1).set_state(s, 0).current.token;
+    const FetchedState two = *backend(2).get_state();
+    const FetchedState three = *backend(3).get_state();
+    EXPECT_EQ(two.state.get(), three.state.get()) << "one decode served both";
+    EXPECT_EQ(backend(2).decodes(), 1u);
+    EXPECT_EQ(backend(3).decodes(), 1u);
+    EXPECT_EQ(three.state->round, 7u);
+    s.round = 8;
+    ASSERT_TRUE(backend(1).set_state(s, t).written);
+    const FetchedState next = *backend(2).get_state();
+    EXPECT_NE(next.state.get(), two.state.get());
+    EXPECT_EQ(next.state->round, 8u);
+  });
+}
+
 TEST_F(BackendTest, ACorruptStateAndADeadStoreAreNamedErrors) {
   rt_.run_on(1, [&] {
     clients_[1]->set("torch.rendezvous.job", runtime::Bytes{1, 2, 3});

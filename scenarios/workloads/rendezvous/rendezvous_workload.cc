@@ -157,7 +157,23 @@ void RendezvousWorkload::run_agent(NodeContext& node, Life& life) {
       life.handler.reset();
     };
     if (node.incarnation() == 0) {
-      if (std::optional<Duration> at = spec_.action_time(me, Kind::join)) sleep_until(*at);
+      if (std::optional<Duration> at = spec_.action_time(me, Kind::join)) {
+        // A late joiner connects to the store before its join, as torchrun's agent does (its
+        // TCPStore client connects when made): the join then costs store round trips only, not
+        // a connection's setup. Bounded by the join time; a store unreachable now is the join's
+        // problem, reported by it.
+        if (now() < TimePoint{*at}) {
+          store::Store& client = *life.client;
+          client.set_timeout(std::min(spec_.store_timeout, TimePoint{*at} - now()));
+          try {
+            client.num_keys();
+          } catch (const Error& error) {
+            runtime::rethrow_if_unwinding(error);
+          }
+          client.set_timeout(spec_.store_timeout);
+        }
+        sleep_until(*at);
+      }
     }
     const std::optional<Duration> leave = spec_.action_time(me, Kind::leave);
     const Duration stop_at = std::min(spec_.duration, leave.value_or(spec_.duration));

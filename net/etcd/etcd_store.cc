@@ -258,6 +258,13 @@ std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint
       const Json result = message->value("result", Json::object());
       // Cancelled by etcd (its history was compacted past our revision): read again.
       cancelled = result.value("canceled", false);
+      if (result.value("created", false)) {
+        // A watch that starts in the past (a write landed between our read and the watch's
+        // creation) gets that event from etcd's unsynced-watcher loop, which runs every 100 ms:
+        // agents of a rendezvous returned 90 ms late. Now that the watch exists, read once more.
+        Read again = read(key, request_until, what);
+        if (again.state.mod_revision != known) return Versioned{std::move(again.state.value), again.state.mod_revision};
+      }
       for (const Json& event : result.value("events", Json::array())) {
         const Json kv = event.value("kv", Json::object());
         Versioned now;

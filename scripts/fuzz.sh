@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh: builds the net/ libFuzzer targets (net/fuzz/envelope_fuzz.cc,
-# net/fuzz/handshake_fuzz.cc) with clang-14 under ASan + UBSan, and runs each for
+# net/fuzz/handshake_fuzz.cc, net/fuzz/tcpstore_fuzz.cc) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
 # (net/fuzz/corpus/<target>/). CTest runs it once per target (net/CMakeLists.txt, label fuzz).
 #
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
-#   TARGET     envelope, handshake or all (default all)
+#   TARGET     envelope, handshake, tcpstore or all (default all)
 #
 # Promises:
 #  - exit 0 only when every run ended clean; 1 on any crash, leak, sanitizer report, timeout
@@ -30,9 +30,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake) targets=("$which_target") ;;
-  all) targets=(envelope handshake) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -75,6 +75,7 @@ sources_of() {
   case "$1" in
     envelope) echo net/fuzz/envelope_fuzz.cc net/envelope.cc "${common_sources[@]}" ;;
     handshake) echo net/fuzz/handshake_fuzz.cc net/handshake.cc "${common_sources[@]}" ;;
+    tcpstore) echo net/fuzz/tcpstore_fuzz.cc net/tcpstore/tcp_store_protocol.cc "${common_sources[@]}" ;;
   esac
 }
 

@@ -7,9 +7,13 @@
 
 #include <cstdlib>
 #include <thread>
+#include <unistd.h>
 
 #include "core/base/error.h"
 #include "core/base/throws_error_test_util.h"
+#include "core/rendezvous/rendezvous_handler.h"
+#include "core/runtime/event.h"
+#include "net/etcd/real_runtime_harness.h"
 #include "net/tcpstore/store_host.h"
 #include "net/tcpstore/tcp_store_client.h"
 
@@ -185,6 +189,61 @@ TEST_F(TcpStoreInterop, AWatchWakesOnAnotherClientsWriteThroughWatchKey) {
       EXPECT_EQ(created.value, text("state"));
       EXPECT_LT(host.clock().now() - create_start, 600ms);
     });
+  });
+}
+
+// dagsim's rendezvous on this server (PyTorch's own, or `dagsim store`): three RendezvousHandlers,
+// each on its own node of one real-runtime thread with a TcpStoreClient of its own, form a
+// min = max = 3 round with ranks 0..2 in node order, then a second round after all three leave and
+// join again. TCPStore 1.13 has no versions: each client numbers the values it sees, and
+// compare_set_version is a compare_set on the whole value (tcp_store_client.h), which is what
+// PyTorch's own c10d backend does.
+TEST_F(TcpStoreInterop, ThreeRendezvousHandlersFormRoundsOverThisServer) {
+  constexpr size_t kNodes = 3;
+  const Server s = *server();
+  etcd::run_on_real_runtime(kNodes, 60s, [&](etcd::RealRuntime& rt) {
+    rendezvous::RendezvousSettings settings;
+    settings.run_id = "interop-" + std::to_string(::getpid());
+    settings.min_nodes = kNodes;
+    settings.max_nodes = kNodes;
+    std::vector<std::unique_ptr<TcpStoreClient>> clients;
+    std::vector<std::unique_ptr<rendezvous::RendezvousHandler>> handlers;
+    for (size_t i = 0; i < kNodes; ++i) {
+      TcpStoreClientOptions o;
+      o.host = s.host;
+      o.port = s.port;
+      o.key_prefix = "/rendezvous/";
+      clients.push_back(std::make_unique<TcpStoreClient>(rt.io, o));
+      clients.back()->set_timeout(10s);
+      rendezvous::NodeDesc node;
+      node.addr = rt.nodes[i]->name;
+      handlers.push_back(std::make_unique<rendezvous::RendezvousHandler>(*rt.nodes[i], *clients.back(), settings, node));
+    }
+    const auto on_every_node = [&](const std::function<void(size_t)>& fn) {
+      size_t left = kNodes;
+      runtime::Event all_done;
+      for (size_t i = 0; i < kNodes; ++i) {
+        rt.nodes[i]->spawner.spawn("node" + std::to_string(i), [&, i] {
+          fn(i);
+          if (--left == 0) all_done.set();
+        });
+      }
+      all_done.wait();
+    };
+    for (uint64_t round = 0; round < 2; ++round) {
+      std::vector<std::optional<rendezvous::RendezvousInfo>> infos(kNodes);
+      const runtime::TimePoint start = rt.clock.now();
+      on_every_node([&](size_t i) { infos[i] = handlers[i]->next_rendezvous(); });
+      const double ms = std::chrono::duration<double, std::milli>(rt.clock.now() - start).count();
+      std::printf("round %llu formed on %s in %.1f ms\n", static_cast<unsigned long long>(round), s.address.c_str(), ms);
+      for (size_t i = 0; i < kNodes; ++i) {
+        ASSERT_TRUE(infos[i].has_value()) << "node" << i << " did not join";
+        EXPECT_EQ(infos[i]->rank, i) << "ranks follow the nodes' order";
+        EXPECT_EQ(infos[i]->world_size, kNodes);
+        EXPECT_EQ(infos[i]->round, round);
+      }
+    }
+    on_every_node([&](size_t i) { EXPECT_TRUE(handlers[i]->shutdown()); });
   });
 }
 

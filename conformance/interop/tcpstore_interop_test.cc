@@ -219,21 +219,10 @@ TEST_F(TcpStoreInterop, ThreeRendezvousHandlersFormRoundsOverThisServer) {
       node.addr = rt.nodes[i]->name;
       handlers.push_back(std::make_unique<rendezvous::RendezvousHandler>(*rt.nodes[i], *clients.back(), settings, node));
     }
-    const auto on_every_node = [&](const std::function<void(size_t)>& fn) {
-      size_t left = kNodes;
-      runtime::Event all_done;
-      for (size_t i = 0; i < kNodes; ++i) {
-        rt.nodes[i]->spawner.spawn("node" + std::to_string(i), [&, i] {
-          fn(i);
-          if (--left == 0) all_done.set();
-        });
-      }
-      all_done.wait();
-    };
     for (uint64_t round = 0; round < 2; ++round) {
       std::vector<std::optional<rendezvous::RendezvousInfo>> infos(kNodes);
       const runtime::TimePoint start = rt.clock.now();
-      on_every_node([&](size_t i) { infos[i] = handlers[i]->next_rendezvous(); });
+      etcd::on_every_node(rt, [&](size_t i) { infos[i] = handlers[i]->next_rendezvous(); });
       const double ms = std::chrono::duration<double, std::milli>(rt.clock.now() - start).count();
       std::printf("round %llu formed on %s in %.1f ms\n", static_cast<unsigned long long>(round), s.address.c_str(), ms);
       for (size_t i = 0; i < kNodes; ++i) {
@@ -243,7 +232,7 @@ TEST_F(TcpStoreInterop, ThreeRendezvousHandlersFormRoundsOverThisServer) {
         EXPECT_EQ(infos[i]->round, round);
       }
     }
-    on_every_node([&](size_t i) { EXPECT_TRUE(handlers[i]->shutdown()); });
+    etcd::on_every_node(rt, [&](size_t i) { EXPECT_TRUE(handlers[i]->shutdown()); });
   });
 }
 

@@ -25,25 +25,6 @@ using rendezvous::RendezvousInfo;
 
 constexpr size_t kNodes = 3;
 
-// Runs fn(i) on a fiber of node i for every node and waits for all of them (from a node fiber).
-void on_every_node(RealRuntime& rt, const std::function<void(size_t)>& fn) {
-  size_t left = rt.nodes.size();
-  runtime::Event all_done;
-  for (size_t i = 0; i < rt.nodes.size(); ++i) {
-    rt.nodes[i]->spawner.spawn("node" + std::to_string(i), [&, i] {
-      struct Done {
-        size_t& left;
-        runtime::Event& all_done;
-        ~Done() {
-          if (--left == 0) all_done.set();
-        }
-      } done{left, all_done};
-      fn(i);
-    });
-  }
-  all_done.wait();
-}
-
 TEST(EtcdRendezvous, ThreeNodesEachWithItsOwnConnectionFormRoundsWithRanksInNodeOrder) {
   if (const auto why = EtcdProcess::unavailable()) GTEST_SKIP() << *why;
   EtcdProcess etcd;

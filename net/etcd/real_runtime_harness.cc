@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/base/error.h"
+#include "core/runtime/event.h"
 #include "net/io_scheduler.h"
 #include "net/process_node.h"
 
@@ -69,6 +70,25 @@ void run_here(size_t count, runtime::Duration limit, const std::function<void(Re
 }
 
 }  // namespace
+
+void on_every_node(RealRuntime& rt, const std::function<void(size_t)>& fn) {
+  size_t left = rt.nodes.size();
+  runtime::Event all_done;
+  for (size_t i = 0; i < rt.nodes.size(); ++i) {
+    rt.nodes[i]->spawner.spawn("node" + std::to_string(i), [&, i] {
+      // Counted even when fn throws (the harness reports the fiber's failure).
+      struct Done {
+        size_t& left;
+        runtime::Event& all_done;
+        ~Done() {
+          if (--left == 0) all_done.set();
+        }
+      } done{left, all_done};
+      fn(i);
+    });
+  }
+  all_done.wait();
+}
 
 void run_on_real_runtime(size_t nodes, runtime::Duration limit, const std::function<void(RealRuntime&)>& body) {
   std::thread thread([&] { run_here(nodes, limit, body); });

@@ -28,4 +28,7 @@ struct RealRuntime {
 
 void run_on_real_runtime(size_t nodes, runtime::Duration limit, const std::function<void(RealRuntime&)>& body);
 
+// From a fiber of `rt`: runs fn(i) on a fiber of every node i and returns once all have ended.
+void on_every_node(RealRuntime& rt, const std::function<void(size_t)>& fn);
+
 }  // namespace dagsim::net::etcd

@@ -65,6 +65,16 @@ class FileLog final : public runtime::Log {
   std::string label_;
 };
 
+uint32_t parse_uint32(const std::string& text, const std::string& what) {
+  try {
+    size_t used = 0;
+    const unsigned long long v = std::stoull(text, &used);
+    if (used == text.size() && v <= UINT32_MAX) return static_cast<uint32_t>(v);
+  } catch (const std::exception&) {
+  }
+  throw errors::invalid_argument(what + ": not a number: " + text);
+}
+
 class ProcessNodeContext;
 
 // The control loop's state: commands from the launcher, handled on the main context.
@@ -111,7 +121,9 @@ class ProcessNodeContext final : public NodeContext {
     const size_t colon = endpoint.rfind(':');
     if (colon == std::string::npos) throw errors::invalid_argument("etcd endpoint " + endpoint + " is not host:port");
     options.endpoint.host = endpoint.substr(0, colon);
-    options.endpoint.port = static_cast<uint16_t>(parse_port(endpoint.substr(colon + 1), "etcd endpoint " + endpoint));
+    const uint32_t port = parse_uint32(endpoint.substr(colon + 1), "etcd endpoint " + endpoint);
+    if (port == 0 || port > 65535) throw errors::invalid_argument("etcd endpoint " + endpoint + ": no port");
+    options.endpoint.port = static_cast<uint16_t>(port);
     options.prefix = prefix;
     return std::make_unique<net::etcd::EtcdStore>(io_, node_.env().clock, std::move(options));
   }
@@ -135,16 +147,6 @@ class ProcessNodeContext final : public NodeContext {
     if (--foreground_ == 0) on_busy_(false);
   }
 
-  static uint32_t parse_port(const std::string& text, const std::string& what) {
-    uint32_t port = 0;
-    for (char c : text) {
-      if (c < '0' || c > '9' || port > 65535) throw errors::invalid_argument(what + ": bad port");
-      port = port * 10 + static_cast<uint32_t>(c - '0');
-    }
-    if (text.empty() || port == 0 || port > 65535) throw errors::invalid_argument(what + ": bad port");
-    return port;
-  }
-
   ProcessNode& node_;
   boost::asio::io_context& io_;
   std::unique_ptr<net::etcd::EtcdProcess> etcd_;
@@ -155,15 +157,6 @@ class ProcessNodeContext final : public NodeContext {
   std::vector<std::function<void()>> at_end_;
 };
 
-uint32_t parse_uint32(const std::string& text, const std::string& what) {
-  try {
-    size_t used = 0;
-    const unsigned long long v = std::stoull(text, &used);
-    if (used == text.size() && v <= UINT32_MAX) return static_cast<uint32_t>(v);
-  } catch (const std::exception&) {
-  }
-  throw errors::invalid_argument(what + ": not a number: " + text);
-}
 
 // Opens the control link to a launcher on another host: connects (retrying while the launcher is
 // not up yet, for kConnectTimeout), proves the cluster's secret in the handshake, and hands the

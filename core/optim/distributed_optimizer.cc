@@ -32,6 +32,38 @@ std::unique_ptr<Optimizer> make_optimizer(const rpc::CallArgs& args) {
   throw errors::invalid_argument("dagsim.optim.create: unknown optimizer kind " + std::to_string(kind));
 }
 
+// An optimizer's state on the wire: a tensor of per-parameter counts, then each parameter's state
+// tensors in order. Nothing in it is code, and a count that does not fit the tensors is refused.
+std::vector<Tensor> encode_states(const std::vector<std::vector<Tensor>>& states) {
+  std::vector<double> counts;
+  std::vector<Tensor> out(1);
+  for (const std::vector<Tensor>& s : states) {
+    counts.push_back(static_cast<double>(s.size()));
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  out[0] = from_values({static_cast<int64_t>(states.size())}, counts);
+  return out;
+}
+
+std::vector<std::vector<Tensor>> decode_states(const std::vector<Tensor>& tensors, size_t params, const char* what) {
+  if (tensors.empty() || tensors[0].numel() != static_cast<int64_t>(params)) {
+    throw errors::invalid_argument(std::string(what) + ": expected the states of " + std::to_string(params) + " parameters");
+  }
+  const std::vector<double> counts = tensors[0].to_vector();
+  std::vector<std::vector<Tensor>> states(params);
+  size_t next = 1;
+  for (size_t i = 0; i < params; ++i) {
+    const double c = counts[i];
+    if (!(c >= 0 && c <= 16 && c == static_cast<double>(static_cast<size_t>(c))) || next + static_cast<size_t>(c) > tensors.size()) {
+      throw errors::invalid_argument(std::string(what) + ": the state count of parameter " + std::to_string(i) + " does not fit");
+    }
+    states[i].assign(tensors.begin() + static_cast<std::ptrdiff_t>(next), tensors.begin() + static_cast<std::ptrdiff_t>(next + static_cast<size_t>(c)));
+    next += static_cast<size_t>(c);
+  }
+  if (next != tensors.size()) throw errors::invalid_argument(std::string(what) + ": tensors past the last state");
+  return states;
+}
+
 }  // namespace
 
 OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) : autograd_(autograd) {
@@ -53,6 +85,25 @@ OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& 
     const uint64_t id = args.id("dagsim.optim.drop", "id");
     optimizers_.erase(id);
     DAGSIM_ASSERT(optimizers_.count(id) == 0);  // dropping twice (a retried drop) is harmless
+    return std::vector<Tensor>{};
+  });
+  agent.add_local_function("dagsim.optim.state", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+    const uint64_t id = args.id("dagsim.optim.state", "id");
+    auto it = optimizers_.find(id);
+    if (it == optimizers_.end()) throw errors::invalid_argument("no optimizer " + std::to_string(id) + " on this node");
+    std::lock_guard<runtime::Mutex> serial(step_lock_);  // never half a step
+    std::vector<std::vector<Tensor>> states;
+    for (size_t i = 0; i < it->second->params().size(); ++i) states.push_back(it->second->state(i));
+    return encode_states(states);
+  });
+  agent.add_local_function("dagsim.optim.load_state", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+    const uint64_t id = args.id("dagsim.optim.load_state", "id");
+    auto it = optimizers_.find(id);
+    if (it == optimizers_.end()) throw errors::invalid_argument("no optimizer " + std::to_string(id) + " on this node");
+    std::lock_guard<runtime::Mutex> serial(step_lock_);
+    Optimizer& optimizer = *it->second;
+    const auto states = decode_states(args.tensors, optimizer.params().size(), "dagsim.optim.load_state");
+    for (size_t i = 0; i < states.size(); ++i) optimizer.load_state(i, states[i]);
     return std::vector<Tensor>{};
   });
   agent.add_local_function("dagsim.optim.step", [this](rpc::CallContext&, const rpc::CallArgs& args) {
@@ -81,7 +132,10 @@ OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& 
 DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig config, std::vector<rpc::RRef> params)
     : agent_(agent), params_(std::move(params)) {
   std::map<WorkerId, std::vector<uint64_t>> by_owner;
-  for (const rpc::RRef& p : params_) by_owner[p.owner()].push_back(p.id());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    by_owner[params_[i].owner()].push_back(params_[i].id());
+    params_on_[params_[i].owner()].push_back(i);
+  }
   DAGSIM_ASSERT(by_owner.size() <= params_.size());
   for (const auto& [owner, rrefs] : by_owner) {
     rpc::CallArgs args;
@@ -140,6 +194,33 @@ void DistributedOptimizer::step(dist_autograd::ContextId context) {
   }
   DAGSIM_ASSERT(std::all_of(pending.begin(), pending.end(), [](const auto& f) { return f.is_ready(); }));
   if (first) std::rethrow_exception(first);
+}
+
+std::vector<std::vector<Tensor>> DistributedOptimizer::state_dict() {
+  std::vector<std::vector<Tensor>> out(params_.size());
+  for (const auto& [owner, id] : optimizer_on_) {
+    rpc::CallArgs args;
+    args.set_id("id", id);
+    const std::vector<size_t>& indices = params_on_.at(owner);
+    auto states = decode_states(agent_.rpc_sync(owner, "dagsim.optim.state", args), indices.size(), "dagsim.optim.state");
+    for (size_t k = 0; k < indices.size(); ++k) out[indices[k]] = std::move(states[k]);
+  }
+  return out;
+}
+
+void DistributedOptimizer::load_state_dict(const std::vector<std::vector<Tensor>>& state) {
+  if (state.size() != params_.size()) {
+    throw errors::invalid_argument("load_state_dict: the states of " + std::to_string(state.size()) + " parameters for " +
+                                   std::to_string(params_.size()));
+  }
+  for (const auto& [owner, id] : optimizer_on_) {
+    std::vector<std::vector<Tensor>> mine;
+    for (size_t i : params_on_.at(owner)) mine.push_back(state[i]);
+    rpc::CallArgs args;
+    args.set_id("id", id);
+    args.tensors = encode_states(mine);
+    agent_.rpc_sync(owner, "dagsim.optim.load_state", args);
+  }
 }
 
 }  // namespace dagsim::optim

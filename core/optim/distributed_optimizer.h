@@ -31,7 +31,7 @@ struct OptimizerConfig {
 };
 
 // The owner side, one per node that owns parameters: serves dagsim.optim.create,
-// dagsim.optim.step and dagsim.optim.drop on its agent (optimizer ids are the caller's: global ids
+// dagsim.optim.step, dagsim.optim.drop, dagsim.optim.state and dagsim.optim.load_state on its agent (optimizer ids are the caller's: global ids
 // from its agent, passed as exact int64 arguments).
 class OptimizerHost {
  public:
@@ -53,10 +53,19 @@ class DistributedOptimizer {
   DistributedOptimizer& operator=(const DistributedOptimizer&) = delete;
   void step(dist_autograd::ContextId context);
 
+  // Every parameter's optimizer state (Optimizer::state), in the constructor's order of
+  // parameters, fetched from the owners: what an elastic job checkpoints with the parameters.
+  std::vector<std::vector<Tensor>> state_dict();
+  // Sets every parameter's optimizer state on its owner, as state_dict() returned it (perhaps from
+  // an optimizer whose parameters lived elsewhere). Throws invalid_argument for the wrong number
+  // of parameters or a state of the wrong form (the owner's error names the parameter).
+  void load_state_dict(const std::vector<std::vector<Tensor>>& state);
+
  private:
   rpc::RpcAgent& agent_;
   std::vector<rpc::RRef> params_;  // kept: the owners keep the parameters while we may step
   std::map<WorkerId, uint64_t> optimizer_on_;
+  std::map<WorkerId, std::vector<size_t>> params_on_;  // indices into params_, in the owner's order
 };
 
 }  // namespace dagsim::optim

@@ -101,6 +101,56 @@ TEST_F(DistributedOptimizerTest, AdamTrainsLikeLocalTraining) {
   expect_close(v, lv);
 }
 
+// An elastic job's restart: train 2 steps, take the parameters and the optimizer state, then go on
+// from them for 3 steps with the parameters on the other owners and a new optimizer: 5 local steps.
+TEST_F(DistributedOptimizerTest, AStateDictCarriesTrainingAcrossOwners) {
+  for (const OptimizerConfig& config :
+       {OptimizerConfig{.kind = OptimizerConfig::Kind::sgd, .sgd = {.lr = 0.05, .momentum = 0.9}, .adam = {}},
+        OptimizerConfig{.kind = OptimizerConfig::Kind::adam, .sgd = {}, .adam = {.lr = 0.01, .weight_decay = 0.01}}}) {
+    auto [lw, lv] = train_locally(config, 5);
+    std::vector<double> w, v;
+    rt_.run_on(0, [&] {
+      rpc::RpcAgent& a = *agents_[0];
+      std::vector<std::vector<Tensor>> state;
+      Tensor w_now, v_now;
+      const auto train = [&](rpc::RRef& rw, rpc::RRef& rv, DistributedOptimizer& opt, int steps) {
+        for (int k = 0; k < steps; ++k) {
+          dist_autograd::DistAutograd::Context ctx(*autograd_[0]);
+          Tensor h = tanh(a.rpc_sync(rw.owner(), "matmul", {{x_}, {}, {rw.id()}})[0]);
+          Tensor y = a.rpc_sync(rv.owner(), "matmul", {{h}, {}, {rv.id()}})[0];
+          autograd_[0]->backward(ctx.id(), {sum(mul(y, y))});
+          opt.step(ctx.id());
+        }
+      };
+      {
+        rpc::RRef rw = a.remote(1, "dagsim.parameter", {{w0_}, {}});
+        rpc::RRef rv = a.remote(2, "dagsim.parameter", {{v0_}, {}});
+        DistributedOptimizer opt(a, config, {rw, rv});
+        train(rw, rv, opt, 2);
+        state = opt.state_dict();
+        w_now = rw.to_here()[0];
+        v_now = rv.to_here()[0];
+      }
+      ASSERT_EQ(state.size(), 2u);
+      EXPECT_EQ(state[0].size(), config.kind == OptimizerConfig::Kind::sgd ? 1u : 3u) << "each parameter has its state";
+      rpc::RRef rw = a.remote(2, "dagsim.parameter", {{w_now}, {}});  // owners swapped
+      rpc::RRef rv = a.remote(1, "dagsim.parameter", {{v_now}, {}});
+      DistributedOptimizer opt(a, config, {rw, rv});
+      opt.load_state_dict(state);
+      train(rw, rv, opt, 3);
+      w = rw.to_here()[0].to_vector();
+      v = rv.to_here()[0].to_vector();
+      // A state of the wrong form is refused, naming the parameter; nothing was changed by it.
+      std::vector<std::vector<Tensor>> bad = state;
+      bad[1] = {from_values({3}, {1, 2, 3})};
+      EXPECT_TRUE(throws_error([&] { opt.load_state_dict(bad); }, ErrorCode::invalid_argument, {"parameter 0"}));
+      EXPECT_TRUE(throws_error([&] { opt.load_state_dict({state[0]}); }, ErrorCode::invalid_argument, {"1 parameters for 2"}));
+    });
+    expect_close(w, lw);
+    expect_close(v, lv);
+  }
+}
+
 TEST_F(DistributedOptimizerTest, AStepThatChangedASavedParameterFailsTheOlderContextsBackward) {
   rt_.run_on(0, [&] {
     rpc::RpcAgent& a = *agents_[0];

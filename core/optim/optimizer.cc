@@ -56,6 +56,28 @@ void Optimizer::zero_grad() {
   DAGSIM_ASSERT(std::none_of(params_.begin(), params_.end(), [](const Tensor& p) { return p.grad().defined(); }));
 }
 
+void Optimizer::load_state(size_t i, const std::vector<Tensor>& state) {
+  if (i >= params_.size()) {
+    throw errors::invalid_argument("optimizer state: no parameter " + std::to_string(i) + " (there are " +
+                                   std::to_string(params_.size()) + ")");
+  }
+  const std::string what = "optimizer state of parameter " + std::to_string(i);
+  if (!state.empty() && state.size() != state_size()) {
+    throw errors::invalid_argument(what + ": " + std::to_string(state.size()) + " tensors, expected 0 or " +
+                                   std::to_string(state_size()));
+  }
+  for (size_t k = 0; k < state.size(); ++k) {
+    const Tensor& t = state[k];
+    // Every state tensor has the parameter's shape but Adam's step count.
+    const bool is_step = state_size() == 3 && k == 0;
+    if (!t.defined() || t.dtype() != params_[i].dtype() || t.shape() != (is_step ? Shape{1} : params_[i].shape())) {
+      throw errors::invalid_argument(what + ": tensor " + std::to_string(k) + " has the wrong form" +
+                                     (t.defined() ? " " + shape_str(t.shape()) : std::string(" (undefined)")));
+    }
+  }
+  set_state(i, state);
+}
+
 Sgd::Sgd(std::vector<Tensor> params, SgdOptions options)
     : Optimizer(std::move(params)), options_(options), momentum_buffers_(this->params().size()) {
   if (options.lr < 0) throw errors::invalid_argument("SGD: invalid learning rate " + std::to_string(options.lr));
@@ -83,6 +105,17 @@ void Sgd::update(size_t i, Tensor& param, const Tensor& grad) {
   }
   DAGSIM_ASSERT(d_p.shape() == param.shape());  // add_ in place never broadcasts the parameter
   add_(param, d_p, -options_.lr);
+}
+
+std::vector<Tensor> Sgd::state(size_t i) const {
+  DAGSIM_ASSERT(i < momentum_buffers_.size());
+  if (!momentum_buffers_[i].defined()) return {};
+  return {clone(momentum_buffers_[i])};
+}
+
+void Sgd::set_state(size_t i, const std::vector<Tensor>& state) {
+  DAGSIM_ASSERT(i < momentum_buffers_.size() && state.size() <= 1);
+  momentum_buffers_[i] = state.empty() ? Tensor() : clone(state[0]);
 }
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
@@ -125,6 +158,31 @@ void Adam::update(size_t i, Tensor& param, const Tensor& g) {
   denom = div(denom, full(param.shape(), std::sqrt(bias_correction2), param.dtype()));
   add_(denom, full(param.shape(), options_.eps, param.dtype()));
   add_(param, div(m, denom), -step_size);
+}
+
+std::vector<Tensor> Adam::state(size_t i) const {
+  DAGSIM_ASSERT(i < steps_.size());
+  if (steps_[i] == 0) return {};
+  DAGSIM_ASSERT(exp_avg_[i].defined() && exp_avg_sq_[i].defined());
+  return {from_values({1}, {static_cast<double>(steps_[i])}, params()[i].dtype()), clone(exp_avg_[i]), clone(exp_avg_sq_[i])};
+}
+
+void Adam::set_state(size_t i, const std::vector<Tensor>& state) {
+  DAGSIM_ASSERT(i < steps_.size() && (state.empty() || state.size() == 3));
+  if (state.empty()) {
+    steps_[i] = 0;
+    exp_avg_[i] = Tensor();
+    exp_avg_sq_[i] = Tensor();
+    return;
+  }
+  const double step = state[0].item();
+  if (!(step >= 1 && step <= 1e15 && step == std::floor(step))) {
+    throw errors::invalid_argument("optimizer state of parameter " + std::to_string(i) + ": Adam step " +
+                                   std::to_string(step) + " is not a count");
+  }
+  steps_[i] = static_cast<int64_t>(step);
+  exp_avg_[i] = clone(state[1]);
+  exp_avg_sq_[i] = clone(state[2]);
 }
 
 }  // namespace dagsim::optim

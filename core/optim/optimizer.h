@@ -26,7 +26,19 @@ class Optimizer {
   void zero_grad();
   const std::vector<Tensor>& params() const { return params_; }
 
+  // Parameter i's optimizer state, as PyTorch's state_dict()["state"][i] holds it, in tensors (an
+  // elastic job checkpoints it with the parameters): empty before the parameter's first update;
+  // SGD with momentum {momentum_buffer}; Adam {step (shape [1]), exp_avg, exp_avg_sq}. Copies.
+  virtual std::vector<Tensor> state(size_t i) const = 0;
+  // Makes parameter i's state what state(i) returned on an optimizer of the same kind and options
+  // (copies), so training goes on exactly as it would have. Throws invalid_argument naming the
+  // parameter for a state of the wrong form (count, shape or dtype).
+  void load_state(size_t i, const std::vector<Tensor>& state);
+
  protected:
+  virtual void set_state(size_t i, const std::vector<Tensor>& state) = 0;
+  // The tensors state(i) holds in a non-empty state.
+  virtual size_t state_size() const = 0;
   // Updates parameter `i` with `grad` (defined, same shape and dtype).
   virtual void update(size_t i, Tensor& param, const Tensor& grad) = 0;
 
@@ -45,9 +57,12 @@ struct SgdOptions {
 class Sgd final : public Optimizer {
  public:
   Sgd(std::vector<Tensor> params, SgdOptions options);
+  std::vector<Tensor> state(size_t i) const override;
 
  protected:
   void update(size_t i, Tensor& param, const Tensor& grad) override;
+  void set_state(size_t i, const std::vector<Tensor>& state) override;
+  size_t state_size() const override { return 1; }
 
  private:
   SgdOptions options_;
@@ -65,9 +80,12 @@ struct AdamOptions {
 class Adam final : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions options);
+  std::vector<Tensor> state(size_t i) const override;
 
  protected:
   void update(size_t i, Tensor& param, const Tensor& grad) override;
+  void set_state(size_t i, const std::vector<Tensor>& state) override;
+  size_t state_size() const override { return 3; }
 
  private:
   AdamOptions options_;

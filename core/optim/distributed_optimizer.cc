@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/base/error.h"
+#include "core/runtime/cancel_scope.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::optim {
@@ -188,6 +189,11 @@ void DistributedOptimizer::step(dist_autograd::ContextId context) {
   for (auto& f : pending) {
     try {
       f.get();
+    } catch (const Error& e) {
+      // A caller being unwound (its node died, its worker group was stopped) stops waiting at
+      // once: the other owners' replies may never come to it.
+      runtime::rethrow_if_unwinding(e);
+      if (!first) first = std::current_exception();
     } catch (...) {
       if (!first) first = std::current_exception();
     }

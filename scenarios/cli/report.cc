@@ -83,6 +83,12 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
       << r.connection_failures << " connection failures";
   if (sim) out << "; trace " << scenarios::hash_hex(r.trace_hash) << " (" << r.trace_events << " events)";
   out << "\n";
+  // A workload's story of the run, when it tells one (elastic training: round by round).
+  if (r.workload.contains("timeline") && r.workload.at("timeline").is_array()) {
+    for (const nlohmann::json& line : r.workload.at("timeline")) {
+      if (line.is_string()) out << "  " << printable(line.get<std::string>(), 400) << "\n";
+    }
+  }
   for (const scenarios::CheckResult& c : r.checks) {
     out << "  " << (c.passed ? "PASS " : "FAIL ") << c.name << ": " << c.detail;
     if (c.detail.empty() || c.detail.back() != '\n') out << "\n";

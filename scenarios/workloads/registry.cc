@@ -2,6 +2,7 @@
 #include "scenarios/workloads/registry.h"
 
 #include "core/base/assert.h"
+#include "scenarios/workloads/elastic/elastic_workload.h"
 #include "scenarios/workloads/heartbeat/heartbeat_workload.h"
 #include "scenarios/workloads/program/program_workload.h"
 #include "scenarios/workloads/rendezvous/rendezvous_workload.h"
@@ -14,6 +15,7 @@ const WorkloadType* const kWorkloadTypes[] = {
     &kProgramWorkload,
     &kModelWorkload,
     &kRendezvousWorkload,
+    &kElasticWorkload,
 };
 }  // namespace
 

@@ -14,14 +14,6 @@ namespace {
 
 constexpr std::string_view kRelay = "relay_";
 
-std::unique_ptr<optim::Optimizer> make_local_optimizer(const Program& program, const std::vector<Tensor>& params) {
-  if (!program.optimizer) return nullptr;
-  if (program.optimizer->kind == ProgramOptimizer::Kind::sgd) {
-    return std::make_unique<optim::Sgd>(params, program.optimizer->sgd);
-  }
-  return std::make_unique<optim::Adam>(params, program.optimizer->adam);
-}
-
 }  // namespace
 
 namespace detail {
@@ -63,6 +55,18 @@ void accumulate(Gradients& total, const std::string& name, const Tensor& g) {
 
 }  // namespace detail
 
+std::unique_ptr<optim::Optimizer> make_local_optimizer(const ProgramOptimizer& optimizer, const std::vector<Tensor>& params) {
+  if (optimizer.kind == ProgramOptimizer::Kind::sgd) return std::make_unique<optim::Sgd>(params, optimizer.sgd);
+  return std::make_unique<optim::Adam>(params, optimizer.adam);
+}
+
+optim::OptimizerConfig optimizer_config(const ProgramOptimizer& o) {
+  return {.kind = o.kind == ProgramOptimizer::Kind::sgd ? optim::OptimizerConfig::Kind::sgd
+                                                        : optim::OptimizerConfig::Kind::adam,
+          .sgd = o.sgd,
+          .adam = o.adam};
+}
+
 void add_program_functions(rpc::FunctionRegistry& registry) {
   for (const char* op : {"add", "sub", "mul", "div"}) {
     const std::string name = std::string(kRelay) + op;
@@ -97,7 +101,7 @@ ProgramResult run_program_locally(const Program& program, const rpc::FunctionReg
     leaves[p.name] = leaf;
     params.push_back(leaf);
   }
-  std::unique_ptr<optim::Optimizer> optimizer = make_local_optimizer(program, params);
+  std::unique_ptr<optim::Optimizer> optimizer = program.optimizer ? make_local_optimizer(*program.optimizer, params) : nullptr;
   ProgramResult result;
   for (uint32_t call = 0; call < program.backward_calls; ++call) {
     // Each call's own gradients: the optimizer steps with them, as the distributed one steps with

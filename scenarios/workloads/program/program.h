@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/dist_autograd/dist_autograd.h"
+#include "core/optim/distributed_optimizer.h"
 #include "core/rpc/function_registry.h"
 #include "core/rpc/rpc_agent.h"
 #include "scenarios/workloads/program/program_spec.h"
@@ -36,6 +37,11 @@ struct ProgramResult {
   std::map<std::string, Tensor> params;  // each parameter's final value
   std::vector<double> losses;            // Program::loss after each backward call
 };
+
+// The local optimizer of `optimizer`'s kind and options over `params` (the oracle's), and the
+// DistributedOptimizer's config for it.
+std::unique_ptr<optim::Optimizer> make_local_optimizer(const ProgramOptimizer& optimizer, const std::vector<Tensor>& params);
+optim::OptimizerConfig optimizer_config(const ProgramOptimizer& optimizer);
 
 // Registers relay_<op> for the binary built-ins add, sub, mul, div, and mlp_layer.
 void add_program_functions(rpc::FunctionRegistry& registry);

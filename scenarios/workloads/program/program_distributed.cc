@@ -21,13 +21,6 @@ namespace {
 
 constexpr const char* kGradients = "dagsim.program.gradients";
 
-optim::OptimizerConfig config_of(const ProgramOptimizer& o) {
-  return {.kind = o.kind == ProgramOptimizer::Kind::sgd ? optim::OptimizerConfig::Kind::sgd
-                                                        : optim::OptimizerConfig::Kind::adam,
-          .sgd = o.sgd,
-          .adam = o.adam};
-}
-
 // Adds to `total` the gradients context `context` holds for `params` on their owners.
 void fetch_parameter_gradients(rpc::RpcAgent& agent, dist_autograd::ContextId context,
                                const std::map<std::string, rpc::RRef>& params, Gradients& total) {
@@ -84,7 +77,7 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
     param_list.push_back(rref);
   }
   std::optional<optim::DistributedOptimizer> optimizer;
-  if (program.optimizer) optimizer.emplace(agent, config_of(*program.optimizer), param_list);
+  if (program.optimizer) optimizer.emplace(agent, optimizer_config(*program.optimizer), param_list);
 
   ProgramResult result;
   for (uint32_t call = 0; call < program.backward_calls; ++call) {

@@ -254,9 +254,21 @@ constexpr std::string_view kBackends[] = {"builtin", "etcd"};
 constexpr std::string_view kActionKeys[] = {"at_ms", "node", "action"};
 constexpr std::string_view kActionKinds[] = {"join", "leave", "close"};
 
-void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) {
-  const detail::Table t{reader.table(*top.get("rendezvous"), "rendezvous"), "rendezvous"};
-  reader.check_keys(t, kTableKeys, "keys in [rendezvous]");
+// The keys an elastic job's rendezvous table takes: no job end (training ends it), no close action
+// (the agents close it when the job ends), and the built-in store only.
+constexpr std::string_view kElasticTableKeys[] = {
+    "store",          "run_id",           "min_nodes",           "max_nodes",          "join_timeout_ms",
+    "last_call_ms",   "close_timeout_ms", "heartbeat_timeout_ms", "keep_alive_interval_ms",
+    "keep_alive_max_attempt", "rerendezvous_on_expiry", "poll_interval_ms", "store_timeout_ms", "actions"};
+constexpr std::string_view kElasticActionKinds[] = {"join", "leave"};
+
+}  // namespace
+
+RendezvousSpec read_rendezvous_table(const detail::TomlReader& reader, const toml::node& node, const std::string& path,
+                                     const Scenario& scenario, RendezvousTableUse use) {
+  const bool elastic = use == RendezvousTableUse::elastic;
+  const detail::Table t{reader.table(node, path), path};
+  reader.check_keys(t, elastic ? detail::Names(kElasticTableKeys) : detail::Names(kTableKeys), "keys in [" + path + "]");
   RendezvousSpec spec;
   spec.store_node = reader.opt_node_ref(t, "store").value_or(0);
   if (const toml::node* backend = t.get("backend")) {
@@ -300,7 +312,7 @@ void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& 
   try {
     rendezvous::validate(s);
   } catch (const Error& e) {
-    reader.fail(t.line(), "rendezvous", e.detail());
+    reader.fail(t.line(), path, e.detail());
   }
   // A joiner renews its heartbeat only when its op runs, once per poll, and only once it is
   // keep_alive_interval old: so up to interval + poll old, and another node's clock may read it
@@ -322,11 +334,11 @@ void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& 
   if (const toml::node* actions = t.get("actions")) {
     const std::vector<const toml::table*> tables = reader.tables(*actions, t.key_path("actions"));
     for (size_t i = 0; i < tables.size(); ++i) {
-      const detail::Table a{*tables[i], "rendezvous.actions[" + std::to_string(i) + "]"};
-      reader.check_keys(a, kActionKeys, "keys in [[rendezvous.actions]]");
+      const detail::Table a{*tables[i], path + ".actions[" + std::to_string(i) + "]"};
+      reader.check_keys(a, kActionKeys, "keys in [[" + path + ".actions]]");
       RendezvousAction action;
-      action.kind = static_cast<RendezvousAction::Kind>(
-          reader.choice(reader.required(a, "action"), a.key_path("action"), kActionKinds));
+      action.kind = static_cast<RendezvousAction::Kind>(reader.choice(
+          reader.required(a, "action"), a.key_path("action"), elastic ? detail::Names(kElasticActionKinds) : detail::Names(kActionKinds)));
       action.at = reader.duration(reader.required(a, "at_ms"), a.key_path("at_ms"), detail::kNonNegativeMs);
       action.node = reader.node_ref(reader.required(a, "node"), a.key_path("node"));
       action.line = a.line();
@@ -338,7 +350,14 @@ void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& 
       spec.actions.push_back(action);
     }
   }
-  scenario.workload = WorkloadSpec("rendezvous", spec);
+  return spec;
+}
+
+namespace {
+
+void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) {
+  scenario.workload =
+      WorkloadSpec("rendezvous", read_rendezvous_table(reader, *top.get("rendezvous"), "rendezvous", scenario, RendezvousTableUse::rendezvous));
 }
 
 std::string summary(const Scenario& scenario) {

@@ -29,6 +29,14 @@ namespace dagsim::scenarios {
 
 extern const WorkloadType kRendezvousWorkload;
 
+// Reads a rendezvous table at key path `path` (the rendezvous workload's [rendezvous], the elastic
+// workload's [elastic.rendezvous]), failing through `reader` with the file, line and key. For an
+// elastic job the keys of the job's end (duration_ms), the etcd backend and close actions are
+// refused: training ends the job and the agents close the rendezvous.
+enum class RendezvousTableUse : uint8_t { rendezvous, elastic };
+RendezvousSpec read_rendezvous_table(const detail::TomlReader& reader, const toml::node& node, const std::string& path,
+                                     const Scenario& scenario, RendezvousTableUse use);
+
 class RendezvousWorkload final : public Workload {
  public:
   explicit RendezvousWorkload(const Scenario& scenario);

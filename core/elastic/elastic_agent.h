@@ -1,0 +1,133 @@
+// ElasticAgent: one node's torchrun agent (PyTorch's SimpleElasticAgent._invoke_run;
+// shared/reference/rendezvous.md §5): runs rendezvous, starts the worker group with the round's
+// rank and world, monitors it, and restarts it on failure (counted against max_restarts) or when
+// nodes are waiting (not counted); on success it runs the exit barrier.
+//
+// The worker group is a fiber of this node in a CancelScope of its own ("worker group, round r"):
+// a restart cancels and joins it, so a group's fibers never run past their round, and the node and
+// its agent live on. Returning from the worker function is SUCCEEDED; throwing an Error is FAILED
+// (the error is the failure's reason). The agent reads the group's state every monitor_interval,
+// as PyTorch's loop does.
+//
+// run() returns an AgentResult instead of raising, and never hangs: every wait is bounded by the
+// rendezvous's timeouts, the store's timeout or the exit barrier's. Outcomes:
+//  - succeeded: the group succeeded and the exit barrier passed (or timed out: PyTorch logs it and
+//    still succeeds; barrier_timed_out says so);
+//  - failed: the group failed with max_restarts spent (worker_group_failed, naming the count and
+//    the group's error), or a rendezvous call failed (its own error: timeout, store unreachable);
+//  - closed: the rendezvous was closed (rendezvous_closed), found by next_rendezvous or, unlike
+//    PyTorch's agent, by the monitor loop's own sync (PyTorch's agents learn it only when their
+//    workers fail and they rendezvous again; here they stop at once);
+//  - graceful_exit: a spare that found the rendezvous closed (PyTorch's run returns None).
+//
+// What run() does not do is the launcher's part (PyTorch's launch_agent `finally`): shutting the
+// handler down (leave) or closing the rendezvous for the job. The caller decides: a SIGTERM'd agent
+// leaves without closing (reference §4, #67742); a job that ended closes it (close_job()).
+// Threading: a node fiber; the listener runs on it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/rendezvous/rendezvous_handler.h"
+#include "core/runtime/cancel_scope.h"
+#include "core/runtime/env.h"
+#include "core/store/store.h"
+
+namespace dagsim::elastic {
+
+using runtime::Duration;
+
+struct ElasticAgentOptions {
+  uint32_t max_restarts = 3;                                       // WorkerSpec's default
+  Duration monitor_interval = std::chrono::milliseconds(100);      // WorkerSpec's default
+  Duration exit_barrier_timeout = std::chrono::seconds(300);       // PyTorch's
+};
+
+// What a worker group is told: its round, rank and world, and the round's nodes by rank (PyTorch's
+// workers learn their peers through the store; here the round's state names them).
+struct WorkerGroupInfo {
+  rendezvous::RendezvousInfo info;
+  std::vector<rendezvous::NodeDesc> members;  // [rank]
+};
+
+// The worker group of one round: runs on a fiber of the group's scope.
+using WorkerFn = std::function<void(const WorkerGroupInfo& group)>;
+
+enum class AgentOutcome : uint8_t { succeeded, failed, closed, graceful_exit };
+const char* outcome_name(AgentOutcome outcome);
+
+struct AgentResult {
+  AgentOutcome outcome = AgentOutcome::failed;
+  std::optional<Error> error;  // failed, closed, graceful_exit: why
+  uint32_t restarts = 0;       // counted ones (worker failures), as PyTorch's remaining_restarts
+  uint32_t rounds = 0;         // worker groups started
+  bool barrier_timed_out = false;
+};
+
+// What the agent did, for records and traces, in order.
+struct AgentEvent {
+  enum class Kind : uint8_t {
+    group_started,      // info: the round's rank and world
+    group_failed,       // detail: the worker's error; remaining: restarts left before it
+    nodes_waiting,      // waiting: num_nodes_waiting() (a restart not counted)
+    group_succeeded,
+    exit_barrier,       // detail: "passed" or the barrier's error
+  };
+  Kind kind = Kind::group_started;
+  rendezvous::RendezvousInfo info;  // the group's round
+  uint64_t waiting = 0;
+  uint32_t remaining = 0;
+  std::string detail;
+};
+const char* event_name(AgentEvent::Kind kind);
+
+class ElasticAgent {
+ public:
+  // `env`, `handler` and `store` (the exit barrier's) outlive the agent. `run_id` scopes the
+  // barrier's keys.
+  ElasticAgent(runtime::Env& env, rendezvous::RendezvousHandler& handler, store::Store& store, std::string run_id,
+               ElasticAgentOptions options, WorkerFn worker);
+  ~ElasticAgent();
+  ElasticAgent(const ElasticAgent&) = delete;
+  ElasticAgent& operator=(const ElasticAgent&) = delete;
+
+  void set_listener(std::function<void(const AgentEvent&)> listener) { listener_ = std::move(listener); }
+
+  // PyTorch's run(). Blocks the calling fiber; a cancelled caller (SIGTERM: its scope cancelled)
+  // unwinds from it with its worker group stopped.
+  AgentResult run();
+  // Closes the rendezvous for every node, as the launcher does when the job ended (success, or
+  // failure with restarts spent); false when the close failed with a rendezvous error.
+  bool close_job();
+
+  uint32_t remaining_restarts() const { return remaining_; }
+
+ private:
+  enum class GroupState : uint8_t { healthy, succeeded, failed };
+  struct Group;
+  void initialize_workers();  // next_rendezvous, then the group
+  void stop_workers();
+  void restart_workers();
+  // The store-based barrier of the round's group (PyTorch's _exit_barrier); false on time-out.
+  bool exit_barrier(const rendezvous::RendezvousInfo& info, std::string& detail);
+  void emit(AgentEvent event);
+
+  runtime::Env& env_;
+  rendezvous::RendezvousHandler& handler_;
+  store::Store& store_;
+  const std::string run_id_;
+  const ElasticAgentOptions options_;
+  WorkerFn worker_;
+  std::function<void(const AgentEvent&)> listener_;
+  uint32_t remaining_;
+  uint32_t rounds_ = 0;
+  std::unique_ptr<Group> group_;
+};
+
+}  // namespace dagsim::elastic

@@ -312,7 +312,7 @@ nmae = "y"
 )"),
             "bad.toml:3: nmae: unknown key; allowed top-level keys: name, description, schedule, "
             "max_virtual_time_ms, max_wall_time_ms, max_memory_mib, cluster, network, faults, random_faults, checks, heartbeat, tensors, parameters, "
-            "program, backward, optimizer, model, train, rendezvous");
+            "program, backward, optimizer, model, train, rendezvous, elastic");
 }
 
 TEST(ScenarioLoader, UnknownNestedKeyListsAllowedKeys) {
@@ -558,7 +558,8 @@ TEST(ScenarioLoader, CheckKeysFollowTheKind) {
   EXPECT_EQ(error_of(head + "kind = \"gradients_match\"\n"),
             "bad.toml:4: checks[0].kind: unknown value \"gradients_match\"; allowed: detects_failures, "
             "no_false_suspicion, partition_detected_after_start, declared_dead, never_declared_dead, "
-            "gradients_match_local, params_match_local, no_leaked_contexts, expect_error, invariants, formed");
+            "gradients_match_local, params_match_local, no_leaked_contexts, expect_error, invariants, formed, no_step_twice, "
+            "all_steps_committed, restarts");
 }
 
 TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
@@ -566,7 +567,7 @@ TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
 [cluster]
 nodes = 3
 )"),
-            "bad.toml:1: no workload: add a [heartbeat] table, program + backward, [model] + [train], or a [rendezvous] table");
+            "bad.toml:1: no workload: add a [heartbeat] table, program + backward, [model] + [train], a [rendezvous] table, or an [elastic] table");
 }
 
 TEST(ScenarioLoader, LoadsAFileAndNamesAnUnreadablePath) {

@@ -22,6 +22,7 @@ const char* event_name(AgentEvent::Kind kind) {
     case AgentEvent::Kind::nodes_waiting: return "nodes_waiting";
     case AgentEvent::Kind::group_succeeded: return "group_succeeded";
     case AgentEvent::Kind::exit_barrier: return "exit_barrier";
+    case AgentEvent::Kind::round_lost: return "round_lost";
   }
   DAGSIM_UNREACHABLE();
 }
@@ -183,6 +184,14 @@ AgentResult ElasticAgent::run() {
             event.waiting = waiting;
             emit(event);
             restart_workers();  // not counted against max_restarts
+          } else if (const std::string lost = round_lost(group.info); !lost.empty()) {
+            // Not a worker failure: the group's round is gone from the state (a store that
+            // restarted empty, or this node removed as dead after a pause). Its group cannot go on
+            // as a member of nothing; it rejoins, as for waiting nodes (not counted).
+            AgentEvent event = event_of(AgentEvent::Kind::round_lost, group.info);
+            event.detail = lost;
+            emit(event);
+            restart_workers();
           }
           break;
         }
@@ -198,6 +207,15 @@ AgentResult ElasticAgent::run() {
                                                                                    : AgentOutcome::failed;
     return finish(outcome, e);
   }
+}
+
+std::string ElasticAgent::round_lost(const rendezvous::RendezvousInfo& info) const {
+  const rendezvous::RendezvousState& state = handler_.last_state();
+  if (state.round != info.round) {
+    return "the state is at round " + std::to_string(state.round) + " while this group trains round " + std::to_string(info.round);
+  }
+  if (state.participants.count(handler_.node()) == 0) return "this node is no longer a participant of round " + std::to_string(info.round);
+  return "";
 }
 
 bool ElasticAgent::close_job() {

@@ -1,7 +1,10 @@
 // ElasticAgent: one node's torchrun agent (PyTorch's SimpleElasticAgent._invoke_run;
 // shared/reference/rendezvous.md §5): runs rendezvous, starts the worker group with the round's
 // rank and world, monitors it, and restarts it on failure (counted against max_restarts) or when
-// nodes are waiting (not counted); on success it runs the exit barrier.
+// nodes are waiting (not counted); on success it runs the exit barrier. Beyond PyTorch, it also
+// restarts (not counted) when the monitor's sync finds its round gone from the state: a store that
+// restarted empty, or this node removed as dead after a pause. PyTorch's agent would train on as
+// a member of nothing, and its peers would wait for it for ever.
 //
 // The worker group is a fiber of this node in a CancelScope of its own ("worker group, round r"):
 // a restart cancels and joins it, so a group's fibers never run past their round, and the node and
@@ -78,6 +81,7 @@ struct AgentEvent {
     nodes_waiting,      // waiting: num_nodes_waiting() (a restart not counted)
     group_succeeded,
     exit_barrier,       // detail: "passed" or the barrier's error
+    round_lost,         // detail: why the group's round is gone from the state (a restart not counted)
   };
   Kind kind = Kind::group_started;
   rendezvous::RendezvousInfo info;  // the group's round
@@ -117,6 +121,8 @@ class ElasticAgent {
   // The store-based barrier of the round's group (PyTorch's _exit_barrier); false on time-out.
   bool exit_barrier(const rendezvous::RendezvousInfo& info, std::string& detail);
   void emit(AgentEvent event);
+  // Why the group's round is gone from the last synced state ("" while it is there).
+  std::string round_lost(const rendezvous::RendezvousInfo& info) const;
 
   runtime::Env& env_;
   rendezvous::RendezvousHandler& handler_;

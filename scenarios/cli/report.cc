@@ -86,7 +86,7 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
   // A workload's story of the run, when it tells one (elastic training: round by round).
   if (r.workload.contains("timeline") && r.workload.at("timeline").is_array()) {
     for (const nlohmann::json& line : r.workload.at("timeline")) {
-      if (line.is_string()) out << "  " << printable(line.get<std::string>(), 400) << "\n";
+      if (line.is_string()) out << "  " << printable(line.get<std::string>(), 2000) << "\n";
     }
   }
   for (const scenarios::CheckResult& c : r.checks) {

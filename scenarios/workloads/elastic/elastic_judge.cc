@@ -153,11 +153,17 @@ CheckResult ElasticJudge::no_step_twice(const CheckSpec& spec) const {
     last = *w.step;
     stored.insert({w.life, w.version});
   }
+  // The last version each store life recorded. Over TCP a killed store's record is the one it last
+  // flushed, so commits after it cannot be judged; every earlier one must be there. (The built-in
+  // store's versions carry its incarnation in their top 16 bits: store_service.h.)
+  std::map<uint64_t, uint64_t> last_recorded;
+  for (const StoreWrite& w : writes_) last_recorded[w.version >> 48] = std::max(last_recorded[w.version >> 48], w.version);
   for (const AgentLife& a : agents_) {
     for (const Commit& c : a.commits) {
       bool found = false;
       for (const StoreWrite& w : writes_) found = found || (w.version == c.version && w.step == c.step);
-      if (!found) {
+      const auto recorded = last_recorded.find(c.version >> 48);
+      if (!found && recorded != last_recorded.end() && recorded->second > c.version) {
         return {spec.kind, false, a.name + " was told step " + std::to_string(c.step) + " committed as version " +
                                       std::to_string(c.version) + ", which the store's history lacks"};
       }
@@ -181,7 +187,7 @@ CheckResult ElasticJudge::all_steps_committed(const CheckSpec& spec) const {
 
 CheckResult ElasticJudge::restarts(const CheckSpec& spec) const {
   const uint32_t max = spec_.agent.max_restarts;
-  uint32_t counted_total = 0, waiting_total = 0;
+  uint32_t counted_total = 0, waiting_total = 0, lost_total = 0;
   for (const AgentLife& a : agents_) {
     uint32_t remaining = max, counted = 0;
     bool spent = false;
@@ -200,6 +206,8 @@ CheckResult ElasticJudge::restarts(const CheckSpec& spec) const {
       } else if (e.event == "nodes_waiting") {
         if (e.waiting == 0) return {spec.kind, false, a.name + ": restarted for 0 waiting nodes"};
         ++waiting_total;
+      } else if (e.event == "round_lost") {
+        ++lost_total;
       }
     }
     counted_total += counted;
@@ -214,7 +222,8 @@ CheckResult ElasticJudge::restarts(const CheckSpec& spec) const {
     }
   }
   return {spec.kind, true, std::to_string(counted_total) + " restart(s) counted against max_restarts = " + std::to_string(max) +
-                               ", " + std::to_string(waiting_total) + " for waiting nodes (not counted)"};
+                               ", " + std::to_string(waiting_total) + " for waiting nodes and " + std::to_string(lost_total) +
+                               " for a lost round (not counted)"};
 }
 
 CheckResult ElasticJudge::expect_error(const CheckSpec& spec) const {
@@ -296,6 +305,9 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
   }
   for (const AgentLife& a : agents_) {
     for (const Event& e : a.events) {
+      if (e.event == "round_lost") {
+        lines.emplace_back(e.t, "at " + seconds(e.t) + " " + a.name + " found its round gone (" + e.detail + "): it rejoins");
+      }
       if (e.event == "group_failed") {
         lines.emplace_back(e.t, "at " + seconds(e.t) + " " + a.name + "'s group of round " + std::to_string(e.round) + " failed (" +
                            std::to_string(e.remaining) + " restarts left): " + e.detail);

@@ -1,0 +1,166 @@
+// Tests of the ElasticAgent (PyTorch's SimpleElasticAgent._invoke_run), on a LocalRuntime with the
+// built-in store: a failing group restarts exactly max_restarts times and then fails by name,
+// while the peers' restarts for waiting nodes count nothing; success waits at the exit barrier
+// for the slowest member (and still succeeds when the barrier times out, as PyTorch does); a
+// cancelled agent (SIGTERM) stops its worker group; a closed rendezvous stops the others.
+#include "core/elastic/elastic_agent.h"
+
+#include <gtest/gtest.h>
+
+#include "core/rendezvous/rendezvous_test_cluster.h"
+
+namespace dagsim::elastic {
+namespace {
+
+using namespace std::chrono_literals;
+using rendezvous::testing::at;
+using rendezvous::testing::job;
+using runtime::TimePoint;
+
+class ElasticAgentTest : public ::testing::Test, public rendezvous::testing::Cluster {
+ protected:
+  ~ElasticAgentTest() override {
+    // Nodes die first (their fibers unwind out of the agents), then the agents go.
+    for (WorkerId i = 0; i < rt_.num_nodes(); ++i) {
+      if (rt_.is_alive(i)) rt_.kill(i);
+    }
+    rt_.run();
+    agents_by_node_.clear();
+  }
+
+  // Agent i (1-based) with `worker`; run() starts at `when` and its result lands in results_[i].
+  void agent_at(int i, TimePoint when, ElasticAgentOptions options, WorkerFn worker) {
+    runtime::Env& env = rt_.env(static_cast<WorkerId>(i));
+    agents_by_node_.resize(static_cast<size_t>(i) + 1);
+    run_results_.resize(static_cast<size_t>(i) + 1);
+    events_.resize(static_cast<size_t>(i) + 1);
+    auto agent = std::make_unique<ElasticAgent>(env, handler(i), *clients_[static_cast<size_t>(i - 1)], "job", options,
+                                                std::move(worker));
+    agent->set_listener([this, i](const AgentEvent& e) { events_[static_cast<size_t>(i)].push_back(e); });
+    agents_by_node_[static_cast<size_t>(i)] = std::move(agent);
+    env.spawner.spawn("agent", [this, i, when, &env] {
+      env.clock.sleep_until(when);
+      run_results_[static_cast<size_t>(i)] = agents_by_node_[static_cast<size_t>(i)]->run();
+      done_at_[i] = rt_.now();
+    });
+  }
+  ElasticAgent& agent(int i) { return *agents_by_node_[static_cast<size_t>(i)]; }
+  const std::optional<AgentResult>& run_result(int i) { return run_results_[static_cast<size_t>(i)]; }
+  int count(int i, AgentEvent::Kind kind) {
+    int n = 0;
+    for (const AgentEvent& e : events_[static_cast<size_t>(i)]) n += e.kind == kind ? 1 : 0;
+    return n;
+  }
+
+  std::vector<std::unique_ptr<ElasticAgent>> agents_by_node_;
+  std::vector<std::optional<AgentResult>> run_results_;
+  std::vector<std::vector<AgentEvent>> events_;
+  std::map<int, TimePoint> done_at_;
+};
+
+// A worker that runs until its group is stopped.
+void forever(runtime::Clock& clock) {
+  for (;;) clock.sleep(1s);
+}
+
+TEST_F(ElasticAgentTest, AFailingGroupRestartsMaxRestartsTimesThenFailsByName) {
+  start(2, job(2, 2));
+  runtime::Clock& clock2 = rt_.env(2).clock;
+  agent_at(1, at(0ms), {.max_restarts = 2, .monitor_interval = 100ms, .exit_barrier_timeout = 5s},
+           [](const WorkerGroupInfo&) { throw errors::invalid_argument("boom"); });
+  agent_at(2, at(0ms), {.max_restarts = 2, .monitor_interval = 100ms, .exit_barrier_timeout = 5s},
+           [&clock2](const WorkerGroupInfo&) { forever(clock2); });
+  run_until(at(30s));
+  ASSERT_TRUE(run_result(1).has_value());
+  const AgentResult& r = *run_result(1);
+  EXPECT_EQ(r.outcome, AgentOutcome::failed);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(r.error->code(), ErrorCode::worker_group_failed);
+  EXPECT_NE(std::string(r.error->what()).find("max_restarts = 2 spent: Invalid argument: boom"), std::string::npos) << r.error->what();
+  EXPECT_EQ(r.restarts, 2u);
+  EXPECT_EQ(r.rounds, 3u) << "the first group and two restarts";
+  EXPECT_EQ(count(1, AgentEvent::Kind::group_failed), 3);
+  std::vector<uint32_t> remaining;
+  for (const AgentEvent& e : events_[1]) {
+    if (e.kind == AgentEvent::Kind::group_failed) remaining.push_back(e.remaining);
+  }
+  EXPECT_EQ(remaining, (std::vector<uint32_t>{2, 1, 0}));
+  // The healthy peer restarted for the waiting node each time, and counted none of it.
+  EXPECT_EQ(count(2, AgentEvent::Kind::nodes_waiting), 2);
+  EXPECT_EQ(agent(2).remaining_restarts(), 2u);
+  EXPECT_FALSE(run_result(2).has_value()) << "still training: nobody closed the job";
+  // The launcher closes the job; the peer's monitor finds it closed and stops.
+  at_time(1, at(31s), [&] { EXPECT_TRUE(agent(1).close_job()); });
+  run_until(at(40s));
+  ASSERT_TRUE(run_result(2).has_value());
+  EXPECT_EQ(run_result(2)->outcome, AgentOutcome::closed);
+  EXPECT_EQ(run_result(2)->restarts, 0u);
+}
+
+TEST_F(ElasticAgentTest, SuccessWaitsAtTheExitBarrierForTheSlowestMember) {
+  start(2, job(2, 2));
+  runtime::Clock& clock1 = rt_.env(1).clock;
+  runtime::Clock& clock2 = rt_.env(2).clock;
+  const ElasticAgentOptions options{.max_restarts = 0, .monitor_interval = 100ms, .exit_barrier_timeout = 10s};
+  agent_at(1, at(0ms), options, [&clock1](const WorkerGroupInfo&) { clock1.sleep(1s); });
+  agent_at(2, at(0ms), options, [&clock2](const WorkerGroupInfo& g) {
+    EXPECT_EQ(g.members.size(), 2u);
+    EXPECT_EQ(g.members[g.info.rank].addr, "worker2");
+    clock2.sleep(3s);
+  });
+  run_until(at(30s));
+  for (int i : {1, 2}) {
+    ASSERT_TRUE(run_result(i).has_value()) << i;
+    EXPECT_EQ(run_result(i)->outcome, AgentOutcome::succeeded);
+    EXPECT_FALSE(run_result(i)->barrier_timed_out);
+    EXPECT_GE(done_at_[i], at(3s)) << "agent " << i << " left the barrier before the slow member arrived";
+  }
+}
+
+TEST_F(ElasticAgentTest, ABarrierThatTimesOutStillSucceedsAsPyTorchDoes) {
+  start(2, job(2, 2));
+  runtime::Clock& clock2 = rt_.env(2).clock;
+  agent_at(1, at(0ms), {.max_restarts = 0, .monitor_interval = 100ms, .exit_barrier_timeout = 2s}, [](const WorkerGroupInfo&) {});
+  agent_at(2, at(0ms), {.max_restarts = 0, .monitor_interval = 100ms, .exit_barrier_timeout = 2s},
+           [&clock2](const WorkerGroupInfo&) { forever(clock2); });
+  run_until(at(10s));
+  ASSERT_TRUE(run_result(1).has_value());
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::succeeded);
+  EXPECT_TRUE(run_result(1)->barrier_timed_out);
+  EXPECT_LE(done_at_[1], at(2s + 500ms));
+}
+
+TEST_F(ElasticAgentTest, ACancelledAgentStopsItsWorkerGroup) {
+  start(2, job(2, 2));
+  runtime::Env& env1 = rt_.env(1);
+  runtime::Clock& clock2 = rt_.env(2).clock;
+  bool unwound = false;
+  struct Flag {
+    bool& set;
+    ~Flag() { set = true; }
+  };
+  auto scope = std::make_unique<runtime::CancelScope>("agent", env1.spawner);
+  ElasticAgent a(env1, handler(1), *clients_[0], "job", {}, [&env1, &unwound](const WorkerGroupInfo&) {
+    Flag flag{unwound};
+    forever(env1.clock);
+  });
+  std::optional<ErrorCode> ended;
+  env1.spawner.spawn("agent", [&] {
+    try {
+      runtime::CancelScope::Enter in(*scope);
+      a.run();
+    } catch (const Error& e) {
+      ended = e.code();
+    }
+  });
+  agent_at(2, at(0ms), {}, [&clock2](const WorkerGroupInfo&) { forever(clock2); });
+  at_time(1, at(5s), [&] { scope->cancel(); });
+  run_until(at(6s));
+  EXPECT_EQ(ended, ErrorCode::cancelled);
+  EXPECT_TRUE(unwound) << "the worker group outlived its agent";
+  rt_.kill(1);
+  rt_.run();
+}
+
+}  // namespace
+}  // namespace dagsim::elastic

@@ -235,6 +235,7 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
 }
 
 std::vector<Tensor> RpcAgent::run_function(WorkerId from, const Call& call) {
+  if (!refusing_.empty()) throw errors::connection_failed(refusing_);
   const RpcFunction* function = nullptr;
   if (auto local = local_functions_.find(call.function); local != local_functions_.end()) function = &local->second;
   if (function == nullptr) function = registry_.find(call.function);

@@ -130,6 +130,11 @@ class RpcAgent {
   const FunctionRegistry& registry() const { return registry_; }
   WorkerId self() const { return env_.self; }
   size_t pending_calls() const { return pending_.size(); }
+  // From now on every function call and remote call this node is asked to run fails with
+  // connection_failed saying `reason`, as calls to a process that is gone do; what is not a call
+  // (handlers, RRef fetches and deletes, distributed autograd's own messages) is still served. An
+  // elastic node whose agent ended uses it: its workers are gone, though its node lives on.
+  void refuse_calls(std::string reason) { refusing_ = std::move(reason); }
 
  private:
   using TensorPromise = runtime::Promise<std::vector<Tensor>>;
@@ -195,6 +200,7 @@ class RpcAgent {
   size_t serving_ = 0;  // requests being served now, on fibers of their own
   bool started_ = false;
   bool stopping_ = false;
+  std::string refusing_;  // refuse_calls()'s reason; empty while calls are served
   RpcExtension* extension_ = nullptr;
   std::map<MessageType, Handler> handlers_;
   std::shared_ptr<Timeouts> timeouts_ = std::make_shared<Timeouts>();

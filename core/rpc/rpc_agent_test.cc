@@ -82,6 +82,19 @@ TEST_F(RpcAgentTest, UnknownFunctionsAreRefusedNotExecuted) {
                            ErrorCode::invalid_argument, {"unknown function 'os.system'; registered: add, cat"}));
 }
 
+// An elastic node whose agent ended: its calls fail at once by name, while its RRef values stay
+// readable (the owner's fetch and delete are no calls).
+TEST_F(RpcAgentTest, ANodeRefusingCallsFailsThemAtOnceByName) {
+  rt_.run_on(0, [&] {
+    rpc::RRef r = agent(0).remote(1, "dagsim.parameter", {{vec({1, 2})}, {}});
+    EXPECT_EQ(r.to_here()[0].to_vector(), (std::vector<double>{1, 2}));
+    agent(1).refuse_calls("worker1's agent has ended");
+    EXPECT_TRUE(throws_error([&] { agent(0).rpc_sync(1, "add", {{vec({1}), vec({2})}, {}}); }, ErrorCode::connection_failed,
+                             {"Error on Node 1", "worker1's agent has ended"}));
+    EXPECT_EQ(r.to_here()[0].to_vector(), (std::vector<double>{1, 2}));
+  });
+}
+
 TEST_F(RpcAgentTest, FunctionsMayMakeNestedCalls) {
   const std::vector<Tensor> out =
       rt_.run_on(0, [&] { return agent(0).rpc_sync(1, "nested_add", {{vec({1}), vec({2})}, {}}); });

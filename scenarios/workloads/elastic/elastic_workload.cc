@@ -196,6 +196,9 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
     }
     result["t"] = now();
     record["result"] = std::move(result);
+    // The agent's process exits, and its workers with it: calls to this node fail from now on, so
+    // a group that still counts on it fails and re-forms, as PyTorch's do when a node is gone.
+    life.agent->refuse_calls(scenario_.cluster.node_name(node.index()) + "'s agent has ended: its workers are gone");
     life.handler->shutdown();  // leave; never a close (PyTorch #67742)
   });
 }

@@ -107,6 +107,16 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
       life.commits.push_back({integer<int64_t>(c, "t", what + ".commits"), integer<uint64_t>(c, "step", what + ".commits"),
                               integer<uint64_t>(c, "round", what + ".commits"), integer<uint64_t>(c, "v", what + ".commits")});
     }
+    if (r.data.contains("final")) {
+      // The job's last commit as its rank 0 was told of it: the trained parameters when the store
+      // died after the job (the store's own record wins while it lives).
+      const nlohmann::json& f = r.data.at("final");
+      driver_final_step_ = integer<uint64_t>(f, "step", what + ".final");
+      driver_final_params_.clear();
+      for (const nlohmann::json& p : array(f, "params", what + ".final")) {
+        driver_final_params_.push_back(tensor_from_record(p, what + ".final.params"));
+      }
+    }
     if (r.data.contains("result")) {
       const nlohmann::json& res = r.data.at("result");
       Result result;
@@ -118,6 +128,10 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
       life.result = result;
     }
     agents_.push_back(std::move(life));
+  }
+  if (!final_step_ && driver_final_step_) {
+    final_step_ = driver_final_step_;
+    final_params_ = driver_final_params_;
   }
 }
 

@@ -179,6 +179,7 @@ void drive(const ElasticModel& model, const rendezvous::RendezvousInfo& info, co
     }
     version = outcome.current.version;
     if (listener.committed) listener.committed(next.step, version, loss_value);
+    if (next.step == spec.steps && listener.finished) listener.finished(next);
   }
 }
 

@@ -80,6 +80,8 @@ class ElasticModel {
 struct TrainingListener {
   std::function<void(uint64_t start_step)> started;  // the checkpoint it loaded
   std::function<void(uint64_t step, uint64_t version, double loss)> committed;
+  // The job's last step committed: the trained parameters, as the store acknowledged them.
+  std::function<void(const Checkpoint& last)> finished;
 };
 
 // One node's worker of one round. Rank 0 drives the round's training from the last committed

@@ -136,6 +136,11 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
   listener.committed = [&commits, &groups, now](uint64_t step, uint64_t version, double loss) {
     commits.push_back({{"t", now()}, {"step", step}, {"round", groups.back()["round"]}, {"v", version}, {"loss", number_record(loss)}});
   };
+  listener.finished = [&record](const Checkpoint& last) {
+    nlohmann::json params = nlohmann::json::array();
+    for (const Tensor& p : last.params) params.push_back(tensor_record(p));
+    record["final"] = {{"step", last.step}, {"round", last.round}, {"params", std::move(params)}};
+  };
   elastic::WorkerFn worker = [this, &life, &groups, handler, listener, now](const elastic::WorkerGroupInfo& group) {
     nlohmann::json members = nlohmann::json::array();
     for (const rendezvous::NodeDesc& m : group.members) members.push_back(m.addr);

@@ -15,7 +15,9 @@
 //    "rank", "world", "waiting"?, "remaining"?, "detail"?}), "groups" ({"t", "round", "rank",
 //    "world", "members", "start_step"?} per group started; start_step from rank 0), "commits"
 //    ({"t", "step", "round", "v", "loss"}, rank 0's) and "result" ({"outcome", "restarts",
-//    "rounds", "error"?, "code"?}, or {"outcome": "left"} after a leave), absent while it ran.
+//    "rounds", "error"?, "code"?}, or {"outcome": "left"} after a leave), absent while it ran;
+//    and "final", as the store node's, from the rank 0 that committed the job's last step (the
+//    trained parameters survive a store that dies after the job).
 #pragma once
 
 #include <deque>

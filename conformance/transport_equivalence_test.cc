@@ -113,6 +113,34 @@ INSTANTIATE_TEST_SUITE_P(Tcp, RendezvousExamples,
                          ::testing::Values("rendezvous_formation", "rendezvous_dead_participant", "rendezvous_last_call",
                                            "rendezvous_redundant", "rendezvous_close", "rendezvous_store_death"));
 
+// The elastic examples over TCP (issue 12): real processes train through the same deaths, late
+// join, restarts and store faults, with the simulator's verdicts; a job that trained to its end
+// has the simulator's parameters (both equal local training: params_match_local), and each
+// round reports its members, ranks and the committed step it started from. Timings differ, so
+// the rounds and the steps each committed may too.
+class ElasticExamples : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ElasticExamples, PassOverTcpWithTheSimulatorsVerdicts) {
+  const json sim = run_json(example(GetParam()), "sim");
+  const json tcp = run_json(example(GetParam()), "tcp");
+  EXPECT_EQ(tcp["transport"], "tcp");
+  EXPECT_TRUE(tcp["passed"].get<bool>()) << tcp["checks"].dump(1) << tcp["timeline"].dump(1);
+  EXPECT_EQ(verdicts(sim), verdicts(tcp));
+  ASSERT_FALSE(tcp["rendezvous"].empty());
+  for (const json& r : tcp["rendezvous"]) {
+    EXPECT_EQ(r["members"].size(), r["world"].get<size_t>()) << r.dump();
+    for (size_t rank = 0; rank < r["members"].size(); ++rank) EXPECT_EQ(r["members"][rank]["rank"], rank) << r.dump();
+  }
+  if (tcp["elastic"]["committed"] == tcp["elastic"]["steps"]) {
+    EXPECT_EQ(sim["elastic"]["committed"], sim["elastic"]["steps"]);
+    expect_close(sim["params"], tcp["params"], "params", 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tcp, ElasticExamples,
+                         ::testing::Values("elastic_training", "elastic_max_restarts", "elastic_store_outage",
+                                           "elastic_store_death"));
+
 // The formation on etcd (issue 11 item 6): the store node starts a throwaway etcd and names it to
 // the agents, which form the round through etcd's v3 API; the checker judges their acknowledged
 // writes. In the simulator, which has no outside services, the run fails saying so.

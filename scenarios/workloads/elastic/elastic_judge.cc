@@ -77,6 +77,9 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
     }
     if (!r.data.contains("node")) continue;
     AgentLife life;
+    const std::vector<const NodeRecord*> lives = records.records_of(r.node);
+    const runtime::NodeState last_state = r.node < records.final_states.size() ? records.final_states[r.node] : runtime::NodeState::up;
+    life.died = lives.back() != &r || last_state == runtime::NodeState::killed || last_state == runtime::NodeState::crashed;
     life.name = text(r.data, "node", what) + (r.incarnation == 0 ? "" : " (life " + std::to_string(r.incarnation + 1) + ")");
     for (const nlohmann::json& e : array(r.data, "events", what)) {
       Event ev;
@@ -93,6 +96,7 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
     for (const nlohmann::json& g : array(r.data, "groups", what)) {
       Group group;
       group.t = integer<int64_t>(g, "t", what + ".groups");
+      group.store_life = integer<uint64_t>(g, "store_life", what + ".groups");
       group.round = integer<uint64_t>(g, "round", what + ".groups");
       group.rank = integer<uint32_t>(g, "rank", what + ".groups");
       group.world = integer<uint32_t>(g, "world", what + ".groups");
@@ -255,25 +259,32 @@ CheckResult ElasticJudge::expect_error(const CheckSpec& spec) const {
 }
 
 nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
-  // The rounds, each as its members saw it (the first group of the round per member).
-  std::map<uint64_t, nlohmann::json> rounds;
+  // The rounds, each as its members saw it (the first group of the round per member), by store
+  // life and round: a store that restarted counts its rounds from 0 again.
+  std::map<std::pair<uint64_t, uint64_t>, nlohmann::json> rounds;
   for (const AgentLife& a : agents_) {
     for (const Group& g : a.groups) {
-      nlohmann::json& r = rounds[g.round];
+      nlohmann::json& r = rounds[{g.store_life, g.round}];
       if (r.is_null()) {
-        r = {{"round", g.round}, {"world", g.world}, {"members", g.members}, {"ranks", nlohmann::json::object()}, {"t", g.t}};
-        for (size_t rank = 0; rank < g.members.size(); ++rank) r["ranks"][g.members[rank]] = rank;
+        nlohmann::json members = nlohmann::json::array();
+        for (size_t rank = 0; rank < g.members.size(); ++rank) members.push_back({{"node", g.members[rank]}, {"rank", rank}});
+        r = {{"store_life", g.store_life}, {"round", g.round}, {"world", g.world}, {"members", members}, {"t", g.t}};
       }
       r["t"] = std::min(r["t"].get<int64_t>(), g.t);
       if (g.start_step) r["start_step"] = *g.start_step;
     }
   }
   nlohmann::json rendezvous = nlohmann::json::array();
-  for (auto& [round, r] : rounds) rendezvous.push_back(r);
+  for (auto& [key, r] : rounds) {
+    nlohmann::json shown = r;
+    shown.erase("t");
+    shown["formed_at_ms"] = static_cast<double>(r["t"].get<int64_t>()) / 1e6;
+    rendezvous.push_back(std::move(shown));
+  }
 
   nlohmann::json agents = nlohmann::json::object();
   for (const AgentLife& a : agents_) {
-    nlohmann::json j = {{"outcome", a.result ? a.result->outcome : "running"}};
+    nlohmann::json j = {{"outcome", a.result ? a.result->outcome : a.died ? "died" : "running"}};
     if (a.result) j["restarts"] = a.result->restarts;
     if (a.result && !a.result->error.empty()) j["error"] = a.result->error;
     agents[a.name] = std::move(j);
@@ -295,15 +306,17 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
 
   // Round by round, in words: each round's members and start, its commits, what ended it.
   std::vector<std::pair<int64_t, std::string>> lines;  // (time, line), told in time order
-  for (const auto& [round, r] : rounds) {
+  for (const auto& [key, r] : rounds) {
+    const auto& [life, round] = key;
     std::string members;
-    for (const nlohmann::json& m : r["members"]) members += (members.empty() ? "" : ", ") + m.get<std::string>();
-    std::string line = "round " + std::to_string(round) + " at " + seconds(r["t"].get<int64_t>()) + ": " +
-                       std::to_string(r["world"].get<uint32_t>()) + " nodes (" + members + ")";
+    for (const nlohmann::json& m : r["members"]) members += (members.empty() ? "" : ", ") + m["node"].get<std::string>();
+    std::string line = "round " + std::to_string(round) + (life == 0 ? "" : " of the store's life " + std::to_string(life + 1)) +
+                       " at " + seconds(r["t"].get<int64_t>()) + ": " + std::to_string(r["world"].get<uint32_t>()) + " nodes (" +
+                       members + ")";
     if (r.contains("start_step")) line += ", from step " + std::to_string(r["start_step"].get<uint64_t>());
     uint64_t first = 0, last = 0;
     for (const StoreWrite& w : writes_) {
-      if (w.round != round || !w.step) continue;
+      if (w.life != life || w.round != round || !w.step) continue;
       if (first == 0) first = *w.step;
       last = *w.step;
     }

@@ -14,8 +14,8 @@
 //    restarts remain, each decrementing them by one; a restart for waiting nodes counts nothing;
 //    an agent ends failed with worker_group_failed exactly when a group failed with none left;
 //  - expect_error: the job ended with an agent's error containing `message`.
-// Results: `rendezvous` (the rounds: members by rank, ranks, world, the committed step each
-// started from), `elastic` (steps, committed, agents' outcomes and restarts), `params` and
+// Results: `rendezvous` (the rounds, as the rendezvous workload reports them: store_life, round,
+// world, members as {node, rank}, and start_step, the committed step the round started from), `elastic` (steps, committed, agents' outcomes and restarts), `params` and
 // `local_params`, and `timeline`, what happened round by round in words (the text report's).
 #pragma once
 
@@ -53,6 +53,7 @@ class ElasticJudge final : public Judge {
   };
   struct Group {
     int64_t t = 0;
+    uint64_t store_life = 0;
     uint64_t round = 0;
     uint32_t rank = 0, world = 0;
     std::vector<std::string> members;
@@ -73,6 +74,7 @@ class ElasticJudge final : public Judge {
     std::vector<Group> groups;
     std::vector<Commit> commits;
     std::optional<Result> result;
+    bool died = false;  // a later life exists, or the node ended killed or crashed
   };
   struct StoreWrite {
     int64_t t = 0;

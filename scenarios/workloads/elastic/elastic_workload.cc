@@ -144,11 +144,12 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
   elastic::WorkerFn worker = [this, &life, &groups, handler, listener, now](const elastic::WorkerGroupInfo& group) {
     nlohmann::json members = nlohmann::json::array();
     for (const rendezvous::NodeDesc& m : group.members) members.push_back(m.addr);
-    groups.push_back({{"t", now()}, {"round", group.info.round}, {"rank", group.info.rank},
-                      {"world", group.info.world_size}, {"members", std::move(members)}});
     // The built-in store's versions carry its incarnation (store_service.h): a version of a later
-    // life means it restarted, empty, since the job began.
-    const bool store_restarted = (handler->last_token() >> 48) != 0;
+    // life means it restarted, empty, since the job began (and its rounds count from 0 again).
+    const uint64_t store_life = handler->last_token() >> 48;
+    groups.push_back({{"t", now()}, {"store_life", store_life}, {"round", group.info.round}, {"rank", group.info.rank},
+                      {"world", group.info.world_size}, {"members", std::move(members)}});
+    const bool store_restarted = store_life != 0;
     run_elastic_worker(model_, group.info, resolve(group.members), store_restarted, {*life.agent, *life.autograd, *life.client},
                        listener);
   };

@@ -203,14 +203,26 @@ void DistributedOptimizer::step(dist_autograd::ContextId context) {
 }
 
 std::vector<std::vector<Tensor>> DistributedOptimizer::state_dict() {
-  std::vector<std::vector<Tensor>> out(params_.size());
+  // Every owner at once, as step() asks them.
+  std::vector<std::pair<WorkerId, runtime::Future<std::vector<Tensor>>>> pending;
   for (const auto& [owner, id] : optimizer_on_) {
     rpc::CallArgs args;
     args.set_id("id", id);
-    const std::vector<size_t>& indices = params_on_.at(owner);
-    auto states = decode_states(agent_.rpc_sync(owner, "dagsim.optim.state", args), indices.size(), "dagsim.optim.state");
-    for (size_t k = 0; k < indices.size(); ++k) out[indices[k]] = std::move(states[k]);
+    pending.emplace_back(owner, agent_.rpc_async(owner, "dagsim.optim.state", args));
   }
+  std::vector<std::vector<Tensor>> out(params_.size());
+  std::exception_ptr first;
+  for (auto& [owner, reply] : pending) {
+    try {
+      const std::vector<size_t>& indices = params_on_.at(owner);
+      auto states = decode_states(reply.get(), indices.size(), "dagsim.optim.state");
+      for (size_t k = 0; k < indices.size(); ++k) out[indices[k]] = std::move(states[k]);
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
   return out;
 }
 

@@ -44,11 +44,13 @@ uint64_t RRef::id() const {
 
 bool RRef::is_owner() const { return defined() && state_->owner == state_->agent->self(); }
 
-std::vector<Tensor> RRef::to_here(std::optional<runtime::Duration> timeout) const {
+std::vector<Tensor> RRef::to_here(std::optional<runtime::Duration> timeout) const { return to_here_async(timeout).get(); }
+
+runtime::Future<std::vector<Tensor>> RRef::to_here_async(std::optional<runtime::Duration> timeout) const {
   DAGSIM_ASSERT_MSG(defined(), "to_here on an undefined RRef");
   Message fetch = make_rref_request(MessageType::rref_fetch_call, 0, state_->id);
   fetch.flags |= kForceAutograd;
-  return state_->agent->send_request(state_->owner, std::move(fetch), "RRef fetch", timeout).get();
+  return state_->agent->send_request(state_->owner, std::move(fetch), "RRef fetch", timeout);
 }
 
 }  // namespace dagsim::rpc

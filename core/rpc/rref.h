@@ -13,6 +13,7 @@
 
 #include "core/base/ids.h"
 #include "core/runtime/clock.h"
+#include "core/runtime/future.h"
 #include "core/tensor/tensor.h"
 
 namespace dagsim::rpc {
@@ -32,6 +33,9 @@ class RRef {
   // The value, fetched from the owner (or read locally on the owner). Throws the remote
   // function's error ("Error on Node N: ..."), timed_out, or connection_failed.
   std::vector<Tensor> to_here(std::optional<runtime::Duration> timeout = std::nullopt) const;
+  // The same fetch, without waiting for it (dagsim's: PyTorch has only to_here): a caller that
+  // needs many values asks every owner at once.
+  runtime::Future<std::vector<Tensor>> to_here_async(std::optional<runtime::Duration> timeout = std::nullopt) const;
 
  private:
   struct State;

@@ -290,9 +290,35 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
     agents[a.name] = std::move(j);
   }
   const uint64_t committed = writes_.empty() || !writes_.back().step ? 0 : *writes_.back().step;
+  // Each death's cost: from a kill or crash to the first step committed by a later round than the
+  // one training when it came (the re-formed group's first step), if any.
+  nlohmann::json recoveries = nlohmann::json::array();
+  for (const runtime::FaultEvent& f : records_.fault_history) {
+    if (f.kind != runtime::FaultEvent::Kind::kill && f.kind != runtime::FaultEvent::Kind::crash) continue;
+    std::optional<std::pair<uint32_t, uint64_t>> training;  // (store life, round) of the last commit before it
+    for (const StoreWrite& w : writes_) {
+      if (w.t <= f.time.ns() && w.round) training = std::make_pair(w.life, *w.round);
+    }
+    nlohmann::json r = {{"fault", std::string(runtime::fault_event_kind_name(f.kind))},
+                        {"node", scenario_.cluster.node_name(f.node)},
+                        {"at_ms", static_cast<double>(f.time.ns()) / 1e6}};
+    for (const StoreWrite& w : writes_) {
+      if (w.t <= f.time.ns() || !w.round || (training && *training == std::make_pair(w.life, *w.round))) continue;
+      r["first_step_ms"] = static_cast<double>(w.t) / 1e6;
+      r["recovery_ms"] = static_cast<double>(w.t - f.time.ns()) / 1e6;
+      r["round"] = *w.round;
+      break;
+    }
+    recoveries.push_back(std::move(r));
+  }
   nlohmann::json out;
   out["rendezvous"] = rendezvous;
-  out["elastic"] = {{"steps", spec_.steps}, {"committed", committed}, {"commits", writes_.size()}, {"agents", agents}};
+  out["elastic"] = {{"steps", spec_.steps}, {"committed", committed}, {"commits", writes_.size()}, {"agents", agents},
+                    {"recoveries", recoveries}};
+  if (!writes_.empty()) {
+    out["elastic"]["first_commit_ms"] = static_cast<double>(writes_.front().t) / 1e6;
+    out["elastic"]["last_commit_ms"] = static_cast<double>(writes_.back().t) / 1e6;
+  }
   const std::string store = scenario_.cluster.node_name(spec_.rendezvous.store_node);
   out["params"] = {{store, nlohmann::json::object()}};
   out["local_params"] = {{store, nlohmann::json::object()}};
@@ -322,6 +348,14 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
     }
     line += first == 0 ? "; committed nothing" : "; committed steps " + std::to_string(first) + ".." + std::to_string(last);
     lines.emplace_back(r["t"].get<int64_t>(), line);
+  }
+  for (const nlohmann::json& r : recoveries) {
+    if (!r.contains("recovery_ms")) continue;
+    char line[160];
+    std::snprintf(line, sizeof(line), "the %s of %s cost %.3f s: from it to the first step of round %llu",
+                  r["fault"].get<std::string>().c_str(), r["node"].get<std::string>().c_str(), r["recovery_ms"].get<double>() / 1e3,
+                  static_cast<unsigned long long>(r["round"].get<uint64_t>()));
+    lines.emplace_back(static_cast<int64_t>(r["first_step_ms"].get<double>() * 1e6), line);
   }
   for (const runtime::FaultEvent& f : records_.fault_history) {
     if (f.kind == runtime::FaultEvent::Kind::connection_failed || f.kind == runtime::FaultEvent::Kind::start) continue;

@@ -169,8 +169,11 @@ void drive(const ElasticModel& model, const rendezvous::RendezvousInfo& info, co
     Checkpoint next;
     next.step = step + 1;
     next.round = info.round;
-    for (const rpc::RRef& p : params) next.params.push_back(clone(detach(p.to_here().at(0))));
+    // Every owner at once: the parameters' fetches and the optimizer states.
+    std::vector<runtime::Future<std::vector<Tensor>>> fetches;
+    for (const rpc::RRef& p : params) fetches.push_back(p.to_here_async());
     next.optimizer = optimizer.state_dict();
+    for (auto& f : fetches) next.params.push_back(clone(detach(f.get().at(0))));
     const store::CasOutcome outcome = s.store.compare_set_version(key, version, encode_checkpoint(next));
     if (!outcome.written) {
       throw errors::checkpoint_conflict("round " + std::to_string(info.round) + " could not commit step " +

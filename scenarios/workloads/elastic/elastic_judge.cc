@@ -112,13 +112,16 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
                               integer<uint64_t>(c, "round", what + ".commits"), integer<uint64_t>(c, "v", what + ".commits")});
     }
     if (r.data.contains("final")) {
-      // The job's last commit as its rank 0 was told of it: the trained parameters when the store
-      // died after the job (the store's own record wins while it lives).
+      // A rank 0's last commit as the store acknowledged it: the committed parameters when the
+      // store died (the store's own record wins while it lives).
       const nlohmann::json& f = r.data.at("final");
-      driver_final_step_ = integer<uint64_t>(f, "step", what + ".final");
-      driver_final_params_.clear();
-      for (const nlohmann::json& p : array(f, "params", what + ".final")) {
-        driver_final_params_.push_back(tensor_from_record(p, what + ".final.params"));
+      const uint64_t step = integer<uint64_t>(f, "step", what + ".final");
+      if (!driver_final_step_ || step > *driver_final_step_) {  // the latest commit any rank 0 kept
+        driver_final_step_ = step;
+        driver_final_params_.clear();
+        for (const nlohmann::json& p : array(f, "params", what + ".final")) {
+          driver_final_params_.push_back(tensor_from_record(p, what + ".final.params"));
+        }
       }
     }
     if (r.data.contains("result")) {

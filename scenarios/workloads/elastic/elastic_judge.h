@@ -2,8 +2,8 @@
 // hold).
 //
 // Checks:
-//  - params_match_local: the last checkpoint's parameters (the store's; or, when the store died
-//    after the job, those rank 0 committed last) equal the same model trained on the local engine
+//  - params_match_local: the last checkpoint's parameters (the store's; or, when the store died,
+//    the latest commit a rank 0 recorded) equal the same model trained on the local engine
 //    for the same number of steps (allclose; rtol 1e-9, atol 1e-12 unless given);
 //  - no_step_twice: the store committed steps 1, 2, 3, ... each exactly once and in order across
 //    all its lives, nothing else was written to the checkpoint, and every commit a rank 0 was told
@@ -92,7 +92,7 @@ class ElasticJudge final : public Judge {
   std::vector<StoreWrite> writes_;  // every store life's, in order
   std::optional<uint64_t> final_step_;  // the store's last life's checkpoint, else the driver's below
   std::vector<Tensor> final_params_;
-  std::optional<uint64_t> driver_final_step_;  // the job's last commit, as its rank 0 recorded it
+  std::optional<uint64_t> driver_final_step_;  // the latest commit a rank 0 recorded
   std::vector<Tensor> driver_final_params_;
 };
 

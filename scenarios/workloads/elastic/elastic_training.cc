@@ -181,8 +181,7 @@ void drive(const ElasticModel& model, const rendezvous::RendezvousInfo& info, co
                                         std::to_string(version) + " to " + std::to_string(outcome.current.version));
     }
     version = outcome.current.version;
-    if (listener.committed) listener.committed(next.step, version, loss_value);
-    if (next.step == spec.steps && listener.finished) listener.finished(next);
+    if (listener.committed) listener.committed(next, version, loss_value);
   }
 }
 

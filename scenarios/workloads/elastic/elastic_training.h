@@ -79,9 +79,8 @@ class ElasticModel {
 // What a worker group's rank 0 reports as it goes (for the records).
 struct TrainingListener {
   std::function<void(uint64_t start_step)> started;  // the checkpoint it loaded
-  std::function<void(uint64_t step, uint64_t version, double loss)> committed;
-  // The job's last step committed: the trained parameters, as the store acknowledged them.
-  std::function<void(const Checkpoint& last)> finished;
+  // Each commit the store acknowledged: the checkpoint as written, its version, the step's loss.
+  std::function<void(const Checkpoint& checkpoint, uint64_t version, double loss)> committed;
 };
 
 // One node's worker of one round. Rank 0 drives the round's training from the last committed

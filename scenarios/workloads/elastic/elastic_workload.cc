@@ -133,14 +133,22 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
   rendezvous::RendezvousHandler* handler = life.handler.get();
   TrainingListener listener;
   listener.started = [&groups](uint64_t step) { groups.back()["start_step"] = step; };
-  listener.committed = [&commits, &groups, now](uint64_t step, uint64_t version, double loss) {
-    commits.push_back({{"t", now()}, {"step", step}, {"round", groups.back()["round"]}, {"v", version}, {"loss", number_record(loss)}});
-  };
-  listener.finished = [&record](const Checkpoint& last) {
+  // The last commit this node's rank 0 made, kept so the trained parameters outlive a store that
+  // dies: recorded when the job's last step commits (a node killed afterwards keeps it), and at
+  // the run's end while this incarnation lives.
+  const auto record_final = [&record](const Checkpoint& c) {
     nlohmann::json params = nlohmann::json::array();
-    for (const Tensor& p : last.params) params.push_back(tensor_record(p));
-    record["final"] = {{"step", last.step}, {"round", last.round}, {"params", std::move(params)}};
+    for (const Tensor& p : c.params) params.push_back(tensor_record(p));
+    record["final"] = {{"step", c.step}, {"round", c.round}, {"params", std::move(params)}};
   };
+  listener.committed = [this, &commits, &groups, &life, now, record_final](const Checkpoint& c, uint64_t version, double loss) {
+    commits.push_back({{"t", now()}, {"step", c.step}, {"round", c.round}, {"v", version}, {"loss", number_record(loss)}});
+    life.last_commit = c;
+    if (c.step == spec_.steps) record_final(c);
+  };
+  node.at_end([&life, record_final] {
+    if (life.last_commit) record_final(*life.last_commit);
+  });
   elastic::WorkerFn worker = [this, &life, &groups, handler, listener, now](const elastic::WorkerGroupInfo& group) {
     nlohmann::json members = nlohmann::json::array();
     for (const rendezvous::NodeDesc& m : group.members) members.push_back(m.addr);

@@ -16,11 +16,13 @@
 //    "world", "members", "start_step"?} per group started; start_step from rank 0), "commits"
 //    ({"t", "step", "round", "v", "loss"}, rank 0's) and "result" ({"outcome", "restarts",
 //    "rounds", "error"?, "code"?}, or {"outcome": "left"} after a leave), absent while it ran;
-//    and "final", as the store node's, from the rank 0 that committed the job's last step (the
-//    trained parameters survive a store that dies after the job).
+//    and "final", as the store node's, the last commit its rank 0 made (when the job's last step
+//    commits, and at the end while the incarnation lives): the committed parameters outlive a
+//    store that dies.
 #pragma once
 
 #include <deque>
+#include <optional>
 #include <memory>
 #include <vector>
 
@@ -59,6 +61,7 @@ class ElasticWorkload final : public Workload {
     std::unique_ptr<elastic::ElasticAgent> elastic;
     std::unique_ptr<runtime::CancelScope> agent_scope;  // cancelled by a leave action (SIGTERM)
     rpc::Bytes last_checkpoint;                         // the store node's
+    std::optional<Checkpoint> last_commit;              // an agent's: its rank 0's last commit
   };
   void run_store(NodeContext& node, Life& life);
   void run_agent(NodeContext& node, Life& life);

@@ -11,6 +11,7 @@
 
 #include "core/base/error.h"
 #include "scenarios/format/scenario_loader.h"
+#include "scenarios/format/scenario_test_util.h"
 #include "scenarios/run/runner.h"
 #include "core/tensor/ops.h"
 #include "scenarios/workloads/elastic/elastic_training.h"
@@ -22,15 +23,7 @@ using scenarios::CheckResult;
 using scenarios::RunRecords;
 using scenarios::RunResult;
 
-std::string error_of(const std::string& text) {
-  try {
-    scenarios::parse_scenario(text, "bad.toml");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_scenario) << e.what();
-    return e.detail();
-  }
-  return "no error";
-}
+using scenarios::error_of;
 
 std::string example(const std::string& name) {
   std::ifstream in(std::string(DAGSIM_EXAMPLES) + "/" + name);

@@ -10,6 +10,7 @@
 
 #include "core/base/error.h"
 #include "scenarios/format/scenario_loader.h"
+#include "scenarios/format/scenario_test_util.h"
 #include "scenarios/run/runner.h"
 
 namespace dagsim::conformance {
@@ -19,15 +20,7 @@ using scenarios::CheckResult;
 using scenarios::RunRecords;
 using scenarios::RunResult;
 
-std::string error_of(const std::string& text) {
-  try {
-    scenarios::parse_scenario(text, "bad.toml");
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::invalid_scenario) << e.what();
-    return e.detail();
-  }
-  return "no error";
-}
+using scenarios::error_of;
 
 const std::string kHead = "name = \"r\"\n[cluster]\nnodes = 4\nclock_skew_max_ms = 100\n";
 

@@ -84,6 +84,9 @@ class ElasticJudge final : public Judge {
     std::string problem;  // a deletion or a foreign value
   };
 
+  // "1.234 s", for details and the timeline.
+  static std::string seconds(int64_t ns);
+
   const Scenario& scenario_;
   const RunRecords& records_;
   const ElasticSpec& spec_;

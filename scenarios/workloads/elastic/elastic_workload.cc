@@ -31,15 +31,11 @@ void ElasticWorkload::release_nodes() {
   for (std::deque<Life>& lives : lives_) lives.clear();
 }
 
-runtime::Duration ElasticWorkload::drain_time() const {
-  // RRef deletions and context releases of the last group, as the program workload's.
-  return scenario_.network.connection_timeout + 20 * scenario_.network.max_latency() + std::chrono::seconds(1);
-}
+// RRef deletions and context releases of the last group, as the program workload's.
+runtime::Duration ElasticWorkload::drain_time() const { return autograd_drain_time(scenario_); }
 
 bool ElasticWorkload::settled(uint32_t node) const {
-  if (node >= lives_.size() || lives_[node].empty()) return true;
-  const Life& life = lives_[node].back();
-  return life.autograd == nullptr || life.autograd->debug_info().num_autograd_contexts == 0;
+  return node >= lives_.size() || lives_[node].empty() || autograd_settled(lives_[node].back().autograd.get());
 }
 
 void ElasticWorkload::node_main(NodeContext& node) {

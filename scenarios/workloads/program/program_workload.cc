@@ -189,15 +189,18 @@ void ProgramWorkload::node_main(NodeContext& context) {
   });
 }
 
-runtime::Duration ProgramWorkload::drain_time() const {
-  // Release messages chain from worker to worker; give them several latencies and a timeout.
-  return scenario_.network.connection_timeout + 20 * scenario_.network.max_latency() + std::chrono::seconds(1);
+runtime::Duration autograd_drain_time(const Scenario& scenario) {
+  return scenario.network.connection_timeout + 20 * scenario.network.max_latency() + std::chrono::seconds(1);
 }
 
+bool autograd_settled(const dist_autograd::DistAutograd* autograd) {
+  return autograd == nullptr || autograd->debug_info().num_autograd_contexts == 0;
+}
+
+runtime::Duration ProgramWorkload::drain_time() const { return autograd_drain_time(scenario_); }
+
 bool ProgramWorkload::settled(uint32_t node) const {
-  if (node >= nodes_.size() || nodes_[node].empty()) return true;
-  const NodeState& life = nodes_[node].back();
-  return life.autograd == nullptr || life.autograd->debug_info().num_autograd_contexts == 0;
+  return node >= nodes_.size() || nodes_[node].empty() || autograd_settled(nodes_[node].back().autograd.get());
 }
 
 // The judge --------------------------------------------------------------------------------------

@@ -33,6 +33,12 @@ namespace dagsim::scenarios {
 extern const WorkloadType kProgramWorkload;
 extern const WorkloadType kModelWorkload;
 
+// What a workload whose nodes run distributed autograd waits for once its work is done (program,
+// model and elastic): release messages chain from worker to worker, so several latencies and a
+// connection timeout; and a node is settled when it holds no context (or runs no autograd).
+runtime::Duration autograd_drain_time(const Scenario& scenario);
+bool autograd_settled(const dist_autograd::DistAutograd* autograd);
+
 // The program a program or model scenario runs.
 const Program& program_of(const Scenario& scenario);
 

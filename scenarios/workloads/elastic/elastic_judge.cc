@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <set>
 
 #include "scenarios/workloads/program/program_workload.h"
 #include "scenarios/workloads/program/tensor_report.h"
@@ -163,7 +162,10 @@ CheckResult ElasticJudge::params_match_local(const CheckSpec& spec) const {
 
 CheckResult ElasticJudge::no_step_twice(const CheckSpec& spec) const {
   uint64_t last = 0;
-  std::set<std::pair<uint32_t, uint64_t>> stored;  // (store life, version)
+  // Each committed version's step. Versions are unique across store lives (their top 16 bits are
+  // the store's incarnation: store_service.h), and so is each life's last recorded version.
+  std::map<uint64_t, uint64_t> stored;
+  std::map<uint64_t, uint64_t> last_recorded;
   for (const StoreWrite& w : writes_) {
     if (!w.problem.empty()) return {spec.kind, false, "at " + seconds(w.t) + ": " + w.problem};
     if (*w.step != last + 1) {
@@ -172,17 +174,15 @@ CheckResult ElasticJudge::no_step_twice(const CheckSpec& spec) const {
                   " after step " + std::to_string(last) + (*w.step <= last ? ": a step applied twice" : ": steps lost")};
     }
     last = *w.step;
-    stored.insert({w.life, w.version});
+    stored[w.version] = *w.step;
+    last_recorded[w.version >> 48] = std::max(last_recorded[w.version >> 48], w.version);
   }
-  // The last version each store life recorded. Over TCP a killed store's record is the one it last
-  // flushed, so commits after it cannot be judged; every earlier one must be there. (The built-in
-  // store's versions carry its incarnation in their top 16 bits: store_service.h.)
-  std::map<uint64_t, uint64_t> last_recorded;
-  for (const StoreWrite& w : writes_) last_recorded[w.version >> 48] = std::max(last_recorded[w.version >> 48], w.version);
+  // Over TCP a killed store's record is the one it last flushed, so commits after its life's last
+  // recorded version cannot be judged; every earlier one must be there.
   for (const AgentLife& a : agents_) {
     for (const Commit& c : a.commits) {
-      bool found = false;
-      for (const StoreWrite& w : writes_) found = found || (w.version == c.version && w.step == c.step);
+      const auto it = stored.find(c.version);
+      const bool found = it != stored.end() && it->second == c.step;
       const auto recorded = last_recorded.find(c.version >> 48);
       if (!found && recorded != last_recorded.end() && recorded->second > c.version) {
         return {spec.kind, false, a.name + " was told step " + std::to_string(c.step) + " committed as version " +

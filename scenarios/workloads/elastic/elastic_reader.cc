@@ -21,7 +21,6 @@ constexpr std::string_view kKeys[] = {"elastic"};
 constexpr std::string_view kTableKeys[] = {"steps",       "batch",     "optimizer", "max_restarts", "monitor_interval_ms",
                                            "exit_barrier_timeout_ms", "input", "layers", "rendezvous"};
 constexpr std::string_view kLayerKeys[] = {"out", "activation"};
-constexpr std::array<std::string_view, 4> kActivations = {"none", "tanh", "relu", "sigmoid"};
 
 void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) {
   const detail::Table t{reader.table(*top.get("elastic"), "elastic"), "elastic"};
@@ -49,7 +48,7 @@ void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& 
     reader.check_keys(l, kLayerKeys, "keys in elastic.layers");
     ElasticModelLayer layer;
     layer.out = static_cast<uint32_t>(reader.integer(reader.required(l, "out"), l.key_path("out"), 1, kMaxWidth));
-    layer.activation = static_cast<Activation>(reader.opt_choice(l, "activation", kActivations).value_or(0));
+    layer.activation = static_cast<Activation>(reader.opt_choice(l, "activation", kActivationNames).value_or(0));
     spec.layers.push_back(layer);
   }
   scenario.workload = WorkloadSpec("elastic", spec);

@@ -14,7 +14,9 @@
 //     steps after each backward; `loss` is recorded per step.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "scenarios/workloads/program/program_spec.h"
@@ -23,6 +25,8 @@ namespace dagsim::scenarios {
 
 // The activation after a layer's linear map; mlp_layer's `activation` attribute is its number.
 enum class Activation : uint8_t { none, tanh, relu, sigmoid };
+// Their names in a scenario file, in the enum's order (the model and elastic workloads' layers).
+inline constexpr std::array<std::string_view, 4> kActivationNames = {"none", "tanh", "relu", "sigmoid"};
 
 struct ModelLayer {
   uint32_t out = 1;

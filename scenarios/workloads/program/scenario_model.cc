@@ -21,14 +21,13 @@ constexpr int64_t kMaxSteps = 1000;
 constexpr std::string_view kModelTableKeys[] = {"input", "layers"};
 constexpr std::string_view kLayerKeys[] = {"out", "on", "activation"};
 constexpr std::string_view kTrainKeys[] = {"driver", "steps", "batch", "optimizer"};
-constexpr std::array<std::string_view, 4> kActivations = {"none", "tanh", "relu", "sigmoid"};
 
 ModelLayer read_layer(const TomlReader& reader, const Table& t) {
   reader.check_keys(t, kLayerKeys, "keys in model.layers");
   ModelLayer layer;
   layer.out = static_cast<uint32_t>(reader.integer(reader.required(t, "out"), t.key_path("out"), 1, kMaxWidth));
   layer.on = reader.node_ref(reader.required(t, "on"), t.key_path("on"));
-  layer.activation = static_cast<Activation>(reader.opt_choice(t, "activation", kActivations).value_or(0));
+  layer.activation = static_cast<Activation>(reader.opt_choice(t, "activation", kActivationNames).value_or(0));
   return layer;
 }
 

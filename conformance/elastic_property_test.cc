@@ -92,7 +92,17 @@ RC_GTEST_PROP(ElasticProperties, TrainingEqualsLocalOrEndsWithANamedErrorAndNeve
   if (!params.passed && params.detail.rfind("no checkpoint survived", 0) != 0) fail("committed parameters differ from local training");
   const bool restarted = result.workload.contains("rendezvous") && result.workload.at("rendezvous").size() > 1;
   if (checks.at("all_steps_committed")->passed) {
-    if (!params.passed) fail("every step committed but no checkpoint survived");
+    if (!params.passed) {
+      // The store is not durable: one that died (or came back empty) after the last commit lost
+      // the checkpoint, and a rank 0 that died before recording it lost the only other copy.
+      // Reported, as the judge does; anything else that loses it is a bug.
+      bool store_lost = records.final_states.at(0) != runtime::NodeState::up &&
+                        records.final_states.at(0) != runtime::NodeState::paused;
+      for (const scenarios::NodeRecord& r : records.nodes) store_lost |= r.node == 0 && r.incarnation > 0;
+      if (!store_lost) fail("every step committed but no checkpoint survived");
+      RC_TAG("trained, then the store and rank 0 lost the checkpoint");
+      return;
+    }
     RC_TAG(restarted ? "trained over several rounds" : "trained in one round");
     return;
   }

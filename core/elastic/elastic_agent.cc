@@ -35,6 +35,9 @@ struct ElasticAgent::Group {
     std::optional<Error> error;
   };
   rendezvous::RendezvousInfo info;
+  std::vector<rendezvous::NodeDesc> members;  // [rank]; addr "" where a member was gone at the start
+  // Since when the monitor has seen a member in none of the state's lists (member_lost).
+  std::optional<runtime::TimePoint> member_absent_since;
   std::shared_ptr<Status> status = std::make_shared<Status>();
   std::unique_ptr<runtime::CancelScope> scope;
 };
@@ -82,6 +85,7 @@ void ElasticAgent::initialize_workers() {
   const rendezvous::RendezvousInfo& info = spec.info;
   auto group = std::make_unique<Group>();
   group->info = info;
+  group->members = spec.members;
   const std::string name = "worker group, round " + std::to_string(info.round);
   group->scope = std::make_unique<runtime::CancelScope>(name, env_.spawner);
   env_.spawner.spawn(*group->scope, name, [status = group->status, worker = worker_, spec] {
@@ -140,12 +144,29 @@ AgentResult ElasticAgent::run() {
     result.rounds = rounds_;
     return result;
   };
+  // A failed group restarts while restarts remain (counted); then the job fails.
+  const auto on_failure = [&](const Group& group, const Error& cause) -> std::optional<AgentResult> {
+    AgentEvent failed = event_of(AgentEvent::Kind::group_failed, group.info);
+    failed.remaining = remaining_;
+    failed.detail = cause.what();
+    emit(failed);
+    if (remaining_ > 0) {
+      --remaining_;
+      ++result.restarts;
+      restart_workers();
+      return std::nullopt;
+    }
+    return finish(AgentOutcome::failed,
+                  errors::worker_group_failed("the worker group of round " + std::to_string(group.info.round) +
+                                              " failed with max_restarts = " + std::to_string(options_.max_restarts) +
+                                              " spent: " + cause.what()));
+  };
   try {
     initialize_workers();
     for (;;) {
       env_.clock.sleep(options_.monitor_interval);
       DAGSIM_ASSERT(group_ != nullptr);
-      const Group& group = *group_;
+      Group& group = *group_;
       switch (group.status->state) {
         case GroupState::succeeded: {
           emit(event_of(AgentEvent::Kind::group_succeeded, group.info));
@@ -156,21 +177,8 @@ AgentResult ElasticAgent::run() {
         }
         case GroupState::failed: {
           DAGSIM_ASSERT(group.status->error.has_value());
-          const Error cause = *group.status->error;
-          AgentEvent failed = event_of(AgentEvent::Kind::group_failed, group.info);
-          failed.remaining = remaining_;
-          failed.detail = cause.what();
-          emit(failed);
-          if (remaining_ > 0) {
-            --remaining_;
-            ++result.restarts;
-            restart_workers();
-            continue;
-          }
-          return finish(AgentOutcome::failed,
-                        errors::worker_group_failed("the worker group of round " + std::to_string(group.info.round) +
-                                                    " failed with max_restarts = " + std::to_string(options_.max_restarts) +
-                                                    " spent: " + cause.what()));
+          if (std::optional<AgentResult> end = on_failure(group, Error(*group.status->error))) return *end;
+          continue;
         }
         case GroupState::healthy: {
           const uint64_t waiting = handler_.num_nodes_waiting();
@@ -192,6 +200,11 @@ AgentResult ElasticAgent::run() {
             event.detail = lost;
             emit(event);
             restart_workers();
+          } else if (const std::string gone = member_lost(group); !gone.empty()) {
+            // A member gone for good: PyTorch's workers find out when their next collective with it
+            // fails, and the agent sees a worker failure (counted). A group that waits on that
+            // member would otherwise wait for ever.
+            if (std::optional<AgentResult> end = on_failure(group, errors::connection_failed(gone))) return *end;
           }
           break;
         }
@@ -215,6 +228,30 @@ std::string ElasticAgent::round_lost(const rendezvous::RendezvousInfo& info) con
     return "the state is at round " + std::to_string(state.round) + " while this group trains round " + std::to_string(info.round);
   }
   if (state.participants.count(handler_.node()) == 0) return "this node is no longer a participant of round " + std::to_string(info.round);
+  return "";
+}
+
+std::string ElasticAgent::member_lost(Group& group) {
+  // A member that restarts leaves the round (exit op) and rejoins the wait list (join op), which
+  // the monitor sees as nodes waiting. Only a member in none of the lists for as long as a silent
+  // node takes to be declared dead (the keep-alive expiry) has left for good: its agent ended, or
+  // it died and its heartbeats expired.
+  const rendezvous::RendezvousState& state = handler_.last_state();
+  for (size_t rank = 0; rank < group.members.size(); ++rank) {
+    // An empty place: the member had left before this node saw the round complete.
+    const rendezvous::NodeDesc& member = group.members[rank];
+    if (!member.addr.empty() && (state.participants.count(member) != 0 || state.wait_list.count(member) != 0 ||
+                                 state.redundancy_list.count(member) != 0)) {
+      continue;
+    }
+    const runtime::TimePoint now = env_.clock.now();
+    if (!group.member_absent_since) group.member_absent_since = now;
+    if (now - *group.member_absent_since < handler_.settings().expiry()) return "";
+    const std::string who = member.addr.empty() ? "the member" : "member " + rendezvous::to_string(member);
+    return who + " (rank " + std::to_string(rank) + ") of round " + std::to_string(group.info.round) +
+           " left the rendezvous for good";
+  }
+  group.member_absent_since.reset();
   return "";
 }
 

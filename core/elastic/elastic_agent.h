@@ -123,6 +123,9 @@ class ElasticAgent {
   void emit(AgentEvent event);
   // Why the group's round is gone from the last synced state ("" while it is there).
   std::string round_lost(const rendezvous::RendezvousInfo& info) const;
+  // Which member of the group has been missing from the synced state for longer than the
+  // keep-alive expiry ("" while none has).
+  std::string member_lost(Group& group);
 
   runtime::Env& env_;
   rendezvous::RendezvousHandler& handler_;

@@ -2,7 +2,8 @@
 // built-in store: a failing group restarts exactly max_restarts times and then fails by name,
 // while the peers' restarts for waiting nodes count nothing; success waits at the exit barrier
 // for the slowest member (and still succeeds when the barrier times out, as PyTorch does); a
-// cancelled agent (SIGTERM) stops its worker group; a closed rendezvous stops the others.
+// cancelled agent (SIGTERM) stops its worker group; a closed rendezvous stops the others; a group
+// whose member died for good fails (counted) rather than waiting on it for ever.
 #include "core/elastic/elastic_agent.h"
 
 #include <gtest/gtest.h>
@@ -160,6 +161,53 @@ TEST_F(ElasticAgentTest, ACancelledAgentStopsItsWorkerGroup) {
   EXPECT_TRUE(unwound) << "the worker group outlived its agent";
   rt_.kill(1);
   rt_.run();
+}
+
+// A member gone for good, with nobody joining after it: the survivor's workers would wait on it for
+// ever (PyTorch's find out when a collective with it fails). Once the member has been in none of
+// the state's lists for the keep-alive expiry, the survivor's group fails, counted against
+// max_restarts.
+void expect_survivor_fails(const std::vector<std::vector<AgentEvent>>& events, const std::string& how) {
+  std::string seen;
+  for (const AgentEvent& e : events[1]) seen += std::string(event_name(e.kind)) + " " + e.detail + "; ";
+  int failed = 0;
+  for (const AgentEvent& e : events[1]) {
+    if (e.kind != AgentEvent::Kind::group_failed) continue;
+    ++failed;
+    EXPECT_NE(e.detail.find("member worker2_0_0 (rank"), std::string::npos) << e.detail;
+    EXPECT_NE(e.detail.find("left the rendezvous for good"), std::string::npos) << e.detail;
+    EXPECT_EQ(e.remaining, 1u);
+  }
+  EXPECT_EQ(failed, 1) << how << ": the survivor's group went on without its member: " << seen;
+}
+
+TEST_F(ElasticAgentTest, AGroupWhoseMemberLeftFailsAfterTheKeepAliveExpiry) {
+  start(2, job(2, 2));
+  runtime::Clock& clock1 = rt_.env(1).clock;
+  agent_at(1, at(0ms), {.max_restarts = 1, .monitor_interval = 100ms, .exit_barrier_timeout = 5s},
+           [&clock1](const WorkerGroupInfo&) { forever(clock1); });
+  join_at(2, at(0ms));
+  at_time(2, at(5s), [&] { EXPECT_TRUE(handler(2).shutdown()); });  // its agent ended: it leaves
+  run_until(at(19s));
+  EXPECT_EQ(count(1, AgentEvent::Kind::group_failed), 0) << "failed before the expiry (15 s) had passed";
+  run_until(at(60s));
+  expect_survivor_fails(events_, "left");
+  EXPECT_EQ(agent(1).remaining_restarts(), 0u) << "a member gone for good is a worker failure: counted";
+}
+
+TEST_F(ElasticAgentTest, AGroupWhoseMemberDiedFailsWithoutReRendezvousOnExpiry) {
+  rendezvous::RendezvousSettings settings = job(2, 2);
+  settings.rerendezvous_on_expiry = false;  // PyTorch before the re-rendezvous note: the round goes on
+  start(2, settings);
+  runtime::Clock& clock1 = rt_.env(1).clock;
+  runtime::Clock& clock2 = rt_.env(2).clock;
+  const ElasticAgentOptions options{.max_restarts = 1, .monitor_interval = 100ms, .exit_barrier_timeout = 5s};
+  agent_at(1, at(0ms), options, [&clock1](const WorkerGroupInfo&) { forever(clock1); });
+  agent_at(2, at(0ms), options, [&clock2](const WorkerGroupInfo&) { forever(clock2); });
+  at_time(1, at(5s), [&] { rt_.kill(2); });
+  run_until(at(60s));
+  expect_survivor_fails(events_, "killed");
+  EXPECT_EQ(agent(1).remaining_restarts(), 0u);
 }
 
 }  // namespace

@@ -30,6 +30,11 @@ DistAutogradContainer::DistAutogradContainer(WorkerId worker, uint32_t incarnati
 }
 
 DistAutogradContext& DistAutogradContainer::new_context() {
+  // PyTorch's newContext: contexts do not nest on one thread (here, one fiber).
+  if (const std::optional<ContextId> current = current_context_id()) {
+    throw errors::invalid_argument("Already have an autograd context id for this thread (context " +
+                                   std::to_string(*current) + " is current on this fiber).");
+  }
   const auto id = static_cast<ContextId>(ids_.next());
   auto [it, inserted] = contexts_.emplace(id, std::make_shared<DistAutogradContext>(id));
   DAGSIM_ASSERT(inserted);

@@ -152,6 +152,19 @@ void DistEngine::backward(ContextId context_id, const autograd::variable_list& r
     throw errors::invalid_argument("a backward pass of context " + std::to_string(context_id) +
                                    " is already running on node " + std::to_string(agent_.self()));
   }
+  // PyTorch's DistEngine::validateRootsAndRetrieveEdges, with its texts (test_backward_invalid_args):
+  // stricter than the local engine's, a root must be a scalar with a gradient function.
+  if (roots.empty()) throw errors::autograd_error("No tensors provided for gradient computation.");
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& root = roots[i];
+    const std::string which = "root " + std::to_string(i);
+    if (!root.defined()) throw errors::autograd_error(which + " is undefined");
+    if (!root.requires_grad()) throw errors::autograd_error("requires_grad not set on " + which);
+    if (root.numel() != 1) {
+      throw errors::autograd_error(which + " (shape " + shape_str(root.shape()) + ") is not a scalar, all roots need to be scalar");
+    }
+    if (root.grad_fn() == nullptr) throw errors::autograd_error(which + " does not have a valid gradient function.");
+  }
   auto [edges, grads] = Engine::validate_roots(roots, {});
   std::shared_ptr<autograd::Node> graph_root = Engine::make_graph_root(std::move(edges), std::move(grads));
   std::shared_ptr<Pass> pass = begin_pass(context, retain_graph, {graph_root});

@@ -185,6 +185,9 @@ TEST_F(DistributedOptimizerTest, AStepThatChangedASavedParameterFailsTheOlderCon
     dist_autograd::DistAutograd::Context old_ctx(*autograd_[0]);
     Tensor stale = sum(a.rpc_sync(1, "matmul", {{x_}, {}, {w.id()}})[0]);  // saves w on worker1
     {
+      // Contexts do not nest on one fiber (PyTorch's "Already have an autograd context id"): the
+      // newer one is opened with none current, as PyTorch would on another thread.
+      dist_autograd::ContextScope none(std::nullopt);
       dist_autograd::DistAutograd::Context ctx(*autograd_[0]);
       Tensor loss = sum(a.rpc_sync(1, "matmul", {{x_}, {}, {w.id()}})[0]);
       autograd_[0]->backward(ctx.id(), {loss});

@@ -64,6 +64,8 @@ void FunctionRegistry::add(std::string name, RpcFunction function) {
   DAGSIM_ASSERT_MSG(inserted, "function '" + name + "' registered twice");
 }
 
+bool FunctionRegistry::is_builtin(std::string_view name) const { return builtins_.find(name) != builtins_.end(); }
+
 const RpcFunction* FunctionRegistry::find(std::string_view name) const {
   auto it = functions_.find(name);
   if (it == functions_.end()) return nullptr;
@@ -201,6 +203,9 @@ FunctionRegistry FunctionRegistry::with_builtins() {
     DAGSIM_ASSERT_EQ(out.size(-1), args.tensors[1].size(0));  // one output feature per weight row
     return std::vector<Tensor>{out};
   });
+  // Everything so far is a builtin op: PyTorch records a call to one only when a tensor
+  // argument requires grad; any function added later is a user function (always recorded).
+  for (const auto& [name, fn] : r.functions_) r.builtins_.insert(name);
   return r;
 }
 

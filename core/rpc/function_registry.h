@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,9 +74,12 @@ class FunctionRegistry {
   void add(std::string name, RpcFunction function);
   const RpcFunction* find(std::string_view name) const;
   std::vector<std::string> names() const;
+  // A builtin op of with_builtins(), not a function added after it (a user function).
+  bool is_builtin(std::string_view name) const;
 
  private:
   std::map<std::string, RpcFunction, std::less<>> functions_;
+  std::set<std::string, std::less<>> builtins_;
 };
 
 }  // namespace dagsim::rpc

@@ -82,6 +82,8 @@ class RpcAgent {
                                            std::optional<Duration> timeout = std::nullopt);
   // The value of an RRef this node owns (waits until its remote call ends; rethrows its error).
   std::vector<Tensor> owned_value(uint64_t rref_id);
+  // The same value as a future (ready when its remote call ends), without waiting.
+  Future<std::vector<Tensor>> owned_future(uint64_t rref_id) { return owned_slot(rref_id)->value; }
   // A function only this node serves (a service's entry point, e.g. the optimizer host's).
   void add_local_function(std::string name, RpcFunction function);
 
@@ -181,6 +183,9 @@ class RpcAgent {
   void stop_reaper();
 
   runtime::Env& env_;
+  // Whether a call of `function` records autograd even without tensors that require grad.
+  bool forces_autograd(const std::string& function, const CallArgs& args) const;
+
   const FunctionRegistry& registry_;
   RpcOptions options_;
   IdGenerator ids_;

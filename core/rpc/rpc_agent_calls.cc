@@ -40,12 +40,18 @@ void RpcAgent::stop_reaper() {
   timeouts_->wake.notify_all();
 }
 
+bool RpcAgent::forces_autograd(const std::string& function, const CallArgs& args) const {
+  // PyTorch's forceGradRecording: a builtin op is recorded only when a tensor argument requires
+  // grad; a user function always is, since it may return tensors that require grad or make
+  // nested calls (test_worker_ids_recorded, test_grad_only_on_return_value). RRef arguments are
+  // values on the callee that may require grad.
+  return !args.rrefs.empty() || !registry_.is_builtin(function);
+}
+
 Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& function, CallArgs args,
                                                 std::optional<Duration> timeout) {
   Message call = make_call(0, function, args);
-  // RRef arguments are values on the callee that may require grad: record the call whatever the
-  // caller's own tensors need (PyTorch forces recording for calls that can touch remote state).
-  if (!args.rrefs.empty()) call.flags |= kForceAutograd;
+  if (forces_autograd(function, args)) call.flags |= kForceAutograd;
   DAGSIM_ASSERT(call.type == MessageType::call && call.tensors.size() == args.tensors.size());
   return send_request(to, std::move(call), "rpc '" + function + "'", timeout);
 }
@@ -69,7 +75,7 @@ RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
   DAGSIM_ASSERT(worker_of(id) == env_.self);  // owners tell RRefs apart by their creator's id
   // The acknowledgement only says the owner has the call; its outcome waits in the RRef.
   Message call = make_remote_call(0, id, function, args);
-  if (!args.rrefs.empty()) call.flags |= kForceAutograd;  // as rpc_async: RRef values may require grad
+  if (forces_autograd(function, args)) call.flags |= kForceAutograd;
   DAGSIM_ASSERT(call.type == MessageType::remote_call && call.tensors.size() == args.tensors.size());
   send_request(to, std::move(call), "remote '" + function + "'");
   return RRef(*this, to, id);

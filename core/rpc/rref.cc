@@ -44,10 +44,16 @@ uint64_t RRef::id() const {
 
 bool RRef::is_owner() const { return defined() && state_->owner == state_->agent->self(); }
 
-std::vector<Tensor> RRef::to_here(std::optional<runtime::Duration> timeout) const { return to_here_async(timeout).get(); }
+std::vector<Tensor> RRef::to_here(std::optional<runtime::Duration> timeout) const {
+  // On the owner, PyTorch returns the owned value itself (local_value), not a copy: a parameter
+  // server looks its gradients up by the tensors it owns (test_trainer_ps).
+  if (is_owner()) return state_->agent->owned_value(state_->id);
+  return to_here_async(timeout).get();
+}
 
 runtime::Future<std::vector<Tensor>> RRef::to_here_async(std::optional<runtime::Duration> timeout) const {
   DAGSIM_ASSERT_MSG(defined(), "to_here on an undefined RRef");
+  if (is_owner()) return state_->agent->owned_future(state_->id);
   Message fetch = make_rref_request(MessageType::rref_fetch_call, 0, state_->id);
   fetch.flags |= kForceAutograd;
   return state_->agent->send_request(state_->owner, std::move(fetch), "RRef fetch", timeout);

@@ -3,7 +3,7 @@
 // remote(to, f, args) asks `to` to run f and keep the result; the caller gets a user RRef at once.
 // to_here() fetches the value (inside a distributed autograd context the fetch is always
 // recorded, so gradients flow back to the owner's graph and from there to the caller's inputs);
-// local_value() reads it on the owner. When the last copy of a user RRef goes, the owner is told
+// on the owner it is the owned value itself, as PyTorch's local_value(). When the last copy of a user RRef goes, the owner is told
 // (RREF_USER_DELETE) and drops the value. Not built yet: forking an RRef to a third worker.
 #pragma once
 

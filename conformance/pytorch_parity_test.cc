@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 
+#include "core/autograd/accumulate_grad.h"
 #include "core/autograd/engine.h"
 #include "core/base/prng.h"
 #include "core/base/throws_error_test_util.h"
@@ -91,6 +92,25 @@ class DistAutogradTest : public ::testing::Test {
     });
     // my_rref_add: the owner's value plus t2 (the RRef's value follows the caller's tensors).
     registry_.add("my_rref_add", [](rpc::CallContext&, const rpc::CallArgs& a) { return std::vector<Tensor>{add(a.tensors.at(1), a.tensors.at(0))}; });
+    // _complex_python_udf: linears and a multi_dot, all on the callee.
+    registry_.add("complex_python_udf", [](rpc::CallContext&, const rpc::CallArgs& a) {
+      const Tensor &t1 = a.tensors.at(0), &t2 = a.tensors.at(1);
+      const Tensor t3 = linear(t1, t2, Tensor()), t4 = linear(t2, t3, Tensor()), t5 = linear(t3, t4, Tensor());
+      return std::vector<Tensor>{multi_dot({t1, t2, t3, t4, t5})};
+    });
+    // _workload_thread: a whole distributed forward and backward, in a context of its own, run
+    // by the callee of a remote call made outside any context.
+    registry_.add("workload_thread", [this](rpc::CallContext& c, const rpc::CallArgs&) {
+      const Tensor t1 = rand33(11, true), t2 = rand33(12, true);
+      rpc::RpcAgent& me = c.agent();
+      DistContext ctx(autograd(me.self()));
+      const Tensor t3 = me.rpc_sync(0, "add", {{t1, t2}, {}})[0];
+      const Tensor t4 = me.rpc_sync(0, "mul", {{t2, t3}, {}})[0];
+      const Tensor t5 = me.rpc_sync(0, "matmul", {{t3, t4}, {}})[0];
+      const Tensor t6 = me.rpc_sync(0, "add", {{t4, t5}, {}})[0];
+      autograd(me.self()).backward(ctx.id(), {sum(t6)});
+      return std::vector<Tensor>{from_values({1}, {static_cast<double>(autograd(me.self()).get_gradients(ctx.id()).size())})};
+    });
     registry_.add("create_tensor", [](rpc::CallContext&, const rpc::CallArgs&) {
       Tensor t = ones({3, 3});
       t.set_requires_grad(true);
@@ -139,6 +159,107 @@ class DistAutogradTest : public ::testing::Test {
     }
     ADD_FAILURE() << "no gradient for the leaf";
     return {};
+  }
+
+  // PyTorch's ExecMode and _verify_backwards: the same program run locally (the registry's
+  // function on the local engine), by rpc_sync and by remote + to_here on worker1; the gradients
+  // of the distributed runs equal the local run's, leaf by leaf.
+  using Exec = std::function<std::vector<Tensor>(const char* function, std::vector<Tensor> tensors,
+                                                 std::map<std::string, double> attributes)>;
+  void verify_backwards(const std::function<Tensor(const Exec&)>& program, const std::vector<Tensor>& leaves) {
+    const Exec local = [&](const char* f, std::vector<Tensor> tensors, std::map<std::string, double> attributes) {
+      rpc::CallContext c{nullptr, 0};
+      return (*registry_.find(f))(c, {std::move(tensors), std::move(attributes)});
+    };
+    const Tensor local_loss = program(local);
+    std::vector<Tensor> differentiable;
+    for (const Tensor& l : leaves) {
+      if (l.requires_grad()) differentiable.push_back(l);
+    }
+    const autograd::variable_list expected =
+        autograd::Engine::grad({local_loss}, differentiable, {}, /*retain_graph=*/false, /*allow_unused=*/true);
+    for (const bool remote : {false, true}) {
+      on(0, [&] {
+        DistContext ctx(autograd(0));
+        const Exec exec = [&](const char* f, std::vector<Tensor> tensors, std::map<std::string, double> attributes) {
+          const rpc::CallArgs args{std::move(tensors), std::move(attributes)};
+          return remote ? agent(0).remote(1, f, args).to_here() : agent(0).rpc_sync(1, f, args);
+        };
+        autograd(0).backward(ctx.id(), {program(exec)});
+        const auto grads = autograd(0).get_gradients(ctx.id());
+        EXPECT_EQ(grads.size(), differentiable.size()) << "a gradient for each leaf that requires grad, and no other";
+        for (size_t i = 0; i < differentiable.size(); ++i) {
+          if (!expected[i].defined()) continue;
+          const std::vector<double> got = grad_of(grads, differentiable[i]), want = expected[i].to_vector();
+          ASSERT_EQ(got.size(), want.size()) << "leaf " << i;
+          for (size_t k = 0; k < got.size(); ++k) {
+            EXPECT_NEAR(got[k], want[k], 1e-12 * (1 + std::abs(want[k]))) << (remote ? "remote" : "rpc_sync") << ", leaf " << i;
+          }
+        }
+      });
+    }
+  }
+
+  void test_graph(const char* fn, bool remote) {
+    on(0, [&] {
+      DistContext ctx(autograd(0));
+      Tensor t1 = ones({3, 3}), t2 = zeros({3, 3});
+      t1.set_requires_grad(true);
+      t2.set_requires_grad(true);
+      const rpc::CallArgs args{{t1, t2}, {}};
+      const Tensor ret = remote ? agent(0).remote(1, fn, args).to_here()[0] : agent(0).rpc_sync(1, fn, args)[0];
+      const auto& mine = autograd(0).container().retrieve_context(ctx.id());
+      ASSERT_EQ(mine.send_functions().size(), 1u);
+      ASSERT_EQ(mine.recv_functions().size(), 1u);
+      const autograd::Node& send = *mine.send_functions().begin()->second;
+      ASSERT_EQ(send.num_outputs(), 2u);
+      for (size_t i = 0; i < 2; ++i) {
+        const auto* accumulate = dynamic_cast<const autograd::AccumulateGrad*>(send.next_edge(i).function.get());
+        ASSERT_NE(accumulate, nullptr) << send.next_edge(i).function->name();
+        EXPECT_TRUE(accumulate->variable().is_same(i == 0 ? t1 : t2));
+        EXPECT_EQ(send.next_edge(i).input_nr, 0u);
+      }
+      EXPECT_EQ(ret.grad_fn(), mine.recv_functions().begin()->second);
+      const auto& theirs = autograd(1).container().retrieve_context(ctx.id());
+      ASSERT_EQ(theirs.send_functions().size(), 1u);
+      const autograd::Node& reply = *theirs.send_functions().begin()->second;
+      ASSERT_EQ(reply.num_outputs(), 1u);
+      const autograd::Node& add_backward = *reply.next_edge(0).function;
+      EXPECT_EQ(add_backward.name(), "AddBackward");
+      ASSERT_EQ(add_backward.num_outputs(), 2u);
+      EXPECT_EQ(add_backward.next_edge(0).function->name(), "RecvRpcBackward");
+      EXPECT_EQ(add_backward.next_edge(0).function, add_backward.next_edge(1).function);
+    });
+  }
+  // _test_rpc_complex_args: ten tensors, every other one requiring grad, stacked on the callee.
+  void test_rpc_complex_args(bool remote) {
+    on(0, [&] {
+      DistContext ctx(autograd(0));
+      std::vector<Tensor> tensors;
+      for (int i = 0; i < 10; ++i) {
+        Tensor t = ones({3, 3});
+        t.set_requires_grad(i % 2 == 0);
+        tensors.push_back(t);
+      }
+      const rpc::CallArgs args{tensors, {}};
+      const Tensor ret = remote ? agent(0).remote(1, "stack", args).to_here()[0] : agent(0).rpc_sync(1, "stack", args)[0];
+      EXPECT_EQ(ret.to_vector(), stack(tensors).to_vector());
+      const auto& c = autograd(0).container().retrieve_context(ctx.id());
+      ASSERT_EQ(c.send_functions().size(), 1u);
+      const autograd::Node& send = *c.send_functions().begin()->second;
+      // PyTorch's send function has edges to the tensors that require grad only; dagsim's keeps
+      // one edge per sent tensor, by position (gradients come back by position), and leaves the
+      // others' edges invalid. The same graph: the valid edges lead to those five, in order.
+      std::vector<const autograd::AccumulateGrad*> leaves;
+      for (const autograd::Edge& e : send.next_edges()) {
+        if (!e.is_valid()) continue;
+        leaves.push_back(dynamic_cast<const autograd::AccumulateGrad*>(e.function.get()));
+        ASSERT_NE(leaves.back(), nullptr) << e.function->name();
+      }
+      ASSERT_EQ(leaves.size(), 5u) << "edges to the tensors that require grad only";
+      for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(leaves[i]->variable().is_same(tensors[2 * i]));
+      EXPECT_EQ(c.known_worker_ids(), (std::set<WorkerId>{1}));
+    });
   }
 
   rpc::FunctionRegistry registry_;
@@ -312,16 +433,15 @@ TEST_F(DistAutogradTest, test_backward_simple_self) {
 }
 
 TEST_F(DistAutogradTest, test_backward_multiple_roots) {
-  // PyTorch's roots are add, mul, cos and div; exp stands in for cos until the op table has it.
   const Tensor t1 = rand33(1, true), t2 = rand33(2, true);
   on(0, [&] {
     DistContext ctx(autograd(0));
     const auto call = [&](const char* f, std::vector<Tensor> args) { return sum(agent(0).rpc_sync(1, f, {std::move(args), {}})[0]); };
-    autograd(0).backward(ctx.id(), {call("add", {t1, t2}), call("mul", {t1, t2}), call("exp", {t1}), call("div", {t1, t2})});
+    autograd(0).backward(ctx.id(), {call("add", {t1, t2}), call("mul", {t1, t2}), call("cos", {t1}), call("div", {t1, t2})});
     const auto grads = autograd(0).get_gradients(ctx.id());
     const auto local = local_grads(
         [](const std::vector<Tensor>& l) {
-          return add(add(sum(add(l[0], l[1])), sum(mul(l[0], l[1]))), add(sum(exp(l[0])), sum(div(l[0], l[1]))));
+          return add(add(sum(add(l[0], l[1])), sum(mul(l[0], l[1]))), add(sum(cos(l[0])), sum(div(l[0], l[1]))));
         },
         {t1, t2});
     const auto near = [](const std::vector<double>& a, const std::vector<double>& b) {
@@ -491,6 +611,98 @@ TEST_F(DistAutogradTest, test_debug_info) {
     EXPECT_EQ(autograd(w).debug_info().num_current_backward_passes, 0u);
     EXPECT_EQ(autograd(w).debug_info().num_autograd_contexts, 0u);
   }
+}
+
+TEST_F(DistAutogradTest, test_graph_for_builtin_call) { test_graph("add", false); }
+TEST_F(DistAutogradTest, test_graph_for_python_call) { test_graph("my_py_add", false); }
+TEST_F(DistAutogradTest, test_graph_for_builtin_remote_call) { test_graph("add", true); }
+TEST_F(DistAutogradTest, test_graph_for_python_remote_call) { test_graph("my_py_add", true); }
+TEST_F(DistAutogradTest, test_rpc_complex_args) { test_rpc_complex_args(false); }
+TEST_F(DistAutogradTest, test_remote_complex_args) { test_rpc_complex_args(true); }
+
+TEST_F(DistAutogradTest, test_backward_python_udf_error) {
+  const Tensor t1 = rand33(1, true), t2 = rand33(2, true);
+  simulate_backward_error = true;
+  on(0, [&] {
+    DistContext ctx(autograd(0));
+    const Tensor loss = sum(agent(0).rpc_sync(1, "python_udf_with_backward_error", {{t1, t2}, {}})[0]);
+    EXPECT_TRUE(throws_error([&] { autograd(0).backward(ctx.id(), {loss}); }, ErrorCode::autograd_error,
+                             {"Simulate error on backward pass"}));
+  });
+  simulate_backward_error = false;
+  EXPECT_EQ(contexts_everywhere(), 0u);
+}
+
+TEST_F(DistAutogradTest, test_backward_complex_python_udf) {
+  const Tensor t1 = rand33(1, true), t2 = rand33(2, true);
+  verify_backwards([&](const Exec& exec) { return sum(exec("complex_python_udf", {t1, t2}, {})[0]); }, {t1, t2});
+}
+
+TEST_F(DistAutogradTest, test_thread_local_context_id) {
+  on(0, [&] {
+    // A local backward outside any context first, as PyTorch's test does.
+    Tensor t3 = add(rand33(1, false), rand33(2, false));
+    t3.set_requires_grad(true);
+    sum(t3).backward();
+    // worker1 runs a whole distributed backward of its own while serving the remote call.
+    const Tensor got = agent(0).remote(1, "workload_thread", {}).to_here()[0];
+    EXPECT_EQ(got.item(), 2.0) << "t1's and t2's gradients in worker1's own context";
+  });
+  EXPECT_EQ(contexts_everywhere(), 0u);
+}
+
+Tensor rand_of(const Shape& shape, uint64_t seed, bool requires_grad) {
+  Prng prng(seed);
+  Tensor t = rand_uniform(shape, prng, -1.0, 1.0);
+  t.set_requires_grad(requires_grad);
+  return t;
+}
+
+TEST_F(DistAutogradTest, test_backward_multiple_round_trips) {
+  const Tensor t1 = rand33(1, true), t2 = rand33(2, false), t3 = rand33(3, true), t4 = rand33(4, false), t5 = rand33(5, true);
+  verify_backwards(
+      [&](const Exec& exec) {
+        Tensor val = exec("add", {t1, t2}, {})[0];
+        val = exec("mul", {t3, val}, {})[0];
+        const Tensor s1 = exec("stack", {t4, val}, {})[0], s2 = exec("stack", {t5, val}, {})[0];
+        val = exec("bmm", {s1, s2}, {})[0];
+        val = exec("matmul", {val, val}, {})[0];
+        return sum(val);
+      },
+      {t1, t2, t3, t4, t5});
+}
+
+TEST_F(DistAutogradTest, test_backward_different_tensor_dims) {
+  const Tensor t1 = rand_of({4, 6}, 1, true), t2 = rand_of({6, 5}, 2, false), t3 = rand_of({5, 7}, 3, true),
+               t4 = rand_of({7, 9}, 4, false);
+  verify_backwards(
+      [&](const Exec& exec) {
+        const Tensor val = exec("matmul", {t1, t2}, {})[0];
+        return sum(exec("multi_dot", {val, t3, t4}, {})[0]);
+      },
+      {t1, t2, t3, t4});
+}
+
+TEST_F(DistAutogradTest, test_backward_unused_tensors) {
+  const Tensor t1 = rand33(1, true), t2 = rand33(2, true), t3 = rand33(3, true);
+  verify_backwards(
+      [&](const Exec& exec) {
+        const Tensor s = exec("stack", {t1, t2, t3}, {})[0];
+        return sum(exec("matmul", {narrow(s, 0, 0, 1), narrow(s, 0, 2, 1)}, {})[0]);
+      },
+      {t1, t2, t3});
+}
+
+TEST_F(DistAutogradTest, test_backward_multiple_output_tensors) {
+  const Tensor t = rand_of({10, 2}, 1, true);
+  verify_backwards(
+      [&](const Exec& exec) {
+        const std::vector<Tensor> pieces = exec("split", {t}, {{"split_size", 2}});
+        EXPECT_EQ(pieces.size(), 5u);
+        // Pieces 1 and 3 come back unused: their gradients are zero-filled, not waited for.
+        return sum(exec("multi_dot", {pieces.at(0), pieces.at(2), pieces.at(4)}, {})[0]);
+      },
+      {t});
 }
 
 // test_trainer_ps: three trainers add the parameter server's RRef value to their t2 and run

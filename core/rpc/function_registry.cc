@@ -124,11 +124,14 @@ FunctionRegistry FunctionRegistry::with_builtins() {
   r.add("mul", binary("mul", [](const Tensor& a, const Tensor& b) { return dagsim::mul(a, b); }));
   r.add("div", binary("div", &div));
   r.add("matmul", binary("matmul", &matmul));
+  r.add("bmm", binary("bmm", &bmm));
   r.add("mse_loss", binary("mse_loss", &mse_loss));
   r.add("neg", unary("neg", &neg));
   r.add("exp", unary("exp", &exp));
   r.add("log", unary("log", &log));
   r.add("tanh", unary("tanh", &tanh));
+  r.add("sin", unary("sin", &sin));
+  r.add("cos", unary("cos", &cos));
   r.add("sigmoid", unary("sigmoid", &sigmoid));
   r.add("relu", unary("relu", &relu));
   r.add("clone", unary("clone", &clone));
@@ -184,6 +187,23 @@ FunctionRegistry FunctionRegistry::with_builtins() {
     for (const Tensor& t : args.tensors) numel += t.numel();
     DAGSIM_ASSERT_EQ(out.numel(), numel);  // nothing lost or made up
     return std::vector<Tensor>{out};
+  });
+  r.add("stack", [](CallContext&, const CallArgs& args) {
+    if (args.tensors.empty()) throw errors::invalid_argument("stack: needs at least one tensor");
+    return std::vector<Tensor>{stack(args.tensors, integer(args, "stack", "dim", 0))};
+  });
+  r.add("multi_dot", [](CallContext&, const CallArgs& args) {
+    if (args.tensors.size() < 2) throw errors::invalid_argument("multi_dot: needs at least two tensors");
+    return std::vector<Tensor>{multi_dot(args.tensors)};
+  });
+  // Several outputs: one tensor per piece, as torch.split and torch.chunk return a tuple.
+  r.add("split", [](CallContext&, const CallArgs& args) {
+    args.expect_tensors("split", 1);
+    return split(args.tensors[0], integer(args, "split", "split_size"), integer(args, "split", "dim", 0));
+  });
+  r.add("chunk", [](CallContext&, const CallArgs& args) {
+    args.expect_tensors("chunk", 1);
+    return chunk(args.tensors[0], integer(args, "chunk", "chunks"), integer(args, "chunk", "dim", 0));
   });
   // A parameter: a fresh leaf that requires grad, from initial values (rpc.remote(owner,
   // "dagsim.parameter", {init}) gives an RRef to it, as a model's parameter RRefs).

@@ -1,0 +1,90 @@
+// PyTorch parity (pytorch_parity.h): RRefs in distributed autograd: backward through remote values,
+// several trainers at once on one owner, and the trainer / parameter-server pattern.
+#include "conformance/pytorch_parity.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "core/autograd/accumulate_grad.h"
+#include "core/autograd/engine.h"
+#include "core/base/throws_error_test_util.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim::conformance::parity {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST_F(DistAutogradTest, test_backward_rref) {
+  bool done = false;
+  on(0, [&] { backward_rref(0, 1, done); });
+  EXPECT_TRUE(done);
+  EXPECT_EQ(contexts_everywhere(), 0u);
+  EXPECT_EQ(agent(1).owned_rrefs(), 0u) << "both RRefs' values were dropped with their users";
+}
+
+TEST_F(DistAutogradTest, test_backward_rref_multi) {
+  // Workers 1..3 at once, each with its own context, all with worker0 as callee and owner.
+  std::map<WorkerId, bool> done;
+  for (WorkerId w = 1; w < kWorld; ++w) {
+    done[w] = false;
+    cluster_.world.spawn_foreground(w, "trainer", [&, w] { backward_rref(w, 0, done[w]); });
+  }
+  on(0, [] {});
+  for (const auto& [w, d] : done) EXPECT_TRUE(d) << "worker" << w;
+  EXPECT_EQ(contexts_everywhere(), 0u);
+  EXPECT_EQ(agent(0).owned_rrefs(), 0u);
+}
+
+// test_trainer_ps: three trainers add the parameter server's RRef value to their t2 and run
+// backward; the server finds each context's gradient under its own tensor (to_here() on the
+// owner is the owned value, not a copy). The trainers name the RRef by id: forking RRefs to
+// other workers is not built yet.
+TEST_F(DistAutogradTest, test_trainer_ps) {
+  const Tensor t2 = zeros({3, 3});
+  std::map<WorkerId, ContextId> ctx_ids;
+  rpc::RRef rref_t1;
+  uint64_t rref_id = 0;
+  on(0, [&] {
+    rref_t1 = agent(0).remote(0, "create_tensor", {});
+    rref_id = rref_t1.id();
+    EXPECT_TRUE(rref_t1.to_here()[0].is_same(rref_t1.to_here()[0])) << "to_here on the owner returns the owned value";
+  });
+  int trainers_done = 0;
+  bool verified = false;
+  for (WorkerId trainer = 1; trainer < kWorld; ++trainer) {
+    cluster_.world.spawn_foreground(trainer, "trainer", [&, trainer] {
+      Tensor mine = clone(t2);
+      mine.set_requires_grad(true);
+      DistContext ctx(autograd(trainer));
+      ctx_ids[trainer] = ctx.id();
+      rpc::CallArgs args;
+      args.tensors = {mine};
+      args.rrefs = {rref_id};
+      const Tensor ret = agent(trainer).rpc_sync(0, "my_rref_add", args)[0];
+      autograd(trainer).backward(ctx.id(), {sum(ret)});
+      ++trainers_done;
+      while (!verified) cluster_.world.env(trainer).clock.sleep(10ms);  // hold the context for the check
+    });
+  }
+  on(0, [&] {
+    while (trainers_done < kWorld - 1) cluster_.world.env(0).clock.sleep(10ms);
+    Tensor local1 = ones({3, 3}), local2 = zeros({3, 3});
+    local1.set_requires_grad(true);
+    local2.set_requires_grad(true);
+    sum(add(local1, local2)).backward();
+    const Tensor local_t1 = rref_t1.to_here()[0];
+    for (const auto& [trainer, id] : ctx_ids) {
+      EXPECT_EQ(grad_of(autograd(0).get_gradients(id), local_t1), local1.grad().to_vector()) << "trainer " << trainer;
+    }
+    verified = true;
+  });
+  rref_t1 = rpc::RRef();
+  cluster_.world.run({.stop_at = cluster_.world.now() + 1s});
+  EXPECT_EQ(contexts_everywhere(), 0u);
+}
+
+}  // namespace
+}  // namespace dagsim::conformance::parity

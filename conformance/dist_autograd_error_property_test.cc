@@ -108,7 +108,7 @@ void insert_before_loss(scenarios::Program& p, Statement s) {
 RC_GTEST_PROP(DistAutogradErrorProperties, AnUnusedRpcIsNamedAndFailsEveryWorkerInsteadOfHanging, ()) {
   ProgramCase c = *gen_program_case();
   // t0 always requires grad, so the call is recorded; nothing reads its result.
-  insert_before_loss(c.program, Statement{"unused_rpc", *rc::gen::element<std::string>("neg", "tanh"), {"t0"}, {},
+  insert_before_loss(c.program, Statement{{"unused_rpc"}, *rc::gen::element<std::string>("neg", "tanh"), {"t0"}, {},
                                           *rc::gen::element(Via::rpc_sync, Via::rpc_async),
                                           *rc::gen::inRange<uint32_t>(0, c.workers)});
   RC_LOG() << c;
@@ -124,9 +124,9 @@ RC_GTEST_PROP(DistAutogradErrorProperties, AThrowingRemoteBackwardFailsWithThatN
   ProgramCase c = *gen_program_case();
   const auto node = *rc::gen::inRange<uint32_t>(1, c.workers);
   // loss2 = loss + sum(failing_grad(t0) on `node`): the failing function is on the gradient path.
-  c.program.statements.push_back(Statement{"boom", "failing_grad", {"t0"}, {}, Via::rpc_sync, node});
-  c.program.statements.push_back(Statement{"boom_sum", "sum", {"boom"}, {}, Via::local, 0});
-  c.program.statements.push_back(Statement{"loss2", "add", {"loss", "boom_sum"}, {}, Via::local, 0});
+  c.program.statements.push_back(Statement{{"boom"}, "failing_grad", {"t0"}, {}, Via::rpc_sync, node});
+  c.program.statements.push_back(Statement{{"boom_sum"}, "sum", {"boom"}, {}, Via::local, 0});
+  c.program.statements.push_back(Statement{{"loss2"}, "add", {"loss", "boom_sum"}, {}, Via::local, 0});
   c.program.roots = {"loss2"};
   RC_LOG() << c;
   const Run r = run(c, make_registry());

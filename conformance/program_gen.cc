@@ -17,7 +17,7 @@ std::ostream& operator<<(std::ostream& out, const ProgramCase& c) {
   for (const auto& t : c.program.tensors) out << "  tensor " << t.name << (t.requires_grad ? " (grad)" : "") << "\n";
   const char* via[] = {"local", "rpc_sync", "rpc_async", "remote"};
   for (const Statement& s : c.program.statements) {
-    out << "  " << s.out << " = " << s.call << "(";
+    out << "  " << s.out() << " = " << s.call << "(";
     for (size_t i = 0; i < s.args.size(); ++i) out << (i ? ", " : "") << s.args[i];
     out << ") via " << via[static_cast<int>(s.via)];
     if (s.via != Via::local) out << " on worker" << s.on;
@@ -51,7 +51,7 @@ rc::Gen<ProgramCase> gen_program_case() {
     const int statements = *rc::gen::inRange(5, 41);
     for (int i = 0; i < statements; ++i) {
       Statement s;
-      s.out = "v" + std::to_string(i);
+      s.outs = {"v" + std::to_string(i)};
       const int kind = *rc::gen::inRange(0, 9);
       const char* binary[] = {"add", "sub", "mul"};
       const char* unary[] = {"neg", "tanh", "sigmoid"};
@@ -73,22 +73,22 @@ rc::Gen<ProgramCase> gen_program_case() {
       s.via = static_cast<Via>(via);
       if (s.via != Via::local) {
         s.on = *rc::gen::inRange<uint32_t>(1, c.workers);
-        rpc_outputs.push_back(s.out);
+        rpc_outputs.push_back(s.out());
       }
-      names.push_back(s.out);
+      names.push_back(s.out());
       p.statements.push_back(s);
     }
     // Every RPC result reaches the loss (an unused one is the hang case, tested on its own);
     // local results nobody uses are the unused branches that stay local.
     // Through t0 (which always requires grad) so the loss always has a graph.
-    p.statements.push_back(Statement{"acc", "add", {names.back(), "t0"}, {}, Via::local, 0});
+    p.statements.push_back(Statement{{"acc"}, "add", {names.back(), "t0"}, {}, Via::local, 0});
     std::string acc = "acc";
     for (size_t i = 0; i < rpc_outputs.size(); ++i) {
-      Statement s{"acc" + std::to_string(i), "add", {acc, rpc_outputs[i]}, {}, Via::local, 0};
-      acc = s.out;
+      Statement s{{"acc" + std::to_string(i)}, "add", {acc, rpc_outputs[i]}, {}, Via::local, 0};
+      acc = s.out();
       p.statements.push_back(s);
     }
-    p.statements.push_back(Statement{"loss", "sum", {acc}, {}, Via::local, 0});
+    p.statements.push_back(Statement{{"loss"}, "sum", {acc}, {}, Via::local, 0});
     p.roots = {"loss"};
     return c;
   });

@@ -45,11 +45,11 @@ scenarios::Scenario remote_program(uint32_t calls, std::optional<scenarios::Prog
   p.tensors = {ProgramTensor{"c", {2, 2}, ProgramTensor::Init::values, {0.5, -1, 2, 0.25}, false}};
   p.parameters = {ProgramParameter{"p", {2, 2}, ProgramTensor::Init::uniform, {}, 0.5, 1},
                   ProgramParameter{"q", {2}, ProgramTensor::Init::values, {1, -2}, 1.0, 0}};
-  p.statements = {Statement{"r", "mul", {"c"}, {}, Via::remote, 1, {"p"}},
-                  Statement{"s", "exp", {}, {}, Via::remote, 1, {"r"}},
-                  Statement{"t", "to_here", {}, {}, Via::local, 0, {"s"}},
-                  Statement{"u", "mul", {"t"}, {}, Via::local, 0, {"q"}},
-                  Statement{"loss", "sum", {"u"}, {}, Via::local, 0}};
+  p.statements = {Statement{{"r"}, "mul", {"c"}, {}, Via::remote, 1, {"p"}},
+                  Statement{{"s"}, "exp", {}, {}, Via::remote, 1, {"r"}},
+                  Statement{{"t"}, "to_here", {}, {}, Via::local, 0, {"s"}},
+                  Statement{{"u"}, "mul", {"t"}, {}, Via::local, 0, {"q"}},
+                  Statement{{"loss"}, "sum", {"u"}, {}, Via::local, 0}};
   p.roots = {"loss"};
   p.backward_calls = calls;
   p.optimizer = optimizer;
@@ -85,8 +85,8 @@ TEST(ProgramTraining, MomentumCarriesAcrossBackwardCallsInBothRuns) {
   Program p;
   p.tensors = {ProgramTensor{"k", {2}, ProgramTensor::Init::values, {1, -2}, false}};
   p.parameters = {ProgramParameter{"p", {2}, ProgramTensor::Init::values, {3, 4}, 1.0, 1}};
-  p.statements = {Statement{"m", "mul", {"k"}, {}, Via::rpc_sync, 1, {"p"}},
-                  Statement{"loss", "sum", {"m"}, {}, Via::local, 0}};
+  p.statements = {Statement{{"m"}, "mul", {"k"}, {}, Via::rpc_sync, 1, {"p"}},
+                  Statement{{"loss"}, "sum", {"m"}, {}, Via::local, 0}};
   p.roots = {"loss"};
   p.backward_calls = 3;
   p.optimizer = scenarios::ProgramOptimizer{.kind = scenarios::ProgramOptimizer::Kind::sgd,

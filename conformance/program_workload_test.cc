@@ -25,9 +25,9 @@ scenarios::Scenario seed_example() {
   p.tensors = {ProgramTensor{"t1", {3, 3}, ProgramTensor::Init::uniform, {}, true},
                ProgramTensor{"t2", {3, 3}, ProgramTensor::Init::normal, {}, true},
                ProgramTensor{"t4", {3, 3}, ProgramTensor::Init::values, {1, 2, 3, 4, 5, 6, 7, 8, 9}, true}};
-  p.statements = {Statement{"t3", "add", {"t1", "t2"}, {}, Via::rpc_sync, 1},
-                  Statement{"t5", "mul", {"t3", "t4"}, {}, Via::local, 0},
-                  Statement{"loss", "sum", {"t5"}, {}, Via::local, 0}};
+  p.statements = {Statement{{"t3"}, "add", {"t1", "t2"}, {}, Via::rpc_sync, 1},
+                  Statement{{"t5"}, "mul", {"t3", "t4"}, {}, Via::local, 0},
+                  Statement{{"loss"}, "sum", {"t5"}, {}, Via::local, 0}};
   p.roots = {"loss"};
   s.workload = scenarios::WorkloadSpec("program", p);
   s.checks = {CheckSpec{"gradients_match_local", {}, std::nullopt, std::nullopt, 0},
@@ -75,7 +75,7 @@ TEST(ProgramWorkload, LatencyAndAHealingPartitionChangeNothing) {
 TEST(ProgramWorkload, AnUnusedRpcFailsTheProgramCleanly) {
   scenarios::Scenario s = seed_example();
   s.workload.as<scenarios::Program>().statements.insert(s.workload.as<scenarios::Program>().statements.begin() + 1,
-                               Statement{"unused", "neg", {"t1"}, {}, Via::rpc_sync, 1});
+                               Statement{{"unused"}, "neg", {"t1"}, {}, Via::rpc_sync, 1});
   s.checks = {CheckSpec{"expect_error", {}, std::nullopt, std::nullopt, 0, "never received gradients: 'unused' (autograd message id"},
               CheckSpec{"no_leaked_contexts", {}, std::nullopt, std::nullopt, 0}};
   const scenarios::RunResult r = scenarios::run_scenario(s, {});

@@ -66,9 +66,8 @@ using RpcFunction = std::function<std::vector<Tensor>(CallContext&, const CallAr
 
 class FunctionRegistry {
  public:
-  // The built-in tensor ops (add, sub, mul, div, matmul, bmm, neg, exp, log, sin, cos, tanh,
-  // sigmoid, relu, sum, mean, softmax, log_softmax, transpose, narrow, cat, stack, split, chunk,
-  // multi_dot, clone, mse_loss, pow, linear). split and chunk return several tensors.
+  // The built-in tensor ops: every op of the op table (op_table.h), and dagsim.parameter (a
+  // fresh leaf that requires grad, for a model's parameter RRefs).
   static FunctionRegistry with_builtins();
 
   // Asserts the name is new: two meanings for one name would be a programming error.

@@ -278,6 +278,27 @@ Tensor relu(const Tensor& a) {
   return out;
 }
 
+Tensor abs(const Tensor& a) {
+  check_unary("abs", a);
+  Tensor out = map1(a, [](auto x) { return std::abs(x); });
+  record_op("AbsBackward", {a}, {out}, [](const BackwardArgs& args) {
+    // g * sign(x), with sign(0) = 0 as torch's sgn: the subgradient PyTorch picks at the kink.
+    return variable_list{map2(args.grads[0], args.saved[0],
+                              [](auto g, auto x) { return x > 0 ? g : x < 0 ? -g : decltype(g){0}; })};
+  }, {a});
+  return out;
+}
+
+Tensor sqrt(const Tensor& a) {
+  check_unary("sqrt", a);
+  Tensor out = map1(a, [](auto x) { return std::sqrt(x); });
+  record_op("SqrtBackward", {a}, {out}, [](const BackwardArgs& args) {
+    // d sqrt(x) = 0.5 / sqrt(x), from the saved output (inf at 0, as in PyTorch).
+    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto y) { return g / (2 * y); })};
+  }, {}, {out});
+  return out;
+}
+
 // In-place updates -----------------------------------------------------------------------------
 
 namespace {

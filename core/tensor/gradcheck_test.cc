@@ -177,6 +177,8 @@ TEST_F(Gradcheck, UnaryMath) {
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return tanh(x[0]); }, {normal({2, 3})}));
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return sigmoid(x[0]); }, {normal({2, 3})}));
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return relu(x[0]); }, {away_from_zero({3, 4})}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return abs(x[0]); }, {away_from_zero({3, 4})}));
+  EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return sqrt(x[0]); }, {positive({2, 3})}));
   // Chained, so saved outputs (exp, tanh, sigmoid) feed later saved inputs.
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return log(add(sigmoid(tanh(exp(x[0]))), 1.0)); },
                                {normal({5})}));

@@ -8,7 +8,10 @@
 // build, so they are deterministic run to run on one machine.
 //
 // Ops are spread over files by family: factories.cc, elementwise.cc, reduce.cc, shape_ops.cc,
-// linalg.cc, nn_ops.cc.
+// index_ops.cc, linalg.cc, nn_ops.cc.
+//
+// dagsim has no integer dtype: index tensors (an op's index argument, a loss target, the indices
+// max and min return) are float tensors holding integral values.
 #pragma once
 
 #include <optional>
@@ -54,6 +57,10 @@ Tensor cos(const Tensor& a);
 Tensor tanh(const Tensor& a);
 Tensor sigmoid(const Tensor& a);
 Tensor relu(const Tensor& a);
+// Gradient g * sign(a), 0 at a == 0 as PyTorch.
+Tensor abs(const Tensor& a);
+// NaN below 0; gradient g / (2 sqrt(a)), infinite at 0, as PyTorch.
+Tensor sqrt(const Tensor& a);
 
 // The shape two shapes broadcast to, as torch.broadcast_shapes. Throws shape_mismatch naming `op`.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
@@ -83,6 +90,22 @@ Tensor mean(const Tensor& a, int64_t dim, bool keepdim = false);
 Tensor softmax(const Tensor& a, int64_t dim);
 Tensor log_softmax(const Tensor& a, int64_t dim);
 
+// What max and min along a dim return, as torch.return_types.max: `indices` is float64 (there is
+// no integer dtype) and does not require grad. Binds as `auto [values, indices] = max(a, 1);`.
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;
+};
+// The largest (smallest) element along `dim` and its position there, as torch.max(a, dim): the
+// first of equal elements, NaN if any (the first NaN). The gradient goes to the selected element
+// only. Throws invalid_argument when the dim is empty.
+ValuesIndices max(const Tensor& a, int64_t dim, bool keepdim = false);
+ValuesIndices min(const Tensor& a, int64_t dim, bool keepdim = false);
+// Over all elements, as torch.max(a): the gradient is split evenly among the elements equal to
+// the result. Throws invalid_argument on an empty tensor.
+Tensor max(const Tensor& a);
+Tensor min(const Tensor& a);
+
 // Shape ops (shape_ops.cc); each returns a new contiguous tensor ------------------------------
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1);
 // One size may be -1 (inferred).
@@ -102,6 +125,18 @@ Tensor clone(const Tensor& a);
 // Shares storage (and so the version counter) with `a`, without history and not requiring grad.
 Tensor detach(const Tensor& a);
 
+// Indexing (index_ops.cc): indices must be integers in [0, size) (no negative indices, as torch);
+// invalid_argument for a non-integral value, index_out_of_range naming the index and the size.
+// Backward adds the gradient into every position read, so a repeated index accumulates.
+// As torch.gather: out[i][j][k] = a[index[i][j][k]][j][k] for dim 0; index has a's number of dims,
+// no larger than a's except along `dim`, and the output has index's shape.
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
+// As torch.index_select: the slices index[0], index[1], ... of `a` along `dim`; index 1-D (or 0-d).
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
+// As torch.nn.functional.embedding: weight [num_embeddings, embedding_dim], indices of any shape,
+// output indices.shape + [embedding_dim]. The weight's gradient is dense (sparse=False).
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+
 // Linear algebra (linalg.cc) --------------------------------------------------------------------
 // As torch.matmul: 1-D·1-D dot, 2-D·2-D, 1-D promoted and removed, batched with broadcast batch dims.
 Tensor matmul(const Tensor& a, const Tensor& b);
@@ -112,12 +147,22 @@ Tensor multi_dot(const std::vector<Tensor>& tensors);
 // x·Wᵀ + b, as torch.nn.functional.linear. x [..., in], W [out, in], b [out] (optional).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
-// Losses (nn_ops.cc); reduction is "mean" as PyTorch's default ------------------------------
+// Neural-network functions (nn_ops.cc); losses reduce by "mean", PyTorch's default -----------
 Tensor mse_loss(const Tensor& input, const Tensor& target);
 // input: log-probabilities [N, C]; target: class indices [N] held as integral values.
 Tensor nll_loss(const Tensor& input, const Tensor& target);
 // log_softmax over dim 1, then nll_loss.
 Tensor cross_entropy(const Tensor& input, const Tensor& target);
+// As torch.nn.functional.layer_norm: normalises over the trailing dims `normalized_shape` (biased
+// variance, eps inside the sqrt), then scales by weight and shifts by bias, each optional
+// (undefined) and of shape normalized_shape. Gradients for x, weight and bias.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// As torch.nn.functional.dropout: when training, zeroes each element with probability p (one
+// prng draw per element, row-major, so the same seed gives the same mask) and scales the rest by
+// 1/(1-p); p == 1 gives zeros. Not training, or p == 0, returns `a` itself and draws nothing.
+// The gradient is the mask times the scale. Throws invalid_argument unless p is in [0, 1].
+Tensor dropout(const Tensor& a, double p, bool training, Prng& prng);
 
 // Comparison for tests and checks: |a - b| <= atol + rtol * |b| elementwise, same shape.
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-9, double atol = 1e-12);

@@ -46,6 +46,8 @@ TEST(OpsErrors, DtypeMismatch) {
 TEST(OpsErrors, UndefinedInputs) {
   const Tensor undefined;
   EXPECT_TRUE(throws_error([&] { exp(undefined); }, kArg, {"exp", "defined"}));
+  EXPECT_TRUE(throws_error([&] { abs(undefined); }, kArg, {"abs", "defined"}));
+  EXPECT_TRUE(throws_error([&] { sqrt(undefined); }, kArg, {"sqrt", "defined"}));
   EXPECT_TRUE(throws_error([&] { add(zeros({1}), undefined); }, kArg, {"add", "other"}));
   EXPECT_TRUE(throws_error([&] { sum(undefined); }, kArg, {"sum"}));
   EXPECT_TRUE(throws_error([&] { reshape(undefined, {1}); }, kArg, {"reshape"}));

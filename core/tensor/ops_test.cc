@@ -77,6 +77,22 @@ TEST(Ops, ScalarOpsAndUnaryMath) {
   EXPECT_TRUE(equals(tanh(x), {3}, {std::tanh(-1.0), 0, std::tanh(2.0)}));
   EXPECT_TRUE(equals(sigmoid(x), {3}, {1 / (1 + std::exp(1.0)), 0.5, 1 / (1 + std::exp(-2.0))}));
   EXPECT_TRUE(equals(relu(t({4}, {-2, -0.0, 0.5, 3})), {4}, {0, 0, 0.5, 3}));
+  EXPECT_TRUE(equals(abs(t({4}, {-2, -0.0, 0.5, 3})), {4}, {2, 0, 0.5, 3}));
+  EXPECT_TRUE(equals(sqrt(t({4}, {0, 0.25, 4, 2})), {4}, {0, 0.5, 2, std::sqrt(2.0)}));
+  EXPECT_TRUE(std::isnan(sqrt(t({1}, {-1})).item()));
+}
+
+TEST(Ops, AbsAndSqrtBackward) {
+  // abs: sign(x), and 0 at the kink (PyTorch's choice), which gradcheck cannot probe.
+  Tensor x = t({4}, {-2, 0, 0.5, 3});
+  x.set_requires_grad(true);
+  sum(mul(abs(x), t({4}, {1, 2, 3, 4}))).backward();
+  EXPECT_TRUE(equals(x.grad(), {4}, {-1, 0, 3, 4}));
+  Tensor y = t({3}, {0.25, 4, 0});
+  y.set_requires_grad(true);
+  sum(sqrt(y)).backward();
+  EXPECT_TRUE(equals(narrow(y.grad(), 0, 0, 2), {2}, {1, 0.25}));
+  EXPECT_EQ(y.grad().at({2}), INFINITY);
 }
 
 TEST(Ops, Float32Compute) {

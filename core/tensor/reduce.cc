@@ -1,5 +1,6 @@
-// Reductions (sum, mean: over everything or one dim, with keepdim) and the normalisations over a
-// dim (softmax, log_softmax), computed in the numerically stable max-shifted form.
+// Reductions (sum, mean, max, min: over everything or one dim, with keepdim) and the
+// normalisations over a dim (softmax, log_softmax), computed in the numerically stable
+// max-shifted form.
 #include <cmath>
 #include <limits>
 
@@ -122,6 +123,108 @@ Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
   });
   return out;
 }
+
+namespace {
+
+// Whether `v` replaces `best` as the running max (or min): strictly better, so the first of equal
+// values wins, as PyTorch's CPU kernel; and NaN beats any number, as torch.max propagates NaN.
+template <typename T>
+bool beats(T v, T best, bool is_max) {
+  if (std::isnan(best)) return false;
+  if (std::isnan(v)) return true;
+  return is_max ? v > best : v < best;
+}
+
+ValuesIndices extremum_dim(const char* op, const char* node, const Tensor& a, int64_t dim, bool keepdim,
+                           bool is_max) {
+  detail::check_defined(op, a);
+  const int64_t d = detail::wrap_dim(op, dim, a.shape());
+  if (a.shape()[d] == 0) {
+    throw errors::invalid_argument(std::string(op) + ": expected reduction dim " + std::to_string(d) +
+                                   " to have non-zero size (input shape " + shape_str(a.shape()) + ")");
+  }
+  const DimSplit s = split_at(a.shape(), d);
+  const Shape out_shape = reduced_shape(a.shape(), d, keepdim);
+  Tensor values = Tensor::empty(out_shape, a.dtype());
+  // dagsim has no integer dtype: indices are float64 holding integral values (exact below 2^53).
+  Tensor indices = Tensor::empty(out_shape, Dtype::float64);
+  // Flat input offset of each selected element, in output order: where backward routes gradient.
+  std::vector<int64_t> picked(static_cast<size_t>(s.outer * s.inner));
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    T* y = values.data<T>();
+    double* idx = indices.data<double>();
+    for (int64_t o = 0; o < s.outer; ++o) {
+      for (int64_t i = 0; i < s.inner; ++i) {
+        const int64_t base = o * s.size * s.inner + i;
+        int64_t best = 0;
+        for (int64_t k = 1; k < s.size; ++k) {
+          if (beats(x[base + k * s.inner], x[base + best * s.inner], is_max)) best = k;
+        }
+        const int64_t at = o * s.inner + i;
+        y[at] = x[base + best * s.inner];
+        idx[at] = static_cast<double>(best);
+        picked[static_cast<size_t>(at)] = base + best * s.inner;
+      }
+    }
+  });
+  record_op(node, {a}, {values}, [shape = a.shape(), picked = std::move(picked)](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    Tensor grad = zeros(shape, g.dtype());
+    dispatch_dtype(g.dtype(), [&]<typename T>() {
+      const T* pg = g.data<T>();
+      T* p = grad.data<T>();
+      for (size_t j = 0; j < picked.size(); ++j) p[picked[j]] = pg[j];
+    });
+    return variable_list{grad};
+  });
+  return {values, indices};
+}
+
+Tensor extremum_all(const char* op, const char* node, const Tensor& a, bool is_max) {
+  detail::check_defined(op, a);
+  if (a.numel() == 0) {
+    throw errors::invalid_argument(std::string(op) + ": expected a non-empty input when no dim is given, got shape " +
+                                   shape_str(a.shape()) + "; specify the reduction dim");
+  }
+  Tensor out = Tensor::empty({}, a.dtype());
+  // Every element equal to the result (every NaN when it is NaN): the gradient is split evenly
+  // among them, as PyTorch's evenly_distribute_backward.
+  std::vector<int64_t> ties;
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    T best = x[0];
+    for (int64_t i = 1; i < a.numel(); ++i) {
+      if (beats(x[i], best, is_max)) best = x[i];
+    }
+    out.data<T>()[0] = best;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      if (x[i] == best || (std::isnan(x[i]) && std::isnan(best))) ties.push_back(i);
+    }
+  });
+  record_op(node, {a}, {out}, [shape = a.shape(), ties = std::move(ties)](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    Tensor grad = zeros(shape, g.dtype());
+    dispatch_dtype(g.dtype(), [&]<typename T>() {
+      const T share = g.data<T>()[0] / static_cast<T>(ties.size());
+      T* p = grad.data<T>();
+      for (int64_t i : ties) p[i] = share;
+    });
+    return variable_list{grad};
+  });
+  return out;
+}
+
+}  // namespace
+
+ValuesIndices max(const Tensor& a, int64_t dim, bool keepdim) {
+  return extremum_dim("max", "MaxBackward", a, dim, keepdim, true);
+}
+ValuesIndices min(const Tensor& a, int64_t dim, bool keepdim) {
+  return extremum_dim("min", "MinBackward", a, dim, keepdim, false);
+}
+Tensor max(const Tensor& a) { return extremum_all("max", "MaxBackward", a, true); }
+Tensor min(const Tensor& a) { return extremum_all("min", "MinBackward", a, false); }
 
 namespace {
 

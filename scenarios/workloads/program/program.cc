@@ -30,12 +30,14 @@ std::map<std::string, Tensor> make_leaves(const Program& program) {
 
 Tensor initial_value(const ProgramParameter& parameter) { return from_values(parameter.shape, parameter.values); }
 
-Tensor single(const std::vector<Tensor>& results, const Statement& s) {
-  if (results.size() != 1) {
-    throw errors::invalid_argument("statement '" + s.out + "': " + s.call + " returned " + std::to_string(results.size()) +
-                                   " tensors, expected 1");
+void assign(std::map<std::string, Tensor>& values, const std::vector<Tensor>& results, const Statement& s) {
+  if (results.size() != s.outs.size()) {
+    std::string names;
+    for (const std::string& n : s.outs) names += (names.empty() ? "" : ", ") + n;
+    throw errors::invalid_argument("statement '" + names + "': " + s.call + " returned " + std::to_string(results.size()) +
+                                   " tensor(s) for " + std::to_string(s.outs.size()) + " name(s)");
   }
-  return results[0];
+  for (size_t i = 0; i < results.size(); ++i) values[s.outs[i]] = results[i];
 }
 
 const rpc::RpcFunction& function(const rpc::FunctionRegistry& registry, const std::string& name) {
@@ -110,7 +112,7 @@ ProgramResult run_program_locally(const Program& program, const rpc::FunctionReg
     std::map<std::string, Tensor> values = leaves;
     for (const Statement& s : program.statements) {
       if (s.call == kToHere) {
-        values[s.out] = values.at(s.rrefs.at(0));  // the same tensor: gradients reach the owner's leaf
+        values[s.out()] = values.at(s.rrefs.at(0));  // the same tensor: gradients reach the owner's leaf
         continue;
       }
       std::string op = s.call;
@@ -121,7 +123,7 @@ ProgramResult run_program_locally(const Program& program, const rpc::FunctionReg
       for (const std::string& name : s.rrefs) args.tensors.push_back(values.at(name));  // appended, as the callee does
       args.attributes = s.attributes;
       args.attributes.erase("to");
-      values[s.out] = detail::single(detail::function(registry, op)(local, args), s);
+      detail::assign(values, detail::function(registry, op)(local, args), s);
     }
     autograd::variable_list roots;
     for (const std::string& r : program.roots) roots.push_back(values.at(r));

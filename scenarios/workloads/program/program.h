@@ -68,8 +68,9 @@ namespace detail {
 std::map<std::string, Tensor> make_leaves(const Program& program);
 // A parameter's initial value. REQUIRES: materialised values.
 Tensor initial_value(const ProgramParameter& parameter);
-// The single result of statement `s`, or invalid_argument naming it.
-Tensor single(const std::vector<Tensor>& results, const Statement& s);
+// Binds the results of statement `s` to its names, one each, or invalid_argument naming it when
+// the counts differ.
+void assign(std::map<std::string, Tensor>& values, const std::vector<Tensor>& results, const Statement& s);
 // The function `name` of `registry`, or invalid_argument.
 const rpc::RpcFunction& function(const rpc::FunctionRegistry& registry, const std::string& name);
 // `total` += `g` (a copy when `total` has none yet).

@@ -85,18 +85,20 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
     std::map<std::string, Tensor> values = leaves;
     std::map<std::string, rpc::RRef> rrefs = params;                          // and this call's remote results
     std::map<std::string, runtime::Future<std::vector<Tensor>>> pending;  // rpc_async results
-    std::map<std::string, const Statement*> pending_statement;
+    std::map<std::string, const Statement*> pending_statement;  // by each name it defines
     std::function<Tensor(const std::string&)> value_of = [&](const std::string& name) {
-      if (auto it = pending.find(name); it != pending.end()) {
-        values[name] = detail::single(it->second.get(), *pending_statement.at(name));
-        pending.erase(it);
+      if (auto st = pending_statement.find(name); st != pending_statement.end()) {
+        const Statement& s = *st->second;
+        detail::assign(values, pending.at(s.out()).get(), s);
+        pending.erase(s.out());
+        for (const std::string& n : s.outs) pending_statement.erase(n);
       }
       return values.at(name);
     };
     for (const Statement& s : program.statements) {
-      dist_autograd::CallLabelScope label(s.out);
+      dist_autograd::CallLabelScope label(s.out());
       if (s.call == kToHere) {
-        values[s.out] = detail::single(rrefs.at(s.rrefs.at(0)).to_here(), s);
+        detail::assign(values, rrefs.at(s.rrefs.at(0)).to_here(), s);
         continue;
       }
       rpc::CallArgs args;
@@ -111,18 +113,18 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
           }
           args.rrefs.clear();
           rpc::CallContext local{&agent, agent.self()};
-          values[s.out] = detail::single(detail::function(agent.registry(), s.call)(local, args), s);
+          detail::assign(values, detail::function(agent.registry(), s.call)(local, args), s);
           break;
         }
         case Via::rpc_sync:
-          values[s.out] = detail::single(agent.rpc_sync(static_cast<WorkerId>(s.on), s.call, args), s);
+          detail::assign(values, agent.rpc_sync(static_cast<WorkerId>(s.on), s.call, args), s);
           break;
         case Via::rpc_async:
-          pending.emplace(s.out, agent.rpc_async(static_cast<WorkerId>(s.on), s.call, args));
-          pending_statement[s.out] = &s;
+          pending.emplace(s.out(), agent.rpc_async(static_cast<WorkerId>(s.on), s.call, args));
+          for (const std::string& n : s.outs) pending_statement[n] = &s;
           break;
         case Via::remote:
-          rrefs[s.out] = agent.remote(static_cast<WorkerId>(s.on), s.call, args);
+          rrefs[s.out()] = agent.remote(static_cast<WorkerId>(s.on), s.call, args);
           break;
       }
     }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rpc/op_table.h"
 #include "core/tensor/dtype.h"
 #include "scenarios/workloads/program/program_spec.h"
 
@@ -24,18 +25,18 @@ inline constexpr int64_t kProgramMaxNumel = 10'000'000;
 // Elements of `shape`, saturating at INT64_MAX (so 10^7 × 10^7 × 10^7 cannot wrap).
 int64_t saturating_numel(const Shape& shape);
 
-// The shape `call` gives for arguments of `shapes` (tensors, then RRef values) and `attributes`;
-// nullopt when it does not know or the arguments do not fit.
-std::optional<Shape> infer_result_shape(const std::string& call, const std::vector<Shape>& shapes,
-                                        const std::map<std::string, double>& attributes);
+// The shapes `call` gives (one per result) for arguments of `shapes` (tensors, then RRef values)
+// and `attributes`; nullopt when it does not know or the arguments do not fit.
+rpc::OpShapes infer_result_shapes(const std::string& call, const std::vector<Shape>& shapes,
+                                  const std::map<std::string, double>& attributes);
 
 // The bytes of float64 tensors a run of `program` certainly holds at once, counted from shapes:
 // each leaf and parameter with its gradient, and every statement result whose shape is known
 // (held for backward), twice: in the distributed run and in the local oracle. Saturates.
 uint64_t counted_tensor_bytes(const Program& program);
 
-// Each statement's result shape where it can be inferred (leaves and parameters from their
+// Each statement's result shapes where they can be inferred (leaves and parameters from their
 // declared shapes), by statement index; nullopt where not.
-std::vector<std::optional<Shape>> statement_shapes(const Program& program);
+std::vector<rpc::OpShapes> statement_shapes(const Program& program);
 
 }  // namespace dagsim::scenarios

@@ -51,7 +51,9 @@ enum class Via : uint8_t { local, rpc_sync, rpc_async, remote };
 inline constexpr const char* kToHere = "to_here";
 
 struct Statement {
-  std::string out;
+  // The names it defines, one per result of the call (`out = "y"`, or `out = ["a", "b"]` for a
+  // call of several results, such as split); results may go unused.
+  std::vector<std::string> outs;
   std::string call;
   std::vector<std::string> args;  // tensor arguments
   std::map<std::string, double> attributes;
@@ -60,6 +62,8 @@ struct Statement {
   // RRef arguments, owned by the worker that runs the call; their values are appended after the
   // tensor arguments (CallArgs::rrefs).
   std::vector<std::string> rrefs = {};
+
+  const std::string& out() const { return outs.at(0); }  // the first (or only) name
 };
 
 // optimizer = { kind = ..., ... }: PyTorch's torch.optim.SGD or Adam with these options.

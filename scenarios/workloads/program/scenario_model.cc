@@ -75,7 +75,7 @@ Program compile_model(const ModelSpec& model) {
     p.parameters.push_back(ProgramParameter{"w" + n, {layer.out, in}, ProgramTensor::Init::uniform, {}, bound, layer.on});
     p.parameters.push_back(ProgramParameter{"b" + n, {layer.out}, ProgramTensor::Init::uniform, {}, bound, layer.on});
     Statement s;
-    s.out = "h" + n;
+    s.outs = {"h" + n};
     s.call = "mlp_layer";
     s.args = {h};
     s.rrefs = {"w" + n, "b" + n};
@@ -83,10 +83,10 @@ Program compile_model(const ModelSpec& model) {
     s.via = layer.on == model.driver ? Via::local : Via::rpc_sync;
     s.on = layer.on == model.driver ? model.driver : layer.on;
     p.statements.push_back(s);
-    h = s.out;
+    h = s.out();
     in = layer.out;
   }
-  p.statements.push_back(Statement{"loss", "mse_loss", {h, "y"}, {}, Via::local, model.driver});
+  p.statements.push_back(Statement{{"loss"}, "mse_loss", {h, "y"}, {}, Via::local, model.driver});
   p.roots = {"loss"};
   p.backward_calls = model.steps;
   p.optimizer = model.optimizer;

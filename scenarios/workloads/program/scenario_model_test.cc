@@ -68,7 +68,7 @@ kind = "params_match_local"
   EXPECT_EQ(p.parameters[5].on, 3u);
 
   ASSERT_EQ(p.statements.size(), 4u);
-  EXPECT_EQ(p.statements[0].out, "h1");
+  EXPECT_EQ(p.statements[0].out(), "h1");
   EXPECT_EQ(p.statements[0].call, "mlp_layer");
   EXPECT_EQ(p.statements[0].args, (std::vector<std::string>{"x"}));
   EXPECT_EQ(p.statements[0].rrefs, (std::vector<std::string>{"w1", "b1"}));
@@ -78,7 +78,7 @@ kind = "params_match_local"
   EXPECT_EQ(p.statements[1].args, (std::vector<std::string>{"h1"}));
   EXPECT_EQ(p.statements[1].attributes.at("activation"), 2);  // relu
   EXPECT_EQ(p.statements[2].attributes.at("activation"), 0);
-  EXPECT_EQ(p.statements[3].out, "loss");
+  EXPECT_EQ(p.statements[3].out(), "loss");
   EXPECT_EQ(p.statements[3].call, "mse_loss");
   EXPECT_EQ(p.statements[3].args, (std::vector<std::string>{"h3", "y"}));
   EXPECT_EQ(p.statements[3].via, Via::local);

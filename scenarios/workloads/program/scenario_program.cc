@@ -11,6 +11,7 @@
 #include <map>
 
 #include "core/base/printable.h"
+#include "core/rpc/op_table.h"
 #include "core/tensor/dtype.h"
 #include "scenarios/workloads/program/program_shapes.h"
 #include "scenarios/workloads/program/scenario_optimizer.h"
@@ -36,7 +37,10 @@ struct AttributeKey {
 };
 constexpr double kNumel = static_cast<double>(kMaxNumel);
 constexpr Range kDimRange{-static_cast<double>(kMaxRank), static_cast<double>(kMaxRank - 1)};
-constexpr std::array<AttributeKey, 8> kAttributes = {{
+constexpr Range kCountRange{1, kNumel};
+// Every attribute an op of the table reads has a row here (the table's test checks it), with what
+// it may be; plus mlp_layer's activation.
+constexpr std::array<AttributeKey, 15> kAttributes = {{
     {"dim", true, kDimRange},
     {"dim0", true, kDimRange},
     {"dim1", true, kDimRange},
@@ -44,14 +48,28 @@ constexpr std::array<AttributeKey, 8> kAttributes = {{
     {"length", true, Range{0, kNumel}},
     {"keepdim", false, kFinite},
     {"exponent", false, kFinite},
+    {"split_size", true, kCountRange},
+    {"chunks", true, kCountRange},
+    {"normalized_dims", true, Range{1, static_cast<double>(kMaxRank)}},
+    {"eps", false, Range{0, 1, true, false}},
+    {"p", false, Range{0, 1}},
+    {"training", false, kFinite},
+    {"seed", true, Range{0, 9007199254740992.0}},  // 2^53: exact as a number
     {"activation", true, Range{0, 3}},  // 0 none, 1 tanh, 2 relu, 3 sigmoid
 }};
 
 constexpr std::array<std::string_view, 6> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on"};
 constexpr std::array<std::string_view, 6> kParameterKeys = {"name", "shape", "values", "init", "scale", "on"};
-constexpr std::array<std::string_view, 14> kStatementKeys = {"out",     "call",     "args",       "via",  "on",
-                                                             "dim",     "dim0",     "dim1",       "start", "length",
-                                                             "keepdim", "exponent", "activation", "to"};
+// A statement's keys: its own, every attribute key, and a relay's `to`.
+constexpr std::array<std::string_view, 5> kStatementOwnKeys = {"out", "call", "args", "via", "on"};
+constexpr auto kStatementKeys = [] {
+  std::array<std::string_view, kStatementOwnKeys.size() + kAttributes.size() + 1> keys{};
+  size_t n = 0;
+  for (std::string_view k : kStatementOwnKeys) keys[n++] = k;
+  for (const AttributeKey& a : kAttributes) keys[n++] = a.name;
+  keys[n++] = "to";
+  return keys;
+}();
 constexpr std::array<std::string_view, 3> kBackwardKeys = {"roots", "retain_graph", "calls"};
 constexpr std::array<std::string_view, 2> kInits = {"uniform", "normal"};
 constexpr std::array<std::string_view, 4> kVias = {"local", "rpc_sync", "rpc_async", "remote"};
@@ -82,7 +100,23 @@ class Defined {
   // Reads `name` (or `out`) of `t`: an identifier not defined before, of type `type`.
   std::string define(const TomlReader& reader, const Table& t, std::string_view key, NameType type) {
     const toml::node& node = reader.required(t, key);
-    const std::string path = t.key_path(key);
+    return define_one(reader, node, t.key_path(key), t.path, type);
+  }
+  // Reads `out` of a statement: one name, or an array of distinct names (a call of several results).
+  std::vector<std::string> define_outs(const TomlReader& reader, const Table& t, NameType type) {
+    const toml::node& node = reader.required(t, "out");
+    const std::string path = t.key_path("out");
+    if (!node.is_array()) return {define_one(reader, node, path, t.path, type)};
+    const toml::array& names = reader.array(node, path);
+    if (names.empty()) reader.fail(node, path, "names no result (give one name, or an array of at least one)");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < names.size(); ++i) out.push_back(define_one(reader, names[i], path + "[" + std::to_string(i) + "]", t.path, type));
+    return out;
+  }
+
+ private:
+  std::string define_one(const TomlReader& reader, const toml::node& node, const std::string& path, const std::string& owner,
+                         NameType type) {
     std::string name = reader.string(node, path);
     if (!is_identifier(name)) {
       reader.fail(node, path, quote(name) + " is not an identifier ([A-Za-z_][A-Za-z0-9_]*)");
@@ -90,11 +124,10 @@ class Defined {
     if (auto it = defined_.find(name); it != defined_.end()) {
       reader.fail(node, path, quote(name) + " is already defined by " + it->second.path);
     }
-    defined_.emplace(name, Entry{t.path, type});
+    defined_.emplace(name, Entry{owner, type});
     return name;
   }
 
- private:
   struct Entry {
     std::string path;
     NameType type;
@@ -230,7 +263,7 @@ Statement read_statement(const TomlReader& reader, const Table& t, Defined& name
   // The call first, then where it runs, then the arguments (checked against where), then the
   // output: a statement cannot use its own output.
   const std::string call_path = t.key_path("call");
-  s.call = std::string(kProgramFunctions[reader.choice(reader.required(t, "call"), call_path, kProgramFunctions)]);
+  s.call = std::string(program_functions()[reader.choice(reader.required(t, "call"), call_path, program_functions())]);
   const bool to_here = s.call == kToHere;
 
   if (const toml::node* via = t.get("via")) s.via = static_cast<Via>(reader.choice(*via, t.key_path("via"), kVias));
@@ -266,7 +299,10 @@ Statement read_statement(const TomlReader& reader, const Table& t, Defined& name
     reader.fail(*to, t.key_path("to"), "does not apply to call " + quote(s.call) + " (only relay_* calls take it)");
   }
 
-  s.out = names.define(reader, t, "out", NameType{s.via == Via::remote, s.on});
+  if (s.via == Via::remote && t.get("out") != nullptr && t.get("out")->is_array()) {
+    reader.fail(*t.get("out"), t.key_path("out"), "a remote call gives one RRef: name it with a string");
+  }
+  s.outs = names.define_outs(reader, t, NameType{s.via == Via::remote, s.on});
   return s;
 }
 
@@ -295,18 +331,37 @@ void read_backward(const TomlReader& reader, const toml::node& backward, const D
 
 }  // namespace
 
+std::span<const std::string_view> program_functions() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const rpc::OpDef& op : rpc::op_table()) out.push_back(op.name);
+    for (std::string_view f : {"relay_add", "relay_sub", "relay_mul", "relay_div", "mlp_layer"}) out.push_back(f);
+    out.push_back(kToHere);
+    return out;
+  }();
+  return names;
+}
+
+bool is_attribute_key(std::string_view name) {
+  return std::any_of(kAttributes.begin(), kAttributes.end(), [&](const AttributeKey& k) { return k.name == name; });
+}
+
 // Every statement whose result shape is known now must fit the element limit: refused here, with
 // its line, rather than failing an allocation in the run (program_shapes.h).
 void check_result_sizes(const TomlReader& reader, const std::vector<const toml::table*>& tables, const Program& program) {
-  const std::vector<std::optional<Shape>> shapes = statement_shapes(program);
+  const std::vector<rpc::OpShapes> shapes = statement_shapes(program);
   for (size_t i = 0; i < shapes.size(); ++i) {
-    if (!shapes[i] || saturating_numel(*shapes[i]) <= kMaxNumel) continue;
+    if (!shapes[i]) continue;
     const Statement& s = program.statements[i];
-    const int64_t n = saturating_numel(*shapes[i]);
-    reader.fail(*tables[i], index_path("program", i),
-                quote(s.out) + " = " + s.call + "(...) has shape " + shape_str(*shapes[i]) + ", " +
-                    (n == std::numeric_limits<int64_t>::max() ? "over 2^63" : std::to_string(n)) +
-                    " elements; a tensor has at most " + std::to_string(kMaxNumel));
+    for (size_t k = 0; k < shapes[i]->size(); ++k) {
+      const Shape& shape = (*shapes[i])[k];
+      const int64_t n = saturating_numel(shape);
+      if (n <= kMaxNumel) continue;
+      reader.fail(*tables[i], index_path("program", i),
+                  quote(s.outs.at(k)) + " = " + s.call + "(...) has shape " + shape_str(shape) + ", " +
+                      (n == std::numeric_limits<int64_t>::max() ? "over 2^63" : std::to_string(n)) +
+                      " elements; a tensor has at most " + std::to_string(kMaxNumel));
+    }
   }
 }
 

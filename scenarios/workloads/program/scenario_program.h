@@ -7,6 +7,7 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -21,16 +22,12 @@ inline constexpr std::array<std::string_view, 5> kProgramKeys = {"tensors", "par
                                                                  "optimizer"};
 inline constexpr std::array<std::string_view, 2> kProgramRequiredKeys = {"program", "backward"};
 
-// Every function a statement's `call` may name: the built-ins of the function registry
-// (core/rpc/function_registry.cc), the relays and mlp_layer of add_program_functions (program.h),
-// and the pseudo-call to_here (an RRef's value fetched to the driver). The one list of them; a
-// function added there is added here.
-inline constexpr std::array<std::string_view, 28> kProgramFunctions = {
-    "add",     "sub",       "mul",       "div",       "matmul",  "mse_loss",    "neg",
-    "exp",     "log",       "tanh",      "sigmoid",   "relu",    "clone",       "pow",
-    "sum",     "mean",      "softmax",   "log_softmax", "transpose", "narrow",  "cat",
-    "linear",  "relay_add", "relay_sub", "relay_mul", "relay_div", "mlp_layer", "to_here",
-};
+// Every function a statement's `call` may name: the ops of the op table (core/rpc/op_table.h),
+// then the relays and mlp_layer of add_program_functions (program.h), then the pseudo-call
+// to_here (an RRef's value fetched to the driver). Derived: an op added to the table is callable.
+std::span<const std::string_view> program_functions();
+// Whether a statement may carry attribute `name` (every attribute an op of the table reads is one).
+bool is_attribute_key(std::string_view name);
 
 // The prefix of the relay functions, which (only they) take the node attribute `to`.
 inline constexpr std::string_view kRelayPrefix = "relay_";

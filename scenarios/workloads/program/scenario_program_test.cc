@@ -63,18 +63,18 @@ TEST(ScenarioProgram, SeedExampleLoads) {
   EXPECT_TRUE(p.tensors[2].requires_grad);  // the default
 
   ASSERT_EQ(p.statements.size(), 3u);
-  EXPECT_EQ(p.statements[0].out, "t3");
+  EXPECT_EQ(p.statements[0].out(), "t3");
   EXPECT_EQ(p.statements[0].call, "add");
   EXPECT_EQ(p.statements[0].args, (std::vector<std::string>{"t1", "t2"}));
   EXPECT_EQ(p.statements[0].via, Via::rpc_sync);
   EXPECT_EQ(p.statements[0].on, 1u);
   EXPECT_TRUE(p.statements[0].attributes.empty());
-  EXPECT_EQ(p.statements[1].out, "t5");
+  EXPECT_EQ(p.statements[1].out(), "t5");
   EXPECT_EQ(p.statements[1].call, "mul");
   EXPECT_EQ(p.statements[1].args, (std::vector<std::string>{"t3", "t4"}));
   EXPECT_EQ(p.statements[1].via, Via::local);
   EXPECT_EQ(p.statements[1].on, 0u);
-  EXPECT_EQ(p.statements[2].out, "loss");
+  EXPECT_EQ(p.statements[2].out(), "loss");
   EXPECT_EQ(p.statements[2].call, "sum");
 
   EXPECT_EQ(p.roots, (std::vector<std::string>{"loss"}));
@@ -267,12 +267,31 @@ TEST(ScenarioProgram, StatementOutputsAreUniqueIdentifiers) {
             "bad.toml:3: program[1].out: \"y\" is already defined by program[0]");
 }
 
+TEST(ScenarioProgram, AStatementOfSeveralResultsNamesEach) {
+  const Scenario sc = parse_scenario(
+      program(kTensors, R"({ out = ["p0", "p1"], call = "chunk", args = ["a"], chunks = 2 }, { out = "y", call = "sum", args = ["p1"] })"),
+      "multi.toml");
+  const Program& p = program_of(sc);
+  ASSERT_EQ(p.statements.size(), 2u);
+  EXPECT_EQ(p.statements[0].outs, (std::vector<std::string>{"p0", "p1"}));
+  EXPECT_EQ(error_of(program(kTensors, R"({ out = [], call = "chunk", args = ["a"], chunks = 2 })")),
+            "bad.toml:3: program[0].out: names no result (give one name, or an array of at least one)");
+  EXPECT_EQ(error_of(program(kTensors, R"({ out = ["p0", "p0"], call = "chunk", args = ["a"], chunks = 2 })")),
+            "bad.toml:3: program[0].out[1]: \"p0\" is already defined by program[0]");
+  EXPECT_EQ(error_of(program(kTensors, R"({ out = ["p0", 3], call = "chunk", args = ["a"], chunks = 2 })")),
+            "bad.toml:3: program[0].out[1]: expected a string, got an integer");
+  EXPECT_EQ(error_of(program(kTensors, R"({ out = ["r"], call = "neg", args = ["a"], via = "remote", on = "worker1" })")),
+            "bad.toml:3: program[0].out: a remote call gives one RRef: name it with a string");
+}
+
 TEST(ScenarioProgram, CallsNameKnownFunctions) {
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", args = ["a"] })")), "bad.toml:3: program[0].call: required");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "conv2d", args = ["a"] })")),
-            "bad.toml:3: program[0].call: unknown value \"conv2d\"; allowed: add, sub, mul, div, matmul, mse_loss, "
-            "neg, exp, log, tanh, sigmoid, relu, clone, pow, sum, mean, softmax, log_softmax, transpose, narrow, cat, "
-            "linear, relay_add, relay_sub, relay_mul, relay_div, mlp_layer, to_here");
+            "bad.toml:3: program[0].call: unknown value \"conv2d\"; allowed: abs, add, bmm, cat, chunk, clone, cos, "
+            "cross_entropy, div, dropout, embedding, exp, gather, index_select, layer_norm, linear, log, log_softmax, "
+            "matmul, max, mean, min, mse_loss, mul, multi_dot, narrow, neg, nll_loss, pow, relu, sigmoid, sin, softmax, "
+            "split, sqrt, squeeze, stack, sub, sum, tanh, transpose, unsqueeze, relay_add, relay_sub, relay_mul, "
+            "relay_div, mlp_layer, to_here");
 }
 
 TEST(ScenarioProgram, ArgsNameTensorsOrEarlierOutputs) {
@@ -315,7 +334,8 @@ TEST(ScenarioProgram, ViaAndOn) {
 TEST(ScenarioProgram, AttributesAreNamedNumbers) {
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "sum", args = ["a"], axis = 0 })")),
             "bad.toml:3: program[0].axis: unknown key; allowed keys in program: out, call, args, via, on, dim, dim0, "
-            "dim1, start, length, keepdim, exponent, activation, to");
+            "dim1, start, length, keepdim, exponent, split_size, chunks, normalized_dims, eps, p, training, seed, "
+            "activation, to");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "sum", args = ["a"], dim = "0" })")),
             "bad.toml:3: program[0].dim: expected a number or a boolean, got a string");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "sum", args = ["a"], dim = 0.5 })")),

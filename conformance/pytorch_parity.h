@@ -64,7 +64,7 @@ inline Tensor simulate_backward_error_fn(const Tensor& input) {
 
 // The PyTorch test file's user functions (Python UDFs there), beside the builtin ops.
 class DistAutogradTest : public ::testing::Test {
- protected:
+ public:  // the suites' helper functions use it too
   DistAutogradTest() : cluster_(AutogradCluster::zero_latency(), kWorld, registry()) {}
 
   const rpc::FunctionRegistry& registry() {
@@ -75,6 +75,16 @@ class DistAutogradTest : public ::testing::Test {
     registry_.add("my_py_nested_call", [](rpc::CallContext& c, const rpc::CallArgs& a) {
       const auto next = static_cast<WorkerId>((c.agent().self() + 1) % kWorld);
       return c.agent().rpc_sync(next, "add", {{a.tensors.at(0), a.tensors.at(1)}, {}});
+    });
+    // my_py_nested_call(t1, t2, dst, hops): passes the call on to dst's next worker `hops` times,
+    // then has that worker add with my_py_add.
+    registry_.add("my_py_nested_call_hops", [](rpc::CallContext& c, const rpc::CallArgs& a) {
+      const int64_t dst = a.integer("my_py_nested_call_hops", "dst"), hops = a.integer("my_py_nested_call_hops", "hops");
+      const auto next = static_cast<WorkerId>((dst + 1) % kWorld);
+      rpc::CallArgs args{{a.tensors.at(0), a.tensors.at(1)}, {}};
+      if (hops == 0) return c.agent().rpc_sync(next, "my_py_add", args);
+      args.ints = {{"dst", next}, {"hops", hops - 1}};
+      return c.agent().rpc_sync(next, "my_py_nested_call_hops", args);
     });
     // _set_rpc_done: a user function without tensors, which carries the context all the same.
     registry_.add("set_rpc_done", [](rpc::CallContext&, const rpc::CallArgs&) { return std::vector<Tensor>{}; });
@@ -207,38 +217,6 @@ class DistAutogradTest : public ::testing::Test {
       });
     }
   }
-
-  void test_graph(const char* fn, bool remote) {
-    on(0, [&] {
-      DistContext ctx(autograd(0));
-      Tensor t1 = ones({3, 3}), t2 = zeros({3, 3});
-      t1.set_requires_grad(true);
-      t2.set_requires_grad(true);
-      const rpc::CallArgs args{{t1, t2}, {}};
-      const Tensor ret = remote ? agent(0).remote(1, fn, args).to_here()[0] : agent(0).rpc_sync(1, fn, args)[0];
-      const auto& mine = autograd(0).container().retrieve_context(ctx.id());
-      ASSERT_EQ(mine.send_functions().size(), 1u);
-      ASSERT_EQ(mine.recv_functions().size(), 1u);
-      const autograd::Node& send = *mine.send_functions().begin()->second;
-      ASSERT_EQ(send.num_outputs(), 2u);
-      for (size_t i = 0; i < 2; ++i) {
-        const auto* accumulate = dynamic_cast<const autograd::AccumulateGrad*>(send.next_edge(i).function.get());
-        ASSERT_NE(accumulate, nullptr) << send.next_edge(i).function->name();
-        EXPECT_TRUE(accumulate->variable().is_same(i == 0 ? t1 : t2));
-        EXPECT_EQ(send.next_edge(i).input_nr, 0u);
-      }
-      EXPECT_EQ(ret.grad_fn(), mine.recv_functions().begin()->second);
-      const auto& theirs = autograd(1).container().retrieve_context(ctx.id());
-      ASSERT_EQ(theirs.send_functions().size(), 1u);
-      const autograd::Node& reply = *theirs.send_functions().begin()->second;
-      ASSERT_EQ(reply.num_outputs(), 1u);
-      const autograd::Node& add_backward = *reply.next_edge(0).function;
-      EXPECT_EQ(add_backward.name(), "AddBackward");
-      ASSERT_EQ(add_backward.num_outputs(), 2u);
-      EXPECT_EQ(add_backward.next_edge(0).function->name(), "RecvRpcBackward");
-      EXPECT_EQ(add_backward.next_edge(0).function, add_backward.next_edge(1).function);
-    });
-  }
   // _test_backward_rref with the callee the RRef's owner: t1 lives on the owner as an RRef made
   // inside the context, the owner adds the caller's t2 to it; the caller gets t2's gradient and
   // the owner t1's, under the owned tensor (_compare_owner_value). `done` when it ran to its end.
@@ -261,37 +239,6 @@ class DistAutogradTest : public ::testing::Test {
     EXPECT_EQ(grad_of(owner_grads, local_t1), ones({3, 3}).to_vector()) << "worker" << caller;
     done = true;
   }
-  // _test_rpc_complex_args: ten tensors, every other one requiring grad, stacked on the callee.
-  void test_rpc_complex_args(bool remote) {
-    on(0, [&] {
-      DistContext ctx(autograd(0));
-      std::vector<Tensor> tensors;
-      for (int i = 0; i < 10; ++i) {
-        Tensor t = ones({3, 3});
-        t.set_requires_grad(i % 2 == 0);
-        tensors.push_back(t);
-      }
-      const rpc::CallArgs args{tensors, {}};
-      const Tensor ret = remote ? agent(0).remote(1, "stack", args).to_here()[0] : agent(0).rpc_sync(1, "stack", args)[0];
-      EXPECT_EQ(ret.to_vector(), stack(tensors).to_vector());
-      const auto& c = autograd(0).container().retrieve_context(ctx.id());
-      ASSERT_EQ(c.send_functions().size(), 1u);
-      const autograd::Node& send = *c.send_functions().begin()->second;
-      // PyTorch's send function has edges to the tensors that require grad only; dagsim's keeps
-      // one edge per sent tensor, by position (gradients come back by position), and leaves the
-      // others' edges invalid. The same graph: the valid edges lead to those five, in order.
-      std::vector<const autograd::AccumulateGrad*> leaves;
-      for (const autograd::Edge& e : send.next_edges()) {
-        if (!e.is_valid()) continue;
-        leaves.push_back(dynamic_cast<const autograd::AccumulateGrad*>(e.function.get()));
-        ASSERT_NE(leaves.back(), nullptr) << e.function->name();
-      }
-      ASSERT_EQ(leaves.size(), 5u) << "edges to the tensors that require grad only";
-      for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(leaves[i]->variable().is_same(tensors[2 * i]));
-      EXPECT_EQ(c.known_worker_ids(), (std::set<WorkerId>{1}));
-    });
-  }
-
   rpc::FunctionRegistry registry_;
   std::map<WorkerId, Tensor> requires_grad_tensor_;
   AutogradCluster cluster_;

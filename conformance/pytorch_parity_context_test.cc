@@ -17,6 +17,149 @@ namespace {
 
 using namespace std::chrono_literals;
 
+using autograd::Node;
+
+// The lists of a context's send or recv functions, in message-id order (PyTorch's dict order).
+std::vector<const Node*> functions(const std::map<dist_autograd::MessageId, std::shared_ptr<Node>>& by_id) {
+  std::vector<const Node*> out;
+  for (const auto& [id, fn] : by_id) out.push_back(fn.get());
+  return out;
+}
+
+// _verify_graph_for_first_rpc_call: the caller's send function leads to t1's and t2's
+// AccumulateGrad; the result's grad_fn is the recv function.
+void verify_graph_for_first_rpc_call(const Node& send, const Node* recv, const Tensor& t1, const Tensor& t2, const Tensor& ret) {
+  ASSERT_EQ(send.num_outputs(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const auto* accumulate = dynamic_cast<const autograd::AccumulateGrad*>(send.next_edge(i).function.get());
+    ASSERT_NE(accumulate, nullptr) << send.next_edge(i).function->name();
+    EXPECT_TRUE(accumulate->variable().is_same(i == 0 ? t1 : t2));
+    EXPECT_EQ(send.next_edge(i).input_nr, 0u);
+  }
+  EXPECT_EQ(ret.grad_fn().get(), recv);
+}
+
+// _verify_graph_for_rpc_call_exec: the executing node's reply leads to the add's backward, whose
+// two inputs come from the one recv function of the request.
+void verify_graph_for_rpc_call_exec(const Node& send) {
+  ASSERT_EQ(send.num_outputs(), 1u);
+  const Node& add_backward = *send.next_edge(0).function;
+  EXPECT_EQ(add_backward.name(), "AddBackward");
+  ASSERT_EQ(add_backward.num_outputs(), 2u);
+  EXPECT_EQ(add_backward.next_edge(0).function->name(), "RecvRpcBackward");
+  EXPECT_EQ(add_backward.next_edge(0).function, add_backward.next_edge(1).function);
+}
+
+// _verify_graph_for_nested_rpc_call: a node that passed the call on has a send and a recv for the
+// request and for the reply; the request's send leads (twice) to the incoming recv, the reply's
+// send to the nested reply's recv.
+void verify_graph_for_nested_rpc_call(const dist_autograd::DistAutogradContext& ctx) {
+  const std::vector<const Node*> sends = functions(ctx.send_functions()), recvs = functions(ctx.recv_functions());
+  ASSERT_EQ(sends.size(), 2u);
+  ASSERT_EQ(recvs.size(), 2u);
+  ASSERT_EQ(sends[0]->num_outputs(), 2u);
+  EXPECT_EQ(sends[0]->next_edge(0).function->name(), "RecvRpcBackward");
+  EXPECT_EQ(sends[0]->next_edge(0).function, sends[0]->next_edge(1).function);
+  ASSERT_EQ(sends[1]->num_outputs(), 1u);
+  EXPECT_EQ(sends[1]->next_edge(0).function->name(), "RecvRpcBackward");
+}
+
+// _test_rpc_complex_args: ten tensors, every other one requiring grad, stacked on the callee.
+void test_rpc_complex_args(DistAutogradTest& t, bool remote) {
+  t.on(0, [&] {
+    DistContext ctx(t.autograd(0));
+    std::vector<Tensor> tensors;
+    for (int i = 0; i < 10; ++i) {
+      Tensor t = ones({3, 3});
+      t.set_requires_grad(i % 2 == 0);
+      tensors.push_back(t);
+    }
+    const rpc::CallArgs args{tensors, {}};
+    const Tensor ret = remote ? t.agent(0).remote(1, "stack", args).to_here()[0] : t.agent(0).rpc_sync(1, "stack", args)[0];
+    EXPECT_EQ(ret.to_vector(), stack(tensors).to_vector());
+    const auto& c = t.autograd(0).container().retrieve_context(ctx.id());
+    ASSERT_EQ(c.send_functions().size(), 1u);
+    const autograd::Node& send = *c.send_functions().begin()->second;
+    // PyTorch's send function has edges to the tensors that require grad only; dagsim's keeps
+    // one edge per sent tensor, by position (gradients come back by position), and leaves the
+    // others' edges invalid. The same graph: the valid edges lead to those five, in order.
+    std::vector<const autograd::AccumulateGrad*> leaves;
+    for (const autograd::Edge& e : send.next_edges()) {
+      if (!e.is_valid()) continue;
+      leaves.push_back(dynamic_cast<const autograd::AccumulateGrad*>(e.function.get()));
+      ASSERT_NE(leaves.back(), nullptr) << e.function->name();
+    }
+    ASSERT_EQ(leaves.size(), 5u) << "edges to the tensors that require grad only";
+    for (size_t i = 0; i < 5; ++i) EXPECT_TRUE(leaves[i]->variable().is_same(tensors[2 * i]));
+    EXPECT_EQ(c.known_worker_ids(), (std::set<WorkerId>{1}));
+  });
+}
+
+// _test_graph: one call of `fn` to worker1, by rpc_sync or remote + to_here.
+void test_graph(DistAutogradTest& t, const char* fn, bool remote) {
+  t.on(0, [&] {
+    DistContext ctx(t.autograd(0));
+    Tensor t1 = ones({3, 3}), t2 = zeros({3, 3});
+    t1.set_requires_grad(true);
+    t2.set_requires_grad(true);
+    const rpc::CallArgs args{{t1, t2}, {}};
+    const Tensor ret = remote ? t.agent(0).remote(1, fn, args).to_here()[0] : t.agent(0).rpc_sync(1, fn, args)[0];
+    const auto& mine = t.autograd(0).container().retrieve_context(ctx.id());
+    ASSERT_EQ(mine.send_functions().size(), 1u);
+    ASSERT_EQ(mine.recv_functions().size(), 1u);
+    verify_graph_for_first_rpc_call(*functions(mine.send_functions())[0], functions(mine.recv_functions())[0], t1, t2, ret);
+    const auto& theirs = t.autograd(1).container().retrieve_context(ctx.id());
+    ASSERT_EQ(theirs.send_functions().size(), 1u);
+    verify_graph_for_rpc_call_exec(*functions(theirs.send_functions())[0]);
+  });
+}
+
+// _test_graph_for_py_nested_call: worker0 -> worker1 -> worker2 -> worker3, which adds. Four
+// graphs: the caller's, two nodes that passed the call on, and the one that ran the add.
+void test_graph_for_py_nested_call(DistAutogradTest& t, bool remote) {
+  t.on(0, [&] {
+    DistContext ctx(t.autograd(0));
+    Tensor t1 = ones({3, 3}), t2 = zeros({3, 3});
+    t1.set_requires_grad(true);
+    t2.set_requires_grad(true);
+    rpc::CallArgs args{{t1, t2}, {}};
+    args.ints = {{"dst", 1}, {"hops", 1}};
+    const Tensor ret = remote ? t.agent(0).remote(1, "my_py_nested_call_hops", args).to_here()[0]
+                              : t.agent(0).rpc_sync(1, "my_py_nested_call_hops", args)[0];
+    const auto& mine = t.autograd(0).container().retrieve_context(ctx.id());
+    ASSERT_EQ(mine.send_functions().size(), 1u);
+    ASSERT_EQ(mine.recv_functions().size(), 1u);
+    verify_graph_for_first_rpc_call(*functions(mine.send_functions())[0], functions(mine.recv_functions())[0], t1, t2, ret);
+    verify_graph_for_nested_rpc_call(t.autograd(1).container().retrieve_context(ctx.id()));
+    verify_graph_for_nested_rpc_call(t.autograd(2).container().retrieve_context(ctx.id()));
+    const auto& exec = t.autograd(3).container().retrieve_context(ctx.id());
+    ASSERT_EQ(exec.send_functions().size(), 1u);
+    verify_graph_for_rpc_call_exec(*functions(exec.send_functions())[0]);
+  });
+}
+
+// _test_graph_for_py_nested_call_itself: worker1 passes the call back to worker0, which adds:
+// worker0's context holds its first call's pair and the add's pair.
+void test_graph_for_py_nested_call_itself(DistAutogradTest& t, bool remote) {
+  t.on(0, [&] {
+    DistContext ctx(t.autograd(0));
+    Tensor t1 = ones({3, 3}), t2 = zeros({3, 3});
+    t1.set_requires_grad(true);
+    t2.set_requires_grad(true);
+    rpc::CallArgs args{{t1, t2}, {}};
+    args.ints = {{"dst", kWorld - 1}, {"hops", 0}};  // the next of worker3 is worker0
+    const Tensor ret = remote ? t.agent(0).remote(1, "my_py_nested_call_hops", args).to_here()[0]
+                              : t.agent(0).rpc_sync(1, "my_py_nested_call_hops", args)[0];
+    const auto& mine = t.autograd(0).container().retrieve_context(ctx.id());
+    const std::vector<const Node*> sends = functions(mine.send_functions()), recvs = functions(mine.recv_functions());
+    ASSERT_EQ(sends.size(), 2u);
+    ASSERT_EQ(recvs.size(), 2u);
+    verify_graph_for_first_rpc_call(*sends[0], recvs[1], t1, t2, ret);
+    verify_graph_for_rpc_call_exec(*sends[1]);
+    verify_graph_for_nested_rpc_call(t.autograd(1).container().retrieve_context(ctx.id()));
+  });
+}
+
 TEST_F(DistAutogradTest, test_nested_context) {
   on(0, [&] {
     DistContext ctx(autograd(0));
@@ -151,17 +294,21 @@ TEST_F(DistAutogradTest, test_debug_info) {
   }
 }
 
-TEST_F(DistAutogradTest, test_graph_for_builtin_call) { test_graph("add", false); }
+TEST_F(DistAutogradTest, test_graph_for_builtin_call) { test_graph(*this, "add", false); }
 
-TEST_F(DistAutogradTest, test_graph_for_python_call) { test_graph("my_py_add", false); }
+TEST_F(DistAutogradTest, test_graph_for_python_call) { test_graph(*this, "my_py_add", false); }
 
-TEST_F(DistAutogradTest, test_graph_for_builtin_remote_call) { test_graph("add", true); }
+TEST_F(DistAutogradTest, test_graph_for_builtin_remote_call) { test_graph(*this, "add", true); }
 
-TEST_F(DistAutogradTest, test_graph_for_python_remote_call) { test_graph("my_py_add", true); }
+TEST_F(DistAutogradTest, test_graph_for_python_remote_call) { test_graph(*this, "my_py_add", true); }
+TEST_F(DistAutogradTest, test_graph_for_py_nested_call) { test_graph_for_py_nested_call(*this, false); }
+TEST_F(DistAutogradTest, test_graph_for_py_nested_remote_call) { test_graph_for_py_nested_call(*this, true); }
+TEST_F(DistAutogradTest, test_graph_for_py_nested_call_itself) { test_graph_for_py_nested_call_itself(*this, false); }
+TEST_F(DistAutogradTest, test_graph_for_py_nested_remote_call_itself) { test_graph_for_py_nested_call_itself(*this, true); }
 
-TEST_F(DistAutogradTest, test_rpc_complex_args) { test_rpc_complex_args(false); }
+TEST_F(DistAutogradTest, test_rpc_complex_args) { test_rpc_complex_args(*this, false); }
 
-TEST_F(DistAutogradTest, test_remote_complex_args) { test_rpc_complex_args(true); }
+TEST_F(DistAutogradTest, test_remote_complex_args) { test_rpc_complex_args(*this, true); }
 
 TEST_F(DistAutogradTest, test_thread_local_context_id) {
   on(0, [&] {

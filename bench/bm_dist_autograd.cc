@@ -2,7 +2,8 @@
 // not the network's): one iteration of the seed example's step, as PyTorch's tutorial writes it:
 // a context, rpc_sync(add) to another worker, mul, sum, backward, get_gradients, release. The
 // issue's aim: under 50 us of engine cost (PyTorch 1.13 over TensorPipe: about 2.2 ms on a
-// 2-core machine of this class). Reported as wall microseconds per step.
+// 2-core machine of this class). Reported as wall microseconds per step, in FAST mode (smart:0)
+// and in SMART mode (smart:1), whose discovery round trip comes before each pass.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -16,6 +17,7 @@ namespace {
 
 void BM_DistAutogradSeedStep(benchmark::State& state) {
   const int steps_per_run = 200;
+  const auto mode = state.range(0) != 0 ? dist_autograd::BackwardMode::smart : dist_autograd::BackwardMode::fast;
   rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
   uint64_t steps = 0;
   for (auto _ : state) {
@@ -35,7 +37,7 @@ void BM_DistAutogradSeedStep(benchmark::State& state) {
         dist_autograd::DistAutograd::Context ctx(*autograd[0]);
         Tensor t3 = agents[0]->rpc_sync(1, "add", {{t1, t2}, {}})[0];
         Tensor loss = sum(mul(t3, t4));
-        autograd[0]->backward(ctx.id(), {loss});
+        autograd[0]->backward(ctx.id(), {loss}, /*retain_graph=*/false, mode);
         ok = ok && autograd[0]->get_gradients(ctx.id()).size() == 3;
       }
     });
@@ -50,7 +52,7 @@ void BM_DistAutogradSeedStep(benchmark::State& state) {
   state.counters["us_per_step"] = benchmark::Counter(static_cast<double>(steps) * 1e-6,
                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
-BENCHMARK(BM_DistAutogradSeedStep)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DistAutogradSeedStep)->ArgName("smart")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace dagsim

@@ -1,4 +1,4 @@
-// DistGradsEqualLocal (issue 4): random programs, randomly placed on 2..6 workers with random
+// DistGradsEqualLocal (issue 4), and SMART mode's (issue 13): random programs, randomly placed on 2..6 workers with random
 // `via`, nested calls (relays), shared inputs and unused local branches, run in the simulator
 // over random networks and schedules, give the gradients local autograd gives (allclose, float64),
 // and leave no autograd context behind once cleanup traffic has drained. Termination detection
@@ -124,6 +124,37 @@ RC_GTEST_PROP(DistAutogradProperties, DistGradsEqualLocalWithRetainedGraphs, ())
   ProgramCase c = *gen_program_case();
   c.program.retain_graph = true;
   c.program.backward_calls = 2;
+  check_case(c);
+}
+
+// SMART mode (issue 13; PyTorch RFC #23110): the same programs with 1..4 RPCs whose results
+// nobody uses (a unary op by rpc_sync, rpc_async or remote, or a relay through a third worker),
+// in SMART mode and with the backward run 1..3 times in one context, give local autograd's
+// gradients and leave nothing behind. FAST mode fails on such programs, naming the unused call
+// (DistAutogradErrorProperties.AnUnusedRpcIsNamedAndFailsEveryWorkerInsteadOfHanging).
+RC_GTEST_PROP(DistAutogradProperties, SmartModeGradsEqualLocalWithUnusedRpcs, ()) {
+  ProgramCase c = *gen_program_case();
+  const int unused = *rc::gen::inRange(1, 5);
+  for (int k = 0; k < unused; ++k) {
+    Statement s;
+    s.outs = {"unused" + std::to_string(k)};
+    s.on = *rc::gen::inRange<uint32_t>(0, c.workers);
+    if (*rc::gen::inRange(0, 4) == 0) {
+      s.call = "relay_mul";
+      s.args = {"t0", "t0"};
+      s.attributes["to"] = *rc::gen::inRange<uint32_t>(0, c.workers);
+      s.via = *rc::gen::element(Via::rpc_sync, Via::rpc_async);
+    } else {
+      s.call = *rc::gen::element<std::string>("neg", "tanh", "exp");
+      s.args = {"t0"};  // t0 always requires grad, so the call is recorded
+      s.via = *rc::gen::element(Via::rpc_sync, Via::rpc_async, Via::remote);
+    }
+    const size_t at = *rc::gen::inRange<size_t>(0, c.program.statements.size());
+    c.program.statements.insert(c.program.statements.begin() + static_cast<std::ptrdiff_t>(at), std::move(s));
+  }
+  c.program.smart = true;
+  c.program.backward_repeat = *rc::gen::inRange<uint32_t>(1, 4);
+  RC_LOG() << c << "smart, repeat " << c.program.backward_repeat << "\n";
   check_case(c);
 }
 

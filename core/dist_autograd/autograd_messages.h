@@ -67,6 +67,9 @@ struct BackwardRequest {
   MessageId message = 0;
   bool retain_graph = false;
   std::vector<Tensor> grads;
+  // SMART mode (beyond PyTorch): the discovery that marked the send functions this pass runs; 0 for
+  // FAST mode, where a pass runs every send function of the context.
+  uint64_t smart_token = 0;
 
   template <class Io, class Self>
   static void fields(Io& io, Self& m) {
@@ -74,6 +77,7 @@ struct BackwardRequest {
     io.num("backward.message_id", m.message);
     io.num("backward.retain_graph", m.retain_graph);
     io.list("backward.grads", m.grads, kMaxTensorsPerMessage, [&](auto& g) { io.tensor("backward.grad", g); });
+    io.num("backward.smart_token", m.smart_token);
   }
 };
 
@@ -111,6 +115,25 @@ struct AttachRequest {
   template <class Io, class Self>
   static void fields(Io& io, Self& m) {
     io.num("attach.context_id", m.context);
+  }
+};
+
+// SMART mode's discovery (beyond PyTorch; RFC #23110): the backward pass `token` of `context` needs
+// these send functions of the receiver (a recv function it reaches on the sender's side). The
+// receiver marks them, finds what they reach in turn, and answers once all of that is marked.
+inline constexpr rpc::MessageType kSmartMarkRequest = rpc::service_request(rpc::kDistAutogradServices + 2);
+
+struct SmartMarkRequest {
+  static constexpr const char* kName = "smart_mark_req";
+  ContextId context = 0;
+  uint64_t token = 0;
+  std::vector<MessageId> sends;
+
+  template <class Io, class Self>
+  static void fields(Io& io, Self& m) {
+    io.num("smart.context_id", m.context);
+    io.num("smart.token", m.token);
+    io.list("smart.sends", m.sends, kMaxTensorsPerMessage, [&](auto& id) { io.num("smart.message_id", id); });
   }
 };
 

@@ -63,6 +63,18 @@ class DistAutogradContext {
   void note_pass_completed() { ++passes_completed_; }
   uint64_t passes_completed() const { return passes_completed_; }
 
+  // SMART mode: marks send function `id` as needed by the pass whose discovery is `token` (a newer
+  // token forgets older marks); true when it was not marked yet.
+  bool mark_needed(uint64_t token, MessageId id) {
+    DAGSIM_ASSERT(token != 0);
+    if (token != smart_token_) {
+      smart_token_ = token;
+      needed_.clear();
+    }
+    return needed_.insert(id).second;
+  }
+  bool is_needed(uint64_t token, MessageId id) const { return token == smart_token_ && needed_.count(id) == 1; }
+
   void add_known_worker_id(WorkerId worker) { known_workers_.insert(worker); }
   const std::set<WorkerId>& known_worker_ids() const { return known_workers_; }
 
@@ -83,6 +95,8 @@ class DistAutogradContext {
   uint64_t gradient_messages_sent_ = 0;
   uint64_t gradient_messages_received_ = 0;
   uint64_t passes_completed_ = 0;
+  uint64_t smart_token_ = 0;
+  std::set<MessageId> needed_;  // SMART mode: the send functions pass smart_token_ runs
   std::vector<std::pair<Tensor, Tensor>> grads_;                // insertion order
   std::unordered_map<const void*, size_t> grad_index_;          // leaf identity -> index; lookup only
 };

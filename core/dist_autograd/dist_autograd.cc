@@ -40,6 +40,11 @@ void DistAutograd::add_handlers() {
     engine_.receive_gradients(from, from_bytes<BackwardRequest>(payload));
     return Bytes{};
   });
+  agent_.add_handler(kSmartMarkRequest, [this](WorkerId from, const Bytes& payload) {
+    check_serving(from);
+    engine_.mark(from_bytes<SmartMarkRequest>(payload));  // answered once all it led to is marked
+    return Bytes{};
+  });
   agent_.add_handler(MessageType::cleanup_autograd_context_req, [this](WorkerId from, const Bytes& payload) {
     check_serving(from);
     const ContextId context = from_bytes<CleanupRequest>(payload).context;
@@ -141,9 +146,9 @@ DistAutograd::Context::~Context() {
   DAGSIM_ASSERT(!owner_.container_.has_context(id_));
 }
 
-void DistAutograd::backward(ContextId context, const autograd::variable_list& roots, bool retain_graph) {
+void DistAutograd::backward(ContextId context, const autograd::variable_list& roots, bool retain_graph, BackwardMode mode) {
   DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "a distributed backward blocks: run it on a node fiber");
-  engine_.backward(context, roots, retain_graph);
+  engine_.backward(context, roots, retain_graph, mode);
 }
 
 std::vector<std::pair<Tensor, Tensor>> DistAutograd::get_gradients(ContextId context) {

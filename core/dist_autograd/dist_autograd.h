@@ -55,7 +55,9 @@ class DistAutograd final : public rpc::RpcExtension {
     ContextScope scope_;
   };
 
-  void backward(ContextId context, const autograd::variable_list& roots, bool retain_graph = false);
+  // mode: FAST (PyTorch's) or SMART (dist_engine.h, BackwardMode).
+  void backward(ContextId context, const autograd::variable_list& roots, bool retain_graph = false,
+                BackwardMode mode = BackwardMode::fast);
   std::vector<std::pair<Tensor, Tensor>> get_gradients(ContextId context);
   // Erases the context (invalid_argument if unknown) and notifies its known workers.
   void release_context(ContextId context);

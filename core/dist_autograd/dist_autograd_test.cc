@@ -133,6 +133,31 @@ TEST_F(DistAutogradTest, AnUnusedRpcResultFailsTheBackwardOnEveryWorkerInsteadOf
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(autograd_[i]->debug_info().num_current_backward_passes, 0u);
 }
 
+// SMART mode (BackwardMode::smart): the same program, with the unused result of a nested call
+// and of a self-call besides, runs only what the root reaches and gets local autograd's
+// gradients; the unused send functions block nothing.
+TEST_F(DistAutogradTest, SmartModeRunsOnlyWhatTheRootsNeedAndIgnoresUnusedResults) {
+  Tensor x = leaf({1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Tensor y = leaf({2, 2, 2, 1, 1, 1, 3, 3, 3});
+  std::vector<std::pair<Tensor, Tensor>> grads;
+  rt_.run_on(0, [&] {
+    DistAutograd::Context ctx(*autograd_[0]);
+    Tensor used = agents_[0]->rpc_sync(1, "nested_mul", {{x, y}, {}})[0];  // through worker2 and back
+    Tensor unused = agents_[0]->rpc_sync(2, "exp", {{x}, {}})[0];
+    Tensor unused_nested = agents_[0]->rpc_sync(1, "nested_mul", {{y, x}, {}})[0];
+    Tensor unused_self = agents_[0]->rpc_sync(0, "neg", {{y}, {}})[0];
+    (void)unused, (void)unused_nested, (void)unused_self;
+    autograd_[0]->backward(ctx.id(), {sum(used)}, /*retain_graph=*/false, BackwardMode::smart);
+    EXPECT_LT(rt_.now().since_epoch, std::chrono::nanoseconds(100ms)) << "a pass waited on an unused result";
+    grads = autograd_[0]->get_gradients(ctx.id());
+  });
+  Tensor lx = leaf(x.to_vector()), ly = leaf(y.to_vector());
+  sum(mul(add(lx, ly), ly)).backward();
+  ASSERT_EQ(grads.size(), 2u);
+  for (auto& [t, g] : grads) EXPECT_EQ(g.to_vector(), (t.is_same(x) ? lx : ly).grad().to_vector());
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(autograd_[i]->debug_info().num_current_backward_passes, 0u);
+}
+
 TEST_F(DistAutogradTest, DestroyingItUnwindsItsBackgroundFibersAtOnce) {
   // A forward call brings node 0's context to node 1, whose attach sweeper then sleeps until
   // the context has lived attach_after (2 s by default).

@@ -17,6 +17,7 @@ struct DistEngine::Pass {
   std::set<MessageId> sends_pending;              // ... that have not run in this pass
   size_t outstanding = 0;                         // gradient RPCs sent, not yet answered
   bool initiator = false;                         // the pass backward() started on this node
+  uint64_t smart_token = 0;                       // SMART mode's discovery; 0: FAST mode
   bool evaluating = false;                        // a node of the graph is running now
   bool ended = false;                             // run_pass returned or threw
   std::exception_ptr error;
@@ -40,12 +41,15 @@ GradientSender DistEngine::gradient_sender() {
 }
 
 std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAutogradContext> context, bool keep_graph,
-                                                         const std::vector<std::shared_ptr<autograd::Node>>& extra_roots) {
+                                                         const std::vector<std::shared_ptr<autograd::Node>>& extra_roots,
+                                                         uint64_t smart_token) {
   auto pass = std::make_shared<Pass>(keep_graph);
   pass->context = context;
+  pass->smart_token = smart_token;
   std::vector<autograd::Node*> roots;
   for (const auto& root : extra_roots) roots.push_back(root.get());
   for (const auto& [id, send] : context->send_functions()) {
+    if (smart_token != 0 && !context->is_needed(smart_token, id)) continue;  // no root reaches it
     roots.push_back(send.get());
     pass->send_ids.emplace(send.get(), id);
     pass->sends_pending.insert(id);
@@ -146,7 +150,7 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
   }
 }
 
-void DistEngine::backward(ContextId context_id, const autograd::variable_list& roots, bool retain_graph) {
+void DistEngine::backward(ContextId context_id, const autograd::variable_list& roots, bool retain_graph, BackwardMode mode) {
   std::shared_ptr<DistAutogradContext> context = container_.share_context(context_id);
   if (passes_.count(context_id) != 0) {
     throw errors::invalid_argument("a backward pass of context " + std::to_string(context_id) +
@@ -167,7 +171,12 @@ void DistEngine::backward(ContextId context_id, const autograd::variable_list& r
   }
   auto [edges, grads] = Engine::validate_roots(roots, {});
   std::shared_ptr<autograd::Node> graph_root = Engine::make_graph_root(std::move(edges), std::move(grads));
-  std::shared_ptr<Pass> pass = begin_pass(context, retain_graph, {graph_root});
+  uint64_t smart_token = 0;
+  if (mode == BackwardMode::smart) {
+    smart_token = agent_.new_global_id();  // unique across workers and incarnations
+    discover(*context, smart_token, {graph_root.get()});
+  }
+  std::shared_ptr<Pass> pass = begin_pass(context, retain_graph, {graph_root}, smart_token);
   pass->initiator = true;
   pass->task.push_ready(NodeTask{graph_root, InputBuffer(0)});
   run_pass(context_id, pass);
@@ -206,7 +215,11 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
     pass.progress.notify_all();
     return;
   }
-  std::shared_ptr<Pass> pass = begin_pass(context, request.retain_graph, {});
+  if (request.smart_token != 0 && !context->is_needed(request.smart_token, request.message)) {
+    throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) +
+                                 ", which SMART-mode discovery did not mark on node " + std::to_string(agent_.self()));
+  }
+  std::shared_ptr<Pass> pass = begin_pass(context, request.retain_graph, {}, request.smart_token);
   DAGSIM_ASSERT(!pass->initiator && pass->sends_pending.count(request.message) == 1);
   pass->task.push_ready(NodeTask{send, InputBuffer(0)});
   run_pass(request.context, pass);
@@ -220,7 +233,7 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
   DAGSIM_ASSERT(pass->context->context_id() == context && !grads.empty());  // RecvRpcBackward runs inside the pass's evaluation
   ++pass->outstanding;
   pass->context->note_gradient_message_sent();
-  BackwardRequest request{context, message, pass->task.keep_graph, std::move(grads)};
+  BackwardRequest request{context, message, pass->task.keep_graph, std::move(grads), pass->smart_token};
   // Answered only when the peer's own pass is done, which may take long: bounded by the backward
   // timeout, not the RPC timeout. Whether the peer is alive is the detector's probes' business.
   runtime::Future<rpc::Bytes> reply =

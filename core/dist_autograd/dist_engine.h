@@ -31,6 +31,12 @@
 
 namespace dagsim::dist_autograd {
 
+// FAST: PyTorch's mode; every send function of the context must receive gradients, so an RPC
+// whose result does not reach the roots fails the pass (naming it). SMART (PyTorch RFC #23110,
+// never built there): a discovery first marks, across the workers, the send functions the roots
+// reach; the pass runs only those, so unused RPC results neither block nor fail it.
+enum class BackwardMode : uint8_t { fast, smart };
+
 struct DistEngineOptions {
   runtime::Duration backward_timeout = std::chrono::seconds(60);
   // How long the initiating pass waits idle before termination detection's first wave (and
@@ -47,7 +53,12 @@ class DistEngine {
   DistEngine(DistAutogradContainer& container, rpc::RpcAgent& agent, DistEngineOptions options = {});
 
   // torch.distributed.autograd.backward(context_id, roots, retain_graph) on the initiating node.
-  void backward(ContextId context, const autograd::variable_list& roots, bool retain_graph);
+  void backward(ContextId context, const autograd::variable_list& roots, bool retain_graph,
+                BackwardMode mode = BackwardMode::fast);
+
+  // SMART mode's discovery on this node (a kSmartMarkRequest): marks the send functions, then
+  // what they reach, here and on the peers; returns when all of it is marked.
+  void mark(const SmartMarkRequest& request);
 
   // Gradients for one of this node's send functions (a BACKWARD_AUTOGRAD_REQ); returns when the
   // request may be answered. Runs on an RPC handler fiber.
@@ -69,8 +80,12 @@ class DistEngine {
 
  private:
   struct Pass;
+  // A pass over the context's send functions (SMART: only those discovery `smart_token` marked).
   std::shared_ptr<Pass> begin_pass(std::shared_ptr<DistAutogradContext> context, bool keep_graph,
-                                   const std::vector<std::shared_ptr<autograd::Node>>& extra_roots);
+                                   const std::vector<std::shared_ptr<autograd::Node>>& extra_roots, uint64_t smart_token);
+  // SMART mode (smart_mode.cc): marks, for discovery `token`, every send function of any worker
+  // that `start` reaches through recv functions, waiting for the peers' marks.
+  void discover(DistAutogradContext& context, uint64_t token, std::vector<autograd::Node*> start);
   void run_pass(ContextId context, const std::shared_ptr<Pass>& pass);
   void send_gradients(WorkerId to, ContextId context, MessageId message, autograd::variable_list grads);
   // The initiator's detector fiber: waves until the pass ends, or fails it when they prove it

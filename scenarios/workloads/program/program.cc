@@ -127,7 +127,9 @@ ProgramResult run_program_locally(const Program& program, const rpc::FunctionReg
     }
     autograd::variable_list roots;
     for (const std::string& r : program.roots) roots.push_back(values.at(r));
-    autograd::Engine::backward(roots, {}, program.retain_graph);
+    for (uint32_t pass = 0; pass < program.backward_repeat; ++pass) {
+      autograd::Engine::backward(roots, {}, pass + 1 == program.backward_repeat ? program.retain_graph : true);
+    }
     for (const auto& [name, leaf] : leaves) {
       if (leaf.grad().defined()) detail::accumulate(result.gradients, name, leaf.grad());
     }

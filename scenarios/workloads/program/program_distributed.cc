@@ -132,7 +132,11 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
     for (const std::string& r : program.roots) roots.push_back(value_of(r));
     // Results of rpc_async calls nobody used still complete before the backward starts.
     for (auto& [name, future] : pending) future.wait();
-    autograd.backward(context.id(), roots, program.retain_graph);
+    for (uint32_t pass = 0; pass < program.backward_repeat; ++pass) {
+      const bool last = pass + 1 == program.backward_repeat;
+      autograd.backward(context.id(), roots, last ? program.retain_graph : true,
+                        program.smart ? dist_autograd::BackwardMode::smart : dist_autograd::BackwardMode::fast);
+    }
     {
       const dist_autograd::DistAutogradContext& ctx = autograd.container().retrieve_context(context.id());
       for (const auto& [name, leaf] : leaves) {

@@ -81,6 +81,11 @@ struct Program {
   std::vector<std::string> roots;
   bool retain_graph = false;
   uint32_t backward_calls = 1;
+  // Backward calls per context (each call's forward): gradients accumulate in the context across
+  // them, as PyTorch's do; all but the last retain the graph.
+  uint32_t backward_repeat = 1;
+  // SMART mode (dist_engine.h): only what the roots reach runs; unused RPC results are ignored.
+  bool smart = false;
   std::vector<ProgramParameter> parameters = {};
   std::optional<ProgramOptimizer> optimizer = {};
   // A scalar statement output recorded after every backward call ("losses"); empty: none.

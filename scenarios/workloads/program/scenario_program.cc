@@ -70,7 +70,8 @@ constexpr auto kStatementKeys = [] {
   keys[n++] = "to";
   return keys;
 }();
-constexpr std::array<std::string_view, 3> kBackwardKeys = {"roots", "retain_graph", "calls"};
+constexpr std::array<std::string_view, 5> kBackwardKeys = {"roots", "retain_graph", "calls", "repeat", "mode"};
+constexpr std::array<std::string_view, 2> kBackwardModes = {"fast", "smart"};
 constexpr std::array<std::string_view, 2> kInits = {"uniform", "normal"};
 constexpr std::array<std::string_view, 4> kVias = {"local", "rpc_sync", "rpc_async", "remote"};
 
@@ -327,6 +328,8 @@ void read_backward(const TomlReader& reader, const toml::node& backward, const D
   }
   out.retain_graph = reader.opt_boolean(t, "retain_graph").value_or(false);
   out.backward_calls = static_cast<uint32_t>(reader.opt_integer(t, "calls", 1, 100).value_or(1));
+  out.backward_repeat = static_cast<uint32_t>(reader.opt_integer(t, "repeat", 1, 1000).value_or(1));
+  if (const toml::node* mode = t.get("mode")) out.smart = reader.choice(*mode, t.key_path("mode"), kBackwardModes) == 1;
 }
 
 }  // namespace

@@ -371,7 +371,8 @@ TEST(ScenarioProgram, BackwardRootsAndCalls) {
   EXPECT_EQ(error_of(program(kTensors, kStatements, R"({ roots = ["y"], retain_graph = "yes" })")),
             "bad.toml:4: backward.retain_graph: expected a boolean, got a string");
   EXPECT_EQ(error_of(program(kTensors, kStatements, R"({ roots = ["y"], create_graph = true })")),
-            "bad.toml:4: backward.create_graph: unknown key; allowed keys in backward: roots, retain_graph, calls");
+            "bad.toml:4: backward.create_graph: unknown key; allowed keys in backward: roots, retain_graph, calls, "
+            "repeat, mode");
   // A leaf may be a root.
   EXPECT_EQ(error_of(program(kTensors, kStatements, R"({ roots = ["y", "a"] })")), "no error");
 }

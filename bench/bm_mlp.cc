@@ -2,7 +2,8 @@
 // BM_MlpLocal runs it on the local engine; BM_MlpDistributed places every other layer (its weight
 // and its matmul) on a second worker (rpc_sync in a distributed autograd context, zero-latency
 // simulator), runs the distributed backward and reads both workers' gradients. The aim: the distributed step within 1.2x of the local one (PyTorch
-// 1.13 over TensorPipe took about 85 ms for this step on a 2-core machine of this class).
+// 1.13 over TensorPipe took about 85 ms for this step on a 2-core machine of this class). Each in
+// float64 (float32:0) and float32 (float32:1), as PyTorch users train.
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -20,8 +21,11 @@ using bench::kMlpLayers;
 using Mlp = bench::MlpWeights;
 constexpr int kLayers = kMlpLayers;
 
+// state.range(0): 1 for float32, 0 for float64.
+Dtype dtype_of(const benchmark::State& state) { return state.range(0) != 0 ? Dtype::float32 : Dtype::float64; }
+
 void BM_MlpLocal(benchmark::State& state) {
-  Mlp mlp;
+  Mlp mlp(dtype_of(state));
   for (auto _ : state) {
     Tensor h = mlp.x;
     for (const Tensor& w : mlp.weights) h = tanh(matmul(h, w));
@@ -29,10 +33,10 @@ void BM_MlpLocal(benchmark::State& state) {
     benchmark::DoNotOptimize(grads);
   }
 }
-BENCHMARK(BM_MlpLocal)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MlpLocal)->ArgName("float32")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_MlpDistributed(benchmark::State& state) {
-  Mlp mlp;
+  Mlp mlp(dtype_of(state));
   rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
   // The odd layers' weights live on worker1 (as a model placed on workers): only activations and
   // their gradients cross the network, and the weights' gradients accumulate in worker1's context.
@@ -62,7 +66,7 @@ void BM_MlpDistributed(benchmark::State& state) {
   }
   if (grads_seen != static_cast<size_t>(kLayers)) state.SkipWithError("missing gradients");
 }
-BENCHMARK(BM_MlpDistributed)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MlpDistributed)->ArgName("float32")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace dagsim

@@ -1,6 +1,6 @@
 // MlpWeights: the MLP benchmark model (8 layers, width 256, batch 64, tanh; weights
 // scaled 1/16 so activations stay away from saturation), seeded so that every process that builds
-// it gets the same tensors: bm_mlp.cc runs it locally and in the simulator, bm_transports.cc over
+// it gets the same tensors (float64, or float32 as PyTorch users train): bm_mlp.cc runs it locally and in the simulator, bm_transports.cc over
 // TCP with its layers split between two processes.
 #pragma once
 
@@ -16,11 +16,12 @@ inline constexpr int64_t kMlpWidth = 256;
 inline constexpr int64_t kMlpBatch = 64;
 
 struct MlpWeights {
-  MlpWeights() {
+  // The same draws in either dtype (float32: rounded from the float64 values).
+  explicit MlpWeights(Dtype dtype = Dtype::float64) {
     Prng prng(11);
-    x = randn({kMlpBatch, kMlpWidth}, prng);
+    x = to_dtype(randn({kMlpBatch, kMlpWidth}, prng), dtype);
     for (int i = 0; i < kMlpLayers; ++i) {
-      Tensor w = mul(randn({kMlpWidth, kMlpWidth}, prng), 1.0 / 16.0);
+      Tensor w = to_dtype(mul(randn({kMlpWidth, kMlpWidth}, prng), 1.0 / 16.0), dtype);
       w.set_requires_grad(true);
       weights.push_back(w);
     }

@@ -295,5 +295,22 @@ TEST_F(DistAutogradTest, test_backward_multiple_output_tensors) {
       {t});
 }
 
+TEST_F(DistAutogradTest, test_backward_different_dtypes) {
+  // A float32 and a float64 leaf added on worker1: the sum is float64 (PyTorch's type promotion),
+  // and each leaf's gradient comes back in its own dtype.
+  Prng prng(1);
+  Tensor t1 = rand_uniform({3, 3}, prng, -1.0, 1.0, Dtype::float32);
+  t1.set_requires_grad(true);
+  const Tensor t2 = rand33(2, true);
+  verify_backwards([&](const Exec& exec) { return sum(exec("add", {t1, t2}, {})[0]); }, {t1, t2});
+  on(0, [&] {
+    DistContext ctx(autograd(0));
+    const Tensor ret = agent(0).rpc_sync(1, "add", {{t1, t2}, {}})[0];
+    EXPECT_EQ(ret.dtype(), Dtype::float64);
+    autograd(0).backward(ctx.id(), {sum(ret)});
+    for (const auto& [leaf, grad] : autograd(0).get_gradients(ctx.id())) EXPECT_EQ(grad.dtype(), leaf.dtype());
+  });
+}
+
 }  // namespace
 }  // namespace dagsim::conformance::parity

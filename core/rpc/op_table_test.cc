@@ -35,7 +35,9 @@ TEST(OpTable, IsSortedWithEveryOpABuiltinOfTheRegistry) {
   ASSERT_GE(table.size(), 30u);
   const FunctionRegistry registry = FunctionRegistry::with_builtins();
   for (size_t i = 0; i < table.size(); ++i) {
-    if (i > 0) EXPECT_LT(table[i - 1].name, table[i].name) << "sorted and unique";
+    if (i > 0) {
+      EXPECT_LT(table[i - 1].name, table[i].name) << "sorted and unique";
+    }
     EXPECT_NE(registry.find(table[i].name), nullptr) << table[i].name;
     EXPECT_TRUE(registry.is_builtin(table[i].name)) << table[i].name;
     EXPECT_EQ(find_op(table[i].name), &table[i]);

@@ -126,7 +126,8 @@ Tensor sum_to(const Tensor& t, const Shape& shape) {
   return out;
 }
 
-Tensor add(const Tensor& a, const Tensor& b) {
+Tensor add(const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = promote(a_in, b_in);
   Tensor out = broadcast_map("add", a, b, [](auto x, auto y) { return x + y; });
   record_op("AddBackward", {a, b}, {out}, [sa = a.shape(), sb = b.shape()](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
@@ -136,7 +137,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor sub(const Tensor& a, const Tensor& b) {
+Tensor sub(const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = promote(a_in, b_in);
   Tensor out = broadcast_map("sub", a, b, [](auto x, auto y) { return x - y; });
   record_op("SubBackward", {a, b}, {out}, [sa = a.shape(), sb = b.shape()](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
@@ -146,7 +148,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor mul(const Tensor& a, const Tensor& b) {
+Tensor mul(const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = promote(a_in, b_in);
   Tensor out = broadcast_map("mul", a, b, [](auto x, auto y) { return x * y; });
   record_op("MulBackward", {a, b}, {out}, [](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
@@ -158,7 +161,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-Tensor div(const Tensor& a, const Tensor& b) {
+Tensor div(const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = promote(a_in, b_in);
   Tensor out = broadcast_map("div", a, b, [](auto x, auto y) { return x / y; });
   record_op("DivBackward", {a, b}, {out}, [](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/base/prng.h"
@@ -40,6 +41,14 @@ Tensor randn(const Shape& shape, Prng& prng, double mean = 0.0, double stddev = 
              Dtype dtype = Dtype::float64);
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
+
+// Dtypes (cast.cc) -------------------------------------------------------------------------------
+// A copy in `dtype` (the tensor itself when it already is), differentiable.
+Tensor to_dtype(const Tensor& a, Dtype dtype);
+// PyTorch's type promotion between float dtypes: float64 if either is.
+Dtype promote_types(Dtype a, Dtype b);
+// Both operands in their common dtype (add, sub, mul and div promote, as PyTorch's do).
+std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b);
 
 // Elementwise (elementwise.cc) ------------------------------------------------------------------
 Tensor add(const Tensor& a, const Tensor& b);

@@ -21,14 +21,16 @@ namespace detail {
 std::map<std::string, Tensor> make_leaves(const Program& program) {
   std::map<std::string, Tensor> values;
   for (const ProgramTensor& t : program.tensors) {
-    Tensor leaf = from_values(t.shape, t.values);
+    Tensor leaf = from_values(t.shape, t.values, t.dtype);
     if (t.requires_grad) leaf.set_requires_grad(true);
     values[t.name] = leaf;
   }
   return values;
 }
 
-Tensor initial_value(const ProgramParameter& parameter) { return from_values(parameter.shape, parameter.values); }
+Tensor initial_value(const ProgramParameter& parameter) {
+  return from_values(parameter.shape, parameter.values, parameter.dtype);
+}
 
 void assign(std::map<std::string, Tensor>& values, const std::vector<Tensor>& results, const Statement& s) {
   if (results.size() != s.outs.size()) {

@@ -29,6 +29,7 @@ struct ProgramTensor {
   Init init = Init::values;
   std::vector<double> values;  // Init::values: row-major, numel of shape
   bool requires_grad = true;
+  Dtype dtype = Dtype::float64;  // the values are rounded to it
 };
 
 // A parameter: a requires-grad leaf created once on its owner (remote(on, "dagsim.parameter")),
@@ -41,6 +42,7 @@ struct ProgramParameter {
   std::vector<double> values;  // Init::values: row-major, numel of shape
   double scale = 1.0;          // seeded init only
   uint32_t on = 0;             // the owner
+  Dtype dtype = Dtype::float64;
 };
 
 // remote: the result stays on `on`, as an RRef (rpc.remote).

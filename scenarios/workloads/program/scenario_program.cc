@@ -58,8 +58,15 @@ constexpr std::array<AttributeKey, 15> kAttributes = {{
     {"activation", true, Range{0, 3}},  // 0 none, 1 tanh, 2 relu, 3 sigmoid
 }};
 
-constexpr std::array<std::string_view, 6> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on"};
-constexpr std::array<std::string_view, 6> kParameterKeys = {"name", "shape", "values", "init", "scale", "on"};
+constexpr std::array<std::string_view, 7> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on", "dtype"};
+constexpr std::array<std::string_view, 7> kParameterKeys = {"name", "shape", "values", "init", "scale", "on", "dtype"};
+constexpr std::array<std::string_view, 2> kDtypes = {"float32", "float64"};  // Dtype's order
+
+Dtype read_dtype(const TomlReader& reader, const Table& t) {
+  const toml::node* node = t.get("dtype");
+  if (node == nullptr) return Dtype::float64;
+  return reader.choice(*node, t.key_path("dtype"), kDtypes) == 0 ? Dtype::float32 : Dtype::float64;
+}
 // A statement's keys: its own, every attribute key, and a relay's `to`.
 constexpr std::array<std::string_view, 5> kStatementOwnKeys = {"out", "call", "args", "via", "on"};
 constexpr auto kStatementKeys = [] {
@@ -194,6 +201,7 @@ ProgramTensor read_tensor(const TomlReader& reader, const Table& t, Defined& nam
   tensor.init = leaf.init;
   tensor.values = std::move(leaf.values);
   tensor.requires_grad = reader.opt_boolean(t, "requires_grad").value_or(true);
+  tensor.dtype = read_dtype(reader, t);
   if (std::optional<uint32_t> on = reader.opt_node_ref(t, "on"); on && *on != kDriver) {
     reader.fail(*t.get("on"), t.key_path("on"),
                 "leaves must live on the driver (" + reader.cluster().node_name(kDriver) +
@@ -211,6 +219,7 @@ ProgramParameter read_parameter(const TomlReader& reader, const Table& t, Define
   p.shape = std::move(leaf.shape);
   p.init = leaf.init;
   p.values = std::move(leaf.values);
+  p.dtype = read_dtype(reader, t);
   if (const toml::node* scale = t.get("scale")) {
     if (p.init == ProgramTensor::Init::values) {
       reader.fail(*scale, t.key_path("scale"), "scales seeded values (init) only; not allowed with values");

@@ -201,9 +201,18 @@ out = "y"
 
 TEST(ScenarioProgram, TensorsAreAnArrayOfTables) {
   EXPECT_EQ(error_of(program("1, 2")), "bad.toml:2: tensors[0]: expected a table, got an integer");
-  EXPECT_EQ(error_of(program(R"({ name = "a", shape = [2], dtype = "float32" })")),
-            "bad.toml:2: tensors[0].dtype: unknown key; allowed keys in tensors: name, shape, values, init, "
-            "requires_grad, on");
+  EXPECT_EQ(error_of(program(R"({ name = "a", shape = [2], device = "cuda" })")),
+            "bad.toml:2: tensors[0].device: unknown key; allowed keys in tensors: name, shape, values, init, "
+            "requires_grad, on, dtype");
+}
+
+TEST(ScenarioProgram, TensorsAndParametersHaveADtype) {
+  const Scenario sc = parse_scenario(program(R"({ name = "a", shape = [2], dtype = "float32" }, { name = "b", shape = [2] })"),
+                                     "dtype.toml");
+  EXPECT_EQ(program_of(sc).tensors[0].dtype, Dtype::float32);
+  EXPECT_EQ(program_of(sc).tensors[1].dtype, Dtype::float64);  // the default
+  EXPECT_EQ(error_of(program(R"({ name = "a", shape = [2], dtype = "float16" }, { name = "b", shape = [2] })")),
+            "bad.toml:2: tensors[0].dtype: unknown value \"float16\"; allowed: float32, float64");
 }
 
 TEST(ScenarioProgram, TensorNamesAreUniqueIdentifiers) {

@@ -102,7 +102,7 @@ TEST(ScenarioRRef, ParameterKeys) {
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "to_here", args = ["p"] })", R"({ roots = ["y"] })",
                            R"({ name = "p", shape = [2], requires_grad = false })")),
             "bad.toml:3: parameters[0].requires_grad: unknown key; allowed keys in parameters: name, shape, values, "
-            "init, scale, on");
+            "init, scale, on, dtype");
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "to_here", args = ["p"] })", R"({ roots = ["y"] })",
                            R"({ name = "p", shape = [2], values = [1, 2], scale = 2 })")),
             "bad.toml:3: parameters[0].scale: scales seeded values (init) only; not allowed with values");

@@ -1,0 +1,37 @@
+// Dtype conversion and PyTorch's type promotion for the elementwise binary ops (ops.h): to_dtype
+// is differentiable (its backward converts the gradient back, as PyTorch's ToCopyBackward), and
+// promote() brings two operands to their common dtype (float64 wins over float32), so add(float32,
+// float64) is a float64 tensor whose float32 input gets a float32 gradient
+// (test_backward_different_dtypes).
+#include "core/autograd/op_backward.h"
+#include "core/tensor/op_util.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim {
+
+Tensor to_dtype(const Tensor& a, Dtype dtype) {
+  detail::check_defined("to", a);
+  if (a.dtype() == dtype) return a;  // as torch.Tensor.to: the tensor itself, no copy
+  Tensor out = Tensor::empty(a.shape(), dtype);
+  dispatch_dtype(a.dtype(), [&]<typename From>() {
+    dispatch_dtype(dtype, [&]<typename To>() {
+      const From* x = a.data<From>();
+      To* y = out.data<To>();
+      for (int64_t i = 0; i < a.numel(); ++i) y[i] = static_cast<To>(x[i]);
+    });
+  });
+  autograd::record_op("ToCopyBackward", {a}, {out}, [from = a.dtype()](const autograd::BackwardArgs& args) {
+    return autograd::variable_list{args.needs(0) ? to_dtype(args.grads[0], from) : Tensor()};
+  });
+  return out;
+}
+
+Dtype promote_types(Dtype a, Dtype b) { return a == Dtype::float64 || b == Dtype::float64 ? Dtype::float64 : Dtype::float32; }
+
+std::pair<Tensor, Tensor> promote(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.dtype() == b.dtype()) return {a, b};
+  const Dtype common = promote_types(a.dtype(), b.dtype());
+  return {to_dtype(a, common), to_dtype(b, common)};
+}
+
+}  // namespace dagsim

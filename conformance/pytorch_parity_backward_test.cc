@@ -312,5 +312,78 @@ TEST_F(DistAutogradTest, test_backward_different_dtypes) {
   });
 }
 
+// PyTorch's MyFunc / MyFuncSingleGrad: the sum of its inputs (one or two) forward; backward hands
+// the one gradient it got to every input and notes where that gradient's data lives.
+const void* static_grad_ptr = nullptr;
+Tensor my_func(const std::vector<Tensor>& inputs) {
+  struct MyFunc final : autograd::Node {
+    autograd::variable_list apply(autograd::variable_list&& grads) override {
+      static_grad_ptr = grads[0].data<double>();
+      return autograd::variable_list(num_outputs(), grads[0]);
+    }
+    std::string_view name() const override { return "MyFunc"; }
+  };
+  Tensor out = clone(detach(inputs[0]));
+  for (size_t i = 1; i < inputs.size(); ++i) out = add(out, detach(inputs[i]));
+  auto node = std::make_shared<MyFunc>();
+  for (const Tensor& in : inputs) node->add_next_edge(autograd::gradient_edge(in));
+  out.set_history(node, node->add_input_metadata(out));
+  return out;
+}
+
+TEST_F(DistAutogradTest, test_no_grad_copy) {
+  // (PyTorch's first case, a non-contiguous gradient, has no counterpart: dagsim's tensors are
+  // always contiguous.)
+  const Tensor a = rand_of({5, 6}, 1, true), b = rand_of({5, 6}, 2, true);
+  on(0, [&] {
+    {
+      // The gradient passed through to `a` alone: the context keeps it as it is, no copy.
+      DistContext ctx(autograd(0));
+      autograd(0).backward(ctx.id(), {sum(my_func({a}))});
+      const auto grads = autograd(0).get_gradients(ctx.id());
+      ASSERT_EQ(grads.size(), 1u);
+      EXPECT_EQ(grads[0].second.data<double>(), static_grad_ptr) << "the gradient was copied";
+    }
+    {
+      // One gradient tensor handed to both `a` and `b`: never one buffer for both. The first leaf
+      // captured gets a copy; PyTorch copies for the second too, where dagsim lets the second
+      // steal the buffer, which by then nothing else holds (one copy fewer, no aliasing).
+      DistContext ctx(autograd(0));
+      autograd(0).backward(ctx.id(), {sum(my_func({a, b}))});
+      const auto grads = autograd(0).get_gradients(ctx.id());
+      ASSERT_EQ(grads.size(), 2u);
+      EXPECT_NE(grads[0].second.data<double>(), grads[1].second.data<double>());
+      EXPECT_NE(grads[0].second.data<double>(), static_grad_ptr) << "the first leaf aliased a buffer another holds";
+      for (const auto& [leaf, grad] : grads) EXPECT_EQ(grad.to_vector(), ones({5, 6}).to_vector());
+    }
+  });
+}
+
+TEST_F(DistAutogradTest, test_post_hooks) {
+  // Hooks on the AccumulateGrad of t (both edges of t + t lead to it): 1 + 2 + 2 calls' worth.
+  int hook_called_times = 0;
+  const Tensor t = rand_of({10, 10}, 1, true);
+  const Tensor a = add(t, t);
+  const auto add_one = [&](const autograd::variable_list&, const autograd::variable_list&) {
+    hook_called_times += 1;
+    return autograd::variable_list{};
+  };
+  const auto add_two = [&](const autograd::variable_list&, const autograd::variable_list&) {
+    hook_called_times += 2;
+    return autograd::variable_list{};
+  };
+  a.grad_fn()->next_edge(0).function->add_post_hook(add_one);
+  a.grad_fn()->next_edge(0).function->add_post_hook(add_two);
+  a.grad_fn()->next_edge(1).function->add_post_hook(add_two);
+  on(0, [&] {
+    DistContext ctx(autograd(0));
+    autograd(0).backward(ctx.id(), {sum(a)});
+    EXPECT_EQ(hook_called_times, 5);
+    const auto grads = autograd(0).get_gradients(ctx.id());
+    ASSERT_EQ(grads.size(), 1u);
+    EXPECT_TRUE(grads[0].first.is_same(t));
+  });
+}
+
 }  // namespace
 }  // namespace dagsim::conformance::parity

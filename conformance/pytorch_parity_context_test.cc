@@ -95,22 +95,41 @@ void test_rpc_complex_args(DistAutogradTest& t, bool remote) {
   });
 }
 
-// _test_graph: one call of `fn` to worker1, by rpc_sync or remote + to_here.
+// The first call of PyTorch's graph tests: t1 (ones) and t2 (zeros), both requiring grad, to
+// worker1's `fn`, by rpc_sync or remote + to_here; `ints` are fn's integer arguments.
+struct FirstCall {
+  Tensor t1, t2, ret;
+};
+FirstCall first_call(DistAutogradTest& t, const char* fn, bool remote, std::map<std::string, int64_t> ints = {}) {
+  FirstCall c{ones({3, 3}), zeros({3, 3}), Tensor()};
+  c.t1.set_requires_grad(true);
+  c.t2.set_requires_grad(true);
+  rpc::CallArgs args{{c.t1, c.t2}, {}};
+  args.ints = std::move(ints);
+  c.ret = remote ? t.agent(0).remote(1, fn, args).to_here()[0] : t.agent(0).rpc_sync(1, fn, args)[0];
+  return c;
+}
+// The caller's context holds one pair, its first call's.
+void verify_caller_has_one_pair(DistAutogradTest& t, ContextId id, const FirstCall& c) {
+  const auto& mine = t.autograd(0).container().retrieve_context(id);
+  ASSERT_EQ(mine.send_functions().size(), 1u);
+  ASSERT_EQ(mine.recv_functions().size(), 1u);
+  verify_graph_for_first_rpc_call(*functions(mine.send_functions())[0], functions(mine.recv_functions())[0], c.t1, c.t2, c.ret);
+}
+// The executing node holds one send function, its reply.
+void verify_executed_on(DistAutogradTest& t, WorkerId w, ContextId id) {
+  const auto& exec = t.autograd(w).container().retrieve_context(id);
+  ASSERT_EQ(exec.send_functions().size(), 1u);
+  verify_graph_for_rpc_call_exec(*functions(exec.send_functions())[0]);
+}
+
+// _test_graph: one call of `fn` to worker1.
 void test_graph(DistAutogradTest& t, const char* fn, bool remote) {
   t.on(0, [&] {
     DistContext ctx(t.autograd(0));
-    Tensor t1 = ones({3, 3}), t2 = zeros({3, 3});
-    t1.set_requires_grad(true);
-    t2.set_requires_grad(true);
-    const rpc::CallArgs args{{t1, t2}, {}};
-    const Tensor ret = remote ? t.agent(0).remote(1, fn, args).to_here()[0] : t.agent(0).rpc_sync(1, fn, args)[0];
-    const auto& mine = t.autograd(0).container().retrieve_context(ctx.id());
-    ASSERT_EQ(mine.send_functions().size(), 1u);
-    ASSERT_EQ(mine.recv_functions().size(), 1u);
-    verify_graph_for_first_rpc_call(*functions(mine.send_functions())[0], functions(mine.recv_functions())[0], t1, t2, ret);
-    const auto& theirs = t.autograd(1).container().retrieve_context(ctx.id());
-    ASSERT_EQ(theirs.send_functions().size(), 1u);
-    verify_graph_for_rpc_call_exec(*functions(theirs.send_functions())[0]);
+    const FirstCall c = first_call(t, fn, remote);
+    verify_caller_has_one_pair(t, ctx.id(), c);
+    verify_executed_on(t, 1, ctx.id());
   });
 }
 
@@ -119,22 +138,11 @@ void test_graph(DistAutogradTest& t, const char* fn, bool remote) {
 void test_graph_for_py_nested_call(DistAutogradTest& t, bool remote) {
   t.on(0, [&] {
     DistContext ctx(t.autograd(0));
-    Tensor t1 = ones({3, 3}), t2 = zeros({3, 3});
-    t1.set_requires_grad(true);
-    t2.set_requires_grad(true);
-    rpc::CallArgs args{{t1, t2}, {}};
-    args.ints = {{"dst", 1}, {"hops", 1}};
-    const Tensor ret = remote ? t.agent(0).remote(1, "my_py_nested_call_hops", args).to_here()[0]
-                              : t.agent(0).rpc_sync(1, "my_py_nested_call_hops", args)[0];
-    const auto& mine = t.autograd(0).container().retrieve_context(ctx.id());
-    ASSERT_EQ(mine.send_functions().size(), 1u);
-    ASSERT_EQ(mine.recv_functions().size(), 1u);
-    verify_graph_for_first_rpc_call(*functions(mine.send_functions())[0], functions(mine.recv_functions())[0], t1, t2, ret);
+    const FirstCall c = first_call(t, "my_py_nested_call_hops", remote, {{"dst", 1}, {"hops", 1}});
+    verify_caller_has_one_pair(t, ctx.id(), c);
     verify_graph_for_nested_rpc_call(t.autograd(1).container().retrieve_context(ctx.id()));
     verify_graph_for_nested_rpc_call(t.autograd(2).container().retrieve_context(ctx.id()));
-    const auto& exec = t.autograd(3).container().retrieve_context(ctx.id());
-    ASSERT_EQ(exec.send_functions().size(), 1u);
-    verify_graph_for_rpc_call_exec(*functions(exec.send_functions())[0]);
+    verify_executed_on(t, 3, ctx.id());
   });
 }
 
@@ -143,18 +151,13 @@ void test_graph_for_py_nested_call(DistAutogradTest& t, bool remote) {
 void test_graph_for_py_nested_call_itself(DistAutogradTest& t, bool remote) {
   t.on(0, [&] {
     DistContext ctx(t.autograd(0));
-    Tensor t1 = ones({3, 3}), t2 = zeros({3, 3});
-    t1.set_requires_grad(true);
-    t2.set_requires_grad(true);
-    rpc::CallArgs args{{t1, t2}, {}};
-    args.ints = {{"dst", kWorld - 1}, {"hops", 0}};  // the next of worker3 is worker0
-    const Tensor ret = remote ? t.agent(0).remote(1, "my_py_nested_call_hops", args).to_here()[0]
-                              : t.agent(0).rpc_sync(1, "my_py_nested_call_hops", args)[0];
+    // The next of worker3 is worker0.
+    const FirstCall c = first_call(t, "my_py_nested_call_hops", remote, {{"dst", kWorld - 1}, {"hops", 0}});
     const auto& mine = t.autograd(0).container().retrieve_context(ctx.id());
     const std::vector<const Node*> sends = functions(mine.send_functions()), recvs = functions(mine.recv_functions());
     ASSERT_EQ(sends.size(), 2u);
     ASSERT_EQ(recvs.size(), 2u);
-    verify_graph_for_first_rpc_call(*sends[0], recvs[1], t1, t2, ret);
+    verify_graph_for_first_rpc_call(*sends[0], recvs[1], c.t1, c.t2, c.ret);
     verify_graph_for_rpc_call_exec(*sends[1]);
     verify_graph_for_nested_rpc_call(t.autograd(1).container().retrieve_context(ctx.id()));
   });

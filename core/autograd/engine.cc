@@ -171,12 +171,19 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
     if (!info->needed) return;
   }
 
+  // Node hooks see what went in; only a node that has them pays for the copy (which also keeps a
+  // leaf's gradient from being stolen: the hooks may still hold it).
+  const variable_list hook_inputs = fn->has_post_hooks() ? inputs : variable_list{};
   if (const Tensor* leaf = fn->leaf_variable(); leaf != nullptr && task.leaf_capture) {
+    // Distributed autograd's capture of a leaf (PyTorch's DistAccumulateGradCaptureHook): pre-hooks
+    // ran, the gradient goes to the context, then the node's hooks run.
     if (inputs[0].defined()) task.leaf_capture(*leaf, std::move(inputs[0]));
+    if (fn->has_post_hooks()) fn->call_post_hooks({}, hook_inputs);
     return;
   }
 
   variable_list outputs = fn->apply(std::move(inputs));
+  if (fn->has_post_hooks()) outputs = fn->call_post_hooks(std::move(outputs), hook_inputs);
   if (!task.keep_graph) fn->release_variables();
   if (outputs.size() != fn->num_outputs()) {
     throw errors::autograd_error("Function " + std::string(fn->name()) + " returned " +

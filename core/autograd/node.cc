@@ -59,6 +59,24 @@ void Node::call_tensor_pre_hooks(variable_list& grads) {
   }
 }
 
+void Node::add_post_hook(PostHook hook) {
+  DAGSIM_ASSERT(hook != nullptr);
+  post_hooks_.push_back(std::move(hook));
+}
+
+variable_list Node::call_post_hooks(variable_list outputs, const variable_list& inputs) {
+  for (const PostHook& hook : post_hooks_) {
+    variable_list replaced = hook(outputs, inputs);
+    if (replaced.empty()) continue;
+    if (replaced.size() != outputs.size()) {
+      throw errors::autograd_error("a hook of " + std::string(name()) + " returned " + std::to_string(replaced.size()) +
+                                   " gradients for " + std::to_string(outputs.size()));
+    }
+    outputs = std::move(replaced);
+  }
+  return outputs;
+}
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return Edge();
   if (t.grad_fn()) return Edge(t.grad_fn(), t.output_nr());

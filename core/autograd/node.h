@@ -84,11 +84,20 @@ class Node : public std::enable_shared_from_this<Node> {
   virtual void call_tensor_pre_hooks(variable_list& grads);
   bool has_pre_hooks() const { return !pre_hooks_.empty(); }
 
+  // Node hooks, run after the node in registration order (PyTorch's Node.register_hook): each sees
+  // the node's outputs (its gradients for the next nodes; none for AccumulateGrad) and its inputs
+  // (the gradients it got), and may return replacement outputs (an empty list keeps them).
+  using PostHook = std::function<variable_list(const variable_list& outputs, const variable_list& inputs)>;
+  void add_post_hook(PostHook hook);
+  bool has_post_hooks() const { return !post_hooks_.empty(); }
+  variable_list call_post_hooks(variable_list outputs, const variable_list& inputs);
+
  private:
   uint64_t sequence_nr_;
   std::vector<Edge> next_edges_;
   std::vector<InputMetadata> input_metadata_;
   std::vector<std::pair<uint32_t, TensorHook>> pre_hooks_;
+  std::vector<PostHook> post_hooks_;
 };
 
 // The edge a gradient for `t` should flow along: to its grad_fn, or to its AccumulateGrad if it is

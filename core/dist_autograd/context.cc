@@ -1,5 +1,6 @@
 #include "core/dist_autograd/context.h"
 
+#include "core/autograd/accumulate_grad.h"
 #include "core/autograd/grad_mode.h"
 #include "core/base/error.h"
 #include "core/tensor/ops.h"
@@ -34,7 +35,7 @@ std::string DistAutogradContext::describe_send(MessageId id) const {
   return "'" + it->second + "' (autograd message id " + std::to_string(id) + ")";
 }
 
-void DistAutogradContext::accumulate_grad(const Tensor& variable, const Tensor& grad) {
+void DistAutogradContext::accumulate_grad(const Tensor& variable, Tensor grad) {
   DAGSIM_ASSERT(variable.defined() && grad.defined());
   // The engine checks every gradient's shape against its input's metadata: a leaf's gradient has
   // the leaf's shape, so accumulating never broadcasts.
@@ -42,7 +43,9 @@ void DistAutogradContext::accumulate_grad(const Tensor& variable, const Tensor& 
   autograd::NoGradGuard no_grad;
   auto [it, inserted] = grad_index_.emplace(variable.unsafe_impl(), grads_.size());
   if (inserted) {
-    grads_.emplace_back(variable, clone(grad));
+    Tensor first;
+    autograd::AccumulateGrad::accumulate_into(&first, std::move(grad));  // stolen, or a copy
+    grads_.emplace_back(variable, std::move(first));
     DAGSIM_ASSERT_EQ(grad_index_.size(), grads_.size());  // one entry per leaf, both ways
     return;
   }
@@ -56,7 +59,7 @@ std::vector<std::pair<Tensor, Tensor>> DistAutogradContext::gradients() const {
   autograd::NoGradGuard no_grad;
   std::vector<std::pair<Tensor, Tensor>> out;
   out.reserve(grads_.size());
-  for (const auto& [variable, grad] : grads_) out.emplace_back(variable, clone(grad));
+  for (const auto& [variable, grad] : grads_) out.emplace_back(variable, grad);
   DAGSIM_ASSERT_EQ(out.size(), grad_index_.size());
   return out;
 }

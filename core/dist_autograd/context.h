@@ -78,10 +78,12 @@ class DistAutogradContext {
   void add_known_worker_id(WorkerId worker) { known_workers_.insert(worker); }
   const std::set<WorkerId>& known_worker_ids() const { return known_workers_; }
 
-  // Adds `grad` to `variable`'s gradient in this context (the first one is stored as a copy, so
-  // later accumulation never writes into a tensor the caller still holds).
-  void accumulate_grad(const Tensor& variable, const Tensor& grad);
-  // Copies of (leaf, gradient) pairs, in the order the leaves first got a gradient.
+  // Adds `grad` to `variable`'s gradient in this context. The first one is stolen when nothing
+  // else holds it (PyTorch's test_no_grad_copy), else stored as a copy, so later accumulation never
+  // writes into a tensor someone else sees.
+  void accumulate_grad(const Tensor& variable, Tensor grad);
+  // The (leaf, gradient) pairs, in the order the leaves first got a gradient: a copy of the list,
+  // the gradients themselves (PyTorch's get_gradients copies the dict, not the tensors).
   std::vector<std::pair<Tensor, Tensor>> gradients() const;
   // This context's gradient for `variable`; undefined if it has none.
   Tensor gradient_of(const Tensor& variable) const;

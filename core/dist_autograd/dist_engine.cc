@@ -60,7 +60,7 @@ std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAut
   pass->task.leaf_capture = [ctx](const Tensor& leaf, Tensor grad) {
     // Gradients accumulate in the context, never in .grad, and only for leaves that want them.
     DAGSIM_ASSERT(leaf.requires_grad() && leaf.grad_fn() == nullptr);
-    ctx->accumulate_grad(leaf, grad);
+    ctx->accumulate_grad(leaf, std::move(grad));
   };
   const bool inserted = passes_.emplace(context->context_id(), pass).second;
   DAGSIM_ASSERT_MSG(inserted, "two passes of one context on one node");

@@ -9,23 +9,19 @@
 #include "core/base/throws_error_test_util.h"
 #include "core/tensor/gradcheck.h"
 #include "core/tensor/ops.h"
+#include "core/tensor/tensor_test_util.h"
 
 namespace dagsim {
 namespace {
 
-using V = std::vector<double>;
+using testing::leaf;
+using testing::t;
+using testing::V;
 using Inputs = std::vector<Tensor>;
 
 constexpr ErrorCode kShape = ErrorCode::shape_mismatch;
 constexpr ErrorCode kRange = ErrorCode::index_out_of_range;
 constexpr ErrorCode kArg = ErrorCode::invalid_argument;
-
-Tensor t(const Shape& shape, const V& values) { return from_values(shape, values); }
-
-Tensor leaf(Tensor x) {
-  x.set_requires_grad(true);
-  return x;
-}
 
 ::testing::AssertionResult equals(const Tensor& actual, const Shape& shape, const V& values) {
   const Tensor expected = from_values(shape, values, actual.dtype());

@@ -6,12 +6,13 @@
 
 #include <cmath>
 
+#include "core/tensor/tensor_test_util.h"
+
 namespace dagsim {
 namespace {
 
-using V = std::vector<double>;
-
-Tensor t(const Shape& shape, const V& values) { return from_values(shape, values); }
+using testing::t;
+using testing::V;
 
 // Same shape and values within a tight tolerance, with both tensors printed on failure.
 ::testing::AssertionResult equals(const Tensor& actual, const Shape& shape, const V& values,

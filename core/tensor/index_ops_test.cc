@@ -14,28 +14,12 @@
 namespace dagsim {
 namespace {
 
-using testing::leaf;
-using testing::t;
-using testing::V;
+using namespace dagsim::testing;  // t, leaf, V, equals, passes_gradcheck
 using Inputs = std::vector<Tensor>;
 
 constexpr ErrorCode kShape = ErrorCode::shape_mismatch;
 constexpr ErrorCode kRange = ErrorCode::index_out_of_range;
 constexpr ErrorCode kArg = ErrorCode::invalid_argument;
-
-::testing::AssertionResult equals(const Tensor& actual, const Shape& shape, const V& values) {
-  const Tensor expected = from_values(shape, values, actual.dtype());
-  if (actual.shape() == shape && allclose(actual, expected, 0.0, 1e-12)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << actual.to_string() << " " << shape_str(actual.shape())
-                                       << ", expected " << expected.to_string() << " " << shape_str(shape);
-}
-
-template <typename F>
-::testing::AssertionResult passes_gradcheck(F&& fn, const Inputs& inputs) {
-  const GradcheckResult result = gradcheck(std::forward<F>(fn), inputs);
-  if (result.passed) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << result.message;
-}
 
 // The gradient of sum(f(x) * ramp) with ramp = 1, 2, 3, ... over f(x)'s elements, so the value
 // that reaches each input element says which outputs it came from.

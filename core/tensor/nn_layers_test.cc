@@ -12,28 +12,12 @@
 namespace dagsim {
 namespace {
 
-using testing::leaf;
-using testing::t;
-using testing::V;
+using namespace dagsim::testing;  // t, leaf, V, equals, passes_gradcheck
 using Inputs = std::vector<Tensor>;
 
 constexpr ErrorCode kShape = ErrorCode::shape_mismatch;
 constexpr ErrorCode kDtype = ErrorCode::dtype_mismatch;
 constexpr ErrorCode kArg = ErrorCode::invalid_argument;
-
-::testing::AssertionResult equals(const Tensor& actual, const Shape& shape, const V& values, double tol = 1e-12) {
-  const Tensor expected = from_values(shape, values, actual.dtype());
-  if (actual.shape() == shape && allclose(actual, expected, 0.0, tol)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << actual.to_string() << " " << shape_str(actual.shape())
-                                       << ", expected " << expected.to_string() << " " << shape_str(shape);
-}
-
-template <typename F>
-::testing::AssertionResult passes_gradcheck(F&& fn, const Inputs& inputs) {
-  const GradcheckResult result = gradcheck(std::forward<F>(fn), inputs);
-  if (result.passed) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << result.message;
-}
 
 // layer_norm --------------------------------------------------------------------------------------
 

@@ -11,17 +11,7 @@
 namespace dagsim {
 namespace {
 
-using testing::t;
-using testing::V;
-
-// Same shape and values within a tight tolerance, with both tensors printed on failure.
-::testing::AssertionResult equals(const Tensor& actual, const Shape& shape, const V& values,
-                                  double tol = 1e-12) {
-  const Tensor expected = from_values(shape, values, actual.dtype());
-  if (actual.shape() == shape && allclose(actual, expected, 0.0, tol)) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << actual.to_string() << " " << shape_str(actual.shape())
-                                       << ", expected " << expected.to_string() << " " << shape_str(shape);
-}
+using namespace dagsim::testing;  // t, leaf, V, equals, passes_gradcheck
 
 TEST(Ops, BinaryElementwise) {
   Tensor a = t({2, 2}, {1, 2, 3, 4});

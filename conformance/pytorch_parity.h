@@ -65,7 +65,8 @@ inline Tensor simulate_backward_error_fn(const Tensor& input) {
 // The PyTorch test file's user functions (Python UDFs there), beside the builtin ops.
 class DistAutogradTest : public ::testing::Test {
  public:  // the suites' helper functions use it too
-  DistAutogradTest() : cluster_(AutogradCluster::zero_latency(), kWorld, registry()) {}
+  explicit DistAutogradTest(rpc::RpcOptions rpc_options = {})
+      : cluster_(AutogradCluster::zero_latency(), kWorld, registry(), std::move(rpc_options)) {}
 
   const rpc::FunctionRegistry& registry() {
     registry_ = rpc::FunctionRegistry::with_builtins();

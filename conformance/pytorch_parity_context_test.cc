@@ -326,5 +326,38 @@ TEST_F(DistAutogradTest, test_thread_local_context_id) {
   EXPECT_EQ(contexts_everywhere(), 0u);
 }
 
+// PyTorch's FaultyAgentDistAutogradTest: every worker's agent fails the first two
+// CLEANUP_AUTOGRAD_CONTEXT_REQ it sends (PyTorch's default faulty messages are the retryable ones).
+class FaultyAgentDistAutogradTest : public DistAutogradTest {
+ public:
+  FaultyAgentDistAutogradTest() : DistAutogradTest(faulty()) {}
+  static rpc::RpcOptions faulty() {
+    rpc::RpcOptions o;
+    o.message_faults.push_back(rpc::MessageFault{rpc::MessageType::cleanup_autograd_context_req, 2, std::nullopt});
+    return o;
+  }
+};
+
+TEST_F(FaultyAgentDistAutogradTest, test_context_cleanup_tensor_with_grad) {
+  const Tensor t1 = rand33(1, true), t2 = rand33(2, true);
+  on(0, [&] {
+    ContextId id = 0;
+    {
+      DistContext ctx(autograd(0));
+      id = ctx.id();
+      for (WorkerId dst = 1; dst < kWorld; ++dst) {
+        agent(0).rpc_sync(dst, "add", {{t1, t2}, {}});
+        agent(0).rpc_sync(dst, "set_rpc_done", {});
+      }
+    }
+    EXPECT_TRUE(throws_error([&] { autograd(0).get_gradients(id); }, ErrorCode::invalid_argument,
+                             {"Could not find autograd context with id"}));
+  });
+  // Two of the three releases failed on the way and were sent again (after 100 and 150 ms), well
+  // before a peer would release the context by itself (attach_after, 2 s).
+  EXPECT_LT(cluster_.world.now().since_epoch, std::chrono::nanoseconds(1500ms));
+  EXPECT_EQ(contexts_everywhere(), 0u);
+}
+
 }  // namespace
 }  // namespace dagsim::conformance::parity

@@ -167,14 +167,37 @@ void DistAutograd::notify_release(ContextId context, const std::set<WorkerId>& w
   DAGSIM_ASSERT(!container_.has_context(context));
   for (WorkerId worker : workers) {
     if (worker == except || worker == agent_.self()) continue;
-    try {
-      // Fire and forget, as PyTorch: a worker that cannot be reached has lost the context anyway.
-      agent_.request_bytes(worker, rpc::MessageType::cleanup_autograd_context_req, to_bytes(CleanupRequest{context}),
-                           std::nullopt, "release of context " + std::to_string(context));
-    } catch (const Error& e) {
-      agent_.env().log.event("dist_autograd.release_failed", e.detail());
-    }
+    send_release(worker, context, 0);
   }
+}
+
+void DistAutograd::send_release(WorkerId worker, ContextId context, uint32_t attempt) {
+  // Not waited for, as PyTorch's; a failed send is retried with backoff (PyTorch's sendWithRetries,
+  // 20 retries), so a message lost on the way (a faulty agent, a connection that failed and came
+  // back) does not leave the context on the peer. One that never gets through: the peer releases
+  // it itself (attach_to_originator), or died with it.
+  runtime::Future<Bytes> reply;
+  try {
+    reply = agent_.request_bytes(worker, rpc::MessageType::cleanup_autograd_context_req, to_bytes(CleanupRequest{context}),
+                                 std::nullopt, "release of context " + std::to_string(context));
+  } catch (const Error& e) {
+    agent_.env().log.event("dist_autograd.release_failed", e.detail());
+    return;
+  }
+  reply.then([this, alive = std::weak_ptr<int>(alive_), worker, context, attempt](runtime::Future<Bytes> done) {
+    if (!done.has_error() || alive.expired()) return;
+    if (attempt >= kReleaseRetries) {
+      agent_.env().log.event("dist_autograd.release_failed", "context " + std::to_string(context) + " on node " +
+                                                                 std::to_string(worker) + ": gave up after retries");
+      return;
+    }
+    runtime::Duration backoff = kReleaseBackoff;
+    for (uint32_t i = 0; i < attempt && backoff < kReleaseBackoffCap; ++i) backoff = backoff * 3 / 2;
+    agent_.env().spawner.spawn(background_, "dist_autograd.release_retry", [this, worker, context, attempt, backoff] {
+      agent_.env().clock.sleep(std::min(backoff, kReleaseBackoffCap));
+      send_release(worker, context, attempt + 1);
+    });
+  });
 }
 
 void DistAutograd::abort_pass(ContextId context) {

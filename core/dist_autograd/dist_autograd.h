@@ -83,6 +83,11 @@ class DistAutograd final : public rpc::RpcExtension {
   // A pass still running on a released context fails instead of using it.
   void abort_pass(ContextId context);
   void notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except);
+  // One worker's release message, retried on failure (attempt counts the retries so far).
+  void send_release(WorkerId worker, ContextId context, uint32_t attempt);
+  static constexpr uint32_t kReleaseRetries = 20;
+  static constexpr runtime::Duration kReleaseBackoff = std::chrono::milliseconds(100);
+  static constexpr runtime::Duration kReleaseBackoffCap = std::chrono::seconds(2);
 
   void peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason);
   // Beyond PyTorch: a context that reached this node through another worker is released only if
@@ -100,6 +105,9 @@ class DistAutograd final : public rpc::RpcExtension {
   std::set<std::pair<WorkerId, uint32_t>> probing_;
   DistAutogradContainer container_;
   DistEngine engine_;
+  // Expires with this object: a release reply that comes later (the agent fails what is pending
+  // when it goes) finds it expired and touches nothing.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   // The attach sweeper and the peer probes run here. Last, so it is destroyed (cancelled) first:
   // those fibers may outlive this object, and its cancellation unwinds them before they can
   // resume and use it (see cancel_scope.h).

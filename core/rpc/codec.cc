@@ -235,6 +235,16 @@ const char* message_type_name(MessageType type) {
 
 bool is_known_message_type(uint16_t value) { return message_type_name(static_cast<MessageType>(value)) != nullptr; }
 
+std::optional<MessageType> request_type_named(std::string_view name) {
+  // Every request type has the request bit and a low byte below the service range.
+  for (uint16_t low = 0; low < kServiceFirst; ++low) {
+    const auto type = static_cast<MessageType>(kRequest | low);
+    const char* known = message_type_name(type);
+    if (known != nullptr && name == known) return type;
+  }
+  return std::nullopt;
+}
+
 MessageType response_type_of(MessageType request) {
   DAGSIM_ASSERT_MSG(is_request(request), "response_type_of a response type");
   switch (request) {

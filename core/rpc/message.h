@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -78,6 +79,8 @@ inline bool is_service_type(uint16_t value) {
 // "call", "ret", ..., "service_req" / "service_resp" for the service range; nullptr for a value
 // that is not a known type.
 const char* message_type_name(MessageType type);
+// The request type whose message_type_name is `name` ("cleanup_autograd_context_req"), if any.
+std::optional<MessageType> request_type_named(std::string_view name);
 bool is_known_message_type(uint16_t value);
 inline bool is_request(MessageType type) { return (static_cast<uint16_t>(type) & kRequest) != 0; }
 // The response type that answers a request of `request` (besides exception, which answers any):

@@ -51,9 +51,18 @@ using runtime::Future;
 // exception reply with its code and "Error on Node N: ..." text, as a call's error does.
 using Handler = std::function<Bytes(WorkerId from, const Bytes& payload)>;
 
+// PyTorch's faulty agent (FaultyTensorPipeAgent), per message type: the first `count` requests of
+// `type` this node sends fail at once with connection_failed (no `delay`), or go out `delay` late.
+struct MessageFault {
+  MessageType type = MessageType::call;
+  uint32_t count = 0;
+  std::optional<Duration> delay = std::nullopt;
+};
+
 struct RpcOptions {
   Duration default_timeout = std::chrono::seconds(60);
   CodecLimits limits;
+  std::vector<MessageFault> message_faults = {};
 };
 
 class RpcAgent {
@@ -183,6 +192,8 @@ class RpcAgent {
   void stop_reaper();
 
   runtime::Env& env_;
+  // RpcOptions::message_faults: true when `message` (request `id`) was failed or delayed.
+  bool injected_fault(WorkerId to, uint64_t id, const Message& message);
   // Whether a call of `function` records autograd even without tensors that require grad.
   bool forces_autograd(const std::string& function, const CallArgs& args) const;
 

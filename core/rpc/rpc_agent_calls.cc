@@ -127,10 +127,31 @@ void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects,
   });
   pending_.emplace(id, std::move(pending));
   try {
-    send(to, message);
+    if (!injected_fault(to, id, message)) send(to, message);
   } catch (...) {
     fail(id, std::current_exception());
   }
+}
+
+bool RpcAgent::injected_fault(WorkerId to, uint64_t id, const Message& message) {
+  for (MessageFault& fault : options_.message_faults) {
+    if (fault.type != message.type || fault.count == 0) continue;
+    --fault.count;
+    if (!fault.delay) {
+      fail(id, std::make_exception_ptr(errors::connection_failed(
+                   std::string("faulty agent of node ") + std::to_string(env_.self) + ": a " + message_type_name(message.type) +
+                   " to node " + std::to_string(to) + " failed as the scenario asks (" + std::to_string(fault.count) +
+                   " more to fail)")));
+      return true;
+    }
+    // Late, on a fiber of its own; the request's timer runs from now, as the caller's wait does.
+    env_.spawner.spawn("rpc.delayed", [this, to, message, delay = *fault.delay] {
+      env_.clock.sleep(delay);
+      if (!stopping_) send(to, message);
+    });
+    return true;
+  }
+  return false;
 }
 
 std::vector<Tensor> RpcAgent::rpc_sync(WorkerId to, const std::string& function, CallArgs args,

@@ -179,5 +179,34 @@ TEST_F(RpcAgentTest, AnOwnerRRefReadsLocally) {
   EXPECT_EQ(agent(2).owned_rrefs(), 0u);
 }
 
+// PyTorch's faulty agent, per message type (RpcOptions::message_faults): the first two calls node
+// 0 sends fail at once, naming the fault, and the third goes through; a delayed type goes out late.
+TEST(FaultyRpcAgent, FailsOrDelaysTheFirstRequestsOfAType) {
+  LocalRuntime rt;
+  const FunctionRegistry registry = FunctionRegistry::with_builtins();
+  RpcOptions faulty;
+  faulty.message_faults = {MessageFault{MessageType::call, 2, std::nullopt}, MessageFault{MessageType::remote_call, 1, 300ms}};
+  std::vector<std::unique_ptr<RpcAgent>> agents;
+  agents.push_back(std::make_unique<RpcAgent>(rt.add_node("worker0"), registry, faulty));
+  agents.push_back(std::make_unique<RpcAgent>(rt.add_node("worker1"), registry));
+  for (auto& a : agents) a->start();
+  rt.run_on(0, [&] {
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_TRUE(throws_error([&] { agents[0]->rpc_sync(1, "neg", {{vec({1})}, {}}); }, ErrorCode::connection_failed,
+                               {"faulty agent of node 0: a call to node 1 failed"}));
+    }
+    EXPECT_EQ(agents[0]->rpc_sync(1, "neg", {{vec({1})}, {}})[0].to_vector(), (std::vector<double>{-1}));
+    const runtime::TimePoint before = rt.now();
+    EXPECT_EQ(agents[0]->remote(1, "neg", {{vec({2})}, {}}).to_here()[0].to_vector(), (std::vector<double>{-2}));
+    EXPECT_GE(rt.now() - before, runtime::Duration{300ms}) << "the remote call went out on time";
+    const runtime::TimePoint after = rt.now();
+    agents[0]->remote(1, "neg", {{vec({3})}, {}}).to_here();
+    EXPECT_LT(rt.now() - after, runtime::Duration{300ms}) << "only the first remote call is delayed";
+  });
+  EXPECT_EQ(agents[1]->pending_calls(), 0u);
+  for (WorkerId w = 0; w < 2; ++w) rt.kill(w);
+  rt.run();
+}
+
 }  // namespace
 }  // namespace dagsim::rpc

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "core/optim/optimizer.h"
+#include "core/rpc/message.h"
+#include "core/runtime/clock.h"
 #include "core/tensor/dtype.h"
 
 namespace dagsim::scenarios {
@@ -76,6 +78,15 @@ struct ProgramOptimizer {
   optim::AdamOptions adam = {};
 };
 
+// message_faults = [...]: PyTorch's faulty agent on `node`: the first `count` requests of `type`
+// it sends fail at once (no delay) or go out `delay` late (rpc::MessageFault).
+struct ProgramMessageFault {
+  uint32_t node = 0;
+  rpc::MessageType type = rpc::MessageType::call;
+  uint32_t count = 0;
+  std::optional<runtime::Duration> delay = std::nullopt;
+};
+
 struct Program {
   uint32_t driver = 0;
   std::vector<ProgramTensor> tensors;
@@ -88,6 +99,7 @@ struct Program {
   uint32_t backward_repeat = 1;
   // SMART mode (dist_engine.h): only what the roots reach runs; unused RPC results are ignored.
   bool smart = false;
+  std::vector<ProgramMessageFault> message_faults = {};
   std::vector<ProgramParameter> parameters = {};
   std::optional<ProgramOptimizer> optimizer = {};
   // A scalar statement output recorded after every backward call ("losses"); empty: none.

@@ -162,7 +162,11 @@ void ProgramWorkload::node_main(NodeContext& context) {
   auto& lives = nodes_[index];
   lives.emplace_back();
   NodeState& node = lives.back();
-  node.agent = std::make_unique<rpc::RpcAgent>(env, registry_);
+  rpc::RpcOptions rpc_options;
+  for (const ProgramMessageFault& f : program_.message_faults) {
+    if (f.node == index) rpc_options.message_faults.push_back(rpc::MessageFault{f.type, f.count, f.delay});
+  }
+  node.agent = std::make_unique<rpc::RpcAgent>(env, registry_, rpc_options);
   node.autograd = std::make_unique<dist_autograd::DistAutograd>(*node.agent, dist_autograd::DistEngineOptions{
       .backward_timeout = std::min(runtime::Duration{std::chrono::seconds(10)}, scenario_.max_virtual_time / 4)});
   node.optimizer_host = std::make_unique<optim::OptimizerHost>(*node.agent, *node.autograd);

@@ -14,6 +14,7 @@
 #include "core/rpc/op_table.h"
 #include "core/tensor/dtype.h"
 #include "scenarios/workloads/program/program_shapes.h"
+#include "scenarios/workloads/program/scenario_message_faults.h"
 #include "scenarios/workloads/program/scenario_optimizer.h"
 
 namespace dagsim::scenarios::detail {
@@ -401,6 +402,7 @@ Program read_program(const TomlReader& reader, const Table& top) {
   check_result_sizes(reader, statements, out);
   read_backward(reader, *top.get("backward"), names, out);
 
+  if (const toml::node* faults = top.get("message_faults")) out.message_faults = read_message_faults(reader, *faults);
   if (const toml::node* optimizer = top.get("optimizer")) {
     if (out.parameters.empty()) {
       reader.fail(*optimizer, "optimizer", "steps parameters, and this program has none (add parameters = [...])");

@@ -18,8 +18,8 @@ namespace dagsim::scenarios::detail {
 
 // The top-level keys of a program workload, and those it needs (tensors and parameters are both
 // optional: a program may have either kind of leaf, or both).
-inline constexpr std::array<std::string_view, 5> kProgramKeys = {"tensors", "parameters", "program", "backward",
-                                                                 "optimizer"};
+inline constexpr std::array<std::string_view, 6> kProgramKeys = {"tensors",  "parameters", "program",
+                                                                 "backward", "optimizer",  "message_faults"};
 inline constexpr std::array<std::string_view, 2> kProgramRequiredKeys = {"program", "backward"};
 
 // Every function a statement's `call` may name: the ops of the op table (core/rpc/op_table.h),

@@ -293,6 +293,33 @@ TEST(ScenarioProgram, AStatementOfSeveralResultsNamesEach) {
             "bad.toml:3: program[0].out: a remote call gives one RRef: name it with a string");
 }
 
+TEST(ScenarioProgram, MessageFaultsNameANodeARequestTypeAndFailOrDelay) {
+  // On line 5, after backward and before [cluster].
+  const auto with = [](std::string_view faults) {
+    return program(kTensors, kStatements, std::string(kBackward) + "\nmessage_faults = [" + std::string(faults) + "]");
+  };
+  const Scenario sc = parse_scenario(
+      with(R"({ node = "worker1", message = "cleanup_autograd_context_req", fail = 2 }, { node = "worker0", message = "call", delay_ms = 5, count = 3 })"),
+      "faults.toml");
+  const Program& p = program_of(sc);
+  ASSERT_EQ(p.message_faults.size(), 2u);
+  EXPECT_EQ(p.message_faults[0].node, 1u);
+  EXPECT_EQ(p.message_faults[0].type, rpc::MessageType::cleanup_autograd_context_req);
+  EXPECT_EQ(p.message_faults[0].count, 2u);
+  EXPECT_FALSE(p.message_faults[0].delay.has_value());
+  EXPECT_EQ(p.message_faults[1].count, 3u);
+  EXPECT_EQ(p.message_faults[1].delay, std::optional<runtime::Duration>(std::chrono::milliseconds(5)));
+  EXPECT_EQ(error_of(with(R"({ node = "worker1", message = "ret", fail = 1 })")),
+            "bad.toml:5: message_faults[0].message: \"ret\" is no request type (e.g. call, remote_call, rref_fetch_call, "
+            "backward_autograd_req, cleanup_autograd_context_req)");
+  EXPECT_EQ(error_of(with(R"({ node = "worker1", message = "call", fail = 1, delay_ms = 3 })")),
+            "bad.toml:5: message_faults[0]: give either fail = N (fail the first N) or delay_ms (with count, default 1)");
+  EXPECT_EQ(error_of(with(R"({ node = "worker1", message = "call", fail = 1, count = 3 })")),
+            "bad.toml:5: message_faults[0].count: goes with delay_ms; fail is the count");
+  EXPECT_EQ(error_of(with(R"({ node = "worker9", message = "call", fail = 1 })")),
+            "bad.toml:5: message_faults[0].node: unknown node \"worker9\"; nodes are worker0..worker2");
+}
+
 TEST(ScenarioProgram, CallsNameKnownFunctions) {
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", args = ["a"] })")), "bad.toml:3: program[0].call: required");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "conv2d", args = ["a"] })")),

@@ -4,7 +4,11 @@
 // result fails the program cleanly (expect_error) instead of hanging.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+
 #include "scenarios/run/runner.h"
+#include "sim/trace.h"
 #include "scenarios/workloads/program/program_workload.h"
 
 namespace dagsim::conformance {
@@ -40,6 +44,32 @@ const scenarios::CheckResult& check(const scenarios::RunResult& r, const std::st
     if (c.name == name) return c;
   }
   throw std::runtime_error("no check " + name);
+}
+
+// Profiling in the trace (issue 13, item 12): the distributed backward's work on each node, as
+// autograd slices named after what ran, between its pass's begin and end, beside the send and
+// deliver events of the gradient messages.
+TEST(ProgramWorkload, TheTraceShowsEachNodesBackwardFunctionByFunction) {
+  const scenarios::Scenario s = seed_example();
+  scenarios::RunOptions o;
+  o.seed = 42;
+  o.keep_trace = true;
+  std::map<uint32_t, std::vector<std::string>> ran;  // node -> autograd details, in order
+  o.inspect_trace = [&](const sim::Trace& trace, const std::vector<std::string>&) {
+    for (const sim::TraceEvent& e : trace.events()) {
+      if (e.kind == sim::TraceKind::autograd) ran[e.node].push_back(e.detail.substr(0, e.detail.find(" context")));
+    }
+  };
+  const scenarios::RunResult r = scenarios::run_scenario(s, o);
+  ASSERT_TRUE(r.passed);
+  // worker0: its backward from the loss down to the recv function, which sends t3's gradient to
+  // worker1; then, when worker1 answers, its send function and the leaves t1 and t2.
+  EXPECT_EQ(ran[0], (std::vector<std::string>{"pass begins,", "GraphRoot", "SumBackward", "MulBackward", "AccumulateGrad",
+                                                "RecvRpcBackward", "SendRpcBackward", "AccumulateGrad", "AccumulateGrad",
+                                                "pass ends,"}));
+  // worker1: a pass for the gradients from worker0: its send function, the add, its recv function.
+  EXPECT_EQ(ran[1], (std::vector<std::string>{"pass begins,", "SendRpcBackward", "AddBackward", "RecvRpcBackward",
+                                                "pass ends,"}));
 }
 
 TEST(ProgramWorkload, TheSeedExampleMatchesLocalAutogradAndReportsItsGradients) {

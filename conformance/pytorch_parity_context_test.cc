@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -11,6 +12,7 @@
 #include "core/autograd/engine.h"
 #include "core/base/throws_error_test_util.h"
 #include "core/tensor/ops.h"
+#include "sim/trace.h"
 
 namespace dagsim::conformance::parity {
 namespace {
@@ -357,6 +359,32 @@ TEST_F(FaultyAgentDistAutogradTest, test_context_cleanup_tensor_with_grad) {
   // before a peer would release the context by itself (attach_after, 2 s).
   EXPECT_LT(cluster_.world.now().since_epoch, std::chrono::nanoseconds(1500ms));
   EXPECT_EQ(contexts_everywhere(), 0u);
+}
+
+// test_dist_autograd_profiling: PyTorch's profiler sees one SendRpcBackward and one
+// RecvRpcBackward on the caller, inside its backward. dagsim's profile is the trace: the caller's
+// autograd slices, between its pass's beginning and end.
+TEST(DistAutogradProfiling, test_dist_autograd_profiling) {
+  sim::SimOptions options = AutogradCluster::zero_latency();
+  options.keep_trace_events = true;
+  const rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
+  AutogradCluster cluster(options, 2, registry);
+  const Tensor t1 = rand33(1, true), t2 = rand33(2, true);
+  cluster.world.spawn_foreground(0, "test", [&] {
+    DistContext ctx(*cluster.autograd[0]);
+    const Tensor loss = sum(cluster.agents[0]->rpc_sync(1, "add", {{t1, t2}, {}})[0]);
+    cluster.autograd[0]->backward(ctx.id(), {loss});
+  });
+  ASSERT_EQ(cluster.world.run({}), sim::SimWorld::Outcome::finished);
+  std::vector<std::string> caller;
+  for (const sim::TraceEvent& e : cluster.world.trace().events()) {
+    if (e.kind == sim::TraceKind::autograd && e.node == 0) caller.push_back(e.detail.substr(0, e.detail.find(' ')));
+  }
+  ASSERT_FALSE(caller.empty());
+  EXPECT_EQ(caller.front(), "pass");
+  EXPECT_EQ(caller.back(), "pass");
+  EXPECT_EQ(std::count(caller.begin(), caller.end(), "SendRpcBackward"), 1);
+  EXPECT_EQ(std::count(caller.begin(), caller.end(), "RecvRpcBackward"), 1);
 }
 
 }  // namespace

@@ -70,6 +70,11 @@ class SimWorld::TraceLog final : public runtime::Log {
  public:
   TraceLog(SimWorld& world, WorkerId node) : world_(world), node_(node) {}
   void event(std::string_view kind, std::string_view detail) override {
+    // Distributed autograd's profile events get a kind of their own (dist_engine.cc).
+    if (kind == "autograd") {
+      world_.trace_.record(world_.now(), node_, TraceKind::autograd, std::string(detail));
+      return;
+    }
     std::string text(kind);
     if (!detail.empty()) text.append(" ").append(detail);
     world_.trace_.record(world_.now(), node_, TraceKind::workload, text);

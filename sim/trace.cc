@@ -16,6 +16,7 @@ std::string_view trace_kind_name(TraceKind kind) {
     case TraceKind::hold: return "hold";
     case TraceKind::timer: return "timer";
     case TraceKind::fault: return "fault";
+    case TraceKind::autograd: return "autograd";
     case TraceKind::connection: return "connection";
     case TraceKind::workload: return "workload";
     case TraceKind::fiber_failed: return "fiber_failed";
@@ -61,8 +62,11 @@ void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>&
     const std::string kind(trace_kind_name(event.kind));
     const uint32_t tid = tid_of(event.node);
     // A short complete slice, so flow arrows have a slice to bind to in every viewer.
+    // An autograd slice is named after what ran (its detail's first word: "AddBackward",
+    // "RecvRpcBackward", "pass"), so a step's backward reads node by node in the viewer.
+    const std::string name = event.kind == TraceKind::autograd ? event.detail.substr(0, event.detail.find(' ')) : kind;
     events.push_back({{"ph", "X"},
-                      {"name", kind},
+                      {"name", name},
                       {"cat", kind},
                       {"ts", to_us(event.time)},
                       {"dur", 1},

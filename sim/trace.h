@@ -30,6 +30,7 @@ enum class TraceKind : uint8_t {
   connection,   // a connection failed or a failure notice arrived
   workload,     // an event logged by core or workload code through Env::log
   fiber_failed, // a node fiber ended with an exception
+  autograd,     // a distributed backward's work on a node: a pass begins or ends, a function runs
 };
 
 std::string_view trace_kind_name(TraceKind kind);
@@ -78,7 +79,7 @@ class Trace {
   bool keep_events_;
   uint64_t hash_ = 0x64616773696d;  // "dagsim"
   uint64_t count_ = 0;
-  uint64_t per_kind_[9] = {};
+  uint64_t per_kind_[10] = {};  // one per TraceKind
   std::vector<TraceEvent> events_;
 };
 

@@ -92,6 +92,13 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
       pass.progress.notify_all();  // the detector, if any, stops
     }
   } forget{*this, context, *pass};
+  agent_.env().log.event("autograd", "pass begins, context " + std::to_string(context) +
+                                         (pass->initiator ? " (this node's backward)" : " (gradients from a peer)"));
+  struct Ended {
+    runtime::Log& log;
+    ContextId context;
+    ~Ended() { log.event("autograd", "pass ends, context " + std::to_string(context)); }
+  } ended{agent_.env().log, context};
   runtime::Clock& clock = agent_.env().clock;
   const runtime::Duration probe_interval = options_.termination_probe_interval;
   bool detecting = !pass->initiator || probe_interval.count() <= 0;  // only the initiator detects
@@ -105,6 +112,8 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
         pass->sends_pending.erase(it->second);
       }
       pass->evaluating = true;
+      // Profiling (PyTorch's dist_autograd profiling): each function of the pass, in the trace.
+      agent_.env().log.event("autograd", std::string(task.node->name()) + " context " + std::to_string(context));
       try {
         Engine::evaluate(pass->task, std::move(task));
       } catch (...) {

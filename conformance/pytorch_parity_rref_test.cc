@@ -86,5 +86,39 @@ TEST_F(DistAutogradTest, test_trainer_ps) {
   EXPECT_EQ(contexts_everywhere(), 0u);
 }
 
+// RRef.backward (RREF_BACKWARD_REQ): from a user, the owner runs the distributed backward with
+// the RRef's value as root and answers when it is done; on the owner, with a context it is a
+// distributed backward, without one a local backward into .grad.
+TEST_F(DistAutogradTest, RRefBackwardFromAUserAndOnTheOwner) {
+  on(0, [&] {
+    const Tensor t1 = rand33(1, true);
+    {
+      DistContext ctx(autograd(0));
+      const rpc::RRef user = agent(0).remote(1, "sum", {{mul(t1, t1)}, {}});  // a scalar owned by worker1
+      autograd(0).rref_backward(user, ctx.id());
+      const auto grads = autograd(0).get_gradients(ctx.id());
+      ASSERT_EQ(grads.size(), 1u);
+      EXPECT_EQ(grad_of(grads, t1), mul(t1, 2.0).to_vector());  // d sum(t1^2) / d t1
+      EXPECT_TRUE(throws_error([&] { autograd(0).rref_backward(user, std::nullopt); }, ErrorCode::invalid_argument,
+                               {"User RRefs require 'dist_autograd_ctx_id' to be specified"}));
+      const rpc::RRef pieces = agent(0).remote(1, "chunk", {{t1}, {{"chunks", 3}}});
+      EXPECT_TRUE(throws_error([&] { autograd(0).rref_backward(pieces, ctx.id()); }, ErrorCode::invalid_argument,
+                               {"Error on Node 1", "RRef should contain a tensor for .backward()"}));
+    }
+    {
+      DistContext ctx(autograd(0));
+      const rpc::RRef owned = agent(0).remote(0, "sum", {{t1}, {}});
+      autograd(0).rref_backward(owned, ctx.id());
+      EXPECT_EQ(grad_of(autograd(0).get_gradients(ctx.id()), t1), ones({3, 3}).to_vector());
+      EXPECT_FALSE(t1.grad().defined()) << "a distributed backward never writes .grad";
+    }
+    const rpc::RRef owned = agent(0).remote(0, "sum", {{t1}, {}});
+    autograd(0).rref_backward(owned, std::nullopt);  // outside any context: local autograd
+    ASSERT_TRUE(t1.grad().defined());
+    EXPECT_EQ(t1.grad().to_vector(), ones({3, 3}).to_vector());
+  });
+  EXPECT_EQ(contexts_everywhere(), 0u);
+}
+
 }  // namespace
 }  // namespace dagsim::conformance::parity

@@ -91,6 +91,22 @@ struct CleanupRequest {
   }
 };
 
+// RREF_BACKWARD_REQ: the owner of RRef `rref` runs a distributed backward of `context` with the
+// RRef's value as its root (PyTorch's RRefBackwardReq), and answers when it is done.
+struct RRefBackwardRequest {
+  static constexpr const char* kName = "rref_backward_req";
+  uint64_t rref = 0;
+  ContextId context = 0;
+  bool retain_graph = false;
+
+  template <class Io, class Self>
+  static void fields(Io& io, Self& m) {
+    io.num("rref_backward.rref_id", m.rref);
+    io.num("rref_backward.context_id", m.context);
+    io.num("rref_backward.retain_graph", m.retain_graph);
+  }
+};
+
 // Distributed autograd's services beyond PyTorch's table (rpc::kDistAutogradServices).
 // incarnation_req (empty payload) -> IncarnationReply: which life of the node answers (the probe
 // of a peer whose connection failed).

@@ -1,5 +1,6 @@
 #include "core/dist_autograd/dist_autograd.h"
 
+#include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/base/error.h"
 #include "core/rpc/call_messages.h"
@@ -38,6 +39,12 @@ void DistAutograd::add_handlers() {
     check_serving(from);
     // Answered when this node's pass is done (or at once, when it joins a running pass).
     engine_.receive_gradients(from, from_bytes<BackwardRequest>(payload));
+    return Bytes{};
+  });
+  agent_.add_handler(MessageType::rref_backward_req, [this](WorkerId from, const Bytes& payload) {
+    check_serving(from);
+    const RRefBackwardRequest request = from_bytes<RRefBackwardRequest>(payload);
+    engine_.backward(request.context, {rref_root(agent_.owned_value(request.rref))}, request.retain_graph);
     return Bytes{};
   });
   agent_.add_handler(kSmartMarkRequest, [this](WorkerId from, const Bytes& payload) {
@@ -153,6 +160,28 @@ void DistAutograd::backward(ContextId context, const autograd::variable_list& ro
 
 std::vector<std::pair<Tensor, Tensor>> DistAutograd::get_gradients(ContextId context) {
   return container_.retrieve_context(context).gradients();
+}
+
+Tensor DistAutograd::rref_root(const std::vector<Tensor>& value) {
+  if (value.size() != 1) {
+    throw errors::invalid_argument("RRef should contain a tensor for .backward() (it holds " + std::to_string(value.size()) +
+                                   " tensors)");
+  }
+  return value[0];
+}
+
+void DistAutograd::rref_backward(const rpc::RRef& rref, std::optional<ContextId> context, bool retain_graph) {
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "RRef.backward blocks: run it on a node fiber");
+  if (rref.is_owner()) {
+    const Tensor root = rref_root(agent_.owned_value(rref.id()));
+    if (!context) return autograd::Engine::backward({root}, {}, retain_graph);
+    return engine_.backward(*context, {root}, retain_graph);
+  }
+  if (!context) throw errors::invalid_argument("User RRefs require 'dist_autograd_ctx_id' to be specified");
+  agent_.request_bytes(rref.owner(), rpc::MessageType::rref_backward_req,
+                       to_bytes(RRefBackwardRequest{rref.id(), *context, retain_graph}), std::nullopt,
+                       "RRef backward of context " + std::to_string(*context))
+      .get();
 }
 
 void DistAutograd::release_context(ContextId context) {

@@ -59,6 +59,11 @@ class DistAutograd final : public rpc::RpcExtension {
   void backward(ContextId context, const autograd::variable_list& roots, bool retain_graph = false,
                 BackwardMode mode = BackwardMode::fast);
   std::vector<std::pair<Tensor, Tensor>> get_gradients(ContextId context);
+  // RRef.backward(dist_autograd_ctx_id, retain_graph): on the owner, a backward with the RRef's
+  // value as root (local autograd without a context, distributed with one); from a user, a
+  // context is required and the owner runs it (RREF_BACKWARD_REQ), answering when it is done.
+  // The value must be one tensor ("RRef should contain a tensor for .backward()").
+  void rref_backward(const rpc::RRef& rref, std::optional<ContextId> context, bool retain_graph = false);
   // Erases the context (invalid_argument if unknown) and notifies its known workers.
   void release_context(ContextId context);
   DebugInfo debug_info() const;
@@ -76,6 +81,8 @@ class DistAutograd final : public rpc::RpcExtension {
   void on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) override;
 
  private:
+  // The one tensor an RRef's value must be to be a backward's root.
+  static Tensor rref_root(const std::vector<Tensor>& value);
   // The handlers of distributed autograd's requests (registered on the agent by the constructor).
   void add_handlers();
   // The preconditions every handler opens with.

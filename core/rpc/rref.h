@@ -4,7 +4,8 @@
 // to_here() fetches the value (inside a distributed autograd context the fetch is always
 // recorded, so gradients flow back to the owner's graph and from there to the caller's inputs);
 // on the owner it is the owned value itself, as PyTorch's local_value(). When the last copy of a user RRef goes, the owner is told
-// (RREF_USER_DELETE) and drops the value. Not built yet: forking an RRef to a third worker.
+// (RREF_USER_DELETE) and drops the value. RRef.backward is DistAutograd::rref_backward (RREF_BACKWARD_REQ).
+// Not built yet: forking an RRef to a third worker.
 #pragma once
 
 #include <memory>

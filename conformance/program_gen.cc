@@ -68,7 +68,7 @@ rc::Gen<ProgramCase> gen_program_case() {
         s.args = {pick(), pick()};
         s.attributes["to"] = *rc::gen::inRange<uint32_t>(0, c.workers);
       }
-      const bool nested = s.call.rfind("relay_", 0) == 0;
+      const bool nested = s.call.starts_with(scenarios::kRelayPrefix);
       const int via = nested ? *rc::gen::inRange(1, 3) : *rc::gen::inRange(0, 3);
       s.via = static_cast<Via>(via);
       if (s.via != Via::local) {

@@ -10,12 +10,6 @@
 
 namespace dagsim::scenarios {
 
-namespace {
-
-constexpr std::string_view kRelay = "relay_";
-
-}  // namespace
-
 namespace detail {
 
 std::map<std::string, Tensor> make_leaves(const Program& program) {
@@ -73,9 +67,9 @@ optim::OptimizerConfig optimizer_config(const ProgramOptimizer& o) {
 
 void add_program_functions(rpc::FunctionRegistry& registry) {
   for (const char* op : {"add", "sub", "mul", "div"}) {
-    const std::string name = std::string(kRelay) + op;
+    const std::string name = std::string(kRelayPrefix) + op;
     registry.add(name, [op](rpc::CallContext& ctx, const rpc::CallArgs& args) {
-      const auto to = static_cast<WorkerId>(args.attribute(std::string(kRelay) + op, "to"));
+      const auto to = static_cast<WorkerId>(args.attribute(std::string(kRelayPrefix) + op, "to"));
       rpc::CallArgs forwarded{args.tensors, {}};
       return ctx.agent().rpc_sync(to, op, forwarded);
     });
@@ -118,7 +112,7 @@ ProgramResult run_program_locally(const Program& program, const rpc::FunctionReg
         continue;
       }
       std::string op = s.call;
-      if (op.rfind(kRelay, 0) == 0) op = op.substr(kRelay.size());
+      if (op.starts_with(kRelayPrefix)) op = op.substr(kRelayPrefix.size());
       rpc::CallContext local{nullptr, 0};
       rpc::CallArgs args;
       for (const std::string& name : s.args) args.tensors.push_back(values.at(name));

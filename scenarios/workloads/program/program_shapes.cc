@@ -27,7 +27,7 @@ rpc::OpShapes infer_result_shapes(const std::string& call, const std::vector<Sha
   // The program's own functions are ops of the table under another name: a relay is its op on
   // another node, mlp_layer a linear (the activation keeps the shape), to_here the identity.
   std::string op = call;
-  if (call.starts_with("relay_")) op = call.substr(6);
+  if (call.starts_with(kRelayPrefix)) op = call.substr(kRelayPrefix.size());
   if (call == "mlp_layer") op = "linear";
   if (call == "to_here") return s.size() == 1 ? rpc::OpShapes(std::vector<Shape>{s[0]}) : std::nullopt;
   const rpc::OpDef* def = rpc::find_op(op);

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/optim/optimizer.h"
@@ -53,6 +54,9 @@ enum class Via : uint8_t { local, rpc_sync, rpc_async, remote };
 // The pseudo-call that fetches an RRef's value to the driver (RRef::to_here); its one argument is
 // in Statement::rrefs.
 inline constexpr const char* kToHere = "to_here";
+// The prefix of the relay functions (program.h): a relay is its op (add, sub, mul, div) forwarded
+// to another node.
+inline constexpr std::string_view kRelayPrefix = "relay_";
 
 struct Statement {
   // The names it defines, one per result of the call (`out = "y"`, or `out = ["a", "b"]` for a

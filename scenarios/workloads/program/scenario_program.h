@@ -29,8 +29,6 @@ std::span<const std::string_view> program_functions();
 // Whether a statement may carry attribute `name` (every attribute an op of the table reads is one).
 bool is_attribute_key(std::string_view name);
 
-// The prefix of the relay functions, which (only they) take the node attribute `to`.
-inline constexpr std::string_view kRelayPrefix = "relay_";
 
 // The program workload of `top` (the file's top level). The driver is node 0; every leaf tensor
 // lives on it.

@@ -130,6 +130,27 @@ class DistAutogradTest : public ::testing::Test {
       autograd(me.self()).backward(ctx.id(), {sum(t6)});
       return std::vector<Tensor>{from_values({1}, {static_cast<double>(autograd(me.self()).get_gradients(ctx.id()).size())})};
     });
+    // _run_trainer: the trainer adds the parameter server's RRef (forked to it by the server) to its
+    // t2 there, runs backward, and holds its context until the server has checked its gradients.
+    registry_.add("run_trainer", [this](rpc::CallContext& c, const rpc::CallArgs& a) {
+      rpc::RpcAgent& me = c.agent();
+      const auto ps = static_cast<WorkerId>(a.integer("run_trainer", "ps"));
+      Tensor t2 = a.tensors.at(0);
+      t2.set_requires_grad(true);
+      DistContext ctx(autograd(me.self()));
+      trainer_contexts_[me.self()] = ctx.id();
+      const Tensor ret = me.rpc_sync(ps, "my_rref_add", {{t2}, {}, {a.rrefs.at(0)}})[0];
+      autograd(me.self()).backward(ctx.id(), {sum(ret)});
+      ++trainers_done_;
+      while (!trainers_checked_) me.env().clock.sleep(std::chrono::milliseconds(10));
+      return std::vector<Tensor>{};
+    });
+    // _my_nested_rref_add: passes the RRef it was given (a fork) on to `dst`, its owner.
+    registry_.add("my_nested_rref_add", [](rpc::CallContext& c, const rpc::CallArgs& a) {
+      const auto dst = static_cast<WorkerId>(a.integer("my_nested_rref_add", "dst"));
+      EXPECT_FALSE(a.rrefs.at(0).is_owner()) << "a fork on a worker that does not own it";
+      return c.agent().rpc_sync(dst, "my_rref_add", {{a.tensors.at(0)}, {}, {a.rrefs.at(0)}});
+    });
     registry_.add("create_tensor", [](rpc::CallContext&, const rpc::CallArgs&) {
       Tensor t = ones({3, 3});
       t.set_requires_grad(true);
@@ -218,18 +239,20 @@ class DistAutogradTest : public ::testing::Test {
       });
     }
   }
-  // _test_backward_rref with the callee the RRef's owner: t1 lives on the owner as an RRef made
-  // inside the context, the owner adds the caller's t2 to it; the caller gets t2's gradient and
-  // the owner t1's, under the owned tensor (_compare_owner_value). `done` when it ran to its end.
-  void backward_rref(WorkerId caller, WorkerId owner, bool& done) {
+  // _test_backward_rref: t1 lives on `owner` as an RRef made inside the context; `callee` adds the
+  // caller's t2 to it: the owner itself (my_rref_add), or a third worker that passes the RRef on
+  // to its owner (my_nested_rref_add, a fork of a fork). The caller gets t2's gradient and the
+  // owner t1's, under the owned tensor (_compare_owner_value). `done` when it ran to its end.
+  void backward_rref(WorkerId caller, WorkerId callee, WorkerId owner, bool& done) {
     Tensor t2 = zeros({3, 3});
     t2.set_requires_grad(true);
     DistContext ctx(autograd(caller));
     const rpc::RRef rref_t1 = agent(caller).remote(owner, "create_tensor", {});
     rpc::CallArgs args;
     args.tensors = {t2};
-    args.rrefs = {rref_t1.id()};
-    const Tensor ret = agent(caller).remote(owner, "my_rref_add", args).to_here()[0];
+    args.rrefs = {rref_t1};
+    if (callee != owner) args.ints["dst"] = owner;
+    const Tensor ret = agent(caller).remote(callee, callee == owner ? "my_rref_add" : "my_nested_rref_add", args).to_here()[0];
     autograd(caller).backward(ctx.id(), {sum(ret)});
     const auto grads = autograd(caller).get_gradients(ctx.id());
     EXPECT_EQ(grads.size(), 1u);
@@ -242,6 +265,9 @@ class DistAutogradTest : public ::testing::Test {
   }
   rpc::FunctionRegistry registry_;
   std::map<WorkerId, Tensor> requires_grad_tensor_;
+  std::map<WorkerId, ContextId> trainer_contexts_;  // run_trainer's, by trainer
+  size_t trainers_done_ = 0;  // run_trainer's that ran backward
+  bool trainers_checked_ = false;
   AutogradCluster cluster_;
 };
 

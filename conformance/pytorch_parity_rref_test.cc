@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 
 TEST_F(DistAutogradTest, test_backward_rref) {
   bool done = false;
-  on(0, [&] { backward_rref(0, 1, done); });
+  on(0, [&] { backward_rref(0, 1, 1, done); });
   EXPECT_TRUE(done);
   EXPECT_EQ(contexts_everywhere(), 0u);
   EXPECT_EQ(agent(1).owned_rrefs(), 0u) << "both RRefs' values were dropped with their users";
@@ -30,7 +30,7 @@ TEST_F(DistAutogradTest, test_backward_rref_multi) {
   std::map<WorkerId, bool> done;
   for (WorkerId w = 1; w < kWorld; ++w) {
     done[w] = false;
-    cluster_.world.spawn_foreground(w, "trainer", [&, w] { backward_rref(w, 0, done[w]); });
+    cluster_.world.spawn_foreground(w, "trainer", [&, w] { backward_rref(w, 0, 0, done[w]); });
   }
   on(0, [] {});
   for (const auto& [w, d] : done) EXPECT_TRUE(d) << "worker" << w;
@@ -38,52 +38,51 @@ TEST_F(DistAutogradTest, test_backward_rref_multi) {
   EXPECT_EQ(agent(0).owned_rrefs(), 0u);
 }
 
-// test_trainer_ps: three trainers add the parameter server's RRef value to their t2 and run
-// backward; the server finds each context's gradient under its own tensor (to_here() on the
-// owner is the owned value, not a copy). The trainers name the RRef by id: forking RRefs to
-// other workers is not built yet.
+// test_backward_rref_nested: the callee is a third worker, which gets the RRef as a fork and
+// passes it on to the owner (caller -> callee -> owner); gradients reach the caller's t2 and the
+// owner's t1, and every fork is gone at the end, so the owner dropped the value.
+TEST_F(DistAutogradTest, test_backward_rref_nested) {
+  bool done = false;
+  on(0, [&] { backward_rref(0, 1, 2, done); });
+  EXPECT_TRUE(done);
+  EXPECT_EQ(contexts_everywhere(), 0u);
+  for (WorkerId w = 0; w < kWorld; ++w) {
+    EXPECT_EQ(agent(w).owned_rrefs(), 0u) << "worker" << w;
+    EXPECT_EQ(agent(w).pending_children(), 0u) << "worker" << w;
+  }
+}
+
+// test_trainer_ps: the parameter server forks its RRef to three trainers (_run_trainer), each
+// forks it back in my_rref_add and runs backward; the server finds each context's gradient under
+// its own tensor (to_here() on the owner is the owned value, not a copy).
 TEST_F(DistAutogradTest, test_trainer_ps) {
   const Tensor t2 = zeros({3, 3});
-  std::map<WorkerId, ContextId> ctx_ids;
   rpc::RRef rref_t1;
-  uint64_t rref_id = 0;
+  std::vector<rpc::Future<std::vector<Tensor>>> trainers;
   on(0, [&] {
     rref_t1 = agent(0).remote(0, "create_tensor", {});
-    rref_id = rref_t1.id();
     EXPECT_TRUE(rref_t1.to_here()[0].is_same(rref_t1.to_here()[0])) << "to_here on the owner returns the owned value";
-  });
-  int trainers_done = 0;
-  bool verified = false;
-  for (WorkerId trainer = 1; trainer < kWorld; ++trainer) {
-    cluster_.world.spawn_foreground(trainer, "trainer", [&, trainer] {
-      Tensor mine = clone(t2);
-      mine.set_requires_grad(true);
-      DistContext ctx(autograd(trainer));
-      ctx_ids[trainer] = ctx.id();
-      rpc::CallArgs args;
-      args.tensors = {mine};
-      args.rrefs = {rref_id};
-      const Tensor ret = agent(trainer).rpc_sync(0, "my_rref_add", args)[0];
-      autograd(trainer).backward(ctx.id(), {sum(ret)});
-      ++trainers_done;
-      while (!verified) cluster_.world.env(trainer).clock.sleep(10ms);  // hold the context for the check
-    });
-  }
-  on(0, [&] {
-    while (trainers_done < kWorld - 1) cluster_.world.env(0).clock.sleep(10ms);
+    for (WorkerId trainer = 1; trainer < kWorld; ++trainer) {
+      rpc::CallArgs args{{t2}, {}, {rref_t1}};
+      args.ints["ps"] = 0;
+      trainers.push_back(agent(0).rpc_async(trainer, "run_trainer", args));
+    }
+    while (trainers_done_ < kWorld - 1) cluster_.world.env(0).clock.sleep(10ms);
     Tensor local1 = ones({3, 3}), local2 = zeros({3, 3});
     local1.set_requires_grad(true);
     local2.set_requires_grad(true);
     sum(add(local1, local2)).backward();
     const Tensor local_t1 = rref_t1.to_here()[0];
-    for (const auto& [trainer, id] : ctx_ids) {
+    for (const auto& [trainer, id] : trainer_contexts_) {
       EXPECT_EQ(grad_of(autograd(0).get_gradients(id), local_t1), local1.grad().to_vector()) << "trainer " << trainer;
     }
-    verified = true;
+    trainers_checked_ = true;
+    for (auto& trainer : trainers) trainer.get();
   });
   rref_t1 = rpc::RRef();
   cluster_.world.run({.stop_at = cluster_.world.now() + 1s});
   EXPECT_EQ(contexts_everywhere(), 0u);
+  EXPECT_EQ(agent(0).owned_rrefs(), 0u) << "the server's value went with its last fork";
 }
 
 // RRef.backward (RREF_BACKWARD_REQ): from a user, the owner runs the distributed backward with

@@ -132,9 +132,9 @@ OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& 
 
 DistributedOptimizer::DistributedOptimizer(rpc::RpcAgent& agent, OptimizerConfig config, std::vector<rpc::RRef> params)
     : agent_(agent), params_(std::move(params)) {
-  std::map<WorkerId, std::vector<uint64_t>> by_owner;
+  std::map<WorkerId, std::vector<rpc::RRef>> by_owner;
   for (size_t i = 0; i < params_.size(); ++i) {
-    by_owner[params_[i].owner()].push_back(params_[i].id());
+    by_owner[params_[i].owner()].push_back(params_[i]);
     params_on_[params_[i].owner()].push_back(i);
   }
   DAGSIM_ASSERT(by_owner.size() <= params_.size());

@@ -41,8 +41,8 @@ class DistributedOptimizerTest : public ::testing::Test {
       DistributedOptimizer opt(a, config, {w, v});
       for (int k = 0; k < steps; ++k) {
         dist_autograd::DistAutograd::Context ctx(*autograd_[0]);
-        Tensor h = tanh(a.rpc_sync(1, "matmul", {{x_}, {}, {w.id()}})[0]);
-        Tensor y = a.rpc_sync(2, "matmul", {{h}, {}, {v.id()}})[0];
+        Tensor h = tanh(a.rpc_sync(1, "matmul", {{x_}, {}, {w}})[0]);
+        Tensor y = a.rpc_sync(2, "matmul", {{h}, {}, {v}})[0];
         autograd_[0]->backward(ctx.id(), {sum(mul(y, y))});
         opt.step(ctx.id());
       }
@@ -118,8 +118,8 @@ TEST_F(DistributedOptimizerTest, AStateDictCarriesTrainingAcrossOwners) {
       const auto train = [&](rpc::RRef& rw, rpc::RRef& rv, DistributedOptimizer& opt, int steps) {
         for (int k = 0; k < steps; ++k) {
           dist_autograd::DistAutograd::Context ctx(*autograd_[0]);
-          Tensor h = tanh(a.rpc_sync(rw.owner(), "matmul", {{x_}, {}, {rw.id()}})[0]);
-          Tensor y = a.rpc_sync(rv.owner(), "matmul", {{h}, {}, {rv.id()}})[0];
+          Tensor h = tanh(a.rpc_sync(rw.owner(), "matmul", {{x_}, {}, {rw}})[0]);
+          Tensor y = a.rpc_sync(rv.owner(), "matmul", {{h}, {}, {rv}})[0];
           autograd_[0]->backward(ctx.id(), {sum(mul(y, y))});
           opt.step(ctx.id());
         }
@@ -183,13 +183,13 @@ TEST_F(DistributedOptimizerTest, AStepThatChangedASavedParameterFailsTheOlderCon
     rpc::RRef w = a.remote(1, "dagsim.parameter", {{w0_}, {}});
     DistributedOptimizer opt(a, {.kind = OptimizerConfig::Kind::sgd, .sgd = {.lr = 0.1}, .adam = {}}, {w});
     dist_autograd::DistAutograd::Context old_ctx(*autograd_[0]);
-    Tensor stale = sum(a.rpc_sync(1, "matmul", {{x_}, {}, {w.id()}})[0]);  // saves w on worker1
+    Tensor stale = sum(a.rpc_sync(1, "matmul", {{x_}, {}, {w}})[0]);  // saves w on worker1
     {
       // Contexts do not nest on one fiber (PyTorch's "Already have an autograd context id"): the
       // newer one is opened with none current, as PyTorch would on another thread.
       dist_autograd::ContextScope none(std::nullopt);
       dist_autograd::DistAutograd::Context ctx(*autograd_[0]);
-      Tensor loss = sum(a.rpc_sync(1, "matmul", {{x_}, {}, {w.id()}})[0]);
+      Tensor loss = sum(a.rpc_sync(1, "matmul", {{x_}, {}, {w}})[0]);
       autograd_[0]->backward(ctx.id(), {loss});
       opt.step(ctx.id());  // w changes in place
     }

@@ -2,9 +2,11 @@
 
 namespace dagsim::rpc {
 
-Message make_call(uint64_t request_id, const std::string& function, const CallArgs& args) {
+Message make_call(uint64_t request_id, const std::string& function, const CallArgs& args,
+                  std::vector<RRefForkData> forks) {
   DAGSIM_ASSERT_MSG(!function.empty(), "a call names a function");
-  Message m = make_message(MessageType::call, request_id, Call{function, args});
+  DAGSIM_ASSERT_MSG(forks.size() == args.rrefs.size(), "every RRef argument travels as a fork");
+  Message m = make_message(MessageType::call, request_id, Call{function, args, std::move(forks)});
   m.tensors = args.tensors;
   return m;
 }
@@ -20,9 +22,11 @@ Message make_ret(uint64_t request_id, std::vector<Tensor> results) {
   return make_reply(MessageType::ret, request_id, std::move(results));
 }
 
-Message make_remote_call(uint64_t request_id, uint64_t rref_id, const std::string& function, const CallArgs& args) {
+Message make_remote_call(uint64_t request_id, uint64_t rref_id, const std::string& function, const CallArgs& args,
+                         std::vector<RRefForkData> forks) {
   DAGSIM_ASSERT_MSG(rref_id != 0, "a remote call names the RRef that keeps its result");
-  Message m = make_message(MessageType::remote_call, request_id, RemoteCall{rref_id, Call{function, args}});
+  DAGSIM_ASSERT_MSG(forks.size() == args.rrefs.size(), "every RRef argument travels as a fork");
+  Message m = make_message(MessageType::remote_call, request_id, RemoteCall{rref_id, Call{function, args, std::move(forks)}});
   m.tensors = args.tensors;
   return m;
 }
@@ -34,14 +38,14 @@ RemoteCall read_remote_call(const Message& message) {
   return remote;
 }
 
-Message make_rref_request(MessageType type, uint64_t request_id, uint64_t rref_id) {
-  DAGSIM_ASSERT(type == MessageType::rref_fetch_call || type == MessageType::rref_user_delete);
-  return make_message(type, request_id, RRefRequest{rref_id});
+Message make_rref_request(MessageType type, uint64_t request_id, uint64_t rref_id, uint64_t fork_id) {
+  DAGSIM_ASSERT(is_rref_request(type) && rref_id != 0 && fork_id != 0);
+  return make_message(type, request_id, RRefRequest{rref_id, fork_id});
 }
 
-uint64_t read_rref_request(const Message& message) {
-  DAGSIM_ASSERT(message.type == MessageType::rref_fetch_call || message.type == MessageType::rref_user_delete);
-  return from_bytes<RRefRequest>(message.payload).rref_id;
+RRefRequest read_rref_request(const Message& message) {
+  DAGSIM_ASSERT(is_rref_request(message.type));
+  return from_bytes<RRefRequest>(message.payload);
 }
 
 Message make_reply(MessageType type, uint64_t request_id, std::vector<Tensor> tensors) {

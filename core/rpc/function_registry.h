@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/base/ids.h"
+#include "core/rpc/rref.h"
 #include "core/runtime/transport.h"
 #include "core/tensor/tensor.h"
 
@@ -28,9 +29,11 @@ class RpcAgent;
 struct CallArgs {
   std::vector<Tensor> tensors;
   std::map<std::string, double> attributes;  // ordered, so encoding is deterministic
-  // RRefs the callee owns, by id: resolved on the callee to their values, which are appended to
-  // `tensors` before the function runs (PyTorch functions call rref.local_value() themselves).
-  std::vector<uint64_t> rrefs = {};
+  // RRef arguments, after the tensors. Each travels as a fork (rref.h); the callee gets its own
+  // handle here. The values of those the callee owns are appended to `tensors` before the function
+  // runs (PyTorch functions call rref.local_value() themselves); a builtin op, which cannot take an
+  // RRef, gets every value appended, fetched from its owner for the others.
+  std::vector<RRef> rrefs = {};
   // Typed arguments beyond doubles, by name (ordered, so encoding is deterministic): exact
   // integers (ids, counts), strings and bytes. A name means one type: each accessor reads its map.
   std::map<std::string, int64_t> ints = {};

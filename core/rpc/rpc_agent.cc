@@ -18,6 +18,10 @@ RpcAgent::RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptio
 }
 
 RpcAgent::~RpcAgent() {
+  // The parent references go first, while the agent is whole: a user delete they send is refused
+  // (stopping_), and an owned value they release is still here to drop.
+  stopping_ = true;
+  pending_children_.clear();
   for (auto& [id, pending] : pending_) env_.clock.cancel(pending.timer);
   stop_reaper();
   DAGSIM_ASSERT(timeouts_->stopped);  // the reaper never touches a destroyed agent
@@ -70,13 +74,14 @@ void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime:
     return;
   }
   DAGSIM_ASSERT(is_known_message_type(static_cast<uint16_t>(message.type)));  // decode's promise
+  if (from != env_.self) note_incarnation(from, from_incarnation);
   if (!is_request(message.type)) {
     on_response(from, std::move(message));
     return;
   }
   ++serving_;
-  env_.spawner.spawn("rpc.handler", [this, from, message = std::move(message)]() mutable {
-    serve(from, std::move(message));
+  env_.spawner.spawn("rpc.handler", [this, from, from_incarnation, message = std::move(message)]() mutable {
+    serve(from, from_incarnation, std::move(message));
   });
 }
 
@@ -120,7 +125,7 @@ void RpcAgent::on_response(WorkerId from, Message response) {
   finish(request_id, from, std::move(response));
 }
 
-void RpcAgent::serve(WorkerId from, Message request) {
+void RpcAgent::serve(WorkerId from, uint32_t from_incarnation, Message request) {
   DAGSIM_ASSERT(serving_ > 0);  // on_frame counted it before spawning this fiber
   struct Done {
     RpcAgent& agent;
@@ -134,8 +139,10 @@ void RpcAgent::serve(WorkerId from, Message request) {
   const uint64_t request_id = request.request_id;
   Message response;
   if (request.type == MessageType::call || request.type == MessageType::remote_call ||
-      request.type == MessageType::rref_fetch_call || request.type == MessageType::rref_user_delete) {
+      request.type == MessageType::rref_fetch_call) {
     response = run_call(from, request);
+  } else if (is_rref_request(request.type)) {
+    response = serve_rref_request(from, from_incarnation, request);
   } else {
     try {
       response = serve_other(from, std::move(request));
@@ -153,8 +160,7 @@ void RpcAgent::serve(WorkerId from, Message request) {
 
 Message RpcAgent::serve_other(WorkerId from, Message request) {
   const MessageType type = request.type;
-  DAGSIM_ASSERT(type != MessageType::call && type != MessageType::remote_call && type != MessageType::rref_fetch_call &&
-                type != MessageType::rref_user_delete);  // serve runs those itself
+  DAGSIM_ASSERT(type != MessageType::call && type != MessageType::remote_call && !is_rref_request(type));  // serve runs those
   if (type == MessageType::forward_autograd_req && extension_ != nullptr) {
     return extension_->serve_call(from, std::move(request), [this, from](Message call) {
       DAGSIM_ASSERT_MSG(call.type != MessageType::forward_autograd_req, "the extension runs the call it unwrapped");
@@ -178,24 +184,11 @@ Message RpcAgent::serve_other(WorkerId from, Message request) {
 
 Message RpcAgent::run_call(WorkerId from, const Message& request) {
   DAGSIM_ASSERT_MSG(request.type == MessageType::call || request.type == MessageType::remote_call ||
-                        request.type == MessageType::rref_fetch_call || request.type == MessageType::rref_user_delete,
-                    "run_call runs calls and RRef requests only");
+                        request.type == MessageType::rref_fetch_call,
+                    "run_call runs calls and RRef fetches only");
   try {
     if (request.type == MessageType::rref_fetch_call) {
-      return make_reply(MessageType::rref_fetch_ret, request.request_id,
-                        owned_value(read_rref_request(request)));
-    }
-    if (request.type == MessageType::rref_user_delete) {
-      const uint64_t id = read_rref_request(request);
-      auto it = owned_.find(id);
-      if (it != owned_.end() && !it->second->started) {
-        it->second->deleted = true;  // its remote call has not run yet: drop the value when it has
-      } else {
-        owned_.erase(id);
-      }
-      // Negative space: the value is gone, or waits only for its remote call to drop it.
-      DAGSIM_ASSERT(owned_.count(id) == 0 || owned_.at(id)->deleted);
-      return make_reply(MessageType::rref_ack, request.request_id);
+      return make_reply(MessageType::rref_fetch_ret, request.request_id, owned_value(read_rref_request(request).rref_id));
     }
     if (request.type == MessageType::remote_call) {
       auto [id, call] = read_remote_call(request);
@@ -203,15 +196,13 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
       if (owned->started) throw errors::invalid_argument("RRef " + std::to_string(id) + " was already created by a remote call");
       owned->started = true;
       DAGSIM_ASSERT(!owned->promise.is_set());  // started once: its value is set once
+      // The creator's fork (the RRef id), unless the creator let go of it already or is dead.
+      if (!owned->creator_released) add_fork(id, id, Holder{worker_of(id), incarnation_of(id)});
       struct Forget {
         RpcAgent& agent;
         uint64_t id;
-        Owned& owned;
-        ~Forget() {
-          DAGSIM_ASSERT(owned.started);
-          if (owned.deleted) agent.owned_.erase(id);
-        }
-      } forget{*this, id, *owned};
+        ~Forget() { agent.drop_if_unused(id); }  // the value outlives its call only for its forks
+      } forget{*this, id};
       runtime::Promise<std::vector<Tensor>>* promise = &owned->promise;
       try {
         promise->set_value(run_function(from, call));
@@ -246,42 +237,13 @@ std::vector<Tensor> RpcAgent::run_function(WorkerId from, const Call& call) {
   }
   DAGSIM_ASSERT(*function != nullptr);
   CallContext context{this, from};
-  if (call.args.rrefs.empty()) return (*function)(context, call.args);
+  DAGSIM_ASSERT(call.args.rrefs.empty());  // decoded calls carry forks, adopted here
+  if (call.forks.empty()) return (*function)(context, call.args);
   CallArgs args = call.args;
-  for (uint64_t id : call.args.rrefs) {
-    for (const Tensor& t : owned_value(id)) args.tensors.push_back(t);
-  }
+  args.rrefs = adopt(from, call.forks);
+  for (Tensor& t : rref_values(call.function, args.rrefs)) args.tensors.push_back(std::move(t));
   DAGSIM_ASSERT(args.tensors.size() >= call.args.tensors.size());  // the caller's first, then the RRefs' values
   return (*function)(context, args);
-}
-
-std::shared_ptr<RpcAgent::Owned> RpcAgent::owned_slot(uint64_t rref_id) {
-  std::shared_ptr<Owned>& slot = owned_[rref_id];
-  if (!slot) {
-    slot = std::make_shared<Owned>();
-    slot->value = slot->promise.get_future();
-  }
-  DAGSIM_ASSERT(slot->value.valid());
-  return slot;
-}
-
-std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
-  // A use may be served before the remote call that creates the value (handlers run in any order
-  // under a random schedule): the slot is made by whichever comes first, as PyTorch's owner makes
-  // its OwnerRRef on first reference. A remote call that never comes ends the wait after the RPC
-  // timeout.
-  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "owned_value may wait for its remote call");
-  std::shared_ptr<Owned> owned = owned_slot(rref_id);
-  if (owned->started) return owned->value.get();
-  try {
-    return owned->value.get_until(env_.clock.now() + options_.default_timeout);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::timed_out || owned->started) throw;
-    if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned) owned_.erase(it);
-    DAGSIM_ASSERT(owned_.count(rref_id) == 0 || owned_.at(rref_id) != owned);  // the abandoned slot is gone
-    throw errors::invalid_argument("RRef " + std::to_string(rref_id) + " is not owned by node " + std::to_string(env_.self) +
-                                   ": no remote call created it (an RRef argument must live on the node that runs the function)");
-  }
 }
 
 void RpcAgent::add_local_function(std::string name, RpcFunction function) {
@@ -319,8 +281,8 @@ void RpcAgent::send(WorkerId to, const Message& message) {
 void RpcAgent::add_handler(MessageType type, Handler handler) {
   DAGSIM_ASSERT_MSG(is_request(type) && is_known_message_type(static_cast<uint16_t>(type)),
                     "add_handler: a known request type");
-  DAGSIM_ASSERT_MSG(type != MessageType::call && type != MessageType::remote_call && type != MessageType::rref_fetch_call &&
-                        type != MessageType::rref_user_delete && type != MessageType::forward_autograd_req,
+  DAGSIM_ASSERT_MSG(type != MessageType::call && type != MessageType::remote_call && !is_rref_request(type) &&
+                        type != MessageType::forward_autograd_req,
                     std::string("add_handler: the agent serves ") + message_type_name(type) + " itself");
   DAGSIM_ASSERT_MSG(handler != nullptr, "add_handler: a handler");
   const bool inserted = handlers_.emplace(type, std::move(handler)).second;

@@ -87,8 +87,10 @@ class RpcAgent {
 
   // A request that goes through the extension first (distributed autograd may wrap it), as
   // calls, remote calls and RRef fetches do.
+  // `children`: forks this call carries (fork()), whose parent reference ends with the call.
   Future<std::vector<Tensor>> send_request(WorkerId to, Message message, const std::string& what,
-                                           std::optional<Duration> timeout = std::nullopt);
+                                           std::optional<Duration> timeout = std::nullopt,
+                                           std::vector<uint64_t> children = {});
   // The value of an RRef this node owns (waits until its remote call ends; rethrows its error).
   std::vector<Tensor> owned_value(uint64_t rref_id);
   // The same value as a future (ready when its remote call ends), without waiting.
@@ -104,9 +106,16 @@ class RpcAgent {
     return id;
   }
 
-  // The owner side of an RRef whose last user is gone.
-  void drop_owned(uint64_t rref_id) { owned_.erase(rref_id); }
+  // RRef ownership and forks (rref_forks.cc). The owner's side of a handle of its own RRef whose
+  // last copy went (RRef's destructor), as a user delete is for others: fork `fork_id` is gone,
+  // and the value goes with the last fork.
+  void release_fork(uint64_t rref_id, uint64_t fork_id);
+  // RRef values this node keeps (or waits for), and the live forks it counts for one of them.
   size_t owned_rrefs() const { return owned_.size(); }
+  size_t forks_of(uint64_t rref_id) const;
+  // Forks this node sent that it still vouches for: neither accepted by their child nor ended
+  // with the call that carried them.
+  size_t pending_children() const { return pending_children_.size(); }
 
   // Sends a request message answered with tensors (an RRef delete) and returns the tensors of its
   // response, or its error. `what` names it in timeout and failure messages.
@@ -157,6 +166,7 @@ class RpcAgent {
     std::variant<TensorPromise, BytesPromise> promise;
     Duration limit{0};
     runtime::TimerId timer = 0;
+    std::vector<uint64_t> children = {};  // forks it carries: their parent reference ends with it
   };
   // Calls whose timer fired. Timer callbacks run outside the node's fibers (the simulator's
   // driver): they only queue the id and wake the reaper fiber, which fails the call. Shared, so
@@ -172,13 +182,45 @@ class RpcAgent {
   void reap_timeouts(std::shared_ptr<Timeouts> timeouts);
   void on_frame(WorkerId from, uint32_t from_incarnation, const runtime::Bytes& frame);
   void on_response(WorkerId from, Message response);
-  void serve(WorkerId from, Message request);
+  void serve(WorkerId from, uint32_t from_incarnation, Message request);
   // The response to a request of a type the agent does not serve itself: the handler's, or the
   // extension's for a forward_autograd_req. Throws what they throw.
   Message serve_other(WorkerId from, Message request);
-  // Runs a call, remote call or RRef request: its reply, or an exception reply.
+  // Runs a call, remote call or RRef fetch: its reply, or an exception reply.
   Message run_call(WorkerId from, const Message& call);
   std::vector<Tensor> run_function(WorkerId from, const struct Call& call);
+  // Whether a call with `function` records autograd even without tensors that require grad.
+  bool forces_autograd(const std::string& function, const CallArgs& args) const;
+  // A call or remote call of `type` carrying `args`, its RRef arguments forked for `to`.
+  Future<std::vector<Tensor>> send_call(WorkerId to, MessageType type, uint64_t rref_id, const std::string& function,
+                                        const CallArgs& args, const std::string& what, std::optional<Duration> timeout);
+
+  // RRef forks (rref_forks.cc). Who holds a fork: a node's life.
+  struct Holder {
+    WorkerId worker = 0;
+    uint32_t incarnation = 0;
+  };
+  // The parent's side: a fork of `rref` for a call's callee; this node keeps `rref` alive until
+  // the child accepts the fork or the call ends (Pending::children).
+  RRefForkData fork(const RRef& rref);
+  void on_child_accepted(uint64_t fork_id);
+  void end_children(const std::vector<uint64_t>& children);
+  // The child's side: handles for the forks a call from `from` carries, each counted by its owner
+  // first (RREF_FORK_REQUEST, or at once here when this node owns it), its parent then told
+  // (RREF_CHILD_ACCEPT). Throws, naming the RRef, when an owner does not count a fork.
+  std::vector<RRef> adopt(WorkerId from, const std::vector<RRefForkData>& forks);
+  // The owner's side: counts fork `fork_id` held by `holder`; false when it was released already
+  // or `holder`'s life is over (a later one has been heard from).
+  bool add_fork(uint64_t rref_id, uint64_t fork_id, Holder holder);
+  // Drops the value of `rref_id` once its remote call ran and no fork is left.
+  void drop_if_unused(uint64_t rref_id);
+  // A frame from `peer`'s life `incarnation`: forks its earlier lives held are gone with them.
+  void note_incarnation(WorkerId peer, uint32_t incarnation);
+  // Serves a user delete, fork request or child accept.
+  Message serve_rref_request(WorkerId from, uint32_t from_incarnation, const Message& request);
+  // The values a function gets for its RRef arguments, in order: the owned ones' values, and for
+  // a builtin op the others' too, fetched from their owners.
+  std::vector<Tensor> rref_values(const std::string& function, const std::vector<RRef>& rrefs);
   void reply(WorkerId to, const Message& message);
   void send(WorkerId to, const Message& message);
   // Registers a pending call of `message` (its id set here), arms its timer and sends it.
@@ -194,8 +236,6 @@ class RpcAgent {
   runtime::Env& env_;
   // RpcOptions::message_faults: true when `message` (request `id`) was failed or delayed.
   bool injected_fault(WorkerId to, uint64_t id, const Message& message);
-  // Whether a call of `function` records autograd even without tensors that require grad.
-  bool forces_autograd(const std::string& function, const CallArgs& args) const;
 
   const FunctionRegistry& registry_;
   RpcOptions options_;
@@ -206,12 +246,19 @@ class RpcAgent {
     runtime::Promise<std::vector<Tensor>> promise;
     Future<std::vector<Tensor>> value;
     bool started = false;  // its remote call is running or ran
-    bool deleted = false;  // the user deleted it before its remote call ran
+    std::map<uint64_t, Holder> forks;  // live forks, by fork id
+    // The creator's fork deleted before its remote call ran (handlers run in any order): the
+    // remote call must not count it then.
+    bool creator_released = false;
   };
   // The slot of `rref_id`, made empty if it is new.
   std::shared_ptr<Owned> owned_slot(uint64_t rref_id);
   // Shared, so a remote call still running keeps its slot if the user deletes the RRef meanwhile.
   std::map<uint64_t, std::shared_ptr<Owned>> owned_;
+  // Forks this node sent, by fork id: the parent's reference each keeps until it is accepted.
+  std::map<uint64_t, RRef> pending_children_;
+  // The latest life heard from, per peer (note_incarnation).
+  std::map<WorkerId, uint32_t> incarnations_;
   std::map<uint64_t, Pending> pending_;
   size_t serving_ = 0;  // requests being served now, on fibers of their own
   bool started_ = false;

@@ -50,14 +50,32 @@ bool RpcAgent::forces_autograd(const std::string& function, const CallArgs& args
 
 Future<std::vector<Tensor>> RpcAgent::rpc_async(WorkerId to, const std::string& function, CallArgs args,
                                                 std::optional<Duration> timeout) {
-  Message call = make_call(0, function, args);
+  return send_call(to, MessageType::call, 0, function, args, "rpc '" + function + "'", timeout);
+}
+
+Future<std::vector<Tensor>> RpcAgent::send_call(WorkerId to, MessageType type, uint64_t rref_id, const std::string& function,
+                                                const CallArgs& args, const std::string& what,
+                                                std::optional<Duration> timeout) {
+  std::vector<RRefForkData> forks;
+  std::vector<uint64_t> children;
+  for (const RRef& rref : args.rrefs) {
+    forks.push_back(fork(rref));
+    children.push_back(forks.back().fork_id);
+  }
+  Message call = type == MessageType::call ? make_call(0, function, args, std::move(forks))
+                                           : make_remote_call(0, rref_id, function, args, std::move(forks));
   if (forces_autograd(function, args)) call.flags |= kForceAutograd;
-  DAGSIM_ASSERT(call.type == MessageType::call && call.tensors.size() == args.tensors.size());
-  return send_request(to, std::move(call), "rpc '" + function + "'", timeout);
+  DAGSIM_ASSERT(call.type == type && call.tensors.size() == args.tensors.size());
+  try {
+    return send_request(to, std::move(call), what, timeout, children);
+  } catch (...) {
+    end_children(children);  // never sent: nothing will accept them
+    throw;
+  }
 }
 
 Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message, const std::string& what,
-                                                   std::optional<Duration> timeout) {
+                                                   std::optional<Duration> timeout, std::vector<uint64_t> children) {
   DAGSIM_ASSERT_MSG(message.type == MessageType::call || message.type == MessageType::remote_call ||
                         message.type == MessageType::rref_fetch_call,
                     "send_request sends calls, remote calls and RRef fetches");
@@ -65,6 +83,7 @@ Future<std::vector<Tensor>> RpcAgent::send_request(WorkerId to, Message message,
   const MessageType expects = response_type_of(message.type);
   if (extension_ != nullptr) message = extension_->outgoing_call(to, std::move(message));
   Pending pending{to, what, expects, TensorPromise{}, timeout.value_or(options_.default_timeout)};
+  pending.children = std::move(children);
   Future<std::vector<Tensor>> future = std::get<TensorPromise>(pending.promise).get_future();
   start_request(to, message, expects, std::move(pending));
   return future;
@@ -74,16 +93,16 @@ RRef RpcAgent::remote(WorkerId to, const std::string& function, CallArgs args) {
   const uint64_t id = rref_ids_.next();
   DAGSIM_ASSERT(worker_of(id) == env_.self);  // owners tell RRefs apart by their creator's id
   // The acknowledgement only says the owner has the call; its outcome waits in the RRef.
-  Message call = make_remote_call(0, id, function, args);
-  if (forces_autograd(function, args)) call.flags |= kForceAutograd;
-  DAGSIM_ASSERT(call.type == MessageType::remote_call && call.tensors.size() == args.tensors.size());
-  send_request(to, std::move(call), "remote '" + function + "'");
-  return RRef(*this, to, id);
+  send_call(to, MessageType::remote_call, id, function, args, "remote '" + function + "'", std::nullopt);
+  // The creator's fork is the RRef id itself: the owner counts it when the remote call runs.
+  return RRef(*this, to, id, id);
 }
 
 Future<std::vector<Tensor>> RpcAgent::request(WorkerId to, Message message, const std::string& what,
                                               std::optional<Duration> timeout) {
-  DAGSIM_ASSERT_MSG(message.type == MessageType::rref_user_delete, "request sends what no handler or call covers");
+  DAGSIM_ASSERT_MSG(message.type == MessageType::rref_user_delete || message.type == MessageType::rref_fork_request ||
+                        message.type == MessageType::rref_child_accept,
+                    "request sends what no handler or call covers");
   const MessageType expects = response_type_of(message.type);
   Pending pending{to, what, expects, TensorPromise{}, timeout.value_or(options_.default_timeout)};
   Future<std::vector<Tensor>> future = std::get<TensorPromise>(pending.promise).get_future();
@@ -180,6 +199,7 @@ bool RpcAgent::finish(uint64_t request_id, WorkerId from, Message response) {
   Pending done = std::move(it->second);
   pending_.erase(it);
   env_.clock.cancel(done.timer);
+  end_children(done.children);
   if (auto* tensors = std::get_if<TensorPromise>(&done.promise)) {
     tensors->set_value(std::move(response.tensors));
   } else {
@@ -198,6 +218,7 @@ bool RpcAgent::fail(uint64_t request_id, std::exception_ptr error) {
   Pending done = std::move(it->second);
   pending_.erase(it);
   env_.clock.cancel(done.timer);
+  end_children(done.children);
   std::visit([&](auto& promise) { promise.set_exception(error); }, done.promise);
   DAGSIM_ASSERT(pending_.count(request_id) == 0);
   notify_drained();
@@ -213,7 +234,9 @@ void RpcAgent::fail_calls_to(WorkerId peer, const std::string& reason) {
     const std::string what = pending_.at(id).what;
     fail(id, std::make_exception_ptr(errors::connection_failed(what + " to node " + std::to_string(peer) + ": " + reason)));
   }
-  DAGSIM_ASSERT(std::none_of(pending_.begin(), pending_.end(), [peer](const auto& p) { return p.second.to == peer; }));
+  // Every call pending on it ended (ending one may start another, a user delete of an RRef it
+  // carried: that one stands on its own).
+  DAGSIM_ASSERT(std::none_of(ids.begin(), ids.end(), [this](uint64_t id) { return pending_.count(id) != 0; }));
 }
 
 }  // namespace dagsim::rpc

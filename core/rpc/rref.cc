@@ -10,26 +10,27 @@ struct RRef::State {
   RpcAgent* agent;
   WorkerId owner;
   uint64_t id;
+  uint64_t fork_id;
 
   ~State() {
-    DAGSIM_ASSERT(agent != nullptr && id != 0);
-    // The last user copy is gone: tell the owner (fire and forget; a failure means the owner or
-    // its connection is gone, and the value with it).
+    DAGSIM_ASSERT(agent != nullptr && id != 0 && fork_id != 0);
+    // The last copy of this fork is gone: the owner forgets it (fire and forget; a failure means
+    // the owner or its connection is gone, and the value with it).
     if (owner == agent->self()) {
-      agent->drop_owned(id);
+      agent->release_fork(id, fork_id);
       return;
     }
     try {
-      agent->request(owner, make_rref_request(MessageType::rref_user_delete, 0, id), "RRef user delete");
+      agent->request(owner, make_rref_request(MessageType::rref_user_delete, 0, id, fork_id), "RRef user delete");
     } catch (const Error&) {
     }
   }
 };
 
 // Built in place: a temporary State's destructor would send the user delete at once.
-RRef::RRef(RpcAgent& agent, WorkerId owner, uint64_t id) : state_(new State{&agent, owner, id}) {
-  // RRef ids come from their creator's global ids (RpcAgent::remote): never 0.
-  DAGSIM_ASSERT(id != 0);
+RRef::RRef(RpcAgent& agent, WorkerId owner, uint64_t id, uint64_t fork_id) : state_(new State{&agent, owner, id, fork_id}) {
+  // RRef and fork ids come from their makers' global ids (RpcAgent::new_global_id): never 0.
+  DAGSIM_ASSERT(id != 0 && fork_id != 0);
 }
 
 WorkerId RRef::owner() const {
@@ -40,6 +41,11 @@ WorkerId RRef::owner() const {
 uint64_t RRef::id() const {
   DAGSIM_ASSERT(defined());
   return state_->id;
+}
+
+uint64_t RRef::fork_id() const {
+  DAGSIM_ASSERT(defined());
+  return state_->fork_id;
 }
 
 bool RRef::is_owner() const { return defined() && state_->owner == state_->agent->self(); }
@@ -54,7 +60,7 @@ std::vector<Tensor> RRef::to_here(std::optional<runtime::Duration> timeout) cons
 runtime::Future<std::vector<Tensor>> RRef::to_here_async(std::optional<runtime::Duration> timeout) const {
   DAGSIM_ASSERT_MSG(defined(), "to_here on an undefined RRef");
   if (is_owner()) return state_->agent->owned_future(state_->id);
-  Message fetch = make_rref_request(MessageType::rref_fetch_call, 0, state_->id);
+  Message fetch = make_rref_request(MessageType::rref_fetch_call, 0, state_->id, state_->fork_id);
   fetch.flags |= kForceAutograd;
   return state_->agent->send_request(state_->owner, std::move(fetch), "RRef fetch", timeout);
 }

@@ -15,7 +15,7 @@ struct PayloadSamples<Call> {
   static std::vector<Call> make() {
     Call full{"matmul", {}};
     full.args.attributes = {{"dim", 1}, {"keepdim", 0.5}};
-    full.args.rrefs = {7, (uint64_t{3} << 48) | 9};
+    full.forks = {RRefForkData{1, 7, 8, 2}, RRefForkData{65535, (uint64_t{3} << 48) | 9, ~uint64_t{0}, 0}};
     full.args.ints = {{"id", -1}, {"step", int64_t{1} << 60}};
     full.args.strings = {{"key", "worker/3"}, {"empty", ""}};
     full.args.blobs = {{"value", Bytes{0, 1, 255}}, {"none", Bytes{}}};
@@ -33,7 +33,7 @@ struct PayloadSamples<RemoteCall> {
 
 template <>
 struct PayloadSamples<RRefRequest> {
-  static std::vector<RRefRequest> make() { return {RRefRequest{0}, RRefRequest{~uint64_t{0}}}; }
+  static std::vector<RRefRequest> make() { return {RRefRequest{0, 0}, RRefRequest{~uint64_t{0}, 5}}; }
 };
 
 template <>

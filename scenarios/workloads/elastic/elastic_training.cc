@@ -155,7 +155,7 @@ void drive(const ElasticModel& model, const rendezvous::RendezvousInfo& info, co
       for (size_t l = 0; l < spec.layers.size(); ++l) {
         rpc::CallArgs args;
         args.tensors = {h};
-        args.rrefs = {params[2 * l].id(), params[2 * l + 1].id()};
+        args.rrefs = {params[2 * l], params[2 * l + 1]};
         args.attributes["activation"] = static_cast<double>(spec.layers[l].activation);
         h = s.agent.rpc_sync(params[2 * l].owner(), "mlp_layer", args).at(0);
       }

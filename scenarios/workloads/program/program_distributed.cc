@@ -103,13 +103,13 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
       }
       rpc::CallArgs args;
       for (const std::string& name : s.args) args.tensors.push_back(value_of(name));
-      for (const std::string& name : s.rrefs) args.rrefs.push_back(rrefs.at(name).id());
+      for (const std::string& name : s.rrefs) args.rrefs.push_back(rrefs.at(name));
       args.attributes = s.attributes;
       switch (s.via) {
         case Via::local: {
-          // The driver owns these RRefs: their values are appended here, as a callee appends them.
-          for (uint64_t id : args.rrefs) {
-            for (const Tensor& t : agent.owned_value(id)) args.tensors.push_back(t);
+          // The RRefs' values are appended here, as a callee of a builtin appends them.
+          for (const rpc::RRef& rref : args.rrefs) {
+            for (const Tensor& t : rref.to_here()) args.tensors.push_back(t);
           }
           args.rrefs.clear();
           rpc::CallContext local{&agent, agent.self()};

@@ -1,0 +1,225 @@
+// RpcAgent, the RRef side (rref.h): the values a node owns, the forks it counts for each, and
+// PyTorch's fork protocol between a parent, a child and the owner.
+//
+// A call that carries an RRef makes a fork of it (fork): a new fork id, and the parent keeps its
+// own reference (pending_children_) so the value cannot go while the fork travels. The callee
+// (adopt) has the owner count the fork (RREF_FORK_REQUEST, answered RREF_ACK; counted at once
+// when the callee is the owner) before it uses it, then tells the parent (RREF_CHILD_ACCEPT),
+// which lets go. The parent also lets go when the call ends, whatever way: the callee confirms
+// before it runs the function, so a finished call needs no accept, and a callee that died never
+// sends one. The owner drops a value once its remote call ran and no fork is left; a fork
+// is gone when its handle's last copy goes (RREF_USER_DELETE), or when its holder's life is over
+// (a later life of the holder was heard from: note_incarnation).
+//
+// dagsim differs from PyTorch in two ways, both for safety: a child confirms with the owner even
+// when the parent is the owner (so the owner knows which life holds every fork), and it does so
+// before the function runs rather than beside it.
+#include <optional>
+
+#include "core/base/error.h"
+#include "core/rpc/call_messages.h"
+#include "core/rpc/rpc_agent.h"
+
+namespace dagsim::rpc {
+
+namespace {
+std::string rref_name(uint64_t rref_id) { return "RRef " + std::to_string(rref_id); }
+}  // namespace
+
+RRefForkData RpcAgent::fork(const RRef& rref) {
+  DAGSIM_ASSERT_MSG(rref.defined(), "an RRef argument must be defined");
+  const uint64_t fork_id = new_global_id();
+  const bool fresh = pending_children_.emplace(fork_id, rref).second;
+  DAGSIM_ASSERT(fresh);  // fork ids are global ids: never reused
+  return RRefForkData{rref.owner(), rref.id(), fork_id, env_.self};
+}
+
+void RpcAgent::on_child_accepted(uint64_t fork_id) {
+  // Absent when the call that carried it ended first: nothing left to let go.
+  pending_children_.erase(fork_id);
+}
+
+void RpcAgent::end_children(const std::vector<uint64_t>& children) {
+  for (uint64_t fork_id : children) on_child_accepted(fork_id);
+}
+
+std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>& forks) {
+  std::vector<RRef> handles;
+  for (const RRefForkData& f : forks) {
+    if (f.parent != from || f.rref_id == 0 || f.fork_id == 0) {
+      throw errors::protocol_error(rref_name(f.rref_id) + ": a fork from node " + std::to_string(from) + " names node " +
+                                   std::to_string(f.parent) + " as its parent, or no RRef or fork id");
+    }
+    if (f.owner == env_.self) {
+      if (!add_fork(f.rref_id, f.fork_id, Holder{env_.self, env_.incarnation})) {
+        throw errors::invalid_argument(rref_name(f.rref_id) + ": fork " + std::to_string(f.fork_id) + " was released already");
+      }
+    } else {
+      try {
+        request(f.owner, make_rref_request(MessageType::rref_fork_request, 0, f.rref_id, f.fork_id), "RRef fork request")
+            .get();
+      } catch (const Error& e) {
+        runtime::rethrow_if_unwinding(e);
+        throw Error(e.code(), rref_name(f.rref_id) + " from node " + std::to_string(from) + ": its owner, node " +
+                                  std::to_string(f.owner) + ", did not count the fork: " + e.detail());
+      }
+    }
+    // Counted: from here on the handle's last copy tells the owner it is gone.
+    handles.emplace_back(*this, f.owner, f.rref_id, f.fork_id);
+    if (f.parent == env_.self) {
+      on_child_accepted(f.fork_id);
+    } else {
+      try {  // fire and forget: the parent also lets go when its call ends
+        request(f.parent, make_rref_request(MessageType::rref_child_accept, 0, f.rref_id, f.fork_id), "RRef child accept");
+      } catch (const Error&) {
+      }
+    }
+  }
+  DAGSIM_ASSERT(handles.size() == forks.size());
+  return handles;
+}
+
+bool RpcAgent::add_fork(uint64_t rref_id, uint64_t fork_id, Holder holder) {
+  if (auto life = incarnations_.find(holder.worker); life != incarnations_.end() && life->second > holder.incarnation) {
+    return false;  // a later life of the holder was heard from: this one holds nothing
+  }
+  std::shared_ptr<Owned> owned = owned_slot(rref_id);
+  if (fork_id == rref_id && owned->creator_released) return false;
+  const bool fresh = owned->forks.emplace(fork_id, holder).second;
+  if (!fresh) throw errors::protocol_error(rref_name(rref_id) + ": fork " + std::to_string(fork_id) + " counted twice");
+  return true;
+}
+
+void RpcAgent::release_fork(uint64_t rref_id, uint64_t fork_id) {
+  auto it = owned_.find(rref_id);
+  if (it != owned_.end() && it->second->forks.erase(fork_id) == 1) {
+    drop_if_unused(rref_id);
+    return;
+  }
+  // Not counted: the creator's fork, deleted before its remote call ran here (handlers run in any
+  // order). Any other fork is counted before its handle exists, so this is a stray delete.
+  if (fork_id == rref_id) {
+    std::shared_ptr<Owned> owned = owned_slot(rref_id);
+    if (!owned->started) {
+      owned->creator_released = true;
+      return;
+    }
+  }
+  env_.log.event("rref.stray_delete", rref_name(rref_id) + ": fork " + std::to_string(fork_id) + " is not counted here");
+}
+
+void RpcAgent::drop_if_unused(uint64_t rref_id) {
+  auto it = owned_.find(rref_id);
+  if (it == owned_.end() || !it->second->started || !it->second->forks.empty()) return;
+  // A remote call still running keeps its slot (shared) and sets the value nobody will read.
+  owned_.erase(it);
+  DAGSIM_ASSERT(owned_.count(rref_id) == 0);
+}
+
+void RpcAgent::note_incarnation(WorkerId peer, uint32_t incarnation) {
+  DAGSIM_ASSERT(peer != env_.self);
+  auto [life, first] = incarnations_.emplace(peer, incarnation);
+  if (!first) {
+    if (incarnation <= life->second) return;
+    life->second = incarnation;
+  }
+  // Forks held by `peer`'s earlier lives are gone with them: their handles died with the process.
+  std::vector<uint64_t> touched;
+  for (auto& [rref_id, owned] : owned_) {
+    size_t reclaimed = 0;
+    for (auto fork = owned->forks.begin(); fork != owned->forks.end();) {
+      if (fork->second.worker == peer && fork->second.incarnation < incarnation) {
+        fork = owned->forks.erase(fork);
+        ++reclaimed;
+      } else {
+        ++fork;
+      }
+    }
+    if (reclaimed == 0) continue;
+    touched.push_back(rref_id);
+    env_.log.event("rref.forks_reclaimed", rref_name(rref_id) + ": " + std::to_string(reclaimed) + " fork(s) of node " +
+                                               std::to_string(peer) + "'s earlier life");
+  }
+  for (uint64_t rref_id : touched) drop_if_unused(rref_id);
+}
+
+Message RpcAgent::serve_rref_request(WorkerId from, uint32_t from_incarnation, const Message& request) {
+  DAGSIM_ASSERT(is_rref_request(request.type) && request.type != MessageType::rref_fetch_call);
+  try {
+    const RRefRequest r = read_rref_request(request);
+    if (r.rref_id == 0 || r.fork_id == 0) throw errors::protocol_error("an RRef request names no RRef or no fork");
+    if (request.type == MessageType::rref_user_delete) {
+      auto it = owned_.find(r.rref_id);
+      const Owned* owned = it == owned_.end() ? nullptr : it->second.get();
+      if (owned != nullptr && owned->forks.count(r.fork_id) != 0 && owned->forks.at(r.fork_id).worker != from) {
+        throw errors::protocol_error(rref_name(r.rref_id) + ": node " + std::to_string(from) + " deletes fork " +
+                                     std::to_string(r.fork_id) + ", which node " +
+                                     std::to_string(owned->forks.at(r.fork_id).worker) + " holds");
+      }
+      release_fork(r.rref_id, r.fork_id);
+    } else if (request.type == MessageType::rref_fork_request) {
+      if (r.fork_id == r.rref_id || !add_fork(r.rref_id, r.fork_id, Holder{from, from_incarnation})) {
+        throw errors::invalid_argument(rref_name(r.rref_id) + ": fork " + std::to_string(r.fork_id) + " of node " +
+                                       std::to_string(from) + " cannot be counted (released already, or from a life that is over)");
+      }
+    } else {
+      on_child_accepted(r.fork_id);
+    }
+    return make_reply(MessageType::rref_ack, request.request_id);
+  } catch (const Error& e) {
+    runtime::rethrow_if_unwinding(e);
+    return make_exception(request.request_id, env_.self, e);
+  }
+}
+
+std::vector<Tensor> RpcAgent::rref_values(const std::string& function, const std::vector<RRef>& rrefs) {
+  // Builtins cannot take an RRef, so they get every value; a user function gets the values of
+  // those this node owns (PyTorch's local_value) and handles for the rest.
+  const bool builtin = registry_.is_builtin(function);
+  std::vector<std::optional<Future<std::vector<Tensor>>>> fetches;
+  for (const RRef& rref : rrefs) {  // every fetch at once, before waiting for any
+    fetches.push_back(!rref.is_owner() && builtin ? std::optional(rref.to_here_async()) : std::nullopt);
+  }
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < rrefs.size(); ++i) {
+    if (!rrefs[i].is_owner() && !builtin) continue;
+    for (const Tensor& t : rrefs[i].is_owner() ? owned_value(rrefs[i].id()) : fetches[i]->get()) values.push_back(t);
+  }
+  return values;
+}
+
+size_t RpcAgent::forks_of(uint64_t rref_id) const {
+  auto it = owned_.find(rref_id);
+  return it == owned_.end() ? 0 : it->second->forks.size();
+}
+
+std::shared_ptr<RpcAgent::Owned> RpcAgent::owned_slot(uint64_t rref_id) {
+  std::shared_ptr<Owned>& slot = owned_[rref_id];
+  if (!slot) {
+    slot = std::make_shared<Owned>();
+    slot->value = slot->promise.get_future();
+  }
+  DAGSIM_ASSERT(slot->value.valid());
+  return slot;
+}
+
+std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
+  // A use may be served before the remote call that creates the value (handlers run in any order
+  // under a random schedule): the slot is made by whichever comes first, as PyTorch's owner makes
+  // its OwnerRRef on first reference. A remote call that never comes ends the wait after the RPC
+  // timeout.
+  DAGSIM_ASSERT_MSG(runtime::current_fiber() != nullptr, "owned_value may wait for its remote call");
+  std::shared_ptr<Owned> owned = owned_slot(rref_id);
+  if (owned->started) return owned->value.get();
+  try {
+    return owned->value.get_until(env_.clock.now() + options_.default_timeout);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::timed_out || owned->started) throw;
+    if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned) owned_.erase(it);
+    DAGSIM_ASSERT(owned_.count(rref_id) == 0 || owned_.at(rref_id) != owned);  // the abandoned slot is gone
+    throw errors::invalid_argument(rref_name(rref_id) + " is not owned by node " + std::to_string(env_.self) +
+                                   ": no remote call created it");
+  }
+}
+
+}  // namespace dagsim::rpc

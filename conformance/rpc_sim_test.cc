@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "conformance/rpc_world.h"
 #include "core/rpc/rpc_agent.h"
 #include "core/tensor/ops.h"
 #include "sim/sim_world.h"
@@ -31,39 +32,8 @@ FunctionRegistry registry() {
   return r;
 }
 
-// A world whose nodes each run an RpcAgent (one per incarnation). Agents outlive every fiber:
-// the world shuts down (unwinding listeners and handlers) before any agent is destroyed, and a
-// dead incarnation's agent is kept, since its fibers may still be unwinding when the next starts.
-struct RpcWorld {
-  RpcWorld(sim::SimOptions options, int nodes) : world(options) {
-    current.resize(static_cast<size_t>(nodes));
-    for (int i = 0; i < nodes; ++i) {
-      world.add_node("worker" + std::to_string(i), [this, i](runtime::Env& env) {
-        all.push_back(std::make_unique<RpcAgent>(env, functions));
-        current[static_cast<size_t>(i)] = all.back().get();
-        all.back()->start();
-      });
-      world.start(static_cast<WorkerId>(i));
-    }
-  }
-  ~RpcWorld() { world.shutdown(); }
-  RpcAgent& agent(int i) { return *current[static_cast<size_t>(i)]; }
-
-  sim::SimWorld world;  // first: destroyed last, after the agents that use its clocks
-  FunctionRegistry functions = registry();
-  std::vector<std::unique_ptr<RpcAgent>> all;
-  std::vector<RpcAgent*> current;
-};
-
-sim::SimOptions latency(Duration lo, Duration hi, uint64_t seed = 1) {
-  sim::SimOptions o;
-  o.seed = seed;
-  o.network.latency = runtime::LatencyModel::uniform(lo, hi);
-  return o;
-}
-
 TEST(RpcInSim, ACalleeKilledMidCallFailsTheCallAfterAboutOneLatency) {
-  RpcWorld w(latency(1ms, 2ms), 2);
+  RpcWorld w(latency(1ms, 2ms), 2, registry());
   std::optional<Error> error;
   TimePoint failed_at;
   w.world.spawn_foreground(0, "caller", [&] {
@@ -86,7 +56,7 @@ TEST(RpcInSim, ACalleeKilledMidCallFailsTheCallAfterAboutOneLatency) {
 TEST(RpcInSim, APartitionEndsACallByItsTimeoutOrTheConnectionTimeout) {
   sim::SimOptions options = latency(1ms, 1ms);
   options.network.connection_timeout = 3s;
-  RpcWorld w(options, 2);
+  RpcWorld w(options, 2, registry());
   std::vector<std::pair<ErrorCode, TimePoint>> ends;
   w.world.spawn_foreground(0, "caller", [&] {
     for (Duration timeout : {Duration{2s}, Duration{10s}}) {
@@ -106,7 +76,7 @@ TEST(RpcInSim, APartitionEndsACallByItsTimeoutOrTheConnectionTimeout) {
 }
 
 uint64_t busy_world_hash(uint64_t seed, std::vector<double>& results) {
-  RpcWorld w(latency(10us, 3ms, seed), 4);
+  RpcWorld w(latency(10us, 3ms, seed), 4, registry());
   results.assign(40, 0);
   for (int caller = 0; caller < 4; ++caller) {
     w.world.spawn_foreground(static_cast<WorkerId>(caller), "caller", [&w, &results, caller] {

@@ -192,6 +192,10 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
     }
     if (request.type == MessageType::remote_call) {
       auto [id, call] = read_remote_call(request);
+      if (life_over(worker_of(id), incarnation_of(id))) {
+        throw errors::connection_failed("RRef " + std::to_string(id) + ": its creator, node " + std::to_string(worker_of(id)) +
+                                        ", has restarted since it sent this remote call, which is not run");
+      }
       std::shared_ptr<Owned> owned = owned_slot(id);
       if (owned->started) throw errors::invalid_argument("RRef " + std::to_string(id) + " was already created by a remote call");
       owned->started = true;

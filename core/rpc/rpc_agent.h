@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -113,6 +114,9 @@ class RpcAgent {
   // RRef values this node keeps (or waits for), and the live forks it counts for one of them.
   size_t owned_rrefs() const { return owned_.size(); }
   size_t forks_of(uint64_t rref_id) const;
+  bool counts_fork(uint64_t rref_id, uint64_t fork_id) const;
+  // One line per value kept: its RRef, whether its remote call ran, and each fork with its holder.
+  std::string owned_report() const;
   // Forks this node sent that it still vouches for: neither accepted by their child nor ended
   // with the call that carried them.
   size_t pending_children() const { return pending_children_.size(); }
@@ -212,7 +216,10 @@ class RpcAgent {
   // The owner's side: counts fork `fork_id` held by `holder`; false when it was released already
   // or `holder`'s life is over (a later one has been heard from).
   bool add_fork(uint64_t rref_id, uint64_t fork_id, Holder holder);
-  // Drops the value of `rref_id` once its remote call ran and no fork is left.
+  // Whether a later life of `worker` than `incarnation` was heard from (never for this node).
+  bool life_over(WorkerId worker, uint32_t incarnation) const;
+  // Drops the value of `rref_id` once no fork is left and its remote call ran (or never will:
+  // its creator died first).
   void drop_if_unused(uint64_t rref_id);
   // A frame from `peer`'s life `incarnation`: forks its earlier lives held are gone with them.
   void note_incarnation(WorkerId peer, uint32_t incarnation);
@@ -245,7 +252,7 @@ class RpcAgent {
   struct Owned {
     runtime::Promise<std::vector<Tensor>> promise;
     Future<std::vector<Tensor>> value;
-    bool started = false;  // its remote call is running or ran
+    bool started = false;  // its remote call is running or ran, or never will (its creator died)
     std::map<uint64_t, Holder> forks;  // live forks, by fork id
     // The creator's fork deleted before its remote call ran (handlers run in any order): the
     // remote call must not count it then.
@@ -253,8 +260,14 @@ class RpcAgent {
   };
   // The slot of `rref_id`, made empty if it is new.
   std::shared_ptr<Owned> owned_slot(uint64_t rref_id);
+  // Ends the wait for a value whose creator died before its remote call arrived.
+  void abandon(uint64_t rref_id, Owned& owned);
   // Shared, so a remote call still running keeps its slot if the user deletes the RRef meanwhile.
   std::map<uint64_t, std::shared_ptr<Owned>> owned_;
+  // Values dropped lately (drop_if_unused), for twice the default timeout: a use that comes
+  // after is refused, never a fresh wait for a value that is gone.
+  std::set<uint64_t> dropped_;
+  std::deque<std::pair<runtime::TimePoint, uint64_t>> dropped_order_;
   // Forks this node sent, by fork id: the parent's reference each keeps until it is accepted.
   std::map<uint64_t, RRef> pending_children_;
   // The latest life heard from, per peer (note_incarnation).

@@ -79,10 +79,13 @@ std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>
   return handles;
 }
 
+bool RpcAgent::life_over(WorkerId worker, uint32_t incarnation) const {
+  auto life = incarnations_.find(worker);
+  return worker != env_.self && life != incarnations_.end() && life->second > incarnation;
+}
+
 bool RpcAgent::add_fork(uint64_t rref_id, uint64_t fork_id, Holder holder) {
-  if (auto life = incarnations_.find(holder.worker); life != incarnations_.end() && life->second > holder.incarnation) {
-    return false;  // a later life of the holder was heard from: this one holds nothing
-  }
+  if (life_over(holder.worker, holder.incarnation)) return false;  // a later life was heard from: this one holds nothing
   std::shared_ptr<Owned> owned = owned_slot(rref_id);
   if (fork_id == rref_id && owned->creator_released) return false;
   const bool fresh = owned->forks.emplace(fork_id, holder).second;
@@ -98,7 +101,7 @@ void RpcAgent::release_fork(uint64_t rref_id, uint64_t fork_id) {
   }
   // Not counted: the creator's fork, deleted before its remote call ran here (handlers run in any
   // order). Any other fork is counted before its handle exists, so this is a stray delete.
-  if (fork_id == rref_id) {
+  if (fork_id == rref_id && !life_over(worker_of(rref_id), incarnation_of(rref_id)) && dropped_.count(rref_id) == 0) {
     std::shared_ptr<Owned> owned = owned_slot(rref_id);
     if (!owned->started) {
       owned->creator_released = true;
@@ -110,9 +113,20 @@ void RpcAgent::release_fork(uint64_t rref_id, uint64_t fork_id) {
 
 void RpcAgent::drop_if_unused(uint64_t rref_id) {
   auto it = owned_.find(rref_id);
-  if (it == owned_.end() || !it->second->started || !it->second->forks.empty()) return;
+  if (it == owned_.end() || !it->second->forks.empty()) return;
+  if (!it->second->started) return;  // its remote call may still come: its creator lives
   // A remote call still running keeps its slot (shared) and sets the value nobody will read.
   owned_.erase(it);
+  env_.log.event("rref.dropped", std::to_string(rref_id));
+  // Remembered a while, so a use that comes later is refused rather than waiting for a value that
+  // was made and is gone (a fork whose parent died or let go before the owner counted it).
+  const runtime::TimePoint now = env_.clock.now();
+  dropped_.insert(rref_id);
+  dropped_order_.emplace_back(now, rref_id);
+  while (dropped_order_.front().first + 2 * options_.default_timeout < now) {
+    dropped_.erase(dropped_order_.front().second);
+    dropped_order_.pop_front();
+  }
   DAGSIM_ASSERT(owned_.count(rref_id) == 0);
 }
 
@@ -135,8 +149,12 @@ void RpcAgent::note_incarnation(WorkerId peer, uint32_t incarnation) {
         ++fork;
       }
     }
+    if (worker_of(rref_id) == peer && incarnation_of(rref_id) < incarnation && !owned->started) {
+      abandon(rref_id, *owned);
+      touched.push_back(rref_id);
+    }
     if (reclaimed == 0) continue;
-    touched.push_back(rref_id);
+    if (touched.empty() || touched.back() != rref_id) touched.push_back(rref_id);
     env_.log.event("rref.forks_reclaimed", rref_name(rref_id) + ": " + std::to_string(reclaimed) + " fork(s) of node " +
                                                std::to_string(peer) + "'s earlier life");
   }
@@ -193,11 +211,46 @@ size_t RpcAgent::forks_of(uint64_t rref_id) const {
   return it == owned_.end() ? 0 : it->second->forks.size();
 }
 
+bool RpcAgent::counts_fork(uint64_t rref_id, uint64_t fork_id) const {
+  auto it = owned_.find(rref_id);
+  return it != owned_.end() && it->second->forks.count(fork_id) != 0;
+}
+
+std::string RpcAgent::owned_report() const {
+  std::string text;
+  for (const auto& [rref_id, owned] : owned_) {
+    text += rref_name(rref_id) + (owned->started ? ", made" : ", not made yet") + (owned->creator_released ? ", creator released" : "");
+    for (const auto& [fork_id, holder] : owned->forks) {
+      text += "; fork " + std::to_string(fork_id) + " held by node " + std::to_string(holder.worker) + " life " +
+              std::to_string(holder.incarnation);
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+void RpcAgent::abandon(uint64_t rref_id, Owned& owned) {
+  DAGSIM_ASSERT(!owned.started && life_over(worker_of(rref_id), incarnation_of(rref_id)));
+  // Its creator died before its remote call arrived: the value will never be made (a late call
+  // is refused), so whoever waits for it or holds a fork hears so now, not at a timeout.
+  owned.started = true;
+  owned.promise.set_exception(std::make_exception_ptr(errors::connection_failed(
+      rref_name(rref_id) + ": its creator, node " + std::to_string(worker_of(rref_id)) +
+      ", died before its remote call reached the owner, node " + std::to_string(env_.self))));
+}
+
 std::shared_ptr<RpcAgent::Owned> RpcAgent::owned_slot(uint64_t rref_id) {
   std::shared_ptr<Owned>& slot = owned_[rref_id];
   if (!slot) {
+    if (dropped_.count(rref_id) != 0) {
+      owned_.erase(rref_id);
+      throw errors::connection_failed(rref_name(rref_id) + ": its value is gone from node " + std::to_string(env_.self) +
+                                      ": its last fork went before this use was counted (the parent that passed it on died or let go first)");
+    }
     slot = std::make_shared<Owned>();
     slot->value = slot->promise.get_future();
+    env_.log.event("rref.opened", std::to_string(rref_id));
+    if (life_over(worker_of(rref_id), incarnation_of(rref_id))) abandon(rref_id, *slot);
   }
   DAGSIM_ASSERT(slot->value.valid());
   return slot;

@@ -1,8 +1,8 @@
 // The program workload of the scenario loader (scenario_program.h): leaf tensors, parameters,
 // statements, the backward call and the optimizer, each checked as strictly as the rest of the
 // file. Every name has a type, a tensor on the driver or an RRef with its owner, and each use is
-// checked against it: RRef arguments only where the call runs on their owner, after the tensors;
-// to_here only on an RRef; roots only tensors.
+// checked against it: RRef arguments after the tensors (on any worker: a callee that does not own
+// one gets a fork and fetches its value); to_here only on an RRef; roots only tensors.
 #include "scenarios/workloads/program/scenario_program.h"
 
 #include <algorithm>
@@ -231,8 +231,9 @@ ProgramParameter read_parameter(const TomlReader& reader, const Table& t, Define
 }
 
 // The arguments of `s`: tensors first, then RRefs, each one defined. For to_here, exactly one
-// RRef; for any other call, RRefs owned by the worker the call runs on (`runs_on`).
-void read_args(const TomlReader& reader, const Table& t, const Defined& names, Statement& s, uint32_t runs_on) {
+// RRef. An RRef may go to a call on any worker: its owner reads the value in place, any other
+// worker gets a fork of it (PyTorch's protocol, rref_forks.cc) and fetches the value.
+void read_args(const TomlReader& reader, const Table& t, const Defined& names, Statement& s) {
   const std::string args_path = t.key_path("args");
   const toml::node& args_node = reader.required(t, "args");
   const toml::array& args = reader.array(args_node, args_path);
@@ -256,12 +257,6 @@ void read_args(const TomlReader& reader, const Table& t, const Defined& names, S
       }
       s.args.push_back(std::move(name));
       continue;
-    }
-    if (!to_here && type->owner != runs_on) {
-      const std::string owner = reader.cluster().node_name(type->owner);
-      reader.fail(args[i], args_path,
-                  quote(name) + " is an RRef owned by " + owner + "; pass it to a call that runs on " + owner +
-                      ", or fetch it with to_here");
     }
     s.rrefs.push_back(std::move(name));
   }
@@ -290,7 +285,7 @@ Statement read_statement(const TomlReader& reader, const Table& t, Defined& name
   } else {
     s.on = reader.node_ref(reader.required(t, "on", " for via " + via_name), t.key_path("on"));
   }
-  read_args(reader, t, names, s, s.on);
+  read_args(reader, t, names, s);
 
   for (const AttributeKey& key : kAttributes) {
     const toml::node* node = t.get(key.name);

@@ -5,6 +5,8 @@
 // probes beside these healthy passes (down to every 100 us, below the latency) and must never
 // declare one of them unfinishable.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <rapidcheck/gtest.h>
 
 #include <cmath>
@@ -67,7 +69,13 @@ void check_case(const ProgramCase& c) {
   }
 }
 
-RC_GTEST_PROP(DistAutogradProperties, DistGradsEqualLocal, ()) { check_case(*gen_program_case()); }
+RC_GTEST_PROP(DistAutogradProperties, DistGradsEqualLocal, ()) {
+  const ProgramCase c = *gen_program_case();
+  const bool forks = std::any_of(c.program.statements.begin(), c.program.statements.end(),
+                                 [](const Statement& s) { return !s.rrefs.empty() && s.call != scenarios::kToHere; });
+  RC_CLASSIFY(forks, "RRef arguments");
+  check_case(c);
+}
 
 // Many contexts at once on shared workers, as PyTorch's trainer/parameter-server test: 2..4
 // trainers run their own programs concurrently, calling the same workers (each other included);

@@ -1,6 +1,7 @@
 #include "conformance/program_gen.h"
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ std::ostream& operator<<(std::ostream& out, const ProgramCase& c) {
   for (const Statement& s : c.program.statements) {
     out << "  " << s.out() << " = " << s.call << "(";
     for (size_t i = 0; i < s.args.size(); ++i) out << (i ? ", " : "") << s.args[i];
+    for (size_t i = 0; i < s.rrefs.size(); ++i) out << (i || !s.args.empty() ? ", " : "") << "RRef " << s.rrefs[i];
     out << ") via " << via[static_cast<int>(s.via)];
     if (s.via != Via::local) out << " on worker" << s.on;
     if (s.attributes.count("to")) out << " to worker" << s.attributes.at("to");
@@ -48,11 +50,25 @@ rc::Gen<ProgramCase> gen_program_case() {
       names.push_back(t.name);
     }
     std::vector<std::string> rpc_outputs;
+    // Remote results (RRefs on their owners), and whether each was used yet: each is used at least
+    // once, by to_here or as an RRef argument of a call on any worker (a fork where it does not
+    // own it), and whatever used it reaches the loss.
+    std::vector<std::string> rrefs;
+    std::map<std::string, bool> rref_used;
     const int statements = *rc::gen::inRange(5, 41);
     for (int i = 0; i < statements; ++i) {
       Statement s;
       s.outs = {"v" + std::to_string(i)};
-      const int kind = *rc::gen::inRange(0, 9);
+      const int kind = *rc::gen::inRange(0, 12);  // 9 and 11: remote; 10: to_here
+      if (kind == 10 && !rrefs.empty()) {
+        s.call = scenarios::kToHere;
+        s.rrefs = {rrefs[*rc::gen::inRange<size_t>(0, rrefs.size())]};
+        rref_used[s.rrefs[0]] = true;
+        rpc_outputs.push_back(s.out());
+        names.push_back(s.out());
+        p.statements.push_back(s);
+        continue;
+      }
       const char* binary[] = {"add", "sub", "mul"};
       const char* unary[] = {"neg", "tanh", "sigmoid"};
       const char* relay[] = {"relay_add", "relay_mul"};
@@ -60,8 +76,8 @@ rc::Gen<ProgramCase> gen_program_case() {
       if (kind < 4) {
         s.call = binary[kind % 3];
         s.args = {pick(), pick()};  // may repeat: shared inputs
-      } else if (kind < 7) {
-        s.call = unary[kind - 4];
+      } else if (kind < 7 || kind >= 9) {
+        s.call = unary[kind % 3];
         s.args = {pick()};
       } else {
         s.call = relay[kind - 7];
@@ -69,13 +85,29 @@ rc::Gen<ProgramCase> gen_program_case() {
         s.attributes["to"] = *rc::gen::inRange<uint32_t>(0, c.workers);
       }
       const bool nested = s.call.starts_with(scenarios::kRelayPrefix);
-      const int via = nested ? *rc::gen::inRange(1, 3) : *rc::gen::inRange(0, 3);
-      s.via = static_cast<Via>(via);
-      if (s.via != Via::local) {
-        s.on = *rc::gen::inRange<uint32_t>(1, c.workers);
-        rpc_outputs.push_back(s.out());
+      // The last tensor argument of an op may be an RRef instead, on any worker.
+      if (!nested && !rrefs.empty() && *rc::gen::inRange(0, 2) == 0) {
+        s.rrefs = {rrefs[*rc::gen::inRange<size_t>(0, rrefs.size())]};
+        rref_used[s.rrefs[0]] = true;
+        s.args.pop_back();
       }
-      names.push_back(s.out());
+      const int via = nested ? *rc::gen::inRange(1, 3) : kind >= 9 ? 3 : *rc::gen::inRange(0, 3);
+      s.via = static_cast<Via>(via);
+      if (s.via != Via::local) s.on = *rc::gen::inRange<uint32_t>(s.via == Via::remote ? 0 : 1, c.workers);
+      if (s.via == Via::remote) {
+        rrefs.push_back(s.out());
+        rref_used[s.out()] = false;
+      } else {
+        if (s.via != Via::local || !s.rrefs.empty()) rpc_outputs.push_back(s.out());
+        names.push_back(s.out());
+      }
+      p.statements.push_back(s);
+    }
+    for (const std::string& r : rrefs) {
+      if (rref_used.at(r)) continue;
+      Statement s{{"here_" + r}, scenarios::kToHere, {}, {}, Via::local, 0};
+      s.rrefs = {r};
+      rpc_outputs.push_back(s.out());
       p.statements.push_back(s);
     }
     // Every RPC result reaches the loss (an unused one is the hang case, tested on its own);

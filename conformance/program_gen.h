@@ -1,6 +1,7 @@
 // Generated programs for the distributed autograd properties: a random program of 5 to 40
 // statements over the op set, placed on 2 to 6 workers with random `via`, nested calls (relays),
-// shared inputs and unused local branches, where every RPC result reaches the loss; plus the
+// remote results used by to_here or as RRef arguments of calls on any worker (forks), shared
+// inputs and unused local branches, where every RPC result reaches the loss; plus the
 // network, schedule and termination-detection settings it runs under. Shared by the gradient
 // properties and the error-path properties.
 #pragma once

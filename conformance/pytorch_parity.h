@@ -151,6 +151,11 @@ class DistAutogradTest : public ::testing::Test {
       EXPECT_FALSE(a.rrefs.at(0).is_owner()) << "a fork on a worker that does not own it";
       return c.agent().rpc_sync(dst, "my_rref_add", {{a.tensors.at(0)}, {}, {a.rrefs.at(0)}});
     });
+    // my_script_add: a TorchScript function is, in dagsim, a function registered by name (no code
+    // travels): torch.add of its two tensors, as a user function rather than the builtin.
+    registry_.add("my_script_add", [](rpc::CallContext&, const rpc::CallArgs& a) {
+      return std::vector<Tensor>{add(a.tensors.at(0), a.tensors.at(1))};
+    });
     registry_.add("create_tensor", [](rpc::CallContext&, const rpc::CallArgs&) {
       Tensor t = ones({3, 3});
       t.set_requires_grad(true);
@@ -202,8 +207,8 @@ class DistAutogradTest : public ::testing::Test {
   }
 
   // PyTorch's ExecMode and _verify_backwards: the same program run locally (the registry's
-  // function on the local engine), by rpc_sync and by remote + to_here on worker1; the gradients
-  // of the distributed runs equal the local run's, leaf by leaf.
+  // function on the local engine), by rpc_sync, by rpc_async and by remote + to_here on worker1;
+  // the gradients of the distributed runs equal the local run's, leaf by leaf.
   using Exec = std::function<std::vector<Tensor>(const char* function, std::vector<Tensor> tensors,
                                                  std::map<std::string, double> attributes)>;
   void verify_backwards(const std::function<Tensor(const Exec&)>& program, const std::vector<Tensor>& leaves) {
@@ -218,12 +223,13 @@ class DistAutogradTest : public ::testing::Test {
     }
     const autograd::variable_list expected =
         autograd::Engine::grad({local_loss}, differentiable, {}, /*retain_graph=*/false, /*allow_unused=*/true);
-    for (const bool remote : {false, true}) {
+    for (const char* mode : {"rpc_sync", "rpc_async", "remote"}) {
       on(0, [&] {
         DistContext ctx(autograd(0));
         const Exec exec = [&](const char* f, std::vector<Tensor> tensors, std::map<std::string, double> attributes) {
           const rpc::CallArgs args{std::move(tensors), std::move(attributes)};
-          return remote ? agent(0).remote(1, f, args).to_here() : agent(0).rpc_sync(1, f, args);
+          if (mode == std::string("remote")) return agent(0).remote(1, f, args).to_here();
+          return mode == std::string("rpc_async") ? agent(0).rpc_async(1, f, args).get() : agent(0).rpc_sync(1, f, args);
         };
         autograd(0).backward(ctx.id(), {program(exec)});
         const auto grads = autograd(0).get_gradients(ctx.id());
@@ -233,7 +239,7 @@ class DistAutogradTest : public ::testing::Test {
           const std::vector<double> got = grad_of(grads, differentiable[i]), want = expected[i].to_vector();
           ASSERT_EQ(got.size(), want.size()) << "leaf " << i;
           for (size_t k = 0; k < got.size(); ++k) {
-            EXPECT_NEAR(got[k], want[k], 1e-12 * (1 + std::abs(want[k]))) << (remote ? "remote" : "rpc_sync") << ", leaf " << i;
+            EXPECT_NEAR(got[k], want[k], 1e-12 * (1 + std::abs(want[k]))) << mode << ", leaf " << i;
           }
         }
       });

@@ -243,6 +243,13 @@ TEST_F(DistAutogradTest, test_backward_python_udf_error) {
   EXPECT_EQ(contexts_everywhere(), 0u);
 }
 
+// test_backward_simple_script_call: a scripted add called locally, by rpc_sync, rpc_async and
+// remote; each run's gradients equal the local run's.
+TEST_F(DistAutogradTest, test_backward_simple_script_call) {
+  const Tensor t1 = rand33(1, true), t2 = rand33(2, true);
+  verify_backwards([&](const Exec& exec) { return sum(exec("my_script_add", {t1, t2}, {})[0]); }, {t1, t2});
+}
+
 TEST_F(DistAutogradTest, test_backward_complex_python_udf) {
   const Tensor t1 = rand33(1, true), t2 = rand33(2, true);
   verify_backwards([&](const Exec& exec) { return sum(exec("complex_python_udf", {t1, t2}, {})[0]); }, {t1, t2});

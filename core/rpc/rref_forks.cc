@@ -267,7 +267,9 @@ std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
   try {
     return owned->value.get_until(env_.clock.now() + options_.default_timeout);
   } catch (const Error& e) {
-    if (e.code() != ErrorCode::timed_out || owned->started) throw;
+    if (e.code() != ErrorCode::timed_out) throw;
+    // Its remote call began meanwhile: it ends by its own calls' timeouts, with their error.
+    if (owned->started) return owned->value.get();
     if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned) owned_.erase(it);
     DAGSIM_ASSERT(owned_.count(rref_id) == 0 || owned_.at(rref_id) != owned);  // the abandoned slot is gone
     throw errors::invalid_argument(rref_name(rref_id) + " is not owned by node " + std::to_string(env_.self) +

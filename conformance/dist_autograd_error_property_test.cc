@@ -154,9 +154,11 @@ RC_GTEST_PROP(DistAutogradErrorProperties, ANodeDeathNeverHangsAndIsNamed, ()) {
   } else {
     const std::string id = std::to_string(victim);
     const bool named = contains(r.failure, "worker" + id) || contains(r.failure, "node " + id) || contains(r.failure, "Node " + id);
-    // A forward call that reached the silent victim through a relay times out at its caller
-    // first, naming the worker it called (RPC timeouts nest): the one case that need not name it.
-    const bool forward_timeout = contains(r.failure, "rpc '") && contains(r.failure, "timed out");
+    // A forward call or RRef fetch that reached the silent victim through another worker (a relay,
+    // or a remote call whose RRef argument the victim owns) times out at its caller first, naming
+    // the worker it called (RPC timeouts nest): the one case that need not name it.
+    const bool forward_timeout =
+        (contains(r.failure, "rpc '") || contains(r.failure, "RRef fetch")) && contains(r.failure, "timed out");
     RC_ASSERT(named || (crash && forward_timeout));
     // A kill is seen within about a latency, a crash by the RPC timeout (and the probe's).
     RC_ASSERT(r.ended <= at + 2 * kRpcTimeout + 1s);

@@ -206,8 +206,9 @@ class RpcAgent {
   };
   // The parent's side: a fork of `rref` for a call's callee; this node keeps `rref` alive until
   // the child accepts the fork or the call ends (Pending::children).
-  RRefForkData fork(const RRef& rref);
-  void on_child_accepted(uint64_t fork_id);
+  RRefForkData fork(const RRef& rref, WorkerId to);
+  // RREF_CHILD_ACCEPT from `from`: the parent lets go of fork `fork_id` if `from` is its child.
+  void on_child_accepted(uint64_t fork_id, WorkerId from);
   void end_children(const std::vector<uint64_t>& children);
   // The child's side: handles for the forks a call from `from` carries, each counted by its owner
   // first (RREF_FORK_REQUEST, or at once here when this node owns it), its parent then told
@@ -268,8 +269,12 @@ class RpcAgent {
   // after is refused, never a fresh wait for a value that is gone.
   std::set<uint64_t> dropped_;
   std::deque<std::pair<runtime::TimePoint, uint64_t>> dropped_order_;
-  // Forks this node sent, by fork id: the parent's reference each keeps until it is accepted.
-  std::map<uint64_t, RRef> pending_children_;
+  // Forks this node sent, by fork id: the parent's reference each keeps until its child accepts.
+  struct PendingChild {
+    RRef rref;
+    WorkerId child = 0;
+  };
+  std::map<uint64_t, PendingChild> pending_children_;
   // The latest life heard from, per peer (note_incarnation).
   std::map<WorkerId, uint32_t> incarnations_;
   std::map<uint64_t, Pending> pending_;

@@ -59,7 +59,7 @@ Future<std::vector<Tensor>> RpcAgent::send_call(WorkerId to, MessageType type, u
   std::vector<RRefForkData> forks;
   std::vector<uint64_t> children;
   for (const RRef& rref : args.rrefs) {
-    forks.push_back(fork(rref));
+    forks.push_back(fork(rref, to));
     children.push_back(forks.back().fork_id);
   }
   Message call = type == MessageType::call ? make_call(0, function, args, std::move(forks))

@@ -11,9 +11,11 @@
 // is gone when its handle's last copy goes (RREF_USER_DELETE), or when its holder's life is over
 // (a later life of the holder was heard from: note_incarnation).
 //
-// dagsim differs from PyTorch in two ways, both for safety: a child confirms with the owner even
-// when the parent is the owner (so the owner knows which life holds every fork), and it does so
-// before the function runs rather than beside it.
+// Where dagsim goes past PyTorch (docs/pytorch_parity.md, "RRef forks"): a child confirms with
+// the owner even when the parent is the owner, and before the function runs, so the owner knows
+// which life of which worker holds every fork; a holder's earlier lives lose their forks; a value
+// whose creator died before its remote call arrived fails its waiters at once; and a use of a
+// value the owner dropped lately is refused by name instead of waiting for it afresh.
 #include <optional>
 
 #include "core/base/error.h"
@@ -26,21 +28,29 @@ namespace {
 std::string rref_name(uint64_t rref_id) { return "RRef " + std::to_string(rref_id); }
 }  // namespace
 
-RRefForkData RpcAgent::fork(const RRef& rref) {
+RRefForkData RpcAgent::fork(const RRef& rref, WorkerId to) {
   DAGSIM_ASSERT_MSG(rref.defined(), "an RRef argument must be defined");
   const uint64_t fork_id = new_global_id();
-  const bool fresh = pending_children_.emplace(fork_id, rref).second;
+  const bool fresh = pending_children_.emplace(fork_id, PendingChild{rref, to}).second;
   DAGSIM_ASSERT(fresh);  // fork ids are global ids: never reused
   return RRefForkData{rref.owner(), rref.id(), fork_id, env_.self};
 }
 
-void RpcAgent::on_child_accepted(uint64_t fork_id) {
-  // Absent when the call that carried it ended first: nothing left to let go.
-  pending_children_.erase(fork_id);
+void RpcAgent::on_child_accepted(uint64_t fork_id, WorkerId from) {
+  // Absent when the call that carried it ended first: nothing left to let go. Only the child
+  // itself may say it accepted (another node's word would end the parent's reference too soon).
+  auto it = pending_children_.find(fork_id);
+  if (it == pending_children_.end()) return;
+  if (it->second.child != from) {
+    env_.log.event("rref.stray_accept", "fork " + std::to_string(fork_id) + " accepted by node " + std::to_string(from) +
+                                            ", not its child, node " + std::to_string(it->second.child));
+    return;
+  }
+  pending_children_.erase(it);
 }
 
 void RpcAgent::end_children(const std::vector<uint64_t>& children) {
-  for (uint64_t fork_id : children) on_child_accepted(fork_id);
+  for (uint64_t fork_id : children) pending_children_.erase(fork_id);
 }
 
 std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>& forks) {
@@ -67,7 +77,7 @@ std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>
     // Counted: from here on the handle's last copy tells the owner it is gone.
     handles.emplace_back(*this, f.owner, f.rref_id, f.fork_id);
     if (f.parent == env_.self) {
-      on_child_accepted(f.fork_id);
+      on_child_accepted(f.fork_id, env_.self);
     } else {
       try {  // fire and forget: the parent also lets go when its call ends
         request(f.parent, make_rref_request(MessageType::rref_child_accept, 0, f.rref_id, f.fork_id), "RRef child accept");
@@ -181,7 +191,7 @@ Message RpcAgent::serve_rref_request(WorkerId from, uint32_t from_incarnation, c
                                        std::to_string(from) + " cannot be counted (released already, or from a life that is over)");
       }
     } else {
-      on_child_accepted(r.fork_id);
+      on_child_accepted(r.fork_id, from);
     }
     return make_reply(MessageType::rref_ack, request.request_id);
   } catch (const Error& e) {

@@ -4,6 +4,7 @@
 // fork are refused without touching the count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "core/base/throws_error_test_util.h"
@@ -102,6 +103,23 @@ TEST_F(RRefForkTest, ForgedForksAndDeletesOfAnotherNodesForkAreRefused) {
   EXPECT_TRUE(agent(1).counts_fork(id, fork));
   rt_.run_on(0, [&] { r = RRef(); });
   EXPECT_EQ(agent(1).owned_rrefs(), 0u);
+}
+
+// Only the child may accept its fork: an accept from another node leaves the parent's reference.
+TEST_F(RRefForkTest, OnlyTheChildAcceptsItsFork) {
+  rt_.run_on(0, [&] {
+    RRef r = agent(0).remote(1, "neg", {{vec({6})}, {}});
+    runtime::Future<std::vector<Tensor>> call = agent(0).rpc_async(2, "peek", {{}, {}, {r}});
+    ASSERT_EQ(agent(0).pending_children(), 1u);
+    const uint64_t fork = r.id() + 1;  // node 0's next global id after the RRef's
+    // Before node 2 has even seen the call, node 1 says it accepted the fork.
+    rt_.env(1).transport.send(0, encode(make_rref_request(MessageType::rref_child_accept, 9, r.id(), fork)));
+    EXPECT_EQ(call.get()[0].to_vector(), (std::vector<double>{-6}));
+    EXPECT_EQ(agent(0).pending_children(), 0u);
+  });
+  const auto& log = dynamic_cast<runtime::MemoryLog&>(rt_.env(0).log).entries();
+  const bool refused = std::any_of(log.begin(), log.end(), [](const auto& e) { return e.kind == "rref.stray_accept"; });
+  EXPECT_TRUE(refused) << "node 1's accept was taken for node 2's";
 }
 
 }  // namespace

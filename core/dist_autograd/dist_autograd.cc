@@ -215,15 +215,14 @@ void DistAutograd::send_release(WorkerId worker, ContextId context, uint32_t att
   }
   reply.then([this, alive = std::weak_ptr<int>(alive_), worker, context, attempt](runtime::Future<Bytes> done) {
     if (!done.has_error() || alive.expired()) return;
-    if (attempt >= kReleaseRetries) {
+    if (attempt >= rpc::kSendRetries) {
       agent_.env().log.event("dist_autograd.release_failed", "context " + std::to_string(context) + " on node " +
                                                                  std::to_string(worker) + ": gave up after retries");
       return;
     }
-    runtime::Duration backoff = kReleaseBackoff;
-    for (uint32_t i = 0; i < attempt && backoff < kReleaseBackoffCap; ++i) backoff = backoff * 3 / 2;
+    const runtime::Duration backoff = rpc::retry_backoff(attempt);
     agent_.env().spawner.spawn(background_, "dist_autograd.release_retry", [this, worker, context, attempt, backoff] {
-      agent_.env().clock.sleep(std::min(backoff, kReleaseBackoffCap));
+      agent_.env().clock.sleep(backoff);
       send_release(worker, context, attempt + 1);
     });
   });

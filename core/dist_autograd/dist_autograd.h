@@ -92,9 +92,6 @@ class DistAutograd final : public rpc::RpcExtension {
   void notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except);
   // One worker's release message, retried on failure (attempt counts the retries so far).
   void send_release(WorkerId worker, ContextId context, uint32_t attempt);
-  static constexpr uint32_t kReleaseRetries = 20;
-  static constexpr runtime::Duration kReleaseBackoff = std::chrono::milliseconds(100);
-  static constexpr runtime::Duration kReleaseBackoffCap = std::chrono::seconds(2);
 
   void peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason);
   // Beyond PyTorch: a context that reached this node through another worker is released only if

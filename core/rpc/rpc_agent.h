@@ -24,6 +24,7 @@
 // ones (ours and those we serve) and then stops the listener.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
@@ -59,6 +60,18 @@ struct MessageFault {
   uint32_t count = 0;
   std::optional<Duration> delay = std::nullopt;
 };
+
+// PyTorch's sendWithRetries, for the one-way messages that must get through (context releases, RRef
+// deletes): a send that fails with timed_out or connection_failed is tried again after a backoff
+// that grows 1.5 times a try, up to a cap, at most kSendRetries more times.
+inline constexpr uint32_t kSendRetries = 20;
+inline constexpr Duration kRetryBackoff = std::chrono::milliseconds(100);
+inline constexpr Duration kRetryBackoffCap = std::chrono::seconds(2);
+inline Duration retry_backoff(uint32_t attempt) {
+  Duration backoff = kRetryBackoff;
+  for (uint32_t i = 0; i < attempt && backoff < kRetryBackoffCap; ++i) backoff = backoff * 3 / 2;
+  return std::min(backoff, kRetryBackoffCap);
+}
 
 struct RpcOptions {
   Duration default_timeout = std::chrono::seconds(60);
@@ -111,8 +124,13 @@ class RpcAgent {
   // last copy went (RRef's destructor), as a user delete is for others: fork `fork_id` is gone,
   // and the value goes with the last fork.
   void release_fork(uint64_t rref_id, uint64_t fork_id);
+  // A user delete of fork `fork_id` to `owner`, retried (kSendRetries) while it fails for want of
+  // a connection: a delete lost on the way would keep the owner's value for ever.
+  void send_user_delete(WorkerId owner, uint64_t rref_id, uint64_t fork_id, uint32_t attempt = 0);
   // RRef values this node keeps (or waits for), and the live forks it counts for one of them.
   size_t owned_rrefs() const { return owned_.size(); }
+  // Of those, the ones whose remote call ran (the rest are slots waiting for theirs).
+  size_t owned_values() const;
   size_t forks_of(uint64_t rref_id) const;
   bool counts_fork(uint64_t rref_id, uint64_t fork_id) const;
   // One line per value kept: its RRef, whether its remote call ran, and each fork with its holder.
@@ -285,6 +303,8 @@ class RpcAgent {
   RpcExtension* extension_ = nullptr;
   std::map<MessageType, Handler> handlers_;
   std::shared_ptr<Timeouts> timeouts_ = std::make_shared<Timeouts>();
+  // Expires with the agent: a retry's continuation checks it before touching the agent.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   std::map<std::string, RpcFunction, std::less<>> local_functions_;
   runtime::FiberMutex drain_mutex_;
   runtime::FiberCondition drained_;

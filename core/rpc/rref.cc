@@ -20,10 +20,7 @@ struct RRef::State {
       agent->release_fork(id, fork_id);
       return;
     }
-    try {
-      agent->request(owner, make_rref_request(MessageType::rref_user_delete, 0, id, fork_id), "RRef user delete");
-    } catch (const Error&) {
-    }
+    agent->send_user_delete(owner, id, fork_id);
   }
 };
 

@@ -70,6 +70,11 @@ std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>
             .get();
       } catch (const Error& e) {
         runtime::rethrow_if_unwinding(e);
+        // The owner may have counted it and its answer been lost: take it back (a delete of a
+        // fork it never counted is only logged there).
+        if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed) {
+          send_user_delete(f.owner, f.rref_id, f.fork_id);
+        }
         throw Error(e.code(), rref_name(f.rref_id) + " from node " + std::to_string(from) + ": its owner, node " +
                                   std::to_string(f.owner) + ", did not count the fork: " + e.detail());
       }
@@ -87,6 +92,34 @@ std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>
   }
   DAGSIM_ASSERT(handles.size() == forks.size());
   return handles;
+}
+
+void RpcAgent::send_user_delete(WorkerId owner, uint64_t rref_id, uint64_t fork_id, uint32_t attempt) {
+  // Called from RRef's destructor too, so it never throws: a node that is dying or an agent that
+  // is shut down has nothing to send with (its handles die with it; its owner reclaims their forks
+  // when it hears from the node's next life).
+  try {
+    Future<std::vector<Tensor>> reply =
+        request(owner, make_rref_request(MessageType::rref_user_delete, 0, rref_id, fork_id), "RRef user delete");
+    reply.then([this, alive = std::weak_ptr<int>(alive_), env = &env_, owner, rref_id, fork_id,
+                attempt](Future<std::vector<Tensor>> done) {
+      if (!done.has_error() || alive.expired()) return;
+      try {
+        done.get();
+      } catch (const Error& e) {
+        // An answer that refuses it (not the holder) is final; only a lost one is tried again.
+        if (e.code() != ErrorCode::timed_out && e.code() != ErrorCode::connection_failed) return;
+        if (attempt >= kSendRetries) {
+          env->log.event("rref.delete_failed", rref_name(rref_id) + ": fork " + std::to_string(fork_id) + " on node " +
+                                                   std::to_string(owner) + ": gave up after retries: " + e.detail());
+          return;
+        }
+      }
+      env->clock.sleep(retry_backoff(attempt));
+      if (!alive.expired()) send_user_delete(owner, rref_id, fork_id, attempt + 1);
+    });
+  } catch (const Error&) {
+  }
 }
 
 bool RpcAgent::life_over(WorkerId worker, uint32_t incarnation) const {
@@ -219,6 +252,12 @@ std::vector<Tensor> RpcAgent::rref_values(const std::string& function, const std
 size_t RpcAgent::forks_of(uint64_t rref_id) const {
   auto it = owned_.find(rref_id);
   return it == owned_.end() ? 0 : it->second->forks.size();
+}
+
+size_t RpcAgent::owned_values() const {
+  size_t made = 0;
+  for (const auto& [rref_id, owned] : owned_) made += owned->started ? 1 : 0;
+  return made;
 }
 
 bool RpcAgent::counts_fork(uint64_t rref_id, uint64_t fork_id) const {

@@ -386,7 +386,11 @@ void TcpTransport::Impl::accept_next() {
 
 void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t padding) {
   if (closed_) throw errors::channel_closed("send on the closed transport of " + name(options_.self));
-  DAGSIM_ASSERT_MSG(target < links_.size(), "send to a worker outside the cluster");
+  // A target can come off the wire (an RRef's owner in a fork): an operating error, not an assert.
+  if (target >= links_.size()) {
+    throw errors::invalid_argument("send to node " + std::to_string(target) + ": the cluster has " +
+                                   std::to_string(links_.size()) + " nodes");
+  }
   if (payload.size() > options_.limits.max_payload_bytes || padding > options_.limits.max_padding_bytes) {
     throw errors::invalid_argument("a message of " + std::to_string(payload.size()) + " bytes (+" + std::to_string(padding) +
                                    " padding) to " + name(target) + " exceeds the connection's limits");

@@ -22,7 +22,11 @@ void SimNetwork::drop(WorkerId from, WorkerId to, uint64_t message_id, std::stri
 }
 
 void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, Bytes payload, uint64_t padding) {
-  DAGSIM_ASSERT_MSG(target < world_.num_nodes(), "send to an unknown node");
+  // A target can come off the wire (an RRef's owner in a fork): an operating error, not an assert.
+  if (target >= world_.num_nodes()) {
+    throw errors::invalid_argument("send to node " + std::to_string(target) + ": the cluster has " +
+                                   std::to_string(world_.num_nodes()) + " nodes");
+  }
   DAGSIM_ASSERT_MSG(target != source, "a node cannot send to itself");
   const NodeState source_state = world_.state(source);
   const uint64_t id = ++next_message_;

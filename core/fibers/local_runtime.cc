@@ -113,7 +113,11 @@ bool LocalRuntime::is_alive(WorkerId node) const {
 }
 
 void LocalRuntime::deliver(WorkerId source, WorkerId target, Bytes payload, uint64_t padding) {
-  DAGSIM_ASSERT(target < nodes_.size());
+  // A target can come off the wire (an RRef's owner in a fork): an operating error, not an assert.
+  if (target >= nodes_.size()) {
+    throw errors::invalid_argument("send to node " + std::to_string(target) + ": the cluster has " +
+                                   std::to_string(nodes_.size()) + " nodes");
+  }
   // Zero latency, but never inline: the message arrives when the driver next moves, in send order.
   // The driver offers, never pushes: an inbox its node closed (its agent shut down) drops the
   // delivery instead of throwing channel_closed into the driver.

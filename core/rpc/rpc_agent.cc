@@ -198,10 +198,11 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
       }
       std::shared_ptr<Owned> owned = owned_slot(id);
       if (owned->started) throw errors::invalid_argument("RRef " + std::to_string(id) + " was already created by a remote call");
+      // The creator's fork (the RRef id), unless the creator let go of it already: counted before
+      // the slot is started, so a refusal leaves nobody waiting on a value never set.
+      if (!owned->creator_released) add_fork(id, id, Holder{worker_of(id), incarnation_of(id)});
       owned->started = true;
       DAGSIM_ASSERT(!owned->promise.is_set());  // started once: its value is set once
-      // The creator's fork (the RRef id), unless the creator let go of it already or is dead.
-      if (!owned->creator_released) add_fork(id, id, Holder{worker_of(id), incarnation_of(id)});
       struct Forget {
         RpcAgent& agent;
         uint64_t id;

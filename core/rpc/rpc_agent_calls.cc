@@ -164,9 +164,10 @@ bool RpcAgent::injected_fault(WorkerId to, uint64_t id, const Message& message) 
       return true;
     }
     // Late, on a fiber of its own; the request's timer runs from now, as the caller's wait does.
-    env_.spawner.spawn("rpc.delayed", [this, to, message, delay = *fault.delay] {
+    env_.spawner.spawn("rpc.delayed", [this, to, id, message, delay = *fault.delay] {
       env_.clock.sleep(delay);
-      if (!stopping_) send(to, message);
+      // Not once the request has ended (timed out, say): a late copy would act on its own.
+      if (!stopping_ && pending_.count(id) != 0) send(to, message);
     });
     return true;
   }

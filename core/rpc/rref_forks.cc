@@ -56,9 +56,10 @@ void RpcAgent::end_children(const std::vector<uint64_t>& children) {
 std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>& forks) {
   std::vector<RRef> handles;
   for (const RRefForkData& f : forks) {
-    if (f.parent != from || f.rref_id == 0 || f.fork_id == 0) {
+    // The creator's fork is the RRef id itself, counted by its remote call: never forked.
+    if (f.parent != from || f.rref_id == 0 || f.fork_id == 0 || f.fork_id == f.rref_id) {
       throw errors::protocol_error(rref_name(f.rref_id) + ": a fork from node " + std::to_string(from) + " names node " +
-                                   std::to_string(f.parent) + " as its parent, or no RRef or fork id");
+                                   std::to_string(f.parent) + " as its parent, or no RRef, no fork or the creator's fork");
     }
     if (f.owner == env_.self) {
       if (!add_fork(f.rref_id, f.fork_id, Holder{env_.self, env_.incarnation})) {
@@ -101,6 +102,10 @@ void RpcAgent::send_user_delete(WorkerId owner, uint64_t rref_id, uint64_t fork_
   try {
     Future<std::vector<Tensor>> reply =
         request(owner, make_rref_request(MessageType::rref_user_delete, 0, rref_id, fork_id), "RRef user delete");
+    // A retry needs a node fiber to spawn from: a handle dropped outside one (by the driver, at
+    // teardown) sends its delete once.
+    const runtime::FiberContext* fiber = runtime::current_fiber();
+    if (fiber == nullptr || fiber->spawner == nullptr) return;
     reply.then([this, alive = std::weak_ptr<int>(alive_), env = &env_, owner, rref_id, fork_id,
                 attempt](Future<std::vector<Tensor>> done) {
       if (!done.has_error() || alive.expired()) return;
@@ -210,6 +215,10 @@ Message RpcAgent::serve_rref_request(WorkerId from, uint32_t from_incarnation, c
     const RRefRequest r = read_rref_request(request);
     if (r.rref_id == 0 || r.fork_id == 0) throw errors::protocol_error("an RRef request names no RRef or no fork");
     if (request.type == MessageType::rref_user_delete) {
+      if (r.fork_id == r.rref_id && from != worker_of(r.rref_id)) {
+        throw errors::protocol_error(rref_name(r.rref_id) + ": node " + std::to_string(from) +
+                                     " deletes the creator's fork, which node " + std::to_string(worker_of(r.rref_id)) + " holds");
+      }
       auto it = owned_.find(r.rref_id);
       const Owned* owned = it == owned_.end() ? nullptr : it->second.get();
       if (owned != nullptr && owned->forks.count(r.fork_id) != 0 && owned->forks.at(r.fork_id).worker != from) {
@@ -296,10 +305,14 @@ std::shared_ptr<RpcAgent::Owned> RpcAgent::owned_slot(uint64_t rref_id) {
       throw errors::connection_failed(rref_name(rref_id) + ": its value is gone from node " + std::to_string(env_.self) +
                                       ": its last fork went before this use was counted (the parent that passed it on died or let go first)");
     }
+    if (life_over(worker_of(rref_id), incarnation_of(rref_id))) {
+      owned_.erase(rref_id);
+      throw errors::connection_failed(rref_name(rref_id) + ": its creator, node " + std::to_string(worker_of(rref_id)) +
+                                      ", died, and node " + std::to_string(env_.self) + " holds no value for it");
+    }
     slot = std::make_shared<Owned>();
     slot->value = slot->promise.get_future();
     env_.log.event("rref.opened", std::to_string(rref_id));
-    if (life_over(worker_of(rref_id), incarnation_of(rref_id))) abandon(rref_id, *slot);
   }
   DAGSIM_ASSERT(slot->value.valid());
   return slot;
@@ -319,8 +332,12 @@ std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
     if (e.code() != ErrorCode::timed_out) throw;
     // Its remote call began meanwhile: it ends by its own calls' timeouts, with their error.
     if (owned->started) return owned->value.get();
-    if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned) owned_.erase(it);
-    DAGSIM_ASSERT(owned_.count(rref_id) == 0 || owned_.at(rref_id) != owned);  // the abandoned slot is gone
+    // Forget the slot only if it records nothing else: a fork counted on it, or the creator's
+    // delete, must wait for the remote call that may still come.
+    if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned && owned->forks.empty() &&
+                                        !owned->creator_released) {
+      owned_.erase(it);
+    }
     throw errors::invalid_argument(rref_name(rref_id) + " is not owned by node " + std::to_string(env_.self) +
                                    ": no remote call created it");
   }

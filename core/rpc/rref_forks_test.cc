@@ -96,12 +96,17 @@ TEST_F(RRefForkTest, ForgedForksAndDeletesOfAnotherNodesForkAreRefused) {
     rt_.env(2).transport.send(1, encode(call));
     // A delete of node 0's fork, sent by node 2.
     rt_.env(2).transport.send(1, encode(make_rref_request(MessageType::rref_user_delete, 8, id, fork)));
+    // Forks that name the creator's own fork, or an owner outside the cluster (the callee would
+    // send its fork request there).
+    rt_.env(0).transport.send(2, encode(make_message(MessageType::call, 10, Call{"peek", {}, {RRefForkData{1, id, id, 0}}})));
+    rt_.env(0).transport.send(2, encode(make_message(MessageType::call, 11, Call{"peek", {}, {RRefForkData{999, id, 98, 0}}})));
   });
   rt_.run_on(0, [&] { EXPECT_EQ(r.to_here()[0].to_vector(), (std::vector<double>{-5})); });
   EXPECT_TRUE(seen_fork_ids_.empty()) << "the forged call never ran";
   EXPECT_EQ(agent(1).forks_of(id), 1u) << "neither the forged fork nor the forged delete changed the count";
   EXPECT_TRUE(agent(1).counts_fork(id, fork));
-  rt_.run_on(0, [&] { r = RRef(); });
+  r = RRef();  // outside any fiber: its delete goes once, with no retry to spawn
+  rt_.run();
   EXPECT_EQ(agent(1).owned_rrefs(), 0u);
 }
 

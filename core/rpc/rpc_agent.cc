@@ -3,6 +3,7 @@
 #include "core/rpc/call_messages.h"
 
 #include <algorithm>
+#include <utility>
 #include <mutex>
 
 namespace dagsim::rpc {
@@ -302,6 +303,9 @@ void RpcAgent::notify_drained() {
 
 void RpcAgent::shutdown() {
   DAGSIM_ASSERT_MSG(started_, "RpcAgent::shutdown before start()");
+  // PyTorch's graceful shutdown: every user handle still alive here is deleted on its owner first
+  // (the drain below waits for the answers); the handles themselves send nothing later.
+  for (const auto& [fork_id, user] : std::exchange(user_forks_, {})) send_user_delete(user.first, user.second, fork_id);
   stopping_ = true;
   runtime::FiberLock lock(drain_mutex_);
   const bool drained = runtime::block_until(

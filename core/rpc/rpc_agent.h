@@ -127,6 +127,11 @@ class RpcAgent {
   // A user delete of fork `fork_id` to `owner`, retried (kSendRetries) while it fails for want of
   // a connection: a delete lost on the way would keep the owner's value for ever.
   void send_user_delete(WorkerId owner, uint64_t rref_id, uint64_t fork_id, uint32_t attempt = 0);
+  // The user handles alive on this node (RRef's constructor and destructor): shutdown() deletes
+  // them all, as PyTorch's graceful shutdown does, so an owner that outlives this node keeps
+  // nothing for it. forget_user_fork is false once shutdown() has deleted the fork.
+  void note_user_fork(WorkerId owner, uint64_t rref_id, uint64_t fork_id) { user_forks_[fork_id] = {owner, rref_id}; }
+  bool forget_user_fork(uint64_t fork_id) { return user_forks_.erase(fork_id) == 1; }
   // RRef values this node keeps (or waits for), and the live forks it counts for one of them.
   size_t owned_rrefs() const { return owned_.size(); }
   // Of those, the ones whose remote call ran (the rest are slots waiting for theirs).
@@ -303,6 +308,7 @@ class RpcAgent {
   RpcExtension* extension_ = nullptr;
   std::map<MessageType, Handler> handlers_;
   std::shared_ptr<Timeouts> timeouts_ = std::make_shared<Timeouts>();
+  std::map<uint64_t, std::pair<WorkerId, uint64_t>> user_forks_;  // fork id -> (owner, RRef id)
   // Expires with the agent: a retry's continuation checks it before touching the agent.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   std::map<std::string, RpcFunction, std::less<>> local_functions_;

@@ -20,7 +20,7 @@ struct RRef::State {
       agent->release_fork(id, fork_id);
       return;
     }
-    agent->send_user_delete(owner, id, fork_id);
+    if (agent->forget_user_fork(fork_id)) agent->send_user_delete(owner, id, fork_id);  // else shutdown() did
   }
 };
 
@@ -28,6 +28,7 @@ struct RRef::State {
 RRef::RRef(RpcAgent& agent, WorkerId owner, uint64_t id, uint64_t fork_id) : state_(new State{&agent, owner, id, fork_id}) {
   // RRef and fork ids come from their makers' global ids (RpcAgent::new_global_id): never 0.
   DAGSIM_ASSERT(id != 0 && fork_id != 0);
+  if (owner != agent.self()) agent.note_user_fork(owner, id, fork_id);
 }
 
 WorkerId RRef::owner() const {

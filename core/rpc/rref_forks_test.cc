@@ -127,5 +127,20 @@ TEST_F(RRefForkTest, OnlyTheChildAcceptsItsFork) {
   EXPECT_TRUE(refused) << "node 1's accept was taken for node 2's";
 }
 
+// PyTorch's graceful shutdown: a user handle still alive when its node shuts down is deleted on
+// its owner first, so the owner keeps nothing for a node that is gone.
+TEST_F(RRefForkTest, ShutdownDeletesTheUserHandlesStillAlive) {
+  RRef r;
+  rt_.run_on(0, [&] {
+    r = agent(0).remote(1, "neg", {{vec({7})}, {}});
+    r.to_here();
+    agent(0).shutdown();
+  });
+  EXPECT_EQ(agent(1).owned_rrefs(), 0u) << "the owner dropped the value of a node that shut down";
+  r = RRef();  // sends nothing more: its fork is gone already
+  rt_.run();
+  EXPECT_EQ(agent(1).owned_rrefs(), 0u);
+}
+
 }  // namespace
 }  // namespace dagsim::rpc

@@ -62,9 +62,9 @@ std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>
                                    std::to_string(f.parent) + " as its parent, or no RRef, no fork or the creator's fork");
     }
     if (f.owner == env_.self) {
-      if (!add_fork(f.rref_id, f.fork_id, Holder{env_.self, env_.incarnation})) {
-        throw errors::invalid_argument(rref_name(f.rref_id) + ": fork " + std::to_string(f.fork_id) + " was released already");
-      }
+      // Refused only for an earlier life or the creator's fork, neither of which this can be.
+      const bool counted = add_fork(f.rref_id, f.fork_id, Holder{env_.self, env_.incarnation});
+      DAGSIM_ASSERT(counted);
     } else {
       try {
         request(f.owner, make_rref_request(MessageType::rref_fork_request, 0, f.rref_id, f.fork_id), "RRef fork request")

@@ -18,50 +18,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "scenarios/cli/cli_test_util.h"
+#include "conformance/transport_test_util.h"
 
 namespace dagsim::cli::testing {
 namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-std::string example(const std::string& name) { return std::string(DAGSIM_EXAMPLES) + "/" + name + ".toml"; }
-
-json run_json(const std::string& file, const std::string& transport, int expected_exit = 0) {
-  const Output o = dagsim("run " + file + " --json --transport " + transport);
-  EXPECT_EQ(o.exit_code, expected_exit) << transport << " " << file << "\n" << o.out << o.err;
-  const json j = json::parse(o.out, nullptr, false);
-  EXPECT_TRUE(j.is_object()) << o.out;
-  return j;
-}
-
-// Nested lists of numbers, equal up to `rtol` (summation order may differ between transports:
-// gradients from several workers are accumulated in the order they arrive).
-void expect_close(const json& a, const json& b, const std::string& where, double rtol = 1e-12) {
-  ASSERT_EQ(a.type(), b.type()) << where;
-  if (a.is_number()) {
-    const double x = a.get<double>(), y = b.get<double>();
-    EXPECT_LE(std::abs(x - y), rtol * std::max(std::abs(x), std::abs(y)) + 1e-300) << where << ": " << x << " vs " << y;
-  } else if (a.is_array()) {
-    ASSERT_EQ(a.size(), b.size()) << where;
-    for (size_t i = 0; i < a.size(); ++i) expect_close(a[i], b[i], where + "[" + std::to_string(i) + "]", rtol);
-  } else if (a.is_object()) {
-    ASSERT_EQ(a.size(), b.size()) << where;
-    for (const auto& [key, value] : a.items()) {
-      ASSERT_TRUE(b.contains(key)) << where << "." << key;
-      expect_close(value, b[key], where + "." + key, rtol);
-    }
-  } else {
-    EXPECT_EQ(a, b) << where;
-  }
-}
-
-std::vector<std::pair<std::string, bool>> verdicts(const json& j) {
-  std::vector<std::pair<std::string, bool>> out;
-  for (const json& c : j["checks"]) out.emplace_back(c["name"].get<std::string>(), c["passed"].get<bool>());
-  return out;
-}
 
 class ProgramExamples : public ::testing::TestWithParam<std::string> {};
 
@@ -169,32 +132,6 @@ TEST(TransportEquivalence, KillsACrashAndAPartitionEndWithTheSimulatorsVerdicts)
   EXPECT_EQ(dead, (std::set<std::string>{"worker1", "worker2", "worker3"}));
 }
 
-// Processes (not zombies) whose command line contains `token`.
-std::vector<int> processes_with(const std::string& token) {
-  std::vector<int> out;
-  for (const fs::directory_entry& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-    std::string cmdline = slurp(e.path() / "cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(token) == std::string::npos) continue;
-    const std::string stat = slurp(e.path() / "stat");
-    const size_t close = stat.rfind(')');
-    if (close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z') continue;
-    out.push_back(std::stoi(name));
-  }
-  return out;
-}
-
-std::vector<int> wait_for_processes(const std::string& token, size_t n) {
-  for (int i = 0; i < 400; ++i) {
-    std::vector<int> found = processes_with(token);
-    if (found.size() >= n) return found;
-    std::this_thread::sleep_for(50ms);
-  }
-  return processes_with(token);
-}
-
 // A run that lasts a minute unless stopped, with a records folder unique to the test: every node
 // process carries the folder on its command line.
 std::string long_scenario() {
@@ -259,84 +196,6 @@ message = "an error that never comes"
     const Output judged = dagsim("judge " + records);
     EXPECT_EQ(judged.exit_code, code) << judged.out << judged.err;
   }
-}
-
-}  // namespace
-}  // namespace dagsim::cli::testing
-
-namespace dagsim::cli::testing {
-namespace {
-
-// A port nobody listens on right now, below Linux's ephemeral range (32768 and up): a port the OS
-// picked would be free for the next outgoing connection of any test running beside this one.
-uint16_t free_port() {
-  static uint16_t next = static_cast<uint16_t>(20000 + (::getpid() % 600) * 20);
-  for (int tries = 0; tries < 2000; ++tries) {
-    const uint16_t port = next++;
-    if (next >= 32000) next = 20000;
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    addr.sin_port = htons(port);
-    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    ::close(fd);
-    if (free) return port;
-  }
-  ADD_FAILURE() << "no free port in 20000..31999";
-  return 0;
-}
-
-// The run of docs/tcp.md's two hosts, on one: the launcher waits on its control port, each node is
-// started by hand with its own records folder (as on its own host), and the gathered records give
-// the simulator's gradients, and the same verdict again through `dagsim judge`.
-TEST(TransportEquivalence, NodesStartedByHandJoinALauncherThroughItsControlPort) {
-  const fs::path dir = temp_dir() / "two-hosts";
-  fs::create_directories(dir);
-  const uint16_t control = free_port();
-  const std::string peers = (dir / "peers.json").string();
-  std::ofstream(peers) << R"({"cluster_id": "0x0123456789abcdef", "nodes": [)"
-                       << R"({"name": "worker0", "host": "127.0.0.1", "port": )" << free_port() << "},"
-                       << R"({"name": "worker1", "host": "127.0.0.1", "port": )" << free_port() << "}]}";
-  const std::string env = "DAGSIM_SECRET=a-secret-both-hosts-share ";
-  const std::string node = env + DAGSIM_BINARY + " node --scenario " + example("seed_example") + " --peers " + peers +
-                           " --control 127.0.0.1:" + std::to_string(control);
-  const std::string command = "(" + node + " --name worker0 --records " + (dir / "host0").string() + " & " + node +
-                              " --name worker1 --records " + (dir / "host1").string() + " & " + env + "timeout 60 " +
-                              DAGSIM_BINARY + " run " + example("seed_example") + " --transport tcp --json --peers " + peers +
-                              " --control-port " + std::to_string(control) + " --records " + (dir / "run").string() +
-                              " > " + (dir / "out.json").string() + " 2>/dev/null; echo $? > " +
-                              (dir / "code").string() + "; wait)";
-  ASSERT_EQ(std::system(command.c_str()), 0);
-  EXPECT_EQ(slurp(dir / "code"), "0\n");
-  const json tcp = json::parse(slurp(dir / "out.json"), nullptr, false);
-  ASSERT_TRUE(tcp.is_object()) << slurp(dir / "out.json");
-  EXPECT_TRUE(tcp["passed"].get<bool>()) << tcp.dump(1);
-  const json sim = run_json(example("seed_example"), "sim");
-  expect_close(sim["gradients"], tcp["gradients"], "gradients");
-  EXPECT_EQ(dagsim("judge " + (dir / "run").string()).exit_code, 0);
-}
-
-TEST(TransportEquivalence, WithNodesOnOtherHostsAPauseIsRefusedBeforeTheRun) {
-  const std::string file = write_scenario("paused.toml", R"(name = "paused"
-[cluster]
-nodes = 2
-[[faults]]
-at_ms = 10
-kind = "pause"
-node = "worker1"
-resume_at_ms = 20
-[heartbeat]
-monitor = "worker0"
-interval_ms = 100
-max_attempts = 3
-duration_ms = 500
-)").string();
-  const std::string peers = write_scenario("peers.json", R"({"cluster_id": "0x1", "nodes": [
-    {"name": "worker0", "host": "127.0.0.1", "port": 1}, {"name": "worker1", "host": "127.0.0.1", "port": 2}]})").string();
-  const Output o = dagsim("run " + file + " --transport tcp --peers " + peers);
-  EXPECT_EQ(o.exit_code, 2);
-  EXPECT_NE(o.err.find("paused.toml:4: a pause (stopping and continuing a process) needs the node's own host"), std::string::npos) << o.err;
 }
 
 }  // namespace

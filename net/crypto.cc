@@ -1,5 +1,9 @@
 #include "net/crypto.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -27,6 +31,14 @@ Secret secret_from_environment() {
     secret.bytes.assign(text.begin(), text.end());
     secret.source = "DAGSIM_SECRET";
   } else if (const char* path = std::getenv("DAGSIM_SECRET_FILE"); path != nullptr && *path != '\0') {
+    // As ssh does for a private key: a secret others may read is no secret.
+    struct stat st {};
+    if (::stat(path, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      throw errors::invalid_argument(std::string("DAGSIM_SECRET_FILE: ") + path + " has mode " + mode +
+                                     ": others can read it; make it the owner's alone (chmod 600 " + path + ")");
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) throw errors::invalid_argument(std::string("DAGSIM_SECRET_FILE: cannot read ") + path);
     secret.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -49,6 +61,21 @@ std::vector<uint8_t> random_bytes(size_t n) {
     throw errors::internal_error("RAND_bytes failed: the OS random generator is unavailable");
   }
   return out;
+}
+
+std::string sha256_hex(std::span<const uint8_t> data) {
+  std::array<uint8_t, 32> digest{};
+  unsigned int length = 0;
+  if (EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1 || length != digest.size()) {
+    throw errors::internal_error("SHA-256 failed (OpenSSL)");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (uint8_t b : digest) {
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return hex;
 }
 
 bool equal_in_constant_time(std::span<const uint8_t> a, std::span<const uint8_t> b) {

@@ -10,6 +10,7 @@
 //    and carry-less multiplication it runs at memory speed, where HMAC-SHA256 costs about a
 //    millisecond per MiB and direction (measured in bench/bm_transports.cc). Each tag needs a nonce
 //    never used before under its key: frames use their sequence number, with one key per direction.
+//  - sha256_hex: a file's digest as sha256sum prints it (scenario copies compared across hosts).
 //  - equal_in_constant_time: MAC comparison that does not leak where the first difference is.
 #pragma once
 
@@ -37,6 +38,10 @@ Secret secret_from_environment();
 
 // `n` bytes from the OS's generator. Throws Error(internal_error) if it fails.
 std::vector<uint8_t> random_bytes(size_t n);
+
+// SHA-256 of `data` as 64 lowercase hex digits, what `sha256sum` prints for a file of those bytes
+// (the digest a launcher and its nodes compare their scenario copies by).
+std::string sha256_hex(std::span<const uint8_t> data);
 
 // Constant-time comparison of two equally long byte strings (false if the lengths differ).
 bool equal_in_constant_time(std::span<const uint8_t> a, std::span<const uint8_t> b);

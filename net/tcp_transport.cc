@@ -2,6 +2,8 @@
 // for them), the delay/drop layer. See tcp_transport.h for the promises.
 #include "net/tcp_transport.h"
 
+#include "core/runtime/link_queue.h"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -25,6 +27,7 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 using SteadyClock = std::chrono::steady_clock;
 using runtime::Delivery;
+using runtime::TimePoint;
 
 namespace {
 
@@ -96,7 +99,7 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
     std::shared_ptr<Connection> in;   // the peer's to us, once established
     std::optional<uint32_t> incarnation;
     std::deque<Outgoing> waiting;     // not yet due, not yet connected, or held
-    SteadyClock::time_point last_due{};
+    runtime::LinkQueue queue;         // the delay/drop layer: the simulator's link model
     bool blocked = false;
     bool dialing = false;
     SteadyClock::time_point dial_started{};
@@ -110,7 +113,10 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
   void pump(WorkerId peer);
   void dial(WorkerId peer);
   void connect(WorkerId peer);
-  void dial_failed(WorkerId peer, const std::string& why);
+  // A refusal is final (nothing listens at the peer's address: it is dead, or not started yet),
+  // as in the simulator, and fails the link at once; anything else is retried with back-off until
+  // the connection timeout.
+  void dial_failed(WorkerId peer, const std::string& why, bool refused = false);
   void arm_hold(WorkerId peer);
   void fail_link(WorkerId peer, const std::string& why);
   std::string name(WorkerId w) const;
@@ -410,19 +416,17 @@ void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t 
   Link& l = links_[target];
   auto due = SteadyClock::now();
   if (options_.shaping) {
-    const runtime::NetworkModel& m = *options_.shaping;
-    if (m.connection_failure_rate > 0 && random_.uniform(0.0, 1.0) < m.connection_failure_rate) {
+    // The simulator's link model (runtime::LinkQueue) on the host's steady time.
+    const TimePoint now{std::chrono::duration_cast<runtime::Duration>(due.time_since_epoch())};
+    const std::optional<TimePoint> arrival =
+        l.queue.admit(now, payload.size() + padding, *options_.shaping, options_.self, target, random_);
+    if (!arrival) {
       ++stats_.dropped;
       fail_link(target, "connection to " + name(target) + " broken (injected connection failure)");
       return;
     }
-    due += m.latency_for(options_.self, target).sample(random_);
-    const double bandwidth = m.bandwidth_for(options_.self, target);
-    if (bandwidth > 0) due += runtime::serialisation_time(payload.size() + padding, bandwidth);
+    due = SteadyClock::time_point{std::chrono::duration_cast<SteadyClock::duration>(arrival->since_epoch)};
   }
-  // FIFO per link: a message never overtakes the one sent before it.
-  due = std::max(due, l.last_due);
-  l.last_due = due;
   l.waiting.push_back(Outgoing{std::move(payload), padding, due});
   pump(target);
 }
@@ -468,7 +472,7 @@ void TcpTransport::Impl::connect(WorkerId peer) {
     if (!self || self->closed_) return;
     Link& l = self->links_[peer];
     if (!l.dialing) return;  // the link failed meanwhile
-    if (ec2) return self->dial_failed(peer, ec2.message());
+    if (ec2) return self->dial_failed(peer, ec2.message(), ec2 == asio::error::connection_refused);
     auto c = std::make_shared<Connection>(weak, std::move(*socket),
                                           Handshake::dial(self->handshake_params(), peer, fresh_nonce()),
                                           self->options_.connection_timeout, self->options_.limits,
@@ -494,11 +498,12 @@ void TcpTransport::Impl::connect(WorkerId peer) {
                           });
 }
 
-void TcpTransport::Impl::dial_failed(WorkerId peer, const std::string& why) {
+void TcpTransport::Impl::dial_failed(WorkerId peer, const std::string& why, bool refused) {
   Link& l = links_[peer];
   if (!l.dialing) return;
   l.out = nullptr;
   l.last_dial_error = why;
+  if (refused) return fail_link(peer, "connection refused: " + name(peer) + " at " + where(peer) + " is not running");
   if (SteadyClock::now() - l.dial_started >= options_.connection_timeout) {
     return fail_link(peer, "connection to " + name(peer) + " at " + where(peer) + " could not be opened within the connection timeout: " + why);
   }
@@ -540,6 +545,7 @@ void TcpTransport::Impl::fail_link(WorkerId peer, const std::string& why) {
   if (out) out->close();
   if (in) in->close();
   l.waiting.clear();
+  l.queue.reset();
   l.dialing = false;
   l.shaping->cancel();
   l.retry->cancel();

@@ -3,7 +3,8 @@
 //
 // It keeps DESIGN.md's delivery contract between node incarnations:
 //  - Each node dials its own connection to each peer it sends to (lazily, at the first send,
-//    retrying with back-off until connection_timeout) and accepts the peers' connections to it: a
+//    retrying with back-off until connection_timeout; a refused dial fails the link at once, as a
+//    dead host's refusal does in the simulator) and accepts the peers' connections to it: a
 //    pair of nodes talks over two TCP connections, one per direction, which fail together. The
 //    first end to see either fail (reset, EOF, a protocol error, TCP_USER_TIMEOUT, keep-alive
 //    expiry, a refused handshake) closes both, and each end tells its inbox once, with a

@@ -58,6 +58,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
     const NodeState target_state = world_.state(target);
     if (target_state == NodeState::not_started || target_state == NodeState::killed) {
       drop(source, target, id, "connection refused");
+      world_.note_connection_refused(source, target);
       const std::string refused = "connection refused: " + world_.node_name(target) + " is not running";
       if (blocked(source, target) || blocked(target, source)) {
         // Neither the connection attempt nor a reset crosses a partition: the attempt times out,
@@ -78,23 +79,14 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
     conn.direction[1] = Direction{};
   }
   DAGSIM_ASSERT_MSG(conn.incarnation[side] == incarnation, "a connection outlived its incarnation");
-  if (model_.connection_failure_rate > 0 && world_.random_stream().bernoulli(model_.connection_failure_rate)) {
+  Direction& d = conn.direction[dir];
+  const std::optional<TimePoint> arrival =
+      d.queue.admit(world_.now(), bytes, model_, source, target, world_.random_stream());
+  if (!arrival) {
     drop(source, target, id, "injected connection failure");
     fail(key, conn, "failed (injected)", true);
     return;
   }
-  Direction& d = conn.direction[dir];
-  const TimePoint now = world_.now();
-  TimePoint sent_at = std::max(now, d.busy_until);
-  const double bandwidth = model_.bandwidth_for(source, target);
-  if (bandwidth > 0) {
-    // Capped (and TimePoint + saturates), so an absurdly low bandwidth never overflows time.
-    sent_at = sent_at + runtime::serialisation_time(bytes, bandwidth);
-  }
-  d.busy_until = sent_at;
-  const TimePoint arrival =
-      std::max(sent_at + model_.latency_for(source, target).sample(world_.random_stream()), d.last_arrival);
-  d.last_arrival = arrival;
   uint32_t slot;
   if (!free_in_flight_.empty()) {
     slot = free_in_flight_.back();
@@ -104,7 +96,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
     in_flight_.emplace_back();
   }
   in_flight_[slot] = InFlight{key, conn.generation, dir, Message{id, std::move(payload), padding}};
-  world_.world_clock().call_at(arrival, [this, slot] { arrive(slot); });
+  world_.world_clock().call_at(*arrival, [this, slot] { arrive(slot); });
 }
 
 std::vector<SimNetwork::Key> SimNetwork::sorted_keys() const {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "core/runtime/transport.h"
+#include "core/runtime/link_queue.h"
 #include "core/runtime/network_model.h"
 
 namespace dagsim::sim {
@@ -78,8 +79,7 @@ class SimNetwork {
     uint64_t padding = 0;
   };
   struct Direction {
-    TimePoint busy_until;    // serialisation: the link is sending until then
-    TimePoint last_arrival;  // FIFO: nothing arrives before the previous message
+    runtime::LinkQueue queue;   // serialisation, latency and order: the TCP transport's rule too
     std::vector<Message> held;  // appended, then released or dropped all at once
     uint64_t silence_timer = 0;
   };

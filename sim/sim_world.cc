@@ -205,6 +205,10 @@ void SimWorld::note_connection_failure(WorkerId a, WorkerId b, const std::string
   history_.push_back(std::move(event));
 }
 
+void SimWorld::note_connection_refused(WorkerId a, WorkerId b) {
+  history_.push_back(FaultEvent{FaultEvent::Kind::connection_failed, now(), a, b, 0, {}});
+}
+
 void SimWorld::begin_incarnation(Node& n) {
   DAGSIM_ASSERT(n.current == nullptr);
   n.current = std::make_unique<Incarnation>(*this, n, n.incarnations++);

@@ -138,6 +138,10 @@ class SimWorld final : public runtime::Cluster {
   Prng& random_stream() { return network_random_; }
   fibers::VirtualClock& world_clock() { return clock_; }
   void note_connection_failure(WorkerId a, WorkerId b, const std::string& reason);
+  // A connection attempt from `a` that `b` refused (it is not running): in the fault history as a
+  // connection failure, as the TCP runtime records each refused dial, but not in the trace, which
+  // already has the send's drop and will have the notice when `a` is told.
+  void note_connection_refused(WorkerId a, WorkerId b);
 
  private:
   struct Node;

@@ -34,11 +34,14 @@ struct RunArgs {
   uint16_t control_port = 0;
 };
 int run_command(const RunArgs& args);
+// The flags beyond the seed that replay_command needs to reproduce a run of `args`: the transport,
+// trusted network, peers file and control port, and the host limits given as flags.
+std::string replay_flags(const RunArgs& args);
 
 struct NodeArgs {
   std::string scenario_file;
   std::string node_name;
-  uint64_t seed = 1;
+  std::optional<uint64_t> seed;  // the launcher's seed rules; one given must equal it
   std::string peers_file;
   std::string records_dir;
   int listen_fd = -1;

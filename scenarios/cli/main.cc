@@ -4,7 +4,7 @@
 //   dagsim judge DIR [--json] [--full-tensors]
 //   dagsim validate FILE
 //   dagsim check FILE --seeds A..B [--jobs N] [--json] [--max-wall-time S] [--max-memory MIB]
-//   dagsim node --scenario FILE --name NODE --peers FILE --records DIR --control HOST:PORT [--seed N]
+//   dagsim node --scenario FILE --name NODE --peers FILE --records DIR --control HOST:PORT
 //        (one node of a TCP run on its host)
 //   dagsim store [--port P] [--host H]   (the built-in store for PyTorch's TCPStore clients)
 // Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
@@ -130,10 +130,12 @@ int main(int argc, char** argv) {
   CLI::App* node_cmd = app.add_subcommand(
       "node", "Run one node of a scenario over TCP (started by `dagsim run --transport tcp`; docs/tcp.md). The shared "
               "secret comes from DAGSIM_SECRET or DAGSIM_SECRET_FILE, never the command line");
-  node_cmd->add_option("--scenario", node.scenario_file, "Scenario file")->required();
+  node_cmd->add_option("--scenario", node.scenario_file,
+                       "This host's copy of the launcher's scenario (needed with --control; refused unless its "
+                       "SHA-256 is the launcher's)");
   node_cmd->add_option("--name", node.node_name, "Which of the scenario's nodes this process is")->required();
-  std::string node_seed_text = "1";
-  node_cmd->add_option("--seed", node_seed_text, "The run's seed (workload data matches the simulator's)");
+  std::string node_seed_text;
+  node_cmd->add_option("--seed", node_seed_text, "Optional: the node runs the launcher's seed, and refuses another one given here");
   node_cmd->add_option("--peers", node.peers_file, "Peers file: the cluster id and every node's address (JSON)")->required();
   node_cmd->add_option("--records", node.records_dir, "Where this node writes its records, log and incarnation")->required();
   node_cmd->add_option("--listen-fd", node.listen_fd, "An inherited listening socket (the launcher's)");
@@ -178,7 +180,7 @@ int main(int argc, char** argv) {
     }
     run.seed = *seed;
   }
-  if (*node_cmd) {
+  if (*node_cmd && !node_seed_text.empty()) {
     const std::optional<uint64_t> seed = dagsim::cli::parse_seed(node_seed_text);
     if (!seed) {
       std::cerr << "dagsim node: --seed " << dagsim::quote(node_seed_text) << ": expected a whole number\n";

@@ -35,11 +35,22 @@ nlohmann::json provenance() {
           {"cpu", cpu_model()}};
 }
 
-std::string replay_command(const std::string& file, uint64_t seed) {
-  return "dagsim run " + file + " --seed " + std::to_string(seed);
+std::string replay_command(const std::string& file, uint64_t seed, const std::string& flags) {
+  return "dagsim run " + file + " --seed " + std::to_string(seed) + flags;
 }
 
-nlohmann::json report_json(const scenarios::RunResult& r, const std::string& file) {
+namespace {
+
+// The replay flags a result implies by itself (a run judged from its records): its transport.
+std::string flags_of(const scenarios::RunResult& r, const std::optional<std::string>& given) {
+  if (given) return *given;
+  return r.transport == "sim" ? "" : " --transport " + r.transport;
+}
+
+}  // namespace
+
+nlohmann::json report_json(const scenarios::RunResult& r, const std::string& file,
+                           const std::optional<std::string>& replay_flags) {
   nlohmann::json checks = nlohmann::json::array();
   for (const scenarios::CheckResult& c : r.checks) {
     checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
@@ -60,9 +71,10 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
                       {"messages_dropped", r.messages_dropped},
                       {"connection_failures", r.connection_failures},
                       {"faults", r.faults},
-                      {"replay", replay_command(file, r.seed)},
+                      {"replay", replay_command(file, r.seed, flags_of(r, replay_flags))},
                       {"provenance", provenance()}};
   if (!r.stuck_report.empty()) j["stuck_report"] = r.stuck_report;
+  j["warnings"] = r.warnings;
   // The workload-result keys of the contract are always present, so consumers see one schema;
   // workloads that produce them (programs, training, rendezvous) fill them in.
   j["gradients"] = nlohmann::json::object();
@@ -73,7 +85,8 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
   return j;
 }
 
-void print_report_text(std::ostream& out, const scenarios::RunResult& r, const std::string& file) {
+void print_report_text(std::ostream& out, const scenarios::RunResult& r, const std::string& file,
+                       const std::optional<std::string>& replay_flags) {
   out << "scenario " << printable(r.scenario) << " (" << printable(file, kPathMax) << "), seed " << r.seed << ", transport " << r.transport << "\n";
   const bool sim = r.transport == "sim";
   // Over TCP the scenario's clock is real time since the run began, and there is no trace.
@@ -89,6 +102,7 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
       if (line.is_string()) out << "  " << printable(line.get<std::string>(), 2000) << "\n";
     }
   }
+  for (const std::string& w : r.warnings) out << "  WARNING " << w << "\n";
   for (const scenarios::CheckResult& c : r.checks) {
     out << "  " << (c.passed ? "PASS " : "FAIL ") << c.name << ": " << c.detail;
     if (c.detail.empty() || c.detail.back() != '\n') out << "\n";
@@ -96,15 +110,16 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
   if (r.passed) {
     out << "passed\n";
   } else {
-    out << "FAILED; replay with: " << replay_command(file, r.seed) << "\n";
+    out << "FAILED; replay with: " << replay_command(file, r.seed, flags_of(r, replay_flags)) << "\n";
   }
 }
 
-int print_report(const scenarios::RunResult& result, const std::string& file, bool json) {
+int print_report(const scenarios::RunResult& result, const std::string& file, bool json,
+                 const std::optional<std::string>& replay_flags) {
   if (json) {
-    std::cout << report_json(result, file).dump(2) << "\n";
+    std::cout << report_json(result, file, replay_flags).dump(2) << "\n";
   } else {
-    print_report_text(std::cout, result, file);
+    print_report_text(std::cout, result, file, replay_flags);
   }
   return result.passed ? kPassed : kCheckFailed;
 }

@@ -19,6 +19,7 @@
 #include "scenarios/cli/run_limits.h"
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/run/runner.h"
+#include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/tcp_launcher.h"
 #include "scenarios/workloads/registry.h"
 
@@ -87,6 +88,17 @@ std::string output_clash(const RunArgs& args) {
 
 }  // namespace
 
+std::string replay_flags(const RunArgs& args) {
+  std::ostringstream flags;
+  if (args.transport != "sim") flags << " --transport " << args.transport;
+  if (args.trusted_network) flags << " --trusted-network";
+  if (!args.peers_file.empty()) flags << " --peers " << args.peers_file;
+  if (args.control_port != 0) flags << " --control-port " << args.control_port;
+  if (args.max_wall_time_s > 0) flags << " --max-wall-time " << args.max_wall_time_s;
+  if (args.max_memory_mib > 0) flags << " --max-memory " << args.max_memory_mib;
+  return flags.str();
+}
+
 int run_command(const RunArgs& args) {
   if (args.transport != "tcp" && (!args.peers_file.empty() || args.control_port != 0)) {
     std::cerr << "dagsim run: --peers and --control-port are for --transport tcp\n";
@@ -107,6 +119,7 @@ int run_command(const RunArgs& args) {
     std::cerr << e.detail() << "\n";
     return kBadInput;
   }
+  for (const std::string& w : scenarios::faults_that_cannot_fire(scenario)) std::cerr << "dagsim run: warning: " << w << "\n";
   if (const std::string clash = output_clash(args); !clash.empty()) {
     std::cerr << "dagsim run: " << clash << "\n";
     return kBadInput;
@@ -120,7 +133,8 @@ int run_command(const RunArgs& args) {
       return kBadInput;
     }
   }
-  set_assert_context("replay: " + replay_command(args.file, args.seed));
+  const std::string replay = replay_flags(args);
+  set_assert_context("replay: " + replay_command(args.file, args.seed, replay));
 
   const HostLimits limits = effective_limits(scenario, args.max_wall_time_s, args.max_memory_mib);
   std::ostringstream wall_detail;
@@ -129,12 +143,12 @@ int run_command(const RunArgs& args) {
       "stopped when memory ran out" +
       (limits.memory_mib ? " (the limit is " + std::to_string(*limits.memory_mib) + " MiB of address space)" : std::string()) +
       " before it had a verdict";
-  if (!arm_host_limits(limits, limit_report(scenario, args.file, args.seed, "wall_time_limit", wall_detail.str(), args.json))) {
+  if (!arm_host_limits(limits, limit_report(scenario, args.file, args.seed, args.transport, replay, "wall_time_limit", wall_detail.str(), args.json))) {
     return kBadInput;
   }
   auto memory_limit = [&](const std::string& detail) {
     disarm_wall_watchdog();
-    std::cout << limit_report(scenario, args.file, args.seed, "memory_limit", detail, args.json);
+    std::cout << limit_report(scenario, args.file, args.seed, args.transport, replay, "memory_limit", detail, args.json);
     std::cerr << "dagsim: " << detail << "\n";
     return kResourceLimit;
   };
@@ -164,6 +178,7 @@ int run_command(const RunArgs& args) {
       scenarios::TcpRunOptions tcp;
       tcp.seed = args.seed;
       tcp.scenario_file = args.file;
+      tcp.scenario_text = scenario_text;
       tcp.dagsim_binary = args.self_path;
       tcp.records_dir = args.records_dir;
       tcp.trusted_network = args.trusted_network;
@@ -234,7 +249,7 @@ int run_command(const RunArgs& args) {
       return kBadInput;
     }
   }
-  return print_report(result, args.file, args.json);
+  return print_report(result, args.file, args.json, replay);
 }
 
 namespace {
@@ -243,6 +258,7 @@ int validate(const std::string& file, bool quiet) {
   try {
     const scenarios::Scenario s = scenarios::load_scenario_file(file);
     if (quiet) return kPassed;
+    for (const std::string& w : scenarios::faults_that_cannot_fire(s)) std::cerr << "warning: " << w << "\n";
     std::cout << printable(file, kPathMax) << ": valid: scenario " << printable(s.name) << ", " << s.cluster.nodes << " nodes, workload "
               << scenarios::workload_type(s).summary(s) << ", "
               << s.faults.size() << " scheduled fault(s)" << (s.random_faults.any() ? " plus random faults" : "")

@@ -58,24 +58,25 @@ HostLimits effective_limits(const scenarios::Scenario& scenario, double flag_wal
 }
 
 std::string limit_report(const scenarios::Scenario& scenario, const std::string& file, uint64_t seed,
-                         const std::string& outcome, const std::string& detail, bool json) {
+                         const std::string& transport, const std::string& replay_flags, const std::string& outcome,
+                         const std::string& detail, bool json) {
   if (json) {
     const nlohmann::json j = {{"scenario", scenario.name},
                               {"file", file},
                               {"seed", seed},
-                              {"transport", "sim"},
+                              {"transport", transport},
                               {"passed", false},
                               {"outcome", outcome},
                               {"checks", {{{"name", "run_completed"}, {"passed", false}, {"detail", detail}}}},
-                              {"replay", replay_command(file, seed)},
+                              {"replay", replay_command(file, seed, replay_flags)},
                               {"provenance", provenance()}};
     return j.dump(2) + "\n";
   }
   std::ostringstream out;
-  out << "scenario " << scenario.name << " (" << file << "), seed " << seed << ", transport sim\n"
+  out << "scenario " << scenario.name << " (" << file << "), seed " << seed << ", transport " << transport << "\n"
       << "  " << outcome << "\n"
       << "  FAIL run_completed: " << detail << "\n"
-      << "STOPPED (no verdict); replay with: " << replay_command(file, seed) << "\n";
+      << "STOPPED (no verdict); replay with: " << replay_command(file, seed, replay_flags) << "\n";
   return out.str();
 }
 

@@ -31,8 +31,10 @@ HostLimits effective_limits(const scenarios::Scenario& scenario, double flag_wal
 // The report of a run stopped by a limit: `outcome` is "wall_time_limit" or "memory_limit";
 // `detail` says which limit and what was reached. JSON (the run report's identifying fields,
 // passed false, the outcome and a failed run_completed check) or text.
+// `transport` is the one that ran; `replay_flags` those of replay_command (the limits among them).
 std::string limit_report(const scenarios::Scenario& scenario, const std::string& file, uint64_t seed,
-                         const std::string& outcome, const std::string& detail, bool json);
+                         const std::string& transport, const std::string& replay_flags, const std::string& outcome,
+                         const std::string& detail, bool json);
 
 // Sets RLIMIT_AS to the memory limit, and arms the wall-time watchdog to print `wall_report` on
 // stdout and exit 4. Returns false (with a message on stderr) when the memory limit cannot be set.

@@ -1,4 +1,7 @@
 #include "scenarios/run/fault_schedule.h"
+#include "scenarios/workloads/registry.h"
+
+#include <sstream>
 
 #include <algorithm>
 
@@ -190,7 +193,70 @@ nlohmann::json faults_to_json(const Scenario& scenario, const std::vector<FaultS
       j["node"] = scenario.cluster.node_name(f.node);
     }
     if (f.until) j["until_ms"] = static_cast<double>(f.until->count()) / 1e6;
+    if (f.line > 0) j["line"] = f.line;
     out.push_back(std::move(j));
+  }
+  return out;
+}
+
+namespace {
+
+std::string ms_text(double ms) {
+  std::ostringstream out;
+  out << ms << " ms";
+  return out.str();
+}
+
+// "the partition at 12000 ms (line 40)"
+std::string fault_label(const nlohmann::json& f) {
+  std::string label = "the " + f.value("kind", std::string("fault")) + " at " + ms_text(f.value("at_ms", 0.0));
+  if (f.contains("node")) label += " of " + f.value("node", std::string());
+  if (f.contains("line")) label += " (line " + std::to_string(f.value("line", 0)) + ")";
+  return label;
+}
+
+}  // namespace
+
+std::vector<std::string> faults_that_cannot_fire(const Scenario& scenario) {
+  const WorkloadType& type = workload_type(scenario);
+  Duration end = scenario.max_virtual_time;
+  std::string why = "max_virtual_time_ms";
+  if (type.fixed_end != nullptr && type.fixed_end(scenario) < end) {
+    end = type.fixed_end(scenario);
+    why = "the " + std::string(type.name) + " workload's end";
+  }
+  std::vector<std::string> out;
+  for (const FaultSpec& f : scenario.faults) {
+    const bool never = f.at >= end;
+    const bool until_never = !never && f.until && *f.until >= end;
+    if (!never && !until_never) continue;
+    const double at_ms = static_cast<double>((never ? f.at : *f.until).count()) / 1e6;
+    out.push_back(scenario.file + ":" + std::to_string(f.line) + ": the " + fault_kind_name(f.kind) +
+                  (never ? "" : (f.kind == FaultSpec::Kind::partition ? "'s heal" : f.kind == FaultSpec::Kind::pause ? "'s resume" : "'s restart")) +
+                  " at " + ms_text(at_ms) + " can never happen: the run ends by " +
+                  ms_text(static_cast<double>(end.count()) / 1e6) + " (" + why + ")");
+  }
+  return out;
+}
+
+std::vector<std::string> mark_fired_faults(nlohmann::json& faults, runtime::TimePoint end) {
+  std::vector<std::string> out;
+  if (!faults.is_array()) return out;
+  const double end_ms = static_cast<double>(end.ns()) / 1e6;
+  for (nlohmann::json& f : faults) {
+    const bool fired = f.value("at_ms", 0.0) <= end_ms;
+    f["fired"] = fired;
+    if (!fired) {
+      out.push_back(fault_label(f) + " never fired: the run ended at " + ms_text(end_ms));
+      continue;
+    }
+    if (!f.contains("until_ms")) continue;
+    const bool until_fired = f.value("until_ms", 0.0) <= end_ms;
+    f["until_fired"] = until_fired;
+    if (!until_fired) {
+      out.push_back(fault_label(f) + ": its end at " + ms_text(f.value("until_ms", 0.0)) +
+                    " never came: the run ended at " + ms_text(end_ms));
+    }
   }
   return out;
 }

@@ -24,4 +24,14 @@ void install_faults(runtime::Cluster& cluster, const std::vector<FaultSpec>& fau
 std::string fault_kind_name(FaultSpec::Kind kind);
 nlohmann::json faults_to_json(const Scenario& scenario, const std::vector<FaultSpec>& faults);
 
+// The scheduled faults ([[faults]]) that can never fire, as the scenario alone tells: at or after
+// the workload's fixed end (WorkloadType::fixed_end) or max_virtual_time. One warning line each,
+// naming the fault's line, for `dagsim validate` and `dagsim run` to print before the run.
+std::vector<std::string> faults_that_cannot_fire(const Scenario& scenario);
+
+// After a run that ended at `end`: marks each fault of `faults` (faults_to_json's) "fired" or not,
+// and its end (restart, resume, heal) "until_fired", and returns one line for each that did not,
+// so a report says which faults the run never reached.
+std::vector<std::string> mark_fired_faults(nlohmann::json& faults, runtime::TimePoint end);
+
 }  // namespace dagsim::scenarios

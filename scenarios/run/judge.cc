@@ -4,6 +4,7 @@
 
 #include "core/base/assert.h"
 #include "scenarios/run/runner.h"
+#include "scenarios/run/fault_schedule.h"
 #include "scenarios/workloads/registry.h"
 
 namespace dagsim::scenarios {
@@ -56,6 +57,7 @@ RunResult judge_run(const Scenario& scenario, const RunRecords& records, const R
   result.stuck_report = records.stuck_report;
   result.virtual_time_ms = ms(records.end);
   result.faults = records.fault_timeline;
+  result.warnings = mark_fired_faults(result.faults, records.end);
   result.trace_hash = records.stats.trace_hash;
   result.trace_events = records.stats.trace_events;
   result.messages = records.stats.messages;

@@ -64,7 +64,10 @@ struct RunResult {
   uint64_t connection_failures = 0;
   double wall_ms = 0;        // the run's, as recorded
   std::string stuck_report;  // when the run did not complete
-  nlohmann::json faults;     // the applied fault timeline
+  nlohmann::json faults;     // the applied fault timeline, each marked "fired" or not
+  // What the run never reached: a fault scheduled after it ended, or a fault's end (restart,
+  // resume, heal) that never came. One line each; not a failure, but worth an operator's eye.
+  std::vector<std::string> warnings;
   nlohmann::json workload;   // workload results, merged into the report's top level
 };
 

@@ -49,6 +49,8 @@ constexpr auto kStartTimeout = std::chrono::seconds(30);
 constexpr auto kRemoteStartTimeout = std::chrono::seconds(300);
 constexpr auto kFinishGrace = std::chrono::seconds(10);
 constexpr auto kExitGrace = std::chrono::seconds(5);
+// How long the launcher still waits for the nodes after one failed to join.
+constexpr auto kJoinGrace = std::chrono::seconds(10);
 
 // The records folder's parts the launcher itself makes (the nodes make the rest).
 struct RunDir {
@@ -65,7 +67,8 @@ class TcpCluster final : public runtime::Cluster {
   TcpCluster(const Scenario& scenario, const TcpRunOptions& options, const std::string& dir, const std::string& peers_file,
              std::map<std::string, std::string> child_env)
       : scenario_(scenario), options_(options), dir_(dir), peers_file_(peers_file), child_env_(std::move(child_env)),
-        remote_(!options.peers_file.empty()), signals_(io_, SIGCHLD, SIGTERM, SIGINT), tick_(io_) {}
+        remote_(!options.peers_file.empty()), digest_(net::sha256_hex(net::bytes_of(options.scenario_text))),
+        signals_(io_, SIGCHLD, SIGTERM, SIGINT), tick_(io_), join_timer_(io_) {}
 
   // Remote nodes: listens on the control port for them, each proving the cluster's secret.
   uint16_t listen_for_nodes(uint64_t cluster_id, std::vector<uint8_t> secret) {
@@ -80,13 +83,24 @@ class TcpCluster final : public runtime::Cluster {
 
   ~TcpCluster() override { kill_group(); }
 
-  // Binds every node's listening socket (127.0.0.1, a port the OS picks).
+  // Binds every node's listening socket (127.0.0.1, a port the OS picks), without listening yet: a
+  // node's address refuses connections until its process starts (launch), and again from its death
+  // until its restart (refuse), as a dead host's does. The port is bound by number, not by the
+  // kernel's automatic choice, because Linux keeps an automatically chosen port only while the
+  // socket listens: the port is found by a first socket and bound by number by the second (both
+  // with SO_REUSEADDR, so the second may share it while the first still holds it).
   std::vector<uint16_t> bind_ports() {
     std::vector<uint16_t> ports;
     for (Node& n : nodes_) {
-      n.acceptor = std::make_unique<asio::ip::tcp::acceptor>(
-          io_, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-      ports.push_back(n.acceptor->local_endpoint().port());
+      const asio::ip::tcp::endpoint any(asio::ip::make_address("127.0.0.1"), 0);
+      asio::ip::tcp::acceptor finder(io_, any.protocol());
+      finder.set_option(asio::socket_base::reuse_address(true));
+      finder.bind(any);
+      const uint16_t port = finder.local_endpoint().port();
+      n.acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_, any.protocol());
+      n.acceptor->set_option(asio::socket_base::reuse_address(true));
+      n.acceptor->bind(asio::ip::tcp::endpoint(any.address(), port));
+      ports.push_back(port);
       // Only this node's processes get it (as fd 3), not every child the launcher starts.
       ::fcntl(n.acceptor->native_handle(), F_SETFD, FD_CLOEXEC);
     }
@@ -207,6 +221,13 @@ class TcpCluster final : public runtime::Cluster {
     });
   }
   void record(FaultEvent e) { history_.push_back(std::move(e)); }
+  // The node's address refuses connections from now on, as a dead host's does: the listening
+  // socket (which the launcher keeps, so a restart has the same port) stops listening, and the
+  // connections queued on it and not yet accepted are reset. Its process's own connections were
+  // reset by the kernel when it died. Nodes on other hosts hold their own sockets.
+  void refuse(Node& n) {
+    if (n.acceptor) ::shutdown(n.acceptor->native_handle(), SHUT_RD);
+  }
   void signal_process(const Node& n, int sig) {
     if (n.pid > 0) ::kill(n.pid, sig);
   }
@@ -262,18 +283,57 @@ class TcpCluster final : public runtime::Cluster {
   }
 
   void accept_node();
+  // The run's setup, a node's first message: what to run, its digest and the seed.
+  void send_setup(ControlLink& link) {
+    link.send({{"op", "setup"}, {"scenario", options_.scenario_text}, {"digest", digest_}, {"seed", options_.seed},
+               {"file", scenario_.file}});
+  }
+  // A node that tried to join and could not: said at once, and the run ends kJoinGrace later unless
+  // every node has joined by then (its operator may start it again, right). A node that refused
+  // the run (another scenario, another seed) ends it at once.
+  void join_refused(const std::string& why, bool fatal = false) {
+    std::fprintf(stderr, "dagsim run: %s\n", why.c_str());
+    if (started_) return;
+    join_errors_.push_back(why);
+    join_fatal_ = join_fatal_ || fatal;
+    if (!join_deadline_) join_deadline_ = SteadyClock::now() + kJoinGrace;
+    // Only wakes the run loop, which then looks at the deadline.
+    join_timer_.expires_at(join_fatal_ ? SteadyClock::now() : *join_deadline_);
+    join_timer_.async_wait([](const boost::system::error_code&) {});
+  }
+  // A node on another host whose control link closed: its process is gone (it died, was killed, or
+  // exited), judged as a local child's death is (on_child_exit); nodes it was talking to learn
+  // through their connections as usual.
+  void on_link_closed(WorkerId node, const std::shared_ptr<ControlLink>& link, const std::string& why) {
+    Node& n = nodes_.at(node);
+    if (link != n.link || ending_) return;
+    n.link = nullptr;
+    if (!n.said_hello) return join_refused(n.name + " closed its control link before it was ready (" + why +
+                                           "; its log is on its host)");
+    // Killed on purpose, or crashed (silent, its process the launcher's to end): nothing new.
+    if (n.state != NodeState::up && n.state != NodeState::paused) return;
+    failures_.push_back({now(), n.name + "." + std::to_string(n.incarnation), "process",
+                         "the node process on another host died or exited: its control link closed (" + why +
+                             "; its log is on its host: logs/" + n.name + "." + std::to_string(n.incarnation) + ".log)"});
+    n.state = NodeState::killed;
+  }
 
   const Scenario& scenario_;
   const TcpRunOptions& options_;
   std::string dir_, peers_file_;
   std::map<std::string, std::string> child_env_;
   bool remote_ = false;
+  std::string digest_;  // the scenario's SHA-256
   uint64_t cluster_id_ = 0;
   std::vector<uint8_t> secret_;
   std::unique_ptr<asio::ip::tcp::acceptor> control_acceptor_;
   asio::io_context io_;
   asio::signal_set signals_;
   asio::steady_timer tick_;
+  asio::steady_timer join_timer_;
+  std::vector<std::string> join_errors_;
+  std::optional<SteadyClock::time_point> join_deadline_;
+  bool join_fatal_ = false;
   std::vector<Node> nodes_;
   std::map<int, WorkerId> pids_;
   std::vector<std::pair<int, int>> exited_;
@@ -304,9 +364,13 @@ void TcpCluster::launch(WorkerId node) {
     throw errors::invalid_argument("cannot make a control socket for " + n.name + ": " + std::strerror(errno));
   }
   const int listen_fd = n.acceptor->native_handle();
-  std::vector<std::string> args = {options_.dagsim_binary, "node", "--scenario", options_.scenario_file, "--name", n.name,
-                                   "--seed", std::to_string(options_.seed), "--peers", peers_file_, "--records", dir_,
-                                   "--listen-fd", "3", "--control-fd", "4"};
+  // Reachable from now on (again, after a death: the same port, a fresh accept queue).
+  if (::listen(listen_fd, SOMAXCONN) != 0) {
+    throw errors::invalid_argument("cannot listen on " + n.name + "'s port: " + std::strerror(errno));
+  }
+  // No scenario file and no seed: both come over the control link (send_setup).
+  std::vector<std::string> args = {options_.dagsim_binary, "node", "--name", n.name, "--peers", peers_file_,
+                                   "--records", dir_, "--listen-fd", "3", "--control-fd", "4"};
   if (options_.trusted_network) args.push_back("--trusted-network");
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -343,6 +407,7 @@ void TcpCluster::launch(WorkerId node) {
   n.link = std::make_shared<ControlLink>(io_, pair[0], AF_UNIX, std::nullopt);
   auto link = n.link;
   n.link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {});
+  send_setup(*n.link);
   if (options_.on_process) options_.on_process(n.name, pid);
 }
 
@@ -354,7 +419,10 @@ void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
   if (kind == FaultEvent::Kind::kill) {
     if (remote_ && n.link) n.link->send({{"op", "kill"}});
     signal_process(n, SIGKILL);
+    refuse(n);
   } else {
+    // A crashed host is silent, not gone: its address keeps accepting (and its process holds
+    // every byte), so peers learn through their timeouts, as in the simulator.
     if (n.link) n.link->send({{"op", "crash"}});
     signal_process(n, SIGCONT);  // a paused host that crashes is silent, not stopped
   }
@@ -375,6 +443,8 @@ void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& l
         if (count > 0 && pair.first == node) send_block(pair.first, pair.second, true);
       }
     }
+  } else if (event == "refused") {
+    join_refused(n.name + " refused to run: " + m.value("why", std::string("(no reason given)")), true);
   } else if (event == "stats") {
     stats_of_[{node, n.incarnation}] = m.value("stats", json::object());
   } else if (event == "record") {
@@ -403,6 +473,7 @@ void TcpCluster::on_child_exit(int pid, int status) {
   Node& n = nodes_.at(node);
   if (n.pid != pid) return;  // an earlier incarnation, killed on purpose
   n.pid = -1;
+  if (!ending_) refuse(n);  // whatever ended it, nothing listens at its address now
   if (ending_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   if (n.state == NodeState::killed) return;
   // A process that died on its own: a failure of the run (an assert, a crash), never silent.
@@ -441,13 +512,21 @@ void TcpCluster::accept_node() {
     auto step = std::make_shared<std::function<void()>>();
     *step = [this, p, step] {
       p->socket.async_read_some(asio::buffer(p->buffer), [this, p, step](const boost::system::error_code& e, size_t n) {
-        if (e) return;
+        if (e) {
+          // The node gave up half-way: it could not verify our proof of the secret (another
+          // secret), or it failed some other way. Its own message is on its host; ours is here.
+          if (e != asio::error::operation_aborted) {
+            join_refused("a control connection closed during its handshake (" + e.message() +
+                         "): a node with another secret or of another cluster? (its own message is on its host)");
+          }
+          return;
+        }
         const size_t used = p->handshake->feed({p->buffer.data(), n});
         const std::vector<uint8_t> out = p->handshake->take_output();
         boost::system::error_code ignored;
         if (!out.empty()) asio::write(p->socket, asio::buffer(out), ignored);
         if (p->handshake->status() == net::Handshake::Status::refused) {
-          std::fprintf(stderr, "dagsim run: refused a control connection: %s\n", p->handshake->error().c_str());
+          join_refused("refused a control connection: " + p->handshake->error());
           p->socket.close();
           return;
         }
@@ -458,8 +537,10 @@ void TcpCluster::accept_node() {
         auto link = std::make_shared<ControlLink>(io_, p->socket.release(), family, p->handshake->keys());
         nodes_.at(node).link = link;
         // The node's first messages may have come in the same read as its response.
-        link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {},
+        link->start([this, node, link](const json& m) { on_message(node, link, m); },
+                    [this, node, link](const std::string& why) { on_link_closed(node, link, why); },
                     std::span<const uint8_t>(p->buffer.data() + used, n - used));
+        send_setup(*link);
       });
     };
     (*step)();
@@ -482,17 +563,21 @@ RunRecords TcpCluster::run(Workload& workload) {
 
   for (WorkerId i = 0; i < nodes_.size(); ++i) start(i);
   const bool ready = run_until([this] {
+    if (join_fatal_ || (join_deadline_ && SteadyClock::now() >= *join_deadline_)) return true;
     for (const Node& n : nodes_) {
       if (!n.said_hello) return false;
     }
     return true;
   }, SteadyClock::now() + (remote_ ? kRemoteStartTimeout : kStartTimeout));
-  if (!ready) {
-    std::string missing;
-    for (const Node& n : nodes_) missing += n.said_hello ? "" : " " + n.name;
-    throw errors::invalid_argument(std::string(remote_ ? "nodes did not connect to the control port within 300 s:"
-                                                       : "node processes did not start within 30 s:") +
-                                   missing + " (see their logs)");
+  std::string missing;
+  for (const Node& n : nodes_) missing += n.said_hello ? "" : " " + n.name;
+  if (!missing.empty()) {
+    std::string why;
+    for (const std::string& e : join_errors_) why += "; " + e;
+    throw errors::invalid_argument(std::string(!ready ? (remote_ ? "nodes did not connect to the control port within 300 s:"
+                                                                 : "node processes did not start within 30 s:")
+                                                      : "nodes could not join:") +
+                                   missing + (why.empty() ? " (see their logs)" : why));
   }
   // The run begins: scenario time 0 for everyone, every fault armed from it.
   started_ = true;

@@ -32,7 +32,11 @@ namespace dagsim::scenarios {
 
 struct TcpRunOptions {
   uint64_t seed = 1;
-  std::string scenario_file;  // the file the node processes load (the launcher's own copy)
+  // The scenario as the launcher read it: its bytes go to every node over the control link, with
+  // their SHA-256 and the seed (nodes never read the user's file again); the file name is for
+  // messages. A node on another host checks its own copy against the digest.
+  std::string scenario_file;
+  std::string scenario_text;
   std::string dagsim_binary;  // the executable to run `dagsim node` with
   // Where the nodes write their records (and the launcher the run's); "" for a temporary folder,
   // removed at the end.

@@ -49,6 +49,7 @@ namespace {
 constexpr auto kRecordFlushInterval = std::chrono::milliseconds(50);
 constexpr auto kSettlePoll = std::chrono::milliseconds(1);
 constexpr auto kConnectTimeout = std::chrono::seconds(60);
+constexpr auto kSetupTimeout = std::chrono::seconds(30);
 
 // Log events to a file and stderr, one line each, stamped with wall time.
 class FileLog final : public runtime::Log {
@@ -238,18 +239,31 @@ uint32_t next_incarnation(const std::string& records_dir, const std::string& nod
   return next;
 }
 
-int run_tcp_node(const TcpNodeOptions& options) {
-  const Scenario scenario = load_scenario_file(options.scenario_file);
-  std::optional<uint32_t> index;
+// The node's index in `scenario`, or an error naming the scenario.
+uint32_t node_index(const Scenario& scenario, const std::string& name, const std::string& file) {
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
-    if (scenario.cluster.node_name(i) == options.node_name) index = i;
+    if (scenario.cluster.node_name(i) == name) return i;
   }
-  if (!index) throw errors::invalid_argument("--name " + options.node_name + ": not a node of " + options.scenario_file);
-  const PeersFile peers = read_peers_file(options.peers_file, scenario);
-  const net::Secret secret = net::secret_from_environment();
+  throw errors::invalid_argument("--name " + name + ": not a node of " + file);
+}
+
+int run_tcp_node(const TcpNodeOptions& options) {
   if ((options.control_fd < 0) == options.control_address.empty()) {
     throw errors::invalid_argument("dagsim node needs its launcher: --control HOST:PORT (or --control-fd from a local launcher); see docs/tcp.md");
   }
+  // A node on another host proves the cluster's secret before it hears from the launcher, and the
+  // handshake names the cluster's size and this node's index: it needs its own copy of the
+  // scenario, which must then be the launcher's, byte for byte. A local node gets the launcher's.
+  std::optional<std::string> own_text;
+  std::optional<Scenario> own;
+  if (!options.scenario_file.empty()) {
+    own_text = read_scenario_text(options.scenario_file);
+    own = parse_scenario(*own_text, options.scenario_file);
+  } else if (options.control_fd < 0) {
+    throw errors::invalid_argument("--control " + options.control_address +
+                                   " needs --scenario FILE: this host's copy of the launcher's scenario");
+  }
+  const net::Secret secret = net::secret_from_environment();
   const uint32_t incarnation = next_incarnation(options.records_dir, options.node_name);
   const std::string label = options.node_name + "." + std::to_string(incarnation);
   fs::create_directories(fs::path(options.records_dir) / "logs");
@@ -259,17 +273,55 @@ int run_tcp_node(const TcpNodeOptions& options) {
   asio::io_context& io = scheduler.io();
   net::RealClock clock(io);
   ControlState control;
-  std::shared_ptr<ControlLink> link =
-      options.control_fd >= 0
-          ? std::make_shared<ControlLink>(io, options.control_fd, AF_UNIX, std::nullopt)
-          : connect_to_launcher(io, options.control_address, peers.cluster_id, scenario.cluster.nodes,
-                                static_cast<WorkerId>(*index), secret.bytes);
+  std::shared_ptr<ControlLink> link;
+  if (options.control_fd >= 0) {
+    link = std::make_shared<ControlLink>(io, options.control_fd, AF_UNIX, std::nullopt);
+  } else {
+    const PeersFile own_peers = read_peers_file(options.peers_file, *own);
+    link = connect_to_launcher(io, options.control_address, own_peers.cluster_id, own->cluster.nodes,
+                               static_cast<WorkerId>(node_index(*own, options.node_name, options.scenario_file)),
+                               secret.bytes);
+  }
+  link->start([&](const json& message) { control.wake([&] { control.commands.push_back(message); }); },
+              [&](const std::string&) { control.wake([&] { control.link_closed = true; }); });
+
+  // The launcher's first word: the scenario's bytes, their digest and the run's seed, so every node
+  // runs exactly the launcher's run, whatever files lie on its host.
+  net::wait_on_main(clock, [&] { return !control.commands.empty() || control.link_closed; }, clock.now() + kSetupTimeout);
+  if (control.commands.empty() || control.commands.front().value("op", "") != "setup") {
+    throw errors::invalid_argument("the launcher sent no scenario within " + std::to_string(kSetupTimeout.count()) +
+                                   " s of connecting (or closed the control link)");
+  }
+  const json setup = std::move(control.commands.front());
+  control.commands.pop_front();
+  const std::string launcher_digest = setup.value("digest", "");
+  const uint64_t seed = setup.value("seed", uint64_t{1});
+  // A node's own copy or seed that is not the launcher's would run another scenario than the one
+  // judged: refused, saying so to the launcher (which ends the run at once) and to the operator.
+  std::string refusal;
+  if (own_text && net::sha256_hex(net::bytes_of(*own_text)) != launcher_digest) {
+    refusal = options.node_name + "'s scenario " + options.scenario_file + " (sha256 " +
+              net::sha256_hex(net::bytes_of(*own_text)) + ") is not the launcher's (sha256 " + launcher_digest +
+              "): copy the launcher's file to this host";
+  } else if (options.seed && *options.seed != seed) {
+    refusal = options.node_name + " was given --seed " + std::to_string(*options.seed) + " but the launcher runs seed " +
+              std::to_string(seed) + " (a node takes the launcher's seed; leave --seed out)";
+  }
+  if (!refusal.empty()) {
+    link->send({{"event", "refused"}, {"why", refusal}});
+    net::wait_on_main(clock, [&] { return link->drained() || control.link_closed; }, clock.now() + std::chrono::seconds(5));
+    throw errors::invalid_argument(refusal);
+  }
+  const Scenario scenario =
+      own ? std::move(*own) : parse_scenario(setup.value("scenario", ""), setup.value("file", std::string("scenario")));
+  const uint32_t index = node_index(scenario, options.node_name, scenario.file);
+  const PeersFile peers = read_peers_file(options.peers_file, scenario);
 
   asio::ip::tcp::acceptor acceptor(io);
   if (options.listen_fd >= 0) {
     acceptor.assign(asio::ip::tcp::v4(), options.listen_fd);
   } else {
-    const PeerAddress& self = peers.nodes[*index];
+    const PeerAddress& self = peers.nodes[index];
     try {
       acceptor = asio::ip::tcp::acceptor(io, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), self.port));
     } catch (const boost::system::system_error& e) {
@@ -278,7 +330,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
     }
   }
   net::TcpTransportOptions t;
-  t.self = static_cast<WorkerId>(*index);
+  t.self = static_cast<WorkerId>(index);
   t.incarnation = incarnation;
   t.cluster_id = peers.cluster_id;
   for (const PeerAddress& p : peers.nodes) {
@@ -290,7 +342,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
   t.connection_timeout = scenario.network.connection_timeout;
   t.handshake_timeout = std::min<runtime::Duration>(scenario.network.connection_timeout, std::chrono::seconds(2));
   t.shaping = scenario.network;
-  t.seed = options.seed ^ (uint64_t{incarnation} << 32);
+  t.seed = seed ^ (uint64_t{incarnation} << 32);
   t.log = [&log](const std::string& line) { log.event("net.refused", line); };
   bool finished = false;  // after its final snapshot, peers closing is the run's end, not news
   t.on_failure = [&](WorkerId peer, const std::string& reason) {
@@ -300,9 +352,9 @@ int run_tcp_node(const TcpNodeOptions& options) {
   };
   net::TcpTransport transport(io, std::move(acceptor), t);
 
-  const std::unique_ptr<Workload> workload = workload_type(scenario).make(scenario, options.seed);
+  const std::unique_ptr<Workload> workload = workload_type(scenario).make(scenario, seed);
   std::optional<ProcessNodeContext*> context_ptr;
-  ProcessNode node(options.node_name, static_cast<WorkerId>(*index), incarnation, options.seed, clock, transport, log,
+  ProcessNode node(options.node_name, static_cast<WorkerId>(index), incarnation, seed, clock, transport, log,
                    [&](const runtime::FiberContext& fiber, std::string what) {
                      const TimePoint start = context_ptr ? (*context_ptr)->start_wall() : TimePoint{};
                      link->send({{"event", "failure"},
@@ -310,13 +362,11 @@ int run_tcp_node(const TcpNodeOptions& options) {
                                  {"fiber", fiber.fiber_name},
                                  {"what", what}});
                    });
-  ProcessNodeContext context(node, io, *index, incarnation,
+  ProcessNodeContext context(node, io, index, incarnation,
                              [&](bool busy) { link->send({{"event", busy ? "busy" : "idle"}}); });
   context_ptr = &context;
 
-  link->start([&](const json& message) { control.wake([&] { control.commands.push_back(message); }); },
-              [&](const std::string&) { control.wake([&] { control.link_closed = true; }); });
-  link->send({{"event", "hello"}, {"node", *index}, {"incarnation", incarnation}, {"pid", ::getpid()}});
+  link->send({{"event", "hello"}, {"node", index}, {"incarnation", incarnation}, {"pid", ::getpid()}});
 
   // The record, rewritten when it changed.
   std::string last_written;
@@ -384,11 +434,11 @@ int run_tcp_node(const TcpNodeOptions& options) {
       node.fibers().kill();
     } else if (op == "block") {
       const uint32_t peer = command.value("peer", uint32_t{0});
-      if (peer < scenario.cluster.nodes && peer != *index) transport.block(static_cast<WorkerId>(peer), command.value("blocked", false));
+      if (peer < scenario.cluster.nodes && peer != index) transport.block(static_cast<WorkerId>(peer), command.value("blocked", false));
     } else if (op == "finish") {
       const TimePoint deadline = clock.now() + std::chrono::milliseconds(command.value("drain_ms", int64_t{0}));
       if (!crashed) {
-        wait_until([&] { return workload->settled(*index) && transport.idle(); }, deadline);
+        wait_until([&] { return workload->settled(index) && transport.idle(); }, deadline);
         context.run_at_end();
         flush_record();
       }

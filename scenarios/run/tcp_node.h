@@ -18,18 +18,25 @@
 // refusals to stderr too.
 //
 // The launcher is local (--control-fd: a socket pair it made) or on another host (--control
-// HOST:PORT: a TCP connection, authenticated with the cluster's secret; docs/tcp.md).
+// HOST:PORT: a TCP connection, authenticated with the cluster's secret; docs/tcp.md). Its first
+// message is the run's setup: the scenario's bytes, their SHA-256 and the seed. The node runs
+// exactly that; a node whose own copy (--scenario) has another digest, or given another --seed,
+// refuses to run and tells the launcher why, naming both.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace dagsim::scenarios {
 
 struct TcpNodeOptions {
+  // This host's copy of the scenario: needed with control_address (the handshake names the
+  // cluster's size), checked against the launcher's digest; a local node gets the launcher's bytes.
   std::string scenario_file;
   std::string node_name;
-  uint64_t seed = 1;
+  // The run's seed is the launcher's; one given here must equal it.
+  std::optional<uint64_t> seed;
   std::string peers_file;
   std::string records_dir;
   int listen_fd = -1;   // an inherited listening socket; -1: listen on the peers file's port

@@ -56,6 +56,10 @@ struct WorkloadType {
   // and host), so a memory limit below it is reported before the run instead of by an allocation
   // failing somewhere in it (cli/run_limits.h). Null: nothing is counted.
   uint64_t (*counted_bytes)(const Scenario& scenario) = nullptr;
+  // When the workload ends, where the scenario alone says (a heartbeat run's duration), so a fault
+  // scheduled later is reported before the run as one that can never fire. Null: not known before
+  // the run (training ends when its steps are done); the report then says which faults fired.
+  Duration (*fixed_end)(const Scenario& scenario) = nullptr;
 
   const CheckKind* find_check(std::string_view kind) const;
 };

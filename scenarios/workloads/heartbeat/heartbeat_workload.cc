@@ -158,6 +158,7 @@ const WorkloadType kHeartbeatWorkload = {
     .make = &make,
     .make_judge = &make_judge,
     .checks = kChecks,
+    .fixed_end = [](const Scenario& s) { return s.workload.as<HeartbeatSpec>().duration; },
 };
 
 }  // namespace dagsim::scenarios

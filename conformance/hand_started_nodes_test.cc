@@ -1,0 +1,169 @@
+// Nodes started by hand, as on other hosts (docs/tcp.md, "Across hosts"; issue 22, item 4): the
+// launcher's scenario and seed are the run's, a node with another copy refuses naming both digests
+// and the launcher ends the run at once, and a node's death is heard through its control link and
+// judged as a local child's death is. Every "host" is loopback here; each node has its own records
+// folder, as it would on its own host.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+
+#include "conformance/transport_test_util.h"
+
+namespace dagsim::cli::testing {
+namespace {
+
+const std::string kEnv = "DAGSIM_SECRET=a-secret-both-hosts-share ";
+
+// One run across two "hosts": a peers file with two free ports and a control port.
+struct TwoHosts {
+  explicit TwoHosts(const std::string& name) : dir(temp_dir() / name), control(free_port()) {
+    fs::create_directories(dir);
+    peers = (dir / "peers.json").string();
+    std::ofstream(peers) << R"({"cluster_id": "0x0123456789abcdef", "nodes": [)"
+                         << R"({"name": "worker0", "host": "127.0.0.1", "port": )" << free_port() << "},"
+                         << R"({"name": "worker1", "host": "127.0.0.1", "port": )" << free_port() << "}]}";
+  }
+  // `dagsim node` as the operator of `name`'s host starts it, with that host's copy of the scenario.
+  std::string node(const std::string& name, const std::string& scenario) const {
+    return kEnv + DAGSIM_BINARY + " node --scenario " + scenario + " --peers " + peers + " --control 127.0.0.1:" +
+           std::to_string(control) + " --name " + name + " --records " + (dir / ("host-" + name)).string() + " 2>" +
+           (dir / (name + ".err")).string();
+  }
+  // The launcher: its report in out.json, its stderr in err.txt, its exit code in code.
+  std::string launcher(const std::string& scenario, const std::string& flags) const {
+    return kEnv + "timeout 120 " + DAGSIM_BINARY + " run " + scenario + " --transport tcp --json --peers " + peers +
+           " --control-port " + std::to_string(control) + " --records " + (dir / "run").string() + flags + " > " +
+           (dir / "out.json").string() + " 2>" + (dir / "err.txt").string() + "; echo $? > " + (dir / "code").string();
+  }
+  json report() const { return json::parse(slurp(dir / "out.json"), nullptr, false); }
+  std::string code() const { return slurp(dir / "code"); }
+
+  fs::path dir;
+  uint16_t control;
+  std::string peers;
+};
+
+std::string sha256_of(const std::string& file) {
+  FILE* pipe = popen(("sha256sum " + file).c_str(), "r");
+  char buffer[65] = {};
+  const size_t n = pipe == nullptr ? 0 : fread(buffer, 1, 64, pipe);
+  if (pipe != nullptr) pclose(pipe);
+  return std::string(buffer, n);
+}
+
+// The run of docs/tcp.md's two hosts, on one, at the launcher's --seed 42 (the nodes are given no
+// seed: they run the launcher's): the gathered records give the simulator's gradients of seed 42,
+// and the same verdict again through `dagsim judge`.
+TEST(HandStartedNodes, JoinALauncherThroughItsControlPortAndRunItsSeed) {
+  const TwoHosts hosts("two-hosts");
+  const std::string file = example("seed_example");
+  const std::string command = "(" + hosts.node("worker0", file) + " & " + hosts.node("worker1", file) + " & " +
+                              hosts.launcher(file, " --seed 42") + "; wait)";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  EXPECT_EQ(hosts.code(), "0\n") << slurp(hosts.dir / "err.txt");
+  const json tcp = hosts.report();
+  ASSERT_TRUE(tcp.is_object()) << slurp(hosts.dir / "out.json");
+  EXPECT_TRUE(tcp["passed"].get<bool>()) << tcp.dump(1);
+  EXPECT_EQ(tcp["seed"], 42);
+  const json sim = run_json(file, "sim", 0, " --seed 42");
+  const json sim_seed_1 = run_json(file, "sim");
+  ASSERT_NE(sim["gradients"], sim_seed_1["gradients"]) << "the seed must matter for this to test anything";
+  expect_close(sim["gradients"], tcp["gradients"], "gradients");
+  EXPECT_EQ(dagsim("judge " + (hosts.dir / "run").string()).exit_code, 0);
+}
+
+// worker1's host has an edited copy: it refuses to run, naming both digests, and the launcher ends
+// the run within seconds with the same message (exit 2), not after its 300 s wait.
+TEST(HandStartedNodes, ANodeWithAnotherScenarioCopyRefusesNamingBothDigests) {
+  const TwoHosts hosts("other-copy");
+  const std::string file = example("seed_example");
+  const std::string edited = (hosts.dir / "seed_example.toml").string();
+  std::ofstream(edited) << slurp(file) << "# edited on worker1's host\n";
+  const auto begin = std::chrono::steady_clock::now();
+  const std::string command = "(" + hosts.node("worker0", file) + " & " + hosts.node("worker1", edited) + " & " +
+                              hosts.launcher(file, "") + "; wait)";
+  std::system(command.c_str());
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, 30s);
+  EXPECT_EQ(hosts.code(), "2\n");
+  const std::string err = slurp(hosts.dir / "err.txt");
+  const std::string ours = sha256_of(file), theirs = sha256_of(edited);
+  ASSERT_EQ(ours.size(), 64u);
+  EXPECT_NE(ours, theirs);
+  EXPECT_NE(err.find("worker1 refused to run"), std::string::npos) << err;
+  EXPECT_NE(err.find("sha256 " + ours), std::string::npos) << err;
+  EXPECT_NE(err.find("sha256 " + theirs), std::string::npos) << err;
+  EXPECT_NE(slurp(hosts.dir / "worker1.err").find("sha256 " + theirs), std::string::npos) << slurp(hosts.dir / "worker1.err");
+}
+
+// A heartbeat run of three seconds in which worker1's process is killed (kill -9, by nobody the
+// scenario knows of) 1.5 s in.
+std::string heartbeat_run() {
+  return write_scenario("hand_kill.toml", R"(name = "hand_kill"
+[cluster]
+nodes = 2
+[heartbeat]
+monitor = "worker0"
+interval_ms = 100
+max_attempts = 3
+duration_ms = 3000
+)").string();
+}
+
+// The same death under the local launcher and with nodes started by hand: the same verdict, a
+// failure naming worker1 (PyTorch's agent would call a worker that vanished a failure too).
+TEST(HandStartedNodes, AKillOfAHandStartedNodeIsJudgedAsUnderTheLocalLauncher) {
+  const std::string file = heartbeat_run();
+  // Local: the launcher's own child, killed from outside.
+  const std::string records = (temp_dir() / "local-kill").string();
+  const std::string local_out = (temp_dir() / "local-kill.json").string();
+  const std::string local = "(" + std::string(DAGSIM_BINARY) + " run " + file + " --transport tcp --json --records " +
+                            records + " > " + local_out + " 2>/dev/null & wait)";
+  std::thread killer([&] {
+    const std::vector<int> pids = wait_for_processes("--name worker1 --peers " + records, 1);
+    if (pids.empty()) return;
+    std::this_thread::sleep_for(1500ms);
+    ::kill(pids[0], SIGKILL);
+  });
+  std::system(local.c_str());
+  killer.join();
+  const json by_launcher = json::parse(slurp(local_out), nullptr, false);
+  ASSERT_TRUE(by_launcher.is_object()) << slurp(local_out);
+
+  const TwoHosts hosts("hand-kill");
+  const std::string command = "(" + hosts.node("worker0", file) + " & " + hosts.node("worker1", file) +
+                              " & pid=$!; (sleep 2.5; kill -9 $pid) & " + hosts.launcher(file, "") + "; wait)";
+  std::system(command.c_str());
+  const json by_hand = hosts.report();
+  ASSERT_TRUE(by_hand.is_object()) << slurp(hosts.dir / "out.json") << slurp(hosts.dir / "err.txt");
+
+  EXPECT_FALSE(by_launcher["passed"].get<bool>()) << by_launcher.dump(1);
+  EXPECT_EQ(verdicts(by_launcher), verdicts(by_hand)) << by_launcher["checks"].dump(1) << by_hand["checks"].dump(1);
+  EXPECT_EQ(hosts.code(), "1\n");
+  EXPECT_NE(by_hand["checks"].dump().find("worker1"), std::string::npos) << by_hand["checks"].dump(1);
+}
+
+TEST(HandStartedNodes, APauseIsRefusedBeforeTheRun) {
+  const std::string file = write_scenario("paused.toml", R"(name = "paused"
+[cluster]
+nodes = 2
+[[faults]]
+at_ms = 10
+kind = "pause"
+node = "worker1"
+resume_at_ms = 20
+[heartbeat]
+monitor = "worker0"
+interval_ms = 100
+max_attempts = 3
+duration_ms = 500
+)").string();
+  const std::string peers = write_scenario("peers.json", R"({"cluster_id": "0x1", "nodes": [
+    {"name": "worker0", "host": "127.0.0.1", "port": 1}, {"name": "worker1", "host": "127.0.0.1", "port": 2}]})").string();
+  const Output o = dagsim("run " + file + " --transport tcp --peers " + peers);
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("paused.toml:4: a pause (stopping and continuing a process) needs the node's own host"), std::string::npos) << o.err;
+}
+
+}  // namespace
+}  // namespace dagsim::cli::testing

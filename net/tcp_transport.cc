@@ -503,7 +503,12 @@ void TcpTransport::Impl::dial_failed(WorkerId peer, const std::string& why, bool
   if (!l.dialing) return;
   l.out = nullptr;
   l.last_dial_error = why;
-  if (refused) return fail_link(peer, "connection refused: " + name(peer) + " at " + where(peer) + " is not running");
+  // A refusal fails the link, unless the peer has meanwhile connected to us: then our dial raced
+  // with the peer's restart (it met the dead life's closed port while the new life was starting),
+  // and failing the link would close the new life's connection. Dial again instead.
+  if (refused && !(l.in && l.in->established())) {
+    return fail_link(peer, "connection refused: " + name(peer) + " at " + where(peer) + " is not running");
+  }
   if (SteadyClock::now() - l.dial_started >= options_.connection_timeout) {
     return fail_link(peer, "connection to " + name(peer) + " at " + where(peer) + " could not be opened within the connection timeout: " + why);
   }

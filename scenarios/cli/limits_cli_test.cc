@@ -120,3 +120,55 @@ kind = "gradients_match_local"
 
 }  // namespace
 }  // namespace dagsim::cli
+
+namespace dagsim::cli {
+namespace {
+
+using namespace dagsim::cli::testing;
+
+// `dagsim run` of a replay line (its "dagsim" replaced by this binary), as JSON.
+nlohmann::json run_replay(const std::string& replay) {
+  EXPECT_EQ(replay.rfind("dagsim run ", 0), 0u) << replay;
+  const Output o = dagsim(replay.substr(std::string("dagsim ").size()) + " --json");
+  return nlohmann::json::parse(o.out, nullptr, false);
+}
+
+// Every replay line reproduces the run it came from (issue 22, item 6): a TCP run replays over TCP,
+// a run stopped by a limit flag replays with that limit, and the report names the transport that ran.
+TEST(Replay, LinesOfTcpAndLimitRunsReplayThem) {
+  const std::string slow = write_scenario("slow_tcp.toml", big_sum());
+  const Output stopped = dagsim("run " + slow + " --transport tcp --max-wall-time 0.1 --json");
+  EXPECT_EQ(stopped.exit_code, 4) << stopped.out << stopped.err;
+  const nlohmann::json limit = nlohmann::json::parse(stopped.out, nullptr, false);
+  ASSERT_TRUE(limit.is_object()) << stopped.out;
+  EXPECT_EQ(limit.at("transport"), "tcp");
+  EXPECT_EQ(limit.at("replay"), "dagsim run " + slow + " --seed 1 --transport tcp --max-wall-time 0.1");
+  const nlohmann::json again = run_replay(limit.at("replay").get<std::string>());
+  EXPECT_EQ(again.value("outcome", ""), "wall_time_limit") << again.dump(1);
+  EXPECT_EQ(again.value("transport", ""), "tcp");
+
+  const std::string failing = write_scenario("failing_tcp.toml", R"(name = "failing"
+tensors = [{ name = "a", shape = [2], init = "uniform" }]
+program = [{ out = "b", call = "mul", args = ["a", "a"], on = "worker1", via = "rpc_sync" },
+           { out = "loss", call = "sum", args = ["b"] }]
+backward = { roots = ["loss"] }
+[cluster]
+nodes = 2
+[[checks]]
+kind = "expect_error"
+message = "an error that never comes"
+)");
+  const Output failed = dagsim("run " + failing + " --transport tcp --seed 7");
+  EXPECT_EQ(failed.exit_code, 1) << failed.out << failed.err;
+  EXPECT_NE(failed.out.find("FAILED; replay with: dagsim run " + failing + " --seed 7 --transport tcp\n"), std::string::npos)
+      << failed.out;
+  const nlohmann::json replayed = run_replay("dagsim run " + failing + " --seed 7 --transport tcp");
+  EXPECT_EQ(replayed.value("transport", ""), "tcp");
+  EXPECT_EQ(replayed.value("passed", true), false);
+  // And a simulator run's line stays as it was: no flags it did not have.
+  const Output sim = dagsim("run " + failing + " --seed 7");
+  EXPECT_NE(sim.out.find("FAILED; replay with: dagsim run " + failing + " --seed 7\n"), std::string::npos) << sim.out;
+}
+
+}  // namespace
+}  // namespace dagsim::cli

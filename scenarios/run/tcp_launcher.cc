@@ -96,13 +96,9 @@ class TcpCluster final : public runtime::Cluster {
       asio::ip::tcp::acceptor finder(io_, any.protocol());
       finder.set_option(asio::socket_base::reuse_address(true));
       finder.bind(any);
-      const uint16_t port = finder.local_endpoint().port();
-      n.acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_, any.protocol());
-      n.acceptor->set_option(asio::socket_base::reuse_address(true));
-      n.acceptor->bind(asio::ip::tcp::endpoint(any.address(), port));
-      ports.push_back(port);
-      // Only this node's processes get it (as fd 3), not every child the launcher starts.
-      ::fcntl(n.acceptor->native_handle(), F_SETFD, FD_CLOEXEC);
+      n.port = finder.local_endpoint().port();
+      bind_port(n);
+      ports.push_back(n.port);
     }
     return ports;
   }
@@ -186,7 +182,8 @@ class TcpCluster final : public runtime::Cluster {
     NodeState state = NodeState::not_started;
     uint32_t incarnation = 0;
     int pid = -1;
-    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;
+    std::unique_ptr<asio::ip::tcp::acceptor> acceptor;  // none while the node is dead
+    uint16_t port = 0;
     std::shared_ptr<ControlLink> link;
     bool said_hello = false;
     bool started = false;    // told to start (this incarnation)
@@ -221,12 +218,30 @@ class TcpCluster final : public runtime::Cluster {
     });
   }
   void record(FaultEvent e) { history_.push_back(std::move(e)); }
-  // The node's address refuses connections from now on, as a dead host's does: the listening
-  // socket (which the launcher keeps, so a restart has the same port) stops listening, and the
-  // connections queued on it and not yet accepted are reset. Its process's own connections were
-  // reset by the kernel when it died. Nodes on other hosts hold their own sockets.
-  void refuse(Node& n) {
-    if (n.acceptor) ::shutdown(n.acceptor->native_handle(), SHUT_RD);
+  // The node's address refuses connections from now on, as a dead host's does: the launcher
+  // closes its copy of the listening socket, so the socket is gone once the dead process's copy
+  // is (the kernel resets the connections queued on it and refuses new ones). A restart binds the
+  // same port again (bind_port). Stopping the kept socket from listening instead (shutdown) is not
+  // enough: the next process's accepted connections then die at once. Nodes on other hosts hold
+  // their own sockets.
+  void refuse(Node& n) { n.acceptor.reset(); }
+  // A fresh listening socket's port for `n`, bound by number, not yet listening. When its last
+  // socket may still be held by a process that is dying (a restart right after a kill), waits for
+  // that process first.
+  void bind_port(Node& n) {
+    if (n.pid > 0) {
+      ::waitpid(n.pid, nullptr, 0);
+      pids_.erase(n.pid);
+      n.pid = -1;
+    }
+    const asio::ip::tcp::endpoint at(asio::ip::make_address("127.0.0.1"), n.port);
+    n.acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_, at.protocol());
+    n.acceptor->set_option(asio::socket_base::reuse_address(true));
+    boost::system::error_code ec;
+    n.acceptor->bind(at, ec);
+    if (ec) throw errors::invalid_argument("cannot listen again on " + n.name + "'s port " + std::to_string(n.port) + ": " + ec.message());
+    // Only this node's processes get it (as fd 3), not every child the launcher starts.
+    ::fcntl(n.acceptor->native_handle(), F_SETFD, FD_CLOEXEC);
   }
   void signal_process(const Node& n, int sig) {
     if (n.pid > 0) ::kill(n.pid, sig);
@@ -363,8 +378,9 @@ void TcpCluster::launch(WorkerId node) {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     throw errors::invalid_argument("cannot make a control socket for " + n.name + ": " + std::strerror(errno));
   }
+  if (!n.acceptor) bind_port(n);  // after a death: the same port, a fresh socket
   const int listen_fd = n.acceptor->native_handle();
-  // Reachable from now on (again, after a death: the same port, a fresh accept queue).
+  // Reachable from now on.
   if (::listen(listen_fd, SOMAXCONN) != 0) {
     throw errors::invalid_argument("cannot listen on " + n.name + "'s port: " + std::strerror(errno));
   }

@@ -56,7 +56,10 @@ class FileLog final : public runtime::Log {
  public:
   FileLog(const std::string& path, std::string label) : out_(path, std::ios::app), label_(std::move(label)) {}
   void event(std::string_view kind, std::string_view detail) override {
-    const std::string line = label_ + " " + std::string(kind) + ": " + std::string(detail);
+    // Stamped with the host's wall time (ms since the epoch), so the logs of several nodes merge.
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    const std::string line = std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now).count() / 1000.0) +
+                             " " + label_ + " " + std::string(kind) + ": " + std::string(detail);
     out_ << line << "\n" << std::flush;
     if (kind == "net.refused") std::cerr << "dagsim node: " << line << "\n";
   }

@@ -313,5 +313,48 @@ TEST(Cli, EveryExamplePassesOverManySeeds) {
   }
 }
 
+// A fault the run can never reach (issue 22, item 3) is named by validate and run before the run,
+// and the report marks which faults fired: here a heartbeat run of 1 s with a kill at 0.5 s whose
+// restart at 3 s never comes, and a partition at 2 s that never happens.
+TEST(Cli, FaultsPastTheWorkloadsEndAreNamedAndTheReportSaysWhichFired) {
+  const std::string file = write_scenario("late_faults.toml", R"(name = "late_faults"
+[cluster]
+nodes = 3
+[[faults]]
+at_ms = 500
+kind = "kill"
+node = "worker1"
+restart_at_ms = 3000
+[[faults]]
+at_ms = 2000
+kind = "partition"
+groups = [["worker2"], ["worker0"]]
+[heartbeat]
+monitor = "worker0"
+interval_ms = 100
+max_attempts = 3
+duration_ms = 1000
+)").string();
+  const Output validated = dagsim("validate " + file);
+  EXPECT_EQ(validated.exit_code, 0) << validated.err;
+  EXPECT_NE(validated.err.find("late_faults.toml:4: the kill's restart at 3000 ms can never happen: the run ends by 1000 ms"),
+            std::string::npos) << validated.err;
+  EXPECT_NE(validated.err.find("late_faults.toml:9: the partition at 2000 ms can never happen"), std::string::npos) << validated.err;
+  const Output run = dagsim("run " + file + " --json");
+  EXPECT_NE(run.err.find("late_faults.toml:9: the partition at 2000 ms can never happen"), std::string::npos) << run.err;
+  const nlohmann::json report = nlohmann::json::parse(run.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << run.out;
+  ASSERT_EQ(report["faults"].size(), 2u);
+  EXPECT_EQ(report["faults"][0]["fired"], true);
+  EXPECT_EQ(report["faults"][0]["until_fired"], false);
+  EXPECT_EQ(report["faults"][1]["fired"], false);
+  ASSERT_EQ(report["warnings"].size(), 2u) << report["warnings"].dump(1);
+  EXPECT_NE(report["warnings"][1].get<std::string>().find("the partition at 2000 ms (line 9) never fired"), std::string::npos)
+      << report["warnings"].dump(1);
+  const Output text = dagsim("run " + file);
+  EXPECT_NE(text.out.find("  WARNING the kill at 500 ms of worker1 (line 4): its end at 3000 ms never came"), std::string::npos)
+      << text.out;
+}
+
 }  // namespace
 }  // namespace dagsim::cli

@@ -9,8 +9,11 @@
 // simulator), partitions block the directed pairs inside the senders' transports. The scenario's
 // clock is the launcher's steady time since the run began.
 //
-// Ports are the OS's: the launcher binds one listening socket per node on 127.0.0.1 port 0 and
-// hands it to every process of that node (a restarted node keeps its address). The shared secret
+// Ports are the OS's: the launcher binds one socket per node on 127.0.0.1 (a port the OS picked,
+// bound by number) and hands it to that node's process, listening, when the process starts. From a
+// node's death until its restart the launcher holds no socket there, so its address refuses
+// connections as a dead host's does; the restart binds the same port again (docs/tcp.md's table).
+// The scenario's bytes, their SHA-256 and the seed reach every node over its control link. The shared secret
 // is DAGSIM_SECRET / DAGSIM_SECRET_FILE if set, else a fresh random one in a file only the user
 // can read. Children live in a process group of their own: they die with the launcher
 // (PR_SET_PDEATHSIG for a SIGKILL of the launcher; the group is killed on SIGTERM, SIGINT, errors

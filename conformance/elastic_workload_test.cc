@@ -164,7 +164,7 @@ TEST(ElasticJudge, UntouchedRecordsPassAndEachTamperingIsNamed) {
 // with nothing applied twice.
 TEST(ElasticWorkload, AStoreThatRestartedEmptyIsReportedNeverTrainedOverFromScratch) {
   std::string text = example("elastic_store_death.toml");
-  text = replaced(text, "at_ms = 1500\n", "at_ms = 1500\nrestart_at_ms = 1501\n");
+  text = replaced(text, "node = \"worker0\"\n", "node = \"worker0\"\nrestart_after_ms = 1\n");
   text = replaced(text, "message = \"Rendezvous store unreachable\"", "message = \"the store restarted empty and lost it\"");
   for (uint64_t seed : {1, 2, 3}) {
     scenarios::RunOptions options;
@@ -179,7 +179,9 @@ TEST(ElasticWorkload, AStoreThatRestartedEmptyIsReportedNeverTrainedOverFromScra
 // (PyTorch #67742), and the others re-form and finish the job with the same result.
 TEST(ElasticWorkload, ASigtermedAgentLeavesWithoutEndingTheJob) {
   std::string text = example("elastic_store_outage.toml");
-  text = replaced(text, "[[faults]]\nat_ms = 1500\nkind = \"pause\"\nnode = \"worker0\"\nresume_at_ms = 4500\n",
+  text = replaced(text,
+                  "[[faults]]\nwhen = { step = 100 }           # once step 100 is committed\nkind = \"pause\"\n"
+                  "node = \"worker0\"\nresume_after_ms = 3000\n",
                   "[[elastic.rendezvous.actions]]\naction = \"leave\"\nnode = \"worker2\"\nat_ms = 1000\n");
   scenarios::RunOptions options;
   RunRecords records;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -93,6 +94,21 @@ TEST_P(ElasticExamples, PassOverTcpWithTheSimulatorsVerdicts) {
   for (const json& r : tcp["rendezvous"]) {
     EXPECT_EQ(r["members"].size(), r["world"].get<size_t>()) << r.dump();
     for (size_t rank = 0; rank < r["members"].size(); ++rank) EXPECT_EQ(r["members"][rank]["rank"], rank) << r.dump();
+  }
+  // The faults strike on workload events (a member of a round, a step committed), so the same
+  // deaths land in the same rounds: the same number of rounds formed and of restarts each agent
+  // counted, and every fault fired on both.
+  EXPECT_EQ(sim["rendezvous"].size(), tcp["rendezvous"].size()) << tcp["timeline"].dump(1);
+  const auto restarts = [](const json& j) {
+    std::map<std::string, int64_t> out;
+    for (const auto& [agent, a] : j["elastic"]["agents"].items()) out[agent] = a.value("restarts", int64_t{-1});
+    return out;
+  };
+  EXPECT_EQ(restarts(sim), restarts(tcp)) << tcp["timeline"].dump(1);
+  ASSERT_EQ(sim["faults"].size(), tcp["faults"].size());
+  for (size_t i = 0; i < sim["faults"].size(); ++i) {
+    EXPECT_TRUE(sim["faults"][i]["fired"].get<bool>()) << sim["faults"][i].dump();
+    EXPECT_TRUE(tcp["faults"][i]["fired"].get<bool>()) << tcp["faults"][i].dump();
   }
   if (tcp["elastic"]["committed"] == tcp["elastic"]["steps"]) {
     EXPECT_EQ(sim["elastic"]["committed"], sim["elastic"]["steps"]);

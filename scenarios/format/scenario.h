@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/base/assert.h"
@@ -30,6 +31,29 @@ struct ClusterSpec {
   std::string node_name(uint32_t index) const { return name_prefix + std::to_string(index); }
 };
 
+// What a workload reports as it runs, for faults that strike on an event rather than at a time
+// (FaultTrigger). Each carries a number: member and store_round a round, step_committed a step,
+// backward the pass's number on its node (from 1, per incarnation).
+enum class WorkloadEvent : uint8_t {
+  member,          // the node is a member of a formed round (its worker group starts)
+  step_committed,  // a training step's checkpoint is committed
+  backward,        // a backward pass begins on the node (and is in flight until it returns)
+  store_round,     // the store holds the rendezvous state of a round
+};
+std::string_view workload_event_name(WorkloadEvent event);
+// workload_event_name's inverse; nullopt for any other text.
+std::optional<WorkloadEvent> parse_workload_event(std::string_view name);
+
+// A fault's trigger (`when = { ... }`): the first report of `event` (by `node`, when set) whose
+// number is at least `at_least`, then `after`. Nemeses in FoundationDB and Jepsen strike on such
+// moments; a wall-clock time over TCP lands wherever the workload happens to be.
+struct FaultTrigger {
+  WorkloadEvent event = WorkloadEvent::member;
+  std::optional<uint32_t> node;
+  uint64_t at_least = 0;
+  Duration after{0};
+};
+
 // One scheduled fault ([[faults]]).
 struct FaultSpec {
   enum class Kind : uint8_t { kill, crash, restart, pause, resume, partition, heal };
@@ -40,6 +64,10 @@ struct FaultSpec {
   // kill/crash: restart the node (a fresh incarnation) at this time. pause: resume at this time.
   // partition: heal this partition at this time.
   std::optional<Duration> until;
+  // Instead of `at`: the workload event the fault strikes on. Its end then comes `until_after`
+  // after it fired (restart_after_ms, resume_after_ms, heal_after_ms); `until` stays unset.
+  std::optional<FaultTrigger> when;
+  std::optional<Duration> until_after;
   // partition: either symmetric groups (traffic between different groups is blocked; nodes in no
   // group are unaffected) or one-way (traffic from each `from` node to each `to` node is blocked).
   std::vector<std::vector<uint32_t>> groups;

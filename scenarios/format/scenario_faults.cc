@@ -10,6 +10,27 @@
 #include <utility>
 #include <string>
 
+namespace dagsim::scenarios {
+
+std::string_view workload_event_name(WorkloadEvent event) {
+  switch (event) {
+    case WorkloadEvent::member: return "member";
+    case WorkloadEvent::step_committed: return "step_committed";
+    case WorkloadEvent::backward: return "backward";
+    case WorkloadEvent::store_round: return "store_round";
+  }
+  DAGSIM_UNREACHABLE();
+}
+
+std::optional<WorkloadEvent> parse_workload_event(std::string_view name) {
+  for (WorkloadEvent e : {WorkloadEvent::member, WorkloadEvent::step_committed, WorkloadEvent::backward, WorkloadEvent::store_round}) {
+    if (workload_event_name(e) == name) return e;
+  }
+  return std::nullopt;
+}
+
+}  // namespace dagsim::scenarios
+
 namespace dagsim::scenarios::detail {
 namespace {
 
@@ -21,13 +42,18 @@ constexpr int64_t kNsPerMs = 1'000'000;
 constexpr std::array<std::string_view, 7> kKindNames = {"kill",   "crash",     "restart", "pause",
                                                         "resume", "partition", "heal"};
 
-constexpr std::string_view kKillKeys[] = {"at_ms", "kind", "node", "restart_at_ms"};
-constexpr std::string_view kNodeKeys[] = {"at_ms", "kind", "node"};
-constexpr std::string_view kPauseKeys[] = {"at_ms", "kind", "node", "resume_at_ms"};
-constexpr std::string_view kPartitionKeys[] = {"at_ms", "kind", "groups", "from", "to", "heal_at_ms"};
-constexpr std::string_view kHealKeys[] = {"at_ms", "kind"};
-constexpr std::string_view kAllFaultKeys[] = {"at_ms",  "kind", "node", "restart_at_ms", "resume_at_ms",
-                                              "groups", "from", "to",   "heal_at_ms"};
+constexpr std::string_view kKillKeys[] = {"at_ms", "when", "kind", "node", "restart_at_ms", "restart_after_ms"};
+constexpr std::string_view kNodeKeys[] = {"at_ms", "when", "kind", "node"};
+constexpr std::string_view kPauseKeys[] = {"at_ms", "when", "kind", "node", "resume_at_ms", "resume_after_ms"};
+constexpr std::string_view kPartitionKeys[] = {"at_ms", "when", "kind", "groups", "from", "to", "heal_at_ms", "heal_after_ms"};
+constexpr std::string_view kHealKeys[] = {"at_ms", "when", "kind"};
+constexpr std::string_view kAllFaultKeys[] = {"at_ms",         "when",  "kind",          "node",         "restart_at_ms",
+                                              "resume_at_ms",  "groups", "from",         "to",           "heal_at_ms",
+                                              "restart_after_ms", "resume_after_ms", "heal_after_ms"};
+// A trigger's keys: one event key, its number's key, and the delay.
+constexpr std::string_view kWhenKeys[] = {"member", "round", "step", "backward", "pass", "store_round", "after_ms"};
+// In WorkloadEvent's order: the event key of `when`.
+constexpr std::array<std::string_view, 4> kEventKeys = {"member", "step", "backward", "store_round"};
 
 Names keys_for(Kind kind) {
   switch (kind) {
@@ -63,6 +89,12 @@ std::string_view until_key(Kind kind) {
       return "";
   }
   return "";
+}
+
+// The key that sets FaultSpec::until_after for this kind ("" when the kind has none).
+std::string until_after_key(Kind kind) {
+  const std::string_view at = until_key(kind);
+  return at.empty() ? "" : std::string(at.substr(0, at.size() - 5)) + "after_ms";  // "restart_at_ms" -> "restart_after_ms"
 }
 
 bool takes_node(Kind kind) { return kind != Kind::partition && kind != Kind::heal; }
@@ -117,6 +149,50 @@ void read_partition(const TomlReader& reader, const Table& t, FaultSpec& fault) 
   }
 }
 
+// `when = { member = "worker2", round = 1, after_ms = 200 }` and its kin (docs/scenarios.md).
+FaultTrigger read_trigger(const TomlReader& reader, const Table& t) {
+  reader.check_keys(t, kWhenKeys, "keys in when");
+  FaultTrigger trigger;
+  std::optional<size_t> event;
+  for (size_t i = 0; i < kEventKeys.size(); ++i) {
+    if (t.get(kEventKeys[i]) == nullptr) continue;
+    if (event) {
+      reader.fail(*t.get(kEventKeys[i]), t.key_path(kEventKeys[i]),
+                  "a trigger waits for one event; " + std::string(kEventKeys[*event]) + " is already given");
+    }
+    event = i;
+  }
+  if (!event) reader.fail(t.line(), t.path, "names no event; one of: " + join_names(kEventKeys));
+  trigger.event = static_cast<WorkloadEvent>(*event);
+  constexpr int64_t kMaxNumber = int64_t{1} << 48;
+  auto number_key = [&](std::string_view key, WorkloadEvent only) {
+    if (t.get(key) == nullptr) return;
+    if (trigger.event != only) {
+      reader.fail(*t.get(key), t.key_path(key), "goes with " + std::string(kEventKeys[static_cast<size_t>(only)]));
+    }
+    trigger.at_least = static_cast<uint64_t>(reader.integer(*t.get(key), t.key_path(key), 0, kMaxNumber));
+  };
+  number_key("round", WorkloadEvent::member);
+  number_key("pass", WorkloadEvent::backward);
+  switch (trigger.event) {
+    case WorkloadEvent::member:
+      trigger.node = reader.node_ref(*t.get("member"), t.key_path("member"));
+      break;
+    case WorkloadEvent::backward:
+      trigger.node = reader.node_ref(*t.get("backward"), t.key_path("backward"));
+      if (trigger.at_least == 0) trigger.at_least = 1;  // the first pass
+      break;
+    case WorkloadEvent::step_committed:
+      trigger.at_least = static_cast<uint64_t>(reader.integer(*t.get("step"), t.key_path("step"), 1, kMaxNumber));
+      break;
+    case WorkloadEvent::store_round:
+      trigger.at_least = static_cast<uint64_t>(reader.integer(*t.get("store_round"), t.key_path("store_round"), 0, kMaxNumber));
+      break;
+  }
+  if (std::optional<Duration> after = reader.opt_duration(t, "after_ms", kNonNegativeMs)) trigger.after = *after;
+  return trigger;
+}
+
 FaultSpec read_fault(const TomlReader& reader, const Table& t, Duration max_virtual_time) {
   FaultSpec fault;
   fault.line = t.line();
@@ -124,7 +200,14 @@ FaultSpec read_fault(const TomlReader& reader, const Table& t, Duration max_virt
   const std::string variant = "kind \"" + std::string(kKindNames[static_cast<size_t>(fault.kind)]) + "\"";
   reader.check_variant_keys(t, keys_for(fault.kind), kAllFaultKeys, variant);
 
-  fault.at = reader.duration(reader.required(t, "at_ms"), t.key_path("at_ms"), kNonNegativeMs);
+  if (t.get("when") != nullptr) {
+    if (t.get("at_ms") != nullptr) reader.fail(*t.get("at_ms"), t.key_path("at_ms"), "a fault takes at_ms or when, not both");
+    fault.when = read_trigger(reader, Table{reader.table(*t.get("when"), t.key_path("when")), t.key_path("when")});
+  } else if (t.get("at_ms") == nullptr) {
+    reader.fail(t.line(), t.key_path("at_ms"), "required (or when = { ... }, a workload event; docs/scenarios.md)");
+  } else {
+    fault.at = reader.duration(*t.get("at_ms"), t.key_path("at_ms"), kNonNegativeMs);
+  }
   if (fault.at > max_virtual_time) {
     reader.fail(*t.get("at_ms"), t.key_path("at_ms"),
                 ms(fault.at) + " is after max_virtual_time_ms (" + ms(max_virtual_time) + ")");
@@ -136,9 +219,23 @@ FaultSpec read_fault(const TomlReader& reader, const Table& t, Duration max_virt
 
   const std::string_view until = until_key(fault.kind);
   if (!until.empty()) {
+    const std::string after = until_after_key(fault.kind);
     fault.until = reader.opt_duration(t, until, kNonNegativeMs);
+    fault.until_after = reader.opt_duration(t, after, kPositiveMs);
+    if (fault.until && fault.until_after) {
+      reader.fail(*t.get(after), t.key_path(after), "takes " + std::string(until) + " or " + after + ", not both");
+    }
+    if (fault.until && fault.when) {
+      // When the trigger fires is known only as the run goes: its end is relative to it.
+      reader.fail(*t.get(until), t.key_path(until), "a fault with when = { ... } ends " + after + " after it fires");
+    }
     if (fault.until && *fault.until <= fault.at) {
       reader.fail(*t.get(until), t.key_path(until), ms(*fault.until) + " is not after at_ms (" + ms(fault.at) + ")");
+    }
+    // At a time, the end is a time too: the rest of the run sees one form.
+    if (fault.until_after && !fault.when) {
+      fault.until = fault.at + *fault.until_after;
+      fault.until_after.reset();
     }
   }
   return fault;

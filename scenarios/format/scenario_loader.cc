@@ -340,6 +340,18 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
     scenario.random_faults = detail::read_random_faults(reader, *random, scenario.max_virtual_time);
   }
   const WorkloadType& workload = read_workload(reader, top, scenario);
+  // A trigger on an event the workload never reports would wait forever.
+  for (const FaultSpec& f : scenario.faults) {
+    if (!f.when) continue;
+    const auto& events = workload.events;
+    if (std::find(events.begin(), events.end(), f.when->event) != events.end()) continue;
+    std::string reported;
+    for (WorkloadEvent e : events) reported += (reported.empty() ? "" : ", ") + std::string(workload_event_name(e));
+    reader.fail(f.line, "when",
+                "the " + std::string(workload.name) + " workload never reports " +
+                    std::string(workload_event_name(f.when->event)) + " events, so this fault could never fire" +
+                    (reported.empty() ? " (it reports none: use at_ms)" : " (it reports: " + reported + ")"));
+  }
   if (const toml::node* checks = top.get("checks")) {
     const std::vector<const toml::table*> tables = reader.tables(*checks, "checks");
     for (size_t i = 0; i < tables.size(); ++i) {

@@ -113,8 +113,9 @@ std::vector<FaultSpec> fault_timeline(const Scenario& scenario, uint64_t seed, T
     // restart never undoes) a scheduled one.
     std::vector<std::vector<std::pair<TimePoint, TimePoint>>> busy(scenario.cluster.nodes);
     for (const FaultSpec& f : scenario.faults) {
-      const TimePoint from{f.at};
-      const TimePoint to = f.until ? TimePoint{*f.until} : stop;
+      // A fault that strikes on a workload event may strike at any time: its nodes are busy throughout.
+      const TimePoint from = f.when ? TimePoint{} : TimePoint{f.at};
+      const TimePoint to = f.until && !f.when ? TimePoint{*f.until} : std::max(stop, TimePoint{scenario.max_virtual_time});
       if (f.kind == FaultSpec::Kind::partition) {
         for (const auto& group : f.groups) {
           for (uint32_t n : group) busy[n].emplace_back(from, to);
@@ -134,40 +135,51 @@ std::vector<FaultSpec> fault_timeline(const Scenario& scenario, uint64_t seed, T
   return faults;
 }
 
+FaultActions fault_actions(runtime::Cluster& world, const FaultSpec& fault) {
+  FaultActions a;
+  a.what = "fault " + fault_kind_name(fault.kind);
+  const WorkerId node = fault.node;
+  switch (fault.kind) {
+    case FaultSpec::Kind::kill:
+    case FaultSpec::Kind::crash: {
+      const bool kill = fault.kind == FaultSpec::Kind::kill;
+      a.strike = [&world, node, kill] { kill ? world.kill(node) : world.crash(node); };
+      a.end_what = "fault restart";
+      a.end = [&world, node] { world.restart(node); };
+      break;
+    }
+    case FaultSpec::Kind::restart:
+      a.strike = [&world, node] { world.restart(node); };
+      break;
+    case FaultSpec::Kind::pause:
+      a.strike = [&world, node] { world.pause(node); };
+      a.end_what = "fault resume";
+      a.end = [&world, node] { world.resume(node); };
+      break;
+    case FaultSpec::Kind::resume:
+      a.strike = [&world, node] { world.resume(node); };
+      break;
+    case FaultSpec::Kind::partition: {
+      // The heal needs the id the partition gets when it happens.
+      auto id = std::make_shared<uint64_t>(0);
+      a.strike = [&world, id, blocked = blocked_pairs(fault)] { *id = world.partition(blocked); };
+      a.end_what = "fault heal";
+      a.end = [&world, id] { world.heal(*id); };
+      break;
+    }
+    case FaultSpec::Kind::heal:
+      a.strike = [&world] { world.heal_all(); };
+      break;
+  }
+  return a;
+}
+
 void install_faults(runtime::Cluster& world, const std::vector<FaultSpec>& faults) {
   for (const FaultSpec& fault : faults) {
-    const TimePoint at{fault.at};
-    const WorkerId node = fault.node;
-    const std::string what = "fault " + fault_kind_name(fault.kind);
-    switch (fault.kind) {
-      case FaultSpec::Kind::kill:
-      case FaultSpec::Kind::crash: {
-        const bool kill = fault.kind == FaultSpec::Kind::kill;
-        world.at(at, what, [&world, node, kill] { kill ? world.kill(node) : world.crash(node); });
-        if (fault.until) world.at(TimePoint{*fault.until}, "fault restart", [&world, node] { world.restart(node); });
-        break;
-      }
-      case FaultSpec::Kind::restart:
-        world.at(at, what, [&world, node] { world.restart(node); });
-        break;
-      case FaultSpec::Kind::pause:
-        world.at(at, what, [&world, node] { world.pause(node); });
-        if (fault.until) world.at(TimePoint{*fault.until}, "fault resume", [&world, node] { world.resume(node); });
-        break;
-      case FaultSpec::Kind::resume:
-        world.at(at, what, [&world, node] { world.resume(node); });
-        break;
-      case FaultSpec::Kind::partition: {
-        // The heal needs the id the partition gets when it happens.
-        auto id = std::make_shared<uint64_t>(0);
-        world.at(at, what, [&world, id, blocked = blocked_pairs(fault)] { *id = world.partition(blocked); });
-        if (fault.until) world.at(TimePoint{*fault.until}, "fault heal", [&world, id] { world.heal(*id); });
-        break;
-      }
-      case FaultSpec::Kind::heal:
-        world.at(at, what, [&world] { world.heal_all(); });
-        break;
-    }
+    if (fault.when) continue;  // FaultTriggers strikes it when its event comes
+    FaultActions a = fault_actions(world, fault);
+    world.at(TimePoint{fault.at}, std::move(a.what), std::move(a.strike));
+    if (fault.until && a.end) world.at(TimePoint{*fault.until}, std::move(a.end_what), std::move(a.end));
   }
 }
 
@@ -179,7 +191,17 @@ nlohmann::json faults_to_json(const Scenario& scenario, const std::vector<FaultS
     return list;
   };
   for (const FaultSpec& f : faults) {
-    nlohmann::json j = {{"at_ms", static_cast<double>(f.at.count()) / 1e6}, {"kind", fault_kind_name(f.kind)}};
+    nlohmann::json j = {{"kind", fault_kind_name(f.kind)}};
+    if (f.when) {
+      // When it strikes is known after the run (FaultTriggers::mark adds at_ms then).
+      nlohmann::json when = {{"event", std::string(workload_event_name(f.when->event))}, {"at_least", f.when->at_least}};
+      if (f.when->node) when["node"] = scenario.cluster.node_name(*f.when->node);
+      if (f.when->after > Duration{0}) when["after_ms"] = static_cast<double>(f.when->after.count()) / 1e6;
+      j["when"] = std::move(when);
+      if (f.until_after) j["until_after_ms"] = static_cast<double>(f.until_after->count()) / 1e6;
+    } else {
+      j["at_ms"] = static_cast<double>(f.at.count()) / 1e6;
+    }
     if (f.kind == FaultSpec::Kind::partition) {
       if (!f.groups.empty()) {
         nlohmann::json groups = nlohmann::json::array();
@@ -207,10 +229,32 @@ std::string ms_text(double ms) {
   return out.str();
 }
 
-// "the partition at 12000 ms (line 40)"
+// "worker2 is a member of round 1 or later", from faults_to_json's "when".
+std::string trigger_text(const nlohmann::json& when) {
+  const std::string event = when.value("event", std::string());
+  const std::string node = when.value("node", std::string());
+  const uint64_t n = when.value("at_least", uint64_t{0});
+  std::string text;
+  if (event == "member") {
+    text = node + " is a member of a formed round" + (n > 0 ? " (round " + std::to_string(n) + " or later)" : "");
+  } else if (event == "step_committed") {
+    text = "step " + std::to_string(n) + " is committed";
+  } else if (event == "backward") {
+    text = "backward pass " + std::to_string(n) + " is in flight on " + node;
+  } else if (event == "store_round") {
+    text = "the store holds round " + std::to_string(n) + " or later";
+  } else {
+    text = event;
+  }
+  if (when.contains("after_ms")) text += ", then " + ms_text(when.value("after_ms", 0.0));
+  return text;
+}
+
+// "the partition at 12000 ms (line 40)", "the kill of worker2 when step 100 is committed (line 9)"
 std::string fault_label(const nlohmann::json& f) {
-  std::string label = "the " + f.value("kind", std::string("fault")) + " at " + ms_text(f.value("at_ms", 0.0));
+  std::string label = "the " + f.value("kind", std::string("fault"));
   if (f.contains("node")) label += " of " + f.value("node", std::string());
+  label += f.contains("when") ? " when " + trigger_text(f["when"]) : " at " + ms_text(f.value("at_ms", 0.0));
   if (f.contains("line")) label += " (line " + std::to_string(f.value("line", 0)) + ")";
   return label;
 }
@@ -227,6 +271,7 @@ std::vector<std::string> faults_that_cannot_fire(const Scenario& scenario) {
   }
   std::vector<std::string> out;
   for (const FaultSpec& f : scenario.faults) {
+    if (f.when) continue;  // when its event comes is up to the run; the report says whether it did
     const bool never = f.at >= end;
     const bool until_never = !never && f.until && *f.until >= end;
     if (!never && !until_never) continue;
@@ -244,10 +289,12 @@ std::vector<std::string> mark_fired_faults(nlohmann::json& faults, runtime::Time
   if (!faults.is_array()) return out;
   const double end_ms = static_cast<double>(end.ns()) / 1e6;
   for (nlohmann::json& f : faults) {
-    const bool fired = f.value("at_ms", 0.0) <= end_ms;
+    const bool fired = f.contains("at_ms") && f.value("at_ms", 0.0) <= end_ms;
     f["fired"] = fired;
     if (!fired) {
-      out.push_back(fault_label(f) + " never fired: the run ended at " + ms_text(end_ms));
+      out.push_back(fault_label(f) + " never fired: " +
+                    (f.contains("at_ms") ? std::string("the run ended at ") : "its event never came before the run ended at ") +
+                    ms_text(end_ms));
       continue;
     }
     if (!f.contains("until_ms")) continue;

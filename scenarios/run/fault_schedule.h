@@ -7,7 +7,9 @@
 // pure function of (scenario, seed), so it can be printed, compared and replayed.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "scenarios/format/scenario.h"
@@ -18,8 +20,19 @@ namespace dagsim::scenarios {
 // Scheduled and drawn faults together, stably sorted by time. `end` is the workload's end.
 std::vector<FaultSpec> fault_timeline(const Scenario& scenario, uint64_t seed, runtime::TimePoint end);
 
-// Arms every fault (and its `until`) as an event of the cluster, at its scenario time.
+// Arms every fault at a time (and its `until`) as an event of the cluster, at its scenario time.
+// Faults with a trigger (`when`) are FaultTriggers' (fault_triggers.h).
 void install_faults(runtime::Cluster& cluster, const std::vector<FaultSpec>& faults);
+
+// What a fault does to `cluster` when it strikes, and what its end (restart, resume, heal) does;
+// `end` is empty for kinds without one. Named for Cluster::at.
+struct FaultActions {
+  std::string what;
+  std::function<void()> strike;
+  std::string end_what;
+  std::function<void()> end;
+};
+FaultActions fault_actions(runtime::Cluster& cluster, const FaultSpec& fault);
 
 std::string fault_kind_name(FaultSpec::Kind kind);
 nlohmann::json faults_to_json(const Scenario& scenario, const std::vector<FaultSpec>& faults);

@@ -9,6 +9,7 @@
 
 #include "core/base/assert.h"
 #include "scenarios/run/fault_schedule.h"
+#include "scenarios/run/fault_triggers.h"
 #include "scenarios/workloads/registry.h"
 #include "sim/sim_network.h"
 #include "sim/sim_world.h"
@@ -48,38 +49,29 @@ sim::SimOptions world_options(const Scenario& scenario, const RunOptions& option
   return o;
 }
 
-// One incarnation of a node in the simulator. The world's time is the scenario's clock: the
-// simulator knows the true time, which is what the judge compares with the fault history.
-class SimNodeContext final : public NodeContext {
+// The simulator under every NodeContext. The world's time is the scenario's clock: the simulator
+// knows the true time, which is what the judge compares with the fault history. A workload event
+// is handed to the triggers at once, from the reporting fiber: a fault it triggers strikes at that
+// virtual instant (or its `after`), once the node's fibers yield to the driver.
+class SimRuntime final : public NodeRuntime {
  public:
-  SimNodeContext(SimWorld& world, runtime::Env& env, NodeRecord& record)
-      : world_(world), env_(env), record_(record) {
-    DAGSIM_ASSERT(record.node == env.self);
-    DAGSIM_ASSERT(record.incarnation == env.incarnation);
-  }
+  SimRuntime(SimWorld& world, FaultTriggers& triggers) : world_(world), triggers_(triggers) {}
 
-  runtime::Env& env() override { return env_; }
-  uint32_t index() const override { return record_.node; }
-  uint32_t incarnation() const override { return record_.incarnation; }
-  nlohmann::json& record() override { return record_.data; }
   TimePoint scenario_now() const override { return world_.now(); }
-  void spawn_foreground(std::string name, std::function<void()> fn) override {
-    world_.spawn_foreground(env_.self, std::move(name), std::move(fn));
+  void spawn_foreground(WorkerId node, std::string name, std::function<void()> fn) override {
+    world_.spawn_foreground(node, std::move(name), std::move(fn));
   }
-  void at_end(std::function<void()> fn) override { at_end_.push_back(std::move(fn)); }
-
-  void run_at_end() {
-    // Taken out first: a hook that registers another must not invalidate the loop.
-    const std::vector<std::function<void()>> hooks = std::move(at_end_);
-    at_end_.clear();
-    for (const auto& fn : hooks) fn();
+  bool wants(WorkloadEvent event) const override { return triggers_.wants(event); }
+  void report(WorkerId node, WorkloadEvent event, uint64_t value) override {
+    if (!triggers_.wants(event)) return;
+    for (FaultTriggers::Strike& strike : triggers_.observe(world_, node, event, value)) {
+      world_.at(world_.now(), std::move(strike.what), std::move(strike.fn));
+    }
   }
 
  private:
   SimWorld& world_;
-  runtime::Env& env_;
-  NodeRecord& record_;
-  std::vector<std::function<void()>> at_end_;
+  FaultTriggers& triggers_;
 };
 
 }  // namespace
@@ -96,10 +88,18 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
   records.seed = options.seed;
   records.transport = "sim";
 
+  const TimePoint max_time{scenario.max_virtual_time};
+  const std::optional<TimePoint> end = workload.end_time();
+  // Random faults stop with the workload, and never outlast max_virtual_time, which the loader
+  // bounded their rates by (a workload may legally claim to run past it; the run stops there).
+  const std::vector<FaultSpec> faults = fault_timeline(scenario, options.seed, std::min(end.value_or(max_time), max_time));
+  FaultTriggers triggers(faults);
+
   // Deques: records and contexts keep their addresses while incarnations are added.
   std::deque<NodeRecord> node_records;
-  std::deque<SimNodeContext> contexts;
+  std::deque<NodeContext> contexts;
   SimWorld world(world_options(scenario, options));
+  SimRuntime runtime(world, triggers);
   // Whatever the workload binds to nodes goes before the world does.
   struct Release {
     Workload& workload;
@@ -113,19 +113,13 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
     world.add_node(scenario.cluster.node_name(i), [&, i](runtime::Env& env) {
       NodeRecord& record = node_records.emplace_back(NodeRecord{i, env.incarnation});
-      SimNodeContext& context = contexts.emplace_back(world, env, record);
+      NodeContext& context = contexts.emplace_back(runtime, env, record.data);
       workload.node_main(context);
     });
   }
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) world.start(i);
 
-  const TimePoint max_time{scenario.max_virtual_time};
-  const std::optional<TimePoint> end = workload.end_time();
-  // Random faults stop with the workload, and never outlast max_virtual_time, which the loader
-  // bounded their rates by (a workload may legally claim to run past it; the run stops there).
-  const std::vector<FaultSpec> faults = fault_timeline(scenario, options.seed, std::min(end.value_or(max_time), max_time));
   install_faults(world, faults);
-  records.fault_timeline = faults_to_json(scenario, faults);
 
   const SimWorld::Outcome outcome = world.run({.stop_at = end, .max_virtual_time = max_time});
   if (outcome == SimWorld::Outcome::finished && workload.drain_time() > runtime::Duration{0}) {
@@ -139,7 +133,7 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
     records.stuck_report = world.stuck_report();
   }
   // Final snapshots, from the incarnations still running: a node's last word before it stops.
-  for (SimNodeContext& context : contexts) {
+  for (NodeContext& context : contexts) {
     const runtime::NodeState state = world.state(context.index());
     const bool running = state == runtime::NodeState::up || state == runtime::NodeState::paused;
     if (running && world.incarnation(context.index()) == context.incarnation()) context.run_at_end();
@@ -152,6 +146,8 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
   world.shutdown();
   for (const sim::FiberFailure& f : world.failures()) records.failures.push_back({f.time, f.node, f.fiber, f.what});
   records.fault_history = world.fault_history();
+  records.fault_timeline = faults_to_json(scenario, faults);
+  triggers.mark(records.fault_timeline);
 
   records.stats.trace_hash = world.trace().hash();
   records.stats.trace_events = world.trace().count();

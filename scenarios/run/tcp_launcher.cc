@@ -29,6 +29,7 @@
 #include "net/crypto.h"
 #include "scenarios/run/control_link.h"
 #include "scenarios/run/fault_schedule.h"
+#include "scenarios/run/fault_triggers.h"
 #include "scenarios/run/tcp_peers.h"
 #include "scenarios/workloads/registry.h"
 
@@ -360,6 +361,7 @@ class TcpCluster final : public runtime::Cluster {
   int64_t start_wall_ns_ = 0;
   std::vector<Pending> pending_;
   std::vector<FaultEvent> history_;
+  std::unique_ptr<FaultTriggers> triggers_;  // the run's faults that strike on workload events
   std::vector<FiberFailureRecord> failures_;
   std::map<std::pair<WorkerId, WorkerId>, int> blocked_;
   std::map<uint64_t, std::vector<std::pair<WorkerId, WorkerId>>> partitions_;
@@ -475,6 +477,19 @@ void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& l
     const uint32_t peer = m.value("peer", uint32_t{0});
     const int64_t t = std::max<int64_t>(0, m.value("time_ns", int64_t{0}) - start_wall_ns_);
     if (peer < nodes_.size()) record({FaultEvent::Kind::connection_failed, TimePoint{runtime::Duration{t}}, node, static_cast<WorkerId>(peer), 0, {}});
+  } else if (event == "workload") {
+    // A workload event a fault may wait for (fault_triggers.h). Only a running incarnation's count.
+    // The node waits for the answer, sent once every fault due at once has struck.
+    const std::optional<WorkloadEvent> what = parse_workload_event(m.value("what", std::string()));
+    const auto value = m.find("value");
+    if (triggers_ && started_ && what && value != m.end() && value->is_number_unsigned() &&
+        (n.state == NodeState::up || n.state == NodeState::paused)) {
+      for (FaultTriggers::Strike& strike : triggers_->observe(*this, node, *what, value->get<uint64_t>())) strike.fn();
+    }
+    const auto id = m.find("id");
+    if (n.link == link && id != m.end() && id->is_number_unsigned()) {
+      link->send({{"op", "struck"}, {"id", id->get<uint64_t>()}, {"more", what && triggers_ && triggers_->wants(*what)}});
+    }
   } else if (event == "finished") {
     n.finished = true;
     stats_of_[{node, n.incarnation}] = m.value("stats", json::object());
@@ -601,6 +616,7 @@ RunRecords TcpCluster::run(Workload& workload) {
   start_wall_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (FaultEvent& e : history_) e.time = TimePoint{};
   install_faults(*this, faults);  // at() arms each event from now on
+  triggers_ = std::make_unique<FaultTriggers>(faults);
   for (Node& n : nodes_) {
     n.link->send({{"op", "start"}, {"start_wall_ns", start_wall_ns_}});
     n.started = true;
@@ -657,6 +673,7 @@ RunRecords TcpCluster::run(Workload& workload) {
     records.final_states.push_back(n.state);
   }
   records.fault_history = history_;
+  triggers_->mark(records.fault_timeline);
   std::stable_sort(records.fault_history.begin(), records.fault_history.end(),
                    [](const FaultEvent& a, const FaultEvent& b) { return a.time < b.time; });
   for (FaultEvent& e : records.fault_history) e.time = std::min(e.time, records.end);

@@ -10,6 +10,8 @@
 #include <boost/fiber/operations.hpp>
 
 #include <deque>
+#include <map>
+#include <set>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,6 +25,7 @@
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/fibers/node_fibers.h"
+#include "core/runtime/event.h"
 #include "net/crypto.h"
 #include "net/etcd/etcd_process.h"
 #include "net/etcd/etcd_store.h"
@@ -32,6 +35,7 @@
 #include "net/tcp_transport.h"
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/run/control_link.h"
+#include "scenarios/run/fault_triggers.h"
 #include "scenarios/run/records.h"
 #include "scenarios/run/tcp_peers.h"
 #include "scenarios/workloads/registry.h"
@@ -50,6 +54,7 @@ constexpr auto kRecordFlushInterval = std::chrono::milliseconds(50);
 constexpr auto kSettlePoll = std::chrono::milliseconds(1);
 constexpr auto kConnectTimeout = std::chrono::seconds(60);
 constexpr auto kSetupTimeout = std::chrono::seconds(30);
+constexpr auto kStrikeWait = std::chrono::seconds(5);
 
 // Log events to a file and stderr, one line each, stamped with wall time.
 class FileLog final : public runtime::Log {
@@ -79,8 +84,6 @@ uint32_t parse_uint32(const std::string& text, const std::string& what) {
   throw errors::invalid_argument(what + ": not a number: " + text);
 }
 
-class ProcessNodeContext;
-
 // The control loop's state: commands from the launcher, handled on the main context.
 struct ControlState {
   boost::fibers::mutex mutex;
@@ -96,23 +99,44 @@ struct ControlState {
   }
 };
 
-class ProcessNodeContext final : public NodeContext {
+// A node process under its NodeContext: the scenario's clock is wall time since the launcher's
+// start, foreground work is counted so the launcher hears when the node is busy or idle, workload
+// events a fault waits for go to the launcher over the control link, and the outside world is
+// real (etcd).
+class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
  public:
-  ProcessNodeContext(ProcessNode& node, boost::asio::io_context& io, uint32_t index, uint32_t incarnation,
-                     std::function<void(bool)> on_busy)
-      : node_(node), io_(io), record_{index, incarnation}, on_busy_(std::move(on_busy)) {}
+  ProcessRuntime(ProcessNode& node, boost::asio::io_context& io, const std::vector<FaultSpec>& faults,
+                 std::function<void(const json&)> send)
+      : node_(node), io_(io), triggers_(faults), send_(std::move(send)) {}
 
-  runtime::Env& env() override { return node_.env(); }
-  uint32_t index() const override { return record_.node; }
-  uint32_t incarnation() const override { return record_.incarnation; }
-  json& record() override { return record_.data; }
   TimePoint scenario_now() const override { return TimePoint{node_.env().clock.wall_now() - start_wall_}; }
-  void spawn_foreground(std::string name, std::function<void()> fn) override {
-    if (foreground_++ == 0) on_busy_(true);
+  void spawn_foreground(WorkerId, std::string name, std::function<void()> fn) override {
+    if (foreground_++ == 0) send_({{"event", "busy"}});
     node_.fibers().spawn(nullptr, std::move(name), std::move(fn), [this] { end_foreground(); });
   }
-  void at_end(std::function<void()> fn) override { at_end_.push_back(std::move(fn)); }
-  // The etcd lives as long as this context, which is this incarnation's; the kernel kills it if the
+  bool wants(WorkloadEvent event) const override { return !done_.contains(event) && triggers_.wants(event); }
+  // The launcher strikes what the event triggers, then answers; the reporting fiber waits for that
+  // answer, so the node goes on only once the fault has struck, as in the simulator, where the
+  // fault strikes at the event's instant. Without an answer in kStrikeWait (a launcher gone), on.
+  void report(WorkerId, WorkloadEvent event, uint64_t value) override {
+    if (!wants(event)) return;
+    const uint64_t id = ++last_report_;
+    auto answered = std::make_shared<runtime::Event>();
+    reports_[id] = {event, answered};
+    send_({{"event", "workload"}, {"what", std::string(workload_event_name(event))}, {"value", value}, {"id", id}});
+    answered->wait_until(node_.env().clock.now() + kStrikeWait);
+    reports_.erase(id);
+  }
+  // The launcher's answer to report `id`; `more`: whether a fault still waits for its kind.
+  void answer(uint64_t id, bool more) {
+    const auto it = reports_.find(id);
+    if (it == reports_.end()) return;
+    if (!more) done_.insert(it->second.event);
+    it->second.answered->set();
+  }
+  OutsideWorld* outside_world() override { return this; }
+
+  // The etcd lives as long as this runtime, which is this incarnation's; the kernel kills it if the
   // node process dies first (EtcdProcess: PR_SET_PDEATHSIG). Starting it blocks this node's thread
   // until etcd answers (about a second): nothing else of the node runs meanwhile.
   std::string start_etcd() override {
@@ -131,34 +155,34 @@ class ProcessNodeContext final : public NodeContext {
     options.prefix = prefix;
     return std::make_unique<net::etcd::EtcdStore>(io_, node_.env().clock, std::move(options));
   }
-  // The main fiber counts as foreground work while it runs.
-  void start(TimePoint start_wall, Workload& workload) {
+
+  // The run begins: the workload's main fiber starts, counted as foreground work while it runs.
+  void start(TimePoint start_wall, NodeContext& context, Workload& workload) {
     start_wall_ = start_wall;
-    if (foreground_++ == 0) on_busy_(true);
-    node_.fibers().spawn(nullptr, "main", [this, &workload] { workload.node_main(*this); }, [this] { end_foreground(); });
+    spawn_foreground(context.index(), "main", [&context, &workload] { workload.node_main(context); });
   }
-  void run_at_end() {
-    const std::vector<std::function<void()>> hooks = std::move(at_end_);
-    at_end_.clear();
-    for (const auto& fn : hooks) fn();
-  }
-  const NodeRecord& node_record() const { return record_; }
   TimePoint start_wall() const { return start_wall_; }
 
  private:
   void end_foreground() {
     DAGSIM_ASSERT(foreground_ > 0);
-    if (--foreground_ == 0) on_busy_(false);
+    if (--foreground_ == 0) send_({{"event", "idle"}});
   }
 
   ProcessNode& node_;
   boost::asio::io_context& io_;
+  FaultTriggers triggers_;  // which events a fault waits for (the launcher keeps the real ones)
+  std::set<WorkloadEvent> done_;  // kinds the launcher said no fault waits for any more
+  uint64_t last_report_ = 0;
+  struct Report {
+    WorkloadEvent event;
+    std::shared_ptr<runtime::Event> answered;
+  };
+  std::map<uint64_t, Report> reports_;  // reports awaiting the launcher's answer
+  std::function<void(const json&)> send_;
   std::unique_ptr<net::etcd::EtcdProcess> etcd_;
-  NodeRecord record_;
-  std::function<void(bool)> on_busy_;
   TimePoint start_wall_{};
   size_t foreground_ = 0;
-  std::vector<std::function<void()>> at_end_;
 };
 
 
@@ -356,18 +380,19 @@ int run_tcp_node(const TcpNodeOptions& options) {
   net::TcpTransport transport(io, std::move(acceptor), t);
 
   const std::unique_ptr<Workload> workload = workload_type(scenario).make(scenario, seed);
-  std::optional<ProcessNodeContext*> context_ptr;
+  std::optional<ProcessRuntime*> runtime_ptr;
   ProcessNode node(options.node_name, static_cast<WorkerId>(index), incarnation, seed, clock, transport, log,
                    [&](const runtime::FiberContext& fiber, std::string what) {
-                     const TimePoint start = context_ptr ? (*context_ptr)->start_wall() : TimePoint{};
+                     const TimePoint start = runtime_ptr ? (*runtime_ptr)->start_wall() : TimePoint{};
                      link->send({{"event", "failure"},
                                  {"time_ns", (clock.wall_now() - start).count()},
                                  {"fiber", fiber.fiber_name},
                                  {"what", what}});
                    });
-  ProcessNodeContext context(node, io, index, incarnation,
-                             [&](bool busy) { link->send({{"event", busy ? "busy" : "idle"}}); });
-  context_ptr = &context;
+  ProcessRuntime runtime(node, io, scenario.faults, [&](const json& m) { link->send(m); });
+  runtime_ptr = &runtime;
+  NodeRecord record{index, incarnation};
+  NodeContext context(runtime, node.env(), record.data);
 
   link->send({{"event", "hello"}, {"node", index}, {"incarnation", incarnation}, {"pid", ::getpid()}});
 
@@ -390,9 +415,9 @@ int run_tcp_node(const TcpNodeOptions& options) {
   // The launcher writes it (nodes/NAME.INC.json beside the run's other records), whichever host
   // this node runs on.
   auto flush_record = [&] {
-    std::string now = context.node_record().data.dump();
+    std::string now = record.data.dump();
     if (now == last_written) return;
-    link->send({{"event", "record"}, {"data", context.node_record().data}});
+    link->send({{"event", "record"}, {"data", record.data}});
     last_written = std::move(now);
   };
   std::function<void()> arm_tick = [&] {
@@ -427,7 +452,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
     const std::string op = command.value("op", "");
     if (op == "start" && !started) {
       started = true;
-      context.start(TimePoint{runtime::Duration{command.value("start_wall_ns", int64_t{0})}}, *workload);
+      runtime.start(TimePoint{runtime::Duration{command.value("start_wall_ns", int64_t{0})}}, context, *workload);
     } else if (op == "kill") {
       ::kill(::getpid(), SIGKILL);  // a process death, as a SIGKILL from the launcher's host
     } else if (op == "crash") {
@@ -447,6 +472,12 @@ int run_tcp_node(const TcpNodeOptions& options) {
       }
       finished = true;
       link->send({{"event", "finished"}, {"stats", stats_json()}});
+    } else if (op == "struck") {
+      // The answer to a workload event (ProcessRuntime::report); the kind is the report's own.
+      const auto id = command.find("id");
+      if (id != command.end() && id->is_number_unsigned()) {
+        runtime.answer(id->get<uint64_t>(), command.value("more", true));
+      }
     } else if (op == "exit") {
       exit_requested = true;
     }

@@ -60,6 +60,8 @@ struct WorkloadType {
   // scheduled later is reported before the run as one that can never fire. Null: not known before
   // the run (training ends when its steps are done); the report then says which faults fired.
   Duration (*fixed_end)(const Scenario& scenario) = nullptr;
+  // The events its nodes report (NodeContext::report), which faults may strike on (`when`).
+  std::span<const WorkloadEvent> events;
 
   const CheckKind* find_check(std::string_view kind) const;
 };

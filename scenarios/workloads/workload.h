@@ -10,7 +10,7 @@
 //    gives its results for the report.
 // A workload sees only its NodeContext (and through it the Env): never a SimWorld, a node of
 // another incarnation or another node's objects. The runtime (simulator or TCP) supplies the
-// NodeContext; docs/workloads.md says how to add a workload.
+// NodeContext (node_context.h), one class for both; docs/workloads.md says how to add a workload.
 #pragma once
 
 #include <functional>
@@ -18,9 +18,8 @@
 #include <optional>
 #include <string>
 
-#include "core/base/error.h"
 #include "core/runtime/env.h"
-#include "core/store/store.h"
+#include "scenarios/workloads/node_context.h"
 
 namespace dagsim::scenarios {
 
@@ -30,40 +29,6 @@ struct CheckResult {
   std::string name;
   bool passed = false;
   std::string detail;
-};
-
-// One incarnation of one node, as its runtime presents it to the workload.
-class NodeContext {
- public:
-  virtual ~NodeContext() = default;
-
-  virtual runtime::Env& env() = 0;
-  // The node's index in the scenario (its WorkerId) and which life of it this is.
-  virtual uint32_t index() const = 0;
-  virtual uint32_t incarnation() const = 0;
-  // What this incarnation observed, for the judge: a JSON object the workload fills as it goes.
-  // It is gathered when the run ends, whether or not the incarnation survived.
-  virtual nlohmann::json& record() = 0;
-  // The scenario's clock (runtime::Cluster::now()): the time every record's timestamp is on. The
-  // simulator's true world time; over TCP, wall time since the run began.
-  virtual runtime::TimePoint scenario_now() const = 0;
-  // Starts `fn` on a fiber of this node that the run waits for: the run's work is done when
-  // every foreground fiber has ended.
-  virtual void spawn_foreground(std::string name, std::function<void()> fn) = 0;
-  // Runs `fn` once the run's work and drain are over, if this incarnation is still running then,
-  // before the node stops (final snapshots: contexts still held). It must not block.
-  virtual void at_end(std::function<void()> fn) = 0;
-
-  // Outside services, over TCP only: the simulator has no outside world, and these throw
-  // Error(invalid_argument) saying so. start_etcd starts a throwaway etcd server (Debian's
-  // etcd-server) that lives as long as this incarnation and returns its "host:port"; connect_etcd
-  // opens an etcd v3 client (store.h's semantics) on this node's I/O loop, its keys under `prefix`.
-  virtual std::string start_etcd() { throw errors::invalid_argument(kNoOutsideWorld); }
-  virtual std::unique_ptr<store::Store> connect_etcd(const std::string& endpoint, const std::string& prefix) {
-    throw errors::invalid_argument(kNoOutsideWorld);
-  }
-  static constexpr const char* kNoOutsideWorld =
-      "the etcd backend needs --transport tcp: the simulator has no outside services (use the built-in store)";
 };
 
 // The node side of a workload, made per run by its registry entry.

@@ -79,6 +79,9 @@ constexpr CheckKind kChecks[] = {
 
 }  // namespace
 
+constexpr WorkloadEvent kEvents[] = {WorkloadEvent::member, WorkloadEvent::step_committed, WorkloadEvent::backward,
+                                     WorkloadEvent::store_round};
+
 const WorkloadType kElasticWorkload = {
     .name = "elastic",
     .keys = kKeys,
@@ -90,6 +93,7 @@ const WorkloadType kElasticWorkload = {
     .make = &make,
     .make_judge = &make_judge,
     .checks = kChecks,
+    .events = kEvents,
 };
 
 }  // namespace dagsim::scenarios

@@ -161,6 +161,7 @@ void drive(const ElasticModel& model, const rendezvous::RendezvousInfo& info, co
       }
       const Tensor loss = mse_loss(h, y);
       loss_value = loss.item();
+      if (listener.backward) listener.backward();
       s.autograd.backward(context.id(), {loss});
       optimizer.step(context.id());
     }

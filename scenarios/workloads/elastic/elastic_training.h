@@ -81,6 +81,7 @@ struct TrainingListener {
   std::function<void(uint64_t start_step)> started;  // the checkpoint it loaded
   // Each commit the store acknowledged: the checkpoint as written, its version, the step's loss.
   std::function<void(const Checkpoint& checkpoint, uint64_t version, double loss)> committed;
+  std::function<void()> backward;  // as each step's backward pass begins
 };
 
 // One node's worker of one round. Rank 0 drives the round's training from the last committed

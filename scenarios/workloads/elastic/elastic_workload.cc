@@ -6,6 +6,7 @@
 #include "core/runtime/cancel_scope.h"
 #include "scenarios/workloads/program/program.h"
 #include "scenarios/workloads/program/program_workload.h"
+#include "scenarios/workloads/rendezvous/rendezvous_workload.h"
 
 namespace dagsim::scenarios {
 
@@ -54,7 +55,10 @@ void ElasticWorkload::run_store(NodeContext& node, Life& life) {
   life.service = std::make_unique<store::StoreService>(*life.agent);
   nlohmann::json& checkpoints = node.record()["checkpoints"] = nlohmann::json::array();
   const std::string key = checkpoint_key(spec_);
-  life.service->set_write_observer([this, &node, &checkpoints, &life, key](const std::string& written, const store::Versioned& now) {
+  const std::string state = rendezvous::state_key(spec_.rendezvous.settings.run_id);
+  life.service->set_write_observer([this, &node, &checkpoints, &life, key, state](const std::string& written,
+                                                                                 const store::Versioned& now) {
+    if (written == state) report_store_round(node, now);
     if (written != key) return;
     nlohmann::json entry = {{"t", node.scenario_now().ns()}, {"v", now.version}};
     if (now.version == 0) {
@@ -137,15 +141,17 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
     for (const Tensor& p : c.params) params.push_back(tensor_record(p));
     record["final"] = {{"step", c.step}, {"round", c.round}, {"params", std::move(params)}};
   };
-  listener.committed = [this, &commits, &groups, &life, now, record_final](const Checkpoint& c, uint64_t version, double loss) {
+  listener.committed = [this, &node, &commits, &life, now, record_final](const Checkpoint& c, uint64_t version, double loss) {
     commits.push_back({{"t", now()}, {"step", c.step}, {"round", c.round}, {"v", version}, {"loss", number_record(loss)}});
     life.last_commit = c;
     if (c.step == spec_.steps) record_final(c);
+    node.report(WorkloadEvent::step_committed, c.step);
   };
+  listener.backward = [&node] { node.report_backward(); };
   node.at_end([&life, record_final] {
     if (life.last_commit) record_final(*life.last_commit);
   });
-  elastic::WorkerFn worker = [this, &life, &groups, handler, listener, now](const elastic::WorkerGroupInfo& group) {
+  elastic::WorkerFn worker = [this, &node, &life, &groups, handler, listener, now](const elastic::WorkerGroupInfo& group) {
     nlohmann::json members = nlohmann::json::array();
     for (const rendezvous::NodeDesc& m : group.members) members.push_back(m.addr);
     // The built-in store's versions carry its incarnation (store_service.h): a version of a later
@@ -154,6 +160,7 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
     groups.push_back({{"t", now()}, {"store_life", store_life}, {"round", group.info.round}, {"rank", group.info.rank},
                       {"world", group.info.world_size}, {"members", std::move(members)}});
     const bool store_restarted = store_life != 0;
+    node.report(WorkloadEvent::member, group.info.round);
     run_elastic_worker(model_, group.info, resolve(group.members), store_restarted, {*life.agent, *life.autograd, *life.client},
                        listener);
   };

@@ -159,6 +159,7 @@ const WorkloadType kHeartbeatWorkload = {
     .make_judge = &make_judge,
     .checks = kChecks,
     .fixed_end = [](const Scenario& s) { return s.workload.as<HeartbeatSpec>().duration; },
+    .events = {},  // none: its faults strike at times
 };
 
 }  // namespace dagsim::scenarios

@@ -57,9 +57,11 @@ ProgramResult run_program_locally(const Program& program, const rpc::FunctionReg
 // On a fiber of the driver: parameters created once on their owners, statements by their `via`,
 // backward in a distributed autograd context per call, gradients from the contexts (parameters'
 // from their owners), the DistributedOptimizer stepped in each context. Releases each context
-// before returning. REQUIRES: the services above on every node.
+// before returning. `on_backward` runs as each backward pass begins (a workload event).
+// REQUIRES: the services above on every node.
 ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& agent,
-                                      dist_autograd::DistAutograd& autograd);
+                                      dist_autograd::DistAutograd& autograd,
+                                      const std::function<void()>& on_backward = {});
 
 namespace detail {
 

@@ -67,7 +67,8 @@ void add_gradient_service(rpc::RpcAgent& agent, dist_autograd::DistAutograd& aut
 }
 
 ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& agent,
-                                      dist_autograd::DistAutograd& autograd) {
+                                      dist_autograd::DistAutograd& autograd,
+                                      const std::function<void()>& on_backward) {
   std::map<std::string, Tensor> leaves = detail::make_leaves(program);
   std::map<std::string, rpc::RRef> params;
   std::vector<rpc::RRef> param_list;
@@ -134,6 +135,7 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
     for (auto& [name, future] : pending) future.wait();
     for (uint32_t pass = 0; pass < program.backward_repeat; ++pass) {
       const bool last = pass + 1 == program.backward_repeat;
+      if (on_backward) on_backward();
       autograd.backward(context.id(), roots, last ? program.retain_graph : true,
                         program.smart ? dist_autograd::BackwardMode::smart : dist_autograd::BackwardMode::fast);
     }

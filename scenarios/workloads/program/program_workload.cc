@@ -178,9 +178,10 @@ void ProgramWorkload::node_main(NodeContext& context) {
   if (index != program_.driver || context.incarnation() != 0) return;
   rpc::RpcAgent* agent = node.agent.get();
   (*record)["finished"] = false;
-  context.spawn_foreground("program", [this, agent, autograd, record] {
+  context.spawn_foreground("program", [this, agent, autograd, record, &context] {
     try {
-      const ProgramResult result = run_program_distributed(program_, *agent, *autograd);
+      const ProgramResult result =
+          run_program_distributed(program_, *agent, *autograd, [&context] { context.report_backward(); });
       (*record)["gradients"] = named_record(result.gradients);
       (*record)["params"] = named_record(result.params);
       (*record)["losses"] = nlohmann::json::array();
@@ -352,6 +353,9 @@ constexpr CheckKind kChecks[] = {
 
 }  // namespace
 
+// The driver's backward passes.
+constexpr WorkloadEvent kEvents[] = {WorkloadEvent::backward};
+
 const WorkloadType kProgramWorkload = {
     .name = "program",
     .keys = detail::kProgramKeys,
@@ -363,6 +367,7 @@ const WorkloadType kProgramWorkload = {
     .make_judge = &make_judge,
     .checks = kChecks,
     .counted_bytes = &counted_bytes,
+    .events = kEvents,
 };
 
 const WorkloadType kModelWorkload = {
@@ -376,6 +381,7 @@ const WorkloadType kModelWorkload = {
     .make_judge = &make_judge,
     .checks = kChecks,
     .counted_bytes = &counted_bytes,
+    .events = kEvents,
 };
 
 }  // namespace dagsim::scenarios

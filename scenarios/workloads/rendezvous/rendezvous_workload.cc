@@ -4,6 +4,7 @@
 #include "core/base/assert.h"
 #include "core/base/printable.h"
 #include "core/rendezvous/rendezvous_backend.h"
+#include "core/rendezvous/rendezvous_state.h"
 #include "core/runtime/cancel_scope.h"
 #include "scenarios/workloads/rendezvous/rendezvous_history.h"
 #include "scenarios/workloads/rendezvous/rendezvous_judge.h"
@@ -53,7 +54,7 @@ void RendezvousWorkload::serve_etcd(NodeContext& node, Life& life) {
   // The history is the agents' acknowledged writes (RecordingStore's record_values): etcd keeps
   // its own, which no node of the run sees.
   node.record()["history"] = nlohmann::json::array();
-  const std::string endpoint = spec_.etcd_endpoint.empty() ? node.start_etcd() : spec_.etcd_endpoint;
+  const std::string endpoint = spec_.etcd_endpoint.empty() ? node.outside_world().start_etcd() : spec_.etcd_endpoint;
   // A prefix of this run's own, so that runs sharing an etcd never see each other's state.
   const std::string prefix = "/dagsim/" + spec_.settings.run_id + "/" + std::to_string(node.env().clock.wall_now().ns()) + "/";
   const std::string answer = endpoint + "\n" + prefix;
@@ -74,7 +75,7 @@ std::unique_ptr<store::Store> RendezvousWorkload::connect_etcd(NodeContext& node
       const std::string text(reply.begin(), reply.end());
       const size_t newline = text.find('\n');
       if (newline == std::string::npos) throw errors::protocol_error(what + ": " + quote(text) + " is no endpoint and prefix");
-      std::unique_ptr<store::Store> etcd = node.connect_etcd(text.substr(0, newline), text.substr(newline + 1));
+      std::unique_ptr<store::Store> etcd = node.outside_world().connect_etcd(text.substr(0, newline), text.substr(newline + 1));
       etcd->set_timeout(spec_.store_timeout);
       return etcd;
     } catch (const Error& e) {
@@ -88,6 +89,16 @@ std::unique_ptr<store::Store> RendezvousWorkload::connect_etcd(NodeContext& node
   }
 }
 
+void report_store_round(NodeContext& node, const store::Versioned& state) {
+  if (state.version == 0 || !node.wants(WorkloadEvent::store_round)) return;
+  try {
+    const rendezvous::RendezvousState decoded = rendezvous::decode(state.value);
+    node.report(WorkloadEvent::store_round, decoded.round);
+  } catch (const Error&) {
+    // Not a state this run's nodes wrote: the judge names it (S1); no round to report.
+  }
+}
+
 void RendezvousWorkload::run_store(NodeContext& node, Life& life) {
   if (spec_.backend == RendezvousSpec::Backend::etcd) return serve_etcd(node, life);
   life.service = std::make_unique<store::StoreService>(*life.agent);
@@ -96,6 +107,7 @@ void RendezvousWorkload::run_store(NodeContext& node, Life& life) {
   const std::string key = rendezvous::state_key(spec_.settings.run_id);
   life.service->set_write_observer([&node, &history, key](const std::string& written, const store::Versioned& now) {
     if (written != key) return;
+    report_store_round(node, now);
     history.push_back({{"t", node.scenario_now().ns()},
                        {"v", now.version},
                        {"s", now.version == 0 ? nlohmann::json(nullptr) : nlohmann::json(to_hex(now.value))}});
@@ -194,6 +206,7 @@ void RendezvousWorkload::run_agent(NodeContext& node, Life& life) {
         events[e]["rank"] = info.rank;
         events[e]["world"] = info.world_size;
         events[e]["version"] = handler->last_token();
+        node.report(WorkloadEvent::member, info.round);
       } catch (const Error& error) {
         runtime::rethrow_if_unwinding(error);
         return fail(e, error);  // an agent whose rendezvous failed stops, as PyTorch's does
@@ -382,6 +395,9 @@ constexpr CheckKind kChecks[] = {
 
 }  // namespace
 
+// The built-in store's rounds (an etcd backend's are not seen) and each completed rendezvous.
+constexpr WorkloadEvent kEvents[] = {WorkloadEvent::member, WorkloadEvent::store_round};
+
 const WorkloadType kRendezvousWorkload = {
     .name = "rendezvous",
     .keys = kKeys,
@@ -393,6 +409,7 @@ const WorkloadType kRendezvousWorkload = {
     .make = &make,
     .make_judge = &make_judge,
     .checks = kChecks,
+    .events = kEvents,
 };
 
 }  // namespace dagsim::scenarios

@@ -37,6 +37,10 @@ enum class RendezvousTableUse : uint8_t { rendezvous, elastic };
 RendezvousSpec read_rendezvous_table(const detail::TomlReader& reader, const toml::node& node, const std::string& path,
                                      const Scenario& scenario, RendezvousTableUse use);
 
+// Reports the round of a rendezvous state the store just took (WorkloadEvent::store_round), where
+// a fault waits for it; a deletion or bytes that are no state report nothing.
+void report_store_round(NodeContext& node, const store::Versioned& state);
+
 class RendezvousWorkload final : public Workload {
  public:
   explicit RendezvousWorkload(const Scenario& scenario);

@@ -341,13 +341,14 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
   }
   const WorkloadType& workload = read_workload(reader, top, scenario);
   // A trigger on an event the workload never reports would wait forever.
-  for (const FaultSpec& f : scenario.faults) {
+  for (size_t i = 0; i < scenario.faults.size(); ++i) {
+    const FaultSpec& f = scenario.faults[i];
     if (!f.when) continue;
     const auto& events = workload.events;
     if (std::find(events.begin(), events.end(), f.when->event) != events.end()) continue;
     std::string reported;
     for (WorkloadEvent e : events) reported += (reported.empty() ? "" : ", ") + std::string(workload_event_name(e));
-    reader.fail(f.line, "when",
+    reader.fail(f.line, "faults[" + std::to_string(i) + "].when",
                 "the " + std::string(workload.name) + " workload never reports " +
                     std::string(workload_event_name(f.when->event)) + " events, so this fault could never fire" +
                     (reported.empty() ? " (it reports none: use at_ms)" : " (it reports: " + reported + ")"));

@@ -470,8 +470,8 @@ kind = "pause"
 node = "worker1"
 restart_at_ms = 9
 )"),
-            "bad.toml:7: faults[0].restart_at_ms: does not apply to kind \"pause\"; allowed: at_ms, kind, node, "
-            "resume_at_ms");
+            "bad.toml:7: faults[0].restart_at_ms: does not apply to kind \"pause\"; allowed: at_ms, when, kind, node, "
+            "resume_at_ms, resume_after_ms");
   EXPECT_EQ(error_of(R"(name = "x"
 [heartbeat]
 [[faults]]
@@ -479,7 +479,7 @@ at_ms = 5
 kind = "heal"
 nodes = 1
 )"),
-            "bad.toml:6: faults[0].nodes: unknown key; allowed keys for kind \"heal\": at_ms, kind");
+            "bad.toml:6: faults[0].nodes: unknown key; allowed keys for kind \"heal\": at_ms, when, kind");
 }
 
 TEST(ScenarioLoader, PartitionGroupsMustBeDisjoint) {
@@ -523,6 +523,64 @@ at_ms = 60.5
 kind = "heal"
 )"),
             "bad.toml:5: faults[0].at_ms: 60.5 is after max_virtual_time_ms (50)");
+}
+
+// Faults on workload events (`when`), and ends relative to the fault (`*_after_ms`).
+TEST(ScenarioLoader, FaultsOnWorkloadEventsAreReadAndCheckedAgainstTheWorkload) {
+  const std::string program = R"(name = "x"
+tensors = [{ name = "a", shape = [2], init = "uniform" }]
+program = [{ out = "b", call = "sum", args = ["a"] }]
+backward = { roots = ["b"] }
+)";
+  const Scenario s = parse_scenario(program + R"(
+[[faults]]
+when = { backward = "worker0", pass = 2, after_ms = 5 }
+kind = "kill"
+node = "worker1"
+restart_after_ms = 10
+
+[[faults]]
+at_ms = 7
+kind = "pause"
+node = "worker1"
+resume_after_ms = 3
+)", "ok.toml");
+  ASSERT_EQ(s.faults.size(), 2u);
+  ASSERT_TRUE(s.faults[0].when);
+  EXPECT_EQ(s.faults[0].when->event, WorkloadEvent::backward);
+  EXPECT_EQ(s.faults[0].when->node, 0u);
+  EXPECT_EQ(s.faults[0].when->at_least, 2u);
+  EXPECT_EQ(s.faults[0].when->after, milliseconds(5));
+  EXPECT_EQ(s.faults[0].until_after, milliseconds(10));
+  EXPECT_EQ(s.faults[0].until, std::nullopt);
+  // At a time, an end after it is a time too.
+  EXPECT_FALSE(s.faults[1].when);
+  EXPECT_EQ(s.faults[1].until, milliseconds(10));
+  EXPECT_EQ(s.faults[1].until_after, std::nullopt);
+
+  const std::string fault = "[[faults]]\nkind = \"kill\"\nnode = \"worker1\"\n";
+  EXPECT_EQ(error_of(program + fault + "at_ms = 5\nwhen = { backward = \"worker0\" }\n"),
+            "bad.toml:8: faults[0].at_ms: a fault takes at_ms or when, not both");
+  EXPECT_EQ(error_of(program + fault), "bad.toml:5: faults[0].at_ms: required (or when = { ... }, a workload event; docs/scenarios.md)");
+  EXPECT_EQ(error_of(program + fault + "when = { after_ms = 5 }\n"),
+            "bad.toml:8: faults[0].when: names no event; one of: member, step, backward, store_round");
+  EXPECT_EQ(error_of(program + fault + "when = { backward = \"worker0\", step = 3 }\n"),
+            "bad.toml:8: faults[0].when.backward: a trigger waits for one event; step is already given");
+  EXPECT_EQ(error_of(program + fault + "when = { backward = \"worker0\", round = 3 }\n"),
+            "bad.toml:8: faults[0].when.round: goes with member");
+  EXPECT_EQ(error_of(program + fault + "when = { backward = \"worker9\" }\n").substr(0, 48),
+            "bad.toml:8: faults[0].when.backward: unknown nod");
+  EXPECT_EQ(error_of(program + fault + "when = { backward = \"worker0\" }\nrestart_at_ms = 9\n"),
+            "bad.toml:9: faults[0].restart_at_ms: a fault with when = { ... } ends restart_after_ms after it fires");
+  EXPECT_EQ(error_of(program + fault + "at_ms = 5\nrestart_at_ms = 9\nrestart_after_ms = 4\n"),
+            "bad.toml:10: faults[0].restart_after_ms: takes restart_at_ms or restart_after_ms, not both");
+  // The program workload reports backward passes only: a trigger on anything else could never fire.
+  EXPECT_EQ(error_of(program + fault + "when = { step = 3 }\n"),
+            "bad.toml:5: faults[0].when: the program workload never reports step_committed events, so this fault "
+            "could never fire (it reports: backward)");
+  EXPECT_EQ(error_of("name = \"x\"\n[heartbeat]\n" + fault + "when = { member = \"worker0\" }\n"),
+            "bad.toml:3: faults[0].when: the heartbeat workload never reports member events, so this fault could "
+            "never fire (it reports none: use at_ms)");
 }
 
 TEST(ScenarioLoader, LinksAreCheckedAndNotDeclaredTwice) {

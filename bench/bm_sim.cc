@@ -111,7 +111,7 @@ void two_fibers(benchmark::State& state, const char* counter, int64_t events_per
   double seconds = 0;
   for (auto _ : state) {
     SimWorld world(SimOptions{});
-    world.add_node("n0", nullptr);
+    world.add_node("n0");
     world.start(0);
     setup(world);
     seconds += timed_run(state, world, {}, SimWorld::Outcome::finished);

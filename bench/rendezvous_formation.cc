@@ -39,7 +39,7 @@ struct FormationWorld {
     handler_options.poll_interval = spec.poll_interval;
     for (uint32_t i = 0; i <= spec.nodes; ++i) {
       const auto id = static_cast<WorkerId>(i);
-      world.add_node(i == 0 ? "store" : "worker" + std::to_string(i), nullptr);
+      world.add_node(i == 0 ? "store" : "worker" + std::to_string(i));
       world.start(id);
       runtime::Env& env = world.env(id);
       agents.push_back(std::make_unique<rpc::RpcAgent>(env, registry));

@@ -18,7 +18,7 @@ struct AutogradCluster {
       : world(std::move(options)) {
     for (int i = 0; i < nodes; ++i) {
       const auto id = static_cast<WorkerId>(i);
-      world.add_node("worker" + std::to_string(i), nullptr);
+      world.add_node("worker" + std::to_string(i));
       world.start(id);
       agents.push_back(std::make_unique<rpc::RpcAgent>(world.env(id), registry, rpc_options));
       autograd.push_back(std::make_unique<dist_autograd::DistAutograd>(*agents.back(), engine_options));

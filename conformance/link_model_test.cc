@@ -47,7 +47,7 @@ std::vector<Duration> burst_in_simulator() {
   options.network = narrow_link();
   sim::SimWorld world(options);
   std::vector<sim::testing::Received> log;
-  world.add_node("a", nullptr);
+  world.add_node("a");
   world.add_node("b", sim::testing::recorder(log));
   world.start(0);
   world.start(1);

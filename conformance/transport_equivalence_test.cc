@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <csignal>
-#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -96,15 +95,22 @@ TEST_P(ElasticExamples, PassOverTcpWithTheSimulatorsVerdicts) {
     for (size_t rank = 0; rank < r["members"].size(); ++rank) EXPECT_EQ(r["members"][rank]["rank"], rank) << r.dump();
   }
   // The faults strike on workload events (a member of a round, a step committed), so the same
-  // deaths land in the same rounds: the same number of rounds formed and of restarts each agent
-  // counted, and every fault fired on both.
-  EXPECT_EQ(sim["rendezvous"].size(), tcp["rendezvous"].size()) << tcp["timeline"].dump(1);
-  const auto restarts = [](const json& j) {
-    std::map<std::string, int64_t> out;
-    for (const auto& [agent, a] : j["elastic"]["agents"].items()) out[agent] = a.value("restarts", int64_t{-1});
-    return out;
-  };
-  EXPECT_EQ(restarts(sim), restarts(tcp)) << tcp["timeline"].dump(1);
+  // deaths land in the same rounds: every fault fired on both and, where the deaths are what
+  // decides them, the same number of rounds formed and of restarts each agent counted. (When the
+  // store dies, whether an agent's monitor or its group's next commit finds it first is a race of
+  // the monitor interval and the step time that both runtimes may decide either way; and a life
+  // that starts after the job ended is seen only while the run drains, which TCP cuts short.)
+  if (GetParam() == "elastic_training" || GetParam() == "elastic_max_restarts") {
+    EXPECT_EQ(sim["rendezvous"].size(), tcp["rendezvous"].size()) << tcp["timeline"].dump(1);
+    const json& sim_agents = sim["elastic"]["agents"];
+    const json& tcp_agents = tcp["elastic"]["agents"];
+    for (const auto& [agent, a] : sim_agents.items()) {
+      if (agent.find("(life") != std::string::npos && !tcp_agents.contains(agent)) continue;
+      ASSERT_TRUE(tcp_agents.contains(agent)) << agent << "\n" << tcp["timeline"].dump(1);
+      EXPECT_EQ(a.value("restarts", int64_t{-1}), tcp_agents[agent].value("restarts", int64_t{-1}))
+          << agent << "\n" << sim["timeline"].dump(1) << tcp["timeline"].dump(1);
+    }
+  }
   ASSERT_EQ(sim["faults"].size(), tcp["faults"].size());
   for (size_t i = 0; i < sim["faults"].size(); ++i) {
     EXPECT_TRUE(sim["faults"][i]["fired"].get<bool>()) << sim["faults"][i].dump();

@@ -15,14 +15,9 @@ using runtime::FaultEvent;
 using runtime::NodeState;
 using runtime::TimePoint;
 
-// Drives `cluster` through the interface only, as the fault timeline does.
-void drive(Cluster& cluster, std::vector<uint32_t>& incarnations_seen) {
-  for (const char* name : {"a", "b", "c"}) {
-    cluster.add_node(name, [&incarnations_seen](runtime::Env& env) {
-      incarnations_seen.push_back(env.self * 100 + env.incarnation);
-      for (;;) env.clock.sleep(std::chrono::milliseconds(10));
-    });
-  }
+// Drives `cluster` through the interface only, as the fault timeline does (its nodes are the
+// runtime's to make: a, b and c here).
+void drive(Cluster& cluster) {
   for (WorkerId id = 0; id < cluster.num_nodes(); ++id) cluster.start(id);
   const WorkerId b = *cluster.find_node("b");
   const WorkerId c = *cluster.find_node("c");
@@ -36,7 +31,13 @@ void drive(Cluster& cluster, std::vector<uint32_t>& incarnations_seen) {
 TEST(SimCluster, TheClusterInterfaceDrivesTheWorldAndRecordsItsHistory) {
   SimWorld world({});
   std::vector<uint32_t> seen;
-  drive(world, seen);
+  for (const char* name : {"a", "b", "c"}) {
+    world.add_node(name, [&seen](runtime::Env& env) {
+      seen.push_back(env.self * 100 + env.incarnation);
+      for (;;) env.clock.sleep(std::chrono::milliseconds(10));
+    });
+  }
+  drive(world);
   EXPECT_EQ(world.find_node("b"), WorkerId{1});
   EXPECT_EQ(world.find_node("z"), std::nullopt);
   world.run({.stop_at = TimePoint{6s}});

@@ -57,7 +57,7 @@ TEST(SimNetwork, RandomLatencyNeverReordersAConnection) {
   options.network.latency = LatencyModel{LatencyModel::Dist::exponential, 10us, 5ms, 1ms, Duration{0}};
   SimWorld world(options);
   std::vector<Received> log;
-  world.add_node("a", nullptr);
+  world.add_node("a");
   world.add_node("b", recorder(log));
   world.start(0);
   world.start(1);
@@ -91,7 +91,7 @@ TEST(SimNetwork, BandwidthDelaysBySizeAndQueuesBehindEarlierMessages) {
   options.network.bandwidth_bytes_per_s = 1e6;  // 1 byte per microsecond
   SimWorld world(options);
   std::vector<Received> log;
-  world.add_node("a", nullptr);
+  world.add_node("a");
   world.add_node("b", recorder(log));
   world.start(0);
   world.start(1);
@@ -105,7 +105,7 @@ TEST(SimNetwork, BandwidthDelaysBySizeAndQueuesBehindEarlierMessages) {
 TEST(SimNetwork, PartitionHoldsTrafficAndHealReleasesItInOrder) {
   SimWorld world(constant_latency(1ms));
   std::vector<Received> log;
-  world.add_node("a", nullptr);
+  world.add_node("a");
   world.add_node("b", recorder(log));
   world.start(0);
   world.start(1);
@@ -185,7 +185,7 @@ TEST(SimNetwork, SendingToADeadNodeIsRefusedAfterALatency) {
   SimWorld world(constant_latency(2ms));
   std::vector<Received> log;
   world.add_node("a", recorder(log));
-  world.add_node("b", nullptr);  // never started
+  world.add_node("b");  // never started
   world.start(0);
   send_at(world, at_ms(5), 0, 1, {"x", "y"});
   world.run({.stop_at = at_ms(50)});
@@ -224,7 +224,7 @@ TEST(SimNetwork, DeliveriesNameThePeersIncarnation) {
     world.add_node("a", [&a_log](runtime::Env& env) {
       for (;;) a_log.push_back(env.transport.inbox().pop());
     });
-    world.add_node("b", nullptr);
+    world.add_node("b");
     world.start(0);
     world.start(1);
     send_at(world, at_ms(0), 0, 1, {"hello"});
@@ -250,7 +250,7 @@ TEST(SimNetwork, AResetDoesNotCrossAPartition) {
   SimWorld world(options);
   std::vector<Received> a_log;
   world.add_node("a", recorder(a_log));
-  world.add_node("b", nullptr);
+  world.add_node("b");
   world.start(0);
   world.start(1);
   send_at(world, at_ms(0), 0, 1, {"hello"});
@@ -319,7 +319,7 @@ TEST(SimNetwork, CrashIsSilenceUntilTheConnectionTimesOut) {
   SimWorld world(options);
   std::vector<Received> log;
   world.add_node("a", recorder(log));
-  world.add_node("b", nullptr);
+  world.add_node("b");
   world.start(0);
   world.start(1);
   world.at(at_ms(0), "crash", [&] { world.crash(1); });
@@ -395,7 +395,7 @@ TEST(SimNetwork, PausedNodeReceivesHeldTrafficAndFiresTimersOnResume) {
   SimWorld world(constant_latency(1ms));
   std::vector<Received> log;
   std::vector<int64_t> woke_us;
-  world.add_node("a", nullptr);
+  world.add_node("a");
   world.add_node("b", [&](runtime::Env& env) {
     env.spawner.spawn("sleeper", [&env, &woke_us] {
       env.clock.sleep(10ms);

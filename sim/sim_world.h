@@ -76,7 +76,8 @@ class SimWorld final : public runtime::Cluster {
   // (kMaxRoundsPerInstant driver rounds at one instant: fibers re-arming zero-delay timers).
   enum class Outcome { finished, idle, time_limit, deadlock, livelock };
   static constexpr uint64_t kMaxRoundsPerInstant = 1'000'000;
-  using NodeMain = runtime::Cluster::NodeMain;
+  // Run by every incarnation of a node, on a fiber of that incarnation, with its Env.
+  using NodeMain = std::function<void(runtime::Env&)>;
   using Progress = std::function<void(TimePoint now, uint64_t events)>;
 
   explicit SimWorld(SimOptions options);
@@ -86,7 +87,10 @@ class SimWorld final : public runtime::Cluster {
 
   // Adds a node, not yet started. `main` runs on a fiber named "main" each time the node starts
   // or restarts, with that incarnation's Env. Ids are dense, from 0.
-  WorkerId add_node(std::string name, NodeMain main) override;
+  // Adds a node, not yet started; returns its id (dense, from 0). Each incarnation runs `main`.
+  WorkerId add_node(std::string name, NodeMain main);
+  // A node with no main function of its own: tests and benchmarks drive its Env from outside.
+  WorkerId add_node(std::string name) { return add_node(std::move(name), NodeMain{}); }
   size_t num_nodes() const override { return nodes_.size(); }
   const std::string& node_name(WorkerId node) const override;
   std::vector<std::string> node_names() const;

@@ -109,7 +109,7 @@ TEST(SimWorld, ForegroundFibersEndTheRunAndBackgroundFibersAreStopped) {
 TEST(SimWorld, DeadlockEndsWithAStuckReport) {
   runtime::Event never;  // outlives the world, whose shutdown unwinds the waiter
   SimWorld world({});
-  world.add_node("n0", nullptr);
+  world.add_node("n0");
   world.start(0);
   world.spawn_foreground(0, "waiter", [&never] { never.wait(); });
   EXPECT_EQ(world.run({}), SimWorld::Outcome::deadlock);
@@ -161,7 +161,7 @@ TEST(SimWorld, KilledNodesFibersUnwindAndRestartRunsMainAgain) {
 
 TEST(SimWorld, AnExceptionInANodeFiberIsReportedAgainstItsNode) {
   SimWorld world({});
-  world.add_node("n0", nullptr);
+  world.add_node("n0");
   world.add_node("n1", [](runtime::Env& env) {
     env.clock.sleep(3ms);
     throw std::runtime_error("boom");
@@ -180,7 +180,7 @@ TEST(SimWorld, AnExceptionInANodeFiberIsReportedAgainstItsNode) {
 
 TEST(SimWorld, TimedWaitsOnFuturesUseTheNodeClock) {
   SimWorld world({});
-  world.add_node("n0", nullptr);
+  world.add_node("n0");
   world.start(0);
   bool timed_out = false;
   world.spawn_foreground(0, "waiter", [&] {
@@ -199,7 +199,7 @@ TEST(SimWorld, TimedWaitsOnFuturesUseTheNodeClock) {
 
 TEST(SimWorld, AZeroDelayLoopIsALivelockNotAHang) {
   SimWorld world({});
-  world.add_node("n0", nullptr);
+  world.add_node("n0");
   world.start(0);
   world.spawn_foreground(0, "spinner", [&world] {
     for (;;) world.env(0).clock.sleep(Duration{0});

@@ -1,8 +1,11 @@
 // Cluster: the runtime-neutral view of a scenario's nodes (DESIGN.md, "One seam for both runtimes").
 //
 // A runner and a fault timeline drive a Cluster; they never see how its nodes run. SimWorld
-// (sim/) implements it with fibers on one thread and virtual time; the TCP launcher (net/)
-// implements it with one process per node. A Cluster promises:
+// (sim/) implements it with fibers on one thread and virtual time; the TCP launcher
+// (scenarios/run/tcp_launcher.cc) with one process per node. A Cluster is the control side only:
+// what a node runs is its runtime's to set up (SimWorld::add_node takes a function for its fibers;
+// a TCP node process, on this host or another, builds the scenario's workload itself), since a
+// function cannot cross to a process on another host. A Cluster promises:
 //  - nodes are named and numbered densely from 0 in the order they were added, and every start or
 //    restart of a node begins a new incarnation, numbered from 0 (a restarted node is a fresh
 //    process with fresh state);
@@ -53,13 +56,8 @@ bool parse_fault_event_kind(std::string_view name, FaultEvent::Kind& kind);
 
 class Cluster {
  public:
-  // Run by every incarnation of a node, on a fiber of that incarnation, with its Env.
-  using NodeMain = std::function<void(Env&)>;
-
   virtual ~Cluster() = default;
 
-  // Adds a node, not yet started; returns its id (dense, from 0).
-  virtual WorkerId add_node(std::string name, NodeMain main) = 0;
   virtual size_t num_nodes() const = 0;
   virtual const std::string& node_name(WorkerId node) const = 0;
   // The node named `name`, or nullopt.

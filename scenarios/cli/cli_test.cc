@@ -352,7 +352,7 @@ duration_ms = 1000
   EXPECT_NE(report["warnings"][1].get<std::string>().find("the partition at 2000 ms (line 9) never fired"), std::string::npos)
       << report["warnings"].dump(1);
   const Output text = dagsim("run " + file);
-  EXPECT_NE(text.out.find("  WARNING the kill at 500 ms of worker1 (line 4): its end at 3000 ms never came"), std::string::npos)
+  EXPECT_NE(text.out.find("  WARNING the kill of worker1 at 500 ms (line 4): its end at 3000 ms never came"), std::string::npos)
       << text.out;
 }
 

@@ -64,16 +64,16 @@ struct FaultSpec {
   // kill/crash: restart the node (a fresh incarnation) at this time. pause: resume at this time.
   // partition: heal this partition at this time.
   std::optional<Duration> until;
-  // Instead of `at`: the workload event the fault strikes on. Its end then comes `until_after`
-  // after it fired (restart_after_ms, resume_after_ms, heal_after_ms); `until` stays unset.
-  std::optional<FaultTrigger> when;
-  std::optional<Duration> until_after;
   // partition: either symmetric groups (traffic between different groups is blocked; nodes in no
   // group are unaffected) or one-way (traffic from each `from` node to each `to` node is blocked).
   std::vector<std::vector<uint32_t>> groups;
   std::vector<uint32_t> from;
   std::vector<uint32_t> to;
   int line = 0;  // where it was declared, for messages
+  // Instead of `at`: the workload event the fault strikes on. Its end then comes `until_after`
+  // after it fired (restart_after_ms, resume_after_ms, heal_after_ms); `until` stays unset.
+  std::optional<FaultTrigger> when = std::nullopt;
+  std::optional<Duration> until_after = std::nullopt;
 };
 
 // Faults drawn from seeded rates ([random_faults]). Each kind arrives as a Poisson process.

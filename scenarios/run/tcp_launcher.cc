@@ -69,7 +69,12 @@ class TcpCluster final : public runtime::Cluster {
              std::map<std::string, std::string> child_env)
       : scenario_(scenario), options_(options), dir_(dir), peers_file_(peers_file), child_env_(std::move(child_env)),
         remote_(!options.peers_file.empty()), digest_(net::sha256_hex(net::bytes_of(options.scenario_text))),
-        signals_(io_, SIGCHLD, SIGTERM, SIGINT), tick_(io_), join_timer_(io_) {}
+        signals_(io_, SIGCHLD, SIGTERM, SIGINT), tick_(io_), join_timer_(io_) {
+    // The scenario's nodes, each run by a `dagsim node` process that builds the workload's node
+    // side itself (tcp_node.cc), on this host or another.
+    nodes_.resize(scenario.cluster.nodes);
+    for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) nodes_[i].name = scenario.cluster.node_name(i);
+  }
 
   // Remote nodes: listens on the control port for them, each proving the cluster's secret.
   uint16_t listen_for_nodes(uint64_t cluster_id, std::vector<uint8_t> secret) {
@@ -107,11 +112,6 @@ class TcpCluster final : public runtime::Cluster {
   RunRecords run(Workload& workload);
 
   // runtime::Cluster ---------------------------------------------------------------------------
-  WorkerId add_node(std::string name, NodeMain) override {
-    nodes_.emplace_back();
-    nodes_.back().name = std::move(name);
-    return static_cast<WorkerId>(nodes_.size() - 1);
-  }
   size_t num_nodes() const override { return nodes_.size(); }
   const std::string& node_name(WorkerId node) const override { return nodes_.at(node).name; }
   NodeState state(WorkerId node) const override { return nodes_.at(node).state; }
@@ -739,7 +739,6 @@ RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& op
     const PeersFile peers = read_peers_file(options.peers_file, scenario);
     const net::Secret secret = net::secret_from_environment();
     TcpCluster cluster(scenario, options, dir.path, options.peers_file, {});
-    for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) cluster.add_node(scenario.cluster.node_name(i), nullptr);
     const uint16_t port = cluster.listen_for_nodes(peers.cluster_id, secret.bytes);
     if (options.on_control_port) options.on_control_port(port);
     return cluster.run(*workload);
@@ -766,7 +765,6 @@ RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& op
   }
   const std::string peers_path = (fs::path(dir.path) / "peers.json").string();
   TcpCluster cluster(scenario, options, dir.path, peers_path, child_env);
-  for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) cluster.add_node(scenario.cluster.node_name(i), nullptr);
   const std::vector<uint16_t> ports = cluster.bind_ports();
   PeersFile peers;
   const std::vector<uint8_t> id = net::random_bytes(8);

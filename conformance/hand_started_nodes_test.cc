@@ -54,14 +54,7 @@ std::string sha256_of(const std::string& file) {
   return std::string(buffer, n);
 }
 
-// The run of docs/tcp.md's two hosts, on one, at the launcher's --seed 42 (the nodes are given no
-// seed: they run the launcher's): the gathered records give the simulator's gradients of seed 42,
-// and the same verdict again through `dagsim judge`.
-TEST(HandStartedNodes, JoinALauncherThroughItsControlPortAndRunItsSeed) {
-  const TwoHosts hosts("two-hosts");
-  const std::string file = example("seed_example");
-  const std::string command = "(" + hosts.node("worker0", file) + " & " + hosts.node("worker1", file) + " & " +
-                              hosts.launcher(file, " --seed 42") + "; wait)";
+void join_and_run_seed_42(const TwoHosts& hosts, const std::string& file, const std::string& command) {
   ASSERT_EQ(std::system(command.c_str()), 0);
   EXPECT_EQ(hosts.code(), "0\n") << slurp(hosts.dir / "err.txt");
   const json tcp = hosts.report();
@@ -73,6 +66,21 @@ TEST(HandStartedNodes, JoinALauncherThroughItsControlPortAndRunItsSeed) {
   ASSERT_NE(sim["gradients"], sim_seed_1["gradients"]) << "the seed must matter for this to test anything";
   expect_close(sim["gradients"], tcp["gradients"], "gradients");
   EXPECT_EQ(dagsim("judge " + (hosts.dir / "run").string()).exit_code, 0);
+}
+
+// The run of docs/tcp.md's two hosts, on one, at the launcher's --seed 42 (the nodes are given no
+// seed: they run the launcher's): the gathered records give the simulator's gradients of seed 42,
+// and the same verdict again through `dagsim judge`. Twice, with the same folders: a node's first
+// life in the second run is incarnation 0 again, not a restart (which would not drive the program).
+TEST(HandStartedNodes, JoinALauncherThroughItsControlPortAndRunItsSeed) {
+  const TwoHosts hosts("two-hosts");
+  const std::string file = example("seed_example");
+  const std::string command = "(" + hosts.node("worker0", file) + " & " + hosts.node("worker1", file) + " & " +
+                              hosts.launcher(file, " --seed 42") + "; wait)";
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run));
+    join_and_run_seed_42(hosts, file, command);
+  }
 }
 
 // worker1's host has an edited copy: it refuses to run, naming both digests, and the launcher ends

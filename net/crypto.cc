@@ -69,9 +69,13 @@ std::string sha256_hex(std::span<const uint8_t> data) {
   if (EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1 || length != digest.size()) {
     throw errors::internal_error("SHA-256 failed (OpenSSL)");
   }
+  return hex_of(digest);
+}
+
+std::string hex_of(std::span<const uint8_t> bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
-  for (uint8_t b : digest) {
+  for (uint8_t b : bytes) {
     hex += kHex[b >> 4];
     hex += kHex[b & 15];
   }

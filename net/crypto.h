@@ -42,6 +42,8 @@ std::vector<uint8_t> random_bytes(size_t n);
 // SHA-256 of `data` as 64 lowercase hex digits, what `sha256sum` prints for a file of those bytes
 // (the digest a launcher and its nodes compare their scenario copies by).
 std::string sha256_hex(std::span<const uint8_t> data);
+// `bytes` as lowercase hex digits, two per byte.
+std::string hex_of(std::span<const uint8_t> bytes);
 
 // Constant-time comparison of two equally long byte strings (false if the lengths differ).
 bool equal_in_constant_time(std::span<const uint8_t> a, std::span<const uint8_t> b);

@@ -302,7 +302,7 @@ class TcpCluster final : public runtime::Cluster {
   // The run's setup, a node's first message: what to run, its digest and the seed.
   void send_setup(ControlLink& link) {
     link.send({{"op", "setup"}, {"scenario", options_.scenario_text}, {"digest", digest_}, {"seed", options_.seed},
-               {"file", scenario_.file}});
+               {"file", scenario_.file}, {"run", run_id_}});
   }
   // A node that tried to join and could not: said at once, and the run ends kJoinGrace later unless
   // every node has joined by then (its operator may start it again, right). A node that refused
@@ -362,6 +362,9 @@ class TcpCluster final : public runtime::Cluster {
   std::vector<Pending> pending_;
   std::vector<FaultEvent> history_;
   std::unique_ptr<FaultTriggers> triggers_;  // the run's faults that strike on workload events
+  // This run's name for its nodes: incarnations count within it (next_incarnation), so a node
+  // started by hand with a records folder of an earlier run begins at 0 again.
+  const std::string run_id_ = net::hex_of(net::random_bytes(8));
   std::vector<FiberFailureRecord> failures_;
   std::map<std::pair<WorkerId, WorkerId>, int> blocked_;
   std::map<uint64_t, std::vector<std::pair<WorkerId, WorkerId>>> partitions_;
@@ -751,12 +754,7 @@ RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& op
     const fs::path path = fs::path(dir.path) / "secret";
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) throw errors::invalid_argument(path.string() + ": cannot write the run's secret");
-    std::string hex;
-    for (uint8_t b : net::random_bytes(32)) {
-      const char digits[] = "0123456789abcdef";
-      hex += digits[b >> 4];
-      hex += digits[b & 15];
-    }
+    const std::string hex = net::hex_of(net::random_bytes(32));
     const bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
     ::close(fd);
     if (!ok) throw errors::invalid_argument(path.string() + ": cannot write the run's secret");

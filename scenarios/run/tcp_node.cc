@@ -26,6 +26,7 @@
 #include "core/base/error.h"
 #include "core/fibers/node_fibers.h"
 #include "core/runtime/event.h"
+#include "core/runtime/fiber_context.h"
 #include "net/crypto.h"
 #include "net/etcd/etcd_process.h"
 #include "net/etcd/etcd_store.h"
@@ -120,6 +121,11 @@ class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
   // fault strikes at the event's instant. Without an answer in kStrikeWait (a launcher gone), on.
   void report(WorkerId, WorkloadEvent event, uint64_t value) override {
     if (!wants(event)) return;
+    if (runtime::current_fiber() == nullptr) {
+      // Not on a node fiber (nothing to hold back): the fault strikes when the launcher hears it.
+      send_({{"event", "workload"}, {"what", std::string(workload_event_name(event))}, {"value", value}});
+      return;
+    }
     const uint64_t id = ++last_report_;
     auto answered = std::make_shared<runtime::Event>();
     reports_[id] = {event, answered};
@@ -236,7 +242,10 @@ std::shared_ptr<ControlLink> connect_to_launcher(asio::io_context& io, const std
 
 }  // namespace
 
-uint32_t next_incarnation(const std::string& records_dir, const std::string& node) {
+uint32_t next_incarnation(const std::string& records_dir, const std::string& node, const std::string& run) {
+  if (run.empty() || run.size() > 64 || run.find_first_of(" \n") != std::string::npos) {
+    throw errors::invalid_argument("the launcher named no run (or a malformed one) in its setup");
+  }
   const fs::path dir = fs::path(records_dir) / "incarnations";
   std::error_code error;
   fs::create_directories(dir, error);
@@ -244,19 +253,22 @@ uint32_t next_incarnation(const std::string& records_dir, const std::string& nod
   const fs::path path = dir / node;
   uint32_t next = 0;
   if (fs::exists(path, error)) {
+    // "RUN LAST": the last incarnation of this node in that run.
     std::ifstream in(path);
-    std::string text;
-    std::getline(in, text);
-    const uint32_t last = parse_uint32(text, path.string());
-    if (last == UINT32_MAX || last >= UINT16_MAX) throw errors::invalid_argument(path.string() + ": no incarnation numbers left");
-    next = last + 1;
+    std::string recorded_run, text;
+    in >> recorded_run >> text;
+    if (recorded_run == run) {
+      const uint32_t last = parse_uint32(text, path.string());
+      if (last == UINT32_MAX || last >= UINT16_MAX) throw errors::invalid_argument(path.string() + ": no incarnation numbers left");
+      next = last + 1;
+    }
   }
   // Persisted before the node talks to anyone: written to a temporary file, synced, renamed.
   const fs::path temporary = path.string() + ".tmp";
   {
     const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) throw errors::invalid_argument(temporary.string() + ": cannot write");
-    const std::string text = std::to_string(next) + "\n";
+    const std::string text = run + " " + std::to_string(next) + "\n";
     const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
     ::close(fd);
     if (!ok) throw errors::invalid_argument(temporary.string() + ": cannot write");
@@ -291,10 +303,6 @@ int run_tcp_node(const TcpNodeOptions& options) {
                                    " needs --scenario FILE: this host's copy of the launcher's scenario");
   }
   const net::Secret secret = net::secret_from_environment();
-  const uint32_t incarnation = next_incarnation(options.records_dir, options.node_name);
-  const std::string label = options.node_name + "." + std::to_string(incarnation);
-  fs::create_directories(fs::path(options.records_dir) / "logs");
-  FileLog log((fs::path(options.records_dir) / "logs" / (label + ".log")).string(), label);
 
   net::IoScheduler& scheduler = net::IoScheduler::for_this_thread();
   asio::io_context& io = scheduler.io();
@@ -341,6 +349,11 @@ int run_tcp_node(const TcpNodeOptions& options) {
   }
   const Scenario scenario =
       own ? std::move(*own) : parse_scenario(setup.value("scenario", ""), setup.value("file", std::string("scenario")));
+  // Numbered within the launcher's run, persisted before the node opens any connection to a peer.
+  const uint32_t incarnation = next_incarnation(options.records_dir, options.node_name, setup.value("run", std::string()));
+  const std::string label = options.node_name + "." + std::to_string(incarnation);
+  fs::create_directories(fs::path(options.records_dir) / "logs");
+  FileLog log((fs::path(options.records_dir) / "logs" / (label + ".log")).string(), label);
   const uint32_t index = node_index(scenario, options.node_name, scenario.file);
   const PeersFile peers = read_peers_file(options.peers_file, scenario);
 

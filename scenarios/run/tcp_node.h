@@ -49,8 +49,10 @@ struct TcpNodeOptions {
 // Returns the process's exit code: 0, or 2 for bad input (a message on stderr names it).
 int run_tcp_node(const TcpNodeOptions& options);
 
-// The incarnation this start of `node` gets: one more than the last recorded under `records_dir`
-// (0 if none), persisted before it returns. Throws Error(invalid_argument) naming the file.
-uint32_t next_incarnation(const std::string& records_dir, const std::string& node);
+// The incarnation this start of `node` gets in the launcher's run `run`: one more than the last
+// recorded under `records_dir` for that run, 0 if none (a records folder a hand-started node
+// used in an earlier run starts it at 0 again: its first life is not a restart). Persisted before
+// it returns. Throws Error(invalid_argument) naming the file.
+uint32_t next_incarnation(const std::string& records_dir, const std::string& node, const std::string& run);
 
 }  // namespace dagsim::scenarios

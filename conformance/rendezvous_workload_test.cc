@@ -60,6 +60,31 @@ TEST(RendezvousScenario, TheTableRefusesWhatCannotWorkNamingTheKey) {
   EXPECT_EQ(error_of(kHead + "[rendezvous]\nmin_nodes = 2\nbackend = \"etcd\"\netcd_endpoint = \"10.0.0.7:2379\"\n"), "no error");
 }
 
+// Values that validated and could never work (issue 23, item 8): each refused at its key and line.
+TEST(RendezvousScenario, ValuesThatCanNeverWorkAreRefusedAtTheirKeyAndLine) {
+  const std::string etcd = kHead + "[rendezvous]\nmin_nodes = 2\nbackend = \"etcd\"\n";
+  for (const char* port : {"99999", "0", "123456789012345678901234567890"}) {
+    const std::string e = error_of(etcd + "etcd_endpoint = \"127.0.0.1:" + port + "\"\n");
+    EXPECT_NE(e.find(":8: rendezvous.etcd_endpoint: \"127.0.0.1:" + std::string(port) + "\": port"), std::string::npos) << e;
+    EXPECT_NE(e.find("is outside 1..65535"), std::string::npos) << e;
+  }
+  EXPECT_EQ(error_of(etcd + "etcd_endpoint = \"127.0.0.1:65535\"\n"), "no error");
+  // An empty run id at its own line and key, in the loader's words (not the table's line).
+  const std::string empty = error_of(kHead + "[rendezvous]\nmin_nodes = 2\nrun_id = \"\"\n");
+  EXPECT_NE(empty.find(":7: rendezvous.run_id: must not be empty"), std::string::npos) << empty;
+  const std::string long_id = error_of(kHead + "[rendezvous]\nmin_nodes = 2\nrun_id = \"" + std::string(100000, 'r') + "\"\n");
+  EXPECT_NE(long_id.find(":7: rendezvous.run_id: 100000 bytes, more than the 256 a run id may have"), std::string::npos)
+      << long_id.substr(0, 300);
+  EXPECT_EQ(error_of(kHead + "[rendezvous]\nmin_nodes = 2\nrun_id = \"" + std::string(256, 'r') + "\"\n"), "no error");
+  // A poll interval of a nanosecond: billions of polls, a run that never ends in wall time.
+  const std::string tiny = error_of(kHead + "[rendezvous]\nmin_nodes = 2\npoll_interval_ms = 0.000001\n");
+  EXPECT_NE(tiny.find(":7: rendezvous.poll_interval_ms: 1ns is below the 1 ms a poll interval may be (0: no polling)"),
+            std::string::npos)
+      << tiny;
+  EXPECT_EQ(error_of(kHead + "[rendezvous]\nmin_nodes = 2\npoll_interval_ms = 1\n"), "no error");
+  EXPECT_EQ(error_of(kHead + "[rendezvous]\nmin_nodes = 2\npoll_interval_ms = 0\n"), "no error");
+}
+
 // Runs the formation example, lets `tamper` change the records, and returns the invariants check.
 CheckResult invariants_after(const std::function<void(RunRecords&)>& tamper) {
   const scenarios::Scenario scenario =

@@ -151,6 +151,11 @@ void Handshake::on_message(std::span<const uint8_t> m) {
   DAGSIM_ASSERT_MSG(false, "unreachable handshake kind");
 }
 
+std::string Handshake::incarnation_beyond_ids(uint32_t incarnation) const {
+  return peer_label() + " claims incarnation " + std::to_string(incarnation) + ", past the " +
+         std::to_string(kMaxIncarnation) + " that ids carry (16 bits)";
+}
+
 void Handshake::on_hello(std::span<const uint8_t> m) {
   rpc::WireReader r(m.subspan(8));
   const auto [cluster, from, incarnation, to, reserved, peer_nonce] = read_identity(r);
@@ -162,6 +167,7 @@ void Handshake::on_hello(std::span<const uint8_t> m) {
   }
   if (to != params_.self) return refuse(peer_label() + " meant to reach worker " + std::to_string(to));
   if (reserved != 0) return refuse(peer_label() + " set reserved bits in its hello");
+  if (incarnation > kMaxIncarnation) return refuse(incarnation_beyond_ids(incarnation));
   hello_.assign(m.begin(), m.end());
   peer_ = {static_cast<WorkerId>(from), incarnation};
   // The challenge: who this listener is, its nonce, and its proof of the secret.
@@ -184,6 +190,7 @@ void Handshake::on_challenge(std::span<const uint8_t> m) {
     return refuse("dialled worker " + std::to_string(*claimed_peer_) + " but worker " + std::to_string(from) + " answered");
   }
   if (to != params_.self || reserved != 0) return refuse(peer_label() + " answered a hello it was not sent");
+  if (incarnation > kMaxIncarnation) return refuse(incarnation_beyond_ids(incarnation));
   const Digest expected = hmac_.digest({bytes_of(kChallengeLabel), hello_, m.first(kChallengeBytes - 32)});
   if (!equal_in_constant_time(mac, expected)) {
     return refuse(peer_label() + " could not prove the shared secret (its challenge MAC does not verify)");

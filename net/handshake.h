@@ -20,7 +20,8 @@
 // Refusals (status() == refused, error() says why, naming the peer where it is known): a wrong
 // magic, kind or version (a peer of another protocol version is refused, never half-understood),
 // another cluster id (another run), a message meant for another worker, a worker id outside the
-// cluster or this process's own, a MAC that does not verify (the wrong secret). A refused
+// cluster or this process's own, an incarnation past the 16 bits ids carry (kMaxIncarnation: a
+// node would assert on it), a MAC that does not verify (the wrong secret). A refused
 // connection is closed without a word: a prober learns nothing but that the port is open.
 #pragma once
 
@@ -101,6 +102,7 @@ class Handshake {
   void refuse(std::string why);
   void establish(WorkerId worker, uint32_t incarnation, const Nonce& peer_nonce);
   std::string peer_label() const;
+  std::string incarnation_beyond_ids(uint32_t incarnation) const;
 
   Role role_;
   HandshakeParams params_;

@@ -136,6 +136,36 @@ TEST(Handshake, RefusesAnotherVersionAnotherClusterAndStrangers) {
   }
 }
 
+TEST(Handshake, APeerClaimingAnIncarnationPastWhatIdsCarryIsRefusedEitherWay) {
+  // Ids carry 16 bits of incarnation (core/base/ids.h): a peer claiming more would make every node
+  // it messages assert. Refused by the listener (in the hello) and by the dialer (in the challenge).
+  for (uint32_t claimed : {kMaxIncarnation + 1, UINT32_MAX}) {
+    HandshakeParams liar = params(0);
+    liar.incarnation = claimed;
+    Handshake d = Handshake::dial(liar, 1, nonce(1));
+    Handshake l = Handshake::accept(params(1), nonce(2));
+    play(d, l);
+    EXPECT_EQ(l.status(), Handshake::Status::refused);
+    EXPECT_NE(l.error().find("worker 0 claims incarnation " + std::to_string(claimed) + ", past the 65535"),
+              std::string::npos)
+        << l.error();
+    HandshakeParams lying_listener = params(1);
+    lying_listener.incarnation = claimed;
+    Handshake d2 = Handshake::dial(params(0), 1, nonce(1));
+    Handshake l2 = Handshake::accept(lying_listener, nonce(2));
+    play(d2, l2);
+    EXPECT_EQ(d2.status(), Handshake::Status::refused);
+    EXPECT_NE(d2.error().find("claims incarnation " + std::to_string(claimed)), std::string::npos) << d2.error();
+  }
+  // The last one ids carry is fine.
+  HandshakeParams last = params(0);
+  last.incarnation = kMaxIncarnation;
+  Handshake d = Handshake::dial(last, 1, nonce(1));
+  Handshake l = Handshake::accept(params(1), nonce(2));
+  play(d, l);
+  EXPECT_EQ(l.status(), Handshake::Status::established) << l.error();
+}
+
 TEST(Handshake, LeavesTheBytesAfterItsLastMessageToTheStream) {
   Handshake d = Handshake::dial(params(0), 1, nonce(1));
   Handshake l = Handshake::accept(params(1), nonce(2));

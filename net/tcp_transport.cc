@@ -104,6 +104,9 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
     bool dialing = false;
     SteadyClock::time_point dial_started{};
     unsigned attempts = 0;
+    // Counts connect() calls: an attempt's completion acts only if no later attempt started (a
+    // link that failed and dialled again while an earlier connect was still in flight).
+    uint64_t attempt_id = 0;
     std::string last_dial_error;
     std::unique_ptr<asio::steady_timer> shaping, retry, hold;
     bool shaping_armed = false, hold_armed = false;
@@ -467,11 +470,13 @@ void TcpTransport::Impl::connect(WorkerId peer) {
   boost::system::error_code ec;
   const asio::ip::address address = asio::ip::make_address(options_.peers[peer].host, ec);
   auto socket = std::make_shared<tcp::socket>(io_);
-  auto on_connect = [weak = weak_from_this(), peer, socket](const boost::system::error_code& ec2, const tcp::endpoint&) {
+  const uint64_t attempt = ++links_[peer].attempt_id;
+  auto on_connect = [weak = weak_from_this(), peer, socket, attempt](const boost::system::error_code& ec2, const tcp::endpoint&) {
     auto self = weak.lock();
     if (!self || self->closed_) return;
     Link& l = self->links_[peer];
-    if (!l.dialing) return;  // the link failed meanwhile
+    // The link failed meanwhile, or failed and dialled again: a later attempt owns it now.
+    if (!l.dialing || l.attempt_id != attempt) return;
     if (ec2) return self->dial_failed(peer, ec2.message(), ec2 == asio::error::connection_refused);
     auto c = std::make_shared<Connection>(weak, std::move(*socket),
                                           Handshake::dial(self->handshake_params(), peer, fresh_nonce()),
@@ -489,10 +494,12 @@ void TcpTransport::Impl::connect(WorkerId peer) {
   // A host name: resolved each attempt (a host may move between restarts).
   auto resolver = std::make_shared<tcp::resolver>(io_);
   resolver->async_resolve(options_.peers[peer].host, std::to_string(options_.peers[peer].port),
-                          [weak = weak_from_this(), peer, socket, resolver, on_connect](
+                          [weak = weak_from_this(), peer, socket, resolver, on_connect, attempt](
                               const boost::system::error_code& ec2, const tcp::resolver::results_type& results) {
                             auto self = weak.lock();
                             if (!self || self->closed_) return;
+                            const Link& l = self->links_[peer];
+                            if (!l.dialing || l.attempt_id != attempt) return;  // as on_connect
                             if (ec2) return self->dial_failed(peer, "cannot resolve: " + ec2.message());
                             asio::async_connect(*socket, results, on_connect);
                           });
@@ -566,7 +573,12 @@ void TcpTransport::Impl::on_established(const std::shared_ptr<Connection>& c) {
   const PeerIdentity& p = c->peer();
   Link& l = links_[p.worker];
   if (c->role() == Handshake::Role::dialer) {
-    DAGSIM_ASSERT(l.out == c);
+    if (l.out != c) {
+      // Not the link's connection any more (its dial was given up while the handshake ran): a
+      // peer's timing decides that, so it is closed, never an assertion.
+      c->close();
+      return;
+    }
     l.dialing = false;
     // Our new connection reached another life of the peer than the one still connected to us.
     if (l.in && l.in->peer().incarnation != p.incarnation) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "core/base/assert.h"
 
@@ -16,6 +17,8 @@ namespace dagsim {
 using WorkerId = uint16_t;
 
 constexpr int kWorkerIdShift = 48;
+// The largest incarnation ids carry; a transport refuses a peer that claims more.
+inline constexpr uint32_t kMaxIncarnation = UINT16_MAX;
 constexpr int kIncarnationShift = 32;
 constexpr uint64_t kCounterMask = (uint64_t{1} << kWorkerIdShift) - 1;
 constexpr uint64_t kSequenceMask = (uint64_t{1} << kIncarnationShift) - 1;
@@ -48,6 +51,37 @@ class IdGenerator {
   WorkerId worker_;
   uint16_t incarnation_;
   uint64_t sequence_ = 0;  // 0 is never handed out, so an id of 0 means "none"
+};
+
+// Request ids of one life of one node: its incarnation in the high 16 bits and a 48-bit sequence
+// below, so a node runs out only after 2^48 - 1 requests in one life (89 years at 100,000 a
+// second). The worker id is not in them: a reply is matched only against the requests this node
+// has pending, which names their target, and the incarnation tells a reply meant for an earlier
+// life. Request ids are not global ids (worker_of and incarnation_of do not apply).
+class RequestIds {
+ public:
+  static constexpr int kIncarnationShift = 48;
+  static constexpr uint64_t kSequenceMask = (uint64_t{1} << kIncarnationShift) - 1;
+
+  // `first` (tests only) starts the sequence further on, to show what happens near its end.
+  explicit RequestIds(uint16_t incarnation, uint64_t first = 1) : incarnation_(incarnation), next_(first) {
+    DAGSIM_ASSERT(first >= 1 && first <= kSequenceMask);
+  }
+
+  // The next id, or nullopt once the sequence is spent (the caller says so in an error).
+  std::optional<uint64_t> next() {
+    if (next_ > kSequenceMask) return std::nullopt;
+    return (uint64_t{incarnation_} << kIncarnationShift) | next_++;
+  }
+  // Whether `id` is one this life could have handed out (a reply's id, off the wire).
+  bool is_ours(uint64_t id) const {
+    const uint64_t sequence = id & kSequenceMask;
+    return id >> kIncarnationShift == incarnation_ && sequence != 0 && sequence < next_;
+  }
+
+ private:
+  uint16_t incarnation_;
+  uint64_t next_;  // 0 is never handed out, so a request id of 0 means "none"
 };
 
 }  // namespace dagsim

@@ -100,7 +100,13 @@ SetStateOutcome RendezvousBackend::set_state(const RendezvousState& state, Token
   if (!outcome.written) return {decoded(outcome.current), false};
   // Our own bytes at the new version: the state we encoded is what they decode to (encode is
   // canonical), so the cache takes it without decoding.
-  DAGSIM_ASSERT(outcome.current.version > token);
+  // The version comes from the store (etcd or a TCPStore over the network): a store that says it
+  // wrote at a version not past the token broke its contract, which is its error, not an assert.
+  if (outcome.current.version <= token) {
+    throw errors::protocol_error("rendezvous run " + printable(run_id_, 80) + ": the store says it wrote key " +
+                                 printable(key_, 120) + " at version " + std::to_string(outcome.current.version) +
+                                 ", not past the version " + std::to_string(token) + " it replaced (a faulty store)");
+  }
   FetchedState mine{std::make_shared<const RendezvousState>(state), outcome.current.version};
   if (mine.token > cached_.token) cached_ = mine;
   return {std::move(mine), true};

@@ -29,6 +29,10 @@ void validate(const RendezvousSettings& settings) {
   if (settings.run_id.empty()) {
     throw errors::invalid_argument("The run id must be a non-empty string.");
   }
+  if (settings.run_id.size() > kMaxRunIdBytes) {
+    throw errors::invalid_argument("The run id has " + std::to_string(settings.run_id.size()) + " bytes, more than the " +
+                                   std::to_string(kMaxRunIdBytes) + " it may have.");
+  }
   if (settings.min_nodes < 1) {
     throw errors::invalid_argument("The minimum number of nodes (" + std::to_string(settings.min_nodes) +
                                    ") must be greater than zero.");

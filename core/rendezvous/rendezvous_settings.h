@@ -28,6 +28,9 @@ using runtime::TimePoint;
 // corrupt blob cannot make a node allocate without limit) and so bounds max_nodes too. PyTorch
 // measured states of 10,000 machines; the benchmarks go to 1,000.
 inline constexpr uint32_t kMaxRendezvousNodes = 1u << 16;
+// The longest run id: it names the state key, which every store request carries (PyTorch sets no
+// bound; a 100,000-byte run id made every request too large for the store and nobody joined).
+inline constexpr size_t kMaxRunIdBytes = 256;
 
 // PyTorch's RendezvousTimeout and its defaults.
 struct RendezvousTimeout {
@@ -62,8 +65,8 @@ struct RendezvousSettings {
   friend bool operator==(const RendezvousSettings&, const RendezvousSettings&) = default;
 };
 
-// Throws invalid_argument, with PyTorch's messages where PyTorch has them, for an empty run_id,
-// min_nodes < 1, max_nodes < min_nodes, max_nodes above kMaxRendezvousNodes, a timeout or
+// Throws invalid_argument, with PyTorch's messages where PyTorch has them, for an empty run_id or
+// one past kMaxRunIdBytes, min_nodes < 1, max_nodes < min_nodes, max_nodes above kMaxRendezvousNodes, a timeout or
 // keep-alive interval that is not positive, keep_alive_max_attempt < 1, or an expiry too long to
 // represent.
 void validate(const RendezvousSettings& settings);

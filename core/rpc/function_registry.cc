@@ -4,6 +4,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/rpc/codec.h"
 #include "core/rpc/op_table.h"
 #include "core/rpc/rpc_agent.h"
 #include "core/tensor/ops.h"
@@ -82,9 +83,59 @@ std::vector<std::string> FunctionRegistry::names() const {
   return out;
 }
 
+namespace {
+
+// A builtin op's results, known from its arguments' shapes before it runs, must fit a reply: a
+// peer's call on a zero-element tensor ([0, 2^40]: no bytes on the wire) may ask for a result of
+// any size ([2^40] from sum over dim 0, [2^20, 2^20] from mm of [2^20, 0] and [0, 2^20]), which
+// could never be sent back and would only exhaust this node.
+void check_result_size(const OpDef& op, const CallArgs& args) {
+  std::vector<Shape> shapes;
+  shapes.reserve(args.tensors.size());
+  Dtype widest = Dtype::float32;
+  for (const Tensor& t : args.tensors) {
+    shapes.push_back(t.shape());
+    if (t.dtype() == Dtype::float64) widest = Dtype::float64;
+  }
+  // The shape functions index their arguments: a wrong count is the op's own error to name.
+  if (shapes.size() < op.min_tensors || (op.max_tensors != OpDef::kAny && shapes.size() > op.max_tensors)) return;
+  const OpShapes results = op.shape(shapes, args.attributes);
+  if (!results) return;  // the arguments do not fit: the op's own error says why
+  const CodecLimits limits;
+  if (results->size() > limits.max_tensors) {
+    throw errors::invalid_argument(op.name + ": it would give more than " + std::to_string(limits.max_tensors) +
+                                   " results, more than a reply may carry");
+  }
+  // Elements in all, at the widest argument's size (results take their arguments' dtype).
+  const uint64_t limit = limits.max_frame_bytes / dtype_size(widest);
+  uint64_t total = 0;
+  for (const Shape& shape : *results) {
+    uint64_t numel = limit + 1;  // a shape past int64 is certainly too big
+    try {
+      numel = static_cast<uint64_t>(shape_numel(shape));
+    } catch (const Error&) {
+    }
+    total = numel > limit ? limit + 1 : total + numel;
+    if (total > limit) {
+      throw errors::invalid_argument(op.name + ": its result" + (results->size() > 1 ? "s" : "") +
+                                     " would have shape " + shape_str(shape) +
+                                     (results->size() > 1 ? " among others" : "") + ", more than the " +
+                                     std::to_string(limits.max_frame_bytes >> 20) + " MiB a reply may carry");
+    }
+  }
+}
+
+}  // namespace
+
 FunctionRegistry FunctionRegistry::with_builtins() {
   FunctionRegistry r;
-  for (const OpDef& op : op_table()) r.add(op.name, op.run);
+  for (const OpDef& op : op_table()) {
+    // op_table() is built once and never changes: its entries outlive every registry.
+    r.add(op.name, [&op](CallContext& context, const CallArgs& args) {
+      check_result_size(op, args);
+      return op.run(context, args);
+    });
+  }
   // A parameter: a fresh leaf that requires grad, from initial values (rpc.remote(owner,
   // "dagsim.parameter", {init}) gives an RRef to it, as a model's parameter RRefs).
   r.add("dagsim.parameter", [](CallContext&, const CallArgs& args) {

@@ -102,6 +102,9 @@ OpShapes split(const Shape& s, const Attributes& attributes, bool by_chunks) {
     p[*d] = std::min(piece, size - start);
     out.push_back(p);
     if (piece == 0) break;
+    // A zero-element [2^40, 0] split by 1 would be 2^40 pieces: counting stops once there are
+    // more than any reply carries (kMaxSplitPieces), which is all a caller needs to refuse it.
+    if (out.size() > kMaxSplitPieces) break;
   }
   return out;
 }

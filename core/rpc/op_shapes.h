@@ -25,7 +25,9 @@ std::optional<Shape> reduce(const Shape& s, const Attributes& attributes);
 // cat (along `dim`) or stack (a new `dim`) of shapes.
 std::optional<Shape> cat(const std::vector<Shape>& s, const Attributes& attributes);
 std::optional<Shape> stack(const std::vector<Shape>& s, const Attributes& attributes);
-// The pieces of split (by split_size) or chunk (into chunks) along `dim`.
+// The pieces of split (by split_size) or chunk (into chunks) along `dim`; past kMaxSplitPieces
+// only the first kMaxSplitPieces + 1 (a reply carries at most CodecLimits::max_tensors = 65536).
+inline constexpr size_t kMaxSplitPieces = 65536;
 OpShapes split(const Shape& s, const Attributes& attributes, bool by_chunks);
 
 // One result of shape `s` (or none).

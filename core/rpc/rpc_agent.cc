@@ -12,7 +12,7 @@ using runtime::Delivery;
 
 RpcAgent::RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptions options)
     : env_(env), registry_(registry), options_(options),
-      ids_(env.self, static_cast<uint16_t>(env.incarnation)), rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)) {
+      request_ids_(static_cast<uint16_t>(env.incarnation), options.first_request_sequence), rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)) {
   DAGSIM_ASSERT_MSG(options_.default_timeout.count() > 0, "an RPC timeout must be positive");
   DAGSIM_ASSERT_MSG(options_.limits.max_frame_bytes > kFrameHeaderBytes, "a frame limit below the header");
   DAGSIM_ASSERT_MSG(env.incarnation <= UINT16_MAX, "ids carry 16 bits of a node's incarnation");
@@ -89,7 +89,7 @@ void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime:
 void RpcAgent::on_response(WorkerId from, Message response) {
   DAGSIM_ASSERT(!is_request(response.type));
   const uint64_t request_id = response.request_id;
-  if (worker_of(request_id) != env_.self || incarnation_of(request_id) != static_cast<uint16_t>(env_.incarnation)) {
+  if (!request_ids_.is_ours(request_id)) {
     // Not an id this life of the node handed out: a confused or forged peer.
     env_.log.event("rpc.stray_response", std::string(message_type_name(response.type)) + " from node " +
                                              std::to_string(from) + " for request " + std::to_string(request_id));

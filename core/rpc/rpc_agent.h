@@ -77,6 +77,8 @@ struct RpcOptions {
   Duration default_timeout = std::chrono::seconds(60);
   CodecLimits limits;
   std::vector<MessageFault> message_faults = {};
+  // Where this life's request ids start (tests only: near the end of their 48 bits).
+  uint64_t first_request_sequence = 1;
 };
 
 class RpcAgent {
@@ -270,7 +272,7 @@ class RpcAgent {
 
   const FunctionRegistry& registry_;
   RpcOptions options_;
-  IdGenerator ids_;
+  RequestIds request_ids_;
   IdGenerator rref_ids_;
   // Values this node owns for RRefs, by RRef id; the future completes when the remote call ends.
   struct Owned {

@@ -134,9 +134,14 @@ void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects,
   DAGSIM_ASSERT_MSG(is_request(message.type), "RpcAgent sends requests only");
   DAGSIM_ASSERT(!is_request(expects) && expects != MessageType::exception);
   DAGSIM_ASSERT_MSG(pending.limit.count() > 0, "an RPC timeout must be positive");
-  const uint64_t id = ids_.next();
+  const std::optional<uint64_t> next_id = request_ids_.next();
+  if (!next_id) {
+    throw errors::invalid_argument(pending.what + " to node " + std::to_string(to) + ": node " + std::to_string(env_.self) +
+                                   " has sent 2^48 - 1 requests in this life, all its request ids; restart it");
+  }
+  const uint64_t id = *next_id;
   // Paired with on_response: replies are matched only to ids this life of the node handed out.
-  DAGSIM_ASSERT(worker_of(id) == env_.self && pending_.count(id) == 0);
+  DAGSIM_ASSERT(pending_.count(id) == 0);
   message.request_id = id;
   // The timer only wakes the reaper (Timeouts): it runs outside the node's fibers.
   pending.timer = env_.clock.call_at(env_.clock.now() + pending.limit, [timeouts = timeouts_, id] {

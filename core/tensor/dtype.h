@@ -25,8 +25,17 @@ using Shape = std::vector<int64_t>;
 // "[3, 3]"; "[]" for a scalar.
 std::string shape_str(const Shape& shape);
 
-// Product of the sizes; 1 for a scalar.
+// Product of the sizes; 1 for a scalar. Throws invalid_argument for a negative size or a product
+// past int64 (a shape can come off the wire or from a peer's attributes: never undefined behaviour).
 int64_t shape_numel(const Shape& shape);
+
+// The most elements a tensor may have: 2^48 (2 PiB of float64), far past any memory, and small
+// enough that no byte count of a tensor or of a few of them together overflows 64 bits.
+inline constexpr int64_t kMaxTensorNumel = int64_t{1} << 48;
+
+// The bytes of a tensor of `shape` and `dtype`. Throws invalid_argument (naming the shape) when
+// shape_numel does or the count passes kMaxTensorNumel.
+size_t tensor_nbytes(const Shape& shape, Dtype dtype);
 
 // Calls f.template operator()<T>() with T = float or double, after PyTorch's AT_DISPATCH.
 template <typename F>

@@ -27,8 +27,22 @@ std::string shape_str(const Shape& shape) {
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  for (int64_t s : shape) {
+    if (s < 0) throw errors::invalid_argument("negative size in shape " + shape_str(shape));
+    if (__builtin_mul_overflow(n, s, &n)) {
+      throw errors::invalid_argument("shape " + shape_str(shape) + " has more than 2^63 elements");
+    }
+  }
   return n;
+}
+
+size_t tensor_nbytes(const Shape& shape, Dtype dtype) {
+  const int64_t numel = shape_numel(shape);
+  if (numel > kMaxTensorNumel) {
+    throw errors::invalid_argument("shape " + shape_str(shape) + " has " + std::to_string(numel) +
+                                   " elements, more than a tensor may have (2^48)");
+  }
+  return static_cast<size_t>(numel) * dtype_size(dtype);
 }
 
 Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
@@ -48,10 +62,7 @@ TensorImpl::TensorImpl(std::shared_ptr<Storage> storage_in, Shape shape_in, Dtyp
 }
 
 Tensor Tensor::empty(Shape shape, Dtype dtype) {
-  for (int64_t s : shape) {
-    if (s < 0) throw errors::invalid_argument("negative size in shape " + shape_str(shape));
-  }
-  const size_t nbytes = static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+  const size_t nbytes = tensor_nbytes(shape, dtype);
   return Tensor(std::make_shared<TensorImpl>(std::make_shared<Storage>(nbytes), std::move(shape),
                                              dtype));
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/runtime/clock.h"
 #include "core/runtime/fiber_context.h"
@@ -141,7 +142,7 @@ void FiberStream::start_read(size_t wanted) {
 
 void FiberStream::send(Bytes bytes) {
   if (closed_ || bytes.empty()) return;
-  queued_bytes_ += bytes.size();
+  set_queued(queued_bytes_ + bytes.size());
   out_.push_back(std::move(bytes));
   start_write();
 }
@@ -155,11 +156,24 @@ void FiberStream::start_write() {
   for (const Bytes& b : writing_) buffers_.emplace_back(b.data(), b.size());
   asio::async_write(socket_, buffers_, [self = shared_from_this()](const boost::system::error_code& ec, size_t written) {
     self->write_busy_ = false;
-    self->queued_bytes_ -= std::min(self->queued_bytes_, written);
+    self->set_queued(self->queued_bytes_ - std::min(self->queued_bytes_, written));
     self->writing_.clear();
     if (ec) return self->close("write failed: " + error_text(ec));
     self->start_write();
   });
+}
+
+void FiberStream::count_queued_in(std::shared_ptr<size_t> total) {
+  DAGSIM_ASSERT(total_ == nullptr && queued_bytes_ == 0);  // from the start, once
+  total_ = std::move(total);
+}
+
+void FiberStream::set_queued(size_t bytes) {
+  if (total_ != nullptr) {
+    DAGSIM_ASSERT(*total_ >= queued_bytes_);
+    *total_ = *total_ - queued_bytes_ + bytes;
+  }
+  queued_bytes_ = bytes;
 }
 
 void FiberStream::close(const std::string& reason) {
@@ -174,7 +188,7 @@ void FiberStream::close(const std::string& reason) {
   socket_.shutdown(tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
   out_.clear();
-  queued_bytes_ = 0;
+  set_queued(0);
   if (on_close_) {
     std::function<void()> on_close = std::move(on_close_);
     on_close_ = nullptr;

@@ -86,6 +86,9 @@ class FiberStream : public std::enable_shared_from_this<FiberStream> {
   // Queues `bytes` for the peer; never blocks. Dropped once closed.
   void send(Bytes bytes);
   size_t queued_bytes() const { return queued_bytes_; }
+  // Counts this stream's queued bytes into `*total` too, as they rise and fall (a server's bound
+  // over all its connections). Call before the first send.
+  void count_queued_in(std::shared_ptr<size_t> total);
 
   // Closes the socket; readers wake and throw. Idempotent: the first reason is kept.
   void close(const std::string& reason);
@@ -98,6 +101,7 @@ class FiberStream : public std::enable_shared_from_this<FiberStream> {
  private:
   void start_read(size_t wanted);
   void start_write();
+  void set_queued(size_t bytes);  // queued_bytes_, and *total_ by the difference
 
   boost::asio::ip::tcp::socket socket_;
   std::string peer_;
@@ -110,6 +114,7 @@ class FiberStream : public std::enable_shared_from_this<FiberStream> {
   std::vector<boost::asio::const_buffer> buffers_;
   bool write_busy_ = false;
   size_t queued_bytes_ = 0;
+  std::shared_ptr<size_t> total_;
   runtime::FiberMutex mutex_;
   runtime::FiberCondition cv_;
   bool closed_ = false;

@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
@@ -45,7 +46,18 @@ struct TcpStoreServer::State : std::enable_shared_from_this<TcpStoreServer::Stat
   bool closed = false;
   uint64_t observer = 0;
   uint64_t next_id = 1;
-  std::map<uint64_t, std::shared_ptr<FiberStream>> connections;
+  // A connection and what keeps it from being evicted to make room: watches and pending waits,
+  // and how recently it sent a query (a tick of the server's own count, no clock needed).
+  struct Connection {
+    std::shared_ptr<FiberStream> stream;
+    uint64_t active = 0;
+    size_t watches = 0;
+    size_t waits = 0;
+  };
+  std::map<uint64_t, Connection> connections;
+  uint64_t tick = 0;
+  // Bytes queued to every connection together (each FiberStream counts its own into it).
+  std::shared_ptr<size_t> queued_total = std::make_shared<size_t>(0);
   // Key -> connections that asked to watch it, once per WATCH_KEY (1.13 keeps repeats, and so
   // sends an event once per registration).
   std::map<std::string, std::vector<uint64_t>> watchers;
@@ -66,6 +78,13 @@ struct TcpStoreServer::State : std::enable_shared_from_this<TcpStoreServer::Stat
     log("tcpstore: closing the connection from " + stream.peer() + ": " + why);
     stream.close(why);
   }
+  // Queues `bytes` to connection `id` (if still open) and sheds what is over the bounds: this
+  // connection past max_queued_bytes, then the slowest readers while all together pass
+  // max_total_queued_bytes. Every byte the server sends goes through here, whoever queues it.
+  void deliver(uint64_t id, Bytes bytes);
+  // When full: closes the connection idle longest that waits on nothing (no watch, no WAIT) to make
+  // room for a new one; false when every connection waits on something.
+  bool evict_one();
   void on_change(const KeyChange& c);
   void forget(uint64_t id);
   void close_all();
@@ -87,13 +106,15 @@ void TcpStoreServer::State::accept_loop() {
     const std::string peer =
         endpoint_error ? "an unknown peer" : remote.address().to_string() + ":" + std::to_string(remote.port());
     auto stream = std::make_shared<FiberStream>(std::move(*socket), peer);
-    if (connections.size() >= options.max_connections) {
-      refuse(*stream, "over the limit of " + std::to_string(options.max_connections) + " connections");
+    if (connections.size() >= options.max_connections && !evict_one()) {
+      refuse(*stream, "over the limit of " + std::to_string(options.max_connections) +
+                          " connections, each of them waiting on a watch or a WAIT");
       continue;
     }
     ++stats.accepted;
     const uint64_t id = next_id++;
-    connections.emplace(id, stream);
+    stream->count_queued_in(queued_total);
+    connections.emplace(id, Connection{stream, ++tick});
     stream->set_on_close([weak = weak_from_this(), id] {
       if (auto self = weak.lock()) self->forget(id);
     });
@@ -113,10 +134,8 @@ void TcpStoreServer::State::serve(uint64_t id, const std::shared_ptr<FiberStream
       }
       stream->consume(d.consumed);
       ++stats.queries;
-      if (!handle(id, *stream, q)) return;
-      if (stream->queued_bytes() > options.max_queued_bytes) {
-        return refuse(*stream, std::to_string(stream->queued_bytes()) + " bytes of replies wait for the peer to read them");
-      }
+      if (const auto c = connections.find(id); c != connections.end()) c->second.active = ++tick;
+      if (!handle(id, *stream, q) || stream->closed()) return;
     }
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
@@ -170,6 +189,7 @@ bool TcpStoreServer::State::handle(uint64_t id, FiberStream& stream, Query& q) {
       const uint64_t wait = next_wait++;
       for (const std::string& k : table->missing(q.keys)) waits_by_key[k].push_back(wait);
       waits.emplace(wait, PendingWait{id, std::move(q.keys)});
+      ++connections.at(id).waits;
       return true;
     }
     case QueryType::get_num_keys:
@@ -177,13 +197,50 @@ bool TcpStoreServer::State::handle(uint64_t id, FiberStream& stream, Query& q) {
       break;
     case QueryType::watch_key:
       watchers[q.keys[0]].push_back(id);
+      ++connections.at(id).watches;
       reply = one_byte(static_cast<uint8_t>(WatchResponse::callback_registered));
       break;
     case QueryType::delete_key:
       append_i64(reply, table->erase(q.keys[0]) ? 1 : 0);
       break;
   }
-  stream.send(std::move(reply));
+  deliver(id, std::move(reply));
+  return true;
+}
+
+void TcpStoreServer::State::deliver(uint64_t id, Bytes bytes) {
+  const auto it = connections.find(id);
+  if (it == connections.end()) return;
+  const std::shared_ptr<FiberStream> stream = it->second.stream;  // refuse() erases the entry
+  stream->send(std::move(bytes));
+  if (stream->queued_bytes() > options.max_queued_bytes) {
+    refuse(*stream, std::to_string(stream->queued_bytes()) + " bytes of replies and watch events wait for it to read them, " +
+                        "over the limit of " + std::to_string(options.max_queued_bytes) + " per connection");
+  }
+  while (*queued_total > options.max_total_queued_bytes) {
+    // The slowest reader: the most bytes waiting. Closing it frees them (FiberStream::close).
+    auto slowest = connections.begin();
+    for (auto c = connections.begin(); c != connections.end(); ++c) {
+      if (c->second.stream->queued_bytes() > slowest->second.stream->queued_bytes()) slowest = c;
+    }
+    DAGSIM_ASSERT(slowest != connections.end() && slowest->second.stream->queued_bytes() > 0);
+    const std::shared_ptr<FiberStream> victim = slowest->second.stream;
+    refuse(*victim, "the store's connections hold " + std::to_string(*queued_total) + " bytes their peers have not read, " +
+                        "over its limit of " + std::to_string(options.max_total_queued_bytes) + "; this one, the slowest reader, holds " +
+                        std::to_string(victim->queued_bytes()));
+  }
+}
+
+bool TcpStoreServer::State::evict_one() {
+  auto idle = connections.end();
+  for (auto c = connections.begin(); c != connections.end(); ++c) {
+    if (c->second.watches != 0 || c->second.waits != 0) continue;
+    if (idle == connections.end() || c->second.active < idle->second.active) idle = c;
+  }
+  if (idle == connections.end()) return false;
+  const std::shared_ptr<FiberStream> victim = idle->second.stream;
+  refuse(*victim, "the store holds its limit of " + std::to_string(options.max_connections) +
+                      " connections and a new one came: this one was idle longest, waiting on nothing");
   return true;
 }
 
@@ -203,10 +260,14 @@ void TcpStoreServer::State::on_change(const KeyChange& c) {
           for (const std::string& k : still) waits_by_key[k].push_back(wait);
           continue;
         }
-        if (const auto conn = connections.find(w->second.connection); conn != connections.end()) {
-          conn->second->send(one_byte(static_cast<uint8_t>(WaitResponse::stop_waiting)));
-        }
+        // Erased before the reply goes: delivering it may close (and so forget) its connection.
+        const uint64_t connection = w->second.connection;
         waits.erase(w);
+        if (const auto conn = connections.find(connection); conn != connections.end()) {
+          DAGSIM_ASSERT(conn->second.waits > 0);
+          --conn->second.waits;
+        }
+        deliver(connection, one_byte(static_cast<uint8_t>(WaitResponse::stop_waiting)));
       }
     }
   }
@@ -218,9 +279,9 @@ void TcpStoreServer::State::on_change(const KeyChange& c) {
   if (c.before) event.old_value = *c.before;
   if (c.after) event.new_value = *c.after;
   const Bytes bytes = encode_watch_event(event);
-  for (uint64_t id : watching->second) {
-    if (const auto conn = connections.find(id); conn != connections.end()) conn->second->send(bytes);
-  }
+  // A copy: delivering may close a watcher, whose forget() edits the list.
+  const std::vector<uint64_t> ids = watching->second;
+  for (uint64_t id : ids) deliver(id, bytes);
 }
 
 void TcpStoreServer::State::forget(uint64_t id) {
@@ -242,7 +303,7 @@ void TcpStoreServer::State::close_all() {
   observer = 0;
   // close() calls forget(), which edits the map: close a copy.
   const auto open = connections;
-  for (const auto& [id, stream] : open) stream->close("the store server closed");
+  for (const auto& [id, c] : open) c.stream->close("the store server closed");
   scope.cancel();
 }
 
@@ -261,6 +322,7 @@ uint16_t TcpStoreServer::port() const { return state_->port; }
 void TcpStoreServer::close() { state_->close_all(); }
 TcpStoreServerStats TcpStoreServer::stats() const { return state_->stats; }
 size_t TcpStoreServer::connections() const { return state_->connections.size(); }
+size_t TcpStoreServer::queued_bytes() const { return *state_->queued_total; }
 store::KeyValueTable& TcpStoreServer::table() { return *state_->table; }
 
 }  // namespace dagsim::net::tcpstore

@@ -11,9 +11,20 @@
 //  - Bad input closes only that connection, with one log line naming the peer and why: a frame
 //    whose length is over the limits (checked before anything is allocated), an unknown query
 //    type, GET of an absent key or ADD on a key that holds no integer (1.13's server closes the
-//    connection on those too: its protocol has no error reply). A peer that stops reading while
-//    its replies or watch events pile up past max_queued_bytes is closed the same way.
-//  - There are no server-side timeouts, as in PyTorch: a client times out on its own.
+//    connection on those too: its protocol has no error reply).
+//  - Bounded memory for what waits to be sent: every byte queued to a connection counts against
+//    it, whoever queued it (its own reply, a late WAIT reply, another client's SET raising a watch
+//    event). A connection past max_queued_bytes is closed, its watches and waits cancelled, with a
+//    log line naming it; while all connections together pass max_total_queued_bytes, the one with
+//    the most bytes unread (the slowest reader) is closed the same way. So a client that watches
+//    and never reads costs at most max_total_queued_bytes, however many such clients there are.
+//  - Room for honest clients: at max_connections, a new connection makes the server close the
+//    connection idle longest (by its last query) that waits on nothing (no watch, no WAIT), with a
+//    log line; only when every connection waits on something is the new one refused. Idle
+//    connections held open cannot lock others out.
+//  - There are no server-side timeouts, as in PyTorch: a client times out on its own. (PyTorch's
+//    1.13 server has no bounds either: it queues without limit and refuses nothing past its
+//    file-descriptor limit. We differ where that lets one client exhaust or lock out the others.)
 //
 // Threading: the thread of `io` and of the node that `spawner` belongs to (the same thread, the
 // process's IoScheduler). The server's fibers live in its own CancelScope; destroying it (or
@@ -36,7 +47,12 @@ namespace dagsim::net::tcpstore {
 struct TcpStoreServerOptions {
   WireLimits limits;
   size_t max_connections = 4096;
-  size_t max_queued_bytes = size_t{1} << 30;  // per connection, replies and watch events not yet sent
+  // Per connection, replies and watch events not yet sent: room for the largest watch event (a key
+  // and two values of WireLimits::max_value_bytes), and a little more.
+  size_t max_queued_bytes = size_t{640} << 20;
+  // All connections together; past it the slowest reader is closed. With the table itself, this is
+  // what bounds the store's memory (docs/cli.md, dagsim store).
+  size_t max_total_queued_bytes = size_t{1} << 30;
   // One line per connection closed for bad input, and other things an operator should see.
   std::function<void(const std::string&)> log;
 };
@@ -61,6 +77,8 @@ class TcpStoreServer {
   void close();
   TcpStoreServerStats stats() const;
   size_t connections() const;
+  // Bytes queued to all connections and not yet written (bounded by max_total_queued_bytes).
+  size_t queued_bytes() const;
   store::KeyValueTable& table();
 
   struct State;  // public only so that the .cc's helpers can name it

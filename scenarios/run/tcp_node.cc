@@ -9,6 +9,7 @@
 #include <boost/fiber/mutex.hpp>
 #include <boost/fiber/operations.hpp>
 
+#include <cstdio>
 #include <deque>
 #include <map>
 #include <set>
@@ -24,6 +25,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "core/fibers/node_fibers.h"
 #include "core/runtime/event.h"
 #include "core/runtime/fiber_context.h"
@@ -197,20 +199,30 @@ class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
 // socket to a ControlLink with the session keys.
 std::shared_ptr<ControlLink> connect_to_launcher(asio::io_context& io, const std::string& address, uint64_t cluster_id,
                                                  uint32_t nodes, WorkerId self, const std::vector<uint8_t>& secret) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) throw errors::invalid_argument("--control " + address + ": expected HOST:PORT");
-  const std::string host = address.substr(0, colon), port = address.substr(colon + 1);
+  const HostPort launcher = parse_host_port(address, "--control");
   asio::ip::tcp::resolver resolver(io);
   boost::system::error_code ec;
-  const auto endpoints = resolver.resolve(host, port, ec);
-  if (ec) throw errors::invalid_argument("--control " + address + ": " + ec.message());
+  const auto endpoints = resolver.resolve(launcher.host, std::to_string(launcher.port), ec);
+  if (ec) throw errors::invalid_argument("--control " + printable(address) + ": " + ec.message());
   asio::ip::tcp::socket socket(io);
-  const auto give_up = std::chrono::steady_clock::now() + kConnectTimeout;
+  const auto started = std::chrono::steady_clock::now();
+  const auto give_up = started + kConnectTimeout;
+  auto next_word = started + std::chrono::milliseconds(500);
   for (;;) {
     asio::connect(socket, endpoints, ec);
     if (!ec) break;
-    if (std::chrono::steady_clock::now() >= give_up) {
-      throw errors::invalid_argument("--control " + address + ": cannot connect to the launcher: " + ec.message());
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= give_up) {
+      throw errors::invalid_argument("--control " + printable(address) + ": cannot connect to the launcher: " + ec.message());
+    }
+    // An operator starting nodes by hand learns at once that this one waits, and why, and goes
+    // on learning it: within a second, then every 5 s until it connects or gives up.
+    if (now >= next_word) {
+      const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - started).count();
+      std::fprintf(stderr, "dagsim node: cannot reach the launcher at %s yet (%s); retrying (%llds of %llds)\n",
+                   printable(address).c_str(), ec.message().c_str(), static_cast<long long>(waited),
+                   static_cast<long long>(kConnectTimeout.count()));
+      next_word = now + std::chrono::seconds(5);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // before the node's fibers exist
   }

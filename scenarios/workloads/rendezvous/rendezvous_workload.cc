@@ -264,6 +264,9 @@ constexpr std::string_view kTableKeys[] = {
     "keep_alive_max_attempt", "rerendezvous_on_expiry", "poll_interval_ms", "store_timeout_ms",
     "monitor_interval_ms", "duration_ms", "backend", "etcd_endpoint", "actions"};
 constexpr std::string_view kBackends[] = {"builtin", "etcd"};
+// The shortest poll interval (0 aside: no polling): a node polling every nanosecond of virtual
+// time makes billions of polls and the run never ends in wall time.
+constexpr Duration kMinPollInterval = std::chrono::milliseconds(1);
 constexpr std::string_view kActionKeys[] = {"at_ms", "node", "action"};
 constexpr std::string_view kActionKinds[] = {"join", "leave", "close"};
 
@@ -297,9 +300,26 @@ RendezvousSpec read_rendezvous_table(const detail::TomlReader& reader, const tom
         spec.etcd_endpoint.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
       reader.fail(*endpoint, t.key_path("etcd_endpoint"), quote(spec.etcd_endpoint) + " is not host:port");
     }
+    // Digits only (checked above); at most 5 of them before the value is read, so no overflow.
+    const std::string port = spec.etcd_endpoint.substr(colon + 1);
+    if (port.size() > 5 || std::stoi(port) < 1 || std::stoi(port) > 65535) {
+      reader.fail(*endpoint, t.key_path("etcd_endpoint"),
+                  quote(spec.etcd_endpoint) + ": port " + printable(port, 20) + " is outside 1..65535");
+    }
   }
   rendezvous::RendezvousSettings& s = spec.settings;
-  s.run_id = reader.opt_string(t, "run_id").value_or(scenario.name.empty() ? "run" : scenario.name);
+  s.run_id = scenario.name.empty() ? "run" : scenario.name;
+  if (const toml::node* run_id = t.get("run_id")) {
+    // Checked here, at the key's line: the state key (torch.rendezvous.<run_id>) travels in every
+    // store request, and etcd and TCPStore clients bound their keys.
+    s.run_id = reader.string(*run_id, t.key_path("run_id"));
+    if (s.run_id.empty()) reader.fail(*run_id, t.key_path("run_id"), "must not be empty");
+    if (s.run_id.size() > rendezvous::kMaxRunIdBytes) {
+      reader.fail(*run_id, t.key_path("run_id"),
+                  std::to_string(s.run_id.size()) + " bytes, more than the " + std::to_string(rendezvous::kMaxRunIdBytes) +
+                      " a run id may have");
+    }
+  }
   const int64_t participants = int64_t{scenario.cluster.nodes} - 1;
   s.min_nodes = static_cast<uint32_t>(
       reader.integer(reader.required(t, "min_nodes"), t.key_path("min_nodes"), 1, rendezvous::kMaxRendezvousNodes));
@@ -315,6 +335,11 @@ RendezvousSpec read_rendezvous_table(const detail::TomlReader& reader, const tom
       static_cast<uint32_t>(reader.opt_integer(t, "keep_alive_max_attempt", 1, 1000).value_or(s.keep_alive_max_attempt));
   s.rerendezvous_on_expiry = reader.opt_boolean(t, "rerendezvous_on_expiry").value_or(s.rerendezvous_on_expiry);
   spec.poll_interval = reader.opt_duration(t, "poll_interval_ms", detail::kNonNegativeMs).value_or(spec.poll_interval);
+  if (spec.poll_interval > Duration::zero() && spec.poll_interval < kMinPollInterval) {
+    // A node polling every nanosecond of virtual time would never let the run end.
+    reader.fail(*t.get("poll_interval_ms"), t.key_path("poll_interval_ms"),
+                rendezvous::describe(spec.poll_interval) + " is below the 1 ms a poll interval may be (0: no polling)");
+  }
   spec.store_timeout = reader.opt_duration(t, "store_timeout_ms", detail::kPositiveMs).value_or(spec.store_timeout);
   spec.monitor_interval =
       reader.opt_duration(t, "monitor_interval_ms", detail::kPositiveMs).value_or(spec.monitor_interval);

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# scripts/fuzz.sh: builds the net/ libFuzzer targets (net/fuzz/envelope_fuzz.cc,
-# net/fuzz/handshake_fuzz.cc, net/fuzz/tcpstore_fuzz.cc) with clang-14 under ASan + UBSan, and runs each for
+# scripts/fuzz.sh: builds the libFuzzer targets (net/fuzz/envelope_fuzz.cc, net/fuzz/handshake_fuzz.cc,
+# net/fuzz/tcpstore_fuzz.cc, and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
+# op with all of core/ compiled in) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
 # (net/fuzz/corpus/<target>/). CTest runs it once per target (net/CMakeLists.txt, label fuzz).
 #
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
-#   TARGET     envelope, handshake, tcpstore or all (default all)
+#   TARGET     envelope, handshake, tcpstore, execute or all (default all)
 #
 # Promises:
 #  - exit 0 only when every run ended clean; 1 on any crash, leak, sanitizer report, timeout
@@ -30,9 +31,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -76,8 +77,23 @@ sources_of() {
     envelope) echo net/fuzz/envelope_fuzz.cc net/envelope.cc "${common_sources[@]}" ;;
     handshake) echo net/fuzz/handshake_fuzz.cc net/handshake.cc "${common_sources[@]}" ;;
     tcpstore) echo net/fuzz/tcpstore_fuzz.cc net/tcpstore/tcp_store_protocol.cc "${common_sources[@]}" ;;
+    # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
+    execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' | LC_ALL=C sort) ;;
   esac
 }
+# What a target links beyond the sanitizers, and the include flags it compiles with.
+libs_of() {
+  case "$1" in
+    execute) echo "$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lboost_fiber -lboost_context -lxxhash -lpthread" ;;
+    *) echo "-lcrypto" ;;
+  esac
+}
+extra_cxxflags_of() {
+  case "$1" in
+    execute) pkg-config --cflags openblas 2>/dev/null || true ;;
+  esac
+}
+corpus_of() { echo "$root/net/fuzz/corpus/$1"; }
 
 # True when $1 exists and none of the other files is newer (or missing).
 newer_than_all() {
@@ -109,12 +125,14 @@ build_target() {
     fi
     # Written aside and moved into place, so an interrupted compile never looks up to date.
     # (Called from an `if`, where set -e does not act: each step checks its own status.)
-    flock "$lock" "$cxx" "${cxxflags[@]}" -MMD -MF "$obj.d.tmp" -c "$root/$src" -o "$obj.tmp" || return 1
+    # shellcheck disable=SC2046  # the extra flags are words
+    flock "$lock" "$cxx" "${cxxflags[@]}" $(extra_cxxflags_of "$target") -MMD -MF "$obj.d.tmp" -c "$root/$src" -o "$obj.tmp" || return 1
     mv "$obj.d.tmp" "$obj.d" && mv "$obj.tmp" "$obj" || return 1
     built=1
   done
   if [ $built -eq 1 ] || ! newer_than_all "$binary" "${objects[@]}"; then
-    flock "$lock" "$cxx" "${cxxflags[@]}" "${objects[@]}" -lcrypto -o "$binary.tmp" || return 1
+    # shellcheck disable=SC2046  # the libraries are words
+    flock "$lock" "$cxx" "${cxxflags[@]}" "${objects[@]}" $(libs_of "$target") -o "$binary.tmp" || return 1
     mv "$binary.tmp" "$binary" || return 1
     echo "fuzz.sh: built $binary in $((SECONDS - started)) s"
   else
@@ -124,7 +142,8 @@ build_target() {
 
 run_target() {
   local target=$1
-  local binary="$build/${target}_fuzz" corpus="$root/net/fuzz/corpus/$target"
+  local binary="$build/${target}_fuzz" corpus
+  corpus=$(corpus_of "$target")
   local work="$build/run-$target" artifacts="$build/artifacts/$target" log="$build/$target.log"
   if [ ! -d "$corpus" ] || [ -z "$(ls -A "$corpus")" ]; then
     echo "fuzz.sh: the committed corpus $corpus is missing or empty" >&2
@@ -140,6 +159,7 @@ run_target() {
   # 77 by default, which CTest would read as a skip, hence -error_exitcode=1.
   local rc=0
   env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:symbolize=1" \
+    LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$root/net/fuzz/lsan.supp" \
     UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:halt_on_error=1" \
     ${symbolizer:+"ASAN_SYMBOLIZER_PATH=$symbolizer"} \
     "$binary" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 \

@@ -29,9 +29,12 @@ WithAutograd unwrap_autograd(const Message& message) {
   ForwardHeader header = rpc::from_bytes<ForwardHeader>(message.payload);
   const uint16_t wrapped = header.wrapped_type;
   const bool request = message.type == MessageType::forward_autograd_req;
-  if (!rpc::is_known_message_type(wrapped) || wrapped == static_cast<uint16_t>(MessageType::forward_autograd_req) ||
-      wrapped == static_cast<uint16_t>(MessageType::forward_autograd_resp) ||
-      rpc::is_request(static_cast<MessageType>(wrapped)) != request) {
+  // Only what outgoing_call and serve_call wrap: calls (and RRef fetches) one way, their results
+  // the other. Anything else inside would reach code that serves only those (run_call).
+  const auto is = [wrapped](MessageType t) { return wrapped == static_cast<uint16_t>(t); };
+  const bool wrappable = request ? is(MessageType::call) || is(MessageType::remote_call) || is(MessageType::rref_fetch_call)
+                                 : is(MessageType::ret) || is(MessageType::rref_fetch_ret);
+  if (!rpc::is_known_message_type(wrapped) || !wrappable) {
     throw errors::protocol_error("autograd.wrapped_type: a " + std::string(rpc::message_type_name(message.type)) +
                                  " cannot wrap message type " + std::to_string(wrapped));
   }

@@ -15,8 +15,12 @@ void DistAutogradContext::add_send_function(MessageId id, std::shared_ptr<autogr
 
 void DistAutogradContext::add_recv_function(MessageId id, std::shared_ptr<autograd::Node> recv) {
   DAGSIM_ASSERT(recv != nullptr);
+  // The id is the sender's (off the wire): a peer that sends one twice is refused, not asserted on.
   const bool inserted = recvs_.emplace(id, std::move(recv)).second;
-  DAGSIM_ASSERT_MSG(inserted, "recv function for autograd message id " + std::to_string(id) + " recorded twice");
+  if (!inserted) {
+    throw errors::protocol_error("autograd message id " + std::to_string(id) + " arrived twice in context " +
+                                 std::to_string(context_id()));
+  }
 }
 
 std::shared_ptr<autograd::Node> DistAutogradContext::retrieve_send_function(MessageId id) const {

@@ -43,6 +43,13 @@ GradientSender DistEngine::gradient_sender() {
 std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAutogradContext> context, bool keep_graph,
                                                          const std::vector<std::shared_ptr<autograd::Node>>& extra_roots,
                                                          uint64_t smart_token) {
+  // Checked again here, not only where backward() starts: SMART discovery waits on peers, and a
+  // peer's gradients for this context may begin a pass meanwhile. Its timing, so an error.
+  if (passes_.count(context->context_id()) != 0) {
+    throw errors::autograd_error("a backward pass of context " + std::to_string(context->context_id()) +
+                                 " is already running on node " + std::to_string(agent_.self()) +
+                                 " (a peer's gradients began one while this one started)");
+  }
   auto pass = std::make_shared<Pass>(keep_graph);
   pass->context = context;
   pass->smart_token = smart_token;
@@ -63,7 +70,7 @@ std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAut
     ctx->accumulate_grad(leaf, std::move(grad));
   };
   const bool inserted = passes_.emplace(context->context_id(), pass).second;
-  DAGSIM_ASSERT_MSG(inserted, "two passes of one context on one node");
+  DAGSIM_ASSERT_MSG(inserted, "two passes of one context on one node");  // checked at the top; nothing blocked since
   return pass;
 }
 
@@ -214,7 +221,14 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
   auto running = passes_.find(request.context);
   if (running != passes_.end()) {
     Pass& pass = *running->second;
-    DAGSIM_ASSERT(pass.context == context);  // the same context object the pass keeps alive
+    if (pass.context != context) {
+      // The context was released (its pass aborted, still unwinding) and made again by a later
+      // call: these gradients belong to neither life of it.
+      throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) +
+                                   " arrived for context " + std::to_string(request.context) +
+                                   " while the pass of its released predecessor is still ending on node " +
+                                   std::to_string(agent_.self()));
+    }
     if (pass.sends_pending.count(request.message) == 0) {
       throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) +
                                    " arrived twice in one backward pass");

@@ -47,6 +47,13 @@ MessageId record_send(DistAutogradContainer& container, DistAutogradContext& con
 void record_recv(DistAutogradContext& context, WorkerId from, MessageId message, std::vector<Tensor>& tensors,
                  const std::vector<bool>& requires_grad, GradientSender sender) {
   DAGSIM_ASSERT_EQ(tensors.size(), requires_grad.size());
+  // The id comes off the wire: a sender's ids carry its own worker id (record_send), so one that
+  // names another worker is forged, and could collide with ids of this node or a third.
+  if (worker_of(static_cast<uint64_t>(message)) != from) {
+    throw errors::protocol_error("autograd message id " + std::to_string(message) + " from node " + std::to_string(from) +
+                                 " names node " + std::to_string(worker_of(static_cast<uint64_t>(message))) +
+                                 " as its sender");
+  }
   context.add_known_worker_id(from);
   bool any = false;
   for (bool r : requires_grad) any = any || r;

@@ -57,10 +57,12 @@ TEST(RecordRecv, ABackwardThroughTheReceivedTensorsSendsTheirGradientsHome) {
   };
   std::vector<Sent> sent;
   std::vector<Tensor> received = {from_values({2}, {1, 2}), from_values({2}, {5, 5}), from_values({1}, {9})};
-  record_recv(ctx, 3, 1234, received, {true, true, false},
+  // A message id of node 3's own, as its record_send makes them.
+  const MessageId id = static_cast<MessageId>(make_global_id(3, 1234));
+  record_recv(ctx, 3, id, received, {true, true, false},
               [&](WorkerId to, ContextId c, MessageId m, autograd::variable_list g) { sent.push_back({to, c, m, g}); });
   EXPECT_EQ(ctx.known_worker_ids(), (std::set<WorkerId>{3}));
-  ASSERT_EQ(ctx.recv_functions().count(1234), 1u);
+  ASSERT_EQ(ctx.recv_functions().count(id), 1u);
   EXPECT_EQ(received[0].grad_fn()->name(), "RecvRpcBackward");
   EXPECT_EQ(received[0].grad_fn(), received[1].grad_fn());
   EXPECT_FALSE(received[2].requires_grad());
@@ -71,7 +73,7 @@ TEST(RecordRecv, ABackwardThroughTheReceivedTensorsSendsTheirGradientsHome) {
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].to, 3);
   EXPECT_EQ(sent[0].context, 77);
-  EXPECT_EQ(sent[0].message, 1234);
+  EXPECT_EQ(sent[0].message, id);
   ASSERT_EQ(sent[0].grads.size(), 3u);
   EXPECT_EQ(sent[0].grads[0].to_vector(), (std::vector<double>{3, 3}));
   EXPECT_EQ(sent[0].grads[1].to_vector(), (std::vector<double>{0, 0}));

@@ -37,18 +37,28 @@ void NodeFibers::spawn(std::shared_ptr<ScopeState> scope, std::string name, std:
   scope->fiber_started();
   auto context = fibers_.insert(fibers_.end(), FiberContext{node_name_, std::move(name), scope, &clock_, &spawner_, nullptr});
   ++runtime_live_;
-  boost::fibers::fiber fiber(
-      std::allocator_arg, PooledStack(StackPool::for_this_thread(stack_bytes_)),
-      [this, context, scope = std::move(scope), fn = std::move(fn), on_end = std::move(on_end)]() mutable {
-        if (auto failure = run_fiber_body(*context, fn)) on_failure_(*context, std::move(*failure));
-        // `scope` is the one the fiber was spawned into, whose count it joined (and which this
-        // capture keeps alive until the count drops).
-        fibers_.erase(context);
-        --runtime_live_;
-        scope->fiber_ended();
-        if (on_end) on_end();
-      });
-  fiber.detach();
+  ScopeState& joined = *scope;  // the context holds it alive
+  try {
+    boost::fibers::fiber fiber(
+        std::allocator_arg, PooledStack(StackPool::for_this_thread(stack_bytes_)),
+        [this, context, scope = std::move(scope), fn = std::move(fn), on_end = std::move(on_end)]() mutable {
+          if (auto failure = run_fiber_body(*context, fn)) on_failure_(*context, std::move(*failure));
+          // `scope` is the one the fiber was spawned into, whose count it joined (and which this
+          // capture keeps alive until the count drops).
+          fibers_.erase(context);
+          --runtime_live_;
+          scope->fiber_ended();
+          if (on_end) on_end();
+        });
+    fiber.detach();
+  } catch (...) {
+    // No stack (std::bad_alloc under a memory limit): no fiber, so nothing of it may stay
+    // counted, or the runtime would later take a live count for a leaked wait.
+    --runtime_live_;
+    joined.fiber_ended();
+    fibers_.erase(context);
+    throw;
+  }
 }
 
 void NodeFibers::describe(std::string& report, std::string_view node_label) const {

@@ -39,7 +39,7 @@ void Optimizer::step(const std::vector<Tensor>& grads) {
     // Updates are in place: the same tensor (the caller's handles see it), its shape kept, and
     // its version bumped so a graph that saved it fails its backward (modified_by_inplace).
     DAGSIM_ASSERT(params_[i].shape() == before);
-    DAGSIM_ASSERT(params_[i].version() > version);
+    DAGSIM_ASSERT(params_[i].version() != version);  // bumped (a 32-bit count: != survives its wrap)
   }
 }
 
@@ -80,8 +80,12 @@ void Optimizer::load_state(size_t i, const std::vector<Tensor>& state) {
 
 Sgd::Sgd(std::vector<Tensor> params, SgdOptions options)
     : Optimizer(std::move(params)), options_(options), momentum_buffers_(this->params().size()) {
-  if (options.lr < 0) throw errors::invalid_argument("SGD: invalid learning rate " + std::to_string(options.lr));
-  if (options.momentum < 0) throw errors::invalid_argument("SGD: invalid momentum " + std::to_string(options.momentum));
+  // Written so that NaN fails them too: options can come off the wire (dagsim.optim.create).
+  if (!(options.lr >= 0)) throw errors::invalid_argument("SGD: invalid learning rate " + std::to_string(options.lr));
+  if (!(options.momentum >= 0)) throw errors::invalid_argument("SGD: invalid momentum " + std::to_string(options.momentum));
+  if (!std::isfinite(options.dampening) || !std::isfinite(options.weight_decay)) {
+    throw errors::invalid_argument("SGD: dampening and weight decay must be finite numbers");
+  }
   if (options.nesterov && (options.momentum <= 0 || options.dampening != 0)) {
     throw errors::invalid_argument("SGD: Nesterov momentum requires a momentum and zero dampening");
   }
@@ -121,11 +125,13 @@ void Sgd::set_state(size_t i, const std::vector<Tensor>& state) {
 Adam::Adam(std::vector<Tensor> params, AdamOptions options)
     : Optimizer(std::move(params)), options_(options), steps_(this->params().size(), 0),
       exp_avg_(this->params().size()), exp_avg_sq_(this->params().size()) {
-  if (options.lr < 0) throw errors::invalid_argument("Adam: invalid learning rate " + std::to_string(options.lr));
-  if (options.eps < 0) throw errors::invalid_argument("Adam: invalid epsilon " + std::to_string(options.eps));
-  if (options.beta1 < 0 || options.beta1 >= 1 || options.beta2 < 0 || options.beta2 >= 1) {
+  // Written so that NaN fails them too: options can come off the wire (dagsim.optim.create).
+  if (!(options.lr >= 0)) throw errors::invalid_argument("Adam: invalid learning rate " + std::to_string(options.lr));
+  if (!(options.eps >= 0)) throw errors::invalid_argument("Adam: invalid epsilon " + std::to_string(options.eps));
+  if (!(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1)) {
     throw errors::invalid_argument("Adam: betas must be in [0, 1)");
   }
+  if (!std::isfinite(options.weight_decay)) throw errors::invalid_argument("Adam: weight decay must be a finite number");
   DAGSIM_ASSERT(steps_.size() == this->params().size() && exp_avg_.size() == steps_.size() &&
                 exp_avg_sq_.size() == steps_.size());
 }

@@ -42,9 +42,14 @@ NodeDesc read_node(WireReader& r, const NodeFields& fields) {
 }
 
 void write_count(WireWriter& w, size_t n) {
-  // Encoding never makes what decoding refuses; a state this large is a bug upstream (the
-  // settings bound max_nodes, and every list is bounded by the nodes that joined).
-  DAGSIM_ASSERT(n <= kMaxRendezvousNodes);
+  // Encoding never makes what decoding refuses. The settings bound max_nodes, but the lists hold
+  // whatever the store held: a state written by someone else (anyone may write a TCPStore's key)
+  // with 65536 heartbeats gains one more when this node joins. Its error, not an assertion.
+  if (n > kMaxRendezvousNodes) {
+    throw errors::protocol_error("rendezvous state: a list of " + std::to_string(n) + " nodes, more than the " +
+                                 std::to_string(kMaxRendezvousNodes) + " a state holds (the stored state was not " +
+                                 "written by these settings)");
+  }
   w.u32(static_cast<uint32_t>(n));
 }
 

@@ -79,14 +79,18 @@ Tensor WireReader::tensor_data(const std::string& where, uint32_t max_rank) {
                                  std::to_string(max_rank));
   }
   Shape shape(rank);
-  uint64_t numel = 1;
   for (uint8_t d = 0; d < rank; ++d) {
     const int64_t size = i64("tensor.shape");
     if (size < 0) throw errors::protocol_error(where + ": negative size " + std::to_string(size) + " in its shape");
     shape[d] = size;
-    if (__builtin_mul_overflow(numel, static_cast<uint64_t>(size), &numel)) {
-      throw errors::protocol_error(where + ": shape " + shape_str(shape) + " overflows");
-    }
+  }
+  // The same checks as every tensor made here (tensor_nbytes): its sizes' product, zeros aside,
+  // within int64, and at most kMaxTensorNumel elements. Off the wire, a protocol error.
+  uint64_t numel = 0;
+  try {
+    numel = tensor_nbytes(shape, static_cast<Dtype>(dtype)) / dtype_size(static_cast<Dtype>(dtype));
+  } catch (const Error& e) {
+    throw errors::protocol_error(where + ": " + e.detail());
   }
   const size_t element = dtype_size(static_cast<Dtype>(dtype));
   // Checked against the bytes present before allocating: a forged shape cannot make us allocate.

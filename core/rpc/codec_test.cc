@@ -150,7 +150,7 @@ TEST(Codec, ForgedBodiesAreRejectedBeforeAnyLargeAllocation) {
                              w.i64(int64_t{1} << 40);
                              w.i64(int64_t{1} << 40);
                            })),
-                           ErrorCode::protocol_error, "overflows");
+                           ErrorCode::protocol_error, "the product of its sizes passes 2^63");
   EXPECT_THAT_THROWS_ERROR(decode(forged([](WireWriter& w) {
                              w.u32(0);
                              w.u32(1);

@@ -97,6 +97,21 @@ void check_result_size(const OpDef& op, const CallArgs& args) {
     shapes.push_back(t.shape());
     if (t.dtype() == Dtype::float64) widest = Dtype::float64;
   }
+  // A zero-element argument still has extents its op walks: [2^61, 1, 0, 2] is batches, rows or
+  // lanes by the 2^61 (the execute fuzzer found matmul and softmax looping for ever on such). An
+  // argument is held to what a reply could carry of it were its zeros ones.
+  const uint64_t lanes = CodecLimits{}.max_frame_bytes / dtype_size(Dtype::float32);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    uint64_t extent = 1;
+    for (int64_t s : shapes[i]) {
+      if (s != 0 && __builtin_mul_overflow(extent, static_cast<uint64_t>(s), &extent)) extent = lanes + 1;
+      if (extent > lanes) {
+        throw errors::invalid_argument(op.name + ": argument " + std::to_string(i) + " has shape " + shape_str(shapes[i]) +
+                                       ", whose sizes (zeros aside) multiply past the " + std::to_string(lanes) +
+                                       " a call may take");
+      }
+    }
+  }
   // The shape functions index their arguments: a wrong count is the op's own error to name.
   if (shapes.size() < op.min_tensors || (op.max_tensors != OpDef::kAny && shapes.size() > op.max_tensors)) return;
   const OpShapes results = op.shape(shapes, args.attributes);

@@ -11,7 +11,8 @@ std::optional<size_t> dim_index(const Attributes& attributes, const std::string&
   const std::optional<double> given = it != attributes.end() ? std::optional<double>(it->second) : fallback;
   if (!given) return std::nullopt;
   const double d = *given < 0 ? *given + static_cast<double>(rank) : *given;
-  if (d < 0 || d >= static_cast<double>(rank) || d != static_cast<double>(static_cast<int64_t>(d))) return std::nullopt;
+  // Written so that NaN fails it before the cast (a NaN cast to an integer is undefined).
+  if (!(d >= 0 && d < static_cast<double>(rank)) || d != static_cast<double>(static_cast<int64_t>(d))) return std::nullopt;
   return static_cast<size_t>(d);
 }
 

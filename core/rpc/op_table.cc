@@ -204,7 +204,7 @@ std::vector<OpDef> make_table() {
                [](const std::vector<Shape>& s, const Attributes& at) {
                  const auto d = sh::dim_index(at, "dim", s[0].size(), std::nullopt);
                  auto length = at.find("length");
-                 if (!d || length == at.end() || length->second < 0 || length->second > static_cast<double>(s[0][*d])) {
+                 if (!d || length == at.end() || !(length->second >= 0 && length->second <= static_cast<double>(s[0][*d]))) {
                    return OpShapes();
                  }
                  Shape out = s[0];

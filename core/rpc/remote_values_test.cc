@@ -47,7 +47,10 @@ TEST(TensorSizes, ShapesWhoseBytesOverflowAreRefusedNamingTheShape) {
   EXPECT_TRUE(throws_error([&] { Tensor::empty({huge}, Dtype::float64); }, ErrorCode::invalid_argument,
                            {"shape [2305843009213693952] has 2305843009213693952 elements"}));
   EXPECT_TRUE(throws_error([&] { Tensor::empty({huge, huge}); }, ErrorCode::invalid_argument,
-                           {"has more than 2^63 elements"}));
+                           {"the product of its sizes passes 2^63"}));
+  // No elements, but a stride of 2^80: refused too, or every op walking it would overflow.
+  EXPECT_TRUE(throws_error([&] { Tensor::empty({0, int64_t{1} << 40, int64_t{1} << 40}); }, ErrorCode::invalid_argument,
+                           {"shape [0, 1099511627776, 1099511627776]: the product of its sizes passes 2^63"}));
   EXPECT_TRUE(throws_error([&] { Tensor::empty({2, -1}); }, ErrorCode::invalid_argument, {"negative size in shape [2, -1]"}));
   // Zero elements are fine however large the other sizes: no bytes.
   const Tensor none = Tensor::empty({0, huge});
@@ -65,7 +68,13 @@ TEST_F(RemoteValuesTest, ABuiltinWhoseResultCouldNeverBeSentBackIsRefusedAndTheN
       [&] {
         rt_.run_on(0, [&] { agent(0).rpc_sync(1, "sum", {{Tensor::empty({0, big})}, {{"dim", 0}}}); });
       },
-      ErrorCode::invalid_argument, {"Error on Node 1: sum: its result would have shape [1099511627776]", "MiB a reply may carry"}));
+      ErrorCode::invalid_argument,
+      {"Error on Node 1: sum: argument 0 has shape [0, 1099511627776], whose sizes (zeros aside) multiply past"}));
+  // softmax over the empty dim of [0, 2^24]: a result of no elements, but 2^24 lanes, allowed (and
+  // quick: nothing to compute).
+  const std::vector<Tensor> none =
+      rt_.run_on(0, [&] { return agent(0).rpc_sync(1, "softmax", {{Tensor::empty({0, int64_t{1} << 24})}, {{"dim", 0}}}); });
+  EXPECT_EQ(none.at(0).shape(), (Shape{0, int64_t{1} << 24}));
   // matmul of [2^20, 0] and [0, 2^20]: two empty tensors, a result of 2^40 zeros.
   const int64_t side = int64_t{1} << 20;
   EXPECT_TRUE(throws_error(

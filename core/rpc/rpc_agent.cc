@@ -1,5 +1,7 @@
 #include "core/rpc/rpc_agent.h"
 
+#include <exception>
+
 #include "core/rpc/call_messages.h"
 
 #include <algorithm>
@@ -12,7 +14,8 @@ using runtime::Delivery;
 
 RpcAgent::RpcAgent(runtime::Env& env, const FunctionRegistry& registry, RpcOptions options)
     : env_(env), registry_(registry), options_(options),
-      request_ids_(static_cast<uint16_t>(env.incarnation), options.first_request_sequence), rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)) {
+      request_ids_(static_cast<uint16_t>(env.incarnation), options.first_request_sequence),
+      rref_ids_(env.self, static_cast<uint16_t>(env.incarnation)), admission_(options.admission) {
   DAGSIM_ASSERT_MSG(options_.default_timeout.count() > 0, "an RPC timeout must be positive");
   DAGSIM_ASSERT_MSG(options_.limits.max_frame_bytes > kFrameHeaderBytes, "a frame limit below the header");
   DAGSIM_ASSERT_MSG(env.incarnation <= UINT16_MAX, "ids carry 16 bits of a node's incarnation");
@@ -32,7 +35,7 @@ RpcAgent::~RpcAgent() {
 
 void RpcAgent::start() {
   DAGSIM_ASSERT_MSG(!started_, "RpcAgent::start called twice");
-  DAGSIM_ASSERT_MSG(pending_.empty() && serving_ == 0, "RpcAgent: calls before start()");
+  DAGSIM_ASSERT_MSG(pending_.empty() && admission_.serving() == 0, "RpcAgent: calls before start()");
   started_ = true;
   env_.spawner.spawn("rpc.listener", [this] { listen(); });
   env_.spawner.spawn("rpc.timeouts", [this, timeouts = timeouts_] { reap_timeouts(timeouts); });
@@ -80,10 +83,28 @@ void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime:
     on_response(from, std::move(message));
     return;
   }
-  ++serving_;
-  env_.spawner.spawn("rpc.handler", [this, from, from_incarnation, message = std::move(message)]() mutable {
-    serve(from, from_incarnation, std::move(message));
+  if (admission_.try_start(from)) return spawn_handler(from, from_incarnation, std::move(message));
+  const uint64_t request_id = message.request_id;
+  if (admission_.defer(WaitingRequest{from, from_incarnation, std::move(message), frame.size()})) return;
+  // Past every bound: refused at once, with an answer that costs no fiber.
+  const std::string why = "node " + std::to_string(env_.self) + " is overloaded: it serves " +
+                          std::to_string(admission_.serving()) + " requests (" + std::to_string(admission_.serving_for(from)) +
+                          " of them node " + std::to_string(from) + "'s) and " + std::to_string(admission_.backlog_bytes()) +
+                          " bytes of requests wait, its limit; this one was refused";
+  env_.log.event("rpc.overloaded", why);
+  reply(from, make_exception(request_id, env_.self, errors::overloaded(why)));
+}
+
+void RpcAgent::spawn_handler(WorkerId from, uint32_t from_incarnation, Message request) {
+  env_.spawner.spawn("rpc.handler", [this, from, from_incarnation, request = std::move(request)]() mutable {
+    serve(from, from_incarnation, std::move(request));
   });
+}
+
+void RpcAgent::start_waiting() {
+  while (std::optional<WaitingRequest> next = admission_.next()) {
+    spawn_handler(next->from, next->from_incarnation, std::move(next->message));
+  }
 }
 
 void RpcAgent::on_response(WorkerId from, Message response) {
@@ -127,15 +148,17 @@ void RpcAgent::on_response(WorkerId from, Message response) {
 }
 
 void RpcAgent::serve(WorkerId from, uint32_t from_incarnation, Message request) {
-  DAGSIM_ASSERT(serving_ > 0);  // on_frame counted it before spawning this fiber
+  DAGSIM_ASSERT(admission_.serving_for(from) > 0);  // admitted before this fiber was spawned
   struct Done {
     RpcAgent& agent;
+    WorkerId from;
     ~Done() {
-      DAGSIM_ASSERT(agent.serving_ > 0);
-      --agent.serving_;
+      agent.admission_.finished(from);
+      // Not while unwinding (the node is dying or its scope cancelled): nothing new starts then.
+      if (std::uncaught_exceptions() == 0) agent.start_waiting();
       agent.notify_drained();
     }
-  } done{*this};
+  } done{*this, from};
   DAGSIM_ASSERT(is_request(request.type));
   const uint64_t request_id = request.request_id;
   Message response;
@@ -298,7 +321,7 @@ void RpcAgent::add_handler(MessageType type, Handler handler) {
 
 void RpcAgent::notify_drained() {
   DAGSIM_ASSERT(!stopping_ || started_);  // shutdown() requires a started agent
-  if (stopping_ && pending_.empty() && serving_ == 0) drained_.notify_all();
+  if (stopping_ && pending_.empty() && admission_.serving() == 0 && admission_.waiting() == 0) drained_.notify_all();
 }
 
 void RpcAgent::shutdown() {
@@ -309,14 +332,15 @@ void RpcAgent::shutdown() {
   stopping_ = true;
   runtime::FiberLock lock(drain_mutex_);
   const bool drained = runtime::block_until(
-      drained_, lock, [this] { return pending_.empty() && serving_ == 0; },
+      drained_, lock, [this] { return pending_.empty() && admission_.serving() == 0 && admission_.waiting() == 0; },
       env_.clock.now() + options_.default_timeout, "RpcAgent::shutdown");
   if (!drained) {
     throw errors::timed_out("RpcAgent::shutdown of node " + std::to_string(env_.self) + ": " +
-                            std::to_string(pending_.size()) + " call(s) and " + std::to_string(serving_) +
+                            std::to_string(pending_.size()) + " call(s) and " +
+                            std::to_string(admission_.serving() + admission_.waiting()) +
                             " handler(s) still outstanding");
   }
-  DAGSIM_ASSERT(pending_.empty() && serving_ == 0);  // drained: nothing can complete after the reaper stops
+  DAGSIM_ASSERT(pending_.empty() && admission_.serving() == 0 && admission_.waiting() == 0);  // drained: nothing can complete after the reaper stops
   stop_reaper();
   env_.transport.inbox().close();
 }

@@ -38,6 +38,7 @@
 #include "core/base/ids.h"
 #include "core/rpc/codec.h"
 #include "core/rpc/function_registry.h"
+#include "core/rpc/request_admission.h"
 #include "core/rpc/rpc_extension.h"
 #include "core/rpc/rref.h"
 #include "core/runtime/env.h"
@@ -77,6 +78,9 @@ struct RpcOptions {
   Duration default_timeout = std::chrono::seconds(60);
   CodecLimits limits;
   std::vector<MessageFault> message_faults = {};
+  // How many requests this node serves at once, and how many bytes of them may wait
+  // (request_admission.h).
+  AdmissionLimits admission = {};
   // Where this life's request ids start (tests only: near the end of their 48 bits).
   uint64_t first_request_sequence = 1;
 };
@@ -179,6 +183,8 @@ class RpcAgent {
   const FunctionRegistry& registry() const { return registry_; }
   WorkerId self() const { return env_.self; }
   size_t pending_calls() const { return pending_.size(); }
+  // Requests served now, and waiting for a fiber (request_admission.h).
+  const RequestAdmission& admission() const { return admission_; }
   // From now on every function call and remote call this node is asked to run fails with
   // connection_failed saying `reason`, as calls to a process that is gone do; what is not a call
   // (handlers, RRef fetches and deletes, distributed autograd's own messages) is still served. An
@@ -212,6 +218,10 @@ class RpcAgent {
   void on_frame(WorkerId from, uint32_t from_incarnation, const runtime::Bytes& frame);
   void on_response(WorkerId from, Message response);
   void serve(WorkerId from, uint32_t from_incarnation, Message request);
+  // Starts a handler fiber for an admitted request.
+  void spawn_handler(WorkerId from, uint32_t from_incarnation, Message request);
+  // Starts the waiting requests that may start now (a handler finished).
+  void start_waiting();
   // The response to a request of a type the agent does not serve itself: the handler's, or the
   // extension's for a forward_autograd_req. Throws what they throw.
   Message serve_other(WorkerId from, Message request);
@@ -303,7 +313,7 @@ class RpcAgent {
   // The latest life heard from, per peer (note_incarnation).
   std::map<WorkerId, uint32_t> incarnations_;
   std::map<uint64_t, Pending> pending_;
-  size_t serving_ = 0;  // requests being served now, on fibers of their own
+  RequestAdmission admission_;  // requests served now (each on a fiber of its own) and waiting
   bool started_ = false;
   bool stopping_ = false;
   std::string refusing_;  // refuse_calls()'s reason; empty while calls are served

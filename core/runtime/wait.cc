@@ -26,11 +26,8 @@ void throw_if_cancelled() {
 WaitGuard::WaitGuard(FiberLock& lock, FiberCondition& cv, std::optional<TimePoint> deadline, const char* what)
     : mutex_(*lock.mutex()), cv_(cv), self_(current_fiber()) {
   DAGSIM_ASSERT(lock.owns_lock());
-  ++blocked_count;
-  if (self_ != nullptr) {
-    previous_what_ = self_->waiting_on;
-    self_->waiting_on = what;
-  }
+  // What allocates comes first, undone if it throws (std::bad_alloc under a memory limit): a
+  // constructor that throws runs no destructor, so nothing may stay armed or counted by then.
   if (deadline.has_value() && *deadline != TimePoint::max()) {
     DAGSIM_ASSERT_MSG(self_ != nullptr && self_->clock != nullptr,
                       "a wait with a deadline needs a fiber started by a Spawner (it owns the Clock)");
@@ -38,8 +35,18 @@ WaitGuard::WaitGuard(FiberLock& lock, FiberCondition& cv, std::optional<TimePoin
     timer_ = clock_->call_at(*deadline, [this] { wake(timed_out_); });
   }
   if (self_ != nullptr && self_->scope != nullptr) {
+    try {
+      cancel_token_ = self_->scope->register_waiter([this] { wake(cancelled_); });
+    } catch (...) {
+      if (clock_ != nullptr) clock_->cancel(timer_);
+      throw;
+    }
     scope_ = self_->scope.get();
-    cancel_token_ = scope_->register_waiter([this] { wake(cancelled_); });
+  }
+  ++blocked_count;
+  if (self_ != nullptr) {
+    previous_what_ = self_->waiting_on;
+    self_->waiting_on = what;
   }
 }
 

@@ -25,8 +25,9 @@ using Shape = std::vector<int64_t>;
 // "[3, 3]"; "[]" for a scalar.
 std::string shape_str(const Shape& shape);
 
-// Product of the sizes; 1 for a scalar. Throws invalid_argument for a negative size or a product
-// past int64 (a shape can come off the wire or from a peer's attributes: never undefined behaviour).
+// Product of the sizes; 1 for a scalar. Throws invalid_argument for a negative size, or when the
+// product of the non-zero sizes passes int64 (a stride would overflow, even with no elements): a
+// shape can come off the wire or from a peer's attributes, never undefined behaviour.
 int64_t shape_numel(const Shape& shape);
 
 // The most elements a tensor may have: 2^48 (2 PiB of float64), far past any memory, and small

@@ -61,6 +61,7 @@ void select_rows(const T* a, T* out, const Shape& shape, int64_t dim, const std:
   extents(shape, dim, &outer, &inner);
   const int64_t size = shape[dim];
   const int64_t k_n = static_cast<int64_t>(idx.size());
+  if (k_n == 0 || inner == 0) return;  // nothing to copy, however large `outer` is
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t k = 0; k < k_n; ++k) {
       std::copy_n(a + (o * size + idx[static_cast<size_t>(k)]) * inner, inner, out + (o * k_n + k) * inner);
@@ -75,6 +76,7 @@ Tensor index_add_rows(const Tensor& g, const Shape& shape, int64_t dim, const st
   extents(shape, dim, &outer, &inner);
   const int64_t size = shape[dim];
   const int64_t k_n = static_cast<int64_t>(idx.size());
+  if (k_n == 0 || inner == 0) return grad;  // nothing to add, however large `outer` is
   dispatch_dtype(g.dtype(), [&]<typename T>() {
     const T* pg = g.data<T>();
     T* p = grad.data<T>();

@@ -39,6 +39,7 @@ Tensor batched_gemm(const Tensor& x, const Tensor& y, bool trans_x, bool trans_y
   const int64_t k = trans_x ? x.shape()[1] : x.shape()[2];
   const int64_t n = trans_y ? y.shape()[1] : y.shape()[2];
   Tensor out = Tensor::empty({batch, m, n}, x.dtype());
+  if (out.numel() == 0) return out;  // [2^61, 0, n] would loop 2^61 times over nothing
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     const T* px = x.data<T>();
     const T* py = y.data<T>();
@@ -149,12 +150,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     out = bmm(unsqueeze(x, 0), unsqueeze(y, 0));
     out = squeeze(out, 0);
   } else {
+    // No output elements (n or m is 0): contract over nothing, so the broadcast copy of the other
+    // operand is empty too. [2^20, 1, 4, 4] times [1, 2^20, 4, 0] once expanded the first to 2^44
+    // elements for a result of none (found by the execute fuzzer). The gradients are zeros either way.
+    const bool empty = n == 0 || m == 0;
+    const int64_t k = empty ? 0 : k_a;
+    const Tensor xk = empty ? narrow(x, -1, 0, 0) : x;
+    const Tensor yk = empty ? narrow(y, -2, 0, 0) : y;
     Shape x_full = batch, y_full = batch;
-    x_full.insert(x_full.end(), {n, k_a});
-    y_full.insert(y_full.end(), {k_a, m});
+    x_full.insert(x_full.end(), {n, k});
+    y_full.insert(y_full.end(), {k, m});
     const int64_t flat = shape_numel(batch);
-    Tensor x3 = reshape(x_batch == batch ? x : expand(x, x_full), {flat, n, k_a});
-    Tensor y3 = reshape(y_batch == batch ? y : expand(y, y_full), {flat, k_a, m});
+    Tensor x3 = reshape(x_batch == batch ? xk : expand(xk, x_full), {flat, n, k});
+    Tensor y3 = reshape(y_batch == batch ? yk : expand(yk, y_full), {flat, k, m});
     Shape out_shape = batch;
     out_shape.insert(out_shape.end(), {n, m});
     out = reshape(bmm(x3, y3), out_shape);

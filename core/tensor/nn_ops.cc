@@ -114,6 +114,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   const int64_t cols = shape_numel(normalized_shape);
   int64_t rows = 1;
   for (size_t d = 0; d + k < x.shape().size(); ++d) rows *= x.shape()[d];
+  // No elements, no rows: [2^61, 0] normalised over its last dim would loop (and allocate) 2^61 times.
+  if (x.numel() == 0) rows = 0;
   std::vector<double> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
   Tensor out = Tensor::empty(x.shape(), x.dtype());
   dispatch_dtype(x.dtype(), [&]<typename T>() {

@@ -26,14 +26,19 @@ std::string shape_str(const Shape& shape) {
 }
 
 int64_t shape_numel(const Shape& shape) {
-  int64_t n = 1;
+  // The product of the non-zero sizes too: strides are products of trailing sizes, so [0, 2^40,
+  // 2^40] has no elements but a stride of 2^80 that would overflow in every op that walks it.
+  int64_t extent = 1;
+  bool empty = false;
   for (int64_t s : shape) {
     if (s < 0) throw errors::invalid_argument("negative size in shape " + shape_str(shape));
-    if (__builtin_mul_overflow(n, s, &n)) {
-      throw errors::invalid_argument("shape " + shape_str(shape) + " has more than 2^63 elements");
+    if (s == 0) {
+      empty = true;
+    } else if (__builtin_mul_overflow(extent, s, &extent)) {
+      throw errors::invalid_argument("shape " + shape_str(shape) + ": the product of its sizes passes 2^63");
     }
   }
-  return n;
+  return empty ? 0 : extent;
 }
 
 size_t tensor_nbytes(const Shape& shape, Dtype dtype) {

@@ -5,14 +5,18 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cblas.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "scenarios/cli/commands.h"
 #include "scenarios/cli/report.h"
@@ -80,8 +84,43 @@ std::string limit_report(const scenarios::Scenario& scenario, const std::string&
   return out.str();
 }
 
+namespace {
+
+// OpenBLAS maps its work buffer at its first gemm and, when that mmap fails under RLIMIT_AS,
+// retries without end (blas_memory_alloc): `--max-memory 96` spun for minutes. Mapped now, before
+// the limit, it is reused by every later product.
+void warm_blas() {
+  constexpr int n = 128;
+  std::vector<double> a(n * n, 1.0), c(n * n, 0.0);
+  std::vector<float> af(n * n, 1.0f), cf(n * n, 0.0f);
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, a.data(), n, 0.0, c.data(), n);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, af.data(), n, af.data(), n, 0.0f, cf.data(), n);
+}
+
+// The address space this process maps now (VmSize), in MiB; 0 if /proc says nothing.
+uint64_t mapped_mib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmSize:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 10) >> 10;  // kB
+  }
+  return 0;
+}
+
+}  // namespace
+
 bool arm_host_limits(const HostLimits& limits, std::string wall_report) {
   if (limits.memory_mib) {
+    warm_blas();
+    // Below what the process maps already, plus room to run, a limit could only end in a crash
+    // of its own runtime: refused, naming the least it can take on this host.
+    const uint64_t least = mapped_mib() + kMemoryHeadroomMib;
+    if (*limits.memory_mib < least) {
+      std::cerr << "dagsim: a memory limit of " << *limits.memory_mib << " MiB is below the least a run takes here, " << least
+                << " MiB: the process maps " << least - kMemoryHeadroomMib << " MiB once started (its code, libraries "
+                << "and OpenBLAS's buffer) and needs " << kMemoryHeadroomMib << " MiB more to run\n";
+      return false;
+    }
     const rlim_t bytes = static_cast<rlim_t>(*limits.memory_mib) << 20;
     rlimit current{};
     getrlimit(RLIMIT_AS, &current);

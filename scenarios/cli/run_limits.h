@@ -36,8 +36,14 @@ std::string limit_report(const scenarios::Scenario& scenario, const std::string&
                          const std::string& transport, const std::string& replay_flags, const std::string& outcome,
                          const std::string& detail, bool json);
 
-// Sets RLIMIT_AS to the memory limit, and arms the wall-time watchdog to print `wall_report` on
-// stdout and exit 4. Returns false (with a message on stderr) when the memory limit cannot be set.
+// What a memory limit must leave beyond what the process maps once started (VmSize after
+// OpenBLAS's buffer is mapped): fiber stacks, the run's own data, the report.
+inline constexpr uint64_t kMemoryHeadroomMib = 64;
+
+// Sets RLIMIT_AS to the memory limit (after mapping OpenBLAS's buffer, which it would otherwise
+// retry without end under the limit), and arms the wall-time watchdog to print `wall_report` on
+// stdout and exit 4. Returns false (with a message on stderr, naming the least limit it takes)
+// when the memory limit is below what the process maps plus kMemoryHeadroomMib, or cannot be set.
 bool arm_host_limits(const HostLimits& limits, std::string wall_report);
 // Stops the watchdog (before the final report is printed, so it is never cut in two).
 void disarm_wall_watchdog();

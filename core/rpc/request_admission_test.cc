@@ -1,0 +1,132 @@
+// Tests of RequestAdmission and of the agent under a flood (issue 23, item 3): a node serves at
+// most so many requests at once, in all and per peer, keeps at most so many bytes waiting, refuses
+// the rest by name at once, and still serves an honest peer while another floods it.
+#include "core/rpc/request_admission.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "core/base/throws_error_test_util.h"
+#include "core/fibers/local_runtime.h"
+#include "core/rpc/rpc_agent.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim::rpc {
+namespace {
+
+using namespace std::chrono_literals;
+
+WaitingRequest waiting(WorkerId from, size_t bytes, uint64_t id) {
+  WaitingRequest w;
+  w.from = from;
+  w.bytes = bytes;
+  w.message.request_id = id;
+  return w;
+}
+
+TEST(RequestAdmission, ServesUpToItsLimitsThenKeepsABoundedBacklogInOrderPeersTakingTurns) {
+  RequestAdmission a({.max_serving = 3, .max_serving_per_peer = 2, .max_backlog_bytes = 100});
+  EXPECT_TRUE(a.try_start(1));
+  EXPECT_TRUE(a.try_start(1));
+  EXPECT_FALSE(a.try_start(1));  // peer 1 is at its own limit
+  EXPECT_TRUE(a.try_start(2));
+  EXPECT_FALSE(a.try_start(3));  // the node is at its limit
+  EXPECT_TRUE(a.defer(waiting(1, 40, 11)));
+  EXPECT_TRUE(a.defer(waiting(1, 40, 12)));
+  EXPECT_FALSE(a.defer(waiting(3, 40, 31)));  // 120 bytes would pass 100
+  EXPECT_TRUE(a.defer(waiting(3, 20, 32)));
+  EXPECT_EQ(a.backlog_bytes(), 100u);
+  EXPECT_EQ(a.waiting(), 3u);
+  // Nothing starts while the node is full.
+  EXPECT_FALSE(a.next());
+  // Peer 2's request ends: peer 1 is still at its limit, so peer 3's waiting request goes first.
+  a.finished(2);
+  std::optional<WaitingRequest> n = a.next();
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->message.request_id, 32u);
+  EXPECT_FALSE(a.next());
+  // A later request of peer 1 waits behind its earlier ones (FIFO), even with room.
+  a.finished(1);
+  EXPECT_FALSE(a.try_start(1));
+  n = a.next();
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->message.request_id, 11u);
+  a.finished(3);
+  a.finished(1);
+  n = a.next();
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->message.request_id, 12u);
+  EXPECT_EQ(a.waiting(), 0u);
+  EXPECT_EQ(a.backlog_bytes(), 0u);
+  EXPECT_EQ(a.serving(), 2u);
+  EXPECT_TRUE(a.try_start(1) == false && a.try_start(2));  // peer 1 at 2 again; peer 2 has room
+}
+
+// Node 0 floods node 1 with slow calls carrying 4 KiB each; node 2 makes one honest call.
+TEST(RequestAdmission, AFloodedNodeKeepsItsBoundsRefusesTheRestByNameAndServesAnHonestPeer) {
+  fibers::LocalRuntime rt;
+  FunctionRegistry registry = FunctionRegistry::with_builtins();
+  registry.add("slow", [](CallContext& ctx, const CallArgs& args) {
+    ctx.agent().env().clock.sleep(10s);
+    return std::vector<Tensor>{args.tensors.at(0)};
+  });
+  RpcOptions options;
+  options.admission = {.max_serving = 8, .max_serving_per_peer = 4, .max_backlog_bytes = 64 << 10};
+  std::vector<std::unique_ptr<RpcAgent>> agents;
+  for (int i = 0; i < 3; ++i) {
+    agents.push_back(std::make_unique<RpcAgent>(rt.add_node("worker" + std::to_string(i)), registry, options));
+    agents.back()->start();
+  }
+  const int kFlood = 1000;
+  size_t served = 0, refused = 0;
+  rt.run_on(0, [&] {
+    std::vector<Future<std::vector<Tensor>>> calls;
+    size_t most_serving = 0, most_backlog = 0;
+    const Tensor payload = zeros({512});  // 4 KiB of float64
+    for (int i = 0; i < kFlood; ++i) {
+      calls.push_back(agents[0]->rpc_async(1, "slow", {{payload}, {}}, 120s));
+      if (i % 50 == 0) agents[0]->env().clock.sleep(1ms);  // let node 1 read what arrived
+      most_serving = std::max(most_serving, agents[1]->admission().serving());
+      most_backlog = std::max(most_backlog, agents[1]->admission().backlog_bytes());
+    }
+    agents[0]->env().clock.sleep(100ms);
+    // The bounds held throughout: 4 of node 0's calls run, and at most 64 KiB of them wait.
+    EXPECT_EQ(agents[1]->admission().serving_for(0), 4u);
+    EXPECT_LE(most_serving, 4u);
+    EXPECT_LE(most_backlog, size_t{64} << 10);
+    EXPECT_GT(agents[1]->admission().waiting(), 0u);
+    // Meanwhile an honest peer is served at once, its call not queued behind the flood.
+    const runtime::TimePoint before = rt.now();
+    bool honest_done = false;
+    runtime::TimePoint honest_at;
+    rt.env(2).spawner.spawn("honest", [&] {
+      const std::vector<Tensor> out = agents[2]->rpc_sync(1, "add", {{from_values({1}, {1}), from_values({1}, {2})}, {}});
+      EXPECT_EQ(out.at(0).to_vector(), (std::vector<double>{3}));
+      honest_done = true;
+      honest_at = rt.now();
+    });
+    agents[0]->env().clock.sleep(1s);
+    EXPECT_TRUE(honest_done);
+    EXPECT_LT(honest_at - before, 100ms);
+    // Every flooding call ends: served (it started or waited) or refused as overloaded, by name.
+    for (auto& f : calls) {
+      try {
+        f.get();
+        ++served;
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::overloaded) << e.what();
+        EXPECT_NE(std::string(e.what()).find("node 1 is overloaded: it serves"), std::string::npos) << e.what();
+        ++refused;
+      }
+    }
+  });
+  EXPECT_EQ(served + refused, static_cast<size_t>(kFlood));
+  EXPECT_GT(refused, 0u);
+  EXPECT_GE(served, 4u + 10u);  // those running, and at least the ten a 64 KiB backlog holds
+  EXPECT_EQ(agents[1]->admission().serving(), 0u);
+  EXPECT_EQ(agents[1]->admission().waiting(), 0u);
+}
+
+}  // namespace
+}  // namespace dagsim::rpc

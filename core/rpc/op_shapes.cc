@@ -92,11 +92,15 @@ OpShapes split(const Shape& s, const Attributes& attributes, bool by_chunks) {
   const auto d = dim_index(attributes, "dim", s.size(), 0.0);
   const char* key = by_chunks ? "chunks" : "split_size";
   auto it = attributes.find(key);
-  if (!d || it == attributes.end() || !(it->second >= 1) || it->second > 1e7) return std::nullopt;
+  // The op's own bound on an integer attribute (integer_attribute: |v| <= 9e15), not a tighter one:
+  // a count the op accepts must have shapes here, or its results escape the registry's check
+  // (the execute fuzzer: chunk into 2 * 10^7 pieces of [2^20] gave 2^20 results). Counting pieces
+  // stops past kMaxSplitPieces, so a large count costs nothing.
+  if (!d || it == attributes.end() || !(it->second >= 1 && it->second <= 9.0e15)) return std::nullopt;
   const int64_t size = s[*d];
   const auto n = static_cast<int64_t>(it->second);
   // torch.chunk: pieces of ceil(size / chunks); torch.split: pieces of split_size, the last smaller.
-  const int64_t piece = by_chunks ? (size + n - 1) / n : n;
+  const int64_t piece = by_chunks ? size / n + (size % n != 0 ? 1 : 0) : n;  // ceil, without overflow
   std::vector<Shape> out;
   for (int64_t start = 0; start < size || (size == 0 && out.empty()); start += piece) {
     Shape p = s;

@@ -129,7 +129,10 @@ class TcpCluster final : public runtime::Cluster {
     Node& n = nodes_.at(node);
     if (n.pid > 0 && (n.state == NodeState::up || n.state == NodeState::paused)) kill(node);
     if (n.pid > 0) signal_process(n, SIGKILL);  // a crashed incarnation's process goes too
-    record({FaultEvent::Kind::restart, now(), node, 0, 0, {}});
+    // The new incarnation is back when its process runs (says hello), not when it is forked: a
+    // process takes a while to start, longer on a busy machine, and a judge that counted from
+    // the fork would hold that against the node's peers (the simulator's restart is instant).
+    n.restart_pending = true;
     launch(node);
   }
   void pause(WorkerId node) override {
@@ -187,6 +190,7 @@ class TcpCluster final : public runtime::Cluster {
     uint16_t port = 0;
     std::shared_ptr<ControlLink> link;
     bool said_hello = false;
+    bool restart_pending = false;  // restarted; the restart is recorded when the process says hello
     bool started = false;    // told to start (this incarnation)
     bool reported = false;   // said busy or idle since it started
     bool idle = false;
@@ -219,6 +223,11 @@ class TcpCluster final : public runtime::Cluster {
     });
   }
   void record(FaultEvent e) { history_.push_back(std::move(e)); }
+  void record_restart(Node& n, WorkerId node) {
+    if (!n.restart_pending) return;
+    n.restart_pending = false;
+    record({FaultEvent::Kind::restart, now(), node, 0, 0, {}});
+  }
   // The node's address refuses connections from now on, as a dead host's does: the launcher
   // closes its copy of the listening socket, so the socket is gone once the dead process's copy
   // is (the kernel resets the connections queued on it and refuses new ones). A restart binds the
@@ -435,6 +444,7 @@ void TcpCluster::launch(WorkerId node) {
 void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
   Node& n = nodes_.at(node);
   if (n.state != NodeState::up && n.state != NodeState::paused) return;
+  record_restart(n, node);  // an incarnation that ends before it said hello still began
   record({kind, now(), node, 0, 0, {}});
   n.state = state;
   if (kind == FaultEvent::Kind::kill) {
@@ -455,6 +465,7 @@ void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& l
   const std::string event = m.value("event", "");
   if (event == "hello") {
     n.said_hello = true;
+    record_restart(n, node);
     n.incarnation = m.value("incarnation", uint32_t{0});
     n.incarnations.push_back(n.incarnation);
     if (started_) {

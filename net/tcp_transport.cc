@@ -19,6 +19,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/runtime/fiber_context.h"
 #include "net/handshake.h"
 
 namespace dagsim::net {
@@ -76,8 +77,12 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
   void block(WorkerId peer, bool blocked);
   void silence();
   bool idle() const;
+  bool wait_for_room(WorkerId target, std::optional<TimePoint> deadline);
+  size_t queued_bytes(WorkerId peer) const;
+  size_t queued_bytes() const;
 
   // Called by connections.
+  void on_written();
   void on_established(const std::shared_ptr<Connection>& c);
   void on_error(const std::shared_ptr<Connection>& c, const std::string& why);
   void on_envelope(const std::shared_ptr<Connection>& c, ReceivedEnvelope envelope);
@@ -92,6 +97,10 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
   bool closed_ = false;
   bool silenced_ = false;
   size_t inbound_ = 0;
+  // Senders waiting for room (wait_for_room) sleep here; whatever shrinks a queue wakes them.
+  runtime::FiberMutex room_mutex_;
+  runtime::FiberCondition room_;
+  size_t room_waiters_ = 0;
 
  private:
   struct Link {
@@ -99,6 +108,7 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
     std::shared_ptr<Connection> in;   // the peer's to us, once established
     std::optional<uint32_t> incarnation;
     std::deque<Outgoing> waiting;     // not yet due, not yet connected, or held
+    size_t waiting_bytes = 0;         // their payloads
     runtime::LinkQueue queue;         // the delay/drop layer: the simulator's link model
     bool blocked = false;
     bool dialing = false;
@@ -122,6 +132,10 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
   void dial_failed(WorkerId peer, const std::string& why, bool refused = false);
   void arm_hold(WorkerId peer);
   void fail_link(WorkerId peer, const std::string& why);
+  void wake_room_waiters();
+  bool has_room(WorkerId peer) const;
+  // The hard bound: while the node holds more than max_queued, the link holding the most fails.
+  void enforce_max_queued();
   std::string name(WorkerId w) const;
   std::string where(WorkerId w) const;
   HandshakeParams handshake_params() const;
@@ -158,6 +172,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const PeerIdentity& peer() const { return handshake_.peer(); }
   std::optional<WorkerId> claimed_peer() const { return handshake_.claimed_peer(); }
   bool writing() const { return writing_ || !queue_.empty(); }
+  // Payload bytes queued or being written.
+  size_t queued_bytes() const { return queued_bytes_; }
   // Messages queued or being written: lost if the connection fails now.
   size_t queued_messages() const {
     size_t n = 0;
@@ -176,6 +192,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     w.mac = sealed.mac;
     w.mac_bytes = sealed.mac_bytes;
     w.envelope = true;
+    queued_bytes_ += w.payload.size();
     queue_.push_back(std::move(w));
   }
 
@@ -202,10 +219,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     ++stats.writes;
     asio::async_write(socket_, buffers_, [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
       self->writing_ = false;
+      for (const Writing& w : self->in_flight_) self->queued_bytes_ -= w.payload.size();
       self->in_flight_.clear();
       if (self->closed_) return;
       if (ec) return self->fail("write failed: " + error_text(ec));
-      if (auto owner = self->owner_.lock()) self->flush(owner->stats_);
+      if (auto owner = self->owner_.lock()) {
+        self->flush(owner->stats_);
+        owner->on_written();
+      }
     });
   }
 
@@ -328,6 +349,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<Writing> queue_;
   std::vector<Writing> in_flight_;
   std::vector<asio::const_buffer> buffers_;
+  size_t queued_bytes_ = 0;  // payloads in queue_ and in_flight_
   bool writing_ = false;
   bool closed_ = false;
   bool read_timer_armed_ = false;
@@ -430,8 +452,65 @@ void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t 
     }
     due = SteadyClock::time_point{std::chrono::duration_cast<SteadyClock::duration>(arrival->since_epoch)};
   }
+  l.waiting_bytes += payload.size();
   l.waiting.push_back(Outgoing{std::move(payload), padding, due});
   pump(target);
+  enforce_max_queued();
+}
+
+size_t TcpTransport::Impl::queued_bytes(WorkerId peer) const {
+  const Link& l = links_[peer];
+  return l.waiting_bytes + (l.out ? l.out->queued_bytes() : 0);
+}
+
+size_t TcpTransport::Impl::queued_bytes() const {
+  size_t total = 0;
+  for (WorkerId peer = 0; peer < links_.size(); ++peer) total += queued_bytes(peer);
+  return total;
+}
+
+bool TcpTransport::Impl::has_room(WorkerId peer) const {
+  return queued_bytes(peer) < options_.room_per_peer && queued_bytes() < options_.room_total;
+}
+
+bool TcpTransport::Impl::wait_for_room(WorkerId target, std::optional<TimePoint> deadline) {
+  if (closed_ || target >= links_.size() || target == options_.self || has_room(target)) return true;
+  // Only a node's fibers wait: Asio handlers and the dispatcher must never block.
+  if (runtime::current_fiber() == nullptr) return false;
+  runtime::FiberLock lock(room_mutex_);
+  ++room_waiters_;
+  struct Leave {
+    size_t& waiters;
+    ~Leave() { --waiters; }
+  } leave{room_waiters_};
+  return runtime::block_until(
+      room_, lock, [&] { return closed_ || has_room(target); }, deadline, "TcpTransport::wait_for_room");
+}
+
+void TcpTransport::Impl::on_written() { wake_room_waiters(); }
+
+void TcpTransport::Impl::wake_room_waiters() {
+  if (room_waiters_ == 0) return;
+  std::lock_guard<runtime::FiberMutex> lock(room_mutex_);
+  room_.notify_all();
+}
+
+void TcpTransport::Impl::enforce_max_queued() {
+  while (!closed_) {
+    const size_t total = queued_bytes();
+    if (total <= options_.max_queued) return;
+    WorkerId worst = 0;
+    for (WorkerId peer = 1; peer < links_.size(); ++peer) {
+      if (queued_bytes(peer) > queued_bytes(worst)) worst = peer;
+    }
+    const size_t held = queued_bytes(worst);
+    DAGSIM_ASSERT(held > 0);
+    log("failed the link to " + name(worst) + ": " + std::to_string(held) + " bytes wait to be written to it and " +
+        std::to_string(total) + " in all, past this node's bound of " + std::to_string(options_.max_queued));
+    fail_link(worst, "connection to " + name(worst) + " failed: it does not read (" + std::to_string(held) +
+                         " bytes queued to it, and this node's bound of " + std::to_string(options_.max_queued) +
+                         " bytes for all its peers was reached)");
+  }
 }
 
 void TcpTransport::Impl::pump(WorkerId peer) {
@@ -441,6 +520,7 @@ void TcpTransport::Impl::pump(WorkerId peer) {
   if (!l.out || !l.out->established()) return dial(peer);
   const auto now = SteadyClock::now();
   while (!l.waiting.empty() && l.waiting.front().due <= now) {
+    l.waiting_bytes -= l.waiting.front().payload.size();
     l.out->queue_envelope(std::move(l.waiting.front().payload), l.waiting.front().padding);
     l.waiting.pop_front();
   }
@@ -557,6 +637,7 @@ void TcpTransport::Impl::fail_link(WorkerId peer, const std::string& why) {
   if (out) out->close();
   if (in) in->close();
   l.waiting.clear();
+  l.waiting_bytes = 0;
   l.queue.reset();
   l.dialing = false;
   l.shaping->cancel();
@@ -567,6 +648,7 @@ void TcpTransport::Impl::fail_link(WorkerId peer, const std::string& why) {
   ++stats_.connection_failures;
   inbox_.offer(Delivery{Delivery::Kind::peer_failed, peer, {}, why, l.incarnation.value_or(0), 0});
   if (options_.on_failure) options_.on_failure(peer, why);
+  wake_room_waiters();
 }
 
 void TcpTransport::Impl::on_established(const std::shared_ptr<Connection>& c) {
@@ -660,10 +742,12 @@ void TcpTransport::Impl::close() {
     if (out) out->close();
     if (in) in->close();
     l.waiting.clear();
+    l.waiting_bytes = 0;
     l.shaping->cancel();
     l.retry->cancel();
     l.hold->cancel();
   }
+  wake_room_waiters();
 }
 
 void TcpTransport::Impl::block(WorkerId peer, bool blocked) {
@@ -709,5 +793,10 @@ uint16_t TcpTransport::port() const {
   return impl_->acceptor_.local_endpoint(ignored).port();
 }
 TcpTransportStats TcpTransport::stats() const { return impl_->stats_; }
+bool TcpTransport::wait_for_room(WorkerId target, std::optional<TimePoint> deadline) {
+  return impl_->wait_for_room(target, deadline);
+}
+size_t TcpTransport::queued_bytes(WorkerId peer) const { return impl_->queued_bytes(peer); }
+size_t TcpTransport::queued_bytes() const { return impl_->queued_bytes(); }
 
 }  // namespace dagsim::net

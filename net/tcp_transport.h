@@ -25,7 +25,7 @@
 // scenario's connection_failure_rate; a blocked link (partition) and a silenced node (crash) hold
 // traffic, and a link whose traffic has been held for connection_timeout fails.
 //
-// Bounded: at most max_inbound connections at a time (more are closed at once and logged), every
+// Bounded: what waits to be written to a peer (room_per_peer, room_total, max_queued), at most max_inbound connections at a time (more are closed at once and logged), every
 // handshake within handshake_timeout, every envelope's bytes within connection_timeout of each other.
 // Threading: everything runs on the io_context's thread, which is the node's (transport.h).
 #pragma once
@@ -63,6 +63,13 @@ struct TcpTransportOptions {
   runtime::Duration handshake_timeout = std::chrono::seconds(2);
   size_t max_inbound = 256;
   EnvelopeLimits limits;
+  // Backpressure (Note [room to send] in core/runtime/transport.h), in payload bytes queued and
+  // not yet written to the socket: wait_for_room waits while this node holds at least
+  // room_per_peer for the peer, or room_total for all of them together; a send that takes the
+  // total past max_queued fails the link holding the most (a peer that does not read).
+  size_t room_per_peer = size_t{64} << 20;
+  size_t room_total = size_t{256} << 20;
+  size_t max_queued = size_t{1} << 30;
   // The scenario's network, applied by the delay/drop layer; nullopt sends at once.
   std::optional<runtime::NetworkModel> shaping;
   uint64_t seed = 1;  // the delay/drop layer's draws
@@ -96,6 +103,7 @@ class TcpTransport final : public runtime::Transport {
   void send(WorkerId target, runtime::Bytes payload, uint64_t padding) override;
   runtime::Channel<runtime::Delivery>& inbox() override;
   void close() override;
+  bool wait_for_room(WorkerId target, std::optional<runtime::TimePoint> deadline) override;
 
   // The delay/drop layer's faults. block: hold this node's traffic to `peer` (a partition's
   // directed pair), or let it go again in order. silence: a crash; hold everything in and out
@@ -107,6 +115,9 @@ class TcpTransport final : public runtime::Transport {
   bool idle() const;
   uint16_t port() const;
   TcpTransportStats stats() const;
+  // Payload bytes queued and not yet written: to `peer`, and to everyone.
+  size_t queued_bytes(WorkerId peer) const;
+  size_t queued_bytes() const;
 
   class Impl;  // public only so that its connections (in the .cc) can name it
 

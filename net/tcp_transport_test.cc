@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
 
 #include "core/base/error.h"
@@ -26,7 +27,8 @@ const std::string kSecret = "a-shared-secret-of-the-cluster";
 
 // A cluster of `n` transports on this thread's io_context.
 struct Cluster {
-  Cluster(asio::io_context& io, size_t n, runtime::Duration timeout = 1s, std::vector<std::string> secrets = {}) {
+  Cluster(asio::io_context& io, size_t n, runtime::Duration timeout = 1s, std::vector<std::string> secrets = {},
+          const std::function<void(TcpTransportOptions&)>& adjust = {}) {
     std::vector<tcp::acceptor> acceptors;
     std::vector<TcpEndpoint> peers;
     for (size_t i = 0; i < n; ++i) {
@@ -45,6 +47,7 @@ struct Cluster {
       o.connection_timeout = timeout;
       o.handshake_timeout = timeout / 2;
       o.log = [this, i](const std::string& line) { logs.push_back("worker" + std::to_string(i) + ": " + line); };
+      if (adjust) adjust(o);
       nodes.push_back(std::make_unique<TcpTransport>(io, std::move(acceptors[i]), std::move(o)));
     }
   }
@@ -211,6 +214,59 @@ TEST(TcpTransport, ABlockedLinkHoldsItsTrafficAndFailsAfterTheConnectionTimeout)
     const Delivery d = pop(c[0], 2s);
     ASSERT_EQ(d.kind, Delivery::Kind::peer_failed);
     EXPECT_NE(d.reason.find("timed out"), std::string::npos) << d.reason;
+  });
+}
+
+TEST(TcpTransport, ASenderWaitsForRoomWhileItsPeersQueueIsFullAndGoesOnWhenItDrains) {
+  on_io_thread([](asio::io_context& io) {
+    Cluster c(io, 2, 5s, {}, [](TcpTransportOptions& o) {
+      o.room_per_peer = 1 << 20;
+      o.room_total = 8 << 20;
+    });
+    runtime::Clock& clock = *runtime::current_fiber()->clock;
+    EXPECT_TRUE(c[0].wait_for_room(1, clock.now() + 10ms)) << "an empty queue has room";
+    c[0].block(1, true);  // the peer reads nothing (a partition holds the traffic here)
+    c[0].send(1, bytes_of(600 << 10, 1));
+    EXPECT_TRUE(c[0].wait_for_room(1, clock.now() + 10ms)) << "600 KiB is under the 1 MiB bound";
+    c[0].send(1, bytes_of(600 << 10, 2));
+    EXPECT_EQ(c[0].queued_bytes(1), size_t{1200} << 10);
+    EXPECT_EQ(c[0].queued_bytes(), size_t{1200} << 10);
+    EXPECT_FALSE(c[0].wait_for_room(1, clock.now() + 50ms)) << "the deadline ends the wait; the queue is still full";
+    EXPECT_TRUE(c[0].wait_for_room(0, clock.now() + 10ms)) << "only the full link's senders wait";
+    // The link opens 20 ms into the next wait: the queue drains and the waiter goes on.
+    asio::steady_timer open(io, 20ms);
+    open.async_wait([&](const boost::system::error_code&) { c[0].block(1, false); });
+    EXPECT_TRUE(c[0].wait_for_room(1, clock.now() + 5s));
+    EXPECT_LT(c[0].queued_bytes(1), size_t{1} << 20);
+    EXPECT_EQ(pop(c[1]).payload, bytes_of(600 << 10, 1));
+    EXPECT_EQ(pop(c[1]).payload, bytes_of(600 << 10, 2));
+    EXPECT_EQ(c[0].queued_bytes(), 0u);
+  });
+}
+
+TEST(TcpTransport, ANodePastItsQueuedBoundFailsTheLinkThatHoldsTheMostNamingIt) {
+  on_io_thread([](asio::io_context& io) {
+    Cluster c(io, 3, 5s, {}, [](TcpTransportOptions& o) { o.max_queued = 2 << 20; });
+    c[0].send(2, bytes_of(100, 1));
+    EXPECT_EQ(pop(c[2]).payload, bytes_of(100, 1));
+    runtime::Clock& clock = *runtime::current_fiber()->clock;
+    for (int i = 0; i < 1000 && c[0].queued_bytes() > 0; ++i) clock.sleep(1ms);  // its write completes
+    ASSERT_EQ(c[0].queued_bytes(), 0u);
+    c[0].block(1, true);
+    c[0].send(1, bytes_of(1 << 20, 1));
+    c[0].send(1, bytes_of(1 << 20, 2));
+    EXPECT_EQ(c[0].stats().connection_failures, 0u) << "2 MiB is the bound, not past it";
+    c[0].send(1, bytes_of(1, 3));  // one byte past it
+    const Delivery d = pop(c[0]);
+    ASSERT_EQ(d.kind, Delivery::Kind::peer_failed);
+    EXPECT_EQ(d.peer, 1u);
+    EXPECT_NE(d.reason.find("worker1"), std::string::npos) << d.reason;
+    EXPECT_NE(d.reason.find("does not read"), std::string::npos) << d.reason;
+    EXPECT_EQ(c[0].queued_bytes(1), 0u) << "what it held went with the link";
+    c[0].send(2, bytes_of(100, 2));
+    EXPECT_EQ(pop(c[2]).payload, bytes_of(100, 2)) << "the other link is untouched";
+    ASSERT_FALSE(c.logs.empty());
+    EXPECT_NE(c.logs.back().find("failed the link to worker1"), std::string::npos) << c.logs.back();
   });
 }
 

@@ -1,6 +1,7 @@
-// Tests of RequestAdmission and of the agent under a flood (issue 23, item 3): a node serves at
-// most so many requests at once, in all and per peer, keeps at most so many bytes waiting, refuses
-// the rest by name at once, and still serves an honest peer while another floods it.
+// Tests of RequestAdmission, of the agent under a flood and of its wait for room to send (issue
+// 23, item 3): a node serves at most so many requests at once, in all and per peer, keeps at most
+// so many bytes waiting, refuses the rest by name at once, and still serves an honest peer while
+// another floods it; a request waits for room on its link within its own timeout.
 #include "core/rpc/request_admission.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include "core/base/throws_error_test_util.h"
 #include "core/fibers/local_runtime.h"
 #include "core/rpc/rpc_agent.h"
+#include "core/runtime/event.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::rpc {
@@ -126,6 +128,67 @@ TEST(RequestAdmission, AFloodedNodeKeepsItsBoundsRefusesTheRestByNameAndServesAn
   EXPECT_GE(served, 4u + 10u);  // those running, and at least the ten a 64 KiB backlog holds
   EXPECT_EQ(agents[1]->admission().serving(), 0u);
   EXPECT_EQ(agents[1]->admission().waiting(), 0u);
+}
+
+// A transport whose link to every peer is full until `open` is set (the TCP transport's room,
+// Note [room to send]), counting what the agent waits for and sends.
+class FullLinks final : public runtime::Transport {
+ public:
+  explicit FullLinks(runtime::Transport& inner) : inner_(inner) {}
+  WorkerId self() const override { return inner_.self(); }
+  using runtime::Transport::send;
+  void send(WorkerId target, runtime::Bytes payload, uint64_t padding) override {
+    ++sent;
+    inner_.send(target, std::move(payload), padding);
+  }
+  runtime::Channel<runtime::Delivery>& inbox() override { return inner_.inbox(); }
+  void close() override { inner_.close(); }
+  bool wait_for_room(WorkerId, std::optional<runtime::TimePoint> deadline) override {
+    ++waits;
+    return deadline ? open.wait_until(*deadline) : (open.wait(), true);
+  }
+  runtime::Event open;
+  int waits = 0;
+  int sent = 0;
+
+ private:
+  runtime::Transport& inner_;
+};
+
+TEST(RoomToSend, ARequestWaitsForRoomWithinItsTimeoutAndOneThatTimesOutWaitingIsNeverSent) {
+  fibers::LocalRuntime rt;
+  FunctionRegistry registry = FunctionRegistry::with_builtins();
+  runtime::Env& env0 = rt.add_node("worker0");
+  FullLinks links(env0.transport);
+  runtime::Env gated{env0.self, env0.name, env0.clock, links, env0.spawner, env0.random, env0.log, env0.incarnation};
+  RpcAgent caller(gated, registry, {});
+  RpcAgent callee(rt.add_node("worker1"), registry, {});
+  caller.start();
+  callee.start();
+  const CallArgs args{{from_values({1}, {1}), from_values({1}, {2})}, {}};
+  rt.run_on(0, [&] {
+    const runtime::TimePoint t0 = rt.now();
+    Future<std::vector<Tensor>> late = caller.rpc_async(1, "add", args, 200ms);
+    EXPECT_EQ(rt.now() - t0, 200ms) << "rpc_async waited for room until the call's own deadline";
+    try {
+      late.get();
+      ADD_FAILURE() << "a call that never got room succeeded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::timed_out) << e.what();
+    }
+    EXPECT_EQ(links.waits, 1);
+    EXPECT_EQ(links.sent, 0) << "a call that timed out while it waited is never sent";
+    // Room comes 50 ms into the next call's wait: it is sent then, and answered.
+    rt.env(1).spawner.spawn("opens", [&] {
+      rt.env(1).clock.sleep(50ms);
+      links.open.set();
+    });
+    const runtime::TimePoint t1 = rt.now();
+    const std::vector<Tensor> out = caller.rpc_sync(1, "add", args, 1s);
+    EXPECT_EQ(out.at(0).to_vector(), (std::vector<double>{3}));
+    EXPECT_GE(rt.now() - t1, 50ms);
+    EXPECT_EQ(links.sent, 1);
+  });
 }
 
 }  // namespace

@@ -179,7 +179,9 @@ void RpcAgent::serve(WorkerId from, uint32_t from_incarnation, Message request) 
   }
   // Paired with on_response's checks: every reply answers the request it serves.
   DAGSIM_ASSERT_MSG(response.request_id == request_id && !is_request(response.type), "a reply answers its request");
-  reply(from, response);
+  // A caller that does not read its replies holds this handler (and its admission) for at most
+  // the default timeout; by then it has given up on the call.
+  reply(from, response, env_.clock.now() + options_.default_timeout);
 }
 
 Message RpcAgent::serve_other(WorkerId from, Message request) {
@@ -282,18 +284,18 @@ void RpcAgent::add_local_function(std::string name, RpcFunction function) {
   local_functions_.emplace(std::move(name), std::move(function));
 }
 
-void RpcAgent::reply(WorkerId to, const Message& message) {
+void RpcAgent::reply(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by) {
   DAGSIM_ASSERT_MSG(!is_request(message.type), "reply sends responses only");
   try {
-    send(to, message);
+    send(to, message, room_by);
   } catch (const Error& e) {
     // A result too large for a frame: the caller still gets an answer.
     if (e.code() != ErrorCode::invalid_argument || message.type == MessageType::exception) throw;
-    send(to, make_exception(message.request_id, env_.self, e));
+    send(to, make_exception(message.request_id, env_.self, e), room_by);
   }
 }
 
-void RpcAgent::send(WorkerId to, const Message& message) {
+void RpcAgent::send(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by) {
   runtime::Bytes frame = encode(message, options_.limits);
   DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes && frame.size() <= options_.limits.max_frame_bytes);
   if (to == env_.self) {
@@ -304,6 +306,9 @@ void RpcAgent::send(WorkerId to, const Message& message) {
     });
     return;
   }
+  // Past the deadline the frame goes anyway: the bound it waited for is the transport's soft one,
+  // and its hard one still holds (Note [room to send]).
+  if (room_by) env_.transport.wait_for_room(to, *room_by);
   env_.transport.send(to, std::move(frame));
 }
 

@@ -264,8 +264,10 @@ class RpcAgent {
   // The values a function gets for its RRef arguments, in order: the owned ones' values, and for
   // a builtin op the others' too, fetched from their owners.
   std::vector<Tensor> rref_values(const std::string& function, const std::vector<RRef>& rrefs);
-  void reply(WorkerId to, const Message& message);
-  void send(WorkerId to, const Message& message);
+  // `room_by`: wait for room on the link until then first (Note [room to send] in transport.h);
+  // nullopt never waits (the listener, which must keep reading).
+  void reply(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by = std::nullopt);
+  void send(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by = std::nullopt);
   // Registers a pending call of `message` (its id set here), arms its timer and sends it.
   void start_request(WorkerId to, Message& message, MessageType expects, Pending pending);
   // Completes and forgets a pending call with its response; false if it already ended (a late

@@ -149,9 +149,18 @@ void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects,
     timeouts->expired.push_back(id);
     timeouts->wake.notify_all();
   });
+  const runtime::TimePoint deadline = env_.clock.now() + pending.limit;
   pending_.emplace(id, std::move(pending));
   try {
-    if (!injected_fault(to, id, message)) send(to, message);
+    if (injected_fault(to, id, message)) return;
+    // Room on the link first (Note [room to send] in transport.h), within the call's own timeout:
+    // a call that timed out while it waited is not sent at all.
+    if (to != env_.self) env_.transport.wait_for_room(to, deadline);
+    if (pending_.count(id) == 0) return;
+    send(to, message);
+  } catch (const Error& e) {
+    fail(id, std::current_exception());
+    runtime::rethrow_if_unwinding(e);
   } catch (...) {
     fail(id, std::current_exception());
   }

@@ -31,11 +31,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/ids.h"
 #include "core/runtime/channel.h"
+#include "core/runtime/clock.h"
 
 namespace dagsim::runtime {
 
@@ -79,6 +81,24 @@ class Transport {
   // with channel_closed once it has drained what arrived before), and what arrives later is
   // dropped. Peers see the connection fail as with any other failure. Idempotent.
   virtual void close() = 0;
+
+  // Backpressure (Note [room to send]): waits, in the calling node fiber, while what this node
+  // has queued to `target` (or to everyone) is over the runtime's bound, until there is room, the
+  // link to `target` fails, the transport closes, or `deadline` passes. True when there is room.
+  // Outside a node fiber, and in runtimes without a bound (the simulator, whose links model time,
+  // not memory), it returns true at once. Throws as block_until does (node_killed, cancelled).
+  virtual bool wait_for_room(WorkerId target, std::optional<TimePoint> deadline) {
+    (void)target;
+    (void)deadline;
+    return true;
+  }
 };
+
+// Note [room to send]: send() never blocks, so a sender faster than its peer's reader would grow
+// the queue without bound. A TCP transport bounds it twice: callers that can wait ask for room
+// first (the RPC agent does for every request, with the call's deadline, and for every handler's
+// reply), and a send that takes the node's total past a hard bound fails the link holding the
+// most, as a peer that does not read is indistinguishable from a dead one. docs/tcp.md gives the
+// figures.
 
 }  // namespace dagsim::runtime

@@ -3,7 +3,12 @@
 // and the launcher ends the run at once, and a node's death is heard through its control link and
 // judged as a local child's death is. Every "host" is loopback here; each node has its own records
 // folder, as it would on its own host.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
@@ -173,6 +178,33 @@ duration_ms = 500
   const Output o = dagsim("run " + file + " --transport tcp --peers " + peers);
   EXPECT_EQ(o.exit_code, 2);
   EXPECT_NE(o.err.find("paused.toml:4: a pause (stopping and continuing a process) needs the node's own host"), std::string::npos) << o.err;
+}
+
+// Something that takes the control port's connections and never answers (not a launcher, or a
+// stopped one) holds a node for the handshake's 10 s at most: it exits 2, saying so.
+TEST(HandStartedNodes, ANodeWhoseLauncherNeverAnswersGivesUpNamingIt) {
+  const TwoHosts hosts("silent-launcher");
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(silent, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(hosts.control);
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int one = 1;
+  ::setsockopt(silent, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  ASSERT_EQ(::bind(silent, reinterpret_cast<const sockaddr*>(&at), sizeof(at)), 0);
+  ASSERT_EQ(::listen(silent, 8), 0);  // connections complete in the backlog; nothing is said
+  const auto start = std::chrono::steady_clock::now();
+  std::string command = hosts.node("worker0", example("seed_example"));
+  command.insert(kEnv.size(), "timeout 60 ");  // after the environment it sets
+  const int code = std::system(command.c_str());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::close(silent);
+  ASSERT_TRUE(WIFEXITED(code));
+  EXPECT_EQ(WEXITSTATUS(code), 2) << slurp(hosts.dir / "worker0.err");
+  EXPECT_LT(seconds, 30.0);
+  EXPECT_NE(slurp(hosts.dir / "worker0.err").find("no handshake from the launcher within 10 s"), std::string::npos)
+      << slurp(hosts.dir / "worker0.err");
 }
 
 }  // namespace

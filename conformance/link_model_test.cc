@@ -28,9 +28,11 @@ using runtime::Duration;
 using runtime::TimePoint;
 
 constexpr int kMessages = 5;
-constexpr size_t kBytes = 20'000;
+// Long enough that a busy host's scheduling (11 ms seen under two busy loops with 100 ms
+// messages) stays well inside 10% of each delivery time.
+constexpr size_t kBytes = 100'000;
 
-// 200 kB/s: each 20 kB message takes 100 ms to leave; 1 ms on the wire after that.
+// 200 kB/s: each 100 kB message takes 500 ms to leave; 1 ms on the wire after that.
 runtime::NetworkModel narrow_link() {
   runtime::NetworkModel m;
   m.latency = runtime::LatencyModel::constant(1ms);
@@ -38,8 +40,8 @@ runtime::NetworkModel narrow_link() {
   return m;
 }
 
-// What the model says: message i (from 1) arrives i * 100 ms + 1 ms after the burst was sent.
-Duration expected(int i) { return i * 100ms + 1ms; }
+// What the model says: message i (from 1) arrives i * 500 ms + 1 ms after the burst was sent.
+Duration expected(int i) { return i * 500ms + 1ms; }
 
 // Delivery times of the burst in the simulator, since the send.
 std::vector<Duration> burst_in_simulator() {
@@ -55,7 +57,7 @@ std::vector<Duration> burst_in_simulator() {
   world.at(sent, "burst", [&world] {
     for (int i = 0; i < kMessages; ++i) world.env(0).transport.send(1, runtime::Bytes(kBytes, static_cast<uint8_t>(i)));
   });
-  world.run({.stop_at = sim::testing::at_ms(2000)});
+  world.run({.stop_at = sim::testing::at_ms(5000)});
   std::vector<Duration> out;
   for (const sim::testing::Received& r : log) {
     EXPECT_EQ(r.kind, Delivery::Kind::message);

@@ -6,6 +6,8 @@
 // keep-alives).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <string>
 
 #include "core/base/error.h"
@@ -145,6 +147,7 @@ TEST(RendezvousJudge, CorruptRecordsAreAnInvalidRecordsErrorNamingTheNode) {
   options.before_checks = [&](RunRecords& r) { records = r; };
   scenarios::run_scenario(scenario, options);
   ASSERT_FALSE(records.nodes.empty());
+  const RunRecords untouched = records;
   record_of(records, 0)["history"][0]["s"] = "zz";
   try {
     scenarios::judge_run(scenario, records);
@@ -152,6 +155,22 @@ TEST(RendezvousJudge, CorruptRecordsAreAnInvalidRecordsErrorNamingTheNode) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_records) << e.what();
     EXPECT_NE(std::string(e.what()).find("worker0"), std::string::npos) << e.what();
+  }
+  // A forged wall time at int64's least: the judge would subtract the expiry from it (overflow).
+  RunRecords forged = untouched;
+  bool forged_one = false;
+  for (scenarios::NodeRecord& r : forged.nodes) {
+    if (forged_one || !r.data.contains("events") || r.data["events"].empty()) continue;
+    r.data["events"][0]["wall"] = std::numeric_limits<int64_t>::min();  // read wherever it is present
+    forged_one = true;
+  }
+  ASSERT_TRUE(forged_one) << "no node recorded an event";
+  try {
+    scenarios::judge_run(scenario, forged);
+    ADD_FAILURE() << "a forged wall time was judged";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_records) << e.what();
+    EXPECT_NE(std::string(e.what()).find("is not a time (0 to 2^62 ns)"), std::string::npos) << e.what();
   }
 }
 

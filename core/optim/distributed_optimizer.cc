@@ -67,56 +67,72 @@ std::vector<std::vector<Tensor>> decode_states(const std::vector<Tensor>& tensor
 
 }  // namespace
 
+Optimizer& OptimizerHost::owned(const char* function, uint64_t id, WorkerId caller) {
+  auto it = optimizers_.find(id);
+  if (it == optimizers_.end()) {
+    throw errors::invalid_argument(std::string(function) + ": no optimizer " + std::to_string(id) + " on this node");
+  }
+  if (worker_of(id) != caller) {
+    throw errors::invalid_argument(std::string(function) + ": optimizer " + std::to_string(id) + " belongs to node " +
+                                   std::to_string(worker_of(id)) + ", not to node " + std::to_string(caller) +
+                                   ", which called");
+  }
+  DAGSIM_ASSERT(it->second != nullptr);
+  return *it->second;
+}
+
 OptimizerHost::OptimizerHost(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) : autograd_(autograd) {
   DAGSIM_ASSERT_MSG(autograd.container().worker_id() == agent.self(), "a host serves its own node's autograd");
-  agent.add_local_function("dagsim.optim.create", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+  agent.add_local_function("dagsim.optim.create", [this](rpc::CallContext& ctx, const rpc::CallArgs& args) {
     // The parameters arrive as this node's RRef values (run_function resolved args.rrefs). The
     // caller names the optimizer with a global id of its own (its node, incarnation and counter),
     // so ids are a function of the caller's history alone and never collide across callers.
     const uint64_t id = args.id("dagsim.optim.create", "id");
-    if (id == 0 || optimizers_.count(id) != 0) {
+    if (id == 0 || optimizers_.count(id) != 0 || worker_of(id) != ctx.caller) {
       throw errors::invalid_argument("dagsim.optim.create: optimizer id " + std::to_string(id) + " is " +
-                                     (id == 0 ? "not an id" : "already taken on this node"));
+                                     (id == 0                        ? "not an id"
+                                      : optimizers_.count(id) != 0 ? "already taken on this node"
+                                                                   : "not one of node " + std::to_string(ctx.caller) + "'s ids"));
     }
     optimizers_[id] = make_optimizer(args);
     DAGSIM_ASSERT(optimizers_.at(id) != nullptr);
     return std::vector<Tensor>{};
   });
-  agent.add_local_function("dagsim.optim.drop", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+  agent.add_local_function("dagsim.optim.drop", [this](rpc::CallContext& ctx, const rpc::CallArgs& args) {
     const uint64_t id = args.id("dagsim.optim.drop", "id");
+    if (optimizers_.count(id) == 0) return std::vector<Tensor>{};  // dropped already (a retried drop)
+    owned("dagsim.optim.drop", id, ctx.caller);
     optimizers_.erase(id);
     DAGSIM_ASSERT(optimizers_.count(id) == 0);  // dropping twice (a retried drop) is harmless
     return std::vector<Tensor>{};
   });
-  agent.add_local_function("dagsim.optim.state", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+  // The step lock may wait for another trainer's step, and a drop may come meanwhile (the
+  // caller gave up on a slow step and let its optimizer go): each looks its optimizer up again
+  // once it holds the lock, never through an iterator from before.
+  agent.add_local_function("dagsim.optim.state", [this](rpc::CallContext& ctx, const rpc::CallArgs& args) {
     const uint64_t id = args.id("dagsim.optim.state", "id");
-    auto it = optimizers_.find(id);
-    if (it == optimizers_.end()) throw errors::invalid_argument("no optimizer " + std::to_string(id) + " on this node");
+    owned("dagsim.optim.state", id, ctx.caller);
     std::lock_guard<runtime::Mutex> serial(step_lock_);  // never half a step
+    const Optimizer& optimizer = owned("dagsim.optim.state", id, ctx.caller);
     std::vector<std::vector<Tensor>> states;
-    for (size_t i = 0; i < it->second->params().size(); ++i) states.push_back(it->second->state(i));
+    for (size_t i = 0; i < optimizer.params().size(); ++i) states.push_back(optimizer.state(i));
     return encode_states(states);
   });
-  agent.add_local_function("dagsim.optim.load_state", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+  agent.add_local_function("dagsim.optim.load_state", [this](rpc::CallContext& ctx, const rpc::CallArgs& args) {
     const uint64_t id = args.id("dagsim.optim.load_state", "id");
-    auto it = optimizers_.find(id);
-    if (it == optimizers_.end()) throw errors::invalid_argument("no optimizer " + std::to_string(id) + " on this node");
+    owned("dagsim.optim.load_state", id, ctx.caller);
     std::lock_guard<runtime::Mutex> serial(step_lock_);
-    Optimizer& optimizer = *it->second;
+    Optimizer& optimizer = owned("dagsim.optim.load_state", id, ctx.caller);
     const auto states = decode_states(args.tensors, optimizer.params().size(), "dagsim.optim.load_state");
     for (size_t i = 0; i < states.size(); ++i) optimizer.load_state(i, states[i]);
     return std::vector<Tensor>{};
   });
-  agent.add_local_function("dagsim.optim.step", [this](rpc::CallContext&, const rpc::CallArgs& args) {
+  agent.add_local_function("dagsim.optim.step", [this](rpc::CallContext& ctx, const rpc::CallArgs& args) {
     const uint64_t id = args.id("dagsim.optim.step", "id");
     const auto context = static_cast<dist_autograd::ContextId>(args.id("dagsim.optim.step", "context"));
-    auto it = optimizers_.find(id);
-    if (it == optimizers_.end()) throw errors::invalid_argument("no optimizer " + std::to_string(id) + " on this node");
+    owned("dagsim.optim.step", id, ctx.caller);
     std::lock_guard<runtime::Mutex> serial(step_lock_);
-    // The lock may have waited for another trainer's step: the optimizer cannot have been dropped
-    // meanwhile by this caller, whose drop comes only after its steps.
-    DAGSIM_ASSERT(it->second != nullptr);
-    Optimizer& optimizer = *it->second;
+    Optimizer& optimizer = owned("dagsim.optim.step", id, ctx.caller);
     std::vector<Tensor> grads;
     if (autograd_.container().has_context(context)) {
       const dist_autograd::DistAutogradContext& ctx = autograd_.container().retrieve_context(context);

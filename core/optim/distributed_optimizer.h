@@ -39,6 +39,10 @@ class OptimizerHost {
   size_t optimizers() const { return optimizers_.size(); }
 
  private:
+  // The optimizer `id`, which only the node that named it (worker_of(id)) may use: a peer cannot
+  // step, read, load or drop another trainer's optimizer. Throws invalid_argument naming both.
+  Optimizer& owned(const char* function, uint64_t id, WorkerId caller);
+
   dist_autograd::DistAutograd& autograd_;
   std::map<uint64_t, std::unique_ptr<Optimizer>> optimizers_;
   runtime::Mutex step_lock_;

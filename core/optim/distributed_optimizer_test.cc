@@ -12,6 +12,7 @@
 #include "core/optim/distributed_optimizer.h"
 #include "core/fibers/local_runtime.h"
 #include "core/runtime/cancel_scope.h"
+#include "core/runtime/event.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::optim {
@@ -175,6 +176,52 @@ TEST_F(DistributedOptimizerTest, AStepWhoseCallerIsCancelledUnwindsAtOnce) {
   });
   rt_.run();
   EXPECT_EQ(ended, ErrorCode::cancelled);
+}
+
+// Only the trainer that created an optimizer may use it (issue 23): another node's step, state,
+// load or drop of it is refused by name, and so is an optimizer created under another's id; the
+// trainer's own optimizer is untouched and keeps stepping.
+TEST_F(DistributedOptimizerTest, OnlyTheTrainerThatCreatedAnOptimizerMayUseIt) {
+  rt_.run_on(0, [&] {
+    rpc::RpcAgent& a = *agents_[0];
+    rpc::RRef w = a.remote(1, "dagsim.parameter", {{w0_}, {}});
+    const uint64_t before = a.new_global_id();
+    DistributedOptimizer opt(a, {.kind = OptimizerConfig::Kind::sgd, .sgd = {.lr = 0.1}, .adam = {}}, {w});
+    ASSERT_EQ(hosts_[1]->optimizers(), 1u);
+    int refused_as_not_theirs = 0;
+    runtime::Event done;
+    rt_.env(2).spawner.spawn("intruder", [&] {
+      // The optimizer's id is one of worker0's next few; worker2 tries each with every function.
+      for (uint64_t id = before + 1; id <= before + 4; ++id) {
+        for (const char* function : {"dagsim.optim.step", "dagsim.optim.state", "dagsim.optim.load_state", "dagsim.optim.drop"}) {
+          rpc::CallArgs args;
+          args.set_id("id", id);
+          args.set_id("context", 1);
+          try {
+            agents_[2]->rpc_sync(1, function, args);
+            // Only a drop may succeed: of an id that names no optimizer (a retried drop).
+            EXPECT_EQ(std::string(function), "dagsim.optim.drop") << function << " of " << id << " succeeded";
+          } catch (const Error& e) {
+            EXPECT_EQ(e.code(), ErrorCode::invalid_argument) << e.what();
+            const std::string what = e.what();
+            if (what.find("belongs to node 0, not to node 2, which called") != std::string::npos) ++refused_as_not_theirs;
+          }
+        }
+        rpc::CallArgs create;
+        create.set_id("id", id + 100);
+        create.ints["kind"] = 0;
+        EXPECT_TRUE(throws_error([&] { agents_[2]->rpc_sync(1, "dagsim.optim.create", create); },
+                                 ErrorCode::invalid_argument, {"not one of node 2's ids"}));
+      }
+      done.set();
+    });
+    done.wait();
+    EXPECT_EQ(refused_as_not_theirs, 4) << "each function, on the one id that names an optimizer";
+    EXPECT_EQ(hosts_[1]->optimizers(), 1u);
+    dist_autograd::DistAutograd::Context ctx(*autograd_[0]);
+    autograd_[0]->backward(ctx.id(), {sum(a.rpc_sync(1, "matmul", {{x_}, {}, {w}})[0])});
+    opt.step(ctx.id());  // the trainer's own optimizer still steps
+  });
 }
 
 TEST_F(DistributedOptimizerTest, AStepThatChangedASavedParameterFailsTheOlderContextsBackward) {

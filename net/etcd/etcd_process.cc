@@ -13,6 +13,7 @@
 #include <boost/asio/write.hpp>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -145,7 +146,14 @@ void EtcdProcess::kill() {
 }
 
 void EtcdProcess::pause() {
-  if (pid_ > 0) ::kill(pid_, SIGSTOP);
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGSTOP);
+  // kill() only queues the stop: on a busy machine etcd may answer a request or two before every
+  // one of its threads has stopped. Returns once the whole process is stopped (WNOWAIT leaves the
+  // stop to be seen again; a continued process is no longer reported as stopped).
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WSTOPPED | WNOWAIT) != 0 && errno == EINTR) {
+  }
 }
 
 void EtcdProcess::resume() {

@@ -41,6 +41,7 @@ class EtcdProcess {
   // SIGKILL, then reaps it: the client port refuses connections from here on. Idempotent.
   void kill();
   // SIGSTOP / SIGCONT: a hung server, whose connections accept nothing and answer nothing.
+  // pause() returns once the process has stopped, so nothing is answered after it.
   void pause();
   void resume();
   // Kills it if alive and starts a fresh one (new ports, empty data).

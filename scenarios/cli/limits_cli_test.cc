@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cli_test_util.h"
+#include "core/base/sanitizers.h"
 
 namespace dagsim::cli {
 namespace {
@@ -51,6 +52,7 @@ TEST(Limits, AWallTimeLimitStopsTheRunWithItsOwnOutcomeAndExit4) {
 }
 
 TEST(Limits, AMemoryLimitBelowWhatTheTensorsNeedIsReportedBeforeTheRun) {
+  if (kAddressSanitizer) GTEST_SKIP() << "an address-space limit cannot be applied under AddressSanitizer";
   // 10^7 elements, with its gradient, in both runs: 2 × 8 × (2 × 10^7 + 1) bytes = 306 MiB.
   const std::string file = write_scenario("big.toml", big_sum());
   const Output r = dagsim("run " + file + " --max-memory 300 --json");
@@ -64,6 +66,7 @@ TEST(Limits, AMemoryLimitBelowWhatTheTensorsNeedIsReportedBeforeTheRun) {
 }
 
 TEST(Limits, RunningOutOfMemoryIsAMemoryLimitNotABadAlloc) {
+  if (kAddressSanitizer) GTEST_SKIP() << "an address-space limit cannot be applied under AddressSanitizer";
   // Above the counted 306 MiB, below what the run really takes: the address-space limit stops it.
   const std::string file = write_scenario("big.toml", big_sum());
   const Output r = dagsim("run " + file + " --max-memory 400 --json");

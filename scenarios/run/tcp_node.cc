@@ -2,6 +2,7 @@
 #include "scenarios/run/tcp_node.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -56,6 +57,8 @@ namespace {
 constexpr auto kRecordFlushInterval = std::chrono::milliseconds(50);
 constexpr auto kSettlePoll = std::chrono::milliseconds(1);
 constexpr auto kConnectTimeout = std::chrono::seconds(60);
+// What the launcher has to finish the control link's handshake once connected.
+constexpr auto kControlHandshakeTimeout = std::chrono::seconds(10);
 constexpr auto kSetupTimeout = std::chrono::seconds(30);
 constexpr auto kStrikeWait = std::chrono::seconds(5);
 
@@ -233,13 +236,28 @@ std::shared_ptr<ControlLink> connect_to_launcher(asio::io_context& io, const std
   net::Handshake handshake =
       net::Handshake::dial(control_handshake_params(cluster_id, nodes, self, secret), static_cast<WorkerId>(nodes), nonce);
   std::array<uint8_t, 256> buffer{};
+  // Something that accepts and never answers (not a launcher, or a stopped one) must not hold the
+  // node for ever: each read waits at most until the handshake's deadline.
+  const auto handshake_by = std::chrono::steady_clock::now() + kControlHandshakeTimeout;
+  bool late = false;
   while (handshake.status() == net::Handshake::Status::in_progress) {
     const std::vector<uint8_t> out = handshake.take_output();
     if (!out.empty()) asio::write(socket, asio::buffer(out), ec);
     if (ec) break;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(handshake_by - std::chrono::steady_clock::now());
+    pollfd readable{socket.native_handle(), POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&readable, 1, static_cast<int>(left.count())) == 0) {
+      late = true;
+      break;
+    }
     const size_t n = socket.read_some(asio::buffer(buffer), ec);
     if (ec) break;
     handshake.feed({buffer.data(), n});
+  }
+  if (late) {
+    throw errors::invalid_argument("--control " + printable(address) + ": no handshake from the launcher within " +
+                                   std::to_string(kControlHandshakeTimeout.count()) +
+                                   " s (something accepted the connection and said nothing: is a dagsim launcher there?)");
   }
   if (handshake.status() != net::Handshake::Status::established) {
     throw errors::invalid_argument("--control " + address + ": the launcher refused or was refused: " +

@@ -18,8 +18,15 @@ const nlohmann::json& field(const nlohmann::json& j, const char* key, const std:
   return j.at(key);
 }
 
+// A time in a record: nanoseconds from the run's start or the Unix epoch, never negative and below
+// 2^62 (146 years), so that the judge's arithmetic on it (a wall time less the expiry, in
+// sanitize) cannot overflow, whatever a record holds.
 TimePoint time_of(const nlohmann::json& j, const char* key, const std::string& what) {
-  return TimePoint{Duration{integer_from_record<int64_t>(field(j, key, what), what + "." + key)}};
+  const int64_t ns = integer_from_record<int64_t>(field(j, key, what), what + "." + key);
+  if (ns < 0 || ns >= (int64_t{1} << 62)) {
+    throw errors::invalid_records(what + "." + key + ": " + std::to_string(ns) + " is not a time (0 to 2^62 ns)");
+  }
+  return TimePoint{Duration{ns}};
 }
 
 std::string string_of(const nlohmann::json& j, const char* key, const std::string& what) {

@@ -210,6 +210,9 @@ void DistAutograd::send_release(WorkerId worker, ContextId context, uint32_t att
     reply = agent_.request_bytes(worker, rpc::MessageType::cleanup_autograd_context_req, to_bytes(CleanupRequest{context}),
                                  std::nullopt, "release of context " + std::to_string(context));
   } catch (const Error& e) {
+    // A request may wait for room on its link (Note [room to send]): a fiber cancelled there
+    // unwinds, never touching `this` again.
+    runtime::rethrow_if_unwinding(e);
     agent_.env().log.event("dist_autograd.release_failed", e.detail());
     return;
   }

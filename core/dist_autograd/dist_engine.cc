@@ -380,6 +380,7 @@ void DistEngine::fail_everywhere(ContextId context, Pass& pass, const Wave& wave
                            rpc::to_bytes(AbortRequest{context, clip(reason, kMaxReason)}), std::nullopt,
                            "abort of context " + std::to_string(context));
     } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);  // cancelled while it waited for room to send
       agent_.env().log.event("dist_autograd.abort_failed", e.detail());
     }
   }

@@ -155,8 +155,9 @@ void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects,
     if (injected_fault(to, id, message)) return;
     // Room on the link first (Note [room to send] in transport.h), within the call's own timeout:
     // a call that timed out while it waited is not sent at all.
-    if (to != env_.self) env_.transport.wait_for_room(to, deadline);
-    if (pending_.count(id) == 0) return;
+    const bool room = to == env_.self || env_.transport.wait_for_room(to, deadline);
+    // Its deadline passed while it waited (its timer may not have failed it yet), or it did.
+    if ((!room && env_.clock.now() >= deadline) || pending_.count(id) == 0) return;
     send(to, message);
   } catch (const Error& e) {
     fail(id, std::current_exception());

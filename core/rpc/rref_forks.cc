@@ -87,7 +87,8 @@ std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>
     } else {
       try {  // fire and forget: the parent also lets go when its call ends
         request(f.parent, make_rref_request(MessageType::rref_child_accept, 0, f.rref_id, f.fork_id), "RRef child accept");
-      } catch (const Error&) {
+      } catch (const Error& e) {
+        runtime::rethrow_if_unwinding(e);  // cancelled while it waited for room to send
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <boost/fiber/mutex.hpp>
 #include <boost/fiber/operations.hpp>
 
+#include <cerrno>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -244,10 +245,22 @@ std::shared_ptr<ControlLink> connect_to_launcher(asio::io_context& io, const std
     const std::vector<uint8_t> out = handshake.take_output();
     if (!out.empty()) asio::write(socket, asio::buffer(out), ec);
     if (ec) break;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(handshake_by - std::chrono::steady_clock::now());
-    pollfd readable{socket.native_handle(), POLLIN, 0};
-    if (left.count() <= 0 || ::poll(&readable, 1, static_cast<int>(left.count())) == 0) {
+    int ready = -1;
+    do {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(handshake_by - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        ready = 0;
+        break;
+      }
+      pollfd readable{socket.native_handle(), POLLIN, 0};
+      ready = ::poll(&readable, 1, static_cast<int>(left.count()));
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
       late = true;
+      break;
+    }
+    if (ready < 0) {
+      ec = boost::system::error_code(errno, boost::system::system_category());
       break;
     }
     const size_t n = socket.read_some(asio::buffer(buffer), ec);

@@ -4,6 +4,10 @@
 #   run_interop.sh torch-server TEST_BINARY dagsim's TcpStoreClient (tcpstore_interop_test) against
 #                                           a PyTorch server (torch_server.py)
 #   run_interop.sh dagsim-server TEST_BINARY DAGSIM  the same test binary against `dagsim store`
+#   run_interop.sh diff DAGSIM              tcpstore_diff.py's probes against PyTorch's server and
+#                                           against `dagsim store`, compared
+#   run_interop.sh clients DAGSIM N M       N concurrent connections speaking the protocol, then M
+#                                           concurrent PyTorch clients, against `dagsim store`
 # Exits 77 (CTest: skipped) with a message when /usr/bin/python3 cannot import torch.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -23,6 +27,7 @@ trap cleanup EXIT
 
 # Starts "$@" in the background with its stdout in $tmp/port, and waits for the port line.
 start_server() {
+  rm -f "$tmp/stdin" "$tmp/port"
   mkfifo "$tmp/stdin"
   "$@" <"$tmp/stdin" >"$tmp/port" 2>"$tmp/server.log" &
   server_pid=$!
@@ -50,5 +55,28 @@ case "$mode" in
   dagsim-server)
     start_server "${3:?dagsim binary}" store --port 0
     DAGSIM_TCPSTORE_ADDRESS=127.0.0.1:$port DAGSIM_TCPSTORE_SERVER=dagsim timeout 300 "${2:?test binary}"; exit $? ;;
+  diff)
+    start_server "$python" "$here/torch_server.py"
+    timeout 240 "$python" "$here/tcpstore_diff.py" probe 127.0.0.1 "$port" >"$tmp/torch.json" || {
+      echo "FAIL: the probes against PyTorch's server did not finish"; cat "$tmp/server.log"; exit 1; }
+    exec 3>&-; kill "$server_pid"; wait "$server_pid" 2>/dev/null; server_pid=""
+    start_server "${2:?dagsim binary}" store --port 0
+    timeout 240 "$python" "$here/tcpstore_diff.py" probe 127.0.0.1 "$port" >"$tmp/dagsim.json" || {
+      echo "FAIL: the probes against dagsim store did not finish"; cat "$tmp/server.log"; exit 1; }
+    "$python" "$here/tcpstore_diff.py" compare "$tmp/torch.json" "$tmp/dagsim.json"; rc=$?
+    echo "--- dagsim store's log:"; cat "$tmp/server.log"
+    exit $rc ;;
+  clients)
+    start_server "${2:?dagsim binary}" store --port 0
+    n=${3:?connection count}
+    m=${4:?PyTorch client count}
+    counted=$(timeout 120 "$python" "$here/tcpstore_diff.py" raw-clients 127.0.0.1 "$port" "$n"); rc=$?
+    [ $rc -eq 0 ] && [ "$counted" = "$n" ] || {
+      echo "FAIL: $n connections, $counted counted (exit $rc)"; cat "$tmp/server.log"; exit 1; }
+    echo "ok: $n concurrent connections, each add counted before and after the last one opened"
+    counted=$(timeout 150 "$python" "$here/tcpstore_diff.py" clients 127.0.0.1 "$port" "$m"); rc=$?
+    echo "--- dagsim store's log:"; cat "$tmp/server.log"
+    [ $rc -eq 0 ] && [ "$counted" = "$m" ] || { echo "FAIL: $m PyTorch clients, $counted counted (exit $rc)"; exit 1; }
+    echo "PASS: $n concurrent connections and $m concurrent PyTorch clients, every add counted"; exit 0 ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

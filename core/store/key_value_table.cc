@@ -1,26 +1,10 @@
 #include "core/store/key_value_table.h"
 
-#include <charconv>
-
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "core/store/store_integer.h"
 
 namespace dagsim::store {
-
-namespace {
-
-// The integer a key holds for add(): decimal text, as PyTorch's TCPStore keeps it.
-int64_t integer_value(const std::string& key, const Bytes& value) {
-  int64_t v = 0;
-  const char* begin = reinterpret_cast<const char*>(value.data());
-  const auto [end, ec] = std::from_chars(begin, begin + value.size(), v);
-  if (ec != std::errc() || end != begin + value.size()) {
-    throw errors::invalid_argument("store add: key " + printable(key, 80) + " does not hold an integer");
-  }
-  return v;
-}
-
-}  // namespace
 
 void KeyValueTable::change(const std::string& key, std::optional<Bytes> after) {
   // Observers need the value before; nobody else does, so it is copied only for them.
@@ -73,11 +57,7 @@ Bytes KeyValueTable::compare_set(const std::string& key, const Bytes& expected, 
 
 int64_t KeyValueTable::add(const std::string& key, int64_t delta) {
   const auto it = data_.find(key);
-  const int64_t before = it == data_.end() ? 0 : integer_value(key, it->second.value);
-  int64_t sum = 0;
-  if (__builtin_add_overflow(before, delta, &sum)) {
-    throw errors::invalid_argument("store add: key " + printable(key, 80) + " would overflow int64");
-  }
+  const int64_t sum = wrapping_add(it == data_.end() ? 0 : stored_integer(key, it->second.value), delta);
   const std::string text = std::to_string(sum);
   change(key, Bytes(text.begin(), text.end()));
   return sum;

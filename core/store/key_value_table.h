@@ -53,7 +53,8 @@ class KeyValueTable {
   std::optional<Bytes> get(const std::string& key) const;
   // PyTorch's compare_set (store.h): the key's value after the call.
   Bytes compare_set(const std::string& key, const Bytes& expected, Bytes desired);
-  // Throws invalid_argument when the key holds no decimal integer or the sum overflows int64.
+  // PyTorch's add (store_integer.h): the held text read as std::stoll reads it, the sum wrapping at
+  // 2^63. Throws invalid_argument when the text has no leading integer or one outside int64.
   int64_t add(const std::string& key, int64_t delta);
   bool check(const std::vector<std::string>& keys) const;
   // True if the key existed.

@@ -49,7 +49,8 @@ class Store {
   // `expected` is empty; returns the key's value after the call (`expected` when it is absent and
   // `expected` is not empty).
   virtual Bytes compare_set(const std::string& key, const Bytes& expected, Bytes desired) = 0;
-  // Adds `delta` to the integer the key holds (as decimal text, as PyTorch: absent is 0); returns it.
+  // Adds `delta` to the integer the key holds (as decimal text, as PyTorch: absent is 0, the text
+  // read and the sum wrapped by store_integer.h's rule); returns it.
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
   // Waits up to timeout() until every key is set.
   virtual void wait(const std::vector<std::string>& keys) = 0;

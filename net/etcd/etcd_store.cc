@@ -2,11 +2,10 @@
 // and for where it differs from the built-in store.
 #include "net/etcd/etcd_store.h"
 
-#include <charconv>
-
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
+#include "core/store/store_integer.h"
 
 namespace dagsim::net::etcd {
 
@@ -22,17 +21,6 @@ std::string keys_text(const std::vector<std::string>& keys) {
   for (size_t i = 0; i < keys.size() && i < 8; ++i) out += (i > 0 ? ", " : "") + printable(keys[i], 80);
   if (keys.size() > 8) out += ", and " + std::to_string(keys.size() - 8) + " more";
   return out + "]";
-}
-
-// The integer a key holds for add(): decimal text, as PyTorch's TCPStore keeps it.
-int64_t integer_value(const std::string& key, const Bytes& value) {
-  int64_t v = 0;
-  const char* begin = reinterpret_cast<const char*>(value.data());
-  const auto [end, ec] = std::from_chars(begin, begin + value.size(), v);
-  if (ec != std::errc() || end != begin + value.size()) {
-    throw errors::invalid_argument("store add: key " + one_key(key) + " does not hold an integer");
-  }
-  return v;
 }
 
 Bytes text_bytes(const std::string& s) { return Bytes(s.begin(), s.end()); }
@@ -120,11 +108,7 @@ int64_t EtcdStore::add(const std::string& key, int64_t delta) {
   const runtime::TimePoint until = deadline();
   KeyState current = read(key, until, what).state;
   for (;;) {
-    const int64_t before = current.present() ? integer_value(key, current.value) : 0;
-    int64_t sum = 0;
-    if (__builtin_add_overflow(before, delta, &sum)) {
-      throw errors::invalid_argument("store add: key " + one_key(key) + " would overflow int64");
-    }
+    const int64_t sum = store::wrapping_add(current.present() ? store::stored_integer(key, current.value) : 0, delta);
     const Json reply = call("/v3/kv/txn",
                             txn(Json::array({mod_revision_equals(full(key), current.mod_revision)}),
                                 Json::array({{{"request_put", put_request(full(key), text_bytes(std::to_string(sum)))}}}),

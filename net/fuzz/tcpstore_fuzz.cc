@@ -48,8 +48,10 @@ struct QueryCodec {
   static runtime::Bytes encode(const Frame& f) { return tcpstore::encode_query(f); }
   static bool within(const Frame& f, const tcpstore::WireLimits& l) {
     if (f.keys.size() > l.max_keys) return false;
+    uint64_t total = 0;  // one key, and the keys of a CHECK or WAIT together
     for (const std::string& k : f.keys) {
-      if (k.size() > l.max_key_bytes) return false;
+      total += k.size();
+      if (total > l.max_key_bytes) return false;
     }
     for (const runtime::Bytes& v : f.values) {
       if (v.size() > l.max_value_bytes) return false;

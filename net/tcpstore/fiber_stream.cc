@@ -16,8 +16,14 @@ using asio::ip::tcp;
 
 namespace {
 
-constexpr size_t kMinRead = 64 * 1024;
+// A read asks for what the frame still needs, within these bounds. The lower one is what every
+// idle connection holds while it waits for its next query: a store serving 10,000 of them held
+// 710 MB with 64 KiB here.
+constexpr size_t kMinRead = 4 * 1024;
 constexpr size_t kMaxRead = 16 * 1024 * 1024;
+// A buffer grown past this for a large frame is given back once that frame is consumed, so a
+// connection that once sent a 256 MiB value does not keep its memory while idle.
+constexpr size_t kKeptCapacity = 1024 * 1024;
 
 std::string error_text(const boost::system::error_code& ec) {
   if (ec == asio::error::eof) return "closed by the peer";
@@ -118,7 +124,11 @@ void FiberStream::consume(size_t n) {
   head_ += std::min(n, in_.size() - head_);
   // Compact once the consumed front is most of the buffer, so memory stays about one frame.
   if (head_ == in_.size()) {
-    in_.clear();
+    if (in_.capacity() > kKeptCapacity) {
+      Bytes().swap(in_);
+    } else {
+      in_.clear();
+    }
     head_ = 0;
   } else if (head_ > in_.size() / 2) {
     in_.erase(in_.begin(), in_.begin() + static_cast<ptrdiff_t>(head_));
@@ -128,7 +138,9 @@ void FiberStream::consume(size_t n) {
 
 void FiberStream::start_read(size_t wanted) {
   reading_ = true;
-  chunk_.resize(std::clamp(wanted, kMinRead, kMaxRead));
+  const size_t size = std::clamp(wanted, kMinRead, kMaxRead);
+  if (chunk_.capacity() > kKeptCapacity && size <= kKeptCapacity) Bytes().swap(chunk_);
+  chunk_.resize(size);
   socket_.async_read_some(asio::buffer(chunk_), [self = shared_from_this()](const boost::system::error_code& ec, size_t got) {
     {
       runtime::FiberLock lock(self->mutex_);

@@ -63,19 +63,19 @@ class Cursor {
     pos_ += 8;
     return true;
   }
-  bool length(uint64_t& n, uint64_t limit, const char* what) {
+  bool length(uint64_t& n, uint64_t limit, const std::string& what) {
     if (!u64(n)) return false;
-    if (n > limit) return fail(std::string(what) + " of " + std::to_string(n) + " bytes, over the limit of " + std::to_string(limit));
+    if (n > limit) return fail(what + " of " + std::to_string(n) + " bytes, over the limit of " + std::to_string(limit));
     return true;
   }
-  bool blob(Bytes& out, uint64_t limit, const char* what) {
+  bool blob(Bytes& out, uint64_t limit, const std::string& what) {
     uint64_t n = 0;
     if (!length(n, limit, what) || !have(n)) return false;
     out.assign(buffer_.begin() + static_cast<ptrdiff_t>(pos_), buffer_.begin() + static_cast<ptrdiff_t>(pos_ + n));
     pos_ += n;
     return true;
   }
-  bool text(std::string& out, uint64_t limit, const char* what) {
+  bool text(std::string& out, uint64_t limit, const std::string& what) {
     uint64_t n = 0;
     if (!length(n, limit, what) || !have(n)) return false;
     out.assign(reinterpret_cast<const char*>(buffer_.data() + pos_), n);
@@ -148,8 +148,13 @@ Decoded decode_query(std::span<const uint8_t> buffer, const WireLimits& limits, 
       case QueryType::wait: {
         uint64_t n = 0;
         if (!c.length(n, limits.max_keys, "a key count")) return;
+        uint64_t total = 0;  // the keys together stay within one key's limit
         for (uint64_t i = 0; i < n; ++i) {
-          if (!key()) return;
+          if (!c.text(out.keys.emplace_back(), limits.max_key_bytes - total,
+                      total == 0 ? "a key" : "a key (after keys of " + std::to_string(total) + " bytes in this query)")) {
+            return;
+          }
+          total += out.keys.back().size();
         }
         return;
       }

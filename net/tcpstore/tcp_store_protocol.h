@@ -44,11 +44,14 @@ enum class CheckResponse : uint8_t { ready = 0, not_ready = 1 };
 enum class WaitResponse : uint8_t { stop_waiting = 0 };
 enum class WatchResponse : uint8_t { key_updated = 0, key_created = 1, key_deleted = 2, callback_registered = 3 };
 
-// What either end accepts from the other; checked before anything is allocated.
+// What either end accepts from the other; checked before anything is allocated. PyTorch's server
+// has no limits at all; these are far past what PyTorch's own rendezvous and agents use (keys of a
+// few dozen bytes, a WAIT on one key per worker), so that a job never meets them and one frame
+// still cannot ask for unbounded memory.
 struct WireLimits {
-  uint64_t max_key_bytes = uint64_t{64} << 10;
+  uint64_t max_key_bytes = uint64_t{16} << 20;  // one key, and all the keys of a CHECK or WAIT together
   uint64_t max_value_bytes = uint64_t{256} << 20;
-  uint64_t max_keys = 4096;  // per CHECK or WAIT
+  uint64_t max_keys = uint64_t{1} << 16;  // per CHECK or WAIT
 };
 
 struct Query {

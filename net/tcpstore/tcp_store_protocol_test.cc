@@ -94,6 +94,14 @@ TEST(TcpStoreProtocol, LengthsOverTheLimitsAndUnknownTypesAreRefusedBeforeAlloca
   append_u64(many_keys, 5);
   EXPECT_EQ(decode_query(many_keys, limits, out).status, Decoded::Status::malformed);
 
+  // The keys of one WAIT together stay within one key's limit: 8 + 8 bytes pass, 10 + 10 do not.
+  EXPECT_EQ(decode_query(encode_query(make(QueryType::wait, {"aaaaaaaa", "bbbbbbbb"}, {})), limits, out).status,
+            Decoded::Status::complete);
+  d = decode_query(encode_query(make(QueryType::wait, {"aaaaaaaaaa", "bbbbbbbbbb"}, {})), limits, out);
+  ASSERT_EQ(d.status, Decoded::Status::malformed);
+  EXPECT_NE(d.error.find("a key (after keys of 10 bytes in this query) of 10 bytes, over the limit of 6"), std::string::npos)
+      << d.error;
+
   const Bytes unknown = {42, 0, 0};
   d = decode_query(unknown, limits, out);
   ASSERT_EQ(d.status, Decoded::Status::malformed);

@@ -1,5 +1,8 @@
 #include "net/tcpstore/tcp_store_server.h"
 
+#include <boost/asio/steady_timer.hpp>
+
+#include <cerrno>
 #include <map>
 #include <vector>
 
@@ -44,6 +47,7 @@ struct TcpStoreServer::State : std::enable_shared_from_this<TcpStoreServer::Stat
   uint16_t port;
   TcpStoreServerStats stats;
   bool closed = false;
+  bool out_of_descriptors = false;  // the last accept failed for want of one (logged once a spell)
   uint64_t observer = 0;
   uint64_t next_id = 1;
   // A connection and what keeps it from being evicted to make room: watches and pending waits,
@@ -86,6 +90,11 @@ struct TcpStoreServer::State : std::enable_shared_from_this<TcpStoreServer::Stat
   // room for a new one; false when every connection waits on something.
   bool evict_one();
   void on_change(const KeyChange& c);
+  // Blocks the calling fiber for `d` of real time.
+  void pause(std::chrono::milliseconds d) {
+    asio::steady_timer timer(io, d);
+    (void)await_io([&](auto handler) { timer.async_wait([handler](auto e) { handler(e); }); }, std::nullopt);
+  }
   void forget(uint64_t id);
   void close_all();
 };
@@ -97,10 +106,20 @@ void TcpStoreServer::State::accept_loop() {
         [&](auto handler) { acceptor.async_accept(*socket, [socket, handler](auto e) { handler(e); }); }, std::nullopt);
     if (closed) return;
     if (*ec) {
-      log("tcpstore: accept failed: " + ec->message());
       if (*ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+      if (*ec == asio::error::no_descriptors || ec->value() == ENFILE) {
+        // Out of file descriptors (max_connections is kept below the process's limit, but other
+        // descriptors count too): the connection waits in the backlog. Make room by closing the
+        // connection idle longest, or else wait, rather than retry at once in a loop.
+        if (!out_of_descriptors) log("tcpstore: cannot accept a connection: " + ec->message());
+        out_of_descriptors = true;
+        if (!evict_one()) pause(std::chrono::milliseconds(100));
+        continue;
+      }
+      log("tcpstore: accept failed: " + ec->message());
       continue;
     }
+    out_of_descriptors = false;
     boost::system::error_code endpoint_error;
     const tcp::endpoint remote = socket->remote_endpoint(endpoint_error);
     const std::string peer =

@@ -356,5 +356,14 @@ duration_ms = 1000
       << text.out;
 }
 
+TEST(Cli, StoreRefusesMoreConnectionsThanItsFileDescriptorsAllow) {
+  // Refused before it listens: exit 2, naming the flag, the limit and what to do.
+  const Output r = dagsim("store --port 0 --max-connections 1000000000");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--max-connections 1000000000 is more than the file-descriptor limit"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ulimit -Hn"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
 }  // namespace
 }  // namespace dagsim::cli

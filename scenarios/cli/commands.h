@@ -78,6 +78,7 @@ int check_command(const CheckArgs& args);
 struct StoreArgs {
   std::string host = "127.0.0.1";  // the address to listen on (0.0.0.0: every interface)
   uint16_t port = 0;               // 0: the OS picks
+  size_t max_connections = 0;      // 0: as many as the file-descriptor limit allows
 };
 // Serves the built-in store over PyTorch 1.13's TCPStore protocol until SIGTERM or SIGINT.
 int store_command(const StoreArgs& args);

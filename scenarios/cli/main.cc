@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
                "bound port alone on the first line of standard output");
   store_cmd->add_option("--port", store.port, "Port to listen on (0: the OS picks)")->capture_default_str();
   store_cmd->add_option("--host", store.host, "Address to listen on (0.0.0.0: every interface)")->capture_default_str();
+  store_cmd->add_option("--max-connections", store.max_connections,
+                        "Connections served at once (default: the file-descriptor limit, raised to its hard "
+                        "limit, less 64)");
 
   // A first argument that is neither an option nor a command is a mistyped command: say so, with
   // the commands, rather than CLI11's "A subcommand is required".

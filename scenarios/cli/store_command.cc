@@ -3,11 +3,17 @@
 // (torch.distributed.TCPStore(host, port, is_master=False)) and dagsim ones share one store. The
 // bound port goes to standard output alone on the first line (with --port 0 the OS picks it), for
 // scripts to read; everything else goes to standard error. Exit 0 after a signal, 2 when it cannot
-// listen (naming the address and why).
+// listen (naming the address and why) or --max-connections is past the file-descriptor limit.
 #include <boost/asio/ip/tcp.hpp>
 
+#include <sys/resource.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "core/base/error.h"
 #include "net/tcpstore/store_host.h"
@@ -20,6 +26,38 @@ namespace {
 
 volatile std::sig_atomic_t stop_requested = 0;
 
+// Descriptors the store keeps for itself beyond its connections: standard streams, the listening
+// socket, the I/O loop's epoll and eventfd, and room to spare.
+constexpr rlim_t kReservedDescriptors = 64;
+
+// A job connects every worker to the store, so a store for tens of thousands of workers needs as
+// many descriptors. The soft limit (1,024 on a default Debian login) is raised to the hard one
+// (524,288 under systemd), and the store serves that many connections less its reserve. The
+// number of connections served, or nullopt (with `error` set) when --max-connections asks for more
+// than the limit allows.
+std::optional<size_t> connection_limit(size_t asked, std::string& error) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    error = std::string("cannot read the file-descriptor limit: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  const rlim_t usable = limit.rlim_cur == RLIM_INFINITY ? rlim_t{1} << 20 : limit.rlim_cur;
+  const size_t allowed = usable > kReservedDescriptors ? static_cast<size_t>(usable - kReservedDescriptors) : 1;
+  if (asked == 0) return allowed;
+  if (asked > allowed) {
+    error = "--max-connections " + std::to_string(asked) + " is more than the file-descriptor limit (" +
+            std::to_string(usable) + ", less " + std::to_string(kReservedDescriptors) +
+            " for the store itself) allows: raise the hard limit (ulimit -Hn) or ask for at most " + std::to_string(allowed);
+    return std::nullopt;
+  }
+  return asked;
+}
+
 extern "C" void request_stop(int) { stop_requested = 1; }
 
 }  // namespace
@@ -27,6 +65,12 @@ extern "C" void request_stop(int) { stop_requested = 1; }
 int store_command(const StoreArgs& args) {
   namespace asio = boost::asio;
   using asio::ip::tcp;
+  std::string limit_error;
+  const std::optional<size_t> max_connections = connection_limit(args.max_connections, limit_error);
+  if (!max_connections) {
+    std::cerr << "dagsim store: " << limit_error << "\n";
+    return kBadInput;
+  }
   net::tcpstore::StoreHost host("store");
   const std::string where = args.host + ":" + std::to_string(args.port);
   tcp::acceptor acceptor(host.io());
@@ -41,6 +85,7 @@ int store_command(const StoreArgs& args) {
     return kBadInput;
   }
   net::tcpstore::TcpStoreServerOptions options;
+  options.max_connections = *max_connections;
   options.log = [](const std::string& line) { std::cerr << "dagsim store: " << line << "\n"; };
   net::tcpstore::TcpStoreServer server(host.io(), host.spawner(), std::move(acceptor),
                                        std::make_shared<store::KeyValueTable>(), options);
@@ -51,7 +96,7 @@ int store_command(const StoreArgs& args) {
   sigaction(SIGINT, &action, nullptr);
   std::cout << server.port() << std::endl;
   std::cerr << "dagsim store: serving PyTorch 1.13's TCPStore protocol on " << args.host << ":" << server.port()
-            << " until SIGTERM or SIGINT\n";
+            << " to at most " << *max_connections << " connections until SIGTERM or SIGINT\n";
   host.wait_until([] { return stop_requested != 0; }, runtime::TimePoint::max(), std::chrono::milliseconds(50));
   const net::tcpstore::TcpStoreServerStats stats = server.stats();
   server.close();

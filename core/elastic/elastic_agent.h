@@ -48,7 +48,9 @@ using runtime::Duration;
 
 struct ElasticAgentOptions {
   uint32_t max_restarts = 3;                                       // WorkerSpec's default
-  Duration monitor_interval = std::chrono::milliseconds(100);      // WorkerSpec's default
+  // PyTorch 1.13's WorkerSpec says 30 s and torchrun 5 s; 0.1 s is later PyTorch's WorkerSpec
+  // default, and what the simulated scenarios were written with.
+  Duration monitor_interval = std::chrono::milliseconds(100);
   Duration exit_barrier_timeout = std::chrono::seconds(300);       // PyTorch's
 };
 

@@ -1,0 +1,196 @@
+#include "net/worker_processes.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "core/base/error.h"
+#include "core/base/printable.h"
+
+namespace dagsim::net {
+
+namespace {
+
+// posix_spawn's attributes and file actions, destroyed on every path out.
+struct SpawnSetup {
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_t actions;
+  SpawnSetup() {
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&actions);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+};
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// The PATH execvp would search: the worker's own environment's, as torchrun's Popen does.
+std::string search_path(const std::vector<std::string>& env) {
+  for (const std::string& e : env) {
+    if (e.starts_with("PATH=")) return e.substr(5);
+  }
+  return "/usr/local/bin:/usr/bin:/bin";
+}
+
+// argv[0] as execvp resolves it with the worker's PATH (a name with a slash is used as is).
+std::string resolve(const std::string& program, const std::vector<std::string>& env) {
+  if (program.find('/') != std::string::npos) return program;
+  const std::string path = search_path(env);
+  for (size_t begin = 0; begin <= path.size();) {
+    size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end == begin ? "." : path.substr(begin, end - begin);
+    const std::string candidate = dir + "/" + program;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return program;  // posix_spawn fails with ENOENT, which names it
+}
+
+}  // namespace
+
+std::string WorkerExit::describe() const {
+  if (signal != 0) {
+    const char* name = ::strsignal(signal);
+    return "killed by signal " + std::to_string(signal) + (name != nullptr ? std::string(" (") + name + ")" : "");
+  }
+  return "exited with code " + std::to_string(exit_code);
+}
+
+const char* state_name(WorkerGroupState state) {
+  switch (state) {
+    case WorkerGroupState::healthy: return "HEALTHY";
+    case WorkerGroupState::succeeded: return "SUCCEEDED";
+    case WorkerGroupState::failed: return "FAILED";
+  }
+  return "?";
+}
+
+WorkerProcesses::WorkerProcesses(const std::vector<WorkerProcessSpec>& specs) {
+  for (size_t rank = 0; rank < specs.size(); ++rank) {
+    const WorkerProcessSpec& spec = specs[rank];
+    if (spec.argv.empty()) {
+      kill_all(SIGKILL);
+      reap(true);
+      throw errors::invalid_argument("worker " + std::to_string(rank) + ": no command to run");
+    }
+    SpawnSetup setup;
+    // Its own process group (so stop() reaches what it starts), default signal handling and an
+    // empty mask whatever the agent blocks or ignores.
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigemptyset(&defaults);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, sig);
+    posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&setup.attr, 0);
+    posix_spawnattr_setsigmask(&setup.attr, &none);
+    posix_spawnattr_setsigdefault(&setup.attr, &defaults);
+    const auto redirect = [&](int fd, const std::string& path) {
+      if (path.empty()) return;
+      // Opened here first, so that a path that cannot be written fails with its name, not as a
+      // child that exits 127.
+      const int probe = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (probe < 0) {
+        const int error = errno;
+        kill_all(SIGKILL);
+        reap(true);
+        throw errors::invalid_argument("worker " + std::to_string(rank) + ": cannot open " + printable(path, kPathMax) +
+                                       " for its output: " + std::strerror(error));
+      }
+      ::close(probe);
+      posix_spawn_file_actions_addopen(&setup.actions, fd, path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    };
+    redirect(STDOUT_FILENO, spec.stdout_path);
+    redirect(STDERR_FILENO, spec.stderr_path);
+    const std::string program = resolve(spec.argv[0], spec.env);
+    std::vector<char*> argv = c_strings(spec.argv);
+    std::vector<char*> envp = c_strings(spec.env);
+    pid_t pid = 0;
+    const int rc = ::posix_spawn(&pid, program.c_str(), &setup.actions, &setup.attr, argv.data(), envp.data());
+    if (rc != 0) {
+      kill_all(SIGKILL);
+      reap(true);
+      throw errors::invalid_argument("worker " + std::to_string(rank) + ": cannot start " + printable(spec.argv[0]) + ": " +
+                                     std::strerror(rc));
+    }
+    pids_.push_back(pid);
+  }
+}
+
+WorkerProcesses::~WorkerProcesses() {
+  kill_all(SIGKILL);
+  reap(true);
+}
+
+std::vector<pid_t> WorkerProcesses::pids() const { return pids_; }
+
+void WorkerProcesses::kill_all(int sig) {
+  for (pid_t pid : pids_) {
+    if (pid > 0) ::kill(-pid, sig);  // the worker's process group: its pid
+  }
+}
+
+void WorkerProcesses::reap(bool block) {
+  for (uint32_t rank = 0; rank < pids_.size(); ++rank) {
+    pid_t& pid = pids_[rank];
+    if (pid <= 0) continue;
+    int status = 0;
+    pid_t got = 0;
+    do {
+      got = ::waitpid(pid, &status, block ? 0 : WNOHANG);
+    } while (got < 0 && errno == EINTR);
+    if (got != pid) continue;  // still running (or, ECHILD, reaped by someone else: left as is)
+    WorkerExit exit{rank};
+    if (WIFSIGNALED(status)) {
+      exit.signal = WTERMSIG(status);
+    } else {
+      exit.exit_code = WEXITSTATUS(status);
+    }
+    exited_.push_back(exit);
+    pid = 0;
+  }
+}
+
+WorkerGroupPoll WorkerProcesses::poll() {
+  reap(false);
+  WorkerGroupPoll result;
+  result.exited = exited_;
+  const auto failure = std::find_if(exited_.begin(), exited_.end(), [](const WorkerExit& e) { return e.failed(); });
+  if (failure != exited_.end()) {
+    result.state = WorkerGroupState::failed;
+    result.first_failure = *failure;
+  } else if (exited_.size() == pids_.size()) {
+    result.state = WorkerGroupState::succeeded;
+  }
+  return result;
+}
+
+void WorkerProcesses::stop(runtime::Clock& clock, runtime::Duration grace) {
+  kill_all(SIGTERM);
+  const runtime::TimePoint until = clock.now() + grace;
+  const auto live = [&] { return std::any_of(pids_.begin(), pids_.end(), [](pid_t p) { return p > 0; }); };
+  for (reap(false); live() && clock.now() < until; reap(false)) {
+    clock.sleep_until(std::min(until, clock.now() + std::chrono::milliseconds(10)));
+  }
+  kill_all(SIGKILL);
+  reap(true);
+}
+
+}  // namespace dagsim::net

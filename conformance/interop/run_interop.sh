@@ -70,6 +70,11 @@ case "$mode" in
     start_server "${2:?dagsim binary}" store --port 0
     n=${3:?connection count}
     m=${4:?PyTorch client count}
+    hard=$(ulimit -Hn)
+    if [ "$hard" != unlimited ] && [ "$hard" -lt $((n + 1000)) ]; then
+      echo "SKIP: $n connections need about $((n + 1000)) file descriptors on each side; the hard limit here is $hard"
+      exit 77
+    fi
     counted=$(timeout 120 "$python" "$here/tcpstore_diff.py" raw-clients 127.0.0.1 "$port" "$n"); rc=$?
     [ $rc -eq 0 ] && [ "$counted" = "$n" ] || {
       echo "FAIL: $n connections, $counted counted (exit $rc)"; cat "$tmp/server.log"; exit 1; }

@@ -66,22 +66,7 @@ std::string resolve(const std::string& program, const std::vector<std::string>& 
 
 }  // namespace
 
-std::string WorkerExit::describe() const {
-  if (signal != 0) {
-    const char* name = ::strsignal(signal);
-    return "killed by signal " + std::to_string(signal) + (name != nullptr ? std::string(" (") + name + ")" : "");
-  }
-  return "exited with code " + std::to_string(exit_code);
-}
-
-const char* state_name(WorkerGroupState state) {
-  switch (state) {
-    case WorkerGroupState::healthy: return "HEALTHY";
-    case WorkerGroupState::succeeded: return "SUCCEEDED";
-    case WorkerGroupState::failed: return "FAILED";
-  }
-  return "?";
-}
+std::string WorkerExit::describe() const { return elastic::describe_exit(exit_code, signal); }
 
 WorkerProcesses::WorkerProcesses(const std::vector<WorkerProcessSpec>& specs) {
   for (size_t rank = 0; rank < specs.size(); ++rank) {
@@ -174,10 +159,10 @@ WorkerGroupPoll WorkerProcesses::poll() {
   result.exited = exited_;
   const auto failure = std::find_if(exited_.begin(), exited_.end(), [](const WorkerExit& e) { return e.failed(); });
   if (failure != exited_.end()) {
-    result.state = WorkerGroupState::failed;
+    result.state = elastic::WorkerState::failed;
     result.first_failure = *failure;
   } else if (exited_.size() == pids_.size()) {
-    result.state = WorkerGroupState::succeeded;
+    result.state = elastic::WorkerState::succeeded;
   }
   return result;
 }

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/elastic/worker_group.h"
 #include "core/runtime/clock.h"
 
 namespace dagsim::net {
@@ -44,14 +45,11 @@ struct WorkerExit {
   int exit_code = -1;
   int signal = 0;
   bool failed() const { return signal != 0 || exit_code != 0; }
-  std::string describe() const;  // "exited with code 3", "killed by signal 9 (Killed)"
+  std::string describe() const;  // "exited with code 3", "was killed by signal 9 (Killed)"
 };
 
-enum class WorkerGroupState : uint8_t { healthy, succeeded, failed };
-const char* state_name(WorkerGroupState state);  // PyTorch's names: HEALTHY, SUCCEEDED, FAILED
-
 struct WorkerGroupPoll {
-  WorkerGroupState state = WorkerGroupState::healthy;
+  elastic::WorkerState state = elastic::WorkerState::healthy;  // healthy, succeeded or failed
   std::optional<WorkerExit> first_failure;  // failed: the first worker seen to fail
   std::vector<WorkerExit> exited;           // every worker that has ended, in the order seen
 };

@@ -32,7 +32,7 @@ WorkerProcessSpec shell(const std::string& script, std::vector<std::string> env 
 WorkerGroupPoll settle(WorkerProcesses& workers) {
   const auto until = std::chrono::steady_clock::now() + 60s;
   WorkerGroupPoll p = workers.poll();
-  while (p.state == WorkerGroupState::healthy && std::chrono::steady_clock::now() < until) {
+  while (p.state == elastic::WorkerState::healthy && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(5ms);
     p = workers.poll();
   }
@@ -65,7 +65,7 @@ struct TempDir {
 TEST(WorkerProcesses, AGroupWhoseWorkersAllExitZeroSucceeds) {
   WorkerProcesses workers({shell("exit 0"), shell("exit 0"), shell("exit 0")});
   const WorkerGroupPoll p = settle(workers);
-  EXPECT_EQ(p.state, WorkerGroupState::succeeded);
+  EXPECT_EQ(p.state, elastic::WorkerState::succeeded);
   EXPECT_EQ(p.exited.size(), 3u);
   EXPECT_FALSE(p.first_failure);
 }
@@ -73,7 +73,7 @@ TEST(WorkerProcesses, AGroupWhoseWorkersAllExitZeroSucceeds) {
 TEST(WorkerProcesses, OneFailingWorkerFailsTheGroupAndStopEndsTheOthers) {
   WorkerProcesses workers({shell("exec sleep 60"), shell("exit 3")});
   const WorkerGroupPoll p = settle(workers);
-  ASSERT_EQ(p.state, WorkerGroupState::failed);
+  ASSERT_EQ(p.state, elastic::WorkerState::failed);
   ASSERT_TRUE(p.first_failure);
   EXPECT_EQ(p.first_failure->local_rank, 1u);
   EXPECT_EQ(p.first_failure->describe(), "exited with code 3");
@@ -96,7 +96,7 @@ TEST(WorkerProcesses, AWorkerThatIgnoresSigtermIsKilledAfterTheGrace) {
   const WorkerGroupPoll p = workers.poll();
   ASSERT_EQ(p.exited.size(), 1u);
   EXPECT_EQ(p.exited[0].signal, SIGKILL);
-  EXPECT_EQ(p.exited[0].describe().rfind("killed by signal 9", 0), 0u) << p.exited[0].describe();
+  EXPECT_EQ(p.exited[0].describe().rfind("was killed by signal 9", 0), 0u) << p.exited[0].describe();
 }
 
 TEST(WorkerProcesses, EachWorkerHasItsEnvironmentAndItsOutputFiles) {
@@ -109,7 +109,7 @@ TEST(WorkerProcesses, EachWorkerHasItsEnvironmentAndItsOutputFiles) {
     specs.push_back(s);
   }
   WorkerProcesses workers(specs);
-  EXPECT_EQ(settle(workers).state, WorkerGroupState::succeeded);
+  EXPECT_EQ(settle(workers).state, elastic::WorkerState::succeeded);
   // The whole environment is the one given: HOME is not inherited from the test.
   EXPECT_EQ(read_file(dir.path / "out0"), "rank=0 home=none\n");
   EXPECT_EQ(read_file(dir.path / "out1"), "rank=1 home=none\n");

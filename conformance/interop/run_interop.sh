@@ -8,6 +8,8 @@
 #                                           against `dagsim store`, compared
 #   run_interop.sh clients DAGSIM N M       N concurrent connections speaking the protocol, then M
 #                                           concurrent PyTorch clients, against `dagsim store`
+#   run_interop.sh launch-env DAGSIM N      a worker's environment under `dagsim launch` against
+#                                           torchrun's, N agents x 2 workers (launch_env.py)
 # Exits 77 (CTest: skipped) with a message when /usr/bin/python3 cannot import torch.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -83,5 +85,8 @@ case "$mode" in
     echo "--- dagsim store's log:"; cat "$tmp/server.log"
     [ $rc -eq 0 ] && [ "$counted" = "$m" ] || { echo "FAIL: $m PyTorch clients, $counted counted (exit $rc)"; exit 1; }
     echo "PASS: $n concurrent connections and $m concurrent PyTorch clients, every add counted"; exit 0 ;;
+  launch-env)
+    PATH=/usr/bin:$PATH timeout 280 "$python" "$here/launch_env.py" "${2:?dagsim binary}" "${3:?agents}"
+    exit $? ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -27,31 +27,34 @@ const char* event_name(AgentEvent::Kind kind) {
   DAGSIM_UNREACHABLE();
 }
 
-// One round's worker group. The fiber writes its end into `status`, which it shares: the group
-// may be gone (a restart) by the time a cancelled fiber unwinds.
+// One round's worker group, and what the monitor knows of it.
 struct ElasticAgent::Group {
-  struct Status {
-    GroupState state = GroupState::healthy;
-    std::optional<Error> error;
-  };
-  rendezvous::RendezvousInfo info;
-  std::vector<rendezvous::NodeDesc> members;  // [rank]; addr "" where a member was gone at the start
+  WorkerGroupSpec spec;
   // Since when the monitor has seen a member in none of the state's lists (member_lost).
   std::optional<runtime::TimePoint> member_absent_since;
-  std::shared_ptr<Status> status = std::make_shared<Status>();
-  std::unique_ptr<runtime::CancelScope> scope;
+  std::unique_ptr<WorkerGroup> workers;
 };
 
 ElasticAgent::ElasticAgent(runtime::Env& env, rendezvous::RendezvousHandler& handler, store::Store& store,
-                           std::string run_id, ElasticAgentOptions options, WorkerFn worker)
-    : env_(env), handler_(handler), store_(store), run_id_(std::move(run_id)), options_(options),
-      worker_(std::move(worker)), remaining_(options.max_restarts) {
+                           std::string run_id, ElasticAgentOptions options, WorkerGroupFactory workers)
+    : env_(env), handler_(handler), store_(store), run_id_(std::move(run_id)), options_(std::move(options)),
+      workers_(std::move(workers)), remaining_(options_.max_restarts) {
   if (options_.monitor_interval <= Duration::zero()) throw errors::invalid_argument("elastic agent: monitor_interval must be positive");
   if (options_.exit_barrier_timeout <= Duration::zero()) {
     throw errors::invalid_argument("elastic agent: exit_barrier_timeout must be positive");
   }
-  DAGSIM_ASSERT(worker_ != nullptr);
+  if (options_.local_world_size == 0 || options_.local_world_size > kMaxLocalWorldSize) {
+    throw errors::invalid_argument("elastic agent: local_world_size must be 1 to " + std::to_string(kMaxLocalWorldSize));
+  }
+  if (options_.role.empty() || options_.role.find_first_of(" \n") != std::string::npos) {
+    throw errors::invalid_argument("elastic agent: the role must be a non-empty word");
+  }
+  DAGSIM_ASSERT(workers_ != nullptr);
 }
+
+ElasticAgent::ElasticAgent(runtime::Env& env, rendezvous::RendezvousHandler& handler, store::Store& store,
+                           std::string run_id, ElasticAgentOptions options, WorkerFn worker)
+    : ElasticAgent(env, handler, store, std::move(run_id), std::move(options), fiber_worker_group(env, std::move(worker))) {}
 
 ElasticAgent::~ElasticAgent() { group_.reset(); }  // cancels a group still running; never joins
 
@@ -68,9 +71,100 @@ void ElasticAgent::emit(AgentEvent event) {
   if (listener_) listener_(event);
 }
 
-void ElasticAgent::initialize_workers() {
+namespace {
+
+// A role info as published: "<local world size> <role>".
+std::string encode_role_info(const ElasticAgentOptions& options) {
+  return std::to_string(options.local_world_size) + " " + options.role;
+}
+
+// What another agent published (remote text: checked, never asserted).
+AgentRoleInfo decode_role_info(const store::Bytes& bytes, uint32_t group_rank) {
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t space = text.find(' ');
+  AgentRoleInfo info;
+  info.group_rank = group_rank;
+  uint64_t size = 0;
+  bool ok = space != std::string::npos && space > 0 && space <= 6 && space + 1 < text.size() && text.size() - space - 1 <= 256;
+  for (size_t i = 0; ok && i < space; ++i) {
+    ok = text[i] >= '0' && text[i] <= '9';
+    size = size * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  if (!ok || size == 0 || size > kMaxLocalWorldSize) {
+    throw errors::invalid_argument("elastic agent: the agent at group rank " + std::to_string(group_rank) +
+                                   " published a role info that is not \"<local world size> <role>\"");
+  }
+  info.local_world_size = static_cast<uint32_t>(size);
+  info.role = text.substr(space + 1);
+  return info;
+}
+
+// "host:port" as group rank 0 published it.
+std::pair<std::string, uint16_t> decode_master(const store::Bytes& bytes) {
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t colon = text.rfind(':');
+  uint32_t port = 0;
+  bool ok = colon != std::string::npos && colon > 0 && colon + 1 < text.size() && text.size() - colon - 1 <= 5;
+  for (size_t i = colon + 1; ok && i < text.size(); ++i) {
+    ok = text[i] >= '0' && text[i] <= '9';
+    port = port * 10 + static_cast<uint32_t>(text[i] - '0');
+  }
+  if (!ok || port == 0 || port > 65535) {
+    throw errors::invalid_argument("elastic agent: group rank 0 published a master address that is not \"host:port\"");
+  }
+  return {text.substr(0, colon), static_cast<uint16_t>(port)};
+}
+
+}  // namespace
+
+bool ElasticAgent::gather_round(WorkerGroupSpec& spec, std::string& lost) {
+  const rendezvous::RendezvousInfo& info = spec.info;
+  const std::string prefix = "torchelastic/agent/" + run_id_ + "/round/" + std::to_string(info.round) + "/";
+  const std::string own = encode_role_info(options_);
+  store_.set(prefix + "role_info/" + std::to_string(info.rank), store::Bytes(own.begin(), own.end()));
+  const bool has_master = options_.master_endpoint != nullptr;
+  if (has_master && info.rank == 0) {
+    const auto [addr, port] = options_.master_endpoint();
+    const std::string text = addr + ":" + std::to_string(port);
+    store_.set(prefix + "master", store::Bytes(text.begin(), text.end()));
+  }
+  // Every member completed the round, so each is alive and publishes within moments; one that
+  // has not within the keep-alive expiry died after the round completed.
+  const runtime::TimePoint deadline = env_.clock.now() + handler_.settings().expiry();
+  const auto read = [&](const std::string& key) -> std::optional<store::Bytes> {
+    for (;;) {
+      const runtime::TimePoint now = env_.clock.now();
+      if (now >= deadline) return std::nullopt;
+      store::Versioned got = store_.watch_at_most(key, 0, deadline - now);
+      if (got.version != 0) return std::move(got.value);
+    }
+  };
+  std::vector<AgentRoleInfo> agents;
+  for (uint32_t rank = 0; rank < info.world_size; ++rank) {
+    std::optional<store::Bytes> bytes = read(prefix + "role_info/" + std::to_string(rank));
+    if (!bytes) {
+      lost = "the agent at group rank " + std::to_string(rank) + " of round " + std::to_string(info.round) +
+             " did not publish its role within the keep-alive expiry";
+      return false;
+    }
+    agents.push_back(decode_role_info(*bytes, rank));
+  }
+  if (has_master) {
+    std::optional<store::Bytes> bytes = read(prefix + "master");
+    if (!bytes) {
+      lost = "group rank 0 of round " + std::to_string(info.round) + " did not publish the master address within the keep-alive expiry";
+      return false;
+    }
+    std::tie(spec.round.master_addr, spec.round.master_port) = decode_master(*bytes);
+  }
+  spec.workers = assign_worker_ranks(agents, info.rank);
+  return true;
+}
+
+bool ElasticAgent::initialize_workers(std::string& lost) {
   DAGSIM_ASSERT(group_ == nullptr);
-  WorkerGroupInfo spec;
+  state_ = WorkerState::init;
+  WorkerGroupSpec spec;
   spec.info = handler_.next_rendezvous();
   // The state next_rendezvous returned on names the round's members (S8: complete, with us in it).
   // A member that learned late that its round completed may find some members gone already: their
@@ -82,37 +176,41 @@ void ElasticAgent::initialize_workers() {
     spec.members[rank] = node;
   }
   DAGSIM_ASSERT(spec.members[spec.info.rank] == handler_.node());
-  const rendezvous::RendezvousInfo& info = spec.info;
+  spec.round.role = options_.role;
+  spec.round.run_id = run_id_;
+  spec.round.group_rank = spec.info.rank;
+  spec.round.group_world_size = spec.info.world_size;
+  spec.round.local_world_size = options_.local_world_size;
+  spec.round.restart_count = options_.max_restarts - remaining_;
+  spec.round.max_restarts = options_.max_restarts;
+  if (!gather_round(spec, lost)) {
+    AgentEvent event = event_of(AgentEvent::Kind::round_lost, spec.info);
+    event.detail = lost;
+    emit(event);
+    return false;
+  }
   auto group = std::make_unique<Group>();
-  group->info = info;
-  group->members = spec.members;
-  const std::string name = "worker group, round " + std::to_string(info.round);
-  group->scope = std::make_unique<runtime::CancelScope>(name, env_.spawner);
-  env_.spawner.spawn(*group->scope, name, [status = group->status, worker = worker_, spec] {
-    try {
-      worker(spec);
-      status->state = GroupState::succeeded;
-    } catch (const Error& e) {
-      runtime::rethrow_if_unwinding(e);
-      status->state = GroupState::failed;
-      status->error = e;
-    }
-  });
+  group->spec = spec;
+  group->workers = workers_(spec);
   group_ = std::move(group);
+  spec_ = std::move(spec);
+  state_ = WorkerState::healthy;
   ++rounds_;
-  emit(event_of(AgentEvent::Kind::group_started, info));
+  emit(event_of(AgentEvent::Kind::group_started, group_->spec.info));
+  return true;
 }
 
 void ElasticAgent::stop_workers() {
   if (!group_) return;
-  group_->scope->cancel();
-  group_->scope->join();  // no fiber of the old group runs past this point
+  group_->workers->stop();  // nothing of the old group runs past this point
   group_.reset();
+  state_ = WorkerState::stopped;
 }
 
 void ElasticAgent::restart_workers() {
   stop_workers();
-  initialize_workers();
+  // A round a member left before it started is rendezvoused again (its round_lost event says why).
+  for (std::string lost; !initialize_workers(lost);) lost.clear();
 }
 
 bool ElasticAgent::exit_barrier(const rendezvous::RendezvousInfo& info, std::string& detail) {
@@ -138,7 +236,9 @@ bool ElasticAgent::exit_barrier(const rendezvous::RendezvousInfo& info, std::str
 AgentResult ElasticAgent::run() {
   AgentResult result;
   const auto finish = [&](AgentOutcome outcome, std::optional<Error> error) {
+    const WorkerState end = state_;
     stop_workers();
+    if (end == WorkerState::succeeded || end == WorkerState::failed) state_ = end;
     result.outcome = outcome;
     result.error = std::move(error);
     result.rounds = rounds_;
@@ -146,7 +246,8 @@ AgentResult ElasticAgent::run() {
   };
   // A failed group restarts while restarts remain (counted); then the job fails.
   const auto on_failure = [&](const Group& group, const Error& cause) -> std::optional<AgentResult> {
-    AgentEvent failed = event_of(AgentEvent::Kind::group_failed, group.info);
+    state_ = WorkerState::failed;
+    AgentEvent failed = event_of(AgentEvent::Kind::group_failed, group.spec.info);
     failed.remaining = remaining_;
     failed.detail = cause.what();
     emit(failed);
@@ -157,46 +258,50 @@ AgentResult ElasticAgent::run() {
       return std::nullopt;
     }
     return finish(AgentOutcome::failed,
-                  errors::worker_group_failed("the worker group of round " + std::to_string(group.info.round) +
+                  errors::worker_group_failed("the worker group of round " + std::to_string(group.spec.info.round) +
                                               " failed with max_restarts = " + std::to_string(options_.max_restarts) +
                                               " spent: " + cause.what()));
   };
   try {
-    initialize_workers();
+    restart_workers();
     for (;;) {
       env_.clock.sleep(options_.monitor_interval);
       DAGSIM_ASSERT(group_ != nullptr);
       Group& group = *group_;
-      switch (group.status->state) {
-        case GroupState::succeeded: {
-          emit(event_of(AgentEvent::Kind::group_succeeded, group.info));
-          AgentEvent barrier = event_of(AgentEvent::Kind::exit_barrier, group.info);
-          result.barrier_timed_out = !exit_barrier(group.info, barrier.detail);
+      const rendezvous::RendezvousInfo info = group.spec.info;
+      WorkerGroupStatus status = group.workers->poll();
+      switch (status.state) {
+        case WorkerState::succeeded: {
+          state_ = WorkerState::succeeded;
+          emit(event_of(AgentEvent::Kind::group_succeeded, info));
+          AgentEvent barrier = event_of(AgentEvent::Kind::exit_barrier, info);
+          result.barrier_timed_out = !exit_barrier(info, barrier.detail);
           emit(barrier);
           return finish(AgentOutcome::succeeded, std::nullopt);
         }
-        case GroupState::failed: {
-          DAGSIM_ASSERT(group.status->error.has_value());
-          if (std::optional<AgentResult> end = on_failure(group, Error(*group.status->error))) return *end;
+        case WorkerState::failed: {
+          DAGSIM_ASSERT(status.failure.has_value());
+          if (std::optional<AgentResult> end = on_failure(group, *status.failure)) return *end;
           continue;
         }
-        case GroupState::healthy: {
+        default: {
+          DAGSIM_ASSERT(is_running(status.state));
           const uint64_t waiting = handler_.num_nodes_waiting();
           if (handler_.last_state().closed) {
             return finish(AgentOutcome::closed,
                           errors::rendezvous_closed("the rendezvous of run " + run_id_ + " was closed while round " +
-                                                    std::to_string(group.info.round) + " trained"));
+                                                    std::to_string(info.round) + " trained"));
           }
           if (waiting > 0) {
-            AgentEvent event = event_of(AgentEvent::Kind::nodes_waiting, group.info);
+            AgentEvent event = event_of(AgentEvent::Kind::nodes_waiting, info);
             event.waiting = waiting;
             emit(event);
             restart_workers();  // not counted against max_restarts
-          } else if (const std::string lost = round_lost(group.info); !lost.empty()) {
+          } else if (const std::string lost = round_lost(info); !lost.empty()) {
             // Not a worker failure: the group's round is gone from the state (a store that
             // restarted empty, or this node removed as dead after a pause). Its group cannot go on
             // as a member of nothing; it rejoins, as for waiting nodes (not counted).
-            AgentEvent event = event_of(AgentEvent::Kind::round_lost, group.info);
+            AgentEvent event = event_of(AgentEvent::Kind::round_lost, info);
             event.detail = lost;
             emit(event);
             restart_workers();
@@ -237,9 +342,9 @@ std::string ElasticAgent::member_lost(Group& group) {
   // node takes to be declared dead (the keep-alive expiry) has left for good: its agent ended, or
   // it died and its heartbeats expired.
   const rendezvous::RendezvousState& state = handler_.last_state();
-  for (size_t rank = 0; rank < group.members.size(); ++rank) {
+  for (size_t rank = 0; rank < group.spec.members.size(); ++rank) {
     // An empty place: the member had left before this node saw the round complete.
-    const rendezvous::NodeDesc& member = group.members[rank];
+    const rendezvous::NodeDesc& member = group.spec.members[rank];
     if (!member.addr.empty() && (state.participants.count(member) != 0 || state.wait_list.count(member) != 0 ||
                                  state.redundancy_list.count(member) != 0)) {
       continue;
@@ -248,7 +353,7 @@ std::string ElasticAgent::member_lost(Group& group) {
     if (!group.member_absent_since) group.member_absent_since = now;
     if (now - *group.member_absent_since < handler_.settings().expiry()) return "";
     const std::string who = member.addr.empty() ? "the member" : "member " + rendezvous::to_string(member);
-    return who + " (rank " + std::to_string(rank) + ") of round " + std::to_string(group.info.round) +
+    return who + " (rank " + std::to_string(rank) + ") of round " + std::to_string(group.spec.info.round) +
            " left the rendezvous for good";
   }
   group.member_absent_since.reset();

@@ -6,11 +6,13 @@
 // restarted empty, or this node removed as dead after a pause. PyTorch's agent would train on as
 // a member of nothing, and its peers would wait for it for ever.
 //
-// The worker group is a fiber of this node in a CancelScope of its own ("worker group, round r"):
-// a restart cancels and joins it, so a group's fibers never run past their round, and the node and
-// its agent live on. Returning from the worker function is SUCCEEDED; throwing an Error is FAILED
-// (the error is the failure's reason). The agent reads the group's state every monitor_interval,
-// as PyTorch's loop does.
+// The worker group is a WorkerGroup (worker_group.h): a fiber, simulated processes or real ones.
+// After each rendezvous, the round's agents publish their role and local world size under the
+// round's keys in the store, and group rank 0 its master address (PyTorch's _assign_worker_ranks
+// and _set_master_addr_port); every agent computes its workers' ranks from them
+// (assign_worker_ranks) and starts its group with them and TORCHELASTIC_RESTART_COUNT's count. A
+// restart stops the group (stop(): nothing of it runs past its round) and the node and its agent
+// live on. The agent polls the group every monitor_interval, as PyTorch's loop does.
 //
 // run() returns an AgentResult instead of raising, and never hangs: every wait is bounded by the
 // rendezvous's timeouts, the store's timeout or the exit barrier's. Outcomes:
@@ -37,6 +39,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/elastic/worker_group.h"
 #include "core/rendezvous/rendezvous_handler.h"
 #include "core/runtime/cancel_scope.h"
 #include "core/runtime/env.h"
@@ -52,17 +55,13 @@ struct ElasticAgentOptions {
   // default, and what the simulated scenarios were written with.
   Duration monitor_interval = std::chrono::milliseconds(100);
   Duration exit_barrier_timeout = std::chrono::seconds(300);       // PyTorch's
+  std::string role = "default";                                     // WorkerSpec's role
+  uint32_t local_world_size = 1;                                    // workers per node (nproc_per_node)
+  // Group rank 0's answer to "where do the workers meet" (PyTorch's _set_master_addr_port: the
+  // agent's host and a free port), published to the round's other agents through the store. Unset:
+  // no master is published and the workers get none (the simulated workloads need none).
+  std::function<std::pair<std::string, uint16_t>()> master_endpoint = nullptr;
 };
-
-// What a worker group is told: its round, rank and world, and the round's nodes by rank (PyTorch's
-// workers learn their peers through the store; here the round's state names them).
-struct WorkerGroupInfo {
-  rendezvous::RendezvousInfo info;
-  std::vector<rendezvous::NodeDesc> members;  // [rank]
-};
-
-// The worker group of one round: runs on a fiber of the group's scope.
-using WorkerFn = std::function<void(const WorkerGroupInfo& group)>;
 
 enum class AgentOutcome : uint8_t { succeeded, failed, closed, graceful_exit };
 const char* outcome_name(AgentOutcome outcome);
@@ -83,7 +82,8 @@ struct AgentEvent {
     nodes_waiting,      // waiting: num_nodes_waiting() (a restart not counted)
     group_succeeded,
     exit_barrier,       // detail: "passed" or the barrier's error
-    round_lost,         // detail: why the group's round is gone from the state (a restart not counted)
+    round_lost,         // detail: why the group's round is gone from the state, or why it could not
+                        // start (a member that never published its role); a restart not counted
   };
   Kind kind = Kind::group_started;
   rendezvous::RendezvousInfo info;  // the group's round
@@ -97,6 +97,9 @@ class ElasticAgent {
  public:
   // `env`, `handler` and `store` (the exit barrier's) outlive the agent. `run_id` scopes the
   // barrier's keys.
+  ElasticAgent(runtime::Env& env, rendezvous::RendezvousHandler& handler, store::Store& store, std::string run_id,
+               ElasticAgentOptions options, WorkerGroupFactory workers);
+  // A worker group that is one fiber running `worker` (fiber_worker_group).
   ElasticAgent(runtime::Env& env, rendezvous::RendezvousHandler& handler, store::Store& store, std::string run_id,
                ElasticAgentOptions options, WorkerFn worker);
   ~ElasticAgent();
@@ -113,11 +116,21 @@ class ElasticAgent {
   bool close_job();
 
   uint32_t remaining_restarts() const { return remaining_; }
+  // The worker group's state, as PyTorch's agent keeps it (INIT while it rendezvouses).
+  WorkerState state() const { return state_; }
+  // The spec of the last group started (its round, ranks and environment's facts).
+  const std::optional<WorkerGroupSpec>& group_spec() const { return spec_; }
 
  private:
-  enum class GroupState : uint8_t { healthy, succeeded, failed };
   struct Group;
-  void initialize_workers();  // next_rendezvous, then the group
+  // next_rendezvous, the ranks, then the group; false (with `lost` set and a round_lost event) when
+  // a member of the round did not publish its role in time, so the round cannot start (a restart,
+  // not counted).
+  bool initialize_workers(std::string& lost);
+  // PyTorch's _share_and_gather and _get_master_addr_port: publishes this agent's role, local
+  // world size (and group rank 0's master) under the round's keys and reads every member's;
+  // false (with `lost` set) when a member has not published within the keep-alive expiry.
+  bool gather_round(WorkerGroupSpec& spec, std::string& lost);
   void stop_workers();
   void restart_workers();
   // The store-based barrier of the round's group (PyTorch's _exit_barrier); false on time-out.
@@ -134,10 +147,12 @@ class ElasticAgent {
   store::Store& store_;
   const std::string run_id_;
   const ElasticAgentOptions options_;
-  WorkerFn worker_;
+  WorkerGroupFactory workers_;
   std::function<void(const AgentEvent&)> listener_;
   uint32_t remaining_;
   uint32_t rounds_ = 0;
+  WorkerState state_ = WorkerState::init;
+  std::optional<WorkerGroupSpec> spec_;
   std::unique_ptr<Group> group_;
 };
 

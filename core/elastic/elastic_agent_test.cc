@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/rendezvous/rendezvous_test_cluster.h"
+#include "core/elastic/elastic_agent_test_cluster.h"
 
 namespace dagsim::elastic {
 namespace {
@@ -16,48 +16,8 @@ namespace {
 using namespace std::chrono_literals;
 using rendezvous::testing::at;
 using rendezvous::testing::job;
-using runtime::TimePoint;
 
-class ElasticAgentTest : public ::testing::Test, public rendezvous::testing::Cluster {
- protected:
-  ~ElasticAgentTest() override {
-    // Nodes die first (their fibers unwind out of the agents), then the agents go.
-    for (WorkerId i = 0; i < rt_.num_nodes(); ++i) {
-      if (rt_.is_alive(i)) rt_.kill(i);
-    }
-    rt_.run();
-    agents_by_node_.clear();
-  }
-
-  // Agent i (1-based) with `worker`; run() starts at `when` and its result lands in results_[i].
-  void agent_at(int i, TimePoint when, ElasticAgentOptions options, WorkerFn worker) {
-    runtime::Env& env = rt_.env(static_cast<WorkerId>(i));
-    agents_by_node_.resize(static_cast<size_t>(i) + 1);
-    run_results_.resize(static_cast<size_t>(i) + 1);
-    events_.resize(static_cast<size_t>(i) + 1);
-    auto agent = std::make_unique<ElasticAgent>(env, handler(i), *clients_[static_cast<size_t>(i - 1)], "job", options,
-                                                std::move(worker));
-    agent->set_listener([this, i](const AgentEvent& e) { events_[static_cast<size_t>(i)].push_back(e); });
-    agents_by_node_[static_cast<size_t>(i)] = std::move(agent);
-    env.spawner.spawn("agent", [this, i, when, &env] {
-      env.clock.sleep_until(when);
-      run_results_[static_cast<size_t>(i)] = agents_by_node_[static_cast<size_t>(i)]->run();
-      done_at_[i] = rt_.now();
-    });
-  }
-  ElasticAgent& agent(int i) { return *agents_by_node_[static_cast<size_t>(i)]; }
-  const std::optional<AgentResult>& run_result(int i) { return run_results_[static_cast<size_t>(i)]; }
-  int count(int i, AgentEvent::Kind kind) {
-    int n = 0;
-    for (const AgentEvent& e : events_[static_cast<size_t>(i)]) n += e.kind == kind ? 1 : 0;
-    return n;
-  }
-
-  std::vector<std::unique_ptr<ElasticAgent>> agents_by_node_;
-  std::vector<std::optional<AgentResult>> run_results_;
-  std::vector<std::vector<AgentEvent>> events_;
-  std::map<int, TimePoint> done_at_;
-};
+class ElasticAgentTest : public ::testing::Test, public testing::AgentCluster {};
 
 // A worker that runs until its group is stopped.
 void forever(runtime::Clock& clock) {
@@ -68,9 +28,9 @@ TEST_F(ElasticAgentTest, AFailingGroupRestartsMaxRestartsTimesThenFailsByName) {
   start(2, job(2, 2));
   runtime::Clock& clock2 = rt_.env(2).clock;
   agent_at(1, at(0ms), {.max_restarts = 2, .monitor_interval = 100ms, .exit_barrier_timeout = 5s},
-           [](const WorkerGroupInfo&) { throw errors::invalid_argument("boom"); });
+           [](const WorkerGroupSpec&) { throw errors::invalid_argument("boom"); });
   agent_at(2, at(0ms), {.max_restarts = 2, .monitor_interval = 100ms, .exit_barrier_timeout = 5s},
-           [&clock2](const WorkerGroupInfo&) { forever(clock2); });
+           [&clock2](const WorkerGroupSpec&) { forever(clock2); });
   run_until(at(30s));
   ASSERT_TRUE(run_result(1).has_value());
   const AgentResult& r = *run_result(1);
@@ -103,8 +63,8 @@ TEST_F(ElasticAgentTest, SuccessWaitsAtTheExitBarrierForTheSlowestMember) {
   runtime::Clock& clock1 = rt_.env(1).clock;
   runtime::Clock& clock2 = rt_.env(2).clock;
   const ElasticAgentOptions options{.max_restarts = 0, .monitor_interval = 100ms, .exit_barrier_timeout = 10s};
-  agent_at(1, at(0ms), options, [&clock1](const WorkerGroupInfo&) { clock1.sleep(1s); });
-  agent_at(2, at(0ms), options, [&clock2](const WorkerGroupInfo& g) {
+  agent_at(1, at(0ms), options, [&clock1](const WorkerGroupSpec&) { clock1.sleep(1s); });
+  agent_at(2, at(0ms), options, [&clock2](const WorkerGroupSpec& g) {
     EXPECT_EQ(g.members.size(), 2u);
     EXPECT_EQ(g.members[g.info.rank].addr, "worker2");
     clock2.sleep(3s);
@@ -121,9 +81,9 @@ TEST_F(ElasticAgentTest, SuccessWaitsAtTheExitBarrierForTheSlowestMember) {
 TEST_F(ElasticAgentTest, ABarrierThatTimesOutStillSucceedsAsPyTorchDoes) {
   start(2, job(2, 2));
   runtime::Clock& clock2 = rt_.env(2).clock;
-  agent_at(1, at(0ms), {.max_restarts = 0, .monitor_interval = 100ms, .exit_barrier_timeout = 2s}, [](const WorkerGroupInfo&) {});
+  agent_at(1, at(0ms), {.max_restarts = 0, .monitor_interval = 100ms, .exit_barrier_timeout = 2s}, [](const WorkerGroupSpec&) {});
   agent_at(2, at(0ms), {.max_restarts = 0, .monitor_interval = 100ms, .exit_barrier_timeout = 2s},
-           [&clock2](const WorkerGroupInfo&) { forever(clock2); });
+           [&clock2](const WorkerGroupSpec&) { forever(clock2); });
   run_until(at(10s));
   ASSERT_TRUE(run_result(1).has_value());
   EXPECT_EQ(run_result(1)->outcome, AgentOutcome::succeeded);
@@ -141,7 +101,7 @@ TEST_F(ElasticAgentTest, ACancelledAgentStopsItsWorkerGroup) {
     ~Flag() { set = true; }
   };
   auto scope = std::make_unique<runtime::CancelScope>("agent", env1.spawner);
-  ElasticAgent a(env1, handler(1), *clients_[0], "job", {}, [&env1, &unwound](const WorkerGroupInfo&) {
+  ElasticAgent a(env1, handler(1), *clients_[0], "job", {}, [&env1, &unwound](const WorkerGroupSpec&) {
     Flag flag{unwound};
     forever(env1.clock);
   });
@@ -154,7 +114,7 @@ TEST_F(ElasticAgentTest, ACancelledAgentStopsItsWorkerGroup) {
       ended = e.code();
     }
   });
-  agent_at(2, at(0ms), {}, [&clock2](const WorkerGroupInfo&) { forever(clock2); });
+  agent_at(2, at(0ms), {}, [&clock2](const WorkerGroupSpec&) { forever(clock2); });
   at_time(1, at(5s), [&] { scope->cancel(); });
   run_until(at(6s));
   EXPECT_EQ(ended, ErrorCode::cancelled);
@@ -184,10 +144,15 @@ void expect_survivor_fails(const std::vector<std::vector<AgentEvent>>& events, c
 TEST_F(ElasticAgentTest, AGroupWhoseMemberLeftFailsAfterTheKeepAliveExpiry) {
   start(2, job(2, 2));
   runtime::Clock& clock1 = rt_.env(1).clock;
+  runtime::Clock& clock2 = rt_.env(2).clock;
   agent_at(1, at(0ms), {.max_restarts = 1, .monitor_interval = 100ms, .exit_barrier_timeout = 5s},
-           [&clock1](const WorkerGroupInfo&) { forever(clock1); });
-  join_at(2, at(0ms));
-  at_time(2, at(5s), [&] { EXPECT_TRUE(handler(2).shutdown()); });  // its agent ended: it leaves
+           [&clock1](const WorkerGroupSpec&) { forever(clock1); });
+  agent_at(2, at(0ms), {.max_restarts = 1, .monitor_interval = 100ms, .exit_barrier_timeout = 5s},
+           [&clock2](const WorkerGroupSpec&) { forever(clock2); });
+  at_time(2, at(5s), [&] {  // its agent was stopped (SIGTERM): it leaves without closing
+    stop_agent(2);
+    EXPECT_TRUE(handler(2).shutdown());
+  });
   run_until(at(19s));
   EXPECT_EQ(count(1, AgentEvent::Kind::group_failed), 0) << "failed before the expiry (15 s) had passed";
   run_until(at(60s));
@@ -202,8 +167,8 @@ TEST_F(ElasticAgentTest, AGroupWhoseMemberDiedFailsWithoutReRendezvousOnExpiry) 
   runtime::Clock& clock1 = rt_.env(1).clock;
   runtime::Clock& clock2 = rt_.env(2).clock;
   const ElasticAgentOptions options{.max_restarts = 1, .monitor_interval = 100ms, .exit_barrier_timeout = 5s};
-  agent_at(1, at(0ms), options, [&clock1](const WorkerGroupInfo&) { forever(clock1); });
-  agent_at(2, at(0ms), options, [&clock2](const WorkerGroupInfo&) { forever(clock2); });
+  agent_at(1, at(0ms), options, [&clock1](const WorkerGroupSpec&) { forever(clock1); });
+  agent_at(2, at(0ms), options, [&clock2](const WorkerGroupSpec&) { forever(clock2); });
   at_time(1, at(5s), [&] { rt_.kill(2); });
   run_until(at(60s));
   expect_survivor_fails(events_, "killed");

@@ -7,6 +7,7 @@
 //   dagsim node --scenario FILE --name NODE --peers FILE --records DIR --control HOST:PORT
 //        (one node of a TCP run on its host)
 //   dagsim store [--port P] [--host H]   (the built-in store for PyTorch's TCPStore clients)
+//   dagsim launch [torchrun's flags] SCRIPT ARGS   (torchrun's interface on dagsim's agent)
 // Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
 // (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario), 4 a host
 // limit (wall time, memory) stopped the run before it had a verdict.
@@ -153,6 +154,41 @@ int main(int argc, char** argv) {
                         "Connections served at once (default: the file-descriptor limit, raised to its hard "
                         "limit, less 64)");
 
+  dagsim::cli::LaunchArgs launch;
+  CLI::App* launch_cmd = app.add_subcommand(
+      "launch", "torchrun's interface on dagsim's elastic agent: run a training script's worker processes on this "
+                "host, in an elastic job with the other hosts' agents (docs/launch.md)");
+  launch_cmd->prefix_command();  // the script and its arguments are the workers', untouched
+  // torchrun's flags, in both of its spellings, each also read from PET_<FLAG> as torchrun's are.
+  const auto flag = [&](const std::string& names, auto& into, const std::string& env, const std::string& help) {
+    return launch_cmd->add_option(names, into, help)->envname("PET_" + env)->capture_default_str();
+  };
+  flag("--nnodes", launch.nnodes, "NNODES", "Number of agents: N, or MIN:MAX for an elastic job");
+  flag("--nproc-per-node,--nproc_per_node", launch.nproc_per_node, "NPROC_PER_NODE",
+       "Worker processes on this host: a number, or auto/cpu for this host's cores");
+  flag("--rdzv-backend,--rdzv_backend", launch.rdzv_backend, "RDZV_BACKEND", "c10d, dagsim, etcd or etcd-v2");
+  flag("--rdzv-endpoint,--rdzv_endpoint", launch.rdzv_endpoint, "RDZV_ENDPOINT",
+       "HOST[:PORT] of the rendezvous store (c10d: 29400 by default; etcd: 2379)");
+  flag("--rdzv-id,--rdzv_id", launch.rdzv_id, "RDZV_ID", "The job's id: agents with the same one form one job");
+  flag("--rdzv-conf,--rdzv_conf", launch.rdzv_conf, "RDZV_CONF",
+       "KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, read_timeout, is_host, store_type, "
+       "keep_alive_interval, keep_alive_max_attempt");
+  launch_cmd->add_flag("--standalone", launch.standalone, "One host: a c10d rendezvous this agent serves on a free port")
+      ->envname("PET_STANDALONE");
+  flag("--max-restarts,--max_restarts", launch.max_restarts, "MAX_RESTARTS", "Worker group failures before the job fails");
+  flag("--monitor-interval,--monitor_interval", launch.monitor_interval_s, "MONITOR_INTERVAL",
+       "Seconds between two looks at the workers");
+  flag("--role", launch.role, "ROLE", "The workers' role (ROLE_NAME)");
+  flag("--log-dir,--log_dir", launch.log_dir, "LOG_DIR", "Where the per-rank logs and error files go (default: a new temporary folder)");
+  flag("--redirects,-r", launch.redirects, "REDIRECTS",
+       "Worker streams written to files: 0 none, 1 stdout, 2 stderr, 3 both, or LOCAL_RANK:N,...");
+  flag("--tee,-t", launch.tee, "TEE", "Worker streams written to files and to this terminal (same values)");
+  flag("--events", launch.events_path, "EVENTS", "Append the agent's events here, one JSON object per line");
+  flag("--stop-grace,--stop_grace", launch.stop_grace_s, "STOP_GRACE", "Seconds from SIGTERM to SIGKILL when stopping workers");
+  launch_cmd->add_flag("--no-python,--no_python", launch.no_python, "Run the command itself, not python3 -u COMMAND")
+      ->envname("PET_NO_PYTHON");
+  launch_cmd->add_flag("--module,-m", launch.module, "Run the script as a module: python3 -u -m MODULE")->envname("PET_MODULE");
+
   // A first argument that is neither an option nor a command is a mistyped command: say so, with
   // the commands, rather than CLI11's "A subcommand is required".
   std::string commands;
@@ -199,6 +235,11 @@ int main(int argc, char** argv) {
     if (*judge_cmd) code = dagsim::cli::judge_command(judge);
     if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);
     if (*store_cmd) code = dagsim::cli::store_command(store);
+    if (*launch_cmd) {
+      launch.command = launch_cmd->remaining();
+      if (!launch.command.empty() && launch.command.front() == "--") launch.command.erase(launch.command.begin());
+      code = dagsim::cli::launch_command(launch);
+    }
     if (*check_cmd) {
       check.self_path = self_path(argv[0]);
       code = dagsim::cli::check_command(check);

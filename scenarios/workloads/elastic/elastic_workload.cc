@@ -151,7 +151,7 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
   node.at_end([&life, record_final] {
     if (life.last_commit) record_final(*life.last_commit);
   });
-  elastic::WorkerFn worker = [this, &node, &life, &groups, handler, listener, now](const elastic::WorkerGroupInfo& group) {
+  elastic::WorkerFn worker = [this, &node, &life, &groups, handler, listener, now](const elastic::WorkerGroupSpec& group) {
     nlohmann::json members = nlohmann::json::array();
     for (const rendezvous::NodeDesc& m : group.members) members.push_back(m.addr);
     // The built-in store's versions carry its incarnation (store_service.h): a version of a later

@@ -1,0 +1,262 @@
+// `dagsim launch`: torchrun's interface on dagsim's elastic agent. One agent per host: it joins
+// the rendezvous (c10d on a TCPStore server it hosts or reaches, or etcd), runs the job's worker
+// processes with torchrun's environment (net/process_worker_group.h), restarts them as torchrun
+// does, and leaves. What the agent does is core/elastic/elastic_agent.h, the same code the
+// simulator proves with simulated worker processes.
+//
+// What an operator sees: one line on standard error per agent event, `--events FILE` for the same
+// as JSON lines, per-rank logs and error files under the log folder (its path is printed first).
+// Exit: 0 the job succeeded; 1 it failed (workers failed with max_restarts spent, the rendezvous
+// timed out, closed or its store was unreachable); 2 bad usage; 128+N stopped by signal N
+// (SIGTERM, SIGINT, SIGHUP): the workers get SIGTERM, then SIGKILL after --stop-grace, and the
+// agent leaves the rendezvous without closing it, as torchrun's does, so the others re-form.
+#include <boost/asio/ip/tcp.hpp>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/base/printable.h"
+#include "core/elastic/elastic_agent.h"
+#include "core/rendezvous/rendezvous_handler.h"
+#include "core/runtime/cancel_scope.h"
+#include "core/store/key_value_table.h"
+#include "net/etcd/etcd_store.h"
+#include "net/process_worker_group.h"
+#include "net/tcpstore/store_host.h"
+#include "net/tcpstore/tcp_store_client.h"
+#include "net/tcpstore/tcp_store_server.h"
+#include "scenarios/cli/commands.h"
+#include "scenarios/launch/launch_plan.h"
+
+extern char** environ;
+
+namespace dagsim::cli {
+
+namespace {
+
+volatile std::sig_atomic_t stop_signal = 0;
+extern "C" void request_launch_stop(int sig) { stop_signal = sig; }
+
+// Python's socket.getfqdn(), which torchrun's node descriptors and MASTER_ADDR use: the host's
+// name resolved to an address and back (gethostbyaddr), the first of that name and its aliases
+// with a dot in it, else that name; the host's own name when it does not resolve.
+std::string fq_hostname() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name, nullptr, &hints, &found) != 0 || found == nullptr) return name;
+  std::string fqdn = name;
+  const void* addr = found->ai_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
+                                                  : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
+  const socklen_t length = found->ai_family == AF_INET6 ? sizeof(in6_addr) : sizeof(in_addr);
+  hostent entry{};
+  hostent* result = nullptr;
+  std::vector<char> buffer(16 * 1024);
+  int error = 0;
+  if (::gethostbyaddr_r(addr, length, found->ai_family, &entry, buffer.data(), buffer.size(), &result, &error) == 0 &&
+      result != nullptr && result->h_name != nullptr) {
+    fqdn = result->h_name;
+    std::vector<std::string> names{fqdn};
+    for (char** alias = result->h_aliases; alias != nullptr && *alias != nullptr; ++alias) names.emplace_back(*alias);
+    for (const std::string& n : names) {
+      if (n.find('.') != std::string::npos) {
+        fqdn = n;
+        break;
+      }
+    }
+  }
+  ::freeaddrinfo(found);
+  return fqdn;
+}
+
+// A port nothing listens on now (torchrun's _get_socket_with_port: bind port 0, read, close).
+uint16_t free_port() {
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::acceptor probe(io, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), 0));
+  return probe.local_endpoint().port();
+}
+
+std::string temporary_log_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/torchelastic_XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) throw errors::invalid_argument("cannot make a log folder in " + pattern);
+  return pattern;
+}
+
+std::string describe(const elastic::AgentEvent& e) {
+  std::string line = "round " + std::to_string(e.info.round) + ": " + elastic::event_name(e.kind);
+  if (e.kind == elastic::AgentEvent::Kind::group_started) {
+    line += " as group rank " + std::to_string(e.info.rank) + " of " + std::to_string(e.info.world_size);
+  }
+  if (e.kind == elastic::AgentEvent::Kind::nodes_waiting) line += " (" + std::to_string(e.waiting) + " waiting)";
+  if (e.kind == elastic::AgentEvent::Kind::group_failed) line += " (" + std::to_string(e.remaining) + " restarts left)";
+  if (!e.detail.empty()) line += ": " + e.detail;
+  return line;
+}
+
+}  // namespace
+
+int launch_command(const LaunchArgs& args) {
+  namespace asio = boost::asio;
+  using asio::ip::tcp;
+  launch::LaunchPlan plan;
+  std::string run_log_dir;
+  try {
+    plan = launch::plan_launch(args, std::max(1u, std::thread::hardware_concurrency()));
+    run_log_dir = net::make_run_log_dir(plan.log_dir.empty() ? temporary_log_dir() : plan.log_dir, plan.settings.run_id);
+  } catch (const Error& e) {
+    std::cerr << "dagsim launch: " << e.what() << "\n";
+    return kBadInput;
+  }
+  for (const std::string& warning : plan.warnings) std::cerr << "dagsim launch: warning: " << warning << "\n";
+  std::ofstream events;
+  if (!args.events_path.empty()) {
+    events.open(args.events_path, std::ios::app);
+    if (!events) {
+      std::cerr << "dagsim launch: cannot write the events to " << quote(args.events_path) << "\n";
+      return kBadInput;
+    }
+  }
+  const std::string self = fq_hostname();
+  std::cerr << "dagsim launch: run " << plan.settings.run_id << ", " << plan.agent.local_world_size
+            << " worker(s) here, logs in " << run_log_dir << "\n";
+
+  net::tcpstore::StoreHost host("launch");
+  // c10d: this host serves the store when the endpoint names it (or is_host says so), unless the
+  // port is taken (another agent here serves it): then it is a client, as torchrun's agent is.
+  std::unique_ptr<net::tcpstore::TcpStoreServer> server;
+  std::unique_ptr<store::Store> store;
+  if (plan.store == launch::StoreKind::tcp_store) {
+    net::tcpstore::TcpStoreClientOptions client;
+    client.host = plan.host;
+    client.port = plan.port;
+    if (plan.is_host.value_or(launch::names_this_host(plan.host))) {
+      try {
+        tcp::acceptor acceptor(host.io());
+        const tcp::endpoint endpoint(tcp::v4(), plan.port);
+        acceptor.open(endpoint.protocol());
+        acceptor.set_option(tcp::acceptor::reuse_address(true));
+        acceptor.bind(endpoint);
+        acceptor.listen(asio::socket_base::max_listen_connections);
+        net::tcpstore::TcpStoreServerOptions options;
+        options.log = [](const std::string& line) { std::cerr << "dagsim launch: store: " << line << "\n"; };
+        server = std::make_unique<net::tcpstore::TcpStoreServer>(host.io(), host.spawner(), std::move(acceptor),
+                                                                 std::make_shared<store::KeyValueTable>(), options);
+        client.host = "127.0.0.1";
+        client.port = server->port();
+        std::cerr << "dagsim launch: serving the rendezvous store on port " << server->port() << "\n";
+      } catch (const boost::system::system_error& e) {
+        std::cerr << "dagsim launch: cannot serve the store on port " << plan.port << " (" << e.code().message()
+                  << "); joining it as a client\n";
+      }
+    }
+    store = std::make_unique<net::tcpstore::TcpStoreClient>(host.io(), client);
+  } else {
+    store = std::make_unique<net::etcd::EtcdStore>(host.io(), host.clock(),
+                                                   net::etcd::EtcdStoreOptions{{plan.host, plan.port}, "/torch/elastic/dagsim/"});
+  }
+  store->set_timeout(plan.read_timeout);
+  rendezvous::NodeDesc node{self, static_cast<uint64_t>(::getpid()), 0};
+  std::optional<rendezvous::RendezvousHandler> handler;
+  try {
+    handler.emplace(host.env(), *store, plan.settings, node);
+  } catch (const Error& e) {
+    std::cerr << "dagsim launch: " << e.what() << "\n";
+    return kBadInput;
+  }
+  net::ProcessWorkerConfig config;
+  config.argv = plan.argv;
+  config.agent_env = elastic::launcher_environment(elastic::environment_of(environ), plan.agent.local_world_size);
+  config.run_log_dir = run_log_dir;
+  config.redirects = plan.redirects;
+  config.tee = plan.tee;
+  config.grace = plan.grace;
+  config.orphans = std::make_shared<std::vector<std::unique_ptr<net::WorkerProcesses>>>();
+  plan.agent.master_endpoint = [self] { return std::make_pair(self, free_port()); };
+  elastic::ElasticAgent agent(host.env(), *handler, *store, plan.settings.run_id, plan.agent,
+                              net::process_worker_group(host.clock(), config));
+  const runtime::TimePoint started = host.clock().now();
+  agent.set_listener([&](const elastic::AgentEvent& e) {
+    std::cerr << "dagsim launch: " << describe(e) << "\n";
+    if (!events.is_open()) return;
+    nlohmann::json j = {{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
+                        {"event", elastic::event_name(e.kind)},
+                        {"run_id", plan.settings.run_id},
+                        {"node", rendezvous::to_string(node)},
+                        {"round", e.info.round},
+                        {"group_rank", e.info.rank},
+                        {"group_world_size", e.info.world_size},
+                        {"state", elastic::worker_state_name(agent.state())}};
+    if (e.kind == elastic::AgentEvent::Kind::nodes_waiting) j["waiting"] = e.waiting;
+    if (e.kind == elastic::AgentEvent::Kind::group_failed) j["restarts_left"] = e.remaining;
+    if (!e.detail.empty()) j["detail"] = e.detail;
+    events << j.dump() << std::endl;
+  });
+
+  struct sigaction action{};
+  action.sa_handler = request_launch_stop;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &action, nullptr);
+
+  std::optional<elastic::AgentResult> result;
+  std::string internal;
+  host.run([&] {
+    runtime::CancelScope scope("agent", host.spawner());
+    runtime::CancelScope watcher("signals", host.spawner());
+    host.spawner().spawn(watcher, "signals", [&] {
+      while (stop_signal == 0) host.clock().sleep(std::chrono::milliseconds(20));
+      scope.cancel();
+    });
+    try {
+      runtime::CancelScope::Enter in(scope);
+      result = agent.run();
+    } catch (const Error& e) {
+      if (!runtime::is_unwinding(e)) internal = e.what();
+    }
+    watcher.cancel();
+    watcher.join();
+    // Workers of a group the agent dropped while unwinding: SIGTERM, the grace, SIGKILL.
+    for (auto& workers : *config.orphans) workers->stop(host.clock(), config.grace);
+    config.orphans->clear();
+    if (stop_signal != 0) {
+      handler->shutdown();  // leave; the others re-form without this node
+      return;
+    }
+    // The job ended, well or not: close the rendezvous for everyone (torchrun's launcher does).
+    if (result && (result->outcome == elastic::AgentOutcome::succeeded || result->outcome == elastic::AgentOutcome::failed)) {
+      agent.close_job();
+    }
+    handler->shutdown();
+  });
+  if (server) server->close();
+  if (stop_signal != 0) {
+    std::cerr << "dagsim launch: stopped by signal " << stop_signal << "; workers stopped, rendezvous left\n";
+    return 128 + stop_signal;
+  }
+  if (!result) {
+    std::cerr << "dagsim launch: internal error: " << internal << "\n";
+    return kInternalError;
+  }
+  std::cerr << "dagsim launch: " << elastic::outcome_name(result->outcome) << " after " << result->rounds << " round(s), "
+            << result->restarts << " restart(s) counted" << (result->error ? std::string(": ") + result->error->what() : "")
+            << "\n";
+  // A spare that found the rendezvous closed ends well, as torchrun's does (its run returns None).
+  const bool ok = result->outcome == elastic::AgentOutcome::succeeded || result->outcome == elastic::AgentOutcome::graceful_exit;
+  return ok ? kPassed : kCheckFailed;
+}
+
+}  // namespace dagsim::cli

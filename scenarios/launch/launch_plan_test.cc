@@ -1,0 +1,156 @@
+// Tests of LaunchPlan: each of torchrun's flags means what torchrun's does, and each bad value is
+// refused naming the flag before anything starts.
+#include "scenarios/launch/launch_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "core/base/throws_error_test_util.h"
+
+namespace dagsim::launch {
+namespace {
+
+using namespace std::chrono_literals;
+
+cli::LaunchArgs c10d(std::string endpoint = "node0:1234") {
+  cli::LaunchArgs args;
+  args.rdzv_backend = "c10d";
+  args.rdzv_endpoint = std::move(endpoint);
+  args.rdzv_id = "job1";
+  args.command = {"train.py", "--lr", "0.1"};
+  return args;
+}
+
+std::string refusal(const cli::LaunchArgs& args) {
+  try {
+    plan_launch(args, 8);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LaunchPlan, TorchrunsDefaultsAndTheCommandAsTorchrunRunsIt) {
+  const LaunchPlan plan = plan_launch(c10d(), 8);
+  EXPECT_EQ(plan.settings.run_id, "job1");
+  EXPECT_EQ(plan.settings.min_nodes, 1u);
+  EXPECT_EQ(plan.settings.max_nodes, 1u);
+  EXPECT_EQ(plan.settings.timeout.join, 600s);
+  EXPECT_EQ(plan.settings.timeout.last_call, 30s);
+  EXPECT_EQ(plan.settings.timeout.close, 30s);
+  EXPECT_EQ(plan.read_timeout, 60s);
+  EXPECT_EQ(plan.store, StoreKind::tcp_store);
+  EXPECT_EQ(plan.host, "node0");
+  EXPECT_EQ(plan.port, 1234);
+  EXPECT_FALSE(plan.is_host.has_value());
+  EXPECT_EQ(plan.agent.local_world_size, 1u);
+  EXPECT_EQ(plan.agent.max_restarts, 0u);
+  EXPECT_EQ(plan.agent.monitor_interval, 5s);
+  EXPECT_EQ(plan.agent.role, "default");
+  EXPECT_EQ(plan.grace, 30s);
+  EXPECT_EQ(plan.argv, (std::vector<std::string>{"python3", "-u", "train.py", "--lr", "0.1"}));
+}
+
+TEST(LaunchPlan, NnodesNprocAndTheEndpointsDefaultPorts) {
+  cli::LaunchArgs args = c10d("node0");
+  args.nnodes = "2:4";
+  args.nproc_per_node = "auto";
+  LaunchPlan plan = plan_launch(args, 6);
+  EXPECT_EQ(plan.settings.min_nodes, 2u);
+  EXPECT_EQ(plan.settings.max_nodes, 4u);
+  EXPECT_EQ(plan.agent.local_world_size, 6u);
+  EXPECT_EQ(plan.port, 29400) << "torchrun's default c10d port";
+  args.rdzv_backend = "etcd-v2";
+  args.nproc_per_node = "3";
+  plan = plan_launch(args, 6);
+  EXPECT_EQ(plan.store, StoreKind::etcd);
+  EXPECT_EQ(plan.port, 2379);
+  EXPECT_EQ(plan.agent.local_world_size, 3u);
+  args.rdzv_endpoint = "[::1]:7000";
+  plan = plan_launch(args, 6);
+  EXPECT_EQ(plan.host, "::1");
+  EXPECT_EQ(plan.port, 7000);
+}
+
+TEST(LaunchPlan, RdzvConfSetsTimeoutsAndIsHostAndWarnsOfWhatItIgnores) {
+  cli::LaunchArgs args = c10d();
+  args.rdzv_conf = "join_timeout=20,last_call_timeout=0.5,read_timeout=7,is_host=False,store_type=TCP,"
+                   "keep_alive_interval=1,keep_alive_max_attempt=2,timeout=9";
+  const LaunchPlan plan = plan_launch(args, 1);
+  EXPECT_EQ(plan.settings.timeout.join, 20s);
+  EXPECT_EQ(plan.settings.timeout.last_call, 500ms);
+  EXPECT_EQ(plan.read_timeout, 7s);
+  EXPECT_EQ(plan.is_host, false);
+  EXPECT_EQ(plan.settings.keep_alive_interval, 1s);
+  EXPECT_EQ(plan.settings.keep_alive_max_attempt, 2u);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_NE(plan.warnings[0].find("\"timeout\""), std::string::npos) << plan.warnings[0];
+}
+
+TEST(LaunchPlan, StandaloneHostsAFreshRunOnAFreePort) {
+  cli::LaunchArgs args;
+  args.standalone = true;
+  args.command = {"x.py"};
+  const LaunchPlan a = plan_launch(args, 1);
+  const LaunchPlan b = plan_launch(args, 1);
+  EXPECT_EQ(a.store, StoreKind::tcp_store);
+  EXPECT_EQ(a.port, 0);
+  EXPECT_EQ(a.is_host, true);
+  EXPECT_EQ(a.settings.run_id.size(), 32u);
+  EXPECT_NE(a.settings.run_id, b.settings.run_id);
+}
+
+TEST(LaunchPlan, NoPythonAndModuleBuildTheCommandAsTorchrunDoes) {
+  cli::LaunchArgs args = c10d();
+  args.no_python = true;
+  EXPECT_EQ(plan_launch(args, 1).argv, (std::vector<std::string>{"train.py", "--lr", "0.1"}));
+  args.no_python = false;
+  args.module = true;
+  EXPECT_EQ(plan_launch(args, 1).argv, (std::vector<std::string>{"python3", "-u", "-m", "train.py", "--lr", "0.1"}));
+  args.no_python = true;
+  EXPECT_NE(refusal(args).find("--no_python and --module"), std::string::npos);
+}
+
+TEST(LaunchPlan, RedirectsAndTeeTakeTorchrunsForms) {
+  cli::LaunchArgs args = c10d();
+  args.redirects = "3";
+  args.tee = "0:1,2:2";
+  const LaunchPlan plan = plan_launch(args, 1);
+  EXPECT_EQ(plan.redirects.of(0), 3);
+  EXPECT_EQ(plan.redirects.of(5), 3);
+  EXPECT_EQ(plan.tee.of(0), 1);
+  EXPECT_EQ(plan.tee.of(1), 0);
+  EXPECT_EQ(plan.tee.of(2), 2);
+}
+
+TEST(LaunchPlan, EveryBadValueIsRefusedNamingItsFlag) {
+  const auto refused = [](auto edit, const std::string& expected) {
+    cli::LaunchArgs args = c10d();
+    edit(args);
+    const std::string what = refusal(args);
+    EXPECT_NE(what.find(expected), std::string::npos) << "expected " << expected << " in: " << what;
+  };
+  refused([](cli::LaunchArgs& a) { a.nnodes = "4:2"; }, "--nnodes \"4:2\"");
+  refused([](cli::LaunchArgs& a) { a.nnodes = "0"; }, "--nnodes");
+  refused([](cli::LaunchArgs& a) { a.nnodes = "two"; }, "--nnodes");
+  refused([](cli::LaunchArgs& a) { a.nproc_per_node = "0"; }, "--nproc_per_node");
+  refused([](cli::LaunchArgs& a) { a.nproc_per_node = "gpu"; }, "no GPUs");
+  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "use --rdzv_backend c10d");
+  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "zk"; }, "expected c10d, dagsim, etcd or etcd-v2");
+  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = ""; }, "--rdzv_endpoint");
+  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = "h:99999"; }, "the port must be 1 to 65535");
+  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = ":80"; }, "no host");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "join_timeout=-1"; }, "join_timeout must be a positive number");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "is_host=maybe"; }, "is_host must be true or false");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "store_type=file"; }, "store_type file is not supported");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "novalue"; }, "is not KEY=VALUE");
+  refused([](cli::LaunchArgs& a) { a.rdzv_id = ""; }, "");
+  refused([](cli::LaunchArgs& a) { a.monitor_interval_s = 0; }, "--monitor_interval");
+  refused([](cli::LaunchArgs& a) { a.role = "two words"; }, "--role");
+  refused([](cli::LaunchArgs& a) { a.redirects = "4"; }, "--redirects \"4\"");
+  refused([](cli::LaunchArgs& a) { a.tee = "x:1"; }, "--tee");
+  refused([](cli::LaunchArgs& a) { a.command.clear(); }, "needs the training script");
+}
+
+}  // namespace
+}  // namespace dagsim::launch

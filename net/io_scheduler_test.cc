@@ -111,7 +111,7 @@ TEST(IoScheduler, FibersPingPongOverLoopbackTcpWithoutAThreadHandoff) {
     client.set_option(tcp::no_delay(true));
     std::array<char, 8> buffer{};
     for (int i = 0; i < kRounds; ++i) {
-      std::snprintf(buffer.data(), buffer.size(), "%07d", i);
+      std::snprintf(buffer.data(), buffer.size(), "%07u", static_cast<unsigned>(i) % 10000000u);  // 7 digits and a NUL
       ASSERT_FALSE(exchange(client, buffer, true));
       ASSERT_FALSE(exchange(client, buffer, false));
       ASSERT_EQ(std::atoi(buffer.data()), i);

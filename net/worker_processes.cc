@@ -1,7 +1,7 @@
 #include "net/worker_processes.h"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,22 +16,6 @@
 namespace dagsim::net {
 
 namespace {
-
-// posix_spawn's attributes and file actions, destroyed on every path out.
-struct SpawnSetup {
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_t actions;
-  SpawnSetup() {
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_init(&actions);
-  }
-  ~SpawnSetup() {
-    posix_spawn_file_actions_destroy(&actions);
-    posix_spawnattr_destroy(&attr);
-  }
-  SpawnSetup(const SpawnSetup&) = delete;
-  SpawnSetup& operator=(const SpawnSetup&) = delete;
-};
 
 std::vector<char*> c_strings(const std::vector<std::string>& strings) {
   std::vector<char*> out;
@@ -61,7 +45,7 @@ std::string resolve(const std::string& program, const std::vector<std::string>& 
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
     begin = end + 1;
   }
-  return program;  // posix_spawn fails with ENOENT, which names it
+  return program;  // execve fails with ENOENT, which the constructor reports naming it
 }
 
 }  // namespace
@@ -76,44 +60,77 @@ WorkerProcesses::WorkerProcesses(const std::vector<WorkerProcessSpec>& specs) {
       reap(true);
       throw errors::invalid_argument("worker " + std::to_string(rank) + ": no command to run");
     }
-    SpawnSetup setup;
-    // Its own process group (so stop() reaches what it starts), default signal handling and an
-    // empty mask whatever the agent blocks or ignores.
-    sigset_t none, defaults;
-    sigemptyset(&none);
-    sigemptyset(&defaults);
-    for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) sigaddset(&defaults, sig);
-    posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    posix_spawnattr_setpgroup(&setup.attr, 0);
-    posix_spawnattr_setsigmask(&setup.attr, &none);
-    posix_spawnattr_setsigdefault(&setup.attr, &defaults);
-    const auto redirect = [&](int fd, const std::string& path) {
-      if (path.empty()) return;
-      // Opened here first, so that a path that cannot be written fails with its name, not as a
-      // child that exits 127.
-      const int probe = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-      if (probe < 0) {
+    // Output files are opened here first, so that a path that cannot be written fails with its
+    // name, not as a child that exits 127.
+    const auto open_output = [&](const std::string& path) -> int {
+      if (path.empty()) return -1;
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (fd < 0) {
         const int error = errno;
         kill_all(SIGKILL);
         reap(true);
         throw errors::invalid_argument("worker " + std::to_string(rank) + ": cannot open " + printable(path, kPathMax) +
                                        " for its output: " + std::strerror(error));
       }
-      ::close(probe);
-      posix_spawn_file_actions_addopen(&setup.actions, fd, path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      return fd;
     };
-    redirect(STDOUT_FILENO, spec.stdout_path);
-    redirect(STDERR_FILENO, spec.stderr_path);
+    const int out = open_output(spec.stdout_path);
+    const int err = open_output(spec.stderr_path);
     const std::string program = resolve(spec.argv[0], spec.env);
     std::vector<char*> argv = c_strings(spec.argv);
     std::vector<char*> envp = c_strings(spec.env);
-    pid_t pid = 0;
-    const int rc = ::posix_spawn(&pid, program.c_str(), &setup.actions, &setup.attr, argv.data(), envp.data());
-    if (rc != 0) {
+    const pid_t parent = ::getpid();
+    int report[2];  // the child's exec error, if any; closed by a successful exec
+    if (::pipe2(report, O_CLOEXEC) != 0) {
+      const int error = errno;
+      for (int fd : {out, err}) if (fd >= 0) ::close(fd);
+      kill_all(SIGKILL);
+      reap(true);
+      throw errors::invalid_argument("worker " + std::to_string(rank) + ": cannot start: pipe: " + std::strerror(error));
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      // The child: only async-signal-safe calls until exec. Its own process group (so stop()
+      // reaches what it starts); killed with the agent (PR_SET_PDEATHSIG), so a SIGKILLed agent
+      // leaves no worker behind, unlike torchrun's; default signal handling and an empty mask
+      // whatever the agent blocks or ignores.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // the agent died before the line above
+      struct sigaction defaults{};
+      defaults.sa_handler = SIG_DFL;
+      for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) ::sigaction(sig, &defaults, nullptr);
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      if (out >= 0) ::dup2(out, STDOUT_FILENO);
+      if (err >= 0) ::dup2(err, STDERR_FILENO);
+      ::execve(program.c_str(), argv.data(), envp.data());
+      const int error = errno;
+      [[maybe_unused]] const ssize_t ignored = ::write(report[1], &error, sizeof(error));
+      ::_exit(127);
+    }
+    const int fork_error = errno;
+    ::close(report[1]);
+    for (int fd : {out, err}) if (fd >= 0) ::close(fd);
+    int exec_error = 0;
+    ssize_t got = 0;
+    if (pid > 0) {
+      do {
+        got = ::read(report[0], &exec_error, sizeof(exec_error));
+      } while (got < 0 && errno == EINTR);
+    }
+    ::close(report[0]);
+    if (pid < 0 || got > 0) {
+      if (pid > 0) {
+        int status = 0;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+      }
       kill_all(SIGKILL);
       reap(true);
       throw errors::invalid_argument("worker " + std::to_string(rank) + ": cannot start " + printable(spec.argv[0]) + ": " +
-                                     std::strerror(rc));
+                                     std::strerror(pid < 0 ? fork_error : exec_error));
     }
     pids_.push_back(pid);
   }

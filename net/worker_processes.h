@@ -12,7 +12,9 @@
 //    waits up to `grace` on the caller's clock (the calling fiber sleeps between polls; no thread
 //    blocks), then SIGKILLs the groups still there and reaps them. torchrun's default grace is
 //    30 s.
-//  - Nothing is left behind: the destructor SIGKILLs and reaps whatever still runs.
+//  - Nothing is left behind: the destructor SIGKILLs and reaps whatever still runs, and each worker
+//    dies with the thread that started it (PR_SET_PDEATHSIG, SIGKILL), so even a SIGKILLed agent
+//    leaves no worker holding its peers in a collective (torchrun's workers outlive it).
 //  - A worker that cannot start (no such program, not executable) fails the constructor with
 //    invalid_argument naming the program and why, after the workers already started are killed
 //    and reaped. An output file that cannot be opened is the same.

@@ -138,3 +138,43 @@ TEST(WorkerProcesses, AWorkerThatCannotStartIsNamedAndNothingIsLeftRunning) {
 
 }  // namespace
 }  // namespace dagsim::net
+
+namespace dagsim::net {
+namespace {
+
+// A zombie or a pid that is gone: the worker is dead either way.
+bool dead(pid_t pid) {
+  if (::kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  return close == std::string::npos || (close + 2 < text.size() && text[close + 2] == 'Z');
+}
+
+TEST(WorkerProcesses, AWorkerDiesWithItsAgentEvenWhenTheAgentIsKilled) {
+  // torchrun's workers outlive a SIGKILLed agent (and hold their peers in a collective); ours get
+  // SIGKILL from the kernel when their agent dies (PR_SET_PDEATHSIG).
+  TempDir dir;
+  const fs::path pid_file = dir.path / "worker.pid";
+  const pid_t agent = ::fork();
+  ASSERT_GE(agent, 0);
+  if (agent == 0) {
+    WorkerProcesses workers({shell("echo $$ > " + pid_file.string() + ".tmp && mv " + pid_file.string() + ".tmp " +
+                                   pid_file.string() + " && exec sleep 600")});
+    for (;;) ::pause();
+  }
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (!fs::exists(pid_file) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(fs::exists(pid_file)) << "the worker never started";
+  const pid_t worker = static_cast<pid_t>(std::stol(read_file(pid_file)));
+  EXPECT_FALSE(dead(worker));
+  ::kill(agent, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(agent, &status, 0), agent);
+  while (!dead(worker) && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(dead(worker)) << "worker " << worker << " outlived its SIGKILLed agent";
+  if (!dead(worker)) ::kill(worker, SIGKILL);
+}
+
+}  // namespace
+}  // namespace dagsim::net

@@ -10,6 +10,9 @@
 #                                           concurrent PyTorch clients, against `dagsim store`
 #   run_interop.sh launch-env DAGSIM N      a worker's environment under `dagsim launch` against
 #                                           torchrun's, N agents x 2 workers (launch_env.py)
+#   run_interop.sh launch-ddp DAGSIM        an elastic DDP job under `dagsim launch` through a
+#                                           killed worker, a killed agent and a late joiner
+#                                           (launch_ddp.py)
 # Exits 77 (CTest: skipped) with a message when /usr/bin/python3 cannot import torch.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -87,6 +90,9 @@ case "$mode" in
     echo "PASS: $n concurrent connections and $m concurrent PyTorch clients, every add counted"; exit 0 ;;
   launch-env)
     PATH=/usr/bin:$PATH timeout 280 "$python" "$here/launch_env.py" "${2:?dagsim binary}" "${3:?agents}"
+    exit $? ;;
+  launch-ddp)
+    timeout 440 "$python" "$here/launch_ddp.py" "${2:?dagsim binary}"
     exit $? ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -326,10 +326,14 @@ CasOutcome TcpStoreClient::compare_set_version(const std::string& key, uint64_t 
 }
 
 Versioned TcpStoreClient::watch_until(const std::string& key, uint64_t known_version, TimePoint deadline, bool quiet) {
+  // `deadline` bounds the wait for a change. A read is a query, and gets a query's time (the
+  // store's timeout) even when the wait's is nearly spent: a watch whose registration took until
+  // its deadline must answer "unchanged" or the value, not time out its own read.
+  const auto read_deadline = [&] { return std::max(deadline, fiber_clock().now() + timeout()); };
   std::optional<Bytes> known;
   if (known_version != 0) {
     const Bytes* value = remembered(key, known_version);
-    if (value == nullptr) return read_versioned(key, deadline);  // forgotten: it changed since
+    if (value == nullptr) return read_versioned(key, read_deadline());  // forgotten: it changed since
     known = *value;
   }
   auto unchanged = [&](const Versioned& v) { return known ? v.version != 0 && v.value == *known : v.version == 0; };
@@ -351,7 +355,7 @@ Versioned TcpStoreClient::watch_until(const std::string& key, uint64_t known_ver
       if (quiet) return {known.value_or(Bytes{}), known_version};
       throw errors::timed_out("store " + what + " at " + address_ + " timed out registering the watch");
     }
-    Versioned now = read_versioned(key, deadline);
+    Versioned now = read_versioned(key, read_deadline());
     if (!unchanged(now)) return now;
     bool moved = false;
     try {

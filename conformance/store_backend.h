@@ -59,8 +59,8 @@ struct StoreGaps {
   // add on a key that holds no integer fails with connection_failed (TCPStore's server closes the
   // connection: 1.13 has no error reply) instead of invalid_argument.
   bool add_error_closes_connection = false;
-  // After the store died a new call fails only at its timeout (TCPStore's client retries a
-  // refused connect until its deadline), not at once.
+  // After the store died a new call fails only at its timeout (TCPStore's client and EtcdStore
+  // retry a refused connect until the deadline: the store may be restarting), not at once.
   bool refused_retried_until_timeout = false;
 };
 

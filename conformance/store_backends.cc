@@ -80,6 +80,11 @@ class EtcdBackend final : public StoreBackend {
  public:
   std::string name() const override { return "etcd"; }
   std::optional<std::string> unavailable() const override { return net::etcd::EtcdProcess::unavailable(); }
+  StoreGaps gaps() const override {
+    StoreGaps g;
+    g.refused_retried_until_timeout = true;  // an etcd that refuses may be restarting
+    return g;
+  }
 
   void run(Duration timeout, const std::function<void(StoreWorld&)>& body) override {
     if (!etcd_) {

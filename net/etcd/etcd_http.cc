@@ -116,16 +116,27 @@ std::shared_ptr<HttpConnection> EtcdHttp::fresh_connection(runtime::TimePoint de
     // Only addresses: resolving a name would need the resolver's thread and its own timeout.
     throw errors::invalid_argument(fail_text(what, "the endpoint's host must be an IP address"));
   }
-  auto c = std::make_shared<HttpConnection>(io_);
   const tcp::endpoint target(address, endpoint_.port);
   const runtime::TimePoint start = clock_.now();
-  const auto ec = c->await([&](auto handler) { c->socket.async_connect(target, std::move(handler)); }, deadline);
-  if (!ec) throw errors::connection_failed(fail_text(what, "could not connect within " + ms(clock_.now() - start)));
-  if (*ec) throw errors::connection_failed(fail_text(what, "could not connect: " + ec->message()));
-  boost::system::error_code ignored;
-  c->socket.set_option(tcp::no_delay(true), ignored);
-  ++connections_opened_;
-  return c;
+  // A refused connect sent nothing: an etcd that is restarting gets asked again, backing off,
+  // until the call's deadline (a restart costs the call a delay, not a failure).
+  runtime::Duration backoff = kFirstBackoff;
+  for (;;) {
+    auto c = std::make_shared<HttpConnection>(io_);
+    const auto ec = c->await([&](auto handler) { c->socket.async_connect(target, std::move(handler)); }, deadline);
+    if (!ec) throw errors::connection_failed(fail_text(what, "could not connect within " + ms(clock_.now() - start)));
+    if (!*ec) {
+      boost::system::error_code ignored;
+      c->socket.set_option(tcp::no_delay(true), ignored);
+      ++connections_opened_;
+      return c;
+    }
+    if (clock_.now() + backoff >= deadline) {
+      throw errors::connection_failed(fail_text(what, "could not connect for " + ms(clock_.now() - start) + " (" + ms(deadline - clock_.now()) + " left): " + ec->message()));
+    }
+    clock_.sleep(backoff);
+    backoff = std::min(backoff * 2, kLastBackoff);
+  }
 }
 
 Json EtcdHttp::post(const std::string& path, const Json& body, runtime::TimePoint deadline, const std::string& what) {

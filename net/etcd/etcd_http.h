@@ -6,8 +6,9 @@
 //  - post() and every read of a Stream block the calling fiber only: the socket operation runs on
 //    the io_context, its completion handler only wakes the fiber (under the wait's mutex: Note
 //    [wake-ups under the lock] in core/runtime/wait.h), and the deadline is a Clock timer.
-//  - Every call ends by its deadline: connection_failed when the endpoint cannot be reached or the
-//    connection breaks (a refused or timed-out connect, a reset, an early close), timed_out when
+//  - Every call ends by its deadline: a refused connect is tried again, backing off (kFirstBackoff
+//    to kLastBackoff), until the deadline, since nothing was sent; connection_failed when the
+//    endpoint still cannot be reached by then or the connection breaks (a refused or timed-out connect, a reset, an early close), timed_out when
 //    it was sent but no answer came in time, protocol_error when etcd answered something other
 //    than a JSON reply; each error names the endpoint ("etcd at 127.0.0.1:2379") and the call.
 //  - A fiber that unwinds (node_killed, cancelled) or times out closes the connection it used: a
@@ -43,6 +44,10 @@ struct EtcdEndpoint {
 };
 
 inline constexpr size_t kIdleConnections = 8;
+// A call whose connection is refused (etcd restarting) or lost asks again after this, doubling up
+// to kLastBackoff, until its deadline.
+inline constexpr runtime::Duration kFirstBackoff = std::chrono::milliseconds(25);
+inline constexpr runtime::Duration kLastBackoff = std::chrono::milliseconds(500);
 // A watch stream's message (one JSON line) may carry a whole value; past this it is refused.
 inline constexpr size_t kMaxStreamMessageBytes = 64 * 1024 * 1024;
 

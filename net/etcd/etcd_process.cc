@@ -79,18 +79,32 @@ EtcdProcess::~EtcdProcess() {
 void EtcdProcess::restart() {
   kill();
   for (int attempt = 0; attempt < 3; ++attempt) {
-    if (start_once()) return;
+    if (start_once(/*fresh=*/true)) return;
     kill();  // most likely a port taken between free_ports() and etcd's bind: fresh ports
   }
   throw std::runtime_error("etcd did not get ready; its log ends with:\n" + log_tail());
 }
 
-bool EtcdProcess::start_once() {
-  const auto [client, peer] = free_ports();
-  endpoint_ = EtcdEndpoint{"127.0.0.1", client};
+void EtcdProcess::restart_keeping_data() {
+  kill();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (start_once(/*fresh=*/false)) return;
+    kill();  // a port taken meanwhile, or etcd not yet letting go of its data: try again
+  }
+  throw std::runtime_error("etcd did not come back on its ports; its log ends with:\n" + log_tail());
+}
+
+bool EtcdProcess::start_once(bool fresh) {
   const std::string data = dir_ + "/data";
-  std::error_code ignored;
-  std::filesystem::remove_all(data, ignored);
+  if (fresh) {
+    const auto [client, peer] = free_ports();
+    endpoint_ = EtcdEndpoint{"127.0.0.1", client};
+    peer_port_ = peer;
+    std::error_code ignored;
+    std::filesystem::remove_all(data, ignored);
+  }
+  const uint16_t client = endpoint_.port;
+  const uint16_t peer = peer_port_;
   log_path_ = dir_ + "/etcd.log";
   const std::string client_url = "http://127.0.0.1:" + std::to_string(client);
   const std::string peer_url = "http://127.0.0.1:" + std::to_string(peer);

@@ -9,8 +9,8 @@
 // so a crashed test leaves no etcd behind; start it from a thread that outlives its use (the test's
 // main thread, not a short-lived runtime thread).
 //
-// Threading: construct, restart and destroy on one thread; kill(), pause(), resume() and
-// endpoint() from any.
+// Threading: construct, restart and destroy on one thread at a time (a test's operator thread may
+// restart it while the runtime's thread uses it); kill(), pause(), resume() and endpoint() from any.
 #pragma once
 
 #include <sys/types.h>
@@ -46,16 +46,20 @@ class EtcdProcess {
   void resume();
   // Kills it if alive and starts a fresh one (new ports, empty data).
   void restart();
+  // Kills it if alive and starts it again as an operator restarts etcd: the same ports, the same
+  // data (every acknowledged write, the revision counter), ready when this returns.
+  void restart_keeping_data();
   // The last lines of etcd's own log, for failure messages.
   std::string log_tail(size_t bytes = 2000) const;
 
  private:
-  bool start_once();
+  bool start_once(bool fresh);
   bool wait_ready(int milliseconds);
 
   std::string dir_;
   std::string log_path_;
   EtcdEndpoint endpoint_;
+  uint16_t peer_port_ = 0;
   pid_t pid_ = -1;
 };
 

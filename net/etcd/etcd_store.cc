@@ -48,8 +48,23 @@ const Json& txn_response(const Json& reply, size_t i, const char* kind) {
 EtcdStore::EtcdStore(boost::asio::io_context& io, runtime::Clock& clock, EtcdStoreOptions options)
     : clock_(clock), prefix_(std::move(options.prefix)), http_(io, clock, std::move(options.endpoint)) {}
 
-Json EtcdStore::call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what) {
-  return http_.post(path, body, deadline, what);
+bool EtcdStore::back_off(runtime::Duration& backoff, runtime::TimePoint deadline) {
+  if (clock_.now() + backoff >= deadline) return false;
+  clock_.sleep(backoff);
+  backoff = std::min(backoff * 2, kLastBackoff);
+  return true;
+}
+
+Json EtcdStore::call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what, Resend resend) {
+  runtime::Duration backoff = kFirstBackoff;
+  for (;;) {
+    try {
+      return http_.post(path, body, deadline, what);
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+      if (e.code() != ErrorCode::connection_failed || resend == Resend::no || !back_off(backoff, deadline)) throw;
+    }
+  }
 }
 
 EtcdStore::Read EtcdStore::read(const std::string& key, runtime::TimePoint deadline, const std::string& what) {
@@ -113,7 +128,7 @@ int64_t EtcdStore::add(const std::string& key, int64_t delta) {
                             txn(Json::array({mod_revision_equals(full(key), current.mod_revision)}),
                                 Json::array({{{"request_put", put_request(full(key), text_bytes(std::to_string(sum)))}}}),
                                 Json::array({{{"request_range", range_request(full(key))}}})),
-                            until, what);
+                            until, what, Resend::no);
     if (reply.value("succeeded", false)) return sum;
     current = first_kv(txn_response(reply, 0, "response_range"));  // the winner's value: try again from it
     if (clock_.now() >= until) throw errors::timed_out(endpoint().name() + ": " + what + ": contended past " + ms(timeout()));
@@ -173,15 +188,33 @@ Versioned EtcdStore::get_versioned(const std::string& key) {
 
 CasOutcome EtcdStore::compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) {
   const std::string what = "store compare_set_version of key " + one_key(key);
-  const Json reply = call("/v3/kv/txn",
-                          txn(Json::array({mod_revision_equals(full(key), expected_version)}),
-                              Json::array({{{"request_put", put_request(full(key), desired)}}}),
-                              Json::array({{{"request_range", range_request(full(key))}}})),
-                          deadline(), what);
-  // A txn that wrote has the write's revision, which is the key's new mod_revision.
-  if (reply.value("succeeded", false)) return {true, {std::move(desired), revision_of(reply)}};
-  KeyState current = first_kv(txn_response(reply, 0, "response_range"));
-  return {false, {std::move(current.value), current.mod_revision}};
+  const runtime::TimePoint until = deadline();
+  runtime::Duration backoff = kFirstBackoff;
+  for (;;) {
+    Json reply;
+    try {
+      reply = call("/v3/kv/txn",
+                   txn(Json::array({mod_revision_equals(full(key), expected_version)}),
+                       Json::array({{{"request_put", put_request(full(key), desired)}}}),
+                       Json::array({{{"request_range", range_request(full(key))}}})),
+                   until, what, Resend::no);
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+      if (e.code() != ErrorCode::connection_failed) throw;
+      // Lost after sending: what etcd holds now says whether the write happened.
+      KeyState current = read(key, until, what).state;
+      if (current.mod_revision == expected_version) {
+        if (!back_off(backoff, until)) throw;
+        continue;  // not applied: send it again
+      }
+      if (current.present() && current.value == desired) return {true, {std::move(desired), current.mod_revision}};
+      return {false, {std::move(current.value), current.mod_revision}};
+    }
+    // A txn that wrote has the write's revision, which is the key's new mod_revision.
+    if (reply.value("succeeded", false)) return {true, {std::move(desired), revision_of(reply)}};
+    KeyState current = first_kv(txn_response(reply, 0, "response_range"));
+    return {false, {std::move(current.value), current.mod_revision}};
+  }
 }
 
 Versioned EtcdStore::watch(const std::string& key, uint64_t known_version) {
@@ -224,6 +257,7 @@ std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint
                                                     const std::string& what, Versioned* last) {
   // Requests get the wait and then some, so that a wait about to end still reads the key.
   const runtime::TimePoint request_until = until + kRequestGrace;
+  runtime::Duration backoff = kFirstBackoff;
   for (;;) {
     Read r = read(key, request_until, what);
     Versioned seen{std::move(r.state.value), r.state.mod_revision};
@@ -232,9 +266,23 @@ std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint
     if (clock_.now() >= until) return std::nullopt;
     // From the read's revision on, so that no write after the read is missed.
     const Json create = {{"create_request", {{"key", base64_encode(full(key))}, {"start_revision", std::to_string(r.revision + 1)}}}};
-    const std::unique_ptr<EtcdHttp::Stream> stream = http_.open_stream("/v3/watch", create, request_until, what);
+    std::unique_ptr<EtcdHttp::Stream> stream;
+    try {
+      stream = http_.open_stream("/v3/watch", create, request_until, what);
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+      if (e.code() != ErrorCode::connection_failed || !back_off(backoff, until)) throw;
+      continue;  // etcd went away: read again and watch from there
+    }
     for (bool cancelled = false; !cancelled;) {
-      const std::optional<Json> message = stream->next(until);
+      std::optional<Json> message;
+      try {
+        message = stream->next(until);
+      } catch (const Error& e) {
+        runtime::rethrow_if_unwinding(e);
+        if (e.code() != ErrorCode::connection_failed || !back_off(backoff, until)) throw;
+        break;  // the stream broke (etcd restarting): read again, and watch from that read
+      }
       if (!message) return std::nullopt;
       if (message->contains("error")) {
         throw errors::connection_failed(endpoint().name() + ": " + what + ": the watch failed: " + (*message)["error"].dump());

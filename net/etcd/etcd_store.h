@@ -30,8 +30,16 @@
 //  - num_keys counts this prefix's keys only (the built-in counts its whole table).
 //  - add is optimistic: under heavy contention on one key it can run out of timeout() and fail
 //    with timed_out (the built-in serialises adds in the service).
-//  - A call that fails with connection_failed or timed_out after its request was sent may still
-//    have been applied (as for any remote store); a retried write is not deduplicated.
+//  - Outages: a refused connect is tried again until the call's deadline (EtcdHttp); a connection
+//    lost after the request was sent is sent again for reads, set, multi_set, delete_key and
+//    compare_set (whose second try finds its own write and answers as if it had compared: the
+//    value is `desired` either way), and watches open again from a fresh read, so a write during
+//    the outage is seen. compare_set_version, lost after sending, reads the key: still at the
+//    expected version, it is sent again; holding `desired` at a newer version, it is taken as
+//    written at that version (etcd made exactly that write: ours, or an identical one); anything
+//    else is a lost race. add, lost after sending, fails with connection_failed: it may have been
+//    applied, and a second add could count twice. So an etcd restarted (with its data) within a
+//    call's timeout costs the call a delay, not a failure.
 //  - A value, or a multi_set, larger than etcd's request limit (--max-request-bytes, 1.5 MiB by
 //    default) is refused (protocol_error naming etcd's message): a rendezvous state of about
 //    10,000 nodes (1.6 MB) needs that limit raised.
@@ -106,7 +114,13 @@ class EtcdStore final : public store::Store {
 
   std::string full(const std::string& key) const { return prefix_ + key; }
   runtime::TimePoint deadline() const { return clock_.now() + timeout(); }
-  Json call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what);
+  // Whether a request lost after it was sent may be sent again: reads and plain writes, yes; a
+  // write whose effect depends on what it finds (add's compare-and-set), no.
+  enum class Resend : uint8_t { yes, no };
+  Json call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what, Resend resend = Resend::yes);
+  // Sleeps `backoff` (then doubles it, up to kLastBackoff) and returns true when that leaves time
+  // before `deadline`; false when the caller should give up.
+  bool back_off(runtime::Duration& backoff, runtime::TimePoint deadline);
   Read read(const std::string& key, runtime::TimePoint deadline, const std::string& what);
   // Reads every key in one txn (a consistent snapshot), in order.
   std::vector<KeyState> read_all(const std::vector<std::string>& keys, runtime::TimePoint deadline, const std::string& what);

@@ -12,6 +12,7 @@
 
 #include "core/base/error.h"
 #include "core/base/throws_error_test_util.h"
+#include "core/rendezvous/rendezvous_state.h"
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/format/scenario_test_util.h"
 #include "scenarios/run/runner.h"
@@ -138,6 +139,72 @@ TEST(RendezvousJudge, UntouchedRecordsPassAndEachTamperingIsNamed) {
   });
   EXPECT_FALSE(lost.passed);
   EXPECT_NE(lost.detail.find("S1"), std::string::npos) << lost.detail;
+}
+
+// L1 judges a round that filled to max_nodes too (issue 24): min 2, max 3, and the commit that
+// completes the round, with all three, moved 10 s past the last call. The checker once skipped
+// full rounds, and passed a late joiner's 5-node round formed with agents long gone.
+TEST(RendezvousJudge, AFullRoundThatCompletedAfterTheLastCallIsLate) {
+  const std::string text = R"(name = "full_late"
+max_virtual_time_ms = 30000
+[cluster]
+nodes = 4
+[network]
+latency = { dist = "uniform", min_us = 100, max_us = 500 }
+[rendezvous]
+min_nodes = 2
+max_nodes = 3
+last_call_ms = 1000
+duration_ms = 15000
+[[checks]]
+kind = "invariants"
+)";
+  const scenarios::Scenario scenario = scenarios::parse_scenario(text, "full_late.toml");
+  const auto check = [&](const std::function<void(RunRecords&)>& tamper) {
+    scenarios::RunOptions options;
+    options.before_checks = tamper;
+    for (const CheckResult& c : scenarios::run_scenario(scenario, options).checks) {
+      if (c.name == "invariants") return c;
+    }
+    ADD_FAILURE() << "no invariants check";
+    return CheckResult{};
+  };
+  EXPECT_TRUE(check([](RunRecords&) {}).passed);
+  // Everything recorded from that commit on happens 10 s later (store commits, agents' calls and
+  // writes, their wall clocks alike), so the history stays whole and only the completion is late.
+  bool moved = false;
+  const CheckResult late = check([&](RunRecords& r) {
+    std::optional<int64_t> from;
+    for (const nlohmann::json& commit : record_of(r, 0)["history"]) {
+      if (from || !commit["s"].is_string()) continue;
+      const std::string hex = commit["s"].get<std::string>();
+      std::vector<uint8_t> bytes;
+      for (size_t i = 0; i + 1 < hex.size(); i += 2) bytes.push_back(static_cast<uint8_t>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+      const rendezvous::RendezvousState state = rendezvous::decode(bytes);
+      if (state.complete && state.participants.size() == 3) from = commit["t"].get<int64_t>();
+    }
+    if (!from) return;
+    moved = true;
+    const std::function<void(nlohmann::json&)> shift = [&](nlohmann::json& j) {
+      if (j.is_array()) {
+        for (nlohmann::json& e : j) shift(e);
+      } else if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+          const bool time = it.key() == "t" || it.key() == "t_end" || it.key() == "start" || it.key() == "wall" ||
+                            it.key() == "read_wall";
+          if (time && it->is_number_integer() && it->get<int64_t>() >= *from) {
+            *it = it->get<int64_t>() + int64_t{10'000'000'000};
+          } else {
+            shift(*it);
+          }
+        }
+      }
+    };
+    for (scenarios::NodeRecord& n : r.nodes) shift(n.data);
+  });
+  ASSERT_TRUE(moved) << "no commit completed the round with all three";
+  EXPECT_NE(late.detail.find("L1"), std::string::npos) << late.detail;
+  EXPECT_NE(late.detail.find("later than last_call"), std::string::npos) << late.detail;
 }
 
 TEST(RendezvousJudge, CorruptRecordsAreAnInvalidRecordsErrorNamingTheNode) {

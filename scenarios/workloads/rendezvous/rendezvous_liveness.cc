@@ -172,7 +172,9 @@ class Liveness {
     }
   }
 
-  // L1: a round holding min participants completes within last_call (with max, at once).
+  // L1: a round holding min participants completes within last_call (with max, at once). A round
+  // that completes late is late however many it holds: one that filled to max after its last
+  // call should have completed with fewer at the last call's end (so a full round is judged too).
   void rounds_complete(const StoreLife& life) {
     std::optional<TimePoint> reach;
     std::optional<uint64_t> round;
@@ -194,7 +196,7 @@ class Liveness {
         completed = false;
       }
       if (s.complete) {
-        if (!completed && reach && s.participants.size() < spec_.settings.max_nodes) {
+        if (!completed && reach) {
           const TimePoint bound = *reach + b_.slow(spec_.settings.timeout.last_call) + b_.slack;
           if (c.t > bound && quiet(*reach, c.t)) {
             add("L1", &life, s.round, {}, "completed at " + ms(c.t) + ", later than last_call after min_nodes joined at " +

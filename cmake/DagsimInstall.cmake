@@ -2,6 +2,12 @@
 # and a CMake package, so another project can `find_package(dagsim)` and link dagsim::core.
 include(CMakePackageConfigHelpers)
 
+# A sanitized build's library needs the sanitizers' runtime wherever it is linked: a consumer of
+# the installed package gets the link option with dagsim::core (the sanitizer tier installs one).
+if(DAGSIM_SANITIZE)
+  target_link_options(dagsim_core INTERFACE -fsanitize=${DAGSIM_SANITIZE})
+endif()
+
 install(TARGETS dagsim_core dagsim_warnings EXPORT dagsimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -89,10 +89,8 @@ TEST(RendezvousScenario, ValuesThatCanNeverWorkAreRefusedAtTheirKeyAndLine) {
   EXPECT_EQ(error_of(kHead + "[rendezvous]\nmin_nodes = 2\npoll_interval_ms = 0\n"), "no error");
 }
 
-// Runs the formation example, lets `tamper` change the records, and returns the invariants check.
-CheckResult invariants_after(const std::function<void(RunRecords&)>& tamper) {
-  const scenarios::Scenario scenario =
-      scenarios::load_scenario_file(std::string(DAGSIM_EXAMPLES) + "/rendezvous_formation.toml");
+// Runs `scenario`, lets `tamper` change the records, and returns the invariants check.
+CheckResult invariants_after(const scenarios::Scenario& scenario, const std::function<void(RunRecords&)>& tamper) {
   scenarios::RunOptions options;
   options.before_checks = tamper;
   const RunResult result = scenarios::run_scenario(scenario, options);
@@ -101,6 +99,11 @@ CheckResult invariants_after(const std::function<void(RunRecords&)>& tamper) {
   }
   ADD_FAILURE() << "no invariants check";
   return {};
+}
+
+// The same for the formation example.
+CheckResult invariants_after(const std::function<void(RunRecords&)>& tamper) {
+  return invariants_after(scenarios::load_scenario_file(std::string(DAGSIM_EXAMPLES) + "/rendezvous_formation.toml"), tamper);
 }
 
 nlohmann::json& record_of(RunRecords& records, uint32_t node) {
@@ -160,20 +163,11 @@ duration_ms = 15000
 kind = "invariants"
 )";
   const scenarios::Scenario scenario = scenarios::parse_scenario(text, "full_late.toml");
-  const auto check = [&](const std::function<void(RunRecords&)>& tamper) {
-    scenarios::RunOptions options;
-    options.before_checks = tamper;
-    for (const CheckResult& c : scenarios::run_scenario(scenario, options).checks) {
-      if (c.name == "invariants") return c;
-    }
-    ADD_FAILURE() << "no invariants check";
-    return CheckResult{};
-  };
-  EXPECT_TRUE(check([](RunRecords&) {}).passed);
+  EXPECT_TRUE(invariants_after(scenario, [](RunRecords&) {}).passed);
   // Everything recorded from that commit on happens 10 s later (store commits, agents' calls and
   // writes, their wall clocks alike), so the history stays whole and only the completion is late.
   bool moved = false;
-  const CheckResult late = check([&](RunRecords& r) {
+  const CheckResult late = invariants_after(scenario, [&](RunRecords& r) {
     std::optional<int64_t> from;
     for (const nlohmann::json& commit : record_of(r, 0)["history"]) {
       if (from || !commit["s"].is_string()) continue;

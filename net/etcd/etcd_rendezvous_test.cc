@@ -28,24 +28,34 @@ using rendezvous::RendezvousInfo;
 
 constexpr size_t kNodes = 3;
 
-TEST(EtcdRendezvous, ThreeNodesEachWithItsOwnConnectionFormRoundsWithRanksInNodeOrder) {
-  if (const auto why = EtcdProcess::unavailable()) GTEST_SKIP() << *why;
-  EtcdProcess etcd;
-  run_on_real_runtime(kNodes, 60s, [&](RealRuntime& rt) {
-    rendezvous::RendezvousSettings settings;
-    settings.run_id = "etcd-run";
+// kNodes handlers of one min = max = kNodes run, each on its own node with its own EtcdStore.
+struct Nodes {
+  Nodes(RealRuntime& rt, EtcdProcess& etcd, const std::string& run_id, runtime::Duration store_timeout) {
+    settings.run_id = run_id;
     settings.min_nodes = kNodes;
     settings.max_nodes = kNodes;
-    std::vector<std::unique_ptr<EtcdStore>> stores;
-    std::vector<std::unique_ptr<RendezvousHandler>> handlers;
     for (size_t i = 0; i < kNodes; ++i) {
-      stores.push_back(std::make_unique<EtcdStore>(rt.io, rt.clock, EtcdStoreOptions{etcd.endpoint(), "/dagsim/etcd-run/"}));
-      stores.back()->set_timeout(10s);
+      stores.push_back(std::make_unique<EtcdStore>(rt.io, rt.clock, EtcdStoreOptions{etcd.endpoint(), "/dagsim/" + run_id + "/"}));
+      stores.back()->set_timeout(store_timeout);
       rendezvous::NodeDesc node;
       node.addr = rt.nodes[i]->name;
       node.pid = rt.nodes[i]->incarnation;
       handlers.push_back(std::make_unique<RendezvousHandler>(*rt.nodes[i], *stores.back(), settings, node));
     }
+  }
+  rendezvous::RendezvousSettings settings;
+  std::vector<std::unique_ptr<EtcdStore>> stores;
+  std::vector<std::unique_ptr<RendezvousHandler>> handlers;
+};
+
+TEST(EtcdRendezvous, ThreeNodesEachWithItsOwnConnectionFormRoundsWithRanksInNodeOrder) {
+  if (const auto why = EtcdProcess::unavailable()) GTEST_SKIP() << *why;
+  EtcdProcess etcd;
+  run_on_real_runtime(kNodes, 60s, [&](RealRuntime& rt) {
+    Nodes nodes(rt, etcd, "etcd-run", 10s);
+    const rendezvous::RendezvousSettings& settings = nodes.settings;
+    auto& stores = nodes.stores;
+    auto& handlers = nodes.handlers;
     for (uint64_t round = 0; round < 2; ++round) {
       std::vector<std::optional<RendezvousInfo>> infos(kNodes);
       const runtime::TimePoint start = rt.clock.now();
@@ -78,20 +88,8 @@ TEST(EtcdRendezvous, ARoundFormsThroughAnEtcdRestartedDuringTheJoin) {
   std::thread operator_thread;
   std::atomic<bool> done{false};
   run_on_real_runtime(kNodes, 90s, [&](RealRuntime& rt) {
-    rendezvous::RendezvousSettings settings;
-    settings.run_id = "etcd-restart";
-    settings.min_nodes = kNodes;
-    settings.max_nodes = kNodes;
-    std::vector<std::unique_ptr<EtcdStore>> stores;
-    std::vector<std::unique_ptr<RendezvousHandler>> handlers;
-    for (size_t i = 0; i < kNodes; ++i) {
-      stores.push_back(std::make_unique<EtcdStore>(rt.io, rt.clock, EtcdStoreOptions{etcd.endpoint(), "/dagsim/etcd-restart/"}));
-      stores.back()->set_timeout(20s);
-      rendezvous::NodeDesc node;
-      node.addr = rt.nodes[i]->name;
-      node.pid = rt.nodes[i]->incarnation;
-      handlers.push_back(std::make_unique<RendezvousHandler>(*rt.nodes[i], *stores.back(), settings, node));
-    }
+    Nodes nodes(rt, etcd, "etcd-restart", 20s);
+    auto& handlers = nodes.handlers;
     std::vector<std::optional<RendezvousInfo>> infos(kNodes);
     std::vector<std::string> errors(kNodes);
     const runtime::TimePoint start = rt.clock.now();

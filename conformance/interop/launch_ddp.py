@@ -41,10 +41,15 @@ def checkpointed(out):
 
 
 def show_logs(out):
-    for name in sorted(os.listdir(out)):
-        if name.endswith(".log"):
-            with open(os.path.join(out, name)) as f:
-                print("--- %s:\n%s" % (name, "".join(f.readlines()[-25:])))
+    """The agents' logs and every worker's, for a failure's message."""
+    for root, _, files in os.walk(out):
+        for name in sorted(files):
+            if name.endswith(".log"):
+                with open(os.path.join(root, name), errors="replace") as f:
+                    lines = [l for l in f.readlines() if "rank" not in l or "done" not in l][-12:]
+                print("--- %s:\n%s" % (os.path.relpath(os.path.join(root, name), out), "".join(lines)))
+    with open(os.path.join(out, "pids")) as f:
+        print("--- worker starts (pid rank world restart_count):\n" + f.read())
 
 
 def wait_for_step(out, step, agents, deadline):
@@ -100,6 +105,9 @@ def main():
             for a in survivors:
                 a.wait(timeout=max(1, deadline - time.time()))
             codes = [a.returncode for a in survivors]
+        except subprocess.TimeoutExpired:
+            show_logs(out)
+            sys.exit("FAIL: the agents had not ended by the deadline")
         finally:
             for a in agents:
                 if a.poll() is None:

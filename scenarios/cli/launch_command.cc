@@ -108,6 +108,30 @@ std::string describe(const elastic::AgentEvent& e) {
   return line;
 }
 
+// An agent that serves the store outlives its job's use of it: the others may still be reading
+// the exit barrier, closing or leaving when it is done, and a store gone under them costs each a
+// timeout per call (minutes, where torchrun's agents log errors). Every agent counts itself out of
+// its last round; the one that serves the store waits (at most kLingerForOthers) until all of
+// that round have.
+constexpr runtime::Duration kLingerForOthers = std::chrono::seconds(60);
+
+void depart(runtime::Clock& clock, store::Store& store, const elastic::ElasticAgent& agent, bool serving) {
+  if (!agent.group_spec()) return;  // never in a round
+  const rendezvous::RendezvousInfo& info = agent.group_spec()->info;
+  const std::string key = "torchelastic/agent/" + agent.group_spec()->round.run_id + "/round/" + std::to_string(info.round) + "/departed";
+  store.set_timeout(std::chrono::seconds(5));  // its last use: a store already gone costs little
+  try {
+    int64_t departed = store.add(key, 1);
+    const runtime::TimePoint until = clock.now() + kLingerForOthers;
+    while (serving && departed < static_cast<int64_t>(info.world_size) && clock.now() < until) {
+      clock.sleep(std::chrono::milliseconds(50));
+      departed = store.add(key, 0);
+    }
+  } catch (const Error& e) {
+    runtime::rethrow_if_unwinding(e);  // a store already gone: nothing to wait for
+  }
+}
+
 }  // namespace
 
 int launch_command(const LaunchArgs& args) {
@@ -241,6 +265,7 @@ int launch_command(const LaunchArgs& args) {
       agent.close_job();
     }
     handler->shutdown();
+    depart(host.clock(), *store, agent, server != nullptr);
   });
   if (server) server->close();
   if (stop_signal != 0) {

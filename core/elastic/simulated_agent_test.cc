@@ -187,5 +187,25 @@ TEST_F(SimulatedAgentTest, AnAgentWhosePeerNeverPublishesItsRoleRendezvousesAgai
   EXPECT_EQ(groups_[1][0].environments[0].at("WORLD_SIZE"), "1") << "it went on alone, in a later round";
 }
 
+// PyTorch's WorkerStateTest.test_is_running and SimpleElasticAgentTest.test_agent_constructor.
+TEST(WorkerState, OnlyHealthyAndUnhealthyAreRunningAndTheNamesArePyTorchs) {
+  const std::vector<std::pair<WorkerState, const char*>> states = {
+      {WorkerState::unknown, "UNKNOWN"}, {WorkerState::init, "INIT"},           {WorkerState::healthy, "HEALTHY"},
+      {WorkerState::unhealthy, "UNHEALTHY"}, {WorkerState::stopped, "STOPPED"}, {WorkerState::succeeded, "SUCCEEDED"},
+      {WorkerState::failed, "FAILED"}};
+  for (const auto& [state, name] : states) {
+    EXPECT_STREQ(worker_state_name(state), name);
+    EXPECT_EQ(is_running(state), state == WorkerState::healthy || state == WorkerState::unhealthy) << name;
+  }
+}
+
+TEST_F(SimulatedAgentTest, ANewAgentIsInitWithEveryRestartLeft) {
+  start(1, job(1, 1));
+  simulated_agent_at(1, at(1h), {.max_restarts = 7}, succeed_after(1s));
+  EXPECT_EQ(agent(1).state(), WorkerState::init);
+  EXPECT_EQ(agent(1).remaining_restarts(), 7u);
+  EXPECT_FALSE(agent(1).group_spec().has_value());
+}
+
 }  // namespace
 }  // namespace dagsim::elastic

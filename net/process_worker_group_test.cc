@@ -58,6 +58,15 @@ elastic::WorkerGroupStatus settle(const ProcessWorkerConfig& config, const elast
   });
 }
 
+// Workers running `script` under sh, logging under `dir` in a run folder of job "job".
+ProcessWorkerConfig shell_config(const TempDir& dir, const std::string& script) {
+  ProcessWorkerConfig config;
+  config.argv = {"sh", "-c", script};
+  config.agent_env = {{"PATH", "/usr/bin:/bin"}};
+  config.run_log_dir = make_run_log_dir(dir.path.string(), "job");
+  return config;
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -67,14 +76,11 @@ std::string read_file(const fs::path& path) {
 
 TEST(ProcessWorkerGroup, AFailedWorkersErrorFileIsQuotedInTheFailureAndLogsAreInTorchrunsLayout) {
   TempDir dir;
-  ProcessWorkerConfig config;
   // Worker 1 writes torchelastic's error file (as @record does) and exits 1; worker 0 succeeds.
-  config.argv = {"sh", "-c",
-                 "echo out$LOCAL_RANK; echo err$LOCAL_RANK >&2; if [ $LOCAL_RANK = 1 ]; then "
-                 "printf '{\"message\": {\"message\": \"ValueError: bad batch\", \"extraInfo\": {}}}' > $TORCHELASTIC_ERROR_FILE; "
-                 "exit 1; fi"};
-  config.agent_env = {{"PATH", "/usr/bin:/bin"}};
-  config.run_log_dir = make_run_log_dir(dir.path.string(), "job");
+  ProcessWorkerConfig config = shell_config(
+      dir, "echo out$LOCAL_RANK; echo err$LOCAL_RANK >&2; if [ $LOCAL_RANK = 1 ]; then "
+           "printf '{\"message\": {\"message\": \"ValueError: bad batch\", \"extraInfo\": {}}}' > $TORCHELASTIC_ERROR_FILE; "
+           "exit 1; fi");
   config.redirects = parse_std_streams("--redirects", "3");
   std::vector<elastic::Environment> environments;
   const elastic::WorkerGroupStatus status = settle(config, spec_of(2), &environments);
@@ -91,10 +97,7 @@ TEST(ProcessWorkerGroup, AFailedWorkersErrorFileIsQuotedInTheFailureAndLogsAreIn
 
 TEST(ProcessWorkerGroup, AnErrorFileThatIsNotTorchelasticsJsonIsQuotedAsText) {
   TempDir dir;
-  ProcessWorkerConfig config;
-  config.argv = {"sh", "-c", "printf 'plain words\\nand a second line' > $TORCHELASTIC_ERROR_FILE; exit 3"};
-  config.agent_env = {{"PATH", "/usr/bin:/bin"}};
-  config.run_log_dir = make_run_log_dir(dir.path.string(), "job");
+  const ProcessWorkerConfig config = shell_config(dir, "printf 'plain words\\nand a second line' > $TORCHELASTIC_ERROR_FILE; exit 3");
   const elastic::WorkerGroupStatus status = settle(config, spec_of(1));
   ASSERT_TRUE(status.failure.has_value());
   EXPECT_NE(std::string(status.failure->what()).find("exited with code 3: \"plain words\\nand a second line\""), std::string::npos)
@@ -103,10 +106,7 @@ TEST(ProcessWorkerGroup, AnErrorFileThatIsNotTorchelasticsJsonIsQuotedAsText) {
 
 TEST(ProcessWorkerGroup, TeeCopiesEachLineWithTorchrunsPrefix) {
   TempDir dir;
-  ProcessWorkerConfig config;
-  config.argv = {"sh", "-c", "echo hello from $LOCAL_RANK; printf 'no newline'"};
-  config.agent_env = {{"PATH", "/usr/bin:/bin"}};
-  config.run_log_dir = make_run_log_dir(dir.path.string(), "job");
+  ProcessWorkerConfig config = shell_config(dir, "echo hello from $LOCAL_RANK; printf 'no newline'");
   config.tee = parse_std_streams("--tee", "0:1");
   ::testing::internal::CaptureStdout();
   const elastic::WorkerGroupStatus status = settle(config, spec_of(2));

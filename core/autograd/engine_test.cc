@@ -12,6 +12,7 @@
 #include "core/autograd/engine.h"
 #include "core/base/prng.h"
 #include "core/autograd/grad_mode.h"
+#include "core/base/sanitizers.h"
 #include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"
 
@@ -298,7 +299,11 @@ TEST(Engine, PassOrderIsAFunctionOfTheGraphNotOfAddresses) {
     EXPECT_EQ(run.grad_bits, std::bit_cast<uint64_t>(latest_first)) << "heap scramble " << seed;
     some_run_out_of_creation_order |= !run.addresses_follow_creation;
   }
-  EXPECT_TRUE(some_run_out_of_creation_order) << "the heap scramble no longer moves nodes: this test checks nothing";
+  // AddressSanitizer's allocator quarantines what is freed, so no scramble reuses a hole there and
+  // the nodes come out in creation order: the order checks above still run, this one cannot.
+  if (!kAddressSanitizer) {
+    EXPECT_TRUE(some_run_out_of_creation_order) << "the heap scramble no longer moves nodes: this test checks nothing";
+  }
 }
 
 }  // namespace

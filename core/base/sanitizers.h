@@ -1,7 +1,8 @@
 // Which sanitizers this build runs under (scripts/sanitize.sh), for the few things that cannot
 // work under them: AddressSanitizer reserves terabytes of address space for its shadow memory,
 // so an address-space limit (RLIMIT_AS, what --max-memory sets) cannot be applied to a process
-// built with it. Tests of such limits skip under it; nothing else may depend on this.
+// built with it. Tests of such limits skip under it, as do the checks that need glibc's allocator
+// to reuse freed memory (its quarantine never does at once); nothing else may depend on this.
 #pragma once
 
 namespace dagsim {

@@ -205,7 +205,7 @@ class TcpCluster final : public runtime::Cluster {
 
   void launch(WorkerId node);
   void end(WorkerId node, NodeState state, FaultEvent::Kind kind);
-  void on_message(WorkerId node, const std::shared_ptr<ControlLink>& link, const json& m);
+  void on_message(WorkerId node, const ControlLink* link, const json& m);
   void on_child_exit(int pid, int status);
   void send_block(WorkerId from, WorkerId to, bool blocked) {
     Node& n = nodes_.at(from);
@@ -329,9 +329,9 @@ class TcpCluster final : public runtime::Cluster {
   // A node on another host whose control link closed: its process is gone (it died, was killed, or
   // exited), judged as a local child's death is (on_child_exit); nodes it was talking to learn
   // through their connections as usual.
-  void on_link_closed(WorkerId node, const std::shared_ptr<ControlLink>& link, const std::string& why) {
+  void on_link_closed(WorkerId node, const ControlLink* link, const std::string& why) {
     Node& n = nodes_.at(node);
-    if (link != n.link || ending_) return;
+    if (link != n.link.get() || ending_) return;
     n.link = nullptr;
     if (!n.said_hello) return join_refused(n.name + " closed its control link before it was ready (" + why +
                                            "; its log is on its host)");
@@ -435,7 +435,8 @@ void TcpCluster::launch(WorkerId node) {
   n.pid = pid;
   pids_[pid] = node;
   n.link = std::make_shared<ControlLink>(io_, pair[0], AF_UNIX, std::nullopt);
-  auto link = n.link;
+  // The callbacks live in the link: a shared_ptr to it there would keep it alive for ever.
+  const ControlLink* link = n.link.get();
   n.link->start([this, node, link](const json& m) { on_message(node, link, m); }, [](const std::string&) {});
   send_setup(*n.link);
   if (options_.on_process) options_.on_process(n.name, pid);
@@ -459,9 +460,9 @@ void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
   }
 }
 
-void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& link, const json& m) {
+void TcpCluster::on_message(WorkerId node, const ControlLink* link, const json& m) {
   Node& n = nodes_.at(node);
-  if (link != n.link) return;  // an earlier incarnation's last words
+  if (link != n.link.get()) return;  // an earlier incarnation's last words
   const std::string event = m.value("event", "");
   if (event == "hello") {
     n.said_hello = true;
@@ -501,8 +502,8 @@ void TcpCluster::on_message(WorkerId node, const std::shared_ptr<ControlLink>& l
       for (FaultTriggers::Strike& strike : triggers_->observe(*this, node, *what, value->get<uint64_t>())) strike.fn();
     }
     const auto id = m.find("id");
-    if (n.link == link && id != m.end() && id->is_number_unsigned()) {
-      link->send({{"op", "struck"}, {"id", id->get<uint64_t>()}, {"more", what && triggers_ && triggers_->wants(*what)}});
+    if (n.link.get() == link && id != m.end() && id->is_number_unsigned()) {
+      n.link->send({{"op", "struck"}, {"id", id->get<uint64_t>()}, {"more", what && triggers_ && triggers_->wants(*what)}});
     }
   } else if (event == "finished") {
     n.finished = true;
@@ -582,8 +583,9 @@ void TcpCluster::accept_node() {
         auto link = std::make_shared<ControlLink>(io_, p->socket.release(), family, p->handshake->keys());
         nodes_.at(node).link = link;
         // The node's first messages may have come in the same read as its response.
-        link->start([this, node, link](const json& m) { on_message(node, link, m); },
-                    [this, node, link](const std::string& why) { on_link_closed(node, link, why); },
+        const ControlLink* raw = link.get();  // not the shared_ptr: the callbacks live in the link
+        link->start([this, node, raw](const json& m) { on_message(node, raw, m); },
+                    [this, node, raw](const std::string& why) { on_link_closed(node, raw, why); },
                     std::span<const uint8_t>(p->buffer.data() + used, n - used));
         send_setup(*link);
       });

@@ -15,6 +15,7 @@ RendezvousSettings validated(RendezvousSettings settings, const RendezvousHandle
   validate(settings);
   if (options.poll_interval < Duration::zero()) throw errors::invalid_argument("rendezvous poll_interval is negative");
   if (options.cache_duration < Duration::zero()) throw errors::invalid_argument("rendezvous cache_duration is negative");
+  if (options.backend_name.empty()) throw errors::invalid_argument("The rendezvous backend name must be a non-empty string.");
   return settings;
 }
 
@@ -37,6 +38,7 @@ RendezvousHandler::RendezvousHandler(runtime::Env& env, store::Store& store, Ren
     : env_(env),
       settings_(validated(std::move(settings), options)),
       node_(std::move(node)),
+      backend_name_(options.backend_name),
       backend_(store, settings_.run_id),
       holder_(backend_, settings_, env_, options.cache_duration),
       executor_(holder_, backend_, node_, env_, options.poll_interval) {}

@@ -51,6 +51,9 @@ struct RendezvousHandlerOptions {
   // 0: event-driven waits; > 0: PyTorch's fixed polling (1 s there), for comparison.
   Duration poll_interval = Duration::zero();
   Duration cache_duration = kDefaultCacheDuration;
+  // What get_backend() says: the name the launcher asked for ("c10d", "etcd-v2", ...). The state's
+  // layout is the same on every store.
+  std::string backend_name = "c10d";
 };
 
 // PyTorch's RendezvousInfo, less the store: this node's place in the round it joined.
@@ -80,6 +83,9 @@ class RendezvousHandler {
   uint64_t num_nodes_waiting();
   bool shutdown();
 
+  // PyTorch's get_backend() and get_run_id().
+  const std::string& get_backend() const { return backend_name_; }
+  const std::string& get_run_id() const { return settings_.run_id; }
   const NodeDesc& node() const { return node_; }
   const RendezvousSettings& settings() const { return settings_; }
   // The state as this node last synced it (for tests and records).
@@ -101,6 +107,7 @@ class RendezvousHandler {
   runtime::Env& env_;
   const RendezvousSettings settings_;
   const NodeDesc node_;
+  const std::string backend_name_;
   RendezvousBackend backend_;
   RendezvousStateHolder holder_;
   RendezvousExecutor executor_;

@@ -13,8 +13,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <nlohmann/json.hpp>
 
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -30,12 +28,10 @@
 #include "core/elastic/elastic_agent.h"
 #include "core/rendezvous/rendezvous_handler.h"
 #include "core/runtime/cancel_scope.h"
-#include "core/store/key_value_table.h"
-#include "net/etcd/etcd_store.h"
 #include "net/process_worker_group.h"
+#include "net/rdzv/host_names.h"
+#include "net/rdzv/rendezvous_registry.h"
 #include "net/tcpstore/store_host.h"
-#include "net/tcpstore/tcp_store_client.h"
-#include "net/tcpstore/tcp_store_server.h"
 #include "scenarios/cli/commands.h"
 #include "scenarios/launch/launch_plan.h"
 
@@ -47,40 +43,6 @@ namespace {
 
 volatile std::sig_atomic_t stop_signal = 0;
 extern "C" void request_launch_stop(int sig) { stop_signal = sig; }
-
-// Python's socket.getfqdn(), which torchrun's node descriptors and MASTER_ADDR use: the host's
-// name resolved to an address and back (gethostbyaddr), the first of that name and its aliases
-// with a dot in it, else that name; the host's own name when it does not resolve.
-std::string fq_hostname() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0) return "localhost";
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(name, nullptr, &hints, &found) != 0 || found == nullptr) return name;
-  std::string fqdn = name;
-  const void* addr = found->ai_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
-                                                  : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
-  const socklen_t length = found->ai_family == AF_INET6 ? sizeof(in6_addr) : sizeof(in_addr);
-  hostent entry{};
-  hostent* result = nullptr;
-  std::vector<char> buffer(16 * 1024);
-  int error = 0;
-  if (::gethostbyaddr_r(addr, length, found->ai_family, &entry, buffer.data(), buffer.size(), &result, &error) == 0 &&
-      result != nullptr && result->h_name != nullptr) {
-    fqdn = result->h_name;
-    std::vector<std::string> names{fqdn};
-    for (char** alias = result->h_aliases; alias != nullptr && *alias != nullptr; ++alias) names.emplace_back(*alias);
-    for (const std::string& n : names) {
-      if (n.find('.') != std::string::npos) {
-        fqdn = n;
-        break;
-      }
-    }
-  }
-  ::freeaddrinfo(found);
-  return fqdn;
-}
 
 // A port nothing listens on now (torchrun's _get_socket_with_port: bind port 0, read, close).
 uint16_t free_port() {
@@ -155,53 +117,22 @@ int launch_command(const LaunchArgs& args) {
       return kBadInput;
     }
   }
-  const std::string self = fq_hostname();
+  const std::string self = net::machine_fqdn();
   std::cerr << "dagsim launch: run " << plan.settings.run_id << ", " << plan.agent.local_world_size
             << " worker(s) here, logs in " << run_log_dir << "\n";
 
   net::tcpstore::StoreHost host("launch");
-  // c10d: this host serves the store when the endpoint names it (or is_host says so), unless the
-  // port is taken (another agent here serves it): then it is a client, as torchrun's agent is.
-  std::unique_ptr<net::tcpstore::TcpStoreServer> server;
-  std::unique_ptr<store::Store> store;
-  if (plan.store == launch::StoreKind::tcp_store) {
-    net::tcpstore::TcpStoreClientOptions client;
-    client.host = plan.host;
-    client.port = plan.port;
-    if (plan.is_host.value_or(launch::names_this_host(plan.host))) {
-      try {
-        tcp::acceptor acceptor(host.io());
-        const tcp::endpoint endpoint(tcp::v4(), plan.port);
-        acceptor.open(endpoint.protocol());
-        acceptor.set_option(tcp::acceptor::reuse_address(true));
-        acceptor.bind(endpoint);
-        acceptor.listen(asio::socket_base::max_listen_connections);
-        net::tcpstore::TcpStoreServerOptions options;
-        options.log = [](const std::string& line) { std::cerr << "dagsim launch: store: " << line << "\n"; };
-        server = std::make_unique<net::tcpstore::TcpStoreServer>(host.io(), host.spawner(), std::move(acceptor),
-                                                                 std::make_shared<store::KeyValueTable>(), options);
-        client.host = "127.0.0.1";
-        client.port = server->port();
-        std::cerr << "dagsim launch: serving the rendezvous store on port " << server->port() << "\n";
-      } catch (const boost::system::system_error& e) {
-        std::cerr << "dagsim launch: cannot serve the store on port " << plan.port << " (" << e.code().message()
-                  << "); joining it as a client\n";
-      }
-    }
-    store = std::make_unique<net::tcpstore::TcpStoreClient>(host.io(), client);
-  } else {
-    store = std::make_unique<net::etcd::EtcdStore>(host.io(), host.clock(),
-                                                   net::etcd::EtcdStoreOptions{{plan.host, plan.port}, "/torch/elastic/dagsim/"});
-  }
-  store->set_timeout(plan.read_timeout);
-  rendezvous::NodeDesc node{self, static_cast<uint64_t>(::getpid()), 0};
-  std::optional<rendezvous::RendezvousHandler> handler;
+  const rendezvous::NodeDesc node = net::NodeDescGenerator().generate();
+  const net::RendezvousContext context{&host, node, [](const std::string& line) { std::cerr << "dagsim launch: " << line << "\n"; }};
+  std::unique_ptr<net::Rendezvous> rdzv;
   try {
-    handler.emplace(host.env(), *store, plan.settings, node);
+    rdzv = host.run([&] { return net::default_rendezvous_registry().create_handler(*plan.params, context); });
   } catch (const Error& e) {
     std::cerr << "dagsim launch: " << e.what() << "\n";
-    return kBadInput;
+    return e.code() == ErrorCode::invalid_argument ? kBadInput : kCheckFailed;
   }
+  rendezvous::RendezvousHandler& handler = rdzv->handler();
+  store::Store& store = rdzv->store();
   net::ProcessWorkerConfig config;
   config.argv = plan.argv;
   config.agent_env = elastic::launcher_environment(elastic::environment_of(environ), plan.agent.local_world_size);
@@ -211,7 +142,7 @@ int launch_command(const LaunchArgs& args) {
   config.grace = plan.grace;
   config.orphans = std::make_shared<std::vector<std::unique_ptr<net::WorkerProcesses>>>();
   plan.agent.master_endpoint = [self] { return std::make_pair(self, free_port()); };
-  elastic::ElasticAgent agent(host.env(), *handler, *store, plan.settings.run_id, plan.agent,
+  elastic::ElasticAgent agent(host.env(), handler, store, plan.settings.run_id, plan.agent,
                               net::process_worker_group(host.clock(), config));
   const runtime::TimePoint started = host.clock().now();
   agent.set_listener([&](const elastic::AgentEvent& e) {
@@ -257,17 +188,17 @@ int launch_command(const LaunchArgs& args) {
     for (auto& workers : *config.orphans) workers->stop(host.clock(), config.grace);
     config.orphans->clear();
     if (stop_signal != 0) {
-      handler->shutdown();  // leave; the others re-form without this node
+      handler.shutdown();  // leave; the others re-form without this node
       return;
     }
     // The job ended, well or not: close the rendezvous for everyone (torchrun's launcher does).
     if (result && (result->outcome == elastic::AgentOutcome::succeeded || result->outcome == elastic::AgentOutcome::failed)) {
       agent.close_job();
     }
-    handler->shutdown();
-    depart(host.clock(), *store, agent, server != nullptr);
+    handler.shutdown();
+    depart(host.clock(), store, agent, rdzv->server() != nullptr);
   });
-  if (server) server->close();
+  rdzv.reset();  // the handler, the client, then the store this agent served
   if (stop_signal != 0) {
     std::cerr << "dagsim launch: stopped by signal " << stop_signal << "; workers stopped, rendezvous left\n";
     return 128 + stop_signal;

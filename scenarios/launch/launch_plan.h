@@ -6,15 +6,15 @@
 //  - --nnodes N or MIN:MAX; --nproc_per_node a number, or auto/cpu (this host's cores; torchrun's
 //    auto counts GPUs first, and there are none to count here);
 //  - --standalone: a c10d rendezvous this agent hosts on a free port, with a fresh run id;
-//  - --rdzv_endpoint HOST[:PORT], port 29400 by default for c10d (torchrun's) and 2379 for etcd;
-//  - --rdzv_conf keys: join_timeout (600 s), last_call_timeout (30 s), close_timeout (30 s),
-//    read_timeout (60 s, the store's), is_host (true/false/1/0/yes/no; unset: inferred from the
-//    endpoint's host), store_type (tcp only); and dagsim's keep_alive_interval (5 s),
-//    keep_alive_max_attempt (3);
+//  - --rdzv_endpoint and --rdzv_conf become RendezvousParameters, read as PyTorch reads them
+//    (core/rendezvous/rendezvous_parameters.h): HOST[:PORT], empty for localhost, the backend's
+//    default port (29400 for c10d, 2379 for etcd); the conf's timeouts, read_timeout, is_host,
+//    store_type, protocol; checked here as the backend will check them at creation
+//    (net/rdzv/rendezvous_registry.h), so nothing starts with a value that would be refused;
 //  - the command: `python3 -u [-m] SCRIPT ARGS`, or SCRIPT ARGS with --no_python.
 // Backends: c10d and dagsim (the same: a TCPStore server, PyTorch's or `dagsim store` or hosted
 // here), etcd and etcd-v2 (an etcd server, v3 API). static is refused with what to use instead.
-// Every refusal is invalid_argument naming the flag and the value.
+// Every refusal is invalid_argument naming the flag and the value, then PyTorch's words.
 #pragma once
 
 #include <optional>
@@ -22,21 +22,20 @@
 #include <vector>
 
 #include "core/elastic/elastic_agent.h"
+#include "core/rendezvous/rendezvous_parameters.h"
 #include "core/rendezvous/rendezvous_settings.h"
 #include "net/process_worker_group.h"
+#include "net/rdzv/rendezvous_registry.h"
 #include "scenarios/cli/commands.h"
 
 namespace dagsim::launch {
 
-enum class StoreKind : uint8_t { tcp_store, etcd };
-
 struct LaunchPlan {
-  rendezvous::RendezvousSettings settings;
-  StoreKind store = StoreKind::tcp_store;
-  std::string host;
-  uint16_t port = 0;             // 0 with standalone: the OS picks
-  std::optional<bool> is_host;   // unset: this host serves the store when the endpoint names it
-  runtime::Duration read_timeout = std::chrono::seconds(60);
+  // What the registry creates the rendezvous from (with --standalone: c10d on localhost, port 0,
+  // is_host true, a fresh run id).
+  std::optional<rendezvous::RendezvousParameters> params;
+  rendezvous::RendezvousSettings settings;  // the handler's, from params
+  net::RendezvousTarget target;             // the store's endpoint, read timeout and is_host
   elastic::ElasticAgentOptions agent;  // no master_endpoint yet: the launcher adds it
   std::vector<std::string> argv;
   net::StdStreams redirects;
@@ -48,8 +47,5 @@ struct LaunchPlan {
 
 // `cores`: what auto and cpu mean here.
 LaunchPlan plan_launch(const cli::LaunchArgs& args, uint32_t cores);
-
-// torchrun's _matches_machine_hostname: localhost, a loopback address, or this host's name.
-bool names_this_host(const std::string& host);
 
 }  // namespace dagsim::launch

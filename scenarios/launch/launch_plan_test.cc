@@ -38,11 +38,10 @@ TEST(LaunchPlan, TorchrunsDefaultsAndTheCommandAsTorchrunRunsIt) {
   EXPECT_EQ(plan.settings.timeout.join, 600s);
   EXPECT_EQ(plan.settings.timeout.last_call, 30s);
   EXPECT_EQ(plan.settings.timeout.close, 30s);
-  EXPECT_EQ(plan.read_timeout, 60s);
-  EXPECT_EQ(plan.store, StoreKind::tcp_store);
-  EXPECT_EQ(plan.host, "node0");
-  EXPECT_EQ(plan.port, 1234);
-  EXPECT_FALSE(plan.is_host.has_value());
+  EXPECT_EQ(plan.target.read_timeout, 60s);
+  EXPECT_EQ(plan.params->backend(), "c10d");
+  EXPECT_EQ(plan.target.endpoint, (rendezvous::RendezvousEndpoint{"node0", 1234}));
+  EXPECT_FALSE(plan.target.is_host.has_value());
   EXPECT_EQ(plan.agent.local_world_size, 1u);
   EXPECT_EQ(plan.agent.max_restarts, 0u);
   EXPECT_EQ(plan.agent.monitor_interval, 5s);
@@ -59,17 +58,21 @@ TEST(LaunchPlan, NnodesNprocAndTheEndpointsDefaultPorts) {
   EXPECT_EQ(plan.settings.min_nodes, 2u);
   EXPECT_EQ(plan.settings.max_nodes, 4u);
   EXPECT_EQ(plan.agent.local_world_size, 6u);
-  EXPECT_EQ(plan.port, 29400) << "torchrun's default c10d port";
+  EXPECT_EQ(plan.target.endpoint.port, 29400) << "torchrun's default c10d port";
   args.rdzv_backend = "etcd-v2";
   args.nproc_per_node = "3";
   plan = plan_launch(args, 6);
-  EXPECT_EQ(plan.store, StoreKind::etcd);
-  EXPECT_EQ(plan.port, 2379);
+  EXPECT_EQ(plan.params->backend(), "etcd-v2");
+  EXPECT_EQ(plan.target.endpoint.port, 2379);
   EXPECT_EQ(plan.agent.local_world_size, 3u);
   args.rdzv_endpoint = "[::1]:7000";
   plan = plan_launch(args, 6);
-  EXPECT_EQ(plan.host, "::1");
-  EXPECT_EQ(plan.port, 7000);
+  EXPECT_EQ(plan.target.endpoint, (rendezvous::RendezvousEndpoint{"::1", 7000}));
+  // torchrun's empty endpoint: this host, the default port.
+  args.rdzv_backend = "c10d";
+  args.rdzv_endpoint = "";
+  plan = plan_launch(args, 6);
+  EXPECT_EQ(plan.target.endpoint, (rendezvous::RendezvousEndpoint{"localhost", 29400}));
 }
 
 TEST(LaunchPlan, RdzvConfSetsTimeoutsAndIsHostAndWarnsOfWhatItIgnores) {
@@ -79,8 +82,9 @@ TEST(LaunchPlan, RdzvConfSetsTimeoutsAndIsHostAndWarnsOfWhatItIgnores) {
   const LaunchPlan plan = plan_launch(args, 1);
   EXPECT_EQ(plan.settings.timeout.join, 20s);
   EXPECT_EQ(plan.settings.timeout.last_call, 500ms);
-  EXPECT_EQ(plan.read_timeout, 7s);
-  EXPECT_EQ(plan.is_host, false);
+  EXPECT_EQ(plan.target.read_timeout, 7s);
+  EXPECT_EQ(plan.target.is_host, false);
+  EXPECT_EQ(plan.params->get("timeout"), "9") << "passed on, as torchrun passes it to its handler";
   EXPECT_EQ(plan.settings.keep_alive_interval, 1s);
   EXPECT_EQ(plan.settings.keep_alive_max_attempt, 2u);
   ASSERT_EQ(plan.warnings.size(), 1u);
@@ -93,9 +97,9 @@ TEST(LaunchPlan, StandaloneHostsAFreshRunOnAFreePort) {
   args.command = {"x.py"};
   const LaunchPlan a = plan_launch(args, 1);
   const LaunchPlan b = plan_launch(args, 1);
-  EXPECT_EQ(a.store, StoreKind::tcp_store);
-  EXPECT_EQ(a.port, 0);
-  EXPECT_EQ(a.is_host, true);
+  EXPECT_EQ(a.params->backend(), "c10d");
+  EXPECT_EQ(a.target.endpoint, (rendezvous::RendezvousEndpoint{"localhost", 0}));
+  EXPECT_EQ(a.target.is_host, true);
   EXPECT_EQ(a.settings.run_id.size(), 32u);
   EXPECT_NE(a.settings.run_id, b.settings.run_id);
 }
@@ -135,16 +139,19 @@ TEST(LaunchPlan, EveryBadValueIsRefusedNamingItsFlag) {
   refused([](cli::LaunchArgs& a) { a.nnodes = "two"; }, "--nnodes");
   refused([](cli::LaunchArgs& a) { a.nproc_per_node = "0"; }, "--nproc_per_node");
   refused([](cli::LaunchArgs& a) { a.nproc_per_node = "gpu"; }, "no GPUs");
-  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "use --rdzv_backend c10d");
-  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "zk"; }, "expected c10d, dagsim, etcd or etcd-v2");
-  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = ""; }, "--rdzv_endpoint");
-  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = "h:99999"; }, "the port must be 1 to 65535");
-  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = ":80"; }, "no host");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "join_timeout=-1"; }, "join_timeout must be a positive number");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "is_host=maybe"; }, "is_host must be true or false");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "store_type=file"; }, "store_type file is not supported");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "novalue"; }, "is not KEY=VALUE");
-  refused([](cli::LaunchArgs& a) { a.rdzv_id = ""; }, "");
+  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "--rdzv_backend \"static\": The rendezvous backend 'static'");
+  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "use c10d with an endpoint HOST:PORT");
+  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "zk"; }, "dagsim has c10d, dagsim, etcd and etcd-v2");
+  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = "h:99999"; }, "--rdzv_endpoint \"h:99999\": The port number");
+  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = ":80"; }, "--rdzv_endpoint \":80\": The hostname");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "join_timeout=-1"; }, "--rdzv_conf \"join_timeout=-1\": The join timeout (-1s) must be positive.");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "read_timeout=0"; }, "The read timeout must be a positive integer.");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "is_host=maybe"; }, "'is_host' does not represent a valid boolean value");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "store_type=file"; }, "no FileStore");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "store_type=zk"; }, "Invalid store type given.");
+  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "novalue"; }, "'novalue' must have a value specified");
+  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "etcd"; a.rdzv_conf = "protocol=ftp"; }, "The protocol must be HTTP or HTTPS.");
+  refused([](cli::LaunchArgs& a) { a.rdzv_id = ""; }, "--rdzv_id \"\": The run id must be a non-empty string.");
   refused([](cli::LaunchArgs& a) { a.monitor_interval_s = 0; }, "--monitor_interval");
   refused([](cli::LaunchArgs& a) { a.role = "two words"; }, "--role");
   refused([](cli::LaunchArgs& a) { a.redirects = "4"; }, "--redirects \"4\"");

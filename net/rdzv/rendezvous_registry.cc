@@ -1,0 +1,206 @@
+// The rendezvous registry and its default backends (rendezvous_registry.h).
+#include "net/rdzv/rendezvous_registry.h"
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "core/base/error.h"
+#include "core/runtime/cancel_scope.h"
+#include "core/store/key_value_table.h"
+#include "net/etcd/etcd_store.h"
+#include "net/rdzv/host_names.h"
+#include "net/tcpstore/tcp_store_client.h"
+
+namespace dagsim::net {
+
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using rendezvous::RendezvousParameters;
+
+std::string lower_trimmed(std::string text) {
+  const size_t begin = text.find_first_not_of(" \t\n\r\f\v");
+  const size_t end = text.find_last_not_of(" \t\n\r\f\v");
+  text = begin == std::string::npos ? std::string() : text.substr(begin, end - begin + 1);
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+runtime::Duration read_timeout(const RendezvousParameters& params) {
+  const int64_t seconds = params.get_as_int("read_timeout", 60);
+  if (seconds <= 0) throw errors::invalid_argument("The read timeout must be a positive integer.");
+  if (seconds > 365 * 24 * 3600) throw errors::invalid_argument("The read timeout must be at most a year.");
+  return std::chrono::seconds(seconds);
+}
+
+Error connection_failed(const char* store, const std::string& cause) {
+  return errors::rendezvous_connection_failed(std::string("The connection to ") + store +
+                                              " has failed. See inner exception for details. (" + cause + ")");
+}
+
+// The store answers within its timeout, or creation fails as PyTorch's constructors do (its
+// TCPStore and etcd clients connect when made; ours would otherwise wait for the first call).
+void probe(store::Store& store, const std::string& run_id, const char* name) {
+  try {
+    store.check({rendezvous::state_key(run_id)});
+  } catch (const Error& e) {
+    runtime::rethrow_if_unwinding(e);
+    throw connection_failed(name, e.what());
+  }
+}
+
+std::unique_ptr<tcpstore::TcpStoreServer> serve(const RendezvousContext& context, uint16_t port) {
+  tcp::acceptor acceptor(context.host->io());
+  const tcp::endpoint endpoint(tcp::v4(), port);
+  acceptor.open(endpoint.protocol());
+  acceptor.set_option(tcp::acceptor::reuse_address(true));
+  acceptor.bind(endpoint);
+  acceptor.listen(asio::socket_base::max_listen_connections);
+  tcpstore::TcpStoreServerOptions options;
+  if (context.log) options.log = [log = context.log](const std::string& line) { log("store: " + line); };
+  return std::make_unique<tcpstore::TcpStoreServer>(context.host->io(), context.host->spawner(), std::move(acceptor),
+                                                    std::make_shared<store::KeyValueTable>(), options);
+}
+
+std::unique_ptr<Rendezvous> finish(std::unique_ptr<Rendezvous> made, const RendezvousParameters& params,
+                                   const RendezvousContext& context, const char* store_name) {
+  probe(made->store(), params.run_id(), store_name);
+  rendezvous::RendezvousHandlerOptions options;
+  options.backend_name = params.backend();
+  made->set_handler(std::make_unique<rendezvous::RendezvousHandler>(
+      context.host->env(), made->store(), rendezvous::settings_from_parameters(params), context.node, options));
+  return made;
+}
+
+Error static_refused() {
+  return errors::invalid_argument(
+      "The rendezvous backend 'static' (torchrun's --master_addr, --node_rank) is not supported by dagsim; use "
+      "c10d with an endpoint HOST:PORT, or --standalone for one node.");
+}
+
+std::unique_ptr<Rendezvous> refuse_static(const RendezvousParameters&, const RendezvousContext&) { throw static_refused(); }
+
+RendezvousTarget c10d_target(const RendezvousParameters& params) {
+  const std::string store_type = lower_trimmed(params.get("store_type", "tcp"));
+  if (store_type == "file") {
+    throw errors::invalid_argument("store_type file: dagsim has no FileStore yet; use store_type tcp (the default).");
+  }
+  if (store_type != "tcp") throw errors::invalid_argument("Invalid store type given. Currently only supports file and tcp.");
+  RendezvousTarget target;
+  target.endpoint = rendezvous::parse_rendezvous_endpoint(params.endpoint(), kC10dDefaultPort);
+  target.is_host = params.get_as_bool("is_host");
+  target.read_timeout = read_timeout(params);
+  return target;
+}
+
+RendezvousTarget etcd_target(const RendezvousParameters& params) {
+  RendezvousTarget target;
+  target.endpoint = rendezvous::parse_rendezvous_endpoint(params.endpoint(), kEtcdDefaultPort);
+  target.read_timeout = read_timeout(params);
+  const std::string protocol = lower_trimmed(params.get("protocol", "http"));
+  if (protocol != "http" && protocol != "https") throw errors::invalid_argument("The protocol must be HTTP or HTTPS.");
+  if (protocol == "https") throw errors::invalid_argument("protocol https: dagsim's etcd client speaks HTTP only.");
+  return target;
+}
+
+}  // namespace
+
+Rendezvous::Rendezvous(std::unique_ptr<tcpstore::TcpStoreServer> server, std::unique_ptr<store::Store> store,
+                       rendezvous::RendezvousEndpoint endpoint, runtime::Duration read_timeout)
+    : server_(std::move(server)), store_(std::move(store)), endpoint_(std::move(endpoint)), read_timeout_(read_timeout) {
+  store_->set_timeout(read_timeout_);
+}
+
+// The handler goes first (it holds the store), then the client, then the server.
+Rendezvous::~Rendezvous() {
+  handler_.reset();
+  store_.reset();
+  if (server_) server_->close();
+}
+
+void RendezvousHandlerRegistry::register_backend(const std::string& backend, RendezvousHandlerCreator creator) {
+  if (backend.empty()) throw errors::invalid_argument("The rendezvous backend name must be a non-empty string.");
+  const auto it = registry_.find(backend);
+  if (it != registry_.end() && it->second != creator) {
+    throw errors::invalid_argument("The rendezvous backend '" + backend +
+                                   "' cannot be registered with another creator as it is already registered.");
+  }
+  registry_[backend] = creator;
+}
+
+std::unique_ptr<Rendezvous> RendezvousHandlerRegistry::create_handler(const RendezvousParameters& params,
+                                                                      const RendezvousContext& context) const {
+  const auto it = registry_.find(params.backend());
+  if (it == registry_.end()) {
+    std::string known;
+    for (const auto& [name, creator] : registry_) known += (known.empty() ? "" : ", ") + name;
+    throw errors::invalid_argument("The rendezvous backend '" + params.backend() +
+                                   "' is not registered. Did you forget to call `register`? (registered: " + known + ")");
+  }
+  std::unique_ptr<Rendezvous> made = it->second(params, context);
+  if (made->get_backend() != params.backend()) {
+    throw errors::invalid_argument("The rendezvous backend '" + made->get_backend() +
+                                   "' does not match the requested backend '" + params.backend() + "'.");
+  }
+  return made;
+}
+
+std::unique_ptr<Rendezvous> create_c10d_handler(const RendezvousParameters& params, const RendezvousContext& context) {
+  const RendezvousTarget target = c10d_target(params);
+  const rendezvous::RendezvousEndpoint& endpoint = target.endpoint;
+  const std::optional<bool>& configured = target.is_host;
+  if (const std::string why = resolve_error(endpoint.host); !why.empty()) throw connection_failed("the C10d store", why);
+  const bool is_host = configured.value_or(matches_machine_hostname(endpoint.host));
+  std::unique_ptr<tcpstore::TcpStoreServer> server;
+  if (is_host) {
+    try {
+      server = serve(context, endpoint.port);
+      if (context.log) context.log("this process hosts the TCP store for the C10d rendezvous on port " + std::to_string(server->port()));
+    } catch (const boost::system::system_error& e) {
+      // Another process here hosts it (PyTorch's "edge case"): be its client, unless told to host.
+      if (configured) throw connection_failed("the C10d store", "cannot serve on port " + std::to_string(endpoint.port) + ": " + e.code().message());
+      if (context.log) context.log("cannot serve the store on port " + std::to_string(endpoint.port) + " (" + e.code().message() + "); joining it as a client");
+    }
+  }
+  tcpstore::TcpStoreClientOptions client;
+  client.host = server ? "127.0.0.1" : endpoint.host;
+  client.port = server ? server->port() : endpoint.port;
+  rendezvous::RendezvousEndpoint where = endpoint;
+  if (server) where.port = server->port();
+  auto store = std::make_unique<tcpstore::TcpStoreClient>(context.host->io(), client);
+  return finish(std::make_unique<Rendezvous>(std::move(server), std::move(store), where, target.read_timeout), params, context,
+                "the C10d store");
+}
+
+std::unique_ptr<Rendezvous> create_etcd_handler(const RendezvousParameters& params, const RendezvousContext& context) {
+  const RendezvousTarget target = etcd_target(params);
+  const rendezvous::RendezvousEndpoint& endpoint = target.endpoint;
+  if (const std::string why = resolve_error(endpoint.host); !why.empty()) throw connection_failed("etcd", why);
+  // Keys under a prefix of dagsim's own: PyTorch's etcd-v2 speaks etcd's v2 API, whose keys the
+  // v3 API does not see, so the two cannot share a rendezvous anyway.
+  auto store = std::make_unique<etcd::EtcdStore>(context.host->io(), context.host->clock(),
+                                                 etcd::EtcdStoreOptions{{endpoint.host, endpoint.port}, "/torch/elastic/dagsim/"});
+  return finish(std::make_unique<Rendezvous>(nullptr, std::move(store), endpoint, target.read_timeout), params, context,
+                "etcd");
+}
+
+RendezvousTarget check_rendezvous_parameters(const RendezvousParameters& params) {
+  const std::string& backend = params.backend();
+  if (backend == "c10d" || backend == "dagsim") return c10d_target(params);
+  if (backend == "etcd" || backend == "etcd-v2") return etcd_target(params);
+  if (backend == "static") throw static_refused();
+  throw errors::invalid_argument("The rendezvous backend '" + backend +
+                                 "' is not registered (dagsim has c10d, dagsim, etcd and etcd-v2).");
+}
+
+RendezvousHandlerRegistry default_rendezvous_registry() {
+  RendezvousHandlerRegistry registry;
+  registry.register_backend("c10d", create_c10d_handler);
+  registry.register_backend("dagsim", create_c10d_handler);
+  registry.register_backend("etcd-v2", create_etcd_handler);
+  registry.register_backend("etcd", create_etcd_handler);
+  registry.register_backend("static", refuse_static);
+  return registry;
+}
+
+}  // namespace dagsim::net

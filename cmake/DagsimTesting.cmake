@@ -17,6 +17,20 @@ function(dagsim_test name)
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES ${properties})
 endfunction()
 
+# A test that runs the dagsim binary (built first): DAGSIM_BINARY names it, DAGSIM_EXAMPLES and
+# DAGSIM_CONFORMANCE the scenario folders, and the project root is on the include path (the CLI
+# tests' helpers). Takes dagsim_test's arguments.
+function(dagsim_binary_test name)
+  dagsim_test(${name} ${ARGN})
+  if(TARGET ${name})
+    add_dependencies(${name} dagsim)
+    target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+    target_compile_definitions(${name} PRIVATE DAGSIM_BINARY="$<TARGET_FILE:dagsim>"
+                               DAGSIM_EXAMPLES="${PROJECT_SOURCE_DIR}/scenarios/examples"
+                               DAGSIM_CONFORMANCE="${PROJECT_SOURCE_DIR}/conformance")
+  endif()
+endfunction()
+
 if(DAGSIM_BUILD_TESTS)
   add_test(NAME design_rules COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/check_rules.sh ${PROJECT_SOURCE_DIR})
   set_tests_properties(design_rules PROPERTIES TIMEOUT 60)

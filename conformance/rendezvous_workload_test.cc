@@ -62,6 +62,27 @@ TEST(RendezvousScenario, TheTableRefusesWhatCannotWorkNamingTheKey) {
                 .find("rendezvous.etcd_endpoint: \"localhost\" is not host:port"),
             std::string::npos);
   EXPECT_EQ(error_of(kHead + "[rendezvous]\nmin_nodes = 2\nbackend = \"etcd\"\netcd_endpoint = \"10.0.0.7:2379\"\n"), "no error");
+  // store_restart: the etcd the store node started, by the store node, for a positive time.
+  const auto restart = [](const std::string& table, const std::string& action) {
+    return error_of(kHead + "[rendezvous]\nmin_nodes = 2\n" + table + "[[rendezvous.actions]]\n" + action);
+  };
+  const std::string etcd = "backend = \"etcd\"\n";
+  EXPECT_EQ(restart(etcd, "action = \"store_restart\"\nnode = \"worker0\"\nat_ms = 500\ndown_ms = 1500\n"), "no error");
+  EXPECT_EQ(restart(etcd, "action = \"store_restart\"\nnode = \"worker0\"\nat_ms = 500\n"), "no error");
+  EXPECT_NE(restart("", "action = \"store_restart\"\nnode = \"worker0\"\nat_ms = 500\n")
+                .find("rendezvous.actions[0].action: store_restart needs backend = \"etcd\" without etcd_endpoint"),
+            std::string::npos);
+  EXPECT_NE(restart(etcd + "etcd_endpoint = \"10.0.0.7:2379\"\n", "action = \"store_restart\"\nnode = \"worker0\"\nat_ms = 5\n")
+                .find("store_restart needs backend = \"etcd\" without etcd_endpoint"),
+            std::string::npos);
+  EXPECT_NE(restart(etcd, "action = \"store_restart\"\nnode = \"worker1\"\nat_ms = 5\n")
+                .find("rendezvous.actions[0].node: store_restart is the store node's (worker0)"),
+            std::string::npos);
+  EXPECT_NE(restart(etcd, "action = \"store_restart\"\nnode = \"worker0\"\nat_ms = 5\ndown_ms = 0\n").find("rendezvous.actions[0].down_ms"),
+            std::string::npos);
+  EXPECT_NE(restart(etcd, "action = \"join\"\nnode = \"worker1\"\nat_ms = 5\ndown_ms = 10\n")
+                .find("rendezvous.actions[0].down_ms: applies only to action = \"store_restart\""),
+            std::string::npos);
 }
 
 // Values that validated and could never work (issue 23, item 8): each refused at its key and line.

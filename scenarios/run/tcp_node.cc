@@ -156,6 +156,14 @@ class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
     if (!etcd_) etcd_ = std::make_unique<net::etcd::EtcdProcess>();
     return etcd_->endpoint().host + ":" + std::to_string(etcd_->endpoint().port);
   }
+  void kill_etcd() override {
+    if (!etcd_) throw errors::invalid_argument("this node started no etcd to kill");
+    etcd_->kill();
+  }
+  void restart_etcd() override {
+    if (!etcd_) throw errors::invalid_argument("this node started no etcd to restart");
+    etcd_->restart_keeping_data();
+  }
   std::unique_ptr<store::Store> connect_etcd(const std::string& endpoint, const std::string& prefix) override {
     net::etcd::EtcdStoreOptions options;
     const size_t colon = endpoint.rfind(':');

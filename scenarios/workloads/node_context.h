@@ -35,6 +35,11 @@ class OutsideWorld {
   // Starts a throwaway etcd server (Debian's etcd-server) that lives as long as this incarnation;
   // returns its "host:port".
   virtual std::string start_etcd() = 0;
+  // The etcd start_etcd() started: killed (SIGKILL; its port refuses from then on), and started
+  // again as an operator restarts one, with the same ports and data (every acknowledged write and
+  // its revision kept). Starting blocks this node's thread until etcd answers.
+  virtual void kill_etcd() = 0;
+  virtual void restart_etcd() = 0;
   // An etcd v3 client (store.h's semantics) on this node's I/O loop, its keys under `prefix`.
   virtual std::unique_ptr<store::Store> connect_etcd(const std::string& endpoint, const std::string& prefix) = 0;
 };

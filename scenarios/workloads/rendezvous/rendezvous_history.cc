@@ -246,6 +246,18 @@ RendezvousHistory read_history(const Scenario& scenario, const RunRecords& recor
       const std::string what = scenario.cluster.node_name(node) + "." + std::to_string(r->incarnation);
       if (node == store_node) {
         if (!etcd) h.store.push_back(read_store_life(*r, what));
+        if (etcd && r->data.contains("store_outages")) {
+          const nlohmann::json& outages = array_of(r->data, "store_outages", what);
+          for (size_t i = 0; i < outages.size(); ++i) {
+            const std::string at = what + ".store_outages[" + std::to_string(i) + "]";
+            const StoreOutage o{time_of(outages[i], "down", at), time_of(outages[i], "up", at)};
+            if (o.up < o.down) throw errors::invalid_records(at + ": up before down");
+            if (!h.store_outages.empty() && o.down < h.store_outages.back().up) {
+              throw errors::invalid_records(at + ": begins before the outage before it ended");
+            }
+            h.store_outages.push_back(o);
+          }
+        }
         continue;
       }
       AgentLife life = read_agent_life(*r, what);

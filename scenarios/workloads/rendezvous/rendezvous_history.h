@@ -73,9 +73,16 @@ struct AgentLife {
   std::optional<TimePoint> died;  // killed, crashed or restarted at this time
 };
 
+// An etcd the store node killed and started again with its data (a store_restart action): from
+// the kill to etcd answering again.
+struct StoreOutage {
+  TimePoint down, up;
+};
+
 struct RendezvousHistory {
   std::vector<StoreLife> store;   // by incarnation
   std::vector<AgentLife> agents;  // by (node, incarnation)
+  std::vector<StoreOutage> store_outages;  // etcd runs, in time order
   // The life of `desc`, or null.
   const AgentLife* agent(const rendezvous::NodeDesc& desc) const;
   // The write that committed `c` (its version, the commit inside the call's span) and its agent,

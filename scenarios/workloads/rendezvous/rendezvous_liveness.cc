@@ -1,4 +1,5 @@
 // The checker's liveness half, L1-L6, and check_invariants (rendezvous_invariants.h).
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -411,6 +412,21 @@ std::vector<Violation> check_invariants(const Scenario& scenario, const RunRecor
   }
   std::vector<Violation> out = check_safety(spec, history, store_died);
   RunFacts facts{records.outcome, records.stuck_report, records.end, records.fault_history};
+  // An etcd restart is the store node's pause as far as liveness goes: nothing is promised while
+  // its store cannot answer. Safety keeps every rule: its data survived, so the history is exact.
+  for (const StoreOutage& o : history.store_outages) {
+    runtime::FaultEvent pause;
+    pause.kind = FaultKind::pause;
+    pause.time = o.down;
+    pause.node = spec.store_node;
+    runtime::FaultEvent resume = pause;
+    resume.kind = FaultKind::resume;
+    resume.time = o.up;
+    facts.faults.push_back(pause);
+    facts.faults.push_back(resume);
+  }
+  std::stable_sort(facts.faults.begin(), facts.faults.end(),
+                   [](const runtime::FaultEvent& a, const runtime::FaultEvent& b) { return a.time < b.time; });
   std::vector<Violation> live = check_liveness(spec, checker_bounds(scenario), history, facts);
   out.insert(out.end(), std::make_move_iterator(live.begin()), std::make_move_iterator(live.end()));
   return out;

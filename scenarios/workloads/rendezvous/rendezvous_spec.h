@@ -7,7 +7,9 @@
 // duration, asking num_nodes_waiting every monitor_interval and re-rendezvousing when it is above
 // 0, and finally shuts its handler down. Actions make one node join late, leave early (shutdown),
 // or close the rendezvous for everyone at a given time. A restarted node (a new incarnation, so a
-// new NodeDesc pid) joins again at once.
+// new NodeDesc pid) joins again at once. On etcd the store node may also restart the etcd it
+// started (store_restart): killed at its time and started again `down` later with its data, as an
+// operator restarts one.
 #pragma once
 
 #include <chrono>
@@ -21,10 +23,11 @@
 namespace dagsim::scenarios {
 
 struct RendezvousAction {
-  enum class Kind : uint8_t { join, leave, close };
+  enum class Kind : uint8_t { join, leave, close, store_restart };
   Kind kind = Kind::join;
   runtime::Duration at{0};  // the scenario's time
   uint32_t node = 0;
+  runtime::Duration down{std::chrono::seconds(1)};  // store_restart: how long etcd stays down
   int line = 0;
 };
 

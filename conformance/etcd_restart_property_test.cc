@@ -1,0 +1,120 @@
+// The rendezvous rides through etcd restarts (issue 24 item 5), as a RapidCheck property over real
+// runs: `dagsim run --transport tcp` of a generated scenario whose store node starts a throwaway
+// etcd and restarts it (killed, then started again with its data, as an operator restarts one) at
+// random times for random lengths, once or twice, while 3 or 4 agents join, form a round, keep it
+// alive and re-form it when the last of them joins late (at a random time, maybe during an outage). Each run must pass the invariant checker, S1-S10 and L1-L6, on the
+// agents' acknowledged writes as etcd's history, with S1's "every write a node saw succeed is a
+// commit" on (the data survives, so the history must be exact), and form the full round; and the
+// store node's record must hold each outage.
+//
+// Each case is a multi-process run of about ten seconds, so the property runs 3 cases unless
+// RC_PARAMS says otherwise (RC_PARAMS="max_success=N"), without shrinking (each shrink step would be
+// another run); a failing case prints its scenario, which `dagsim run` replays. Skips without
+// /usr/bin/etcd.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "conformance/transport_test_util.h"
+
+namespace dagsim::cli::testing {
+namespace {
+
+struct Restart {
+  int at_ms = 0;
+  int down_ms = 0;
+};
+
+struct Case {
+  int agents = 3;
+  std::vector<Restart> restarts;
+  std::optional<int> late_join_ms;  // the last agent joins then (0: with the others)
+};
+
+// min = agents - 1, so the last agent's join (at once, or late) makes a second round when the first
+// formed without it; heartbeats every 2 s (expiry 6 s: longer than an outage and etcd's start).
+std::string scenario_text(const Case& c, int index) {
+  std::ostringstream t;
+  t << "name = \"etcd_restart_" << index << "\"\n"
+    << "max_virtual_time_ms = 90000\n"
+    << "[cluster]\nnodes = " << c.agents + 1 << "\n"
+    << "[rendezvous]\nstore = \"worker0\"\nbackend = \"etcd\"\n"
+    << "min_nodes = " << c.agents - 1 << "\nmax_nodes = " << c.agents << "\n"
+    << "last_call_ms = 500\nkeep_alive_interval_ms = 2000\nmonitor_interval_ms = 500\n"
+    << "store_timeout_ms = 20000\nduration_ms = 12000\n";
+  for (const Restart& r : c.restarts) {
+    t << "[[rendezvous.actions]]\naction = \"store_restart\"\nnode = \"worker0\"\nat_ms = " << r.at_ms
+      << "\ndown_ms = " << r.down_ms << "\n";
+  }
+  if (c.late_join_ms) {
+    t << "[[rendezvous.actions]]\naction = \"join\"\nnode = \"worker" << c.agents << "\"\nat_ms = " << *c.late_join_ms
+      << "\n";
+  }
+  t << "[[checks]]\nkind = \"invariants\"\n[[checks]]\nkind = \"formed\"\nnodes = [";
+  for (int i = 1; i <= c.agents; ++i) t << (i > 1 ? ", " : "") << "\"worker" << i << "\"";
+  t << "]\n";
+  return t.str();
+}
+
+// Restarts while the agents join, form, train (heartbeats) and re-form; the late joiner at a
+// random time, possibly during an outage.
+rc::Gen<Case> cases() {
+  return rc::gen::exec([] {
+    Case c;
+    c.agents = *rc::gen::inRange(3, 5);
+    const int restarts = *rc::gen::inRange(1, 3);
+    int from = 1000;
+    for (int i = 0; i < restarts; ++i) {
+      Restart r;
+      r.at_ms = from + *rc::gen::inRange(0, 3500);
+      r.down_ms = *rc::gen::inRange(100, 2001);
+      from = r.at_ms + r.down_ms + 2500;  // etcd takes about 2 s to start again with its data
+      c.restarts.push_back(r);
+    }
+    c.late_join_ms = *rc::gen::inRange(0, 8000);
+    return c;
+  });
+}
+
+TEST(EtcdRestartProperty, RoundsFormAndTheHistoryIsExactThroughRestartsAtRandomTimes) {
+  if (access("/usr/bin/etcd", X_OK) != 0) GTEST_SKIP() << "/usr/bin/etcd is not installed (scripts/deps.sh test)";
+  rc::detail::TestParams params = rc::detail::configuration().testParams;
+  if (std::getenv("RC_PARAMS") == nullptr) {
+    params.maxSuccess = 3;
+    params.disableShrinking = true;
+  }
+  int index = 0;
+  rc::detail::TestMetadata metadata;
+  metadata.id = "EtcdRestartProperty";
+  const auto result = rc::detail::checkTestable(
+      [&] {
+        const Case c = *cases();
+        const int n = index++;
+        const std::string text = scenario_text(c, n);
+        RC_LOG() << text;
+        const std::string file = write_scenario("etcd_restart_" + std::to_string(n) + ".toml", text).string();
+        const std::string records = (temp_dir() / ("etcd-restart-records-" + std::to_string(n))).string();
+        const Output o = dagsim("run " + file + " --json --transport tcp --records " + records);
+        const json j = json::parse(o.out, nullptr, false);
+        RC_ASSERT(j.is_object());
+        RC_LOG() << j["checks"].dump(1) << "\n" << o.err;
+        RC_ASSERT(o.exit_code == 0);
+        RC_ASSERT(j["passed"].get<bool>());
+        std::ifstream store_record(records + "/nodes/worker0.0.json");
+        const json store = json::parse(store_record, nullptr, false);
+        RC_LOG() << "store node's record: " << (store.is_object() ? store["data"].dump() : "unreadable") << "\n";
+        RC_ASSERT(store.is_object());
+        RC_ASSERT(store["data"]["store_outages"].size() == c.restarts.size());
+      },
+      metadata, params);
+  std::ostringstream report;
+  rc::detail::printResultMessage(result, report);
+  EXPECT_TRUE(result.is<rc::detail::SuccessResult>()) << report.str();
+}
+
+}  // namespace
+}  // namespace dagsim::cli::testing

@@ -152,7 +152,9 @@ TEST(TransportEquivalence, TheRendezvousOnEtcdRidesThroughTwoRestarts) {
   const std::vector<std::string> r = rounds(tcp);
   ASSERT_FALSE(r.empty()) << tcp["rendezvous"].dump(1);
   EXPECT_NE(r.back().find(": worker1=0 worker2=1 worker3=2"), std::string::npos) << r.back();
-  if (r.size() == 2) EXPECT_EQ(r[0], "0/0: worker1=0 worker2=1");
+  if (r.size() == 2) {
+    EXPECT_EQ(r[0], "0/0: worker1=0 worker2=1");
+  }
 }
 
 TEST(TransportEquivalence, KillsACrashAndAPartitionEndWithTheSimulatorsVerdicts) {

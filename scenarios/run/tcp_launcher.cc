@@ -351,8 +351,10 @@ class TcpCluster final : public runtime::Cluster {
   std::string digest_;  // the scenario's SHA-256
   uint64_t cluster_id_ = 0;
   std::vector<uint8_t> secret_;
-  std::unique_ptr<asio::ip::tcp::acceptor> control_acceptor_;
   asio::io_context io_;
+  // After io_: an acceptor's destructor uses its io_context's services (the sanitizer tier caught
+  // the reverse order as a use after free).
+  std::unique_ptr<asio::ip::tcp::acceptor> control_acceptor_;
   asio::signal_set signals_;
   asio::steady_timer tick_;
   asio::steady_timer join_timer_;

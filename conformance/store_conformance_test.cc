@@ -208,6 +208,24 @@ TEST_P(StoreConformance, VersionsRiseOnEveryWrite) {
 
 // Two clients hold a token of one state; the first to write with it wins, the other's write is
 // stale: it never writes and answers the winner's state.
+// PyTorch's RendezvousBackendTestMixin.test_set_state_returns_current_backend_state_if_token_is_invalid:
+// a version no store call ever gave (ahead of the key's, or the largest there is) is stale too: it
+// writes nothing and the reply is the key as it is.
+TEST_P(StoreConformance, AVersionTheStoreNeverIssuedNeverWrites) {
+  run([](StoreWorld& w) {
+    const CasOutcome first = w.client(0).compare_set_version("state", 0, text("round 0"));
+    ASSERT_TRUE(first.written);
+    for (const uint64_t forged : {first.current.version + 1, first.current.version + 1000, ~uint64_t{0}}) {
+      const CasOutcome forged_write = w.client(1).compare_set_version("state", forged, text("forged"));
+      EXPECT_FALSE(forged_write.written) << "version " << forged;
+      EXPECT_EQ(forged_write.current.value, text("round 0")) << "version " << forged;
+    }
+    EXPECT_EQ(w.client(2).get("state"), text("round 0")) << "the forged writes left nothing";
+    EXPECT_TRUE(w.client(0).compare_set_version("state", w.client(0).get_versioned("state").version, text("round 1")).written)
+        << "the key's real version still writes";
+  });
+}
+
 TEST_P(StoreConformance, AStaleTokenNeverWritesAndReturnsTheWinner) {
   const bool shared = !gaps().versions_per_client;
   run([shared](StoreWorld& w) {

@@ -2,6 +2,8 @@
 // and for where it differs from the built-in store.
 #include "net/etcd/etcd_store.h"
 
+#include <limits>
+
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
@@ -189,6 +191,12 @@ Versioned EtcdStore::get_versioned(const std::string& key) {
 CasOutcome EtcdStore::compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) {
   const std::string what = "store compare_set_version of key " + one_key(key);
   const runtime::TimePoint until = deadline();
+  // etcd's revisions are int64: a larger version was never issued, so it is stale like any other
+  // (etcd itself would refuse the request as malformed).
+  if (expected_version > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    KeyState current = read(key, until, what).state;
+    return {false, {std::move(current.value), current.mod_revision}};
+  }
   runtime::Duration backoff = kFirstBackoff;
   for (;;) {
     Json reply;

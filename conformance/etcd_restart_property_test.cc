@@ -101,7 +101,7 @@ TEST(EtcdRestartProperty, RoundsFormAndTheHistoryIsExactThroughRestartsAtRandomT
         const Output o = dagsim("run " + file + " --json --transport tcp --records " + records);
         const json j = json::parse(o.out, nullptr, false);
         RC_ASSERT(j.is_object());
-        RC_LOG() << j["checks"].dump(1) << "\n" << o.err;
+        RC_LOG() << "exit " << o.exit_code << "\n" << j["checks"].dump(1) << "\n" << o.err;
         RC_ASSERT(o.exit_code == 0);
         RC_ASSERT(j["passed"].get<bool>());
         std::ifstream store_record(records + "/nodes/worker0.0.json");

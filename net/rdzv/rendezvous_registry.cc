@@ -155,7 +155,8 @@ std::unique_ptr<Rendezvous> create_c10d_handler(const RendezvousParameters& para
   if (is_host) {
     try {
       server = serve(context, endpoint.port);
-      if (context.log) context.log("this process hosts the TCP store for the C10d rendezvous on port " + std::to_string(server->port()));
+      // Launchers and their scripts wait for these words (conformance/interop/launch_ddp.py).
+      if (context.log) context.log("serving the rendezvous store on port " + std::to_string(server->port()));
     } catch (const boost::system::system_error& e) {
       // Another process here hosts it (PyTorch's "edge case"): be its client, unless told to host.
       if (configured) throw connection_failed("the C10d store", "cannot serve on port " + std::to_string(endpoint.port) + ": " + e.code().message());

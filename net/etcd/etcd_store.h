@@ -125,9 +125,12 @@ class EtcdStore final : public store::Store {
   // Reads every key in one txn (a consistent snapshot), in order.
   std::vector<KeyState> read_all(const std::vector<std::string>& keys, runtime::TimePoint deadline, const std::string& what);
   // The key once its version differs from `known`, or nullopt when `deadline` passes first; then
-  // `last` holds the key as last read.
+  // `last` holds the key as last read. The requests may go on until `fail_at` (at least `deadline`
+  // and a grace): a wait that ends while etcd is restarting reads the key once etcd is back, rather
+  // than failing because its own window was shorter than the store's timeout.
   std::optional<Versioned> wait_for_change(const std::string& key, uint64_t known, runtime::TimePoint deadline,
-                                           const std::string& what, Versioned* last = nullptr);
+                                           const std::string& what, Versioned* last = nullptr,
+                                           runtime::TimePoint fail_at = runtime::TimePoint{});
   // Blocks until every key is present, up to timeout(); throws timed_out naming the missing ones.
   void wait_present(const std::vector<std::string>& keys, runtime::TimePoint deadline, const char* op);
 

@@ -557,8 +557,12 @@ void TcpCluster::accept_node() {
     p->timer.async_wait([p](const boost::system::error_code& e) {
       if (!e) p->socket.close();
     });
+    // Each read re-arms the next through `step`; only a pending read holds it (the function holds
+    // itself weakly: a strong self-reference was a cycle, leaked with every hand-started node).
     auto step = std::make_shared<std::function<void()>>();
-    *step = [this, p, step] {
+    *step = [this, p, weak = std::weak_ptr<std::function<void()>>(step)] {
+      const std::shared_ptr<std::function<void()>> step = weak.lock();
+      if (!step) return;
       p->socket.async_read_some(asio::buffer(p->buffer), [this, p, step](const boost::system::error_code& e, size_t n) {
         if (e) {
           // The node gave up half-way: it could not verify our proof of the secret (another

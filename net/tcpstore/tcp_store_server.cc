@@ -124,6 +124,12 @@ void TcpStoreServer::State::accept_loop() {
     const tcp::endpoint remote = socket->remote_endpoint(endpoint_error);
     const std::string peer =
         endpoint_error ? "an unknown peer" : remote.address().to_string() + ":" + std::to_string(remote.port());
+    std::optional<int64_t> peer_pid;
+    if (options.recorder && !endpoint_error) {
+      boost::system::error_code local_error;
+      const tcp::endpoint local = socket->local_endpoint(local_error);
+      if (!local_error) peer_pid = local_peer_pid(remote, local);
+    }
     auto stream = std::make_shared<FiberStream>(std::move(*socket), peer);
     if (connections.size() >= options.max_connections && !evict_one()) {
       refuse(*stream, "over the limit of " + std::to_string(options.max_connections) +
@@ -134,8 +140,12 @@ void TcpStoreServer::State::accept_loop() {
     const uint64_t id = next_id++;
     stream->count_queued_in(queued_total);
     connections.emplace(id, Connection{stream, ++tick});
+    if (options.recorder) options.recorder->connected(id, peer, peer_pid);
     stream->set_on_close([weak = weak_from_this(), id] {
-      if (auto self = weak.lock()) self->forget(id);
+      if (auto self = weak.lock()) {
+        if (self->options.recorder) self->options.recorder->closed(id);
+        self->forget(id);
+      }
     });
     spawner.spawn(scope, "tcpstore " + peer, [self = shared_from_this(), id, stream] { self->serve(id, stream); });
   }
@@ -154,6 +164,13 @@ void TcpStoreServer::State::serve(uint64_t id, const std::shared_ptr<FiberStream
       stream->consume(d.consumed);
       ++stats.queries;
       if (const auto c = connections.find(id); c != connections.end()) c->second.active = ++tick;
+      if (options.recorder) {
+        const StoreRecorder::Pending pending = options.recorder->begin(id, q, *table);
+        const bool served = handle(id, *stream, q);
+        options.recorder->end(pending, *table);
+        if (!served || stream->closed()) return;
+        continue;
+      }
       if (!handle(id, *stream, q) || stream->closed()) return;
     }
   } catch (const Error& e) {

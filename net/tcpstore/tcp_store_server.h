@@ -40,6 +40,7 @@
 
 #include "core/runtime/spawner.h"
 #include "core/store/key_value_table.h"
+#include "net/tcpstore/store_recorder.h"
 #include "net/tcpstore/tcp_store_protocol.h"
 
 namespace dagsim::net::tcpstore {
@@ -55,6 +56,8 @@ struct TcpStoreServerOptions {
   size_t max_total_queued_bytes = size_t{1} << 30;
   // One line per connection closed for bad input, and other things an operator should see.
   std::function<void(const std::string&)> log;
+  // When set, every connection and query is recorded (store_recorder.h; `dagsim store --record`).
+  std::shared_ptr<StoreRecorder> recorder;
 };
 
 struct TcpStoreServerStats {

@@ -80,6 +80,7 @@ struct StoreArgs {
   std::string host = "127.0.0.1";  // the address to listen on (0.0.0.0: every interface)
   uint16_t port = 0;               // 0: the OS picks
   size_t max_connections = 0;      // 0: as many as the file-descriptor limit allows
+  std::string record;              // --record FILE: every client operation, a JSON line each
 };
 // Serves the built-in store over PyTorch 1.13's TCPStore protocol until SIGTERM or SIGINT.
 int store_command(const StoreArgs& args);

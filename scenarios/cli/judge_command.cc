@@ -1,6 +1,8 @@
 // `dagsim judge DIR`: a run judged from its records alone (scenarios/run/records.h), with the
 // same code and the same report as `dagsim run`. Records gathered from several hosts are judged
-// the same way.
+// the same way. A directory holding a store's record (`dagsim store --record`, with the job's
+// job.json) is a rendezvous judged from the store's side: PyTorch's own agents or dagsim's
+// (scenarios/workloads/rendezvous/store_records.h).
 #include <iostream>
 
 #include "core/base/error.h"
@@ -9,10 +11,58 @@
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/run/records.h"
 #include "scenarios/run/runner.h"
+#include "scenarios/workloads/rendezvous/store_records.h"
 
 namespace dagsim::cli {
 
+namespace {
+
+int judge_store(const JudgeArgs& args) {
+  scenarios::StoreRecordsJudgement j;
+  try {
+    j = scenarios::judge_store_records(args.dir);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::invalid_records) throw;
+    std::cerr << "dagsim judge: " << e.detail() << "\n";
+    return kBadInput;
+  }
+  const bool passed = j.violations.empty();
+  if (args.json) {
+    nlohmann::json report = j.report;
+    report["passed"] = passed;
+    std::cout << report.dump(2) << "\n";
+  } else {
+    const nlohmann::json& r = j.report;
+    std::cout << "dagsim judge: rendezvous " << r["run_id"].get<std::string>() << " from its store's record (" << j.format
+              << " state), " << r["commits"] << " commits, " << r["agents"].size() << " agents, " << r["rounds"].size()
+              << " rounds completed\n";
+    for (const nlohmann::json& round : r["rounds"]) {
+      std::cout << "  round " << round["round"] << " completed at " << round["completed_ms"].get<double>() << " ms, world "
+                << round["world_size"];
+      for (const nlohmann::json& removed : round["removed"]) {
+        std::cout << "; " << removed["node"].get<std::string>() << "_" << removed["pid"] << " left at "
+                  << removed["at_ms"].get<double>() << " ms (" << removed["why"].get<std::string>()
+                  << (removed["process_alive"].get<bool>() ? ", its process alive" : "") << ")";
+      }
+      std::cout << "\n";
+    }
+    std::cout << "  not judged: " << r["not_judged"].get<std::string>() << "\n";
+    if (passed) std::cout << "invariants: PASS (S1-S7, S10, L1, L2, L5, L6 hold)\n";
+    for (const scenarios::Violation& v : j.violations) std::cout << "  violation " << scenarios::to_string(v) << "\n";
+    if (!passed) std::cout << "invariants: FAIL (" << j.violations.size() << " violations)\n";
+  }
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "dagsim judge: cannot write the report to standard output\n";
+    return kBadInput;
+  }
+  return passed ? kPassed : kCheckFailed;
+}
+
+}  // namespace
+
 int judge_command(const JudgeArgs& args) {
+  if (scenarios::is_store_records_dir(args.dir)) return judge_store(args);
   scenarios::RecordsDir dir;
   scenarios::Scenario scenario;
   try {

@@ -153,6 +153,8 @@ int main(int argc, char** argv) {
   store_cmd->add_option("--max-connections", store.max_connections,
                         "Connections served at once (default: the file-descriptor limit, raised to its hard "
                         "limit, less 64)");
+  store_cmd->add_option("--record", store.record,
+                        "Write every client operation to FILE, one JSON line each (docs/cli.md; dagsim judge reads it)");
 
   dagsim::cli::LaunchArgs launch;
   CLI::App* launch_cmd = app.add_subcommand(

@@ -2,7 +2,8 @@
 // (net/tcpstore/tcp_store_server.h) until SIGTERM or SIGINT, so PyTorch processes
 // (torch.distributed.TCPStore(host, port, is_master=False)) and dagsim ones share one store. The
 // bound port goes to standard output alone on the first line (with --port 0 the OS picks it), for
-// scripts to read; everything else goes to standard error. Exit 0 after a signal, 2 when it cannot
+// scripts to read; everything else goes to standard error. --record FILE writes every client
+// operation as a JSON line (net/tcpstore/store_recorder.h), for `dagsim judge`. Exit 0 after a signal, 2 when it cannot
 // listen (naming the address and why) or --max-connections is past the file-descriptor limit.
 #include <boost/asio/ip/tcp.hpp>
 
@@ -86,6 +87,15 @@ int store_command(const StoreArgs& args) {
   }
   net::tcpstore::TcpStoreServerOptions options;
   options.max_connections = *max_connections;
+  if (!args.record.empty()) {
+    try {
+      options.recorder = std::make_shared<net::tcpstore::StoreRecorder>(args.record);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::invalid_argument) throw;
+      std::cerr << "dagsim store: " << e.detail() << "\n";
+      return kBadInput;
+    }
+  }
   options.log = [](const std::string& line) { std::cerr << "dagsim store: " << line << "\n"; };
   net::tcpstore::TcpStoreServer server(host.io(), host.spawner(), std::move(acceptor),
                                        std::make_shared<store::KeyValueTable>(), options);
@@ -102,6 +112,13 @@ int store_command(const StoreArgs& args) {
   server.close();
   std::cerr << "dagsim store: stopped after " << stats.accepted << " connections, " << stats.queries << " queries, "
             << stats.refused << " refused\n";
+  if (options.recorder) {
+    options.recorder->stop();
+    if (!options.recorder->error().empty()) {
+      std::cerr << "dagsim store: " << options.recorder->error() << "\n";
+      return kBadInput;
+    }
+  }
   return kPassed;
 }
 

@@ -80,9 +80,9 @@ CheckResult RendezvousJudge::expect_error(const CheckSpec& spec) const {
   return {spec.kind, false, problems.substr(0, problems.size() - 2)};
 }
 
-nlohmann::json RendezvousJudge::results(const ReportOptions&) const {
+nlohmann::json completed_rounds(const RendezvousHistory& history) {
   nlohmann::json rounds = nlohmann::json::array();
-  for (const StoreLife& life : history_.store) {
+  for (const StoreLife& life : history.store) {
     const Commit* prev = nullptr;
     for (const Commit& c : life.commits) {
       if (!c.state) {
@@ -105,7 +105,7 @@ nlohmann::json RendezvousJudge::results(const ReportOptions&) const {
           rounds.back()["store_life"].get<uint32_t>() == life.incarnation &&
           prev->state->round == rounds.back()["round"].get<uint64_t>()) {
         const std::set<NodeDesc> after = listed(s);
-        const auto [writer, write] = history_.writer_of(c);
+        const auto [writer, write] = history.writer_of(c);
         for (const auto& [node, rank] : prev->state->participants) {
           if (after.contains(node)) continue;
           nlohmann::json r = node_json(node);
@@ -117,6 +117,11 @@ nlohmann::json RendezvousJudge::results(const ReportOptions&) const {
       prev = &c;
     }
   }
+  return rounds;
+}
+
+nlohmann::json RendezvousJudge::results(const ReportOptions&) const {
+  const nlohmann::json rounds = completed_rounds(history_);
   nlohmann::json agents = nlohmann::json::array();
   for (const AgentLife& a : history_.agents) {
     nlohmann::json calls = nlohmann::json::array();

@@ -16,6 +16,11 @@
 
 namespace dagsim::scenarios {
 
+// Each round that completed, in store order: its store life, round, completion time, world size
+// and members with their ranks, and who left it, when and why ("exit": its own op; "expired":
+// another node removed it; "unknown": no recorded writer).
+nlohmann::json completed_rounds(const RendezvousHistory& history);
+
 class RendezvousJudge final : public Judge {
  public:
   RendezvousJudge(const Scenario& scenario, const RunRecords& records);

@@ -156,7 +156,10 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
         conn_pid[r.at("conn").get<uint64_t>()] = r.at("pid").is_null() ? std::nullopt : std::optional(r.at("pid").get<int64_t>());
         continue;
       }
-      if (!r.contains("key") || r.at("key").get<std::string>() != key) continue;
+      // PyTorch's clients put "/" before every key on the wire (its PrefixStore); dagsim's do too.
+      if (!r.contains("key")) continue;
+      const std::string k = r.at("key").get<std::string>();
+      if (k != key && k != "/" + key) continue;
       const uint64_t conn = r.at("conn").get<uint64_t>();
       const auto pid = conn_pid.find(conn);
       if (pid == conn_pid.end()) throw errors::invalid_records(at("connection " + std::to_string(conn) + " never connected"));
@@ -342,6 +345,9 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
                 {"faults", faults},
                 {"rounds", rounds},
                 {"first_formation_ms", first_formation ? nlohmann::json(*first_formation) : nlohmann::json()},
+                // The first write of the key: when the first agent began (PyTorch's import time is before it).
+                {"first_commit_ms", out.history.store[0].commits.empty() ? nlohmann::json()
+                                                                         : nlohmann::json(ms(out.history.store[0].commits[0].t))},
                 {"reformations", reformations},
                 {"live_expired", live_expired},
                 {"unattributed_connections", out.unattributed_connections},

@@ -1,6 +1,9 @@
 // ElasticAgent (elastic_agent.h): PyTorch's _invoke_run loop over a worker group in a CancelScope.
 #include "core/elastic/elastic_agent.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "core/base/assert.h"
 
 namespace dagsim::elastic {
@@ -239,9 +242,14 @@ AgentResult ElasticAgent::run() {
     const WorkerState end = state_;
     stop_workers();
     if (end == WorkerState::succeeded || end == WorkerState::failed) state_ = end;
+    // PyTorch records the run's metrics when _invoke_run returns a result: success, or failure
+    // with the restarts spent. Its rendezvous errors raise past them.
+    if (outcome == AgentOutcome::succeeded) record_metrics(false);
+    if (outcome == AgentOutcome::failed && error && error->code() == ErrorCode::worker_group_failed) record_metrics(true);
     result.outcome = outcome;
     result.error = std::move(error);
     result.rounds = rounds_;
+    result.metrics = metrics_;
     return result;
   };
   // A failed group restarts while restarts remain (counted); then the job fails.
@@ -270,6 +278,10 @@ AgentResult ElasticAgent::run() {
       Group& group = *group_;
       const rendezvous::RendezvousInfo info = group.spec.info;
       WorkerGroupStatus status = group.workers->poll();
+      put_metric("workers." + options_.role + ".remaining_restarts", remaining_);
+      std::string state = worker_state_name(status.state);
+      std::transform(state.begin(), state.end(), state.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      put_metric("workers." + options_.role + "." + state, 1);
       switch (status.state) {
         case WorkerState::succeeded: {
           state_ = WorkerState::succeeded;
@@ -325,6 +337,25 @@ AgentResult ElasticAgent::run() {
                                                                                    : AgentOutcome::failed;
     return finish(outcome, e);
   }
+}
+
+void ElasticAgent::put_metric(const std::string& name, int64_t value) {
+  metrics_[name] = value;
+  if (metric_listener_) metric_listener_(name, value);
+}
+
+void ElasticAgent::record_metrics(bool failed) {
+  const std::string prefix = "workers." + options_.role + ".";
+  // PyTorch's _record_flakiness_metric, in its float arithmetic, truncated as int() truncates.
+  const double flakiness =
+      failed ? 100.0 : 100.0 - 100.0 * (static_cast<double>(remaining_) + 1) / (static_cast<double>(options_.max_restarts) + 1);
+  put_metric(prefix + "flakiness", static_cast<int64_t>(flakiness));
+  const bool restarted = remaining_ != options_.max_restarts;
+  put_metric(prefix + "run_total", 1);
+  put_metric(prefix + "run_success_with_retries", !failed && restarted ? 1 : 0);
+  put_metric(prefix + "run_success_no_retries", !failed && !restarted ? 1 : 0);
+  put_metric(prefix + "run_failed_with_retries", failed && restarted ? 1 : 0);
+  put_metric(prefix + "run_failed_no_retries", failed && !restarted ? 1 : 0);
 }
 
 std::string ElasticAgent::round_lost(const rendezvous::RendezvousInfo& info) const {

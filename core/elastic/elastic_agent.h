@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,8 @@ struct AgentResult {
   uint32_t restarts = 0;       // counted ones (worker failures), as PyTorch's remaining_restarts
   uint32_t rounds = 0;         // worker groups started
   bool barrier_timed_out = false;
+  // PyTorch's put_metric values, the last of each name (see set_metric_listener).
+  std::map<std::string, int64_t> metrics;
 };
 
 // What the agent did, for records and traces, in order.
@@ -107,6 +110,16 @@ class ElasticAgent {
   ElasticAgent& operator=(const ElasticAgent&) = delete;
 
   void set_listener(std::function<void(const AgentEvent&)> listener) { listener_ = std::move(listener); }
+  // Each metric as PyTorch's agent puts it (put_metric(name, value)), in order: every monitor tick
+  // "workers.<role>.remaining_restarts" and "workers.<role>.<state>" (1, the state's name in lower
+  // case); when a group run ends in success or in failure with the restarts spent (PyTorch's
+  // _record_metrics), "workers.<role>.flakiness" (100 on failure, else
+  // 100 - 100 * (remaining + 1) / (max_restarts + 1), truncated), "run_total" (1) and the four
+  // outcome flags run_{success,failed}_{with,no}_retries (1 for the one that holds, 0 for the
+  // others). A rendezvous error or a closed job records none, as PyTorch's raise does.
+  void set_metric_listener(std::function<void(const std::string&, int64_t)> listener) {
+    metric_listener_ = std::move(listener);
+  }
 
   // PyTorch's run(). Blocks the calling fiber; a cancelled caller (SIGTERM: its scope cancelled)
   // unwinds from it with its worker group stopped.
@@ -136,6 +149,8 @@ class ElasticAgent {
   // The store-based barrier of the round's group (PyTorch's _exit_barrier); false on time-out.
   bool exit_barrier(const rendezvous::RendezvousInfo& info, std::string& detail);
   void emit(AgentEvent event);
+  void put_metric(const std::string& name, int64_t value);
+  void record_metrics(bool failed);
   // Why the group's round is gone from the last synced state ("" while it is there).
   std::string round_lost(const rendezvous::RendezvousInfo& info) const;
   // Which member of the group has been missing from the synced state for longer than the
@@ -149,6 +164,8 @@ class ElasticAgent {
   const ElasticAgentOptions options_;
   WorkerGroupFactory workers_;
   std::function<void(const AgentEvent&)> listener_;
+  std::function<void(const std::string&, int64_t)> metric_listener_;
+  std::map<std::string, int64_t> metrics_;
   uint32_t remaining_;
   uint32_t rounds_ = 0;
   WorkerState state_ = WorkerState::init;

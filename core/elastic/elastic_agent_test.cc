@@ -175,5 +175,74 @@ TEST_F(ElasticAgentTest, AGroupWhoseMemberDiedFailsWithoutReRendezvousOnExpiry) 
   EXPECT_EQ(agent(1).remaining_restarts(), 0u);
 }
 
+// PyTorch's SimpleElasticAgentTest.test_record_metrics_{success,failed}_{no,with}_retries,
+// test_record_flakiness_metric{,_zero_restarts,_user_exception} and test_invoke_run's "metrics
+// recorded once": each run of one agent ends with the outcome's metrics, put once each, and
+// flakiness by PyTorch's formula, 100 - 100 * (remaining + 1) / (max_restarts + 1).
+class AgentMetrics : public ElasticAgentTest {
+ protected:
+  // One agent alone (min = max = 1); its worker fails its first `failures` groups, then returns.
+  std::map<std::string, int64_t> run_one(uint32_t max_restarts, int failures) {
+    start(1, job(1, 1));
+    agent_at(1, at(0ms), {.max_restarts = max_restarts, .monitor_interval = 100ms, .exit_barrier_timeout = 2s},
+             [this, failures](const WorkerGroupSpec&) {
+               if (groups_++ < failures) throw errors::invalid_argument("boom");
+             });
+    agent(1).set_metric_listener([this](const std::string& name, int64_t) { ++puts_[name]; });
+    run_until(at(30s));
+    EXPECT_TRUE(run_result(1).has_value());
+    return run_result(1) ? run_result(1)->metrics : std::map<std::string, int64_t>{};
+  }
+  // The run's outcome metrics, in PyTorch's order.
+  static std::vector<int64_t> outcome(const std::map<std::string, int64_t>& m) {
+    return {m.at("workers.default.run_success_with_retries"), m.at("workers.default.run_success_no_retries"),
+            m.at("workers.default.run_failed_with_retries"), m.at("workers.default.run_failed_no_retries")};
+  }
+  int groups_ = 0;
+  std::map<std::string, int> puts_;
+};
+
+TEST_F(AgentMetrics, SuccessWithNoRetries) {
+  const auto m = run_one(3, 0);
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::succeeded);
+  EXPECT_EQ(outcome(m), (std::vector<int64_t>{0, 1, 0, 0}));
+  EXPECT_EQ(m.at("workers.default.flakiness"), 0) << "test_record_flakiness_metric_zero_restarts";
+  EXPECT_EQ(m.at("workers.default.run_total"), 1);
+  EXPECT_EQ(m.at("workers.default.remaining_restarts"), 3);
+  EXPECT_EQ(m.at("workers.default.succeeded"), 1) << "the monitor tick that saw the group succeed";
+  EXPECT_EQ(puts_["workers.default.run_total"], 1) << "recorded once per run (test_invoke_run)";
+  EXPECT_EQ(puts_["workers.default.flakiness"], 1);
+}
+
+TEST_F(AgentMetrics, SuccessWithRetries) {
+  const auto m = run_one(3, 1);
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::succeeded);
+  EXPECT_EQ(outcome(m), (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(m.at("workers.default.flakiness"), 25) << "100 - 100 * (2 + 1) / (3 + 1)";
+  EXPECT_EQ(m.at("workers.default.failed"), 1) << "the tick that saw the first group fail";
+}
+
+TEST_F(AgentMetrics, FailedWithRetries) {
+  const auto m = run_one(2, 100);
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::failed);
+  EXPECT_EQ(outcome(m), (std::vector<int64_t>{0, 0, 1, 0}));
+  EXPECT_EQ(m.at("workers.default.flakiness"), 100) << "test_record_flakiness_metric_user_exception";
+  EXPECT_EQ(m.at("workers.default.remaining_restarts"), 0);
+}
+
+TEST_F(AgentMetrics, FailedWithNoRetries) {
+  const auto m = run_one(0, 100);
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::failed);
+  EXPECT_EQ(outcome(m), (std::vector<int64_t>{0, 0, 0, 1}));
+  EXPECT_EQ(m.at("workers.default.flakiness"), 100);
+}
+
+// test_record_flakiness_metric: a partial spend of the restarts, in between.
+TEST_F(AgentMetrics, FlakinessGrowsWithTheRestartsSpent) {
+  const auto m = run_one(7, 4);
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::succeeded);
+  EXPECT_EQ(m.at("workers.default.flakiness"), 50) << "100 - 100 * (3 + 1) / (7 + 1)";
+}
+
 }  // namespace
 }  // namespace dagsim::elastic

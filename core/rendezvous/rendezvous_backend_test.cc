@@ -12,6 +12,7 @@
 #include "core/base/throws_error_test_util.h"
 #include "core/fibers/local_runtime.h"
 #include "core/rendezvous/rendezvous_test_util.h"
+#include "core/rendezvous/rendezvous_executor.h"
 #include "core/rendezvous/rendezvous_ops.h"
 #include "core/rendezvous/rendezvous_state_holder.h"
 #include "core/store/store_client.h"
@@ -206,6 +207,66 @@ TEST_F(BackendTest, EachSyncSanitizesStrictlyReportsTheDeadAndTheEpilogueAdvance
     EXPECT_EQ(other->state().round, round + 1) << "the last participant gone: the round advances";
     // Local until written: the store still holds the old round.
     EXPECT_EQ(backend(3).get_state()->state->round, round);
+  });
+}
+
+// PyTorch: BackendRendezvousStateHolderTest.test_init_initializes_state_holder. A holder starts
+// with an empty, clean state and touches nothing until its first sync.
+TEST_F(BackendTest, ANewHolderHoldsAnEmptyCleanStateAndHasReadNothing) {
+  auto h = holder(1);
+  rt_.run_on(1, [] {});  // the nodes' fibers start (and the holder is left alone)
+  EXPECT_EQ(h->state(), RendezvousState{});
+  EXPECT_EQ(h->token(), 0u);
+  EXPECT_FALSE(h->dirty());
+  const RendezvousSettings& got = h->settings();
+  EXPECT_EQ(got.run_id, settings_.run_id);
+  EXPECT_EQ(got.min_nodes, settings_.min_nodes);
+  EXPECT_EQ(got.max_nodes, settings_.max_nodes);
+  EXPECT_EQ(got.expiry(), settings_.expiry());
+  EXPECT_EQ(got.timeout.join, settings_.timeout.join);
+  EXPECT_EQ(h->store_syncs(), 0u);
+  EXPECT_EQ(h->cached_syncs(), 0u);
+  EXPECT_EQ(backend(1).decodes(), 0u);
+}
+
+// What the recording op below was given, each call.
+struct OpCall {
+  RendezvousState state;
+  NodeDesc node;
+  const RendezvousSettings* settings = nullptr;
+  ClockReading clock;
+  TimePoint deadline;
+};
+std::vector<OpCall> op_calls;
+Action recording_op(const RendezvousState& state, const NodeDesc& node, const RendezvousSettings& settings,
+                    ClockReading clock, TimePoint deadline) {
+  op_calls.push_back({state, node, &settings, clock, deadline});
+  return Action::finish;
+}
+
+// PyTorch: DistributedRendezvousOpExecutorTest.test_run_passes_expected_context_and_deadline_to_state_handler.
+// The op decides on the state just synced, for the executor's node, with the holder's settings,
+// both clocks read at the decision, and the deadline run() was given.
+TEST_F(BackendTest, TheExecutorGivesTheOpTheSyncedStateNodeSettingsClocksAndDeadline) {
+  auto h1 = holder(1, Duration::zero());
+  auto h2 = holder(2);
+  RendezvousExecutor executor(*h1, backend(1), nd("a"), rt_.env(1));
+  op_calls.clear();
+  rt_.run_on(1, [&] {
+    h2->sync();
+    h2->update(apply(h2->state(), Action::add_to_participants, nd("b"), settings_, rt_.env(2).clock.wall_now()));
+    ASSERT_EQ(h2->sync(), std::optional<bool>(true));
+    rt_.env(1).clock.sleep(3s);
+    const TimePoint deadline = rt_.env(1).clock.now() + 7s;
+    executor.run(recording_op, "recording", deadline);
+    ASSERT_EQ(op_calls.size(), 1u);
+    const OpCall& call = op_calls[0];
+    EXPECT_EQ(call.state, h2->state());
+    EXPECT_EQ(call.node, nd("a"));
+    EXPECT_EQ(call.settings, &h1->settings()) << "the holder's settings, as PyTorch's ctx.settings";
+    EXPECT_EQ(call.clock.now, rt_.env(1).clock.now());
+    EXPECT_EQ(call.clock.wall_now, rt_.env(1).clock.wall_now());
+    EXPECT_EQ(call.deadline, deadline);
   });
 }
 

@@ -111,5 +111,172 @@ TEST_F(HandlerErrors, ADroppedHandlerStopsItsKeepAlive) {
   EXPECT_TRUE(rt_.failures().empty()) << rt_.failures().front().what;
 }
 
+// A store that answers, but slowly: each call waits `delay` on the caller's clock, then goes to
+// the real store, or throws `failure` when one is set. PyTorch's tests patch the state holder's
+// sync to sleep or raise; this does the same one level down.
+class SlowStore final : public store::Store {
+ public:
+  SlowStore(store::Store& inner, runtime::Clock& clock) : inner_(inner), clock_(clock) { set_timeout(inner.timeout()); }
+  Duration delay{0};
+  std::optional<Error> failure;
+
+  void set(const std::string& k, store::Bytes v) override { slow(), inner_.set(k, std::move(v)); }
+  store::Bytes get(const std::string& k) override { return slow(), inner_.get(k); }
+  store::Bytes compare_set(const std::string& k, const store::Bytes& e, store::Bytes d) override {
+    return slow(), inner_.compare_set(k, e, std::move(d));
+  }
+  int64_t add(const std::string& k, int64_t d) override { return slow(), inner_.add(k, d); }
+  void wait(const std::vector<std::string>& ks) override { slow(), inner_.wait(ks); }
+  bool check(const std::vector<std::string>& ks) override { return slow(), inner_.check(ks); }
+  bool delete_key(const std::string& k) override { return slow(), inner_.delete_key(k); }
+  int64_t num_keys() override { return slow(), inner_.num_keys(); }
+  std::vector<store::Bytes> multi_get(const std::vector<std::string>& ks) override { return slow(), inner_.multi_get(ks); }
+  void multi_set(const std::vector<std::string>& ks, std::vector<store::Bytes> vs) override {
+    slow(), inner_.multi_set(ks, std::move(vs));
+  }
+  store::Versioned get_versioned(const std::string& k) override { return slow(), inner_.get_versioned(k); }
+  store::CasOutcome compare_set_version(const std::string& k, uint64_t v, store::Bytes d) override {
+    return slow(), inner_.compare_set_version(k, v, std::move(d));
+  }
+  store::Versioned watch(const std::string& k, uint64_t v) override { return slow(), inner_.watch(k, v); }
+  store::Versioned watch_at_most(const std::string& k, uint64_t v, Duration t) override {
+    return slow(), inner_.watch_at_most(k, v, t);
+  }
+
+ private:
+  void slow() {
+    if (delay > Duration::zero()) clock_.sleep(delay);
+    if (failure) throw *failure;
+  }
+  store::Store& inner_;
+  runtime::Clock& clock_;
+};
+
+// test_set_closed_respects_the_requested_timeout: a store slower than the close timeout makes
+// set_closed fail with a timeout, promptly, and leaves the rendezvous open.
+TEST_F(HandlerErrors, SetClosedRespectsTheRequestedTimeout) {
+  RendezvousSettings settings = job(1, 2);
+  settings.timeout.close = 1s;
+  start(1, settings);
+  SlowStore slow(*clients_[0], rt_.env(1).clock);
+  slow.delay = 2s;
+  RendezvousHandler closer(rt_.env(1), slow, settings, NodeDesc{"worker1", 0, 1});
+  std::optional<ErrorCode> error;
+  std::string what;
+  std::optional<TimePoint> returned_at;
+  call_at(1, at(0ms), [&] {
+    try {
+      closer.set_closed();
+    } catch (...) {
+      returned_at = rt_.now();
+      throw;
+    }
+  }, error, what);
+  (void)rt_.run(at(20s));  // idle once the call failed: nothing else runs
+  ASSERT_TRUE(returned_at.has_value());
+  EXPECT_LE(*returned_at, at(2s + 10ms)) << "one slow sync past the deadline, then the timeout";
+  EXPECT_EQ(error, ErrorCode::rendezvous_timeout) << what;
+  EXPECT_NE(what.find("close op"), std::string::npos) << what;
+  bool closed = true;
+  at_time(1, at(21s), [&] { closed = handler(1).is_closed(); });
+  (void)rt_.run(at(22s));
+  EXPECT_FALSE(closed) << "the close never landed";
+}
+
+// test_keep_alive_respects_the_requested_timeout: a beat slower than the heartbeat timeout times
+// out and is counted as failed; the keep-alive goes on, and beats again once the store is fast.
+TEST_F(HandlerErrors, TheKeepAliveRespectsTheRequestedTimeout) {
+  RendezvousSettings settings = job(1, 1);
+  settings.timeout.heartbeat = 1s;
+  settings.keep_alive_interval = 2s;
+  settings.keep_alive_max_attempt = 100;
+  start(1, settings);
+  SlowStore slow(*clients_[0], rt_.env(1).clock);
+  RendezvousHandler beating(rt_.env(1), slow, settings, NodeDesc{"worker1", 0, 1});
+  std::optional<RendezvousInfo> info;
+  at_time(1, at(0ms), [&] { info = beating.next_rendezvous(); });
+  run_until(at(1s));
+  ASSERT_TRUE(info.has_value());
+  slow.delay = 3s;  // past the heartbeat timeout
+  run_until(at(20s));
+  EXPECT_GE(beating.keep_alive_failures(), 2u) << "each slow beat timed out";
+  const uint64_t beats = beating.keep_alives();
+  slow.delay = Duration::zero();
+  run_until(at(40s));
+  EXPECT_GT(beating.keep_alives(), beats) << "it beats again once the store answers in time";
+  at_time(1, at(41s), [&] { (void)beating.shutdown(); });
+  (void)rt_.run(at(45s));  // idle after the shutdown
+}
+
+// test_shutdown_records_and_raises_exceptions: an error that is not the rendezvous's (here a bug
+// of the store's own, not a failure to reach it) comes out of shutdown as it is; a rendezvous error
+// is a false (ShutdownReturnsFalseIfTheRendezvousCannotBeLeft).
+TEST_F(HandlerErrors, ShutdownRaisesAnErrorThatIsNotTheRendezvouss) {
+  start(1, job(1, 1));
+  SlowStore failing(*clients_[0], rt_.env(1).clock);
+  RendezvousHandler h(rt_.env(1), failing, job(1, 1), NodeDesc{"worker1", 0, 1});
+  std::optional<RendezvousInfo> info;
+  at_time(1, at(0ms), [&] { info = h.next_rendezvous(); });
+  run_until(at(1s));
+  ASSERT_TRUE(info.has_value());
+  failing.failure = errors::invalid_argument("the store's own bug");
+  std::optional<ErrorCode> error;
+  std::string what;
+  call_at(1, at(2s), [&] { (void)h.shutdown(); }, error, what);
+  (void)rt_.run(at(5s));  // idle once shutdown threw
+  EXPECT_EQ(error, ErrorCode::invalid_argument) << what;
+  EXPECT_NE(what.find("the store's own bug"), std::string::npos) << what;
+}
+
+// test_shutdown_can_be_called_multiple_times (differs: dagsim's shutdown leaves, it does not
+// close; see "Where dagsim differs"): a second shutdown is harmless, and the rendezvous stays open
+// for the others.
+TEST_F(HandlerErrors, ShutdownTwiceLeavesOnceAndNeverCloses) {
+  start(2, job(1, 2));
+  join_at(1, at(0ms));
+  join_at(2, at(0ms));
+  std::vector<bool> answers;
+  bool closed = true;
+  at_time(1, at(40s), [&] {
+    answers.push_back(handler(1).shutdown());
+    answers.push_back(handler(1).shutdown());
+    (void)handler(2).num_nodes_waiting();  // a fresh read (is_closed may answer from its cache)
+    closed = handler(2).last_state().closed;
+  });
+  run_until(at(45s));
+  ASSERT_TRUE(result(1).info.has_value()) << result(1).what;
+  EXPECT_EQ(answers, (std::vector<bool>{true, true}));
+  EXPECT_FALSE(closed);
+  EXPECT_FALSE(handler(2).last_state().participants.contains(handler(1).node())) << "it left";
+}
+
+// test_next_rendezvous_respects_the_requested_timeout: with a slow store and a round that cannot
+// complete (min 2, one node), next_rendezvous fails with a timeout within its join timeout, the
+// rollback and one slow call; it never hangs on the slowness.
+TEST_F(HandlerErrors, NextRendezvousRespectsTheRequestedTimeoutOnASlowStore) {
+  RendezvousSettings settings = job(2, 2);
+  settings.timeout.join = 2s;
+  start(1, settings);
+  SlowStore slow(*clients_[0], rt_.env(1).clock);
+  slow.delay = 500ms;
+  RendezvousHandler joiner(rt_.env(1), slow, settings, NodeDesc{"worker1", 0, 1});
+  std::optional<ErrorCode> error;
+  std::string what;
+  std::optional<TimePoint> returned_at;
+  call_at(1, at(0ms), [&] {
+    try {
+      (void)joiner.next_rendezvous();
+    } catch (...) {
+      returned_at = rt_.now();
+      throw;
+    }
+  }, error, what);
+  (void)rt_.run(at(30s));  // idle once the join failed
+  EXPECT_EQ(error, ErrorCode::rendezvous_timeout) << what;
+  ASSERT_TRUE(returned_at.has_value());
+  EXPECT_GE(*returned_at, at(2s));
+  EXPECT_LE(*returned_at, at(2s) + kRollbackPeriod + 1s) << "the join timeout, the rollback and one slow call at most";
+}
+
 }  // namespace
 }  // namespace dagsim::rendezvous

@@ -57,6 +57,12 @@ TEST(LaunchPlan, NnodesNprocAndTheEndpointsDefaultPorts) {
   LaunchPlan plan = plan_launch(args, 6);
   EXPECT_EQ(plan.settings.min_nodes, 2u);
   EXPECT_EQ(plan.settings.max_nodes, 4u);
+  args.nnodes = "2:20";  // run_test.py's test_min_max_nodes_parse: "1", "2:20"
+  EXPECT_EQ(plan_launch(args, 6).settings.max_nodes, 20u);
+  args.nnodes = "1";
+  EXPECT_EQ(plan_launch(args, 6).settings.min_nodes, 1u);
+  EXPECT_EQ(plan_launch(args, 6).settings.max_nodes, 1u);
+  args.nnodes = "2:4";
   EXPECT_EQ(plan.agent.local_world_size, 6u);
   EXPECT_EQ(plan.target.endpoint.port, 29400) << "torchrun's default c10d port";
   args.rdzv_backend = "etcd-v2";
@@ -137,6 +143,7 @@ TEST(LaunchPlan, EveryBadValueIsRefusedNamingItsFlag) {
   refused([](cli::LaunchArgs& a) { a.nnodes = "4:2"; }, "--nnodes \"4:2\"");
   refused([](cli::LaunchArgs& a) { a.nnodes = "0"; }, "--nnodes");
   refused([](cli::LaunchArgs& a) { a.nnodes = "two"; }, "--nnodes");
+  refused([](cli::LaunchArgs& a) { a.nnodes = "2:20:30"; }, "--nnodes \"2:20:30\"");  // run_test.py's min_max parse
   refused([](cli::LaunchArgs& a) { a.nproc_per_node = "0"; }, "--nproc_per_node");
   refused([](cli::LaunchArgs& a) { a.nproc_per_node = "gpu"; }, "no GPUs");
   refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "--rdzv_backend \"static\": The rendezvous backend 'static'");

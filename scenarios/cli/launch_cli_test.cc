@@ -1,0 +1,257 @@
+// `dagsim launch` run as a user runs torchrun: PyTorch 1.13's run_test.py (ElasticLaunchTest), ported
+// by name onto real `dagsim launch` processes with shell-script workers (--no_python), so no torch
+// is needed. Each worker writes the variables torchrun's contract gives it to a file named by its
+// RANK; the tests read them back. docs/elastic_parity.md maps every run_test.py test.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <map>
+#include <set>
+
+#include "net/etcd/etcd_process.h"
+#include "scenarios/cli/cli_test_util.h"
+
+namespace dagsim::cli {
+namespace {
+
+using namespace testing;
+
+// A worker: writes "NAME=VALUE" lines of its contract to OUT/rank_<RANK>, then exits with the code
+// FAIL_RANK_<RANK> names (0 if unset), as a failing training script would.
+const fs::path& worker_script() {
+  static const fs::path path = [] {
+    const fs::path p = temp_dir() / "worker.sh";
+    std::ofstream(p) << "#!/bin/sh\n"
+                        "out=\"$1\"\n"
+                        "for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE ROLE_NAME "
+                        "TORCHELASTIC_RUN_ID TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS MASTER_ADDR; do\n"
+                        "  eval \"echo $v=\\$$v\"\n"
+                        "done > \"$out/rank_$RANK\"\n"
+                        "eval \"code=\\${FAIL_RANK_$RANK:-0}\"\n"
+                        "exit $code\n";
+    fs::permissions(p, fs::perms::owner_all);
+    return p;
+  }();
+  return path;
+}
+
+uint16_t free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// One `dagsim launch` process, started with extra environment variables and its own stderr file.
+class Launch {
+ public:
+  Launch(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
+    static int counter = 0;
+    err_ = temp_dir() / ("launch_" + std::to_string(++counter) + ".err");
+    args.insert(args.begin(), {DAGSIM_BINARY, "launch"});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> envs;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string_view(*e).starts_with("PET_")) continue;  // only what a test sets
+      envs.emplace_back(*e);
+    }
+    for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
+    std::vector<char*> envp;
+    for (std::string& e : envs) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    EXPECT_EQ(posix_spawn(&pid_, DAGSIM_BINARY, &actions, nullptr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Launch() {
+    if (pid_ > 0 && code_ < 0) {
+      ::kill(pid_, SIGKILL);
+      (void)wait();
+    }
+  }
+  int wait() {
+    if (code_ < 0) {
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      code_ = exit_code_of(status);
+    }
+    return code_;
+  }
+  std::string err() const { return slurp(err_); }
+
+ private:
+  pid_t pid_ = -1;
+  int code_ = -1;
+  fs::path err_;
+};
+
+class LaunchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    out_ = temp_dir() / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::create_directories(out_);
+  }
+  // What each rank wrote: RANK -> (NAME -> VALUE).
+  std::map<int, std::map<std::string, std::string>> ranks() const {
+    std::map<int, std::map<std::string, std::string>> out;
+    for (const auto& entry : fs::directory_iterator(out_)) {
+      const std::string name = entry.path().filename().string();
+      if (!name.starts_with("rank_")) continue;
+      std::istringstream lines(slurp(entry.path()));
+      std::map<std::string, std::string> vars;
+      for (std::string line; std::getline(lines, line);) {
+        const size_t eq = line.find('=');
+        if (eq != std::string::npos) vars[line.substr(0, eq)] = line.substr(eq + 1);
+      }
+      out[std::stoi(name.substr(5))] = vars;
+    }
+    return out;
+  }
+  std::vector<std::string> worker() const { return {"--no_python", worker_script().string(), out_.string()}; }
+  std::vector<std::string> with(std::vector<std::string> flags) const {
+    for (const std::string& w : worker()) flags.push_back(w);
+    return flags;
+  }
+  // Flags for a c10d rendezvous on `port` (this agent hosts the store when is_host).
+  static std::vector<std::string> c10d(uint16_t port, bool is_host, const std::string& extra = "") {
+    return {"--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:" + std::to_string(port), "--rdzv_id", "job",
+            "--rdzv_conf", std::string("is_host=") + (is_host ? "true" : "false") + (extra.empty() ? "" : "," + extra),
+            "--monitor_interval", "0.2"};
+  }
+
+  fs::path out_;
+};
+
+// test_launch_user_script_bash: --no_python runs the command itself, one process per local rank;
+// with --module too it is refused before anything starts. test_is_torchelastic_launched: the
+// workers see TORCHELASTIC_RUN_ID (what torch.distributed.is_torchelastic_launched() reads).
+TEST_F(LaunchCli, UserScriptBashRunsEachWorkerWithItsRank) {
+  Launch launch(with({"--standalone", "--nproc_per_node", "4", "--monitor_interval", "0.2"}));
+  ASSERT_EQ(launch.wait(), 0) << launch.err();
+  const auto r = ranks();
+  ASSERT_EQ(r.size(), 4u) << launch.err();
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(r.at(rank).at("LOCAL_RANK"), std::to_string(rank));
+    EXPECT_EQ(r.at(rank).at("WORLD_SIZE"), "4");
+    EXPECT_EQ(r.at(rank).at("LOCAL_WORLD_SIZE"), "4");
+    EXPECT_EQ(r.at(rank).at("TORCHELASTIC_RESTART_COUNT"), "0");
+    EXPECT_EQ(r.at(rank).at("TORCHELASTIC_RUN_ID").size(), 32u) << "--standalone's fresh run id";
+  }
+  Launch refused(with({"--standalone", "--module", "--monitor_interval", "0.2"}));
+  EXPECT_EQ(refused.wait(), 2);
+  EXPECT_NE(refused.err().find("--no_python and --module"), std::string::npos) << refused.err();
+}
+
+// test_launch_user_script_default_nproc: one worker unless told otherwise.
+TEST_F(LaunchCli, DefaultNprocIsOne) {
+  Launch launch(with({"--standalone", "--monitor_interval", "0.2"}));
+  ASSERT_EQ(launch.wait(), 0) << launch.err();
+  const auto r = ranks();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r.at(0).at("WORLD_SIZE"), "1");
+}
+
+// test_launch_with_env_vars: PET_<FLAG> stands for each flag.
+TEST_F(LaunchCli, PetVariablesStandForFlags) {
+  const uint16_t port = free_port();
+  Launch launch(worker(), {{"PET_NNODES", "1"},
+                           {"PET_NPROC_PER_NODE", "3"},
+                           {"PET_RDZV_BACKEND", "c10d"},
+                           {"PET_RDZV_ENDPOINT", "127.0.0.1:" + std::to_string(port)},
+                           {"PET_RDZV_ID", "petjob"},
+                           {"PET_RDZV_CONF", "is_host=true"},
+                           {"PET_MAX_RESTARTS", "2"},
+                           {"PET_MONITOR_INTERVAL", "0.2"},
+                           {"PET_ROLE", "trainer"}});
+  ASSERT_EQ(launch.wait(), 0) << launch.err();
+  const auto r = ranks();
+  ASSERT_EQ(r.size(), 3u) << launch.err();
+  EXPECT_EQ(r.at(2).at("TORCHELASTIC_RUN_ID"), "petjob");
+  EXPECT_EQ(r.at(2).at("TORCHELASTIC_MAX_RESTARTS"), "2");
+  EXPECT_EQ(r.at(2).at("ROLE_NAME"), "trainer");
+}
+
+// test_launch_elastic: --nnodes 1:2 with one agent forms a round of one once the last call ends.
+TEST_F(LaunchCli, ElasticRangeWithOneAgentFormsAfterTheLastCall) {
+  const uint16_t port = free_port();
+  std::vector<std::string> flags = c10d(port, true, "last_call_timeout=1");
+  flags.insert(flags.end(), {"--nnodes", "1:2", "--nproc_per_node", "2"});
+  Launch launch(with(flags));
+  ASSERT_EQ(launch.wait(), 0) << launch.err();
+  const auto r = ranks();
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r.at(1).at("GROUP_WORLD_SIZE"), "1");
+  EXPECT_EQ(r.at(1).at("WORLD_SIZE"), "2");
+}
+
+// test_launch_elastic_worker_raise_exception: a worker that fails fails the launch (after its
+// restarts), exit 1, naming the rank and its exit code.
+TEST_F(LaunchCli, AFailingWorkerFailsTheLaunchNamingItsRank) {
+  Launch launch(with({"--standalone", "--nproc_per_node", "2", "--max_restarts", "1", "--monitor_interval", "0.2"}),
+                {{"FAIL_RANK_1", "3"}});
+  EXPECT_EQ(launch.wait(), 1) << launch.err();
+  const std::string err = launch.err();
+  EXPECT_NE(err.find("max_restarts = 1 spent"), std::string::npos) << err;
+  EXPECT_NE(err.find("worker 1 (rank 1) of round 1 exited with code 3"), std::string::npos) << err;
+  EXPECT_EQ(ranks().at(1).at("TORCHELASTIC_RESTART_COUNT"), "1") << "restarted once, then failed";
+}
+
+// test_launch_elastic_agent_raise_exception: the agent's own failure (here: no store at the
+// endpoint) ends the launch with an error naming it.
+TEST_F(LaunchCli, AnAgentThatCannotReachItsStoreFailsNamingTheEndpoint) {
+  const uint16_t port = free_port();
+  Launch launch(with(c10d(port, false, "read_timeout=2,join_timeout=3")));
+  EXPECT_NE(launch.wait(), 0);
+  const std::string err = launch.err();
+  EXPECT_NE(err.find("127.0.0.1:" + std::to_string(port)), std::string::npos) << err;
+  EXPECT_TRUE(ranks().empty()) << "no worker started";
+}
+
+// test_launch_elastic_multiple_agents: two agents x four workers form one world of eight, with
+// group ranks 0 and 1 and global ranks 0..7.
+TEST_F(LaunchCli, TwoAgentsFormOneWorldOfEight) {
+  const uint16_t port = free_port();
+  std::vector<std::string> host = c10d(port, true), guest = c10d(port, false);
+  for (auto* f : {&host, &guest}) f->insert(f->end(), {"--nnodes", "2", "--nproc_per_node", "4"});
+  Launch a(with(host));
+  Launch b(with(guest));
+  ASSERT_EQ(a.wait(), 0) << a.err();
+  ASSERT_EQ(b.wait(), 0) << b.err();
+  const auto r = ranks();
+  ASSERT_EQ(r.size(), 8u);
+  std::set<std::string> groups;
+  for (const auto& [rank, vars] : r) {
+    EXPECT_EQ(vars.at("WORLD_SIZE"), "8");
+    EXPECT_EQ(vars.at("GROUP_WORLD_SIZE"), "2");
+    groups.insert(vars.at("GROUP_RANK"));
+  }
+  EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
+}
+
+// test_launch_user_script_python: four workers on an etcd rendezvous (Debian's etcd-server).
+TEST_F(LaunchCli, FourWorkersOnEtcd) {
+  if (const auto why = net::etcd::EtcdProcess::unavailable()) GTEST_SKIP() << *why;
+  net::etcd::EtcdProcess etcd;
+  Launch launch(with({"--rdzv_backend", "etcd", "--rdzv_endpoint",
+                      etcd.endpoint().host + ":" + std::to_string(etcd.endpoint().port), "--rdzv_id", "etcdjob",
+                      "--nproc_per_node", "4", "--monitor_interval", "0.2"}));
+  ASSERT_EQ(launch.wait(), 0) << launch.err();
+  const auto r = ranks();
+  ASSERT_EQ(r.size(), 4u);
+  EXPECT_EQ(r.at(3).at("TORCHELASTIC_RUN_ID"), "etcdjob");
+}
+
+}  // namespace
+}  // namespace dagsim::cli

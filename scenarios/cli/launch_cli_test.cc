@@ -10,6 +10,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "net/etcd/etcd_process.h"
 #include "scenarios/cli/cli_test_util.h"
 
@@ -199,13 +201,23 @@ TEST_F(LaunchCli, ElasticRangeWithOneAgentFormsAfterTheLastCall) {
 // test_launch_elastic_worker_raise_exception: a worker that fails fails the launch (after its
 // restarts), exit 1, naming the rank and its exit code.
 TEST_F(LaunchCli, AFailingWorkerFailsTheLaunchNamingItsRank) {
-  Launch launch(with({"--standalone", "--nproc_per_node", "2", "--max_restarts", "1", "--monitor_interval", "0.2"}),
+  const fs::path events = out_ / "events.jsonl";
+  Launch launch(with({"--standalone", "--nproc_per_node", "2", "--max_restarts", "1", "--monitor_interval", "0.2",
+                      "--events", events.string()}),
                 {{"FAIL_RANK_1", "3"}});
   EXPECT_EQ(launch.wait(), 1) << launch.err();
   const std::string err = launch.err();
   EXPECT_NE(err.find("max_restarts = 1 spent"), std::string::npos) << err;
   EXPECT_NE(err.find("worker 1 (rank 1) of round 1 exited with code 3"), std::string::npos) << err;
   EXPECT_EQ(ranks().at(1).at("TORCHELASTIC_RESTART_COUNT"), "1") << "restarted once, then failed";
+  // The run's metrics, as PyTorch's agent puts them, end the events.
+  std::istringstream lines(slurp(events));
+  std::string line, last;
+  while (std::getline(lines, line)) last = line;
+  const nlohmann::json metrics = nlohmann::json::parse(last);
+  EXPECT_EQ(metrics["event"], "metrics") << last;
+  EXPECT_EQ(metrics["metrics"]["workers.default.run_failed_with_retries"], 1) << last;
+  EXPECT_EQ(metrics["metrics"]["workers.default.flakiness"], 100) << last;
 }
 
 // test_launch_elastic_agent_raise_exception: the agent's own failure (here: no store at the

@@ -207,6 +207,16 @@ int launch_command(const LaunchArgs& args) {
     std::cerr << "dagsim launch: internal error: " << internal << "\n";
     return kInternalError;
   }
+  if (events.is_open() && !result->metrics.empty()) {
+    // The run's metrics as PyTorch's agent puts them (elastic_agent.h), the last value of each.
+    events << nlohmann::json{{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
+                             {"event", "metrics"},
+                             {"run_id", plan.settings.run_id},
+                             {"node", rendezvous::to_string(node)},
+                             {"metrics", result->metrics}}
+                  .dump()
+           << std::endl;
+  }
   std::cerr << "dagsim launch: " << elastic::outcome_name(result->outcome) << " after " << result->rounds << " round(s), "
             << result->restarts << " restart(s) counted" << (result->error ? std::string(": ") + result->error->what() : "")
             << "\n";

@@ -241,11 +241,12 @@ AgentResult ElasticAgent::run() {
   const auto finish = [&](AgentOutcome outcome, std::optional<Error> error) {
     const WorkerState end = state_;
     stop_workers();
-    if (end == WorkerState::succeeded || end == WorkerState::failed) state_ = end;
+    if (end == WorkerState::succeeded || end == WorkerState::failed || end == WorkerState::unknown) state_ = end;
     // PyTorch records the run's metrics when _invoke_run returns a result: success, or failure
-    // with the restarts spent. Its rendezvous errors raise past them.
+    // with the restarts spent (the group FAILED). Its raises (a rendezvous error, a state it cannot
+    // act on) pass them by.
     if (outcome == AgentOutcome::succeeded) record_metrics(false);
-    if (outcome == AgentOutcome::failed && error && error->code() == ErrorCode::worker_group_failed) record_metrics(true);
+    if (outcome == AgentOutcome::failed && end == WorkerState::failed) record_metrics(true);
     result.outcome = outcome;
     result.error = std::move(error);
     result.rounds = rounds_;
@@ -297,7 +298,15 @@ AgentResult ElasticAgent::run() {
           continue;
         }
         default: {
-          DAGSIM_ASSERT(is_running(status.state));
+          if (!is_running(status.state)) {
+            // PyTorch's _invoke_run raises on a state it cannot act on (UNKNOWN, INIT, STOPPED from
+            // a group's monitor): the run ends there, its restarts untouched.
+            state_ = status.state;
+            return finish(AgentOutcome::failed,
+                          errors::worker_group_failed("the worker group of round " + std::to_string(info.round) +
+                                                      " is in state " + worker_state_name(status.state) +
+                                                      ", which the agent cannot act on"));
+          }
           const uint64_t waiting = handler_.num_nodes_waiting();
           if (handler_.last_state().closed) {
             return finish(AgentOutcome::closed,

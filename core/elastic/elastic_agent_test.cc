@@ -244,5 +244,43 @@ TEST_F(AgentMetrics, FlakinessGrowsWithTheRestartsSpent) {
   EXPECT_EQ(m.at("workers.default.flakiness"), 50) << "100 - 100 * (3 + 1) / (7 + 1)";
 }
 
+// SimpleElasticAgentTest.test_run_initialization_failure: a first rendezvous that fails ends run()
+// failed with its error (PyTorch raises it; dagsim returns it), the state still INIT, no restart
+// spent and no metrics recorded.
+TEST_F(ElasticAgentTest, AFailedFirstRendezvousEndsTheRunWithItsErrorStillInInit) {
+  start(1, job(1, 1));
+  rt_.kill(0);  // the store is gone before anyone joins
+  agent_at(1, at(0ms), {.max_restarts = 3, .monitor_interval = 100ms}, [](const WorkerGroupSpec&) {});
+  (void)rt_.run(at(60s));  // idle once the agent gave up
+  ASSERT_TRUE(run_result(1).has_value());
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::failed);
+  ASSERT_TRUE(run_result(1)->error.has_value());
+  EXPECT_EQ(run_result(1)->error->code(), ErrorCode::rendezvous_connection_failed) << run_result(1)->error->what();
+  EXPECT_EQ(agent(1).state(), WorkerState::init);
+  EXPECT_EQ(agent(1).remaining_restarts(), 3u);
+  EXPECT_TRUE(run_result(1)->metrics.empty());
+}
+
+// SimpleElasticAgentTest.test_run_unknown_state: a group whose monitor answers a state the agent
+// cannot act on ends the run (PyTorch raises), in that state, with the restarts untouched.
+class UnknownGroup final : public WorkerGroup {
+ public:
+  WorkerGroupStatus poll() override { return {WorkerState::unknown, std::nullopt}; }
+  void stop() override {}
+};
+
+TEST_F(ElasticAgentTest, AGroupInAStateTheAgentCannotActOnEndsTheRun) {
+  start(1, job(1, 1));
+  agent_at(1, at(0ms), {.max_restarts = 3, .monitor_interval = 100ms},
+           WorkerGroupFactory([](const WorkerGroupSpec&) { return std::make_unique<UnknownGroup>(); }));
+  (void)rt_.run(at(10s));
+  ASSERT_TRUE(run_result(1).has_value());
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::failed);
+  ASSERT_TRUE(run_result(1)->error.has_value());
+  EXPECT_NE(std::string(run_result(1)->error->what()).find("in state UNKNOWN"), std::string::npos) << run_result(1)->error->what();
+  EXPECT_EQ(agent(1).state(), WorkerState::unknown);
+  EXPECT_EQ(agent(1).remaining_restarts(), 3u);
+}
+
 }  // namespace
 }  // namespace dagsim::elastic

@@ -7,7 +7,9 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -27,7 +29,8 @@ const fs::path& worker_script() {
     const fs::path p = temp_dir() / "worker.sh";
     std::ofstream(p) << "#!/bin/sh\n"
                         "out=\"$1\"\n"
-                        "for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE ROLE_NAME "
+                        "for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK GROUP_WORLD_SIZE ROLE_NAME ROLE_RANK "
+                        "ROLE_WORLD_SIZE "
                         "TORCHELASTIC_RUN_ID TORCHELASTIC_RESTART_COUNT TORCHELASTIC_MAX_RESTARTS MASTER_ADDR; do\n"
                         "  eval \"echo $v=\\$$v\"\n"
                         "done > \"$out/rank_$RANK\"\n"
@@ -263,6 +266,62 @@ TEST_F(LaunchCli, FourWorkersOnEtcd) {
   const auto r = ranks();
   ASSERT_EQ(r.size(), 4u);
   EXPECT_EQ(r.at(3).at("TORCHELASTIC_RUN_ID"), "etcdjob");
+}
+
+// local_elastic_agent_test.py's correct_rank_assignment_{heterogeneous,homogeneous}: agents of
+// several roles and sizes form one world. Per role, ROLE_WORLD_SIZE is the role's workers and the
+// role ranks are 0..n-1; the global ranks are 0..N-1; each agent's global and role ranks are
+// consecutive in its local ranks.
+class RoleAssignment : public LaunchCli {
+ protected:
+  void check(const std::vector<std::pair<std::string, int>>& agents) {
+    const uint16_t port = free_port();
+    const std::string n = std::to_string(agents.size());
+    std::vector<std::unique_ptr<Launch>> launches;
+    int total = 0;
+    std::map<std::string, int> role_size;
+    for (size_t i = 0; i < agents.size(); ++i) {
+      std::vector<std::string> flags = c10d(port, i == 0, "join_timeout=60");
+      flags.insert(flags.end(), {"--nnodes", n, "--nproc_per_node", std::to_string(agents[i].second), "--role", agents[i].first});
+      launches.push_back(std::make_unique<Launch>(with(flags)));
+      total += agents[i].second;
+      role_size[agents[i].first] += agents[i].second;
+    }
+    for (auto& l : launches) ASSERT_EQ(l->wait(), 0) << l->err();
+    const auto r = ranks();
+    ASSERT_EQ(static_cast<int>(r.size()), total);
+    std::map<std::string, std::set<int>> role_ranks;
+    std::map<std::string, std::vector<std::pair<int, std::pair<int, int>>>> by_agent;  // group rank -> (local, (global, role))
+    for (const auto& [rank, vars] : r) {
+      EXPECT_EQ(vars.at("WORLD_SIZE"), std::to_string(total));
+      const std::string role = vars.at("ROLE_NAME");
+      EXPECT_EQ(vars.at("ROLE_WORLD_SIZE"), std::to_string(role_size.at(role))) << role;
+      role_ranks[role].insert(std::stoi(vars.at("ROLE_RANK")));
+      by_agent[vars.at("GROUP_RANK")].push_back({std::stoi(vars.at("LOCAL_RANK")), {rank, std::stoi(vars.at("ROLE_RANK"))}});
+    }
+    EXPECT_EQ(r.begin()->first, 0);
+    EXPECT_EQ(r.rbegin()->first, total - 1);
+    for (const auto& [role, got] : role_ranks) {
+      EXPECT_EQ(static_cast<int>(got.size()), role_size.at(role)) << role;
+      EXPECT_EQ(*got.begin(), 0) << role;
+      EXPECT_EQ(*got.rbegin(), role_size.at(role) - 1) << role;
+    }
+    for (auto& [group, workers] : by_agent) {
+      std::sort(workers.begin(), workers.end());
+      for (size_t i = 1; i < workers.size(); ++i) {
+        EXPECT_EQ(workers[i].second.first, workers[i - 1].second.first + 1) << "group rank " << group << ": global ranks";
+        EXPECT_EQ(workers[i].second.second, workers[i - 1].second.second + 1) << "group rank " << group << ": role ranks";
+      }
+    }
+  }
+};
+
+TEST_F(RoleAssignment, Heterogeneous) {
+  check({{"master", 8}, {"trainer", 1}, {"trainer", 2}, {"trainer", 3}, {"trainer", 4}, {"ps", 5}, {"ps", 2}});
+}
+
+TEST_F(RoleAssignment, Homogeneous) {
+  check({{"master", 1}, {"trainer", 4}, {"trainer", 4}, {"trainer", 4}, {"trainer", 4}, {"ps", 3}, {"ps", 3}});
 }
 
 }  // namespace

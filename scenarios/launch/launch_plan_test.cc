@@ -146,6 +146,7 @@ TEST(LaunchPlan, EveryBadValueIsRefusedNamingItsFlag) {
   refused([](cli::LaunchArgs& a) { a.nnodes = "2:20:30"; }, "--nnodes \"2:20:30\"");  // run_test.py's min_max parse
   refused([](cli::LaunchArgs& a) { a.nproc_per_node = "0"; }, "--nproc_per_node");
   refused([](cli::LaunchArgs& a) { a.nproc_per_node = "gpu"; }, "no GPUs");
+  refused([](cli::LaunchArgs& a) { a.nproc_per_node = "unknown"; }, "--nproc_per_node \"unknown\"");  // run_test.py's
   refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "--rdzv_backend \"static\": The rendezvous backend 'static'");
   refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "use c10d with an endpoint HOST:PORT");
   refused([](cli::LaunchArgs& a) { a.rdzv_backend = "zk"; }, "dagsim has c10d, dagsim, etcd and etcd-v2");

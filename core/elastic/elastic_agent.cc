@@ -76,32 +76,6 @@ void ElasticAgent::emit(AgentEvent event) {
 
 namespace {
 
-// A role info as published: "<local world size> <role>".
-std::string encode_role_info(const ElasticAgentOptions& options) {
-  return std::to_string(options.local_world_size) + " " + options.role;
-}
-
-// What another agent published (remote text: checked, never asserted).
-AgentRoleInfo decode_role_info(const store::Bytes& bytes, uint32_t group_rank) {
-  const std::string text(bytes.begin(), bytes.end());
-  const size_t space = text.find(' ');
-  AgentRoleInfo info;
-  info.group_rank = group_rank;
-  uint64_t size = 0;
-  bool ok = space != std::string::npos && space > 0 && space <= 6 && space + 1 < text.size() && text.size() - space - 1 <= 256;
-  for (size_t i = 0; ok && i < space; ++i) {
-    ok = text[i] >= '0' && text[i] <= '9';
-    size = size * 10 + static_cast<uint64_t>(text[i] - '0');
-  }
-  if (!ok || size == 0 || size > kMaxLocalWorldSize) {
-    throw errors::invalid_argument("elastic agent: the agent at group rank " + std::to_string(group_rank) +
-                                   " published a role info that is not \"<local world size> <role>\"");
-  }
-  info.local_world_size = static_cast<uint32_t>(size);
-  info.role = text.substr(space + 1);
-  return info;
-}
-
 // "host:port" as group rank 0 published it.
 std::pair<std::string, uint16_t> decode_master(const store::Bytes& bytes) {
   const std::string text(bytes.begin(), bytes.end());
@@ -123,7 +97,7 @@ std::pair<std::string, uint16_t> decode_master(const store::Bytes& bytes) {
 bool ElasticAgent::gather_round(WorkerGroupSpec& spec, std::string& lost) {
   const rendezvous::RendezvousInfo& info = spec.info;
   const std::string prefix = "torchelastic/agent/" + run_id_ + "/round/" + std::to_string(info.round) + "/";
-  const std::string own = encode_role_info(options_);
+  const std::string own = encode_role_info({options_.role, info.rank, options_.local_world_size});
   store_.set(prefix + "role_info/" + std::to_string(info.rank), store::Bytes(own.begin(), own.end()));
   const bool has_master = options_.master_endpoint != nullptr;
   if (has_master && info.rank == 0) {

@@ -282,5 +282,32 @@ TEST_F(ElasticAgentTest, AGroupInAStateTheAgentCannotActOnEndsTheRun) {
   EXPECT_EQ(agent(1).remaining_restarts(), 3u);
 }
 
+// local_elastic_agent_test.py's shutdown_called: on success the agent starts its workers once and
+// stops them exactly once.
+class CountingGroup final : public WorkerGroup {
+ public:
+  explicit CountingGroup(int& stops) : stops_(stops) {}
+  WorkerGroupStatus poll() override { return {WorkerState::succeeded, std::nullopt}; }
+  void stop() override { ++stops_; }
+
+ private:
+  int& stops_;
+};
+
+TEST_F(ElasticAgentTest, OnSuccessTheWorkersAreStoppedExactlyOnce) {
+  start(1, job(1, 1));
+  int starts = 0, stops = 0;
+  agent_at(1, at(0ms), {.max_restarts = 3, .monitor_interval = 100ms, .exit_barrier_timeout = 2s},
+           WorkerGroupFactory([&starts, &stops](const WorkerGroupSpec&) {
+             ++starts;
+             return std::make_unique<CountingGroup>(stops);
+           }));
+  (void)rt_.run(at(10s));
+  ASSERT_TRUE(run_result(1).has_value());
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::succeeded);
+  EXPECT_EQ(starts, 1);
+  EXPECT_EQ(stops, 1);
+}
+
 }  // namespace
 }  // namespace dagsim::elastic

@@ -53,6 +53,32 @@ Span ranks_within(const std::vector<const AgentRoleInfo*>& agents, size_t at, si
 
 }  // namespace
 
+bool role_order(const AgentRoleInfo& a, const AgentRoleInfo& b) {
+  return a.role != b.role ? a.role < b.role : a.group_rank < b.group_rank;
+}
+
+std::string encode_role_info(const AgentRoleInfo& info) { return std::to_string(info.local_world_size) + " " + info.role; }
+
+AgentRoleInfo decode_role_info(std::span<const uint8_t> bytes, uint32_t group_rank) {
+  const std::string text(bytes.begin(), bytes.end());
+  const size_t space = text.find(' ');
+  AgentRoleInfo info;
+  info.group_rank = group_rank;
+  uint64_t size = 0;
+  bool ok = space != std::string::npos && space > 0 && space <= 6 && space + 1 < text.size() && text.size() - space - 1 <= 256;
+  for (size_t i = 0; ok && i < space; ++i) {
+    ok = text[i] >= '0' && text[i] <= '9';
+    size = size * 10 + static_cast<uint64_t>(text[i] - '0');
+  }
+  if (!ok || size == 0 || size > kMaxLocalWorldSize) {
+    throw errors::invalid_argument("elastic agent: the agent at group rank " + std::to_string(group_rank) +
+                                   " published a role info that is not \"<local world size> <role>\"");
+  }
+  info.local_world_size = static_cast<uint32_t>(size);
+  info.role = text.substr(space + 1);
+  return info;
+}
+
 std::vector<WorkerRanks> assign_worker_ranks(std::span<const AgentRoleInfo> agents, uint32_t group_rank) {
   check_agents(agents, group_rank);
   std::vector<const AgentRoleInfo*> by_rank;
@@ -61,9 +87,7 @@ std::vector<WorkerRanks> assign_worker_ranks(std::span<const AgentRoleInfo> agen
 
   // Within the role: agents ordered by (role, group rank), this role's run of them.
   std::vector<const AgentRoleInfo*> by_role = by_rank;
-  std::stable_sort(by_role.begin(), by_role.end(), [](const AgentRoleInfo* a, const AgentRoleInfo* b) {
-    return a->role != b->role ? a->role < b->role : a->group_rank < b->group_rank;
-  });
+  std::stable_sort(by_role.begin(), by_role.end(), [](const AgentRoleInfo* a, const AgentRoleInfo* b) { return role_order(*a, *b); });
   const AgentRoleInfo& me = agents[group_rank];
   const auto same_role = [&](const AgentRoleInfo* a) { return a->role == me.role; };
   const size_t begin = static_cast<size_t>(std::find_if(by_role.begin(), by_role.end(), same_role) - by_role.begin());

@@ -41,7 +41,17 @@ struct AgentRoleInfo {
   std::string role = "default";
   uint32_t group_rank = 0;
   uint32_t local_world_size = 1;
+  friend bool operator==(const AgentRoleInfo&, const AgentRoleInfo&) = default;
 };
+
+// PyTorch's _RoleInstanceInfo.compare: by role, then by group rank (the order role ranks follow).
+bool role_order(const AgentRoleInfo& a, const AgentRoleInfo& b);
+
+// A role info as an agent publishes it in the round's store: "<local world size> <role>" (the
+// group rank is the key's). decode trusts nothing: anything else, a size of 0 or over
+// kMaxLocalWorldSize, or a role over 256 bytes is invalid_argument naming the group rank.
+std::string encode_role_info(const AgentRoleInfo& info);
+AgentRoleInfo decode_role_info(std::span<const uint8_t> bytes, uint32_t group_rank);
 
 // One local worker's ranks (PyTorch's Worker).
 struct WorkerRanks {

@@ -131,5 +131,35 @@ TEST(WorkerEnvironment, AProcessEnvironmentRoundTrips) {
   EXPECT_EQ(environ_strings(env), (std::vector<std::string>{"A=1", "B=x=y", "E="}));
 }
 
+// PyTorch: RoleInstanceInfoTest.test_compare. By role, then by group rank.
+TEST(RoleInfo, OrdersByRoleThenGroupRank) {
+  const AgentRoleInfo a{"trainer", 0, 4}, b{"trainer", 1, 1}, c{"master", 2, 8};
+  EXPECT_TRUE(role_order(a, b));
+  EXPECT_FALSE(role_order(b, a));
+  EXPECT_TRUE(role_order(c, a)) << "\"master\" < \"trainer\" whatever the ranks";
+  EXPECT_FALSE(role_order(a, a));
+}
+
+// PyTorch: RoleInstanceInfoTest.test_serde. What an agent publishes reads back as itself (here
+// "<local world size> <role>", not PyTorch's JSON: only dagsim agents read it), and what another
+// process wrote is checked, never trusted.
+TEST(RoleInfo, RoundTripsThroughTheStoresBytesAndRefusesAnythingElse) {
+  const AgentRoleInfo info{"parameter server", 3, 12};
+  const std::string text = encode_role_info(info);
+  const std::vector<uint8_t> bytes(text.begin(), text.end());
+  EXPECT_EQ(decode_role_info(bytes, 3), info);
+  for (const std::string& bad : std::vector<std::string>{"", "12", "12 ", " trainer", "0 trainer", "x trainer", "65537 trainer", "1234567 t",
+                                "1 " + std::string(257, 'r')}) {
+    const std::vector<uint8_t> b(bad.begin(), bad.end());
+    try {
+      (void)decode_role_info(b, 5);
+      ADD_FAILURE() << "accepted \"" << bad << "\"";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("group rank 5"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dagsim::elastic

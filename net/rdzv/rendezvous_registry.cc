@@ -1,12 +1,19 @@
 // The rendezvous registry and its default backends (rendezvous_registry.h).
 #include "net/rdzv/rendezvous_registry.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 #include <boost/asio/ip/tcp.hpp>
 
 #include "core/base/error.h"
 #include "core/runtime/cancel_scope.h"
 #include "core/store/key_value_table.h"
 #include "net/etcd/etcd_store.h"
+#include "net/file_store.h"
 #include "net/rdzv/host_names.h"
 #include "net/tcpstore/tcp_store_client.h"
 
@@ -83,7 +90,13 @@ std::unique_ptr<Rendezvous> refuse_static(const RendezvousParameters&, const Ren
 RendezvousTarget c10d_target(const RendezvousParameters& params) {
   const std::string store_type = lower_trimmed(params.get("store_type", "tcp"));
   if (store_type == "file") {
-    throw errors::invalid_argument("store_type file: dagsim has no FileStore yet; use store_type tcp (the default).");
+    // The endpoint is the file's path ("": a temporary file); read_timeout is the TCPStore's and
+    // does not apply, as in PyTorch: a file store waits up to its own default.
+    RendezvousTarget target;
+    target.file_store = true;
+    target.endpoint = {params.endpoint(), 0};
+    target.read_timeout = FileStore::kDefaultTimeout;
+    return target;
   }
   if (store_type != "tcp") throw errors::invalid_argument("Invalid store type given. Currently only supports file and tcp.");
   RendezvousTarget target;
@@ -145,8 +158,40 @@ std::unique_ptr<Rendezvous> RendezvousHandlerRegistry::create_handler(const Rend
   return made;
 }
 
+namespace {
+
+// store_type file: a FileStore at the endpoint's path, or at a new temporary file (mkstemp, in
+// $TMPDIR or /tmp, readable only by this user) when the endpoint is empty.
+std::unique_ptr<Rendezvous> create_c10d_file_handler(const RendezvousParameters& params, const RendezvousContext& context,
+                                                     const RendezvousTarget& target) {
+  std::string path = target.endpoint.host;
+  if (path.empty()) {
+    const char* tmpdir = std::getenv("TMPDIR");
+    std::string name = std::string(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp") + "/tmpXXXXXX";
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) {
+      throw errors::rendezvous_connection_failed("The file creation for C10d store has failed. See inner exception for details. (" +
+                                                 name + ": " + std::strerror(errno) + ")");
+    }
+    ::close(fd);
+    path = name;
+  }
+  std::unique_ptr<FileStore> store;
+  try {
+    store = std::make_unique<FileStore>(path, context.host->clock());
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::connection_failed) throw;
+    throw connection_failed("the C10d store", e.detail());
+  }
+  return finish(std::make_unique<Rendezvous>(nullptr, std::move(store), rendezvous::RendezvousEndpoint{path, 0}, target.read_timeout),
+                params, context, "the C10d store");
+}
+
+}  // namespace
+
 std::unique_ptr<Rendezvous> create_c10d_handler(const RendezvousParameters& params, const RendezvousContext& context) {
   const RendezvousTarget target = c10d_target(params);
+  if (target.file_store) return create_c10d_file_handler(params, context, target);
   const rendezvous::RendezvousEndpoint& endpoint = target.endpoint;
   const std::optional<bool>& configured = target.is_host;
   if (const std::string why = resolve_error(endpoint.host); !why.empty()) throw connection_failed("the C10d store", why);

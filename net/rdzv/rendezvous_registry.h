@@ -8,8 +8,9 @@
 //  - "c10d" (also "dagsim"): a TCPStore at the endpoint (port 29400 by default). This process
 //    hosts it when is_host says so, or, unset, when the endpoint's host names this machine; if
 //    hosting fails because another process here already does, it joins as a client, as
-//    PyTorch's does. store_type tcp (the default); store_type file is refused by name: dagsim
-//    has no FileStore yet.
+//    PyTorch's does. store_type tcp (the default), or file: a FileStore (net/file_store.h, dagsim's
+//    own file format) at the endpoint's path, or at a new temporary file when it is empty
+//    ("The file creation for C10d store has failed." when none can be made).
 //  - "etcd-v2" and "etcd": dagsim's etcd store (the v3 API) at the endpoint (port 2379 by
 //    default), protocol http. "etcd" names 1.13's older etcd rendezvous, a different algorithm;
 //    here it gives the same dynamic rendezvous as "etcd-v2", whose get_backend() says "etcd".
@@ -101,9 +102,10 @@ class RendezvousHandlerRegistry {
 // endpoint (with the backend's default port), its read timeout, and is_host when it was given.
 // Throws invalid_argument as creating would; "static" and names no default backend has too.
 struct RendezvousTarget {
-  rendezvous::RendezvousEndpoint endpoint;
+  rendezvous::RendezvousEndpoint endpoint;  // store_type file: the path in `host` ("": a temporary file)
   runtime::Duration read_timeout{};
   std::optional<bool> is_host;
+  bool file_store = false;  // c10d's store_type file
 };
 RendezvousTarget check_rendezvous_parameters(const rendezvous::RendezvousParameters& params);
 

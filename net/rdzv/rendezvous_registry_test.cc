@@ -10,11 +10,16 @@
 #include "net/rdzv/rendezvous_registry.h"
 
 #include <boost/asio/ip/tcp.hpp>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include "core/base/throws_error_test_util.h"
 #include "core/store/key_value_table.h"
 #include "net/etcd/etcd_process.h"
+#include "net/file_store.h"
 
 namespace dagsim::net {
 namespace {
@@ -67,8 +72,7 @@ struct OtherServer {
   std::unique_ptr<tcpstore::TcpStoreServer> server;
 };
 
-// c10d CreateBackendTest.test_create_backend_returns_backend (tcp; the file store is refused by
-// name: dagsim has no FileStore)
+// c10d CreateBackendTest.test_create_backend_returns_backend (tcp here, file below)
 TEST(C10dCreateBackendTest, CreateBackendReturnsBackend) {
   const uint16_t port = free_port();
   on_host([&](tcpstore::StoreHost&, const RendezvousContext& context) {
@@ -78,9 +82,69 @@ TEST(C10dCreateBackendTest, CreateBackendReturnsBackend) {
     EXPECT_EQ(made->server()->port(), port);
     expect_usable(*made, "c10d", seconds(10));
   });
+}
+
+// The same with store_type file: the endpoint is the file's path, the store waits up to its own
+// 300 s (read_timeout is the TCPStore's), and a second process's store on the path sees the state.
+TEST(C10dCreateBackendTest, CreateBackendReturnsBackendOnAFile) {
+  const std::string path = ::testing::TempDir() + "/dagsim_c10d_file_" + std::to_string(::getpid());
+  std::filesystem::remove(path);
+  on_host([&](tcpstore::StoreHost& host, const RendezvousContext& context) {
+    RendezvousParameters params = c10d_params(0, {{"store_type", "fIlE"}, {"read_timeout", "10"}});
+    params.set_endpoint(path);
+    std::unique_ptr<Rendezvous> made = create_c10d_handler(params, context);
+    EXPECT_EQ(made->server(), nullptr);
+    EXPECT_EQ(made->endpoint().host, path);
+    expect_usable(*made, "c10d", std::chrono::seconds(300));
+    FileStore other(path, host.clock());
+    EXPECT_GT(other.get_versioned(rendezvous::state_key("dummy_run_id")).version, 0u);
+  });
+  std::filesystem::remove(path);
+}
+
+// test_create_backend_returns_backend_if_endpoint_file_is_not_specified: a new temporary file.
+TEST(C10dCreateBackendTest, CreateBackendReturnsBackendIfEndpointFileIsNotSpecified) {
   on_host([&](tcpstore::StoreHost&, const RendezvousContext& context) {
-    EXPECT_TRUE(throws_error([&] { create_c10d_handler(c10d_params(port, {{"store_type", "fIlE"}}), context); },
-                             ErrorCode::invalid_argument, {"store_type file", "no FileStore"}));
+    RendezvousParameters params = c10d_params(0, {{"store_type", "file"}});
+    params.set_endpoint("");
+    std::unique_ptr<Rendezvous> made = create_c10d_handler(params, context);
+    const std::string path = made->endpoint().host;
+    EXPECT_FALSE(path.empty());
+    EXPECT_TRUE(std::filesystem::is_regular_file(path)) << path;
+    EXPECT_EQ(std::filesystem::status(path).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write)
+        << "readable and writable only by this user, as mkstemp makes it";
+    expect_usable(*made, "c10d", std::chrono::seconds(300));
+    made.reset();
+    std::filesystem::remove(path);
+  });
+}
+
+// test_create_backend_raises_error_if_tempfile_creation_fails
+TEST(C10dCreateBackendTest, CreateBackendRaisesErrorIfTempfileCreationFails) {
+  const char* before = std::getenv("TMPDIR");
+  const std::string saved = before ? before : "";
+  ::setenv("TMPDIR", "/nonexistent-dagsim-tmpdir", 1);
+  on_host([&](tcpstore::StoreHost&, const RendezvousContext& context) {
+    RendezvousParameters params = c10d_params(0, {{"store_type", "file"}});
+    params.set_endpoint("");
+    EXPECT_TRUE(throws_error([&] { create_c10d_handler(params, context); }, ErrorCode::rendezvous_connection_failed,
+                             {"The file creation for C10d store has failed.", "/nonexistent-dagsim-tmpdir/"}));
+  });
+  if (before) {
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
+}
+
+// test_create_backend_raises_error_if_file_path_is_invalid
+TEST(C10dCreateBackendTest, CreateBackendRaisesErrorIfFilePathIsInvalid) {
+  on_host([&](tcpstore::StoreHost&, const RendezvousContext& context) {
+    RendezvousParameters params = c10d_params(0, {{"store_type", "file"}});
+    params.set_endpoint("/nonexistent-dagsim-dir/store");
+    EXPECT_TRUE(throws_error([&] { create_c10d_handler(params, context); }, ErrorCode::rendezvous_connection_failed,
+                             {"The connection to the C10d store has failed.", "/nonexistent-dagsim-dir/store"}));
   });
 }
 

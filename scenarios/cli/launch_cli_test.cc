@@ -213,11 +213,29 @@ TEST_F(LaunchCli, AFailingWorkerFailsTheLaunchNamingItsRank) {
   EXPECT_NE(err.find("max_restarts = 1 spent"), std::string::npos) << err;
   EXPECT_NE(err.find("worker 1 (rank 1) of round 1 exited with code 3"), std::string::npos) << err;
   EXPECT_EQ(ranks().at(1).at("TORCHELASTIC_RESTART_COUNT"), "1") << "restarted once, then failed";
-  // The run's metrics, as PyTorch's agent puts them, end the events.
+  // The events: the agent's with PyTorch's metadata (SimpleElasticAgentTest.test_get_event), one
+  // WORKER event per worker of the last group (test_get_worker_status_event: agent_restarts is
+  // max_restarts - remaining), then the run's metrics, as PyTorch's agent puts them.
   std::istringstream lines(slurp(events));
-  std::string line, last;
-  while (std::getline(lines, line)) last = line;
-  const nlohmann::json metrics = nlohmann::json::parse(last);
+  std::vector<nlohmann::json> all;
+  for (std::string line; std::getline(lines, line);) all.push_back(nlohmann::json::parse(line));
+  ASSERT_GE(all.size(), 4u);
+  const nlohmann::json& first = all.front();
+  EXPECT_EQ(first["source"], "AGENT") << first;
+  EXPECT_EQ(first["rdzv_backend"], "c10d") << first;
+  EXPECT_EQ(first["role"], "default") << first;
+  EXPECT_EQ(first["agent_restarts"], 0) << first;
+  std::set<uint64_t> worker_ranks;
+  for (const nlohmann::json& e : all) {
+    if (e.value("source", "") != "WORKER") continue;
+    EXPECT_EQ(e["event"], "torchelastic.worker.status.FAILED") << e;
+    EXPECT_EQ(e["agent_restarts"], 1) << e;
+    EXPECT_NE(e["raw_error"].get<std::string>().find("exited with code 3"), std::string::npos) << e;
+    worker_ranks.insert(e["global_rank"].get<uint64_t>());
+  }
+  EXPECT_EQ(worker_ranks, (std::set<uint64_t>{0, 1}));
+  const std::string last = all.back().dump();
+  const nlohmann::json metrics = all.back();
   EXPECT_EQ(metrics["event"], "metrics") << last;
   EXPECT_EQ(metrics["metrics"]["workers.default.run_failed_with_retries"], 1) << last;
   EXPECT_EQ(metrics["metrics"]["workers.default.flakiness"], 100) << last;

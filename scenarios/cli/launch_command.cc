@@ -155,7 +155,13 @@ int launch_command(const LaunchArgs& args) {
                         {"round", e.info.round},
                         {"group_rank", e.info.rank},
                         {"group_world_size", e.info.world_size},
-                        {"state", elastic::worker_state_name(agent.state())}};
+                        {"state", elastic::worker_state_name(agent.state())},
+                        // PyTorch's event metadata (SimpleElasticAgent._construct_event)
+                        {"source", "AGENT"},
+                        {"role", plan.agent.role},
+                        {"hostname", self},
+                        {"rdzv_backend", handler.get_backend()},
+                        {"agent_restarts", plan.agent.max_restarts - agent.remaining_restarts()}};
     if (e.kind == elastic::AgentEvent::Kind::nodes_waiting) j["waiting"] = e.waiting;
     if (e.kind == elastic::AgentEvent::Kind::group_failed) j["restarts_left"] = e.remaining;
     if (!e.detail.empty()) j["detail"] = e.detail;
@@ -206,6 +212,31 @@ int launch_command(const LaunchArgs& args) {
   if (!result) {
     std::cerr << "dagsim launch: internal error: " << internal << "\n";
     return kInternalError;
+  }
+  if (events.is_open() && agent.group_spec()) {
+    // PyTorch's _record_worker_events: one WORKER event per local worker of the last group, in its
+    // final state, with the run's error as raw_error when it failed.
+    const elastic::WorkerGroupSpec& group = *agent.group_spec();
+    const std::string state = result->outcome == elastic::AgentOutcome::succeeded ? "SUCCEEDED"
+                              : result->outcome == elastic::AgentOutcome::failed  ? "FAILED"
+                                                                                  : elastic::worker_state_name(agent.state());
+    for (const elastic::WorkerRanks& w : group.workers) {
+      nlohmann::json j = {{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
+                          {"event", "torchelastic.worker.status." + state},
+                          {"source", "WORKER"},
+                          {"run_id", plan.settings.run_id},
+                          {"node", rendezvous::to_string(node)},
+                          {"global_rank", w.global_rank},
+                          {"local_rank", w.local_rank},
+                          {"group_rank", group.info.rank},
+                          {"role", plan.agent.role},
+                          {"hostname", self},
+                          {"state", state},
+                          {"rdzv_backend", handler.get_backend()},
+                          {"agent_restarts", plan.agent.max_restarts - agent.remaining_restarts()}};
+      if (result->error) j["raw_error"] = result->error->what();
+      events << j.dump() << std::endl;
+    }
   }
   if (events.is_open() && !result->metrics.empty()) {
     // The run's metrics as PyTorch's agent puts them (elastic_agent.h), the last value of each.

@@ -97,6 +97,17 @@ TEST(LaunchPlan, RdzvConfSetsTimeoutsAndIsHostAndWarnsOfWhatItIgnores) {
   EXPECT_NE(plan.warnings[0].find("\"timeout\""), std::string::npos) << plan.warnings[0];
 }
 
+// c10d's store_type file: the endpoint is the file's path (not HOST:PORT), and read_timeout is
+// the TCPStore's only (a file store waits up to 300 s, PyTorch's default).
+TEST(LaunchPlan, StoreTypeFileTakesTheEndpointAsAPath) {
+  cli::LaunchArgs args = c10d("/shared/jobs/job1.store");
+  args.rdzv_conf = "store_type=FILE,read_timeout=7";
+  const LaunchPlan plan = plan_launch(args, 1);
+  EXPECT_TRUE(plan.target.file_store);
+  EXPECT_EQ(plan.target.endpoint.host, "/shared/jobs/job1.store");
+  EXPECT_EQ(plan.target.read_timeout, 300s);
+}
+
 TEST(LaunchPlan, StandaloneHostsAFreshRunOnAFreePort) {
   cli::LaunchArgs args;
   args.standalone = true;
@@ -155,7 +166,6 @@ TEST(LaunchPlan, EveryBadValueIsRefusedNamingItsFlag) {
   refused([](cli::LaunchArgs& a) { a.rdzv_conf = "join_timeout=-1"; }, "--rdzv_conf \"join_timeout=-1\": The join timeout (-1s) must be positive.");
   refused([](cli::LaunchArgs& a) { a.rdzv_conf = "read_timeout=0"; }, "The read timeout must be a positive integer.");
   refused([](cli::LaunchArgs& a) { a.rdzv_conf = "is_host=maybe"; }, "'is_host' does not represent a valid boolean value");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "store_type=file"; }, "no FileStore");
   refused([](cli::LaunchArgs& a) { a.rdzv_conf = "store_type=zk"; }, "Invalid store type given.");
   refused([](cli::LaunchArgs& a) { a.rdzv_conf = "novalue"; }, "'novalue' must have a value specified");
   refused([](cli::LaunchArgs& a) { a.rdzv_backend = "etcd"; a.rdzv_conf = "protocol=ftp"; }, "The protocol must be HTTP or HTTPS.");

@@ -1,8 +1,9 @@
 // The handler's error paths, as PyTorch 1.13's DynamicRendezvousHandlerTest checks them, ported by
 // name onto LocalRuntime with the built-in store: a store that is gone fails is_closed and
 // set_closed with a named error, makes shutdown say false instead of throwing, and costs the
-// keep-alive a failed beat, never its fiber; and a handler that is dropped stops its keep-alive
-// (so the others see it expire). PyTorch also records an event for each error; dagsim has no
+// keep-alive a failed beat, never its fiber; a handler that is dropped stops its keep-alive
+// (so the others see it expire); and a store that answers too slowly (SlowStore) makes
+// set_closed, the keep-alive and next_rendezvous time out within their own timeouts. PyTorch also records an event for each error; dagsim has no
 // rendezvous events yet (docs/elastic_parity.md counts those rows as partly).
 #include <gtest/gtest.h>
 
@@ -29,6 +30,22 @@ class HandlerErrors : public ::testing::Test, public Cluster {
       rt_.env(0).clock.sleep_until(store_dies);
       rt_.kill(0);
     });
+  }
+  // The same, also noting when the call ended (returned or threw).
+  void call_at(int i, TimePoint when, std::function<void()> fn, std::optional<ErrorCode>& error, std::string& what,
+               std::optional<TimePoint>& ended) {
+    call_at(
+        i, when,
+        [this, fn = std::move(fn), &ended] {
+          try {
+            fn();
+          } catch (...) {
+            ended = rt_.now();
+            throw;
+          }
+          ended = rt_.now();
+        },
+        error, what);
   }
   // Runs `fn` on node i at `when`, keeping the code of the error it throws (nullopt: none).
   void call_at(int i, TimePoint when, std::function<void()> fn, std::optional<ErrorCode>& error, std::string& what) {
@@ -164,14 +181,7 @@ TEST_F(HandlerErrors, SetClosedRespectsTheRequestedTimeout) {
   std::optional<ErrorCode> error;
   std::string what;
   std::optional<TimePoint> returned_at;
-  call_at(1, at(0ms), [&] {
-    try {
-      closer.set_closed();
-    } catch (...) {
-      returned_at = rt_.now();
-      throw;
-    }
-  }, error, what);
+  call_at(1, at(0ms), [&] { closer.set_closed(); }, error, what, returned_at);
   (void)rt_.run(at(20s));  // idle once the call failed: nothing else runs
   ASSERT_TRUE(returned_at.has_value());
   EXPECT_LE(*returned_at, at(2s + 10ms)) << "one slow sync past the deadline, then the timeout";
@@ -263,14 +273,7 @@ TEST_F(HandlerErrors, NextRendezvousRespectsTheRequestedTimeoutOnASlowStore) {
   std::optional<ErrorCode> error;
   std::string what;
   std::optional<TimePoint> returned_at;
-  call_at(1, at(0ms), [&] {
-    try {
-      (void)joiner.next_rendezvous();
-    } catch (...) {
-      returned_at = rt_.now();
-      throw;
-    }
-  }, error, what);
+  call_at(1, at(0ms), [&] { (void)joiner.next_rendezvous(); }, error, what, returned_at);
   (void)rt_.run(at(30s));  // idle once the join failed
   EXPECT_EQ(error, ErrorCode::rendezvous_timeout) << what;
   ASSERT_TRUE(returned_at.has_value());

@@ -117,6 +117,31 @@ for name, case in cases.items():
             name, describe(case), "torchrun 1.13" if system == "torchrun" else "dagsim launch", verdict, kinds_text,
             fig([r["live_expired"] for r in ok]), fig(formation), reform_text or "n/a", ", ".join(codes)))
 w("")
+w("## What it shows")
+w("")
+for system, label in (("torchrun", "torchrun 1.13"), ("dagsim", "dagsim launch")):
+    rs = [r for r in results if r["system"] == system and "error" not in r]
+    failing = sorted({r["case"] for r in rs if not r["passed"]})
+    kinds = sorted({invariant(v) for r in rs for v in r["violations"]})
+    stuck = [r for r in rs if any(isinstance(c, str) for c in r["exit_codes"].values())]
+    stuck_cases = sorted({r["case"] for r in stuck})
+    live = sum(r["live_expired"] for r in rs)
+    w("- **%s**: %d of %d runs pass%s. %s%s" % (
+        label, sum(1 for r in rs if r["passed"]), len(rs),
+        (" (violations in %s: %s)" % (", ".join(failing), ", ".join(kinds))) if failing else "",
+        ("In %d run(s) (%s) some agents had not exited 30 s after the job's end and were killed: "
+         "survivors of a dead member wait at the exit barrier for it. " % (len(stuck), ", ".join(stuck_cases))) if stuck else
+        "Every agent exited by itself. ",
+        "Members removed by another node while their process lived: %d (a SIGSTOPped agent past the expiry is one, "
+        "rightly)." % live))
+w("")
+w("L6 in torchrun's runs is PyTorch's documented gap (#111646): once a dead member's heartbeat "
+  "expires, a survivor drops it from the complete round and nothing else happens; the survivors "
+  "re-form only if some node joins later (kill_then_join), and their workers train on with a world "
+  "that no longer exists. dagsim's handler requests a re-rendezvous at that removal "
+  "(rendezvous_state.h, Note [re-rendezvous on expiry]), so its survivors re-form within the "
+  "keep-alive expiry plus the last call.")
+w("")
 w("## Each violation, with its records")
 w("")
 any_violation = False

@@ -5,9 +5,11 @@
                        reports/pytorch_elastic.json states for that run: the report's claims are
                        replayable, and a change to the checker that alters one shows here.
   matrix DAGSIM        runs scripts/pytorch_elastic_matrix.py's formation and kill cases, torchrun
-                       and dagsim launch, on this host: torchrun's formation passes and its kill
-                       breaks L6 and nothing else (PyTorch #111646: the survivors never re-form);
-                       dagsim launch passes both and re-forms after the kill. Needs torch (77 without).
+                       and dagsim launch, on this host: torchrun's kill breaks L6 (PyTorch #111646:
+                       the survivors never re-form) and neither of its runs breaks a safety rule
+                       (S1-S10); dagsim launch passes both and re-forms after the kill. torchrun's
+                       timing (liveness) is PyTorch's and varies with the machine's load, so it is
+                       reported, not asserted. Needs torch (77 without).
 Exit 0 on success, 1 naming what differs.
 """
 import json
@@ -63,11 +65,16 @@ def matrix(dagsim):
             bad.append("%s: the judge failed: %s" % (key, r["error"]))
     if bad:
         sys.exit("FAIL:\n" + "\n".join(bad))
-    expect_l6 = results[("kill", "torchrun")]
-    kinds = sorted({v.split(" ", 1)[0] for v in expect_l6["violations"]})
-    if kinds != ["L6"]:
-        bad.append("torchrun's kill: violations %s, expected L6 alone" % expect_l6["violations"])
-    for key in (("formation", "torchrun"), ("formation", "dagsim"), ("kill", "dagsim")):
+    for case in ("formation", "kill"):
+        r = results[(case, "torchrun")]
+        print("torchrun %s: %s" % (case, r["violations"] or "no violation"))
+        safety = [v for v in r["violations"] if v.startswith("S")]
+        if safety:
+            bad.append("torchrun's %s broke a safety rule: %s" % (case, safety))
+    if not any(v.startswith("L6") for v in results[("kill", "torchrun")]["violations"]):
+        bad.append("torchrun's kill: no L6 (the survivors were expected not to re-form): %s" %
+                   results[("kill", "torchrun")]["violations"])
+    for key in (("formation", "dagsim"), ("kill", "dagsim")):
         if not results[key]["passed"]:
             bad.append("%s: %s" % (key, results[key]["violations"]))
     reform = results[("kill", "dagsim")]["reformations"]
@@ -75,7 +82,7 @@ def matrix(dagsim):
         bad.append("dagsim launch did not re-form after the kill: %s" % reform)
     if bad:
         sys.exit("FAIL:\n" + "\n".join(bad))
-    print("PASS: torchrun breaks L6 after a kill (and nothing else); dagsim launch re-forms in %.0f ms" %
+    print("PASS: torchrun breaks L6 after a kill and no safety rule; dagsim launch re-forms in %.0f ms" %
           reform[0]["reformed_after_ms"])
 
 

@@ -146,6 +146,9 @@ def main():
     p.add_argument("--systems", default="torchrun,dagsim")
     args = p.parse_args()
     dagsim = os.path.abspath(args.dagsim)
+    # The sources the binary was built from: this tree's commit, when the build is current.
+    tree = subprocess.run(["git", "-C", os.path.dirname(HERE), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "unknown"
     results = []
     matrix = os.path.join(args.out, "matrix.json")
     for run in range(args.runs):
@@ -160,7 +163,7 @@ def main():
                 for v in r.get("violations", [])[:6]:
                     print("   ", v[:220], flush=True)
                 with open(matrix, "w") as f:
-                    json.dump({"cases": CASES, "conf": CONF, "results": results}, f, indent=1)
+                    json.dump({"tree": tree, "cases": CASES, "conf": CONF, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

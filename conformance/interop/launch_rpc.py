@@ -35,6 +35,8 @@ def main(dagsim):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    # The workers' python3 is Debian's, which has torch.
+    env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
     with tempfile.TemporaryDirectory() as out:
         def agent(role, is_host):
             return subprocess.Popen(
@@ -42,7 +44,7 @@ def main(dagsim):
                  "--rdzv_endpoint", "127.0.0.1:%d" % port, "--rdzv_id", "rpcjob", "--role", role,
                  "--rdzv_conf", "is_host=%s,join_timeout=120" % is_host, "--monitor_interval", "0.5",
                  "--tee", "3", os.path.abspath(__file__), "--worker", out],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         agents = [agent("master", "true"), agent("worker", "false")]
         outputs = []
         for a in agents:

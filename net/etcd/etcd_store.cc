@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
@@ -72,6 +73,25 @@ Json EtcdStore::call(const char* path, const Json& body, runtime::TimePoint dead
 EtcdStore::Read EtcdStore::read(const std::string& key, runtime::TimePoint deadline, const std::string& what) {
   const Json reply = call("/v3/kv/range", range_request(full(key)), deadline, what);
   return {first_kv(reply), revision_of(reply)};
+}
+
+KeyState EtcdStore::read_at(const std::string& key, uint64_t revision, runtime::TimePoint deadline, const std::string& what) {
+  Json request = range_request(full(key));
+  request["revision"] = std::to_string(revision);
+  return first_kv(call("/v3/kv/range", request, deadline, what));
+}
+
+KeyState EtcdStore::first_change_after(const std::string& key, uint64_t expected, const KeyState& current,
+                                       runtime::TimePoint deadline, const std::string& what) {
+  KeyState change = current;
+  // Each step reads the key just before the change in hand; etcd's revisions only rise, so the walk
+  // ends at `expected` (or the key's absence) within as many steps as the key changed since.
+  for (;;) {
+    DAGSIM_ASSERT(change.mod_revision > expected);
+    KeyState before = read_at(key, change.mod_revision - 1, deadline, what);
+    if (before.mod_revision <= expected) return change;
+    change = std::move(before);
+  }
 }
 
 std::vector<KeyState> EtcdStore::read_all(const std::vector<std::string>& keys, runtime::TimePoint deadline,
@@ -215,7 +235,13 @@ CasOutcome EtcdStore::compare_set_version(const std::string& key, uint64_t expec
         if (!back_off(backoff, until)) throw;
         continue;  // not applied: send it again
       }
-      if (current.present() && current.value == desired) return {true, {std::move(desired), current.mod_revision}};
+      // The key moved on. Only its first change after expected_version can be this write; other
+      // writers may have changed it since (a write that committed, lost its reply, and was then
+      // overwritten must still say it committed, or the history behind it has a hole).
+      if (current.present() && expected_version < current.mod_revision) {
+        const KeyState first = first_change_after(key, expected_version, current, until, what);
+        if (first.present() && first.value == desired) return {true, {std::move(desired), first.mod_revision}};
+      }
       return {false, {std::move(current.value), current.mod_revision}};
     }
     // A txn that wrote has the write's revision, which is the key's new mod_revision.

@@ -122,6 +122,13 @@ class EtcdStore final : public store::Store {
   // before `deadline`; false when the caller should give up.
   bool back_off(runtime::Duration& backoff, runtime::TimePoint deadline);
   Read read(const std::string& key, runtime::TimePoint deadline, const std::string& what);
+  // The key as it was at store revision `revision` (etcd's history; a compacted revision fails).
+  KeyState read_at(const std::string& key, uint64_t revision, runtime::TimePoint deadline, const std::string& what);
+  // After a compare-and-set on `expected` whose reply was lost, with the key now at `current`
+  // (another version): the key's first change after `expected`, found by walking etcd's history
+  // back from `current`. Only that change can be the lost write's; it is, when it holds `desired`.
+  KeyState first_change_after(const std::string& key, uint64_t expected, const KeyState& current, runtime::TimePoint deadline,
+                              const std::string& what);
   // Reads every key in one txn (a consistent snapshot), in order.
   std::vector<KeyState> read_all(const std::vector<std::string>& keys, runtime::TimePoint deadline, const std::string& what);
   // The key once its version differs from `known`, or nullopt when `deadline` passes first; then

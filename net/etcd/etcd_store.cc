@@ -4,7 +4,6 @@
 
 #include <limits>
 
-#include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
@@ -85,11 +84,16 @@ KeyState EtcdStore::first_change_after(const std::string& key, uint64_t expected
                                        runtime::TimePoint deadline, const std::string& what) {
   KeyState change = current;
   // Each step reads the key just before the change in hand; etcd's revisions only rise, so the walk
-  // ends at `expected` (or the key's absence) within as many steps as the key changed since.
+  // ends at `expected` (or the key's absence) within as many steps as the key changed since. An
+  // answer that does not go back is etcd's fault, named, never a loop.
   for (;;) {
-    DAGSIM_ASSERT(change.mod_revision > expected);
     KeyState before = read_at(key, change.mod_revision - 1, deadline, what);
     if (before.mod_revision <= expected) return change;
+    if (before.mod_revision >= change.mod_revision) {
+      throw errors::protocol_error(endpoint().name() + ": " + what + ": the key at revision " +
+                                   std::to_string(change.mod_revision - 1) + " has mod_revision " +
+                                   std::to_string(before.mod_revision));
+    }
     change = std::move(before);
   }
 }

@@ -46,12 +46,12 @@ store::CasOutcome RecordingStore::compare_set_version(const std::string& key, ui
                      {"wall", clock_.wall_now().ns()},
                      {"read_wall", last_read_wall_.ns()},
                      {"base", expected_version}});
+  if (record_values_) writes_.back()["d"] = to_hex(desired);
   store::CasOutcome outcome = inner_.compare_set_version(key, expected_version, std::move(desired));
   nlohmann::json& entry = writes_[index];
   entry["written"] = outcome.written;
   entry["version"] = outcome.current.version;
   entry["t_end"] = scenario_now_().ns();
-  if (record_values_ && outcome.written) entry["s"] = to_hex(outcome.current.value);
   return outcome;
 }
 

@@ -6,8 +6,11 @@
 // that moment and at its last read of the key; its outcome (the version it committed, or the
 // version that won instead) is filled in when the reply comes. A node that dies with the call in
 // flight leaves it without an outcome: the checker then accepts a commit on that token as possibly
-// its own. With `record_values`, a write that committed also records the state it wrote ("s", hex):
-// over etcd, whose history no node of the run records, the acknowledged writes are the history.
+// its own. With `record_values`, every write also records the state it sends ("d", hex, before it
+// is sent): over etcd, whose history no node of the run records, the acknowledged writes are the
+// history, and a write whose outcome never came back (its reply lost in an etcd restart, or its
+// fiber cancelled meanwhile) can still be placed in it where later writes prove it committed
+// (rendezvous_history.h).
 // Everything else passes through untouched, errors included.
 #pragma once
 

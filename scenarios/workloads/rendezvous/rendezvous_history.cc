@@ -2,7 +2,9 @@
 #include "scenarios/workloads/rendezvous/rendezvous_history.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
+#include <set>
 
 #include "core/base/error.h"
 #include "scenarios/workloads/rendezvous/rendezvous_spec.h"
@@ -129,7 +131,12 @@ AgentLife read_agent_life(const NodeRecord& r, const std::string& what) {
       w.version = integer_from_record<uint64_t>(field(j, "version", at), at + ".version");
       w.t_end = time_of(j, "t_end", at);
     }
-    if (j.contains("s")) {
+    if (j.contains("d")) {
+      if (!j.at("d").is_string()) throw errors::invalid_records(at + ".d: expected a hex state");
+      w.sent = decode_state(from_hex(j.at("d").get<std::string>(), at + ".d"), at + ".d");
+      if (w.written == true) w.state = w.sent;
+    }
+    if (j.contains("s")) {  // records of older builds: the state of a write that committed
       if (w.written != true || !j.at("s").is_string()) throw errors::invalid_records(at + ".s: a hex state, of a write that committed");
       w.state = decode_state(from_hex(j.at("s").get<std::string>(), at + ".s"), at + ".s");
     }
@@ -216,20 +223,54 @@ namespace {
 // Over etcd no node sees the store's own order of commits: the agents' acknowledged writes are
 // its history (each carries the state it wrote and the mod revision etcd gave it), one life, in
 // version order. A commit is placed at its write's send time, or just after the commit before it,
-// whichever is later: never after it really happened. A write whose reply was lost is missing, so
-// an etcd run is judged as faithfully as its writers heard back.
-StoreLife history_from_writes(const std::vector<AgentLife>& agents) {
+// whichever is later: never after it really happened.
+//
+// A write whose outcome never came back (its reply lost as etcd was killed, or its fiber cancelled
+// while it waited for etcd to return) may have committed. When the run proves that a version the
+// acknowledged writes lack exists (a later write was based on it, a failed write was told it was
+// current, an agent's call returned it) and exactly one such write could have made it (it was
+// sent on the commit just before), that write is placed there, marked inferred. With two or more
+// candidates the history keeps its hole and the checker says so: no guess is made.
+StoreLife history_from_writes(std::vector<AgentLife>& agents) {
   std::map<uint64_t, Commit> by_version;
+  std::set<uint64_t> referenced;
   for (const AgentLife& a : agents) {
     for (const CasWrite& w : a.writes) {
       if (w.written == true && w.state && w.version) by_version[*w.version] = Commit{w.t, *w.version, w.state};
+      if (w.base > 0) referenced.insert(w.base);
+      if (w.written == false && w.version && *w.version > 0) referenced.insert(*w.version);
     }
+    for (const AgentEvent& e : a.events) {
+      if (e.succeeded() && e.version > 0) referenced.insert(e.version);
+    }
+  }
+  std::vector<std::pair<CasWrite*, uint64_t>> inferred;
+  for (const uint64_t v : referenced) {
+    if (by_version.contains(v)) continue;
+    const auto below = by_version.lower_bound(v);
+    const uint64_t before = below == by_version.begin() ? 0 : std::prev(below)->first;
+    std::vector<CasWrite*> candidates;
+    for (AgentLife& a : agents) {
+      for (CasWrite& w : a.writes) {
+        if (!w.written.has_value() && w.sent && w.base == before) candidates.push_back(&w);
+      }
+    }
+    if (candidates.size() != 1) continue;
+    CasWrite& w = *candidates.front();
+    w.written = true;
+    w.version = v;
+    w.state = w.sent;
+    w.inferred = true;
+    by_version[v] = Commit{w.t, v, w.state};
+    inferred.emplace_back(&w, v);
   }
   StoreLife life;
   for (auto& [version, c] : by_version) {
     if (!life.commits.empty()) c.t = std::max(c.t, life.commits.back().t);
     life.commits.push_back(std::move(c));
   }
+  // An inferred write's call ended when its commit is placed, at the latest.
+  for (auto& [w, v] : inferred) w->t_end = life.find(v)->t;
   return life;
 }
 

@@ -61,7 +61,9 @@ struct CasWrite {
   uint64_t base = 0;
   std::optional<uint64_t> version;  // after the call: the commit's, or the version that won
   std::optional<bool> written;      // nullopt: no reply (the writer died with it in flight)
-  std::optional<rendezvous::RendezvousState> state;  // what it wrote, when recorded (etcd runs)
+  std::optional<rendezvous::RendezvousState> state;  // what it wrote, when it committed and values are recorded (etcd runs)
+  std::optional<rendezvous::RendezvousState> sent;   // what it sent, when values are recorded (etcd runs)
+  bool inferred = false;  // its outcome never came back; later writes prove it committed (etcd runs)
 };
 
 struct AgentLife {

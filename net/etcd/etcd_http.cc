@@ -139,7 +139,8 @@ std::shared_ptr<HttpConnection> EtcdHttp::fresh_connection(runtime::TimePoint de
   }
 }
 
-Json EtcdHttp::post(const std::string& path, const Json& body, runtime::TimePoint deadline, const std::string& what) {
+Json EtcdHttp::post(const std::string& path, const Json& body, runtime::TimePoint deadline, const std::string& what,
+                    bool idempotent) {
   const std::string payload = body.dump();
   const runtime::TimePoint start = clock_.now();
   for (int attempt = 0;; ++attempt) {
@@ -160,8 +161,11 @@ Json EtcdHttp::post(const std::string& path, const Json& body, runtime::TimePoin
     }
     if (!ec) throw errors::timed_out(fail_text(what, "no answer within " + ms(clock_.now() - start)));
     if (*ec) {
-      // A kept connection that etcd closed while it sat idle: the request never reached it.
-      if (c->reused && attempt == 0 && !c->parser->got_some()) continue;
+      // A kept connection etcd closed while it sat idle never delivered the request; but one that
+      // broke as etcd died may have, after etcd applied it. Only a request that can land twice
+      // is sent again (the property test found a compare-and-set told "not written" by its own
+      // resent copy, which failed on the version its first copy had made).
+      if (idempotent && c->reused && attempt == 0 && !c->parser->got_some()) continue;
       throw errors::connection_failed(fail_text(what, error_text(*ec)));
     }
     http::response<http::string_body>& reply = c->parser->get();

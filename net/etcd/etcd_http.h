@@ -62,7 +62,12 @@ class EtcdHttp {
 
   // POSTs `body` to `path` ("/v3/kv/range") and returns etcd's JSON reply. `what` names the call
   // in errors ("store get of key k"). REQUIRES: a fiber started by a Spawner.
-  Json post(const std::string& path, const Json& body, runtime::TimePoint deadline, const std::string& what);
+  // A kept connection that fails before any byte of the reply may have been closed by etcd while
+  // idle (the request never reached it) or as it died after applying it: with `idempotent` the
+  // request is sent once more on a fresh connection; without, that is connection_failed, and the
+  // caller must learn what happened (EtcdStore reads the key back).
+  Json post(const std::string& path, const Json& body, runtime::TimePoint deadline, const std::string& what,
+            bool idempotent = true);
 
   // A streaming reply (/v3/watch): one JSON message per line, for as long as the stream is open.
   // Destroying it closes the connection, which ends the stream on etcd's side too.

@@ -61,7 +61,7 @@ Json EtcdStore::call(const char* path, const Json& body, runtime::TimePoint dead
   runtime::Duration backoff = kFirstBackoff;
   for (;;) {
     try {
-      return http_.post(path, body, deadline, what);
+      return http_.post(path, body, deadline, what, /*idempotent=*/resend == Resend::yes);
     } catch (const Error& e) {
       runtime::rethrow_if_unwinding(e);
       if (e.code() != ErrorCode::connection_failed || resend == Resend::no || !back_off(backoff, deadline)) throw;

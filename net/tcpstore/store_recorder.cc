@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "net/crypto.h"
 
 namespace dagsim::net::tcpstore {
 
@@ -21,18 +22,7 @@ int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::string hex(const Bytes& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (const uint8_t b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
-}
-
-nlohmann::json hex_or_null(const std::optional<Bytes>& bytes) { return bytes ? nlohmann::json(hex(*bytes)) : nlohmann::json(); }
+nlohmann::json hex_or_null(const std::optional<Bytes>& bytes) { return bytes ? nlohmann::json(hex_of(*bytes)) : nlohmann::json(); }
 
 // An endpoint as the kernel's /proc/net/tcp{,6} print it: the address as 32-bit words in host
 // (little-endian) order, then the port, all upper-case hex.
@@ -158,12 +148,12 @@ void StoreRecorder::end(const Pending& p, const store::KeyValueTable& table) {
   switch (q.type) {
     case QueryType::set:
       line["key"] = q.keys[0];
-      line["value"] = hex(q.values[0]);
+      line["value"] = hex_of(q.values[0]);
       break;
     case QueryType::compare_set: {
       line["key"] = q.keys[0];
-      line["expected"] = hex(q.values[0]);
-      line["desired"] = hex(q.values[1]);
+      line["expected"] = hex_of(q.values[0]);
+      line["desired"] = hex_of(q.values[1]);
       const std::optional<Bytes> after = table.get(q.keys[0]);
       // PyTorch's rule (key_value_table.h): the key is set when it holds `expected`, or is absent
       // and `expected` is empty. Rewriting the same bytes is a write too.

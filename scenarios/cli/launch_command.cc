@@ -145,23 +145,27 @@ int launch_command(const LaunchArgs& args) {
   elastic::ElasticAgent agent(host.env(), handler, store, plan.settings.run_id, plan.agent,
                               net::process_worker_group(host.clock(), config));
   const runtime::TimePoint started = host.clock().now();
+  // What every line of --events carries: when, what, whose, and PyTorch's event metadata
+  // (SimpleElasticAgent._construct_event).
+  const auto event_line = [&](const std::string& name, const char* source) {
+    return nlohmann::json{{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
+                          {"event", name},
+                          {"source", source},
+                          {"run_id", plan.settings.run_id},
+                          {"node", rendezvous::to_string(node)},
+                          {"role", plan.agent.role},
+                          {"hostname", self},
+                          {"rdzv_backend", handler.get_backend()},
+                          {"agent_restarts", plan.agent.max_restarts - agent.remaining_restarts()}};
+  };
   agent.set_listener([&](const elastic::AgentEvent& e) {
     std::cerr << "dagsim launch: " << describe(e) << "\n";
     if (!events.is_open()) return;
-    nlohmann::json j = {{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
-                        {"event", elastic::event_name(e.kind)},
-                        {"run_id", plan.settings.run_id},
-                        {"node", rendezvous::to_string(node)},
-                        {"round", e.info.round},
-                        {"group_rank", e.info.rank},
-                        {"group_world_size", e.info.world_size},
-                        {"state", elastic::worker_state_name(agent.state())},
-                        // PyTorch's event metadata (SimpleElasticAgent._construct_event)
-                        {"source", "AGENT"},
-                        {"role", plan.agent.role},
-                        {"hostname", self},
-                        {"rdzv_backend", handler.get_backend()},
-                        {"agent_restarts", plan.agent.max_restarts - agent.remaining_restarts()}};
+    nlohmann::json j = event_line(elastic::event_name(e.kind), "AGENT");
+    j["round"] = e.info.round;
+    j["group_rank"] = e.info.rank;
+    j["group_world_size"] = e.info.world_size;
+    j["state"] = elastic::worker_state_name(agent.state());
     if (e.kind == elastic::AgentEvent::Kind::nodes_waiting) j["waiting"] = e.waiting;
     if (e.kind == elastic::AgentEvent::Kind::group_failed) j["restarts_left"] = e.remaining;
     if (!e.detail.empty()) j["detail"] = e.detail;
@@ -221,32 +225,20 @@ int launch_command(const LaunchArgs& args) {
                               : result->outcome == elastic::AgentOutcome::failed  ? "FAILED"
                                                                                   : elastic::worker_state_name(agent.state());
     for (const elastic::WorkerRanks& w : group.workers) {
-      nlohmann::json j = {{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
-                          {"event", "torchelastic.worker.status." + state},
-                          {"source", "WORKER"},
-                          {"run_id", plan.settings.run_id},
-                          {"node", rendezvous::to_string(node)},
-                          {"global_rank", w.global_rank},
-                          {"local_rank", w.local_rank},
-                          {"group_rank", group.info.rank},
-                          {"role", plan.agent.role},
-                          {"hostname", self},
-                          {"state", state},
-                          {"rdzv_backend", handler.get_backend()},
-                          {"agent_restarts", plan.agent.max_restarts - agent.remaining_restarts()}};
+      nlohmann::json j = event_line("torchelastic.worker.status." + state, "WORKER");
+      j["global_rank"] = w.global_rank;
+      j["local_rank"] = w.local_rank;
+      j["group_rank"] = group.info.rank;
+      j["state"] = state;
       if (result->error) j["raw_error"] = result->error->what();
       events << j.dump() << std::endl;
     }
   }
   if (events.is_open() && !result->metrics.empty()) {
     // The run's metrics as PyTorch's agent puts them (elastic_agent.h), the last value of each.
-    events << nlohmann::json{{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
-                             {"event", "metrics"},
-                             {"run_id", plan.settings.run_id},
-                             {"node", rendezvous::to_string(node)},
-                             {"metrics", result->metrics}}
-                  .dump()
-           << std::endl;
+    nlohmann::json j = event_line("metrics", "AGENT");
+    j["metrics"] = result->metrics;
+    events << j.dump() << std::endl;
   }
   std::cerr << "dagsim launch: " << elastic::outcome_name(result->outcome) << " after " << result->rounds << " round(s), "
             << result->restarts << " restart(s) counted" << (result->error ? std::string(": ") + result->error->what() : "")

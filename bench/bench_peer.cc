@@ -66,8 +66,8 @@ int node(int fd, uint16_t port0, uint16_t port1, bool trusted) {
   asio::io_context& io = net::IoScheduler::for_this_thread().io();
   tcp::acceptor acceptor(io);
   acceptor.assign(tcp::v4(), fd);
-  const bench::MlpWeights mlp;
-  const rpc::FunctionRegistry registry = bench::bench_registry(mlp);
+  const bench::MlpModels models;
+  const rpc::FunctionRegistry registry = bench::bench_registry(models);
   bench::BenchNode node(1, std::move(acceptor), port0, port1, trusted, registry);
   // Serve until the parent closes our standard input.
   asio::posix::stream_descriptor input(io, ::dup(STDIN_FILENO));

@@ -123,19 +123,19 @@ BENCHMARK(BM_RawStream)->Arg(kStreamBytes)->UseRealTime()->Unit(benchmark::kMicr
 // dagsim over TCP ------------------------------------------------------------------------------
 
 // Runs `body` with node 0 of a pair whose node 1 is a peer process, both connected already.
-void with_tcp_pair(bool trusted, const std::function<void(BenchNode&, const MlpWeights&)>& body) {
+void with_tcp_pair(bool trusted, const std::function<void(BenchNode&, const MlpModels&)>& body) {
   on_own_thread([&] {
     asio::io_context& io = net::IoScheduler::for_this_thread().io();
     tcp::acceptor a0 = loopback_acceptor(io), a1 = loopback_acceptor(io);
     const uint16_t port0 = a0.local_endpoint().port(), port1 = a1.local_endpoint().port();
     Peer peer({"node", "3", std::to_string(port0), std::to_string(port1), trusted ? "1" : "0"}, a1.native_handle());
     a1.close();
-    const MlpWeights mlp;
-    const rpc::FunctionRegistry registry = bench_registry(mlp);
+    const MlpModels models;
+    const rpc::FunctionRegistry registry = bench_registry(models);
     {
       BenchNode node(0, std::move(a0), port0, port1, trusted, registry);
       node.agent().rpc_sync(1, "echo", {{zeros({1})}, {}});  // connects both ways
-      body(node, mlp);
+      body(node, models);
     }
   });
 }
@@ -144,7 +144,7 @@ Tensor tensor_of_bytes(size_t bytes) { return full({static_cast<int64_t>(std::ma
 
 void BM_TcpRpc(benchmark::State& state) {
   const auto bytes = static_cast<size_t>(state.range(0));
-  with_tcp_pair(state.range(1) == 1, [&](BenchNode& node, const MlpWeights&) {
+  with_tcp_pair(state.range(1) == 1, [&](BenchNode& node, const MlpModels&) {
     const Tensor t = tensor_of_bytes(bytes);
     for (auto _ : state) {
       std::vector<Tensor> back = node.agent().rpc_sync(1, "echo", {{t}, {}});
@@ -157,7 +157,7 @@ BENCHMARK(BM_TcpRpc)->ArgsProduct({{64, 4096, 1 << 20}, {0, 1}})->UseRealTime()-
 
 void BM_TcpStream(benchmark::State& state) {
   const auto bytes = static_cast<size_t>(state.range(0));
-  with_tcp_pair(state.range(1) == 1, [&](BenchNode& node, const MlpWeights&) {
+  with_tcp_pair(state.range(1) == 1, [&](BenchNode& node, const MlpModels&) {
     const Tensor t = tensor_of_bytes(bytes);
     std::deque<runtime::Future<std::vector<Tensor>>> window;
     for (auto _ : state) {
@@ -197,7 +197,7 @@ struct SeedTensors {
 };
 
 void BM_TcpSeedStep(benchmark::State& state) {
-  with_tcp_pair(state.range(0) == 1, [&](BenchNode& node, const MlpWeights&) {
+  with_tcp_pair(state.range(0) == 1, [&](BenchNode& node, const MlpModels&) {
     const SeedTensors s;
     for (auto _ : state) seed_step(node.agent(), node.autograd(), s.t1, s.t2, s.t4);
   });
@@ -215,12 +215,14 @@ void mlp_step(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd, const
   autograd.backward(ctx.id(), {sum(h)});
 }
 
+// range(0): trusted network (no MACs); range(1): float32 (PyTorch users' dtype) or float64.
 void BM_TcpMlpStep(benchmark::State& state) {
-  with_tcp_pair(state.range(0) == 1, [&](BenchNode& node, const MlpWeights& mlp) {
+  with_tcp_pair(state.range(0) == 1, [&](BenchNode& node, const MlpModels& models) {
+    const MlpWeights& mlp = models.of(state.range(1) == 1 ? Dtype::float32 : Dtype::float64);
     for (auto _ : state) mlp_step(node.agent(), node.autograd(), mlp);
   });
 }
-BENCHMARK(BM_TcpMlpStep)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TcpMlpStep)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"", "float32"})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // The MLP step on the local engine, for the distributed steps' overhead.
 void BM_MlpLocal(benchmark::State& state) {
@@ -238,8 +240,8 @@ BENCHMARK(BM_MlpLocal)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 void with_sim_pair(benchmark::State& state, int batch, const std::function<void(conformance::AutogradCluster&)>& step) {
   on_own_thread([&] {
-    const MlpWeights mlp;
-    const rpc::FunctionRegistry registry = bench_registry(mlp);
+    const MlpModels models;
+    const rpc::FunctionRegistry registry = bench_registry(models);
     conformance::AutogradCluster cluster(conformance::AutogradCluster::zero_latency(), 2, registry);
     while (state.KeepRunningBatch(batch)) {
       cluster.world.spawn_foreground(0, "bench", [&] {

@@ -30,4 +30,12 @@ struct MlpWeights {
   std::vector<Tensor> weights;
 };
 
+// Both dtypes' models, for the processes of a distributed step: a layer runs on the model of its
+// input's dtype.
+struct MlpModels {
+  MlpWeights f64{Dtype::float64};
+  MlpWeights f32{Dtype::float32};
+  const MlpWeights& of(Dtype dtype) const { return dtype == Dtype::float32 ? f32 : f64; }
+};
+
 }  // namespace dagsim::bench

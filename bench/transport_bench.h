@@ -28,13 +28,14 @@ namespace dagsim::bench {
 
 inline const std::string kBenchSecret = "dagsim-benchmark-shared-secret";
 
-inline rpc::FunctionRegistry bench_registry(const MlpWeights& mlp) {
+inline rpc::FunctionRegistry bench_registry(const MlpModels& models) {
   rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
   registry.add("echo", [](rpc::CallContext&, const rpc::CallArgs& args) { return std::vector<Tensor>{args.tensors.at(0)}; });
   registry.add("sink", [](rpc::CallContext&, const rpc::CallArgs&) { return std::vector<Tensor>{}; });
-  registry.add("owned_layer", [&mlp](rpc::CallContext&, const rpc::CallArgs& args) {
+  registry.add("owned_layer", [&models](rpc::CallContext&, const rpc::CallArgs& args) {
     const auto index = static_cast<size_t>(args.attribute("owned_layer", "layer"));
-    return std::vector<Tensor>{matmul(args.tensors.at(0), mlp.weights.at(index))};
+    const Tensor& h = args.tensors.at(0);
+    return std::vector<Tensor>{matmul(h, models.of(h.dtype()).weights.at(index))};
   });
   return registry;
 }

@@ -3,6 +3,8 @@ find_package(Boost 1.74 REQUIRED COMPONENTS fiber context)
 find_package(PkgConfig REQUIRED)
 # The serial OpenBLAS build: one thread, so gemm results are deterministic run to run.
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+# SLEEF: the vectorised libm PyTorch evaluates tanh, exp, log... with (core/tensor/vector_math.h).
+pkg_check_modules(SLEEF REQUIRED IMPORTED_TARGET sleef)
 find_package(Threads REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_package(tomlplusplus REQUIRED)

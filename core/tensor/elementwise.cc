@@ -5,6 +5,7 @@
 #include "core/autograd/op_backward.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
+#include "core/tensor/vector_math.h"
 
 namespace dagsim {
 
@@ -43,13 +44,32 @@ Tensor map2(const Tensor& a, const Tensor& b, F&& f) {
   return out;
 }
 
-// out = f(a, b) with broadcasting; the op name goes into every error.
+// out[i] = op(a[i]) through the vectorised kernels (vector_math.h).
+Tensor vec_unary(vec::Unary op, const Tensor& a) {
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() { vec::unary(op, a.data<T>(), out.data<T>(), a.numel()); });
+  return out;
+}
+
+// out[i] = op(a[i], b[i]) through the vectorised kernels, for equal shapes.
+Tensor vec_binary(vec::Binary op, const Tensor& a, const Tensor& b) {
+  DAGSIM_ASSERT(a.shape() == b.shape());
+  DAGSIM_ASSERT(a.dtype() == b.dtype());
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    vec::binary(op, a.data<T>(), b.data<T>(), out.data<T>(), a.numel());
+  });
+  return out;
+}
+
+// out = f(a, b) with broadcasting; equal shapes go to the vector kernel `kernel`, which computes
+// the same f. The op name goes into every error.
 template <typename F>
-Tensor broadcast_map(const char* op, const Tensor& a, const Tensor& b, F&& f) {
+Tensor broadcast_map(const char* op, vec::Binary kernel, const Tensor& a, const Tensor& b, F&& f) {
   detail::check_defined(op, a, "self");
   detail::check_defined(op, b, "other");
   detail::check_same_dtype(op, a, b);
-  if (a.shape() == b.shape()) return map2(a, b, f);
+  if (a.shape() == b.shape()) return vec_binary(kernel, a, b);
   const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(out_shape, a.dtype());
   dispatch_dtype(a.dtype(), [&]<typename T>() {
@@ -128,7 +148,7 @@ Tensor sum_to(const Tensor& t, const Shape& shape) {
 
 Tensor add(const Tensor& a_in, const Tensor& b_in) {
   const auto [a, b] = promote(a_in, b_in);
-  Tensor out = broadcast_map("add", a, b, [](auto x, auto y) { return x + y; });
+  Tensor out = broadcast_map("add", vec::Binary::add, a, b, [](auto x, auto y) { return x + y; });
   record_op("AddBackward", {a, b}, {out}, [sa = a.shape(), sb = b.shape()](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
     return variable_list{args.needs(0) ? sum_to(g, sa) : Tensor(),
@@ -139,7 +159,7 @@ Tensor add(const Tensor& a_in, const Tensor& b_in) {
 
 Tensor sub(const Tensor& a_in, const Tensor& b_in) {
   const auto [a, b] = promote(a_in, b_in);
-  Tensor out = broadcast_map("sub", a, b, [](auto x, auto y) { return x - y; });
+  Tensor out = broadcast_map("sub", vec::Binary::sub, a, b, [](auto x, auto y) { return x - y; });
   record_op("SubBackward", {a, b}, {out}, [sa = a.shape(), sb = b.shape()](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
     return variable_list{args.needs(0) ? sum_to(g, sa) : Tensor(),
@@ -150,7 +170,7 @@ Tensor sub(const Tensor& a_in, const Tensor& b_in) {
 
 Tensor mul(const Tensor& a_in, const Tensor& b_in) {
   const auto [a, b] = promote(a_in, b_in);
-  Tensor out = broadcast_map("mul", a, b, [](auto x, auto y) { return x * y; });
+  Tensor out = broadcast_map("mul", vec::Binary::mul, a, b, [](auto x, auto y) { return x * y; });
   record_op("MulBackward", {a, b}, {out}, [](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
     const Tensor& x = args.saved[0];
@@ -163,7 +183,7 @@ Tensor mul(const Tensor& a_in, const Tensor& b_in) {
 
 Tensor div(const Tensor& a_in, const Tensor& b_in) {
   const auto [a, b] = promote(a_in, b_in);
-  Tensor out = broadcast_map("div", a, b, [](auto x, auto y) { return x / y; });
+  Tensor out = broadcast_map("div", vec::Binary::div, a, b, [](auto x, auto y) { return x / y; });
   record_op("DivBackward", {a, b}, {out}, [](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
     const Tensor& x = args.saved[0];
@@ -221,7 +241,7 @@ Tensor pow(const Tensor& a, double exponent) {
 
 Tensor exp(const Tensor& a) {
   check_unary("exp", a);
-  Tensor out = map1(a, [](auto x) { return std::exp(x); });
+  Tensor out = vec_unary(vec::Unary::exp, a);
   record_op("ExpBackward", {a}, {out}, [](const BackwardArgs& args) {
     return variable_list{mul(args.grads[0], args.saved[0])};
   }, {}, {out});
@@ -230,7 +250,7 @@ Tensor exp(const Tensor& a) {
 
 Tensor log(const Tensor& a) {
   check_unary("log", a);
-  Tensor out = map1(a, [](auto x) { return std::log(x); });
+  Tensor out = vec_unary(vec::Unary::log, a);
   record_op("LogBackward", {a}, {out}, [](const BackwardArgs& args) {
     return variable_list{div(args.grads[0], args.saved[0])};
   }, {a});
@@ -239,7 +259,7 @@ Tensor log(const Tensor& a) {
 
 Tensor sin(const Tensor& a) {
   check_unary("sin", a);
-  Tensor out = map1(a, [](auto x) { return std::sin(x); });
+  Tensor out = map1(a, [](auto x) { return std::sin(x); });  // libm: see vector_math.h
   record_op("SinBackward", {a}, {out}, [](const BackwardArgs& args) {
     return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto x) { return g * std::cos(x); })};
   }, {a});
@@ -248,7 +268,7 @@ Tensor sin(const Tensor& a) {
 
 Tensor cos(const Tensor& a) {
   check_unary("cos", a);
-  Tensor out = map1(a, [](auto x) { return std::cos(x); });
+  Tensor out = map1(a, [](auto x) { return std::cos(x); });  // libm: see vector_math.h
   record_op("CosBackward", {a}, {out}, [](const BackwardArgs& args) {
     return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto x) { return -g * std::sin(x); })};
   }, {a});
@@ -257,18 +277,18 @@ Tensor cos(const Tensor& a) {
 
 Tensor tanh(const Tensor& a) {
   check_unary("tanh", a);
-  Tensor out = map1(a, [](auto x) { return std::tanh(x); });
+  Tensor out = vec_unary(vec::Unary::tanh, a);
   record_op("TanhBackward", {a}, {out}, [](const BackwardArgs& args) {
-    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto y) { return g * (1 - y * y); })};
+    return variable_list{vec_binary(vec::Binary::tanh_backward, args.grads[0], args.saved[0])};
   }, {}, {out});
   return out;
 }
 
 Tensor sigmoid(const Tensor& a) {
   check_unary("sigmoid", a);
-  Tensor out = map1(a, [](auto x) { return 1 / (1 + std::exp(-x)); });
+  Tensor out = vec_unary(vec::Unary::sigmoid, a);
   record_op("SigmoidBackward", {a}, {out}, [](const BackwardArgs& args) {
-    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto y) { return g * y * (1 - y); })};
+    return variable_list{vec_binary(vec::Binary::sigmoid_backward, args.grads[0], args.saved[0])};
   }, {}, {out});
   return out;
 }
@@ -320,7 +340,11 @@ Tensor& inplace_binary(const char* op, Tensor& self, const Tensor& other, F&& f)
     T* x = self.data<T>();
     const T* z = other.data<T>();
     if (other.shape() == self.shape()) {
-      for (int64_t i = 0; i < self.numel(); ++i) x[i] = static_cast<T>(f(x[i], z[i]));
+      if constexpr (requires { f.same_shape(x, z, self.numel()); }) {
+        f.same_shape(x, z, self.numel());
+      } else {
+        for (int64_t i = 0; i < self.numel(); ++i) x[i] = static_cast<T>(f(x[i], z[i]));
+      }
       return;
     }
     detail::for_each_broadcast(self.shape(), detail::contiguous_strides(self.shape()),
@@ -330,10 +354,19 @@ Tensor& inplace_binary(const char* op, Tensor& self, const Tensor& other, F&& f)
   self.bump_version();
   return self;
 }
+
+// self += alpha * other: equal shapes (gradient accumulation, SGD) through the vector kernel.
+struct AddScaled {
+  double alpha;
+  auto operator()(auto x, auto y) const { return x + alpha * y; }
+  template <typename T>
+  void same_shape(T* self, const T* other, int64_t n) const { vec::axpy(alpha, other, self, n); }
+};
+
 }  // namespace
 
 Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
-  return inplace_binary("add_", self, other, [alpha](auto x, auto y) { return x + alpha * y; });
+  return inplace_binary("add_", self, other, AddScaled{alpha});
 }
 Tensor& sub_(Tensor& self, const Tensor& other) {
   return inplace_binary("sub_", self, other, [](auto x, auto y) { return x - y; });

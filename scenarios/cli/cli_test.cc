@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "cli_test_util.h"
+#include "core/tensor/vector_math.h"
 
 namespace dagsim::cli {
 namespace {
@@ -72,6 +74,41 @@ TEST(Cli, EveryExamplePassesWithTheContractsJsonFieldsAndReplaysBySeed) {
     const Output other = dagsim("run " + example.string() + " --seed 43 --json");
     EXPECT_NE(nlohmann::json::parse(other.out)["trace_hash"], j["trace_hash"]);
   }
+}
+
+// Issue 25: the vector paths give the same bits, so a seed replays the same run whichever one the
+// machine picks. Every example on every capability this CPU can run: the same trace hash, the
+// same gradients and parameters as the best path's.
+TEST(Cli, EveryExampleReplaysTheSameOnEveryCpuCapability) {
+  const std::vector<vec::Capability> paths = vec::supported_capabilities();
+  if (paths.size() < 2) GTEST_SKIP() << "this CPU runs one vector path only";
+  struct Unset {
+    ~Unset() { unsetenv("DAGSIM_CPU_CAPABILITY"); }
+  } unset;  // the other tests run on the default path, whatever fails here
+  for (const fs::path& example : examples()) {
+    SCOPED_TRACE(example.string());
+    std::optional<nlohmann::json> first;
+    for (const vec::Capability path : paths) {
+      const std::string name(vec::capability_name(path));
+      SCOPED_TRACE(name);
+      ASSERT_EQ(setenv("DAGSIM_CPU_CAPABILITY", name.c_str(), 1), 0);
+      const Output r = dagsim("run " + example.string() + " --seed 42 --json");
+      ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+      const nlohmann::json j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["provenance"]["cpu_capability"], name);
+      if (!first) {
+        first = j;
+        continue;
+      }
+      EXPECT_EQ(j["trace_hash"], (*first)["trace_hash"]);
+      EXPECT_EQ(j["gradients"], (*first)["gradients"]);
+      EXPECT_EQ(j["params"], (*first)["params"]);
+    }
+  }
+  ASSERT_EQ(setenv("DAGSIM_CPU_CAPABILITY", "sse9", 1), 0);
+  const Output unknown = dagsim("run " + examples().front().string() + " --seed 42");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown CPU capability \"sse9\""), std::string::npos) << unknown.err;
 }
 
 TEST(Cli, CheckDeterminismRunsTheSeedTwiceAndCompares) {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/base/printable.h"
+#include "core/tensor/vector_math.h"
 #include "scenarios/cli/commands.h"
 
 namespace {
@@ -228,6 +229,14 @@ int main(int argc, char** argv) {
       return dagsim::cli::kBadInput;
     }
     node.seed = *seed;
+  }
+  // DAGSIM_CPU_CAPABILITY is read here, before any tensor op: a name this CPU cannot run is the
+  // operator's input error, said up front, not an internal error in the middle of a run.
+  try {
+    (void)dagsim::vec::capability();
+  } catch (const std::exception& e) {
+    std::cerr << "dagsim: " << dagsim::printable(e.what(), 400) << "\n";
+    return dagsim::cli::kBadInput;
   }
   run.self_path = self_path(argv[0]);
   int code = dagsim::cli::kBadInput;

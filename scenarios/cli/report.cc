@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/base/printable.h"
+#include "core/tensor/vector_math.h"
 #include "scenarios/cli/build_info.h"
 #include "scenarios/cli/commands.h"
 
@@ -32,7 +33,8 @@ nlohmann::json provenance() {
           {"build_type", DAGSIM_BUILD_TYPE},
           {"compiler", DAGSIM_COMPILER},
           {"blas", openblas_get_config()},
-          {"cpu", cpu_model()}};
+          {"cpu", cpu_model()},
+          {"cpu_capability", vec::capability_name(vec::capability())}};
 }
 
 std::string replay_command(const std::string& file, uint64_t seed, const std::string& flags) {

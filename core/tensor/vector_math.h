@@ -1,0 +1,79 @@
+// Vectorised elementwise kernels over contiguous arrays, one implementation per CPU capability,
+// as PyTorch's ATen dispatches its CPU kernels (DEFAULT, AVX2, AVX512) and with the same library
+// doing the transcendental part: SLEEF's 1.0-ULP functions (Sleef_tanhf8_u10 and kin).
+//
+// Promises:
+// - Every capability gives the same bits for the same input. SLEEF evaluates one algorithm in
+//   every lane whatever the vector width, and every path here uses its fused-multiply-add
+//   variant (the scalar path calls SLEEF's `purecfma` functions); the arithmetic around it
+//   (sigmoid's 1/(1+e), the backwards' g*(1-y*y)) is exact IEEE operations, compiled with
+//   contraction off. So a seed replays the same trace and gradients whichever path a machine
+//   picks: vector_math_test checks it bit for bit on every path this machine can run, and the
+//   examples' trace hashes are compared across paths. (A CPU without FMA has one path only, the
+//   scalar one over SLEEF's non-FMA functions: its results may differ from an FMA machine's in
+//   the last bit, as PyTorch's do between machines.)
+// - Accuracy: within 1 ULP of the exact result for tanh, exp and log (SLEEF's bound), checked
+//   against long double libm in vector_math_test.
+// - No sin or cos here: SLEEF's vector trig picks its argument reduction per vector (the fast one
+//   only when every lane is small), so a lane's bits depend on its neighbours and on the width;
+//   measured, 1 in 1,000-10,000 inputs differ between paths. Those ops stay on libm.
+//
+// The capability is chosen once: the best this CPU supports, or DAGSIM_CPU_CAPABILITY
+// (scalar | avx2 | avx512, after PyTorch's ATEN_CPU_CAPABILITY) when set. An unknown name or one
+// this CPU cannot run is an invalid_argument naming both, not a silent fallback.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace dagsim::vec {
+
+enum class Capability : uint8_t { scalar = 0, avx2 = 1, avx512 = 2 };
+inline constexpr int kCapabilityCount = 3;
+
+std::string_view capability_name(Capability capability);
+// Throws invalid_argument for a name that is none of scalar, avx2, avx512.
+Capability parse_capability(std::string_view name);
+bool capability_supported(Capability capability);
+// Every capability this CPU can run, scalar first.
+std::vector<Capability> supported_capabilities();
+
+// The capability in use (decided on first use: DAGSIM_CPU_CAPABILITY, else the best supported).
+Capability capability();
+// Switches every later kernel call to `capability` (tests, benchmarks). Throws invalid_argument
+// when this CPU cannot run it. Not for use while another thread runs kernels.
+void set_capability(Capability capability);
+
+// y[i] = f(x[i]); x and y may be the same array.
+enum class Unary : uint8_t { tanh, exp, log, sigmoid };
+inline constexpr int kUnaryCount = 4;
+// out[i] = f(a[i], b[i]); out may alias a or b. The backwards take (grad, saved output):
+// tanh_backward = g * (1 - y*y), sigmoid_backward = g * y * (1 - y), as PyTorch's formulas.
+enum class Binary : uint8_t { add, sub, mul, div, tanh_backward, sigmoid_backward };
+inline constexpr int kBinaryCount = 6;
+
+void unary(Unary op, const float* x, float* y, int64_t n);
+void unary(Unary op, const double* x, double* y, int64_t n);
+void binary(Binary op, const float* a, const float* b, float* out, int64_t n);
+void binary(Binary op, const double* a, const double* b, double* out, int64_t n);
+// self[i] += alpha * other[i] (PyTorch's add_ with alpha): gradient accumulation and SGD. The sum
+// is taken in double and rounded once, for float32 as before this kernel existed.
+void axpy(double alpha, const float* other, float* self, int64_t n);
+void axpy(double alpha, const double* other, double* self, int64_t n);
+
+// One capability's kernels; the vector_kernels_*.cc files each define one.
+struct KernelTable {
+  void (*unary_f32[kUnaryCount])(const float*, float*, int64_t);
+  void (*unary_f64[kUnaryCount])(const double*, double*, int64_t);
+  void (*binary_f32[kBinaryCount])(const float*, const float*, float*, int64_t);
+  void (*binary_f64[kBinaryCount])(const double*, const double*, double*, int64_t);
+  void (*axpy_f32)(double, const float*, float*, int64_t);
+  void (*axpy_f64)(double, const double*, double*, int64_t);
+};
+const KernelTable& scalar_kernels();         // SLEEF purecfma: needs FMA
+const KernelTable& scalar_nofma_kernels();   // SLEEF purec: any x86-64
+const KernelTable& avx2_kernels();           // AVX2 + FMA
+const KernelTable& avx512_kernels();         // AVX-512F + FMA
+
+}  // namespace dagsim::vec

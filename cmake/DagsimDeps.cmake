@@ -5,6 +5,10 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 # SLEEF: the vectorised libm PyTorch evaluates tanh, exp, log... with (core/tensor/vector_math.h).
 pkg_check_modules(SLEEF REQUIRED IMPORTED_TARGET sleef)
+# oneDNN: float32 products (core/tensor/linalg.cc). Its own CMake package drags in OpenCL for a
+# GPU runtime dagsim never uses, so the library alone.
+find_library(DNNL_LIBRARY dnnl REQUIRED)
+find_path(DNNL_INCLUDE_DIR dnnl.h REQUIRED)
 find_package(Threads REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_package(tomlplusplus REQUIRED)

@@ -1,6 +1,8 @@
-// Matrix products on the serial OpenBLAS build: matmul (torch.matmul's rules), bmm, multi_dot and
-// linear. Backward formulas call gemm with transpose flags instead of materialising transposes.
+// Matrix products: matmul (torch.matmul's rules), bmm, multi_dot and linear, float32 on oneDNN's
+// sgemm and float64 on the serial OpenBLAS build (see gemm below). Backward formulas call gemm with transpose flags instead of materialising transposes.
 #include <cblas.h>
+#include <dlfcn.h>
+#include <dnnl.h>
 
 #include "core/autograd/op_backward.h"
 #include "core/tensor/op_util.h"
@@ -14,8 +16,30 @@ using autograd::variable_list;
 
 namespace {
 
+// oneDNN runs its products on an OpenMP team as large as the CPU unless told otherwise; dagsim's
+// compute is single-threaded (core runs no OS threads, and a product's sums must not depend on how
+// many threads split it), so each thread that multiplies holds its OpenMP team to one thread
+// first. libgomp is loaded as oneDNN's dependency; its entry point is looked up, not linked, so
+// the build needs no OpenMP flags.
+void hold_openmp_to_one_thread() {
+  thread_local const bool held = [] {
+    using SetThreads = void (*)(int);
+    auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    DAGSIM_ASSERT_MSG(set != nullptr, "oneDNN is loaded without its OpenMP runtime (omp_set_num_threads)");
+    set(1);
+    return true;
+  }();
+  (void)held;
+}
+
 // C[m,n] = beta*C + op(A)·op(B), row-major, for `batch` independent products. A batch stride of 0
 // reuses one operand for every product (broadcast batch dims are expanded by the caller).
+// float32 runs on oneDNN's sgemm: it picks the CPU's widest kernels itself (AVX-512 where there is
+// one), about twice OpenBLAS's speed at the MLP's shapes on machines whose OpenBLAS is held to its
+// AVX2 kernels (OPENBLAS_CORETYPE=Haswell, as on this project's machines). Which kernels is a
+// function of the CPU alone, never of DAGSIM_CPU_CAPABILITY, so a seed replays the same bits on a
+// machine whichever vector path runs the elementwise ops. float64 stays on OpenBLAS (oneDNN has
+// no dgemm).
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -23,8 +47,11 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
   const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-                static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    hold_openmp_to_one_thread();
+    const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb,
+                                            beta, c, ldc);
+    DAGSIM_ASSERT_MSG(status == dnnl_success, "oneDNN sgemm refused checked operands");
+    (void)ta, (void)tb;
   } else {
     cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
                 static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));

@@ -33,6 +33,7 @@ nlohmann::json provenance() {
           {"build_type", DAGSIM_BUILD_TYPE},
           {"compiler", DAGSIM_COMPILER},
           {"blas", openblas_get_config()},
+          {"blas_core", openblas_get_corename()},
           {"cpu", cpu_model()},
           {"cpu_capability", vec::capability_name(vec::capability())}};
 }

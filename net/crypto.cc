@@ -143,23 +143,34 @@ Gmac::Gmac(Gmac&&) noexcept = default;
 Gmac& Gmac::operator=(Gmac&&) noexcept = default;
 
 Tag Gmac::tag(uint64_t nonce, std::initializer_list<std::span<const uint8_t>> parts) const {
+  begin(nonce);
+  for (std::span<const uint8_t> part : parts) update(part);
+  return finish();
+}
+
+void Gmac::begin(uint64_t nonce) const {
   DAGSIM_ASSERT(state_ != nullptr);
   std::array<uint8_t, 12> iv{};
   for (size_t i = 0; i < 8; ++i) iv[i] = static_cast<uint8_t>(nonce >> (8 * i));
-  EVP_CIPHER_CTX* ctx = state_->ctx;
-  DAGSIM_ASSERT(EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, iv.data()) == 1);
+  DAGSIM_ASSERT(EVP_EncryptInit_ex(state_->ctx, nullptr, nullptr, nullptr, iv.data()) == 1);
+}
+
+void Gmac::update(std::span<const uint8_t> bytes) const {
+  // Additional authenticated data, in any number of pieces (OpenSSL carries a partial block over).
+  // OpenSSL takes int lengths: a longer piece goes in parts.
   int n = 0;
-  for (std::span<const uint8_t> part : parts) {
-    // OpenSSL takes int lengths: a part larger than that goes in pieces.
-    for (size_t done = 0; done < part.size();) {
-      const size_t piece = std::min<size_t>(part.size() - done, size_t{1} << 30);
-      DAGSIM_ASSERT(EVP_EncryptUpdate(ctx, nullptr, &n, part.data() + done, static_cast<int>(piece)) == 1);
-      done += piece;
-    }
+  for (size_t done = 0; done < bytes.size();) {
+    const size_t piece = std::min<size_t>(bytes.size() - done, size_t{1} << 30);
+    DAGSIM_ASSERT(EVP_EncryptUpdate(state_->ctx, nullptr, &n, bytes.data() + done, static_cast<int>(piece)) == 1);
+    done += piece;
   }
-  DAGSIM_ASSERT(EVP_EncryptFinal_ex(ctx, nullptr, &n) == 1);
+}
+
+Tag Gmac::finish() const {
+  int n = 0;
+  DAGSIM_ASSERT(EVP_EncryptFinal_ex(state_->ctx, nullptr, &n) == 1);
   Tag out{};
-  DAGSIM_ASSERT(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(out.size()), out.data()) == 1);
+  DAGSIM_ASSERT(EVP_CIPHER_CTX_ctrl(state_->ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(out.size()), out.data()) == 1);
   return out;
 }
 

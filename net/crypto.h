@@ -76,6 +76,13 @@ class Gmac {
   // REQUIRES: no nonce is used twice under one key.
   Tag tag(uint64_t nonce, std::initializer_list<std::span<const uint8_t>> parts) const;
 
+  // The same tag computed as the bytes arrive: begin(nonce), update() with each piece in order,
+  // then finish(). A receiver so MACs a payload while the rest of it is still on the wire.
+  // tag() in between restarts the computation. REQUIRES: as tag().
+  void begin(uint64_t nonce) const;
+  void update(std::span<const uint8_t> bytes) const;
+  Tag finish() const;
+
  private:
   struct State;
   std::unique_ptr<State> state_;

@@ -66,6 +66,7 @@ void EnvelopeDecoder::commit(size_t n) {
   if (direct_) {
     direct_ = false;
     DAGSIM_ASSERT(state_ == State::payload && n <= payload_.size() - filled_);
+    if (gmac_) gmac_->update(std::span<const uint8_t>(payload_).subspan(filled_, n));
     filled_ += n;
     if (filled_ == payload_.size()) finish_payload();
   } else {
@@ -123,6 +124,10 @@ void EnvelopeDecoder::process() {
         }
         payload_.assign(length, 0);  // checked above; see the file comment
         filled_ = 0;
+        if (gmac_) {
+          gmac_->begin(seq_);  // the payload is MACed piece by piece as it arrives
+          gmac_->update(header_);
+        }
         padding_ = padding_left_ = padding;
         state_ = State::payload;
         if (length == 0) finish_payload();
@@ -132,6 +137,7 @@ void EnvelopeDecoder::process() {
         const size_t n = std::min(available, payload_.size() - filled_);
         if (n == 0) return;
         std::memcpy(payload_.data() + filled_, staging_.data() + begin_, n);
+        if (gmac_) gmac_->update(std::span<const uint8_t>(payload_).subspan(filled_, n));
         begin_ += n;
         filled_ += n;
         if (filled_ == payload_.size()) finish_payload();
@@ -167,7 +173,7 @@ void EnvelopeDecoder::finish_payload() {
 
 void EnvelopeDecoder::verify() {
   if (gmac_) {
-    const Tag expected = gmac_->tag(seq_, {header_, payload_});
+    const Tag expected = gmac_->finish();
     if (!equal_in_constant_time(expected, mac_)) {
       throw errors::protocol_error("envelope " + std::to_string(seq_) +
                                    ": its MAC does not verify (forged, replayed, reordered or corrupted)");

@@ -84,13 +84,21 @@ sources_of() {
 # What a target links beyond the sanitizers, and the include flags it compiles with.
 libs_of() {
   case "$1" in
-    execute) echo "$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lboost_fiber -lboost_context -lxxhash -lpthread" ;;
+    execute) echo "$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lsleef -ldnnl -ldl -lboost_fiber -lboost_context -lxxhash -lpthread" ;;
     *) echo "-lcrypto" ;;
   esac
 }
 extra_cxxflags_of() {
   case "$1" in
     execute) pkg-config --cflags openblas 2>/dev/null || true ;;
+  esac
+}
+# Per-file flags, as core/CMakeLists.txt gives them: each CPU capability's kernels for its target.
+source_flags_of() {
+  case "$1" in
+    core/tensor/vector_kernels_scalar.cc) echo "-ffp-contract=off" ;;
+    core/tensor/vector_kernels_avx2.cc) echo "-mavx2 -mfma -ffp-contract=off" ;;
+    core/tensor/vector_kernels_avx512.cc) echo "-mavx512f -mfma -ffp-contract=off" ;;
   esac
 }
 corpus_of() { echo "$root/net/fuzz/corpus/$1"; }
@@ -126,7 +134,7 @@ build_target() {
     # Written aside and moved into place, so an interrupted compile never looks up to date.
     # (Called from an `if`, where set -e does not act: each step checks its own status.)
     # shellcheck disable=SC2046  # the extra flags are words
-    flock "$lock" "$cxx" "${cxxflags[@]}" $(extra_cxxflags_of "$target") -MMD -MF "$obj.d.tmp" -c "$root/$src" -o "$obj.tmp" || return 1
+    flock "$lock" "$cxx" "${cxxflags[@]}" $(extra_cxxflags_of "$target") $(source_flags_of "$src") -MMD -MF "$obj.d.tmp" -c "$root/$src" -o "$obj.tmp" || return 1
     mv "$obj.d.tmp" "$obj.d" && mv "$obj.tmp" "$obj" || return 1
     built=1
   done

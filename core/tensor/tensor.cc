@@ -7,11 +7,11 @@
 #include "core/autograd/accumulate_grad.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/node.h"
+#include "core/tensor/storage_pool.h"
 
 namespace dagsim {
 
 namespace {
-constexpr std::align_val_t kStorageAlignment{64};
 const Tensor kUndefinedTensor;
 const std::shared_ptr<autograd::Node> kNoNode;
 }  // namespace
@@ -51,12 +51,11 @@ size_t tensor_nbytes(const Shape& shape, Dtype dtype) {
 }
 
 Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
-  data_ = nbytes <= kInlineBytes ? inline_
-                                 : static_cast<std::byte*>(::operator new(nbytes, kStorageAlignment));
+  data_ = nbytes <= kInlineBytes ? inline_ : static_cast<std::byte*>(storage_pool::allocate(nbytes));
 }
 
 Storage::~Storage() {
-  if (data_ != inline_) ::operator delete(data_, kStorageAlignment);
+  if (data_ != inline_) storage_pool::release(data_, nbytes_);
 }
 
 TensorImpl::TensorImpl(std::shared_ptr<Storage> storage_in, Shape shape_in, Dtype dtype_in)

@@ -9,6 +9,8 @@ pkg_check_modules(SLEEF REQUIRED IMPORTED_TARGET sleef)
 # GPU runtime dagsim never uses, so the library alone.
 find_library(DNNL_LIBRARY dnnl REQUIRED)
 find_path(DNNL_INCLUDE_DIR dnnl.h REQUIRED)
+# Eigen (headers only): float64 products on AVX-512 CPUs (core/tensor/gemm_avx512.h).
+find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(Threads REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_package(tomlplusplus REQUIRED)

@@ -11,7 +11,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libboost-fiber-dev libboost-context-dev
-  libopenblas-serial-dev libsleef-dev libdnnl-dev
+  libopenblas-serial-dev libsleef-dev libdnnl-dev libeigen3-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libxxhash-dev libssl-dev
   # scripts/fuzz.sh: clang-14, its libFuzzer runtime, llvm-symbolizer (readable sanitizer stacks)

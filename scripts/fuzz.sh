@@ -99,6 +99,7 @@ source_flags_of() {
     core/tensor/vector_kernels_scalar.cc) echo "-ffp-contract=off" ;;
     core/tensor/vector_kernels_avx2.cc) echo "-mavx2 -mfma -ffp-contract=off" ;;
     core/tensor/vector_kernels_avx512.cc) echo "-mavx512f -mfma -ffp-contract=off" ;;
+    core/tensor/gemm_avx512.cc) echo "-mavx512f -mavx512dq -mavx512vl -mfma -I/usr/include/eigen3" ;;
   esac
 }
 corpus_of() { echo "$root/net/fuzz/corpus/$1"; }

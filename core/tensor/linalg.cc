@@ -1,10 +1,11 @@
 // Matrix products: matmul (torch.matmul's rules), bmm, multi_dot and linear, float32 on oneDNN's
-// sgemm and float64 on the serial OpenBLAS build (see gemm below). Backward formulas call gemm with transpose flags instead of materialising transposes.
+// sgemm, float64 on Eigen's AVX-512 GEMM or the serial OpenBLAS build (see gemm below). Backward formulas call gemm with transpose flags instead of materialising transposes.
 #include <cblas.h>
 #include <dlfcn.h>
 #include <dnnl.h>
 
 #include "core/autograd/op_backward.h"
+#include "core/tensor/gemm_avx512.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -38,8 +39,8 @@ void hold_openmp_to_one_thread() {
 // one), about twice OpenBLAS's speed at the MLP's shapes on machines whose OpenBLAS is held to its
 // AVX2 kernels (OPENBLAS_CORETYPE=Haswell, as on this project's machines). Which kernels is a
 // function of the CPU alone, never of DAGSIM_CPU_CAPABILITY, so a seed replays the same bits on a
-// machine whichever vector path runs the elementwise ops. float64 stays on OpenBLAS (oneDNN has
-// no dgemm).
+// machine whichever vector path runs the elementwise ops. float64 runs on Eigen's AVX-512 GEMM
+// where the CPU has AVX-512 (gemm_avx512.h: oneDNN has no dgemm), else on OpenBLAS.
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
@@ -53,6 +54,11 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
     DAGSIM_ASSERT_MSG(status == dnnl_success, "oneDNN sgemm refused checked operands");
     (void)ta, (void)tb;
   } else {
+    static const bool avx512 = detail::avx512_gemm_available();
+    if (avx512 && k > 0 && (beta == 0.0 || beta == 1.0)) {
+      detail::dgemm_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+      return;
+    }
     cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
                 static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   }

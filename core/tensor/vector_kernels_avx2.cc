@@ -4,44 +4,19 @@
 #include <immintrin.h>
 #include <sleef.h>
 
-#include <cstdint>
-
-namespace dagsim::vec {
-namespace {
-
-struct F32 {
-  using T = float;
-  using V = __m256;
-  static constexpr int kWidth = 8;
-  static V load(const T* p) { return _mm256_loadu_ps(p); }
-  static void store(T* p, V v) { _mm256_storeu_ps(p, v); }
-  static V splat(T x) { return _mm256_set1_ps(x); }
-  static V tanh(V x) { return Sleef_tanhf8_u10avx2(x); }
-  static V exp(V x) { return Sleef_expf8_u10avx2(x); }
-  static V log(V x) { return Sleef_logf8_u10avx2(x); }
-};
-
-struct F64 {
-  using T = double;
-  using V = __m256d;
-  static constexpr int kWidth = 4;
-  static V load(const T* p) { return _mm256_loadu_pd(p); }
-  static void store(T* p, V v) { _mm256_storeu_pd(p, v); }
-  static V splat(T x) { return _mm256_set1_pd(x); }
-  static V tanh(V x) { return Sleef_tanhd4_u10avx2(x); }
-  static V exp(V x) { return Sleef_expd4_u10avx2(x); }
-  static V log(V x) { return Sleef_logd4_u10avx2(x); }
-};
-
-}  // namespace
-}  // namespace dagsim::vec
-
 #include "core/tensor/vector_kernels.inc"
 
 namespace dagsim::vec {
 
 const KernelTable& avx2_kernels() {
+  using F32 = Lane<float, 8, [](const float* p) { return _mm256_loadu_ps(p); },
+                   [](float* p, __m256 v) { _mm256_storeu_ps(p, v); }, [](float x) { return _mm256_set1_ps(x); },
+                   Sleef_tanhf8_u10avx2, Sleef_expf8_u10avx2, Sleef_logf8_u10avx2>;
+  using F64 = Lane<double, 4, [](const double* p) { return _mm256_loadu_pd(p); },
+                   [](double* p, __m256d v) { _mm256_storeu_pd(p, v); }, [](double x) { return _mm256_set1_pd(x); },
+                   Sleef_tanhd4_u10avx2, Sleef_expd4_u10avx2, Sleef_logd4_u10avx2>;
   static constexpr KernelTable table = make_table<F32, F64>();
   return table;
 }
+
 }  // namespace dagsim::vec

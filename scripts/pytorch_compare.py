@@ -221,7 +221,10 @@ def markdown(doc):
         q = r["ratio"]
         out.append(f"| {r['measure']} | {q['median']:.2f} ({q['min']:.2f} to {q['max']:.2f}) | {r['aim'] or ''} | "
                    f"{r['verdict'] or ''} |")
-    out += ["", "## Machine", "",
+    out += ["", "Rendezvous formation and re-formation over TCP, beside PyTorch's c10d rendezvous run for run, "
+            "are in [rendezvous_tcp.md](rendezvous_tcp.md), which `scripts/bench_pytorch.sh` regenerates after "
+            "this report (with [transports.md](transports.md)).", "",
+            "## Machine", "",
             f"{m['cpu']}, {m['cores']} cores, Linux {m['kernel']}; load average (1, 5, 15 min) "
             f"{', '.join(f'{x:.2f}' for x in m['load_before'])} before and "
             f"{', '.join(f'{x:.2f}' for x in m['load_after'])} after. Every sample is in `performance.json`.", ""]

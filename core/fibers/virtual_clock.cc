@@ -19,8 +19,13 @@ TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
   const TimerId id = (++next_sequence_ << kSlotBits) | slot;
   slots_[slot].id = id;
   slots_[slot].fire = std::move(fire);
-  heap_.push_back(Entry{std::max(deadline, now_), id});
-  std::push_heap(heap_.begin(), heap_.end(), later);
+  const Entry entry{std::max(deadline, now_), id};
+  if (run_.empty() || entry.at >= run_.back().at) {
+    run_.push_back(entry);  // ids only grow, so the run stays sorted
+  } else {
+    heap_.push_back(entry);
+    std::push_heap(heap_.begin(), heap_.end(), later);
+  }
   ++live_;
   return id;
 }
@@ -32,13 +37,15 @@ void VirtualClock::cancel(TimerId id) {
   slots_[slot].fire = nullptr;
   free_slots_.push_back(static_cast<uint32_t>(slot));
   --live_;
-  // Cancelled long timeouts would otherwise sit in the heap until their deadline.
-  if (heap_.size() > 1024 && heap_.size() > 4 * live_) sweep();
+  // Cancelled long timeouts would otherwise sit in the queue until their deadline.
+  const size_t entries = heap_.size() + run_.size();
+  if (entries > 1024 && entries > 4 * live_) sweep();
 }
 
 void VirtualClock::sweep() {
   std::erase_if(heap_, [this](const Entry& e) { return stale(e); });
   std::make_heap(heap_.begin(), heap_.end(), later);
+  std::erase_if(run_, [this](const Entry& e) { return stale(e); });  // keeps the run's order
 }
 
 void VirtualClock::skip_stale() {
@@ -46,20 +53,33 @@ void VirtualClock::skip_stale() {
     std::pop_heap(heap_.begin(), heap_.end(), later);
     heap_.pop_back();
   }
+  while (!run_.empty() && stale(run_.front())) run_.pop_front();
+}
+
+bool VirtualClock::next_in_run() const {
+  if (heap_.empty()) return true;
+  if (run_.empty()) return false;
+  return later(heap_.front(), run_.front());
 }
 
 TimePoint VirtualClock::next_deadline() {
   DAGSIM_ASSERT(live_ > 0);
   skip_stale();
-  return heap_.front().at;
+  return next_in_run() ? run_.front().at : heap_.front().at;
 }
 
 void VirtualClock::fire_next() {
   DAGSIM_ASSERT(live_ > 0);
   skip_stale();
-  const Entry top = heap_.front();
-  std::pop_heap(heap_.begin(), heap_.end(), later);
-  heap_.pop_back();
+  Entry top;
+  if (next_in_run()) {
+    top = run_.front();
+    run_.pop_front();
+  } else {
+    top = heap_.front();
+    std::pop_heap(heap_.begin(), heap_.end(), later);
+    heap_.pop_back();
+  }
   DAGSIM_ASSERT(top.at >= now_);
   now_ = top.at;
   Slot& slot = slots_[top.id & kSlotMask];

@@ -6,13 +6,18 @@
 // they were armed; a deadline in the past fires at the current time, never earlier; cancel is
 // O(1) and a no-op for a timer that fired or was cancelled.
 //
-// The queue is a binary heap over (deadline, sequence) with the callbacks in a slab of slots.
-// A timer id carries its sequence number and its slot, so cancel frees the slot at once and
-// leaves a stale heap entry that is skipped when it surfaces (and swept when stale entries
+// The queue is two sorted structures over (deadline, sequence), with the callbacks in a slab of
+// slots. A timer whose deadline is no earlier than the last one armed there joins `run_`, a FIFO
+// that is sorted by construction (deadlines non-decreasing, sequences increasing): with constant
+// latency every message timer lands there, in O(1). Any other timer goes to a binary heap. The
+// next timer is the smaller of the two fronts, so the order is exactly (deadline, arm order)
+// either way. A timer id carries its sequence number and its slot, so cancel frees the slot at
+// once and leaves a stale entry that is skipped when it surfaces (and swept when stale entries
 // outnumber live ones), which keeps arm, fire and cancel free of tree rebalancing.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <vector>
 
@@ -59,8 +64,11 @@ class VirtualClock final : public Clock {
   // Min-heap order: earliest deadline, then earliest armed.
   static bool later(const Entry& a, const Entry& b) { return a.at != b.at ? a.at > b.at : a.id > b.id; }
   bool stale(const Entry& e) const { return slots_[e.id & kSlotMask].id != e.id; }
-  // Pops stale entries off the top of the heap.
+  // Pops stale entries off the fronts of the heap and the run.
   void skip_stale();
+  // The earliest live entry is at the run's front (else at the heap's top). REQUIRES: live_ > 0,
+  // skip_stale() done.
+  bool next_in_run() const;
   void sweep();
 
   TimePoint now_;
@@ -68,6 +76,7 @@ class VirtualClock final : public Clock {
   TimerId firing_ = 0;
   size_t live_ = 0;
   std::vector<Entry> heap_;
+  std::deque<Entry> run_;  // sorted: each entry armed no earlier than the one before
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
 };

@@ -1,0 +1,79 @@
+// VirtualClock's ordering promise under any mix of arms, cancels and fires: timers fire in
+// (deadline, arm order) order, a past deadline fires at the current time, cancel removes exactly
+// its timer. Checked against a reference model (an ordered set) over generated operation streams
+// that mix the two queues' cases: deadlines at or after the last one armed (the FIFO run), earlier
+// ones (the heap), many equal deadlines, past deadlines, and cancels of armed, fired and unknown ids.
+#include "core/fibers/virtual_clock.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "core/base/prng.h"
+
+namespace dagsim::fibers {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(VirtualClock, FiresInDeadlineThenArmOrderLikeAnOrderedSetUnderAnyMix) {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE(seed);
+    Prng prng(seed);
+    VirtualClock clock;
+    std::set<std::pair<TimePoint, uint64_t>> model;  // (effective deadline, arm number)
+    std::map<uint64_t, TimerId> ids;                   // arm number -> id, while armed
+    std::vector<uint64_t> fired;
+    uint64_t armed = 0;
+    TimePoint last_deadline = clock.now();
+    for (int step = 0; step < 3000; ++step) {
+      const uint64_t op = prng.uniform_int(0, 9);
+      if (op < 6) {
+        // Deadlines: the last one again (equal), later, earlier, or in the past.
+        TimePoint at;
+        switch (prng.uniform_int(0, 3)) {
+          case 0: at = last_deadline; break;
+          case 1: at = last_deadline + std::chrono::microseconds(prng.uniform_int(1, 50)); break;
+          case 2: at = clock.now() + std::chrono::microseconds(prng.uniform_int(0, 100)); break;
+          default: at = clock.now() - 5us; break;
+        }
+        last_deadline = at;
+        const uint64_t n = ++armed;
+        const TimerId id = clock.call_at(at, [&fired, n] { fired.push_back(n); });
+        ids[n] = id;
+        model.insert({std::max(at, clock.now()), n});
+      } else if (op < 8 && !ids.empty()) {
+        // Cancel a random armed timer (and now and then one that is gone already).
+        auto it = ids.begin();
+        std::advance(it, static_cast<long>(prng.uniform_int(0, ids.size() - 1)));
+        clock.cancel(it->second);
+        std::erase_if(model, [&](const auto& e) { return e.second == it->first; });
+        if (prng.uniform_int(0, 1) == 0) clock.cancel(it->second);  // twice: a no-op
+        ids.erase(it);
+      } else if (clock.has_timers()) {
+        ASSERT_FALSE(model.empty());
+        const auto want = *model.begin();
+        ASSERT_EQ(clock.next_deadline(), want.first);
+        clock.fire_next();
+        ASSERT_EQ(fired.back(), want.second);
+        ASSERT_EQ(clock.now(), want.first);
+        model.erase(model.begin());
+        ids.erase(want.second);
+      }
+      ASSERT_EQ(clock.has_timers(), !model.empty());
+    }
+    while (clock.has_timers()) {
+      const auto want = *model.begin();
+      clock.fire_next();
+      ASSERT_EQ(fired.back(), want.second);
+      model.erase(model.begin());
+    }
+    EXPECT_TRUE(model.empty());
+  }
+}
+
+}  // namespace
+}  // namespace dagsim::fibers

@@ -147,6 +147,8 @@ int launch_command(const LaunchArgs& args) {
   const runtime::TimePoint started = host.clock().now();
   // What every line of --events carries: when, what, whose, and PyTorch's event metadata
   // (SimpleElasticAgent._construct_event).
+  // Copied now: the WORKER events are written after rdzv.reset() has destroyed the handler.
+  const std::string rdzv_backend = handler.get_backend();
   const auto event_line = [&](const std::string& name, const char* source) {
     return nlohmann::json{{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
                           {"event", name},
@@ -155,7 +157,7 @@ int launch_command(const LaunchArgs& args) {
                           {"node", rendezvous::to_string(node)},
                           {"role", plan.agent.role},
                           {"hostname", self},
-                          {"rdzv_backend", handler.get_backend()},
+                          {"rdzv_backend", rdzv_backend},
                           {"agent_restarts", plan.agent.max_restarts - agent.remaining_restarts()}};
   };
   agent.set_listener([&](const elastic::AgentEvent& e) {

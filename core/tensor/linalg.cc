@@ -44,22 +44,19 @@ void hold_openmp_to_one_thread() {
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
-  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<T, float>) {
     hold_openmp_to_one_thread();
     const dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb,
                                             beta, c, ldc);
     DAGSIM_ASSERT_MSG(status == dnnl_success, "oneDNN sgemm refused checked operands");
-    (void)ta, (void)tb;
   } else {
     static const bool avx512 = detail::avx512_gemm_available();
     if (avx512 && k > 0 && (beta == 0.0 || beta == 1.0)) {
       detail::dgemm_avx512(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
       return;
     }
-    cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
+    cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
                 static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   }
 }

@@ -13,7 +13,11 @@
 //     cas, cas_conflicts: versioned compare-and-sets, and those that lost their race;
 //     watches, watch_changes: event-driven waits, and those answered with a changed state;
 //     decodes        states decoded, all nodes together (the backend's cache spares the rest);
-//     reply_mb       state bytes the store sent back (MB = 10^6 bytes).
+//     reply_mb       state bytes the nodes received from the store, as values (MB = 10^6 bytes),
+//                    and read_, cas_lost_, cas_won_, watch_reply_mb: the same by what asked;
+//     wire_reply_mb  the bytes of those values as the store sent them: deltas where the node held
+//                    an earlier version (store_service.h), nothing for a compare-and-set that wrote;
+//     deltas_sent    replies sent as deltas.
 //   The benchmark's own (manual) time is build + run: the wall time of the whole formation.
 //
 //   BM_RendezvousDeterminism: one spread formation of 64 nodes run twice with one seed; fails
@@ -50,6 +54,12 @@ void report(benchmark::State& state, const FormationResult& r) {
   state.counters["watch_changes"] = static_cast<double>(r.store.watch_changes);
   state.counters["decodes"] = static_cast<double>(r.decodes);
   state.counters["reply_mb"] = static_cast<double>(r.store.reply_bytes) / 1e6;
+  state.counters["wire_reply_mb"] = static_cast<double>(r.wire_reply_bytes) / 1e6;
+  state.counters["deltas_sent"] = static_cast<double>(r.deltas_sent);
+  state.counters["read_reply_mb"] = static_cast<double>(r.store.read_reply_bytes) / 1e6;
+  state.counters["cas_lost_reply_mb"] = static_cast<double>(r.store.cas_lost_reply_bytes) / 1e6;
+  state.counters["cas_won_reply_mb"] = static_cast<double>(r.store.cas_won_reply_bytes) / 1e6;
+  state.counters["watch_reply_mb"] = static_cast<double>(r.store.watch_reply_bytes) / 1e6;
 }
 
 void BM_RendezvousFormation(benchmark::State& state) {

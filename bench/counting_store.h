@@ -26,6 +26,11 @@ struct StoreCounts {
   uint64_t watches = 0;        // watch and watch_at_most
   uint64_t watch_changes = 0;  // watches answered with a version other than the one known
   uint64_t reply_bytes = 0;    // value bytes in versioned replies (the state blobs moved)
+  // reply_bytes by what asked for them: reads, lost and won compare-and-sets, watches.
+  uint64_t read_reply_bytes = 0;
+  uint64_t cas_lost_reply_bytes = 0;
+  uint64_t cas_won_reply_bytes = 0;
+  uint64_t watch_reply_bytes = 0;
 };
 
 class CountingStore final : public store::Store {
@@ -78,7 +83,9 @@ class CountingStore final : public store::Store {
   store::Versioned get_versioned(const std::string& key) override {
     ++counts_.requests;
     ++counts_.reads;
-    return moved(inner_.get_versioned(key));
+    store::Versioned v = inner_.get_versioned(key);
+    counts_.read_reply_bytes += v.value.size();
+    return moved(std::move(v));
   }
   store::CasOutcome compare_set_version(const std::string& key, uint64_t expected_version,
                                         store::Bytes desired) override {
@@ -87,6 +94,7 @@ class CountingStore final : public store::Store {
     store::CasOutcome outcome = inner_.compare_set_version(key, expected_version, std::move(desired));
     if (!outcome.written) ++counts_.cas_conflicts;
     counts_.reply_bytes += outcome.current.value.size();
+    (outcome.written ? counts_.cas_won_reply_bytes : counts_.cas_lost_reply_bytes) += outcome.current.value.size();
     return outcome;
   }
   store::Versioned watch(const std::string& key, uint64_t known_version) override {
@@ -105,6 +113,7 @@ class CountingStore final : public store::Store {
     ++counts_.requests;
     ++counts_.watches;
     if (v.version != known_version) ++counts_.watch_changes;
+    counts_.watch_reply_bytes += v.value.size();
     return moved(std::move(v));
   }
 

@@ -41,6 +41,8 @@ struct FormationResult {
   double teardown_wall_s = 0;              // wall: killing the nodes and unwinding their fibers
   uint64_t trace_hash = 0;
   StoreCounts store;                       // what the rendezvous nodes asked of the store
+  uint64_t wire_reply_bytes = 0;           // value bytes the store's replies carried (deltas as sent)
+  uint64_t deltas_sent = 0;                // replies the store sent as deltas
   uint64_t decodes = 0;                    // states decoded, every node together
   uint64_t actions_applied = 0;            // state changes the nodes decided, every node together
   uint64_t sync_waits = 0;                 // SYNC waits (watches or polls), every node together

@@ -1,8 +1,11 @@
 #include "core/store/key_value_table.h"
 
+#include <algorithm>
+
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/store/store_integer.h"
+#include "core/store/value_delta.h"
 
 namespace dagsim::store {
 
@@ -16,12 +19,14 @@ void KeyValueTable::change(const std::string& key, std::optional<Bytes> after) {
     if (!observers_.empty() && it != data_.end()) before = it->second.value;
     if (after) {
       Entry& e = it != data_.end() ? it->second : data_[key];
+      if (it != data_.end()) remember(key, e);
       e.value = *after;
       e.version = ++revision_;
       version = e.version;
     } else {
       if (it == data_.end()) return;
       data_.erase(it);
+      history_.erase(key);
       ++revision_;
     }
     changed_.notify_all();
@@ -36,6 +41,34 @@ void KeyValueTable::change(const std::string& key, std::optional<Bytes> after) {
     Observer observer = it->second;
     observer(c);
   }
+}
+
+void KeyValueTable::remember(const std::string& key, Entry& entry) {
+  if (entry.value.size() < kMinDeltaBytes) {
+    // A small value breaks the chain: older versions could only be told whole anyway.
+    history_.erase(key);
+    return;
+  }
+  History& h = history_[key];
+  h.bytes += entry.value.size();
+  h.values.push_back(Past{entry.version, std::move(entry.value)});
+  while (h.values.size() > kHistoryVersions || h.bytes > kHistoryBytesPerKey) {
+    h.bytes -= h.values.front().value.size();
+    h.values.pop_front();
+  }
+}
+
+const Bytes* KeyValueTable::value_at(const std::string& key, uint64_t version) const {
+  const auto it = data_.find(key);
+  if (it == data_.end() || version == 0) return nullptr;
+  if (it->second.version == version) return &it->second.value;
+  const auto h = history_.find(key);
+  if (h == history_.end()) return nullptr;
+  // Versions rise along the deque: binary search.
+  const auto past = std::lower_bound(h->second.values.begin(), h->second.values.end(), version,
+                                     [](const Past& p, uint64_t v) { return p.version < v; });
+  if (past == h->second.values.end() || past->version != version) return nullptr;
+  return &past->value;
 }
 
 void KeyValueTable::set(const std::string& key, Bytes value) { change(key, std::move(value)); }
@@ -97,14 +130,16 @@ Versioned KeyValueTable::get_versioned(const std::string& key) const {
   return {it->second.value, it->second.version};
 }
 
-CasOutcome KeyValueTable::compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) {
-  CasOutcome out;
-  if (get_versioned(key).version == expected_version) {
-    change(key, std::move(desired));
-    out.written = true;
-  }
-  out.current = get_versioned(key);
-  return out;
+uint64_t KeyValueTable::version_of(const std::string& key) const {
+  const auto it = data_.find(key);
+  return it == data_.end() ? 0 : it->second.version;
+}
+
+std::optional<uint64_t> KeyValueTable::compare_set_version(const std::string& key, uint64_t expected_version,
+                                                           Bytes desired) {
+  if (version_of(key) != expected_version) return std::nullopt;
+  change(key, std::move(desired));
+  return version_of(key);
 }
 
 bool KeyValueTable::wait_for_keys(const std::vector<std::string>& keys, std::optional<runtime::TimePoint> deadline,

@@ -5,6 +5,14 @@
 // waiters that block their fiber until keys appear or a key's version moves, and observers that
 // hear of every change with the value before and after (TCPStore's watch_key pushes them).
 //
+// Note [value history]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A write moves the value it replaces into the key's history (no copy), when that value is large
+// enough for a delta to pay (kMinDeltaBytes). At most kHistoryVersions values and
+// kHistoryBytesPerKey bytes are kept per key, the oldest dropped first; deleting the key drops
+// them all. A rendezvous state is rewritten by every join: a waiter a few writes behind is
+// answered with the edits since the version it holds (StoreService), not the whole state again.
+//
 // Nothing here knows about the wire or about timeouts' error texts: callers decode, call, and say
 // what a timeout means to their client. Operations other than the waits never block.
 //
@@ -15,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -34,6 +43,9 @@ struct KeyChange {
   const std::optional<Bytes>& after;
   uint64_t version = 0;
 };
+
+inline constexpr size_t kHistoryVersions = 64;
+inline constexpr size_t kHistoryBytesPerKey = size_t{16} << 20;
 
 class KeyValueTable {
  public:
@@ -66,8 +78,14 @@ class KeyValueTable {
   std::vector<std::string> missing(const std::vector<std::string>& keys) const;
 
   Versioned get_versioned(const std::string& key) const;
-  // Writes `desired` if the key's version is `expected_version` (0: absent).
-  CasOutcome compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired);
+  // The bytes `key` held at `version`: its value now, or one of the last kHistoryVersions values
+  // it held before (Note [value history]); nullptr when they are no longer kept.
+  const Bytes* value_at(const std::string& key, uint64_t version) const;
+  // The key's version now (0: absent).
+  uint64_t version_of(const std::string& key) const;
+  // Writes `desired` if the key's version is `expected_version` (0: absent); returns the new
+  // version, or nullopt when the key was at another version and nothing was written.
+  std::optional<uint64_t> compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired);
 
   // Blocks the calling fiber until every key is present (true), or `deadline` passes or
   // `abandon()` holds (false). `abandon` is re-read whenever wake_all() or a write wakes waiters.
@@ -92,7 +110,20 @@ class KeyValueTable {
   void change(const std::string& key, std::optional<Bytes> after);
   bool all_present(const std::vector<std::string>& keys) const;
 
+  // Note [value history]: a key's earlier values, oldest first, kept for values of at least
+  // kMinDeltaBytes (value_delta.h) so a client holding one can be answered with a delta.
+  struct Past {
+    uint64_t version = 0;
+    Bytes value;
+  };
+  struct History {
+    std::deque<Past> values;
+    size_t bytes = 0;
+  };
+  void remember(const std::string& key, Entry& entry);
+
   std::map<std::string, Entry> data_;
+  std::map<std::string, History> history_;
   uint64_t revision_ = 0;
   runtime::FiberMutex mutex_;
   runtime::FiberCondition changed_;

@@ -1,11 +1,13 @@
 #include "core/store/store_client.h"
 
 #include "core/base/error.h"
+#include "core/base/printable.h"
+#include "core/store/value_delta.h"
 
 namespace dagsim::store {
 
 StoreReply StoreClient::call(StoreOp op, std::vector<std::string> keys, std::vector<Bytes> values, int64_t number,
-                             uint64_t version, std::optional<Duration> waits) {
+                             uint64_t version, std::optional<Duration> waits, uint64_t base) {
   StoreRequest request;
   request.op = static_cast<uint8_t>(op);
   request.keys = std::move(keys);
@@ -13,12 +15,57 @@ StoreReply StoreClient::call(StoreOp op, std::vector<std::string> keys, std::vec
   request.number = number;
   request.version = version;
   request.timeout_ns = waits ? waits->count() : 0;
+  request.base = base;
   // A waiting request gets its wait and then some, so the store's own timed_out, which names the
   // keys, arrives first; any other request gets the store's timeout.
   const Duration rpc_timeout = waits ? *waits + kReplyGrace : timeout();
   const std::string what = std::string("store ") + store_op_name(op) + " on node " + std::to_string(store_node_);
   Bytes reply = agent_.request_bytes(store_node_, kStoreRequest, rpc::to_bytes(request), rpc_timeout, what).get();
-  return rpc::from_bytes<StoreReply>(reply);
+  StoreReply r = rpc::from_bytes<StoreReply>(reply);
+  for (const Bytes& v : r.values) value_bytes_received_ += v.size();
+  return r;
+}
+
+Versioned StoreClient::versioned_call(StoreOp op, const std::string& key, std::vector<Bytes> values, int64_t number,
+                                      uint64_t version, std::optional<Duration> waits, bool* written) {
+  std::shared_ptr<const Versioned> held;
+  if (const auto it = held_.find(key); it != held_.end()) held = it->second;
+  // A compare-and-set that writes answers no value: keep the one sent.
+  std::optional<Bytes> sent;
+  if (op == StoreOp::compare_set_version) sent = values.at(0);
+  StoreReply r = call(op, {key}, std::move(values), number, version, waits, held ? held->version : 0);
+  if (written != nullptr) *written = r.flag;
+  Versioned out;
+  if (sent && r.flag) {
+    if (r.versions.size() != 1 || !r.values.empty()) {
+      throw errors::protocol_error("store reply to compare_set_version that wrote: expected one version, no value");
+    }
+    out = {std::move(*sent), r.versions[0]};
+  } else if (r.delta_base != 0) {
+    if (!held || held->version != r.delta_base || r.values.size() != 1 || r.versions.size() != 1) {
+      throw errors::protocol_error("store reply for key " + printable(key, 120) + ": a delta against version " +
+                                   std::to_string(r.delta_base) + ", but the request named version " +
+                                   std::to_string(held ? held->version : 0));
+    }
+    try {
+      out = {apply_delta(held->value, r.values[0], kMaxValueBytes), r.versions[0]};
+    } catch (const Error& e) {
+      throw errors::protocol_error("store reply for key " + printable(key, 120) + ": " + e.detail());
+    }
+  } else {
+    out = versioned(r);
+  }
+  // Hold the newest version seen (an older reply, overtaken by a concurrent call's, changes
+  // nothing); a key gone or too small for deltas holds nothing.
+  const auto it = held_.find(key);
+  if (it == held_.end() || out.version == 0 || it->second->version < out.version) {
+    if (out.version != 0 && out.value.size() >= kMinDeltaBytes) {
+      held_[key] = std::make_shared<const Versioned>(out);
+    } else if (it != held_.end()) {
+      held_.erase(it);
+    }
+  }
+  return out;
 }
 
 Versioned StoreClient::versioned(StoreReply& reply) {
@@ -64,25 +111,23 @@ void StoreClient::multi_set(const std::vector<std::string>& keys, std::vector<By
 }
 
 Versioned StoreClient::get_versioned(const std::string& key) {
-  StoreReply r = call(StoreOp::get_versioned, {key});
-  return versioned(r);
+  return versioned_call(StoreOp::get_versioned, key, {}, 0, 0, std::nullopt);
 }
 
 CasOutcome StoreClient::compare_set_version(const std::string& key, uint64_t expected_version, Bytes desired) {
-  StoreReply r = call(StoreOp::compare_set_version, {key}, {std::move(desired)}, 0, expected_version);
-  const bool written = r.flag;
-  return {written, versioned(r)};
+  bool written = false;
+  Versioned current =
+      versioned_call(StoreOp::compare_set_version, key, {std::move(desired)}, 0, expected_version, std::nullopt, &written);
+  return {written, std::move(current)};
 }
 
 Versioned StoreClient::watch(const std::string& key, uint64_t known_version) {
-  StoreReply r = call(StoreOp::watch, {key}, {}, 0, known_version, timeout());
-  return versioned(r);
+  return versioned_call(StoreOp::watch, key, {}, 0, known_version, timeout());
 }
 
 Versioned StoreClient::watch_at_most(const std::string& key, uint64_t known_version, Duration timeout) {
   if (timeout < Duration::zero()) throw errors::invalid_argument("store watch_at_most: negative timeout");
-  StoreReply r = call(StoreOp::watch, {key}, {}, kWatchQuietly, known_version, timeout);
-  return versioned(r);
+  return versioned_call(StoreOp::watch, key, {}, kWatchQuietly, known_version, timeout);
 }
 
 }  // namespace dagsim::store

@@ -6,10 +6,19 @@
 // timeout, never a hang. Errors the service raised (a bad request, a key that holds no integer) are
 // rethrown with their code and text.
 //
+// Deltas (store_service.h): for each key it used with a versioned operation, the client holds the
+// last value it saw or wrote (when large enough for a delta to pay, kMinDeltaBytes), names its
+// version in the next versioned request, and rebuilds the value from a delta reply. A request
+// keeps the bytes it named alive until its reply, so concurrent calls on one key cannot pull them
+// away. A delta that does not fit them throws protocol_error naming the key.
+//
 // Threading: calls block the calling node fiber.
 #pragma once
 
+#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "core/rpc/rpc_agent.h"
 #include "core/store/store.h"
@@ -39,14 +48,23 @@ class StoreClient final : public Store {
   Versioned watch_at_most(const std::string& key, uint64_t known_version, Duration timeout) override;
 
   WorkerId store_node() const { return store_node_; }
+  // Bytes of values the store's replies carried, as sent (deltas as deltas), all operations.
+  uint64_t value_bytes_received() const { return value_bytes_received_; }
 
  private:
   StoreReply call(StoreOp op, std::vector<std::string> keys, std::vector<Bytes> values = {}, int64_t number = 0,
-                  uint64_t version = 0, std::optional<Duration> waits = std::nullopt);
+                  uint64_t version = 0, std::optional<Duration> waits = std::nullopt, uint64_t base = 0);
   static Versioned versioned(StoreReply& reply);
+  // A versioned operation on `key`: sends the version the client holds as the request's base,
+  // rebuilds a delta reply, and holds what it returns. `written` gets a compare-and-set's
+  // answer (a reply that wrote carries no value: it is the one sent).
+  Versioned versioned_call(StoreOp op, const std::string& key, std::vector<Bytes> values, int64_t number,
+                           uint64_t version, std::optional<Duration> waits, bool* written = nullptr);
 
   rpc::RpcAgent& agent_;
   WorkerId store_node_;
+  std::map<std::string, std::shared_ptr<const Versioned>> held_;
+  uint64_t value_bytes_received_ = 0;
 };
 
 }  // namespace dagsim::store

@@ -36,6 +36,9 @@ struct StoreRequest {
   int64_t number = 0;      // add: the delta; watch: kWatchQuietly or 0
   uint64_t version = 0;    // compare_set_version: expected; watch: known
   int64_t timeout_ns = 0;  // get, wait, multi_get, watch: how long the store waits
+  // get_versioned, compare_set_version, watch: the version of keys[0] whose bytes the client
+  // holds (0: none), against which the store may answer with a delta (value_delta.h).
+  uint64_t base = 0;
   template <class Io, class Self>
   static void fields(Io& io, Self& m) {
     io.num("store_request.op", m.op);
@@ -44,6 +47,7 @@ struct StoreRequest {
     io.num("store_request.number", m.number);
     io.num("store_request.version", m.version);
     io.num("store_request.timeout_ns", m.timeout_ns);
+    io.num("store_request.base", m.base);
   }
 };
 
@@ -53,12 +57,17 @@ struct StoreReply {
   std::vector<uint64_t> versions;
   int64_t number = 0;  // add: the sum; num_keys: the count
   bool flag = false;   // check, delete_key, compare_set_version: the answer
+  // Versioned replies: 0 when values[0] is the key's value; else values[0] is a delta against
+  // this version (the request's base). A compare-and-set that wrote answers no value at all: it
+  // is the one the client sent.
+  uint64_t delta_base = 0;
   template <class Io, class Self>
   static void fields(Io& io, Self& m) {
     io.list("store_reply.values", m.values, kMaxKeys, [&](auto& v) { io.blob("store_reply.value", v, kMaxValueBytes); });
     io.list("store_reply.versions", m.versions, kMaxKeys, [&](auto& v) { io.num("store_reply.version", v); });
     io.num("store_reply.number", m.number);
     io.num("store_reply.flag", m.flag);
+    io.num("store_reply.delta_base", m.delta_base);
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "core/store/value_delta.h"
 
 namespace dagsim::store {
 
@@ -54,6 +55,22 @@ runtime::TimePoint StoreService::deadline(const StoreRequest& request, const std
   return agent_.env().clock.now() + Duration{request.timeout_ns};
 }
 
+std::shared_ptr<const rpc::Bytes> StoreService::delta(const std::string& key, uint64_t base, uint64_t version,
+                                                       const Bytes& now) {
+  if (base == 0 || now.size() < kMinDeltaBytes) return nullptr;
+  for (const MadeDelta& m : made_) {
+    if (m.base == base && m.version == version && m.key == key) return m.delta;
+  }
+  const Bytes* held = table_.value_at(key, base);
+  if (held == nullptr) return nullptr;
+  ++deltas_made_;
+  auto made = std::make_shared<const rpc::Bytes>(make_delta(*held, now));
+  if (made->size() > now.size() / 2) made = nullptr;
+  made_[next_made_] = MadeDelta{key, base, version, made};
+  next_made_ = (next_made_ + 1) % made_.size();
+  return made;
+}
+
 rpc::Bytes StoreService::serve(const StoreRequest& request) {
   if (request.op == 0 || request.op > kLastStoreOp) {
     throw errors::invalid_argument("store: unknown operation " + std::to_string(request.op));
@@ -73,10 +90,21 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
     return errors::timed_out("store " + what + " timed out after " + std::to_string(request.timeout_ns / 1'000'000) + " ms");
   };
   StoreReply reply;
-  // The versioned operations answer with the key's value and version after them.
-  auto answer_with = [&](Versioned v) {
-    reply.values.push_back(std::move(v.value));
-    reply.versions.push_back(v.version);
+  // The versioned operations answer with the key's value now (or the delta to it from the
+  // request's base) and its version; an absent key with an empty value and version 0.
+  auto answer_with_current = [&](const std::string& key) {
+    const uint64_t version = table_.version_of(key);
+    reply.versions.push_back(version);
+    const Bytes* value = table_.value_at(key, version);
+    if (value == nullptr) {
+      reply.values.emplace_back();
+    } else if (std::shared_ptr<const rpc::Bytes> d = delta(key, request.base, version, *value)) {
+      ++deltas_sent_;
+      reply.values.push_back(*d);
+      reply.delta_base = request.base;
+    } else {
+      reply.values.push_back(*value);
+    }
   };
   switch (op) {
     case StoreOp::set:
@@ -127,13 +155,17 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
       break;
     case StoreOp::get_versioned:
       need(1, 0);
-      answer_with(table_.get_versioned(keys[0]));
+      answer_with_current(keys[0]);
       break;
     case StoreOp::compare_set_version: {
       need(1, 1);
-      CasOutcome outcome = table_.compare_set_version(keys[0], request.version, request.values[0]);
-      reply.flag = outcome.written;
-      answer_with(std::move(outcome.current));
+      // A write answers its new version only: the value is the client's own.
+      if (const std::optional<uint64_t> written = table_.compare_set_version(keys[0], request.version, request.values[0])) {
+        reply.flag = true;
+        reply.versions.push_back(*written);
+      } else {
+        answer_with_current(keys[0]);
+      }
       break;
     }
     case StoreOp::watch: {
@@ -143,7 +175,7 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
       if (!table_.wait_for_change(keys[0], request.version, deadline(request, what)) && request.number != kWatchQuietly) {
         throw timed_out_after(what);
       }
-      answer_with(table_.get_versioned(keys[0]));
+      answer_with_current(keys[0]);
       break;
     }
   }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <utility>
 
 #include "core/base/throws_error_test_util.h"
 #include "core/fibers/local_runtime.h"
@@ -198,6 +199,61 @@ TEST_F(StoreTest, AStoreThatDiesFailsEveryWaiterWithAClearErrorWithinItsTimeout)
   // A call after the death fails at once, naming the store's node.
   EXPECT_TRUE(throws_error([&] { rt_.run_on(1, [&] { client(1).set("k", text("v")); }); }, ErrorCode::connection_failed,
                            {"store set on node 0"}));
+}
+
+// Deltas (store_service.h): a versioned reply to a client that holds an earlier version carries
+// the edits since, a compare-and-set that wrote carries no value, and a version the store no
+// longer keeps is answered whole. `state(k)` is a 13 KB value; each k adds a record in the middle.
+TEST_F(StoreTest, AClientHoldingAVersionIsAnsweredWithTheEditsSinceNotTheValue) {
+  auto state = [](int joined) {
+    std::string s;
+    for (int i = 0; i < 1000; ++i) {
+      if (i % 2 == 0 || i < 2 * joined) s += "node" + std::to_string(i) + " beat 12345\n";
+    }
+    return text(s);
+  };
+  rt_.run_on(1, [&] {
+    uint64_t before = 0;
+    auto received = [&](StoreClient& c) { return c.value_bytes_received() - std::exchange(before, c.value_bytes_received()); };
+    const CasOutcome created = client(1).compare_set_version("state", 0, state(0));
+    ASSERT_TRUE(created.written);
+    EXPECT_EQ(created.current.value, state(0));  // what it sent: the reply carries none
+    before = client(2).value_bytes_received();
+    const Versioned seen = client(2).get_versioned("state");
+    EXPECT_EQ(seen.value, state(0));
+    EXPECT_EQ(received(client(2)), state(0).size());  // it held nothing: whole
+
+    ASSERT_TRUE(client(1).compare_set_version("state", created.current.version, state(1)).written);
+    const Versioned woke = client(2).watch("state", seen.version);
+    EXPECT_EQ(woke.value, state(1));
+    EXPECT_LT(received(client(2)), 64u);
+    // Read again with nothing changed: a copy of what it holds.
+    EXPECT_EQ(client(2).get_versioned("state").value, state(1));
+    EXPECT_LT(received(client(2)), 16u);
+
+    // A compare-and-set that loses gets the winner's value as a delta; one that wins, nothing.
+    ASSERT_TRUE(client(1).compare_set_version("state", woke.version, state(2)).written);
+    const CasOutcome lost = client(2).compare_set_version("state", woke.version, state(3));
+    EXPECT_FALSE(lost.written);
+    EXPECT_EQ(lost.current.value, state(2));
+    EXPECT_LT(received(client(2)), 64u);
+    const CasOutcome won = client(2).compare_set_version("state", lost.current.version, state(3));
+    ASSERT_TRUE(won.written);
+    EXPECT_EQ(won.current.value, state(3));
+    EXPECT_EQ(received(client(2)), 0u);
+
+    // Client 1 writes past the store's history: client 2's version is gone, and it is answered whole.
+    uint64_t token = won.current.version;
+    for (size_t i = 0; i <= kHistoryVersions; ++i) {
+      const CasOutcome w = client(1).compare_set_version("state", token, state(4 + static_cast<int>(i % 2)));
+      ASSERT_TRUE(w.written);
+      token = w.current.version;
+    }
+    const Versioned late = client(2).get_versioned("state");
+    EXPECT_EQ(late.value, state(4 + static_cast<int>(kHistoryVersions % 2)));
+    EXPECT_EQ(received(client(2)), late.value.size());
+  });
+  EXPECT_EQ(service_->deltas_sent(), 3u);
 }
 
 // A store that restarts empty must not hand out versions of its earlier life: a client holding one

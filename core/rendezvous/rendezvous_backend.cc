@@ -49,13 +49,13 @@ std::shared_ptr<const RendezvousState> pooled_decode(std::span<const uint8_t> by
 }  // namespace
 
 RendezvousBackend::RendezvousBackend(store::Store& store, std::string run_id)
-    : store_(store), run_id_(std::move(run_id)), key_(state_key(run_id_)) {
+    : store_(store), run_id_(std::move(run_id)), key_(state_key(run_id_)), changes_key_(changes_key(run_id_)) {
   DAGSIM_ASSERT(!run_id_.empty());
   cached_.state = empty_state();
 }
 
 template <typename F>
-auto RendezvousBackend::guarded(const char* what, F&& call) -> decltype(call()) {
+auto RendezvousBackend::guarded(const char* what, const std::string& key, F&& call) -> decltype(call()) {
   try {
     return call();
   } catch (const Error& e) {
@@ -64,7 +64,7 @@ auto RendezvousBackend::guarded(const char* what, F&& call) -> decltype(call()) 
     if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed ||
         e.code() == ErrorCode::broken_promise) {
       throw errors::rendezvous_connection_failed("rendezvous run " + printable(run_id_, 80) + ": " + what + " of key " +
-                                                 printable(key_, 120) + " failed: " + e.what());
+                                                 printable(key, 120) + " failed: " + e.what());
     }
     throw;
   }
@@ -91,14 +91,14 @@ FetchedState RendezvousBackend::decoded(const store::Versioned& value) {
 }
 
 std::optional<FetchedState> RendezvousBackend::get_state() {
-  const store::Versioned value = guarded("reading the state", [&] { return store_.get_versioned(key_); });
+  const store::Versioned value = guarded("reading the state", key_, [&] { return store_.get_versioned(key_); });
   if (value.version == 0) return std::nullopt;
   return decoded(value);
 }
 
 SetStateOutcome RendezvousBackend::set_state(const RendezvousState& state, Token token) {
   store::CasOutcome outcome =
-      guarded("writing the state", [&] { return store_.compare_set_version(key_, token, encode(state)); });
+      guarded("writing the state", key_, [&] { return store_.compare_set_version(key_, token, encode(state)); });
   if (!outcome.written) return {decoded(outcome.current), false};
   // Our own bytes at the new version: the state we encoded is what they decode to (encode is
   // canonical), so the cache takes it without decoding.
@@ -114,10 +114,23 @@ SetStateOutcome RendezvousBackend::set_state(const RendezvousState& state, Token
   return {std::move(mine), true};
 }
 
+uint64_t RendezvousBackend::changes_version() {
+  return guarded("reading the changes", changes_key_, [&] { return store_.get_versioned(changes_key_).version; });
+}
+
+uint64_t RendezvousBackend::watch_changes(uint64_t known, runtime::Duration timeout) {
+  DAGSIM_ASSERT(timeout >= runtime::Duration::zero());
+  return guarded("watching the changes", changes_key_, [&] { return store_.watch_at_most(changes_key_, known, timeout).version; });
+}
+
+void RendezvousBackend::announce_change() {
+  guarded("announcing a change", changes_key_, [&] { return store_.add(changes_key_, 1); });
+}
+
 FetchedState RendezvousBackend::watch(Token token, runtime::Duration timeout) {
   DAGSIM_ASSERT(timeout >= runtime::Duration::zero());
   const store::Versioned value =
-      guarded("watching the state", [&] { return store_.watch_at_most(key_, token, timeout); });
+      guarded("watching the state", key_, [&] { return store_.watch_at_most(key_, token, timeout); });
   return decoded(value);
 }
 

@@ -49,6 +49,10 @@ namespace dagsim::rendezvous {
 
 // The store key one run's state lives under: PyTorch's "torch.rendezvous.<run_id>".
 inline std::string state_key(const std::string& run_id) { return "torch.rendezvous." + run_id; }
+// The key a node bumps after a decisive write (Note [decisive changes] in rendezvous_executor.h),
+// which waiters watch instead of the state. No run's state key can spell it ('_' after
+// "torch.rendezvous", not '.').
+inline std::string changes_key(const std::string& run_id) { return "torch.rendezvous_changes." + run_id; }
 
 // A version of the state key: what a compare-and-set must name to write. 0: no state yet.
 using Token = uint64_t;
@@ -85,6 +89,12 @@ class RendezvousBackend {
   // as one answer: the newest state.
   FetchedState watch(Token token, runtime::Duration timeout);
 
+  // The changes key (Note [decisive changes]): its version now (0: never bumped), waiting until
+  // it differs from `known` or `timeout` passes, and bumping it.
+  uint64_t changes_version();
+  uint64_t watch_changes(uint64_t known, runtime::Duration timeout);
+  void announce_change();
+
   // How many times this backend decoded a state (for the cache's tests and benchmarks).
   uint64_t decodes() const { return decodes_; }
 
@@ -93,11 +103,12 @@ class RendezvousBackend {
   FetchedState decoded(const store::Versioned& value);
   // Runs a store call, turning store failures into rendezvous_connection_failed.
   template <typename F>
-  auto guarded(const char* what, F&& call) -> decltype(call());
+  auto guarded(const char* what, const std::string& key, F&& call) -> decltype(call());
 
   store::Store& store_;
   const std::string run_id_;
   const std::string key_;
+  const std::string changes_key_;
   FetchedState cached_;  // see Note [decoded state cache]; token 0 until the first version is seen
   uint64_t decodes_ = 0;
 };

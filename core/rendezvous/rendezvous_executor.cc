@@ -37,14 +37,19 @@ std::string RendezvousExecutor::where(std::string_view op_name) const {
          std::to_string(holder_.state().round) + ", node " + to_string(node_) + ", " + std::string(op_name) + " op";
 }
 
-std::optional<bool> RendezvousExecutor::sync(std::string_view op_name, bool use_cache) {
+template <typename F>
+auto RendezvousExecutor::named(std::string_view op_name, const char* doing, F&& call) -> decltype(call()) {
   try {
-    return holder_.sync(use_cache);
+    return call();
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
     if (e.code() != ErrorCode::rendezvous_connection_failed && e.code() != ErrorCode::protocol_error) throw;
-    throw Error(e.code(), where(op_name) + ": " + e.detail());
+    throw Error(e.code(), where(op_name) + doing + ": " + e.detail());
   }
+}
+
+std::optional<bool> RendezvousExecutor::sync(std::string_view op_name, bool use_cache) {
+  return named(op_name, "", [&] { return holder_.sync(use_cache); });
 }
 
 void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoint deadline) {
@@ -56,7 +61,8 @@ void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoin
   for (;;) {
     const TimePoint sent = env_.clock.now();
     const uint64_t store_syncs = holder_.store_syncs();
-    const std::optional<bool> written = sync(op_name, /*use_cache=*/!backed_off);
+    const std::optional<bool> written = sync(op_name, /*use_cache=*/!backed_off && !fresh_read_);
+    fresh_read_ = false;
     // A read or a write is one round trip to the store: the scale of Note [contention at scale].
     if (holder_.store_syncs() != store_syncs) round_trip_ = env_.clock.now() - sent;
     if (written) {
@@ -141,12 +147,19 @@ bool RendezvousExecutor::back_off(TimePoint deadline) {
 }
 
 void RendezvousExecutor::wait_after_sync(std::string_view op_name, TimePoint deadline) {
-  ++sync_waits_;
   if (poll_interval_ > Duration::zero()) {
+    ++sync_waits_;
     env_.clock.sleep(poll_interval_);  // PyTorch's _delay(1), for comparison
     return;
   }
-  // See Note [event-driven SYNC].
+  // See Note [event-driven SYNC]. The changes key's version comes first, then the state it
+  // guards (Note [decisive changes]): a node's first wait reads it and decides again.
+  if (!changes_) {
+    changes_ = named(op_name, ", reading the changes", [&] { return backend_.changes_version(); });
+    fresh_read_ = true;
+    return;
+  }
+  ++sync_waits_;
   ClockReading clock{env_.clock.now(), env_.clock.wall_now()};
   const TimePoint bound = next_transition(holder_.state(), node_, holder_.settings(), clock, deadline);
   if (woken_by_change_ && round_trip_ > Duration::zero()) {
@@ -163,16 +176,11 @@ void RendezvousExecutor::wait_after_sync(std::string_view op_name, TimePoint dea
   const Duration store_timeout = backend_.store().timeout();
   Duration wait = bound == TimePoint::max() ? store_timeout : bound - clock.now;
   wait = std::clamp(wait, kMinSyncWait, std::max(kMinSyncWait, store_timeout));
-  FetchedState fetched;
-  try {
-    fetched = backend_.watch(holder_.token(), wait);
-  } catch (const Error& e) {
-    runtime::rethrow_if_unwinding(e);
-    if (e.code() != ErrorCode::rendezvous_connection_failed && e.code() != ErrorCode::protocol_error) throw;
-    throw Error(e.code(), where(op_name) + ", waiting for a change: " + e.detail());
-  }
-  woken_by_change_ = fetched.token != holder_.token();
-  holder_.adopt(fetched);
+  const uint64_t changes =
+      named(op_name, ", waiting for a change", [&] { return backend_.watch_changes(*changes_, wait); });
+  woken_by_change_ = changes != *changes_;
+  changes_ = changes;
+  fresh_read_ = true;
 }
 
 }  // namespace dagsim::rendezvous

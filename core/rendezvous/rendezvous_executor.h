@@ -19,11 +19,12 @@
 // Note [event-driven SYNC]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // PyTorch sleeps 1 s after every SYNC and re-reads (behind a 1 s cache, so every 2 s at zero
-// latency). Here a SYNC watches the state key from the token the decision was made on
-// (Store::watch_at_most): any write by any node wakes every waiter at once, and writes made while
-// a waiter was away come back as one answer, the newest state (coalesced). The watch's answer is
-// adopted as a sync, so waking costs no second read. A decision can also change with no write at
-// all, as time passes, so the watch is bounded by the earliest of:
+// latency). Here a SYNC watches the changes key (Note [decisive changes]) from the version read
+// before the state the decision was made on (Store::watch_at_most): a decisive write by any node
+// wakes every waiter at once, and changes made while a waiter was away come back as one answer.
+// The waiter then reads the state afresh (a delta from the version it holds: store_service.h) and
+// decides again. A decision can also change with no write at all, as time passes, so the watch is
+// bounded by the earliest of:
 //  - the op's own deadline (local time): past it the op times out or rolls back;
 //  - this node's next heartbeat (its last heartbeat + keep_alive_interval, wall time);
 //  - the last-call deadline in the state (wall time): the round may then complete;
@@ -32,6 +33,20 @@
 // current offset between its two clocks; a wake-up a little early (drift) just decides SYNC again
 // and waits the rest. With poll_interval > 0 the executor instead sleeps poll_interval after each
 // SYNC, PyTorch's fixed polling, kept for side-by-side comparison.
+//
+// Note [decisive changes]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// At 1,000 nodes every join woke every waiter, which read the state (100 KB) and went back to
+// SYNC: 42,000 wake-ups and 2.4 GB of replies to form one round, for nothing a waiter could act on.
+// A waiter at SYNC decides differently only when the round, completion, the close, the last-call
+// deadline, a rank or a list's departures change, not when nodes join below max_nodes or beat
+// (is_quiet_change() in rendezvous_state.h). So a node whose write landed and was not quiet bumps
+// a second key, the changes key (RendezvousBackend::announce_change, one `add`), and waiters watch
+// that key instead of the state. As a seqlock: a waiter reads the changes key's version before it
+// reads the state it decides on, so a decisive write it did not see in that state bumps the key
+// after the version it watches from, and the watch returns at once. A writer that dies between
+// its write and the bump leaves the waiters to their time bounds (their own keep-alive, at most
+// keep_alive_interval away, reads the state again).
 //
 // Note [contention at scale]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -110,8 +125,13 @@ class RendezvousExecutor {
                                    const RendezvousSettings& settings, ClockReading clock, TimePoint deadline);
 
  private:
-  // Waits after a SYNC decision: a bounded watch, or a poll.
+  // Waits after a SYNC decision: a bounded watch, or a poll. Returns with the next sync to read
+  // the store afresh (fresh_read_) when the watch needs a changes version read first.
   void wait_after_sync(std::string_view op_name, TimePoint deadline);
+  // Runs a backend call on behalf of `op_name`, naming the run, round, node and op (`doing`) in
+  // its store errors, as sync() does.
+  template <typename F>
+  auto named(std::string_view op_name, const char* doing, F&& call) -> decltype(call());
   // Sleeps the back-off that follows a lost race, never past `deadline`; false if it did not sleep
   // at all (a zero-latency world: the write goes at once, as PyTorch's).
   bool back_off(TimePoint deadline);
@@ -130,6 +150,11 @@ class RendezvousExecutor {
   Duration round_trip_ = Duration::zero();
   uint32_t lost_races_ = 0;
   bool woken_by_change_ = false;
+  // Note [decisive changes]: the changes key's version, read before every state this node has
+  // decided on since; none until the first SYNC. fresh_read_: the next sync must read the store
+  // (the state must be newer than changes_).
+  std::optional<uint64_t> changes_;
+  bool fresh_read_ = false;
   const uint64_t jitter_seed_;
   uint64_t backoffs_ = 0;
   uint64_t hold_offs_ = 0;

@@ -95,6 +95,7 @@ class RendezvousHandler {
   const RendezvousExecutor& executor() const { return executor_; }
   // The backend's decode count and cache, for benchmarks.
   const RendezvousBackend& backend() const { return backend_; }
+  const RendezvousStateHolder& holder() const { return holder_; }
   // Heartbeat ops the keep-alive fiber ran to their end, and how many failed.
   uint64_t keep_alives() const { return keep_alives_; }
   uint64_t keep_alive_failures() const { return keep_alive_failures_; }

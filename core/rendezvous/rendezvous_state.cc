@@ -1,5 +1,6 @@
 #include "core/rendezvous/rendezvous_state.h"
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -193,6 +194,24 @@ std::optional<std::string> structural_violation(const RendezvousState& state) {
   // S6: the round can always advance (a wrapped round would go back to 0).
   if (state.round == std::numeric_limits<uint64_t>::max()) return "rendezvous_state.round: no next round";
   return std::nullopt;
+}
+
+bool is_quiet_change(const RendezvousState& before, const RendezvousState& after) {
+  if (before.round != after.round || before.complete != after.complete || before.closed != after.closed ||
+      before.deadline != after.deadline || before.world_size != after.world_size ||
+      before.rerendezvous_requested != after.rerendezvous_requested) {
+    return false;
+  }
+  // Every node of `before` is still there, a participant with the same rank; the lists are sorted
+  // alike (node order), so each check is one merge walk.
+  auto same_node = [](const auto& a, const auto& b) { return a.first < b.first; };
+  return std::includes(after.participants.begin(), after.participants.end(), before.participants.begin(),
+                       before.participants.end()) &&
+         std::includes(after.wait_list.begin(), after.wait_list.end(), before.wait_list.begin(), before.wait_list.end()) &&
+         std::includes(after.redundancy_list.begin(), after.redundancy_list.end(), before.redundancy_list.begin(),
+                       before.redundancy_list.end()) &&
+         std::includes(after.last_heartbeats.begin(), after.last_heartbeats.end(), before.last_heartbeats.begin(),
+                       before.last_heartbeats.end(), same_node);
 }
 
 runtime::Bytes encode(const RendezvousState& state) {

@@ -99,6 +99,14 @@ struct RendezvousState {
 std::string to_string(const RendezvousState& state);
 std::ostream& operator<<(std::ostream& out, const RendezvousState& state);
 
+// Whether `after` differs from `before` only by nodes added to the three lists (with their
+// heartbeats) and heartbeats moved: a change on which no node waiting at SYNC decides otherwise
+// (Note [decisive changes] in rendezvous_executor.h). Everything else is decisive: the round,
+// completion, the close, the last-call deadline, the world size, a re-rendezvous request, a rank,
+// or any node leaving a list. (Reaching min_nodes sets the deadline and reaching max_nodes
+// completes the round, so a join that matters to the waiters changes a field too.)
+bool is_quiet_change(const RendezvousState& before, const RendezvousState& after);
+
 // What the agent compares with 0 to decide whether to restart its workers: |wait_list|, plus one
 // while a re-rendezvous is requested (Note [re-rendezvous on expiry]).
 uint64_t num_nodes_waiting(const RendezvousState& state);

@@ -10,7 +10,8 @@ RendezvousStateHolder::RendezvousStateHolder(RendezvousBackend& backend, const R
       settings_(settings),
       env_(env),
       cache_duration_(cache_duration),
-      state_(std::make_shared<const RendezvousState>()) {
+      state_(std::make_shared<const RendezvousState>()),
+      stored_(state_) {
   DAGSIM_ASSERT(cache_duration_ >= Duration::zero());
   DAGSIM_ASSERT(backend_.run_id() == settings_.run_id);
 }
@@ -20,9 +21,15 @@ std::optional<bool> RendezvousStateHolder::sync(bool use_cache) {
     // Write what this node decided. A lost race hands back the winner's state, which the caller
     // decides on afresh at once (PyTorch retries with no back-off; so do we: the loser learns the
     // new state in the same round trip).
+    const std::shared_ptr<const RendezvousState> before = stored_;
+    const std::shared_ptr<const RendezvousState> mine = state_;
     SetStateOutcome outcome = backend_.set_state(*state_, token_);
     ++store_syncs_;
     take(outcome.current);
+    if (outcome.written && !is_quiet_change(*before, *mine)) {
+      backend_.announce_change();
+      ++announced_changes_;
+    }
     return outcome.written;
   }
   const TimePoint now = env_.clock.now();
@@ -58,6 +65,7 @@ void RendezvousStateHolder::take(const std::optional<FetchedState>& fetched) {
     state_ = empty;
     token_ = 0;
   }
+  stored_ = state_;
   dirty_ = false;
   last_sync_ = env_.clock.now();
   // Sanitize with this node's wall clock: heartbeats are other nodes' wall_now() stamps, so skew

@@ -5,6 +5,9 @@
 // sync():
 //  1. Dirty (the node changed its copy): write the copy with the token. If another node wrote
 //     first, the write fails and the copy becomes the state that won (re-read in the same call).
+//     A write that landed and was decisive for the waiters (is_quiet_change() false against the
+//     state the store held at the token, before this node's sanitize) then bumps the changes key
+//     (Note [decisive changes] in rendezvous_executor.h).
 //  2. Clean: if the copy was synced less than cache_duration ago (the boundary counts as fresh, as
 //     in PyTorch), keep it and read nothing; else read the store.
 //  3. No state in the store yet: the copy is a fresh empty state with token 0.
@@ -68,6 +71,8 @@ class RendezvousStateHolder {
   // How many syncs read or wrote the store, and how many were served from the cache.
   uint64_t store_syncs() const { return store_syncs_; }
   uint64_t cached_syncs() const { return cached_syncs_; }
+  // How many of this node's writes bumped the changes key.
+  uint64_t announced_changes() const { return announced_changes_; }
 
  private:
   // Steps 3 and 4: the copy becomes `fetched` (or empty), synced now, sanitized.
@@ -81,12 +86,16 @@ class RendezvousStateHolder {
   // node: a wake-up that adopts a state costs no copy of it (at 1,000 nodes the copy, not the
   // decode, was most of a wake's cost).
   std::shared_ptr<const RendezvousState> state_;
+  // The state as the store holds it at token_, before this node's sanitize: what a write is
+  // judged decisive against.
+  std::shared_ptr<const RendezvousState> stored_;
   Token token_ = 0;
   bool dirty_ = false;
   std::optional<TimePoint> last_sync_;  // local time (now()) of the last read or write
   std::vector<NodeDesc> dead_nodes_;
   uint64_t store_syncs_ = 0;
   uint64_t cached_syncs_ = 0;
+  uint64_t announced_changes_ = 0;
 };
 
 }  // namespace dagsim::rendezvous

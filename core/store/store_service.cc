@@ -64,8 +64,10 @@ std::shared_ptr<const rpc::Bytes> StoreService::delta(const std::string& key, ui
   const Bytes* held = table_.value_at(key, base);
   if (held == nullptr) return nullptr;
   ++deltas_made_;
-  auto made = std::make_shared<const rpc::Bytes>(make_delta(*held, now));
-  if (made->size() > now.size() / 2) made = nullptr;
+  std::shared_ptr<const rpc::Bytes> made;
+  if (std::optional<rpc::Bytes> d = make_delta(*held, now, now.size() / 2)) {
+    made = std::make_shared<const rpc::Bytes>(std::move(*d));
+  }
   made_[next_made_] = MadeDelta{key, base, version, made};
   next_made_ = (next_made_ + 1) % made_.size();
   return made;

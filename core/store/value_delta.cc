@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <string.h>  // memmem (GNU)
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
@@ -21,6 +23,9 @@ constexpr uint8_t kAddOp = 2;
 constexpr size_t kResyncSide = 32;
 // A run this long after a resync is taken as the true alignment without looking further.
 constexpr size_t kLongRun = 64;
+// A rewrite this short is taken after the insertions and deletions, whatever run follows it (a
+// rank or a heartbeat, rewritten in every record).
+constexpr size_t kShortRewrite = 8;
 
 // LEB128: 7 bits a byte, low first; a delta is mostly small numbers.
 void put_varint(runtime::Bytes& out, uint64_t v) {
@@ -69,50 +74,73 @@ bool lines_up(std::span<const uint8_t> base, size_t i, std::span<const uint8_t> 
   const size_t left_target = target.size() - j;
   if (left_base >= kMinCopy && left_target >= kMinCopy) {
     // Most candidates differ in their first bytes: one compare rejects them.
-    if (std::memcmp(base.data() + i, target.data() + j, 8) != 0) return false;
+    uint64_t x;
+    uint64_t y;
+    std::memcpy(&x, base.data() + i, 8);
+    std::memcpy(&y, target.data() + j, 8);
+    if (x != y) return false;
     return common_run(base, i, target, j) >= kMinCopy;
   }
   return left_base == left_target && std::memcmp(base.data() + i, target.data() + j, left_target) == 0;
 }
 
+// Whether the skip (a, b) lines up a long run: kLongRun bytes, or the rest of both values.
+bool long_run(std::span<const uint8_t> base, size_t i, std::span<const uint8_t> target, size_t j) {
+  if (!lines_up(base, i, target, j)) return false;
+  const size_t run = common_run(base, i, target, j);
+  return run >= kLongRun || (i + run == base.size() && j + run == target.size());
+}
+
+// The shortest skip d in [1, reach] of `hay` past `at` at which `needle`'s 8 bytes at `from`
+// recur and line up a long run (`skip_in_target`: an insertion, else a deletion); memmem finds the
+// recurrences, so a miss costs one vector scan, not `reach` compares.
+std::optional<size_t> shortest_skip(std::span<const uint8_t> hay, size_t at, std::span<const uint8_t> needle,
+                                    size_t from, bool skip_in_target, std::span<const uint8_t> base,
+                                    std::span<const uint8_t> target, size_t i, size_t j, size_t reach) {
+  if (from + 8 > needle.size() || at + 1 >= hay.size()) return std::nullopt;
+  const uint8_t* const begin = hay.data() + at + 1;
+  const uint8_t* const end = hay.data() + std::min(hay.size(), at + reach + 8);
+  for (const uint8_t* p = begin; p + 8 <= end;) {
+    const void* hit = memmem(p, static_cast<size_t>(end - p), needle.data() + from, 8);
+    if (hit == nullptr) return std::nullopt;
+    const size_t d = static_cast<size_t>(static_cast<const uint8_t*>(hit) - hay.data()) - at;
+    if (skip_in_target ? long_run(base, i, target, j + d) : long_run(base, i + d, target, j)) return d;
+    p = static_cast<const uint8_t*>(hit) + 1;
+  }
+  return std::nullopt;
+}
+
 // Where base[i..] and target[j..] line up again after a mismatch: a skip of `a` bytes in base and
-// `b` in target, or nullopt within kMaxResync. The smallest skip (a + b, then the shorter side)
-// is taken unless the run it lines up is short and a pure insertion or deletion lines up a run
-// at least twice as long: records that look alike (sorted node names, numbers) line up a record
-// early after an insertion, for a few bytes, where skipping the inserted record lines up all the
-// rest.
+// `b` in target, or nullopt. Records that look alike (sorted node names, numbers) line up for a
+// few bytes at many wrong skips, and once a wrong one is taken every record after it mismatches
+// too (at 1,000 nodes, searching on through such a cascade cost more than the rendezvous itself).
+// So only the edits a store value sees are tried, the first two only where they line up a long
+// run (kLongRun, or the rest of both):
+//  1. a rewrite in place of up to kResyncSide bytes (a heartbeat);
+//  2. a pure insertion or deletion of up to kMaxResync bytes (a record joined or left), the
+//     shorter first;
+//  3. a rewrite of up to kShortRewrite bytes, however short the run after it (every rank of a
+//     round assigned at once).
+// Anything else ends the search: the rest of the value goes literally.
 std::optional<std::pair<size_t, size_t>> resync(std::span<const uint8_t> base, size_t i, std::span<const uint8_t> target,
                                                 size_t j) {
-  std::optional<std::pair<size_t, size_t>> best;
-  for (size_t t = 1; t <= kMaxResync && !best; ++t) {
-    for (size_t small = 0; small <= std::min(t, kResyncSide) && !best; ++small) {
-      if (lines_up(base, i + small, target, j + (t - small))) {
-        best = std::pair{small, t - small};
-      } else if (lines_up(base, i + (t - small), target, j + small)) {
-        best = std::pair{t - small, small};
-      }
-    }
+  for (size_t s = 1; s <= kResyncSide; ++s) {
+    if (long_run(base, i + s, target, j + s)) return std::pair{s, s};
   }
-  if (!best) return std::nullopt;
-  auto run_after = [&](size_t a, size_t b) { return common_run(base, i + a, target, j + b); };
-  size_t best_run = run_after(best->first, best->second);
-  if (best_run >= kLongRun) return best;
-  for (size_t d = 1; d <= kMaxResync; ++d) {
-    for (const auto& [a, b] : {std::pair{size_t{0}, d}, std::pair{d, size_t{0}}}) {
-      if (!lines_up(base, i + a, target, j + b)) continue;
-      const size_t run = run_after(a, b);
-      if (run >= 2 * best_run) {
-        best = std::pair{a, b};
-        best_run = run;
-      }
-    }
+  const std::optional<size_t> inserted = shortest_skip(target, j, base, i, true, base, target, i, j, kMaxResync);
+  const std::optional<size_t> deleted = shortest_skip(base, i, target, j, false, base, target, i, j, kMaxResync);
+  if (inserted && (!deleted || *inserted <= *deleted)) return std::pair{size_t{0}, *inserted};
+  if (deleted) return std::pair{*deleted, size_t{0}};
+  for (size_t s = 1; s <= kShortRewrite; ++s) {
+    if (lines_up(base, i + s, target, j + s)) return std::pair{s, s};
   }
-  return best;
+  return std::nullopt;
 }
 
 }  // namespace
 
-runtime::Bytes make_delta(std::span<const uint8_t> base, std::span<const uint8_t> target) {
+std::optional<runtime::Bytes> make_delta(std::span<const uint8_t> base, std::span<const uint8_t> target,
+                                         size_t max_size) {
   runtime::Bytes out;
   put_varint(out, target.size());
   size_t i = 0;          // in base
@@ -126,6 +154,8 @@ runtime::Bytes make_delta(std::span<const uint8_t> base, std::span<const uint8_t
     out.insert(out.end(), target.begin() + static_cast<ptrdiff_t>(literal), target.begin() + static_cast<ptrdiff_t>(end));
   };
   while (j < target.size() && i < base.size()) {
+    // Bytes still owed count too: a delta that cannot come in under max_size stops early.
+    if (out.size() + (j - literal) > max_size) return std::nullopt;
     const size_t run = common_run(base, i, target, j);
     if (run >= kMinCopy || (run > 0 && j + run == target.size())) {
       flush(j);
@@ -144,6 +174,7 @@ runtime::Bytes make_delta(std::span<const uint8_t> base, std::span<const uint8_t
     j += skip->second;
   }
   flush(target.size());
+  if (out.size() > max_size) return std::nullopt;
   return out;
 }
 

@@ -17,15 +17,16 @@
 // the field; nothing is allocated beyond the stated length, itself bounded first.
 //
 // make_delta() is generic (any bytes) and greedy, at memory speed: it copies the longest run the
-// base has at its current position, and at a mismatch looks for where the two line up again
-// within kMaxResync bytes on either side (an insertion, a deletion, a replacement, or a mix).
-// Edits longer than that, or bytes with no such structure, go as literal bytes, so the delta is
-// never much longer than the value itself (the store then sends the value instead). The output is
-// a pure function of the two inputs (deterministic).
+// base has at its current position, and at a mismatch looks for where the two line up again: a
+// rewrite in place, or an insertion or deletion of up to kMaxResync bytes (resync() in the .cc
+// says in which order and why). Other edits, and bytes with no such structure, end the search and
+// go as literal bytes, so the delta is never much longer than the value itself (the store then
+// sends the value instead). The output is a pure function of the two inputs (deterministic).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "core/runtime/transport.h"
@@ -39,8 +40,10 @@ inline constexpr size_t kMaxResync = 256;
 // The shortest run of equal bytes make_delta() copies instead of repeating it literally.
 inline constexpr size_t kMinCopy = 16;
 
-// The edits that turn `base` into `target`.
-runtime::Bytes make_delta(std::span<const uint8_t> base, std::span<const uint8_t> target);
+// The edits that turn `base` into `target`; nullopt as soon as they are seen to take more than
+// `max_size` bytes (the caller sends the value instead, and no time goes into the rest).
+std::optional<runtime::Bytes> make_delta(std::span<const uint8_t> base, std::span<const uint8_t> target,
+                                         size_t max_size = SIZE_MAX);
 
 // `base` with `delta` applied. Throws protocol_error ("store delta: ...") for a delta that does
 // not fit `base` or would build more than `max_length` bytes.

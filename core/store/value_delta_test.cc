@@ -35,7 +35,7 @@ Bytes records(const std::vector<uint32_t>& ids, uint64_t stamp = 7) {
   return out;
 }
 
-Bytes round_trip(const Bytes& base, const Bytes& target) { return apply_delta(base, make_delta(base, target), kLimit); }
+Bytes round_trip(const Bytes& base, const Bytes& target) { return apply_delta(base, *make_delta(base, target), kLimit); }
 
 TEST(ValueDelta, RoundTripsTheEdgeCases) {
   const Bytes some = records({1, 2, 3});
@@ -44,7 +44,7 @@ TEST(ValueDelta, RoundTripsTheEdgeCases) {
     EXPECT_EQ(round_trip(base, target), target) << base.size() << " -> " << target.size();
   }
   // Nothing changed: a length and one copy (op, offset 0, length), a byte each.
-  EXPECT_EQ(make_delta(some, some).size(), 4u);
+  EXPECT_EQ(make_delta(some, some)->size(), 4u);
 }
 
 TEST(ValueDelta, AJoinOrAHeartbeatCostsTheEditNotTheValue) {
@@ -56,19 +56,19 @@ TEST(ValueDelta, AJoinOrAHeartbeatCostsTheEditNotTheValue) {
   std::vector<uint32_t> joined = ids;
   joined.insert(joined.begin() + 250, 501);  // one record in the middle
   const Bytes after_join = records(joined);
-  const Bytes join = make_delta(before, after_join);
+  const Bytes join = *make_delta(before, after_join);
   EXPECT_EQ(apply_delta(before, join, kLimit), after_join);
   EXPECT_LT(join.size(), 60u);
 
   std::vector<uint32_t> left = ids;
   left.erase(left.begin() + 100);
-  const Bytes leave = make_delta(before, records(left));
+  const Bytes leave = *make_delta(before, records(left));
   EXPECT_EQ(apply_delta(before, leave, kLimit), records(left));
   EXPECT_LT(leave.size(), 20u);
 
   // Every record's stamp rewritten (completion assigning every rank): a few bytes per record.
   const Bytes stamped = records(ids, 8);
-  const Bytes all = make_delta(before, stamped);
+  const Bytes all = *make_delta(before, stamped);
   EXPECT_EQ(apply_delta(before, all, kLimit), stamped);
   EXPECT_LT(all.size(), ids.size() * 8);
 }
@@ -102,7 +102,7 @@ TEST(ValueDelta, GeneratedEditsAlwaysRoundTrip) {
     ASSERT_EQ(round_trip(base, target), target) << "case " << c;
     // Never much longer than the value itself: a length and literal bytes at worst, plus the ops
     // of the parts that did line up.
-    EXPECT_LE(make_delta(base, target).size(), target.size() + 8 + 16 * (2 * edits + 1)) << "case " << c;
+    EXPECT_LE(make_delta(base, target)->size(), target.size() + 8 + 16 * (2 * edits + 1)) << "case " << c;
   }
   // Unrelated bytes: all literal.
   Bytes a(5000);
@@ -110,7 +110,10 @@ TEST(ValueDelta, GeneratedEditsAlwaysRoundTrip) {
   for (auto& x : a) x = static_cast<uint8_t>(prng.next_u64());
   for (auto& x : b) x = static_cast<uint8_t>(prng.next_u64());
   EXPECT_EQ(round_trip(a, b), b);
-  EXPECT_EQ(make_delta(a, b).size(), 2u + 3u + b.size());
+  EXPECT_EQ(make_delta(a, b)->size(), 2u + 3u + b.size());
+  // Under a limit it stops: unrelated bytes never fit half their size.
+  EXPECT_FALSE(make_delta(a, b, b.size() / 2).has_value());
+  EXPECT_TRUE(make_delta(a, a, 8).has_value());
 }
 
 TEST(ValueDelta, ADeltaThatDoesNotFitItsBaseIsRefusedNamingTheField) {

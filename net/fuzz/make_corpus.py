@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """net/fuzz/make_corpus.py: writes the committed seed inputs of the net/ fuzz targets into
-net/fuzz/corpus/{envelope,handshake}/ (rerun it after changing an input layout, and commit the files).
+net/fuzz/corpus/{envelope,handshake,store_delta}/ (rerun it after changing an input layout, and commit the files).
 
 Promises: deterministic output (the same bytes every run), every seed small (well under 64 KiB),
 and seeds that are valid in the layouts documented at the top of envelope_fuzz.cc and
@@ -161,6 +161,39 @@ def handshake_seeds():
     return seeds
 
 
+def store_delta_seeds():
+    """store_delta_fuzz.cc: byte 0 the limit (0: production), u16 len(base), base, then the bytes
+    tried both as a delta against base and as a target to make a delta to."""
+    def records(ids, stamp=7):
+        out = struct.pack("<I", len(ids))
+        for i in ids:
+            name = b"node%d" % i
+            out += struct.pack("<I", len(name)) + name + struct.pack("<QQ", i, stamp)
+        return out
+
+    def varint(v):
+        out = b""
+        while v >= 0x80:
+            out += bytes([(v & 0x7F) | 0x80])
+            v >>= 7
+        return out + bytes([v])
+
+    def seed(limit, base, other):
+        return bytes([limit]) + struct.pack("<H", len(base)) + base + other
+
+    base = records(list(range(0, 60, 2)))
+    joined = records(sorted(list(range(0, 60, 2)) + [31]))
+    # A delta in the documented format: the first 40 bytes of base, then three literal bytes.
+    delta = varint(43) + b"\x01" + varint(0) + varint(40) + b"\x02" + varint(3) + b"abc"
+    return {
+        "join-into-records": seed(0, base, joined),
+        "stamps-rewritten": seed(0, base, records(list(range(0, 60, 2)), stamp=8)),
+        "valid-delta": seed(0, base, delta),
+        "delta-over-a-small-limit": seed(5, base, delta),
+        "unrelated-bytes": seed(0, bytes(range(200)), bytes(reversed(range(200)))),
+    }
+
+
 def write(target, seeds):
     folder = os.path.join(HERE, "corpus", target)
     os.makedirs(folder, exist_ok=True)
@@ -174,3 +207,4 @@ def write(target, seeds):
 if __name__ == "__main__":
     write("envelope", envelope_seeds())
     write("handshake", handshake_seeds())
+    write("store_delta", store_delta_seeds())

@@ -18,8 +18,7 @@ namespace {
 
 constexpr uint8_t kCopyOp = 1;
 constexpr uint8_t kAddOp = 2;
-// At a mismatch, resync candidates take at most this many bytes off the shorter side: an
-// insertion or deletion of up to kMaxResync bytes with up to this much replaced around it.
+// The longest rewrite in place looked for at a mismatch (a heartbeat's time is 8 bytes).
 constexpr size_t kResyncSide = 32;
 // A run this long after a resync is taken as the true alignment without looking further.
 constexpr size_t kLongRun = 64;

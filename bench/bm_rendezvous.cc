@@ -17,7 +17,10 @@
 //                    and read_, cas_lost_, cas_won_, watch_reply_mb: the same by what asked;
 //     wire_reply_mb  the bytes of those values as the store sent them: deltas where the node held
 //                    an earlier version (store_service.h), nothing for a compare-and-set that wrote;
-//     deltas_sent    replies sent as deltas.
+//     deltas_sent    replies sent as deltas;
+//     cas_values_mb  the states the compare-and-sets wrote, whole, and request_values_mb the value
+//                    bytes the requests carried (a compare-and-set against the version its node
+//                    holds sends a delta).
 //   The benchmark's own (manual) time is build + run: the wall time of the whole formation.
 //
 //   BM_RendezvousDeterminism: one spread formation of 64 nodes run twice with one seed; fails
@@ -56,6 +59,8 @@ void report(benchmark::State& state, const FormationResult& r) {
   state.counters["reply_mb"] = static_cast<double>(r.store.reply_bytes) / 1e6;
   state.counters["wire_reply_mb"] = static_cast<double>(r.wire_reply_bytes) / 1e6;
   state.counters["deltas_sent"] = static_cast<double>(r.deltas_sent);
+  state.counters["cas_values_mb"] = static_cast<double>(r.cas_value_bytes) / 1e6;
+  state.counters["request_values_mb"] = static_cast<double>(r.request_value_bytes) / 1e6;
   state.counters["read_reply_mb"] = static_cast<double>(r.store.read_reply_bytes) / 1e6;
   state.counters["cas_lost_reply_mb"] = static_cast<double>(r.store.cas_lost_reply_bytes) / 1e6;
   state.counters["cas_won_reply_mb"] = static_cast<double>(r.store.cas_won_reply_bytes) / 1e6;

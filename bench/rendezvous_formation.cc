@@ -151,7 +151,11 @@ FormationResult run_formation(const FormationSpec& spec) {
   result.last_done = last_done.since_epoch;
   result.trace_hash = world.trace().hash();
   result.store = w->counts;
-  for (const auto& c : w->clients) result.wire_reply_bytes += c->value_bytes_received();
+  for (const auto& c : w->clients) {
+    result.wire_reply_bytes += c->value_bytes_received();
+    result.cas_value_bytes += c->cas_value_bytes();
+    result.request_value_bytes += c->value_bytes_sent();
+  }
   result.deltas_sent = w->service->deltas_sent();
   for (const auto& h : w->handlers) {
     result.decodes += h->backend().decodes();

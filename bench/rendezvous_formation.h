@@ -43,6 +43,8 @@ struct FormationResult {
   StoreCounts store;                       // what the rendezvous nodes asked of the store
   uint64_t wire_reply_bytes = 0;           // value bytes the store's replies carried (deltas as sent)
   uint64_t deltas_sent = 0;                // replies the store sent as deltas
+  uint64_t cas_value_bytes = 0;            // states the compare-and-sets wrote, whole
+  uint64_t request_value_bytes = 0;        // value bytes the requests carried (deltas as sent)
   uint64_t decodes = 0;                    // states decoded, every node together
   uint64_t actions_applied = 0;            // state changes the nodes decided, every node together
   uint64_t sync_waits = 0;                 // SYNC waits (watches or polls), every node together

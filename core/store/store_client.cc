@@ -7,7 +7,7 @@
 namespace dagsim::store {
 
 StoreReply StoreClient::call(StoreOp op, std::vector<std::string> keys, std::vector<Bytes> values, int64_t number,
-                             uint64_t version, std::optional<Duration> waits, uint64_t base) {
+                             uint64_t version, std::optional<Duration> waits, uint64_t base, uint64_t value_base) {
   StoreRequest request;
   request.op = static_cast<uint8_t>(op);
   request.keys = std::move(keys);
@@ -16,6 +16,8 @@ StoreReply StoreClient::call(StoreOp op, std::vector<std::string> keys, std::vec
   request.version = version;
   request.timeout_ns = waits ? waits->count() : 0;
   request.base = base;
+  request.value_base = value_base;
+  for (const Bytes& v : request.values) value_bytes_sent_ += v.size();
   // A waiting request gets its wait and then some, so the store's own timed_out, which names the
   // keys, arrives first; any other request gets the store's timeout.
   const Duration rpc_timeout = waits ? *waits + kReplyGrace : timeout();
@@ -30,10 +32,22 @@ Versioned StoreClient::versioned_call(StoreOp op, const std::string& key, std::v
                                       uint64_t version, std::optional<Duration> waits, bool* written) {
   std::shared_ptr<const Versioned> held;
   if (const auto it = held_.find(key); it != held_.end()) held = it->second;
-  // A compare-and-set that writes answers no value: keep the one sent.
+  // A compare-and-set that writes answers no value: keep the one sent. Its value goes as a delta
+  // against the expected version when this client holds that version's bytes and the edits are
+  // under half the value (a rendezvous state rewritten by one join).
   std::optional<Bytes> sent;
-  if (op == StoreOp::compare_set_version) sent = values.at(0);
-  StoreReply r = call(op, {key}, std::move(values), number, version, waits, held ? held->version : 0);
+  uint64_t value_base = 0;
+  if (op == StoreOp::compare_set_version) {
+    sent = values.at(0);
+    cas_value_bytes_ += sent->size();
+    if (held && held->version == version && version != 0 && sent->size() >= kMinDeltaBytes) {
+      if (std::optional<Bytes> d = make_delta(held->value, *sent, sent->size() / 2)) {
+        values[0] = std::move(*d);
+        value_base = version;
+      }
+    }
+  }
+  StoreReply r = call(op, {key}, std::move(values), number, version, waits, held ? held->version : 0, value_base);
   if (written != nullptr) *written = r.flag;
   Versioned out;
   if (sent && r.flag) {

@@ -8,7 +8,8 @@
 //
 // Deltas (store_service.h): for each key it used with a versioned operation, the client holds the
 // last value it saw or wrote (when large enough for a delta to pay, kMinDeltaBytes), names its
-// version in the next versioned request, and rebuilds the value from a delta reply. A request
+// version in the next versioned request, and rebuilds the value from a delta reply; a
+// compare-and-set against the version it holds sends its value as a delta the same way. A request
 // keeps the bytes it named alive until its reply, so concurrent calls on one key cannot pull them
 // away. A delta that does not fit them throws protocol_error naming the key.
 //
@@ -50,10 +51,15 @@ class StoreClient final : public Store {
   WorkerId store_node() const { return store_node_; }
   // Bytes of values the store's replies carried, as sent (deltas as deltas), all operations.
   uint64_t value_bytes_received() const { return value_bytes_received_; }
+  // Bytes of values this client's requests carried (deltas as deltas), and of the values its
+  // compare-and-sets wrote, whole.
+  uint64_t value_bytes_sent() const { return value_bytes_sent_; }
+  uint64_t cas_value_bytes() const { return cas_value_bytes_; }
 
  private:
   StoreReply call(StoreOp op, std::vector<std::string> keys, std::vector<Bytes> values = {}, int64_t number = 0,
-                  uint64_t version = 0, std::optional<Duration> waits = std::nullopt, uint64_t base = 0);
+                  uint64_t version = 0, std::optional<Duration> waits = std::nullopt, uint64_t base = 0,
+                  uint64_t value_base = 0);
   static Versioned versioned(StoreReply& reply);
   // A versioned operation on `key`: sends the version the client holds as the request's base,
   // rebuilds a delta reply, and holds what it returns. `written` gets a compare-and-set's
@@ -65,6 +71,8 @@ class StoreClient final : public Store {
   WorkerId store_node_;
   std::map<std::string, std::shared_ptr<const Versioned>> held_;
   uint64_t value_bytes_received_ = 0;
+  uint64_t value_bytes_sent_ = 0;
+  uint64_t cas_value_bytes_ = 0;
 };
 
 }  // namespace dagsim::store

@@ -39,6 +39,9 @@ struct StoreRequest {
   // get_versioned, compare_set_version, watch: the version of keys[0] whose bytes the client
   // holds (0: none), against which the store may answer with a delta (value_delta.h).
   uint64_t base = 0;
+  // compare_set_version: when set, values[0] is not the value to write but a delta against the
+  // key's value at this version, which must be the expected one (a write lands only on it).
+  uint64_t value_base = 0;
   template <class Io, class Self>
   static void fields(Io& io, Self& m) {
     io.num("store_request.op", m.op);
@@ -48,6 +51,7 @@ struct StoreRequest {
     io.num("store_request.version", m.version);
     io.num("store_request.timeout_ns", m.timeout_ns);
     io.num("store_request.base", m.base);
+    io.num("store_request.value_base", m.value_base);
   }
 };
 

@@ -161,8 +161,24 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
       break;
     case StoreOp::compare_set_version: {
       need(1, 1);
-      // A write answers its new version only: the value is the client's own.
-      if (const std::optional<uint64_t> written = table_.compare_set_version(keys[0], request.version, request.values[0])) {
+      // A write answers its new version only: the value is the client's own. A value sent as a
+      // delta against the expected version is rebuilt only when that version is still current:
+      // otherwise nothing is written and it is not needed.
+      if (request.value_base != 0 && request.value_base != request.version) {
+        throw errors::invalid_argument("store compare_set_version: a value sent as a delta against version " +
+                                       std::to_string(request.value_base) + ", not the expected " +
+                                       std::to_string(request.version));
+      }
+      std::optional<uint64_t> written;
+      if (request.value_base == 0) {
+        written = table_.compare_set_version(keys[0], request.version, request.values[0]);
+      } else if (const Bytes* held = table_.value_at(keys[0], request.version); held != nullptr &&
+                                                                                table_.version_of(keys[0]) == request.version) {
+        ++deltas_received_;
+        written = table_.compare_set_version(keys[0], request.version,
+                                             apply_delta(*held, request.values[0], kMaxValueBytes));
+      }
+      if (written) {
         reply.flag = true;
         reply.versions.push_back(*written);
       } else {

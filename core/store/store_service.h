@@ -11,9 +11,10 @@
 // Deltas: a versioned request (get_versioned, compare_set_version, watch) names the version whose
 // bytes the client holds; when the table still has them (Note [value history]) and the edits
 // since are less than half the value, the reply carries the delta instead of the value
-// (value_delta.h). A compare-and-set that wrote answers its new version only. Many clients ask
-// for the same delta at once (every waiter woken by one write holds the same version), so the
-// last few deltas made are kept and served again.
+// (value_delta.h). A compare-and-set that wrote answers its new version only; its value may come
+// as a delta against the expected version, which the store holds when the write can land. Many
+// clients ask for the same delta at once (every waiter woken by one write holds the same
+// version), so the last few deltas made are kept and served again.
 //
 // Threading: the node's fibers (handlers run on them).
 #pragma once
@@ -46,6 +47,8 @@ class StoreService {
   // Versioned replies sent as a delta, and deltas computed (the rest came from the cache).
   uint64_t deltas_sent() const { return deltas_sent_; }
   uint64_t deltas_made() const { return deltas_made_; }
+  // Compare-and-sets whose value came as a delta and was rebuilt (the version was current).
+  uint64_t deltas_received() const { return deltas_received_; }
 
  private:
   rpc::Bytes serve(const StoreRequest& request);
@@ -72,6 +75,7 @@ class StoreService {
   size_t next_made_ = 0;
   uint64_t deltas_sent_ = 0;
   uint64_t deltas_made_ = 0;
+  uint64_t deltas_received_ = 0;
 };
 
 // "[a, b, c]" for messages (at most the first 8 keys, then "and N more").

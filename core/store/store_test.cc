@@ -202,8 +202,9 @@ TEST_F(StoreTest, AStoreThatDiesFailsEveryWaiterWithAClearErrorWithinItsTimeout)
 }
 
 // Deltas (store_service.h): a versioned reply to a client that holds an earlier version carries
-// the edits since, a compare-and-set that wrote carries no value, and a version the store no
-// longer keeps is answered whole. `state(k)` is a 13 KB value; each k adds a record in the middle.
+// the edits since, a compare-and-set that wrote carries no value, a compare-and-set against the
+// version its client holds sends its value as a delta, and a version the store no longer keeps is
+// answered whole. `state(k)` is a 13 KB value; each k adds a record in the middle.
 TEST_F(StoreTest, AClientHoldingAVersionIsAnsweredWithTheEditsSinceNotTheValue) {
   auto state = [](int joined) {
     std::string s;
@@ -254,6 +255,36 @@ TEST_F(StoreTest, AClientHoldingAVersionIsAnsweredWithTheEditsSinceNotTheValue) 
     EXPECT_EQ(received(client(2)), late.value.size());
   });
   EXPECT_EQ(service_->deltas_sent(), 3u);
+  // Every compare-and-set made against a version its client held went as a delta, and was rebuilt
+  // where it could land: client 1's two edits, client 2's win, and client 1's loop but its first
+  // write (made against client 2's version, which client 1 never held: sent whole); client 2's
+  // lost race rebuilt nothing. The values read back above are what those writes sent.
+  EXPECT_EQ(service_->deltas_received(), 2u + 1 + kHistoryVersions);
+}
+
+// A compare-and-set whose value is a delta against another version than the expected one, or a
+// delta that does not fit the value it names, is refused with a named error and writes nothing.
+TEST_F(StoreTest, AForgedDeltaValueIsRefusedAndWritesNothing) {
+  rt_.run_on(1, [&] {
+    const Bytes value(300, 'v');
+    const uint64_t version = client(1).compare_set_version("state", 0, value).current.version;
+    auto forged = [&](uint64_t value_base, Bytes delta) {
+      StoreRequest r;
+      r.op = static_cast<uint8_t>(StoreOp::compare_set_version);
+      r.keys = {"state"};
+      r.values = {std::move(delta)};
+      r.version = version;
+      r.value_base = value_base;
+      agents_[1]->request_bytes(0, kStoreRequest, rpc::to_bytes(r), 2s, "forged store request").get();
+    };
+    EXPECT_TRUE(throws_error([&] { forged(version + 1, Bytes{1}); }, ErrorCode::invalid_argument,
+                             {"a delta against version", "not the expected"}));
+    EXPECT_TRUE(throws_error([&] { forged(version, Bytes{10, 1, 0, 200}); }, ErrorCode::protocol_error,
+                             {"store delta.copy.length"}));
+    const Versioned after = client(2).get_versioned("state");
+    EXPECT_EQ(after.version, version);
+    EXPECT_EQ(after.value, value);
+  });
 }
 
 // A store that restarts empty must not hand out versions of its earlier life: a client holding one

@@ -127,11 +127,4 @@ void RendezvousBackend::announce_change() {
   guarded("announcing a change", changes_key_, [&] { return store_.add(changes_key_, 1); });
 }
 
-FetchedState RendezvousBackend::watch(Token token, runtime::Duration timeout) {
-  DAGSIM_ASSERT(timeout >= runtime::Duration::zero());
-  const store::Versioned value =
-      guarded("watching the state", key_, [&] { return store_.watch_at_most(key_, token, timeout); });
-  return decoded(value);
-}
-
 }  // namespace dagsim::rendezvous

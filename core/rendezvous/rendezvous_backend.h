@@ -19,7 +19,7 @@
 //
 // Note [decoded state cache]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
-// The backend keeps exactly one entry: the last version it saw (read, watched or wrote) and the
+// The backend keeps exactly one entry: the last version it saw (read or wrote) and the
 // state decoded from it, shared read-only (shared_ptr<const>). Versions only rise, and a node only
 // ever asks about the newest version it can see, so older entries would never be hit again: one
 // entry bounds the memory to one state per node whatever the churn. With N nodes each reading each
@@ -83,11 +83,6 @@ class RendezvousBackend {
   // Writes `state` if the key's version is still `token`. Either way returns the key as it is
   // after the call (an empty state with token 0 if the key is absent).
   SetStateOutcome set_state(const RendezvousState& state, Token token);
-
-  // Waits until the key's version differs from `token`, or `timeout` passes, and returns the key
-  // as it is then (the same token when nothing changed). Any number of writes meanwhile come back
-  // as one answer: the newest state.
-  FetchedState watch(Token token, runtime::Duration timeout);
 
   // The changes key (Note [decisive changes]): its version now (0: never bumped), waiting until
   // it differs from `known` or `timeout` passes, and bumping it.

@@ -50,11 +50,6 @@ void RendezvousStateHolder::update(RendezvousState next) {
   dirty_ = true;
 }
 
-void RendezvousStateHolder::adopt(const FetchedState& fetched) {
-  DAGSIM_ASSERT(!dirty_);
-  take(fetched);
-}
-
 void RendezvousStateHolder::take(const std::optional<FetchedState>& fetched) {
   static const std::shared_ptr<const RendezvousState> empty = std::make_shared<const RendezvousState>();
   if (fetched) {

@@ -18,9 +18,6 @@
 //     (dead_nodes(), and one "rendezvous.dead_nodes" log event per sync that finds some).
 //     Sanitizing changes only the copy: the store learns of it with this node's next write.
 //
-// Beyond PyTorch, adopt() takes a state the executor's watch already fetched, so a node woken by
-// a change does not read the key a second time.
-//
 // Threading: the node's fibers. The holder is not safe against two executors interleaving on it;
 // the handler serialises its ops (PyTorch's heartbeat lock).
 #pragma once
@@ -62,10 +59,6 @@ class RendezvousStateHolder {
   // The copy changed in place and must be written (PyTorch's mark_dirty).
   void mark_dirty() { dirty_ = true; }
 
-  // Takes a state fetched by the backend (a watch's answer) as a sync made now, sanitizing it.
-  // REQUIRES: !dirty() (a dirty copy is written, never replaced).
-  void adopt(const FetchedState& fetched);
-
   // The nodes the last sync's sanitize dropped, in node order.
   const std::vector<NodeDesc>& dead_nodes() const { return dead_nodes_; }
   // How many syncs read or wrote the store, and how many were served from the cache.
@@ -83,7 +76,7 @@ class RendezvousStateHolder {
   runtime::Env& env_;
   const Duration cache_duration_;
   // Shared with the backend's decoded-state cache until this node changes it or sanitize drops a
-  // node: a wake-up that adopts a state costs no copy of it (at 1,000 nodes the copy, not the
+  // node: a wake-up that reads a state costs no copy of it (at 1,000 nodes the copy, not the
   // decode, was most of a wake's cost).
   std::shared_ptr<const RendezvousState> state_;
   // The state as the store holds it at token_, before this node's sanitize: what a write is

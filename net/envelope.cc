@@ -24,23 +24,48 @@ EnvelopeSealer::EnvelopeSealer(std::optional<Digest> key) {
 }
 
 SealedEnvelope EnvelopeSealer::seal(std::span<const uint8_t> payload, uint64_t padding) {
-  DAGSIM_ASSERT(payload.size() <= UINT32_MAX);
-  SealedEnvelope out;
+  begin(payload.size(), padding);
+  update(payload);
+  return finish();
+}
+
+std::array<uint8_t, kEnvelopeHeaderBytes> EnvelopeSealer::begin(size_t payload_size, uint64_t padding) {
+  DAGSIM_ASSERT_MSG(!open_, "an envelope begun before the last one finished");
+  DAGSIM_ASSERT(payload_size <= UINT32_MAX);
   std::vector<uint8_t> header;
   header.reserve(kEnvelopeHeaderBytes);
   rpc::WireWriter w(header);
   w.u8(kMessageKind);
   w.u8(0);
   w.u16(0);
-  w.u32(static_cast<uint32_t>(payload.size()));
+  w.u32(static_cast<uint32_t>(payload_size));
   w.u64(padding);
-  std::ranges::copy(header, out.header.begin());
+  sealing_ = {};
+  std::ranges::copy(header, sealing_.header.begin());
   if (mac_) {
-    out.mac = mac_->tag(seq_, {out.header, payload});
-    out.mac_bytes = kEnvelopeMacBytes;
+    mac_->begin(seq_);
+    mac_->update(sealing_.header);
   }
+  open_ = true;
+  left_ = payload_size;
+  return sealing_.header;
+}
+
+void EnvelopeSealer::update(std::span<const uint8_t> piece) {
+  DAGSIM_ASSERT(open_ && piece.size() <= left_);
+  left_ -= piece.size();
+  if (mac_ && !piece.empty()) mac_->update(piece);
+}
+
+SealedEnvelope EnvelopeSealer::finish() {
+  DAGSIM_ASSERT_MSG(open_ && left_ == 0, "an envelope finished before all of its payload was MACed");
+  if (mac_) {
+    sealing_.mac = mac_->finish();
+    sealing_.mac_bytes = kEnvelopeMacBytes;
+  }
+  open_ = false;
   ++seq_;
-  return out;
+  return sealing_;
 }
 
 EnvelopeDecoder::EnvelopeDecoder(std::optional<Digest> key, EnvelopeLimits limits)

@@ -55,9 +55,23 @@ class EnvelopeSealer {
   // REQUIRES: payload.size() fits the peer's limits (the sender checks before it queues).
   SealedEnvelope seal(std::span<const uint8_t> payload, uint64_t padding);
 
+  // The same in steps, so that a sender MACs a large payload piece by piece, each just before it
+  // goes to the socket: the receiver then reads and verifies the first pieces while the sender
+  // still MACs the rest, where a tag over the whole payload first kept both waiting. begin() gives
+  // the header (in SealedEnvelope::header), update() takes the payload's bytes in order, finish()
+  // fills in the MAC. One envelope at a time. REQUIRES: as seal(); update()s add up to payload_size.
+  std::array<uint8_t, kEnvelopeHeaderBytes> begin(size_t payload_size, uint64_t padding);
+  void update(std::span<const uint8_t> piece);
+  SealedEnvelope finish();
+  // False in trusted-network mode (update() is then free).
+  bool macs() const { return mac_.has_value(); }
+
  private:
   std::optional<Gmac> mac_;
   uint64_t seq_ = 0;
+  bool open_ = false;
+  size_t left_ = 0;  // payload bytes update() has still to see
+  SealedEnvelope sealing_;
 };
 
 struct ReceivedEnvelope {

@@ -49,6 +49,25 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   return v;
 }
 
+// A sender MACs a payload piece by piece as it writes (Note [MAC as it goes] in tcp_transport.cc):
+// the steps give the bytes seal() gives, whatever the pieces.
+TEST(Envelope, SealingInStepsGivesTheSameEnvelope) {
+  const std::vector<uint8_t> payload = pattern(300000, 9);
+  EnvelopeSealer whole(key(4)), stepwise(key(4));
+  for (size_t piece : {size_t{1} << 17, size_t{7}, payload.size()}) {
+    const SealedEnvelope expected = whole.seal(payload, 5);
+    const auto header = stepwise.begin(payload.size(), 5);
+    for (size_t at = 0; at < payload.size(); at += piece) {
+      stepwise.update(std::span(payload).subspan(at, std::min(piece, payload.size() - at)));
+    }
+    const SealedEnvelope got = stepwise.finish();
+    EXPECT_EQ(header, expected.header);
+    EXPECT_EQ(got.header, expected.header);
+    EXPECT_EQ(got.mac, expected.mac);
+    EXPECT_EQ(got.mac_bytes, kEnvelopeMacBytes);
+  }
+}
+
 TEST(Envelope, DecodesWhatWasSealedWhateverTheReadSizes) {
   for (bool authenticated : {true, false}) {
     for (size_t chunk : {size_t{1}, size_t{5}, size_t{4096}, size_t{1} << 22}) {

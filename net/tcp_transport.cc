@@ -37,13 +37,21 @@ constexpr size_t kZeroPageBytes = 64 * 1024;
 const std::array<uint8_t, kZeroPageBytes> kZeroPage{};
 
 struct Writing {
-  std::vector<uint8_t> head;  // handshake bytes, or an envelope's header
+  std::vector<uint8_t> head;  // handshake bytes, or an envelope's header (once begun)
   runtime::Bytes payload;
   uint64_t padding = 0;
   std::array<uint8_t, kEnvelopeMacBytes> mac{};
   size_t mac_bytes = 0;
   bool envelope = false;  // a message (counted when lost), not handshake bytes
+  size_t maced = 0;       // payload bytes MACed and handed to the socket (Note [MAC as it goes])
 };
+
+// Note [MAC as it goes]: an envelope's MAC trails its payload, so a sender need not MAC a whole
+// payload before its first byte leaves. A connection MACs at most kMacAheadBytes of payload ahead
+// of the socket: the receiver (another process, another core) reads and verifies the first
+// pieces while the sender still MACs the rest. MACing 1 MiB whole first added its full cost to
+// every large message's latency. Small envelopes still leave many per write.
+constexpr size_t kMacAheadBytes = 128 * 1024;
 
 struct Outgoing {
   runtime::Bytes payload;
@@ -184,50 +192,81 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void queue_envelope(runtime::Bytes payload, uint64_t padding) {
     DAGSIM_ASSERT(established() && sealer_);
-    const SealedEnvelope sealed = sealer_->seal(payload, padding);
     Writing w;
-    w.head.assign(sealed.header.begin(), sealed.header.end());
     w.payload = std::move(payload);
     w.padding = padding;
-    w.mac = sealed.mac;
-    w.mac_bytes = sealed.mac_bytes;
     w.envelope = true;
     queued_bytes_ += w.payload.size();
     queue_.push_back(std::move(w));
   }
 
-  // Writes everything queued in one gathered write (small frames batch up while one is in flight).
+  // Writes everything queued in gathered writes (small frames batch up while one is in flight).
   void flush(TcpTransportStats& stats) {
     if (writing_ || queue_.empty() || closed_) return;
     writing_ = true;
     in_flight_.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
     queue_.clear();
-    buffers_.clear();
-    written_buffers_ = 0;
-    size_t bytes = 0;
+    next_ = 0;
+    const size_t mac_bytes = sealer_ && sealer_->macs() ? kEnvelopeMacBytes : 0;
     for (const Writing& w : in_flight_) {
-      buffers_.emplace_back(w.head.data(), w.head.size());
-      if (!w.payload.empty()) buffers_.emplace_back(w.payload.data(), w.payload.size());
-      for (uint64_t left = w.padding; left > 0;) {
-        const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kZeroPageBytes));
-        buffers_.emplace_back(kZeroPage.data(), n);
-        left -= n;
-      }
-      if (w.mac_bytes > 0) buffers_.emplace_back(w.mac.data(), w.mac_bytes);
-      bytes += w.head.size() + w.payload.size() + w.padding + w.mac_bytes;
+      stats.bytes_sent += w.envelope ? kEnvelopeHeaderBytes + w.payload.size() + w.padding + mac_bytes : w.head.size();
     }
-    stats.bytes_sent += bytes;
     ++stats.writes;
+    gather();
     write_some();
   }
 
-  // Hands the kernel as much of buffers_ as it takes, until all of it is written. Not
+  // Makes buffers_ the next bytes of in_flight_ to write: whole envelopes, except that with MACs
+  // on at most kMacAheadBytes of payload are MACed ahead of the socket (Note [MAC as it goes]).
+  // REQUIRES: all of buffers_ written.
+  void gather() {
+    DAGSIM_ASSERT(written_buffers_ == buffers_.size() && next_ < in_flight_.size());
+    buffers_.clear();
+    written_buffers_ = 0;
+    size_t budget = sealer_ && sealer_->macs() ? kMacAheadBytes : SIZE_MAX;
+    for (; next_ < in_flight_.size(); ++next_) {
+      Writing& w = in_flight_[next_];
+      if (!w.envelope) {
+        buffers_.emplace_back(w.head.data(), w.head.size());
+        continue;
+      }
+      if (w.head.empty()) {
+        const auto header = sealer_->begin(w.payload.size(), w.padding);
+        w.head.assign(header.begin(), header.end());
+        buffers_.emplace_back(w.head.data(), w.head.size());
+      }
+      const size_t n = std::min(budget, w.payload.size() - w.maced);
+      if (n > 0) {
+        const std::span<const uint8_t> piece = std::span<const uint8_t>(w.payload).subspan(w.maced, n);
+        sealer_->update(piece);
+        buffers_.emplace_back(piece.data(), piece.size());
+        w.maced += n;
+        budget -= n;
+      }
+      if (w.maced < w.payload.size()) return;  // the rest of it after these bytes are written
+      for (uint64_t left = w.padding; left > 0;) {
+        const size_t k = static_cast<size_t>(std::min<uint64_t>(left, kZeroPageBytes));
+        buffers_.emplace_back(kZeroPage.data(), k);
+        left -= k;
+      }
+      const SealedEnvelope sealed = sealer_->finish();
+      w.mac = sealed.mac;
+      w.mac_bytes = sealed.mac_bytes;
+      if (w.mac_bytes > 0) buffers_.emplace_back(w.mac.data(), w.mac_bytes);
+    }
+  }
+
+  // Hands the kernel as much of buffers_ as it takes, until all of in_flight_ is written. Not
   // asio::async_write: its completion condition caps every write at 64 KiB, so a 1 MiB message took
   // 16 system calls, each behind a trip through the reactor.
   void write_some() {
     const std::span<const asio::const_buffer> rest = std::span(buffers_).subspan(written_buffers_);
     socket_.async_write_some(rest, [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
       if (!ec && !self->closed_ && self->consume_written(n)) return self->write_some();
+      if (!ec && !self->closed_ && self->next_ < self->in_flight_.size()) {
+        self->gather();
+        return self->write_some();
+      }
       self->writing_ = false;
       for (const Writing& w : self->in_flight_) self->queued_bytes_ -= w.payload.size();
       self->in_flight_.clear();
@@ -368,6 +407,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::array<uint8_t, 256> handshake_buffer_{};
   std::deque<Writing> queue_;
   std::vector<Writing> in_flight_;
+  size_t next_ = 0;  // in_flight_[next_] is the first not wholly in buffers_ yet
   std::vector<asio::const_buffer> buffers_;
   size_t written_buffers_ = 0;  // buffers_[0, written_buffers_) are on the wire
   size_t queued_bytes_ = 0;  // payloads in queue_ and in_flight_
@@ -801,6 +841,7 @@ TcpTransport::TcpTransport(asio::io_context& io, tcp::acceptor acceptor, TcpTran
 TcpTransport::~TcpTransport() { impl_->close(); }
 
 WorkerId TcpTransport::self() const { return impl_->options_.self; }
+bool TcpTransport::authenticated() const { return !impl_->options_.trusted_network; }
 void TcpTransport::send(WorkerId target, runtime::Bytes payload, uint64_t padding) {
   impl_->send(target, std::move(payload), padding);
 }

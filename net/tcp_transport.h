@@ -104,6 +104,8 @@ class TcpTransport final : public runtime::Transport {
   runtime::Channel<runtime::Delivery>& inbox() override;
   void close() override;
   bool wait_for_room(WorkerId target, std::optional<runtime::TimePoint> deadline) override;
+  // True unless trusted_network: every envelope carries a GMAC.
+  bool authenticated() const override;
 
   // The delay/drop layer's faults. block: hold this node's traffic to `peer` (a partition's
   // directed pair), or let it go again in order. silence: a crash; hold everything in and out

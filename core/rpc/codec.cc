@@ -105,24 +105,42 @@ Tensor WireReader::tensor_data(const std::string& where, uint32_t max_rank) {
   return t;
 }
 
-Bytes seal_frame(const Message& message, std::span<const uint8_t> body) {
-  DAGSIM_ASSERT(body.size() <= UINT32_MAX);
-  Bytes frame;
-  frame.reserve(kFrameHeaderBytes + body.size());
+namespace {
+
+// The header of `message` with a body of `body_length` bytes, its checksum field 0, written at the
+// start of `frame` (which encode then extends with the body, so the body is written once, in place).
+void write_header(Bytes& frame, const Message& message, size_t body_length) {
+  DAGSIM_ASSERT(frame.empty() && body_length <= UINT32_MAX);
   WireWriter h(frame);
   h.u32(kFrameMagic);
   h.u16(kProtocolVersion);
   h.u16(static_cast<uint16_t>(message.type));
   h.u32(message.flags);
   h.u64(message.request_id);
-  h.u32(static_cast<uint32_t>(body.size()));
-  h.u64(checksum(std::span(frame.data(), kChecksumOffset), body));
+  h.u32(static_cast<uint32_t>(body_length));
+  h.u64(0);
   DAGSIM_ASSERT_EQ(frame.size(), kFrameHeaderBytes);  // read_header reads exactly this much
-  h.bytes(body);
+}
+
+// Fills in the checksum of a complete frame.
+void write_checksum(Bytes& frame) {
+  DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes);
+  const uint64_t sum = checksum(std::span(frame).first(kChecksumOffset), std::span(frame).subspan(kFrameHeaderBytes));
+  for (size_t i = 0; i < 8; ++i) frame[kChecksumOffset + i] = static_cast<uint8_t>(sum >> (8 * i));
+}
+
+}  // namespace
+
+Bytes seal_frame(const Message& message, std::span<const uint8_t> body) {
+  Bytes frame;
+  frame.reserve(kFrameHeaderBytes + body.size());
+  write_header(frame, message, body.size());
+  WireWriter(frame).bytes(body);
+  write_checksum(frame);
   return frame;
 }
 
-Bytes encode(const Message& message, const CodecLimits& limits) {
+Bytes encode(const Message& message, const CodecLimits& limits, FrameIntegrity integrity) {
   // Paired with read_header: nothing is sent that no peer would accept.
   DAGSIM_ASSERT_MSG(is_known_message_type(static_cast<uint16_t>(message.type)), "encoding an unknown message type");
   DAGSIM_ASSERT(limits.max_frame_bytes >= kFrameHeaderBytes);
@@ -144,15 +162,17 @@ Bytes encode(const Message& message, const CodecLimits& limits) {
                                    " bytes exceed the limit of " + std::to_string(limits.max_frame_bytes) +
                                    " bytes per frame");
   }
-  Bytes body;
-  body.reserve(body_length);
-  WireWriter w(body);
+  Bytes frame;
+  frame.reserve(kFrameHeaderBytes + body_length);
+  write_header(frame, message, body_length);
+  WireWriter w(frame);
   w.u32(static_cast<uint32_t>(message.payload.size()));
   w.bytes(message.payload);
   w.u32(static_cast<uint32_t>(message.tensors.size()));
   for (const Tensor& t : message.tensors) w.tensor_data(t);
-  DAGSIM_ASSERT_EQ(body.size(), body_length);
-  return seal_frame(message, body);
+  DAGSIM_ASSERT_EQ(frame.size(), kFrameHeaderBytes + body_length);
+  if (integrity == FrameIntegrity::checksum) write_checksum(frame);
+  return frame;
 }
 
 std::optional<size_t> frame_size(std::span<const uint8_t> prefix, const CodecLimits& limits) {
@@ -162,7 +182,7 @@ std::optional<size_t> frame_size(std::span<const uint8_t> prefix, const CodecLim
   return size;
 }
 
-Message decode(std::span<const uint8_t> frame, const CodecLimits& limits) {
+Message decode(std::span<const uint8_t> frame, const CodecLimits& limits, FrameIntegrity integrity) {
   DAGSIM_ASSERT(limits.max_frame_bytes >= kFrameHeaderBytes);
   if (frame.size() < kFrameHeaderBytes) {
     throw errors::protocol_error("frame: " + std::to_string(frame.size()) + " bytes is shorter than the " +
@@ -175,8 +195,13 @@ Message decode(std::span<const uint8_t> frame, const CodecLimits& limits) {
                                  std::to_string(expected) + (frame.size() < expected ? " (truncated)" : " (trailing bytes)"));
   }
   const std::span<const uint8_t> body = frame.subspan(kFrameHeaderBytes);
-  const uint64_t actual = checksum(frame.first(kChecksumOffset), body);
-  if (actual != h.checksum) {
+  if (integrity == FrameIntegrity::transport_mac) {
+    if (h.checksum != 0) {
+      throw errors::protocol_error("frame.checksum: " + hex(h.checksum) +
+                                   " on a connection whose MACs guard the frame (expected 0: is the peer's "
+                                   "trusted-network setting the same as ours?)");
+    }
+  } else if (const uint64_t actual = checksum(frame.first(kChecksumOffset), body); actual != h.checksum) {
     throw errors::protocol_error("frame: checksum " + hex(actual) + " does not match the header's " + hex(h.checksum) +
                                  " (corrupted in transit)");
   }

@@ -110,6 +110,23 @@ TEST(Codec, BadHeadersAreRejectedWithWhatIsWrong) {
   EXPECT_THAT_THROWS_ERROR(decode(longer), ErrorCode::protocol_error, "(trailing bytes)");
 }
 
+// Under a transport's MACs (FrameIntegrity::transport_mac) the frame carries no checksum: the same
+// bytes but the checksum field, which is 0, and each end refuses the other mode's frames (the
+// peers' trusted-network settings differ).
+TEST(Codec, FramesUnderATransportMacCarryNoChecksum) {
+  const Message m = sample();
+  const Bytes checked = encode(m);
+  const Bytes maced = encode(m, {}, FrameIntegrity::transport_mac);
+  ASSERT_EQ(maced.size(), checked.size());
+  EXPECT_TRUE(std::equal(maced.begin() + 24, maced.begin() + 32, Bytes(8, 0).begin()));
+  EXPECT_TRUE(std::equal(maced.begin(), maced.begin() + 24, checked.begin()));
+  EXPECT_TRUE(std::equal(maced.begin() + 32, maced.end(), checked.begin() + 32));
+  expect_same(m, decode(maced, {}, FrameIntegrity::transport_mac));
+  EXPECT_THAT_THROWS_ERROR(decode(maced), ErrorCode::protocol_error, "does not match the header's 0x0 (corrupted in transit)");
+  EXPECT_THAT_THROWS_ERROR(decode(checked, {}, FrameIntegrity::transport_mac), ErrorCode::protocol_error,
+                           "on a connection whose MACs guard the frame (expected 0");
+}
+
 TEST(Codec, LimitsBoundWhatADecoderAccepts) {
   const Bytes frame = encode(sample());
   EXPECT_THAT_THROWS_ERROR(decode(frame, CodecLimits{.max_frame_bytes = 64}), ErrorCode::protocol_error,

@@ -71,7 +71,7 @@ void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime:
   DAGSIM_ASSERT(from != env_.self || from_incarnation == env_.incarnation);
   Message message;
   try {
-    message = decode(frame, options_.limits);
+    message = decode(frame, options_.limits, frame_integrity());
   } catch (const Error& e) {
     // A peer that sends garbage gets nothing back: its request id cannot be trusted either.
     env_.log.event("rpc.bad_frame", "from node " + std::to_string(from) + ": " + e.detail());
@@ -296,7 +296,7 @@ void RpcAgent::reply(WorkerId to, const Message& message, std::optional<runtime:
 }
 
 void RpcAgent::send(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by) {
-  runtime::Bytes frame = encode(message, options_.limits);
+  runtime::Bytes frame = encode(message, options_.limits, frame_integrity());
   DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes && frame.size() <= options_.limits.max_frame_bytes);
   if (to == env_.self) {
     // A call to oneself goes through the same encode/decode, on a fiber, as a remote one.

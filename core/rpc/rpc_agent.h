@@ -268,6 +268,11 @@ class RpcAgent {
   // nullopt never waits (the listener, which must keep reading).
   void reply(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by = std::nullopt);
   void send(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by = std::nullopt);
+  // The transport's MACs guard frames when it has them (FrameIntegrity); the same both ways, and
+  // for calls to oneself, which never leave the node.
+  FrameIntegrity frame_integrity() const {
+    return env_.transport.authenticated() ? FrameIntegrity::transport_mac : FrameIntegrity::checksum;
+  }
   // Registers a pending call of `message` (its id set here), arms its timer and sends it.
   void start_request(WorkerId to, Message& message, MessageType expects, Pending pending);
   // Completes and forgets a pending call with its response; false if it already ended (a late

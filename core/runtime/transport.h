@@ -92,6 +92,12 @@ class Transport {
     (void)deadline;
     return true;
   }
+
+  // True when every byte a peer sends arrives under a MAC checked before delivery (TCP with MACs
+  // on), the same for every peer: the RPC codec then leaves the frame checksum out
+  // (rpc::FrameIntegrity). Runtimes that carry bytes unauthenticated (the simulator, loopback,
+  // trusted-network TCP) say false, and frames carry their checksum.
+  virtual bool authenticated() const { return false; }
 };
 
 // Note [room to send]: send() never blocks, so a sender faster than its peer's reader would grow

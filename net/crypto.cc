@@ -125,52 +125,63 @@ Digest Hmac::digest(std::initializer_list<std::span<const uint8_t>> parts) const
   return out;
 }
 
-struct Gmac::State {
-  EVP_CIPHER_CTX* ctx = nullptr;  // keyed once; each tag sets only its nonce
-  ~State() { EVP_CIPHER_CTX_free(ctx); }
+struct EnvelopeMac::State {
+  EVP_CIPHER_CTX* chacha = nullptr;  // keyed once with the session key; each tag sets its nonce
+  EVP_MAC* poly1305 = nullptr;
+  EVP_MAC_CTX* mac = nullptr;  // keyed afresh per tag with its one-time key
+  ~State() {
+    EVP_MAC_CTX_free(mac);
+    EVP_MAC_free(poly1305);
+    EVP_CIPHER_CTX_free(chacha);
+  }
 };
 
-Gmac::Gmac(const Digest& key) : state_(std::make_unique<State>()) {
-  state_->ctx = EVP_CIPHER_CTX_new();
-  DAGSIM_ASSERT_MSG(state_->ctx != nullptr, "OpenSSL: no cipher context");
-  DAGSIM_ASSERT(EVP_EncryptInit_ex(state_->ctx, EVP_aes_256_gcm(), nullptr, nullptr, nullptr) == 1);
-  DAGSIM_ASSERT(EVP_CIPHER_CTX_ctrl(state_->ctx, EVP_CTRL_GCM_SET_IVLEN, 12, nullptr) == 1);
-  DAGSIM_ASSERT(EVP_EncryptInit_ex(state_->ctx, nullptr, nullptr, key.data(), nullptr) == 1);
+EnvelopeMac::EnvelopeMac(const Digest& key) : state_(std::make_unique<State>()) {
+  state_->chacha = EVP_CIPHER_CTX_new();
+  DAGSIM_ASSERT_MSG(state_->chacha != nullptr, "OpenSSL: no cipher context");
+  const std::array<uint8_t, 16> iv{};
+  DAGSIM_ASSERT(EVP_EncryptInit_ex(state_->chacha, EVP_chacha20(), nullptr, key.data(), iv.data()) == 1);
+  state_->poly1305 = EVP_MAC_fetch(nullptr, "POLY1305", nullptr);
+  DAGSIM_ASSERT_MSG(state_->poly1305 != nullptr, "OpenSSL has no Poly1305");
+  state_->mac = EVP_MAC_CTX_new(state_->poly1305);
+  DAGSIM_ASSERT_MSG(state_->mac != nullptr, "OpenSSL: no Poly1305 context");
 }
 
-Gmac::~Gmac() = default;
-Gmac::Gmac(Gmac&&) noexcept = default;
-Gmac& Gmac::operator=(Gmac&&) noexcept = default;
+EnvelopeMac::~EnvelopeMac() = default;
+EnvelopeMac::EnvelopeMac(EnvelopeMac&&) noexcept = default;
+EnvelopeMac& EnvelopeMac::operator=(EnvelopeMac&&) noexcept = default;
 
-Tag Gmac::tag(uint64_t nonce, std::initializer_list<std::span<const uint8_t>> parts) const {
+Tag EnvelopeMac::tag(uint64_t nonce, std::initializer_list<std::span<const uint8_t>> parts) const {
   begin(nonce);
   for (std::span<const uint8_t> part : parts) update(part);
   return finish();
 }
 
-void Gmac::begin(uint64_t nonce) const {
+void EnvelopeMac::begin(uint64_t nonce) const {
   DAGSIM_ASSERT(state_ != nullptr);
-  std::array<uint8_t, 12> iv{};
-  for (size_t i = 0; i < 8; ++i) iv[i] = static_cast<uint8_t>(nonce >> (8 * i));
-  DAGSIM_ASSERT(EVP_EncryptInit_ex(state_->ctx, nullptr, nullptr, nullptr, iv.data()) == 1);
+  // OpenSSL's ChaCha20 IV: a 32-bit block counter (0 here), then RFC 8439's 96-bit nonce, whose
+  // first 4 bytes are 0 and the rest the envelope's sequence number, little-endian. The one-time
+  // key is the first 32 bytes of that block's keystream (RFC 8439, 2.6).
+  std::array<uint8_t, 16> iv{};
+  for (size_t i = 0; i < 8; ++i) iv[8 + i] = static_cast<uint8_t>(nonce >> (8 * i));
+  DAGSIM_ASSERT(EVP_EncryptInit_ex(state_->chacha, nullptr, nullptr, nullptr, iv.data()) == 1);
+  static constexpr std::array<uint8_t, 32> kZeros{};
+  std::array<uint8_t, 32> one_time_key{};
+  int n = 0;
+  DAGSIM_ASSERT(EVP_EncryptUpdate(state_->chacha, one_time_key.data(), &n, kZeros.data(), kZeros.size()) == 1 &&
+                n == static_cast<int>(kZeros.size()));
+  DAGSIM_ASSERT(EVP_MAC_init(state_->mac, one_time_key.data(), one_time_key.size(), nullptr) == 1);
+  OPENSSL_cleanse(one_time_key.data(), one_time_key.size());
 }
 
-void Gmac::update(std::span<const uint8_t> bytes) const {
-  // Additional authenticated data, in any number of pieces (OpenSSL carries a partial block over).
-  // OpenSSL takes int lengths: a longer piece goes in parts.
-  int n = 0;
-  for (size_t done = 0; done < bytes.size();) {
-    const size_t piece = std::min<size_t>(bytes.size() - done, size_t{1} << 30);
-    DAGSIM_ASSERT(EVP_EncryptUpdate(state_->ctx, nullptr, &n, bytes.data() + done, static_cast<int>(piece)) == 1);
-    done += piece;
-  }
+void EnvelopeMac::update(std::span<const uint8_t> bytes) const {
+  if (!bytes.empty()) DAGSIM_ASSERT(EVP_MAC_update(state_->mac, bytes.data(), bytes.size()) == 1);
 }
 
-Tag Gmac::finish() const {
-  int n = 0;
-  DAGSIM_ASSERT(EVP_EncryptFinal_ex(state_->ctx, nullptr, &n) == 1);
+Tag EnvelopeMac::finish() const {
   Tag out{};
-  DAGSIM_ASSERT(EVP_CIPHER_CTX_ctrl(state_->ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(out.size()), out.data()) == 1);
+  size_t written = 0;
+  DAGSIM_ASSERT(EVP_MAC_final(state_->mac, out.data(), &written, out.size()) == 1 && written == out.size());
   return out;
 }
 

@@ -70,7 +70,7 @@ SealedEnvelope EnvelopeSealer::finish() {
 
 EnvelopeDecoder::EnvelopeDecoder(std::optional<Digest> key, EnvelopeLimits limits)
     : mac_bytes_(key ? kEnvelopeMacBytes : 0), limits_(limits), staging_(kStagingBytes) {
-  if (key) gmac_.emplace(*key);
+  if (key) mac_state_.emplace(*key);
 }
 
 std::span<uint8_t> EnvelopeDecoder::next_buffer() {
@@ -91,7 +91,7 @@ void EnvelopeDecoder::commit(size_t n) {
   if (direct_) {
     direct_ = false;
     DAGSIM_ASSERT(state_ == State::payload && n <= payload_.size() - filled_);
-    if (gmac_) gmac_->update(std::span<const uint8_t>(payload_).subspan(filled_, n));
+    if (mac_state_) mac_state_->update(std::span<const uint8_t>(payload_).subspan(filled_, n));
     filled_ += n;
     if (filled_ == payload_.size()) finish_payload();
   } else {
@@ -149,9 +149,9 @@ void EnvelopeDecoder::process() {
         }
         payload_.assign(length, 0);  // checked above; see the file comment
         filled_ = 0;
-        if (gmac_) {
-          gmac_->begin(seq_);  // the payload is MACed piece by piece as it arrives
-          gmac_->update(header_);
+        if (mac_state_) {
+          mac_state_->begin(seq_);  // the payload is MACed piece by piece as it arrives
+          mac_state_->update(header_);
         }
         padding_ = padding_left_ = padding;
         state_ = State::payload;
@@ -162,7 +162,7 @@ void EnvelopeDecoder::process() {
         const size_t n = std::min(available, payload_.size() - filled_);
         if (n == 0) return;
         std::memcpy(payload_.data() + filled_, staging_.data() + begin_, n);
-        if (gmac_) gmac_->update(std::span<const uint8_t>(payload_).subspan(filled_, n));
+        if (mac_state_) mac_state_->update(std::span<const uint8_t>(payload_).subspan(filled_, n));
         begin_ += n;
         filled_ += n;
         if (filled_ == payload_.size()) finish_payload();
@@ -197,8 +197,8 @@ void EnvelopeDecoder::finish_payload() {
 }
 
 void EnvelopeDecoder::verify() {
-  if (gmac_) {
-    const Tag expected = gmac_->finish();
+  if (mac_state_) {
+    const Tag expected = mac_state_->finish();
     if (!equal_in_constant_time(expected, mac_)) {
       throw errors::protocol_error("envelope " + std::to_string(seq_) +
                                    ": its MAC does not verify (forged, replayed, reordered or corrupted)");

@@ -7,8 +7,9 @@
 //   payload_length bytes of payload (a codec frame, opaque here)
 //   padding zero bytes (Transport::send's padding: written from one shared page of zeros, read
 //                    and discarded, never held; see Note [padding on the wire] in transport.h)
-//   mac 16 bytes: GMAC (AES-256-GCM's tag, nothing encrypted) under the session key of this
-//                 direction, nonce seq, over header || payload; absent in trusted-network mode.
+//   mac 16 bytes: Poly1305 under the one-time key ChaCha20 derives from the session key of this
+//                 direction and nonce seq (net/crypto.h, EnvelopeMac), over header || payload;
+//                 absent in trusted-network mode.
 // seq counts the envelopes of one direction of one connection from 0, and is not sent: a replayed,
 // dropped or reordered envelope fails its MAC, and no nonce repeats under a key (each connection
 // has fresh keys from its handshake). Padding is outside the MAC: it carries nothing.
@@ -67,7 +68,7 @@ class EnvelopeSealer {
   bool macs() const { return mac_.has_value(); }
 
  private:
-  std::optional<Gmac> mac_;
+  std::optional<EnvelopeMac> mac_;
   uint64_t seq_ = 0;
   bool open_ = false;
   size_t left_ = 0;  // payload bytes update() has still to see
@@ -102,7 +103,7 @@ class EnvelopeDecoder {
   void finish_payload();
   void verify();
 
-  std::optional<Gmac> gmac_;
+  std::optional<EnvelopeMac> mac_state_;
   size_t mac_bytes_;
   EnvelopeLimits limits_;
   uint64_t seq_ = 0;

@@ -104,7 +104,7 @@ class TcpTransport final : public runtime::Transport {
   runtime::Channel<runtime::Delivery>& inbox() override;
   void close() override;
   bool wait_for_room(WorkerId target, std::optional<runtime::TimePoint> deadline) override;
-  // True unless trusted_network: every envelope carries a GMAC.
+  // True unless trusted_network: every envelope carries a MAC.
   bool authenticated() const override;
 
   // The delay/drop layer's faults. block: hold this node's traffic to `peer` (a partition's

@@ -40,7 +40,8 @@ def mac(key, *parts):
 def envelope(payload, padding=0, seq=None):
     """One envelope on the wire; `seq` given: authenticated, else trusted.
 
-    Envelopes now carry a GMAC (AES-256-GCM tag) that Python's standard library cannot compute, so
+    Envelopes carry a Poly1305 tag under a ChaCha20-derived key (net/crypto.h, EnvelopeMac) that
+    Python's standard library cannot compute, so
     the tag written here (truncated HMAC, the earlier format) never verifies: these seeds exercise
     the refusal path. Accepted authenticated streams come from the fuzz target's round-trip modes,
     which seal with EnvelopeSealer itself."""

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Installs what is missing (scripts/deps.sh), configures and builds dagsim into build/.
-# Env: BUILD_TYPE (default RelWithDebInfo), DAGSIM_WERROR=ON to fail on warnings (CI sets it),
+# Env: BUILD_TYPE (default RelWithDebInfo, or what build/ was configured with), DAGSIM_WERROR=ON to
+#      fail on warnings (CI sets it; default OFF, or what build/ was configured with: a script that
+#      builds on the way, such as bench_pytorch.sh, must not flip it and rebuild every target),
 #      JOBS (default: the number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-build_type=${BUILD_TYPE:-RelWithDebInfo}
-werror=${DAGSIM_WERROR:-OFF}
+# What an existing build/ was configured with, so that leaving a variable unset keeps it.
+cached() { sed -n "s/^$1:[A-Z]*=//p" build/CMakeCache.txt 2>/dev/null | head -1; }
+build_type=${BUILD_TYPE:-$(cached CMAKE_BUILD_TYPE)}
+build_type=${build_type:-RelWithDebInfo}
+werror=${DAGSIM_WERROR:-$(cached DAGSIM_WERROR)}
+werror=${werror:-OFF}
 if [ "${CI:-}" = "true" ]; then werror=ON; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DDAGSIM_WERROR="$werror" >/dev/null
 cmake --build build -j "${JOBS:-$(nproc)}"

@@ -95,7 +95,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
     slot = static_cast<uint32_t>(in_flight_.size());
     in_flight_.emplace_back();
   }
-  in_flight_[slot] = InFlight{key, conn.generation, dir, Message{id, std::move(payload), padding}};
+  in_flight_[slot] = InFlight{key, &conn, conn.generation, dir, Message{id, std::move(payload), padding}};
   world_.world_clock().call_at(*arrival, [this, slot] { arrive(slot); });
 }
 
@@ -127,7 +127,7 @@ void SimNetwork::arrive(uint32_t in_flight_slot) {
   Message message = std::move(flight.message);
   const WorkerId from = dir == 0 ? key.first : key.second;
   const WorkerId to = dir == 0 ? key.second : key.first;
-  Connection& conn = connections_[key];
+  Connection& conn = *flight.conn;
   if (!conn.open || conn.generation != generation) {
     drop(from, to, message.id, "lost with its connection");
     return;
@@ -143,13 +143,12 @@ void SimNetwork::arrive(uint32_t in_flight_slot) {
     hold(conn, key, dir, std::move(message));
     return;
   }
-  hand_over(key, dir, std::move(message));
+  hand_over(key, conn, dir, std::move(message));
 }
 
-void SimNetwork::hand_over(Key key, int dir, Message message) {
+void SimNetwork::hand_over(Key key, Connection& conn, int dir, Message message) {
   const WorkerId from = dir == 0 ? key.first : key.second;
   const WorkerId to = dir == 0 ? key.second : key.first;
-  Connection& conn = connections_[key];
   // A message of a newer connection reaching an end that has not learned of an older one's
   // failure: its handshake names the peer's incarnation, so the end learns now, before reading it.
   if (!conn.notices[1 - dir].empty()) tell(key, 1 - dir, conn.notices[1 - dir].back().serial);
@@ -197,7 +196,7 @@ void SimNetwork::release_held(Key key, Connection& conn) {
     d.silence_timer = 0;
     std::vector<Message> held = std::move(d.held);
     d.held.clear();
-    for (Message& message : held) hand_over(key, dir, std::move(message));
+    for (Message& message : held) hand_over(key, conn, dir, std::move(message));
   }
 }
 

@@ -109,8 +109,11 @@ class SimNetwork {
   };
   // A message on the wire. The arrival event holds only its slot, so the event's callback fits
   // std::function's inline buffer and a message costs no allocation beyond its payload.
+  // `conn` stays valid: connections are never erased, and an unordered_map's rehash keeps its
+  // elements where they are.
   struct InFlight {
     Key key;
+    Connection* conn = nullptr;
     uint64_t generation = 0;
     int dir = 0;
     Message message;
@@ -122,7 +125,7 @@ class SimNetwork {
   void arrive(uint32_t in_flight_slot);
   // Connections in key order: whatever iterates them may reach the trace, so never hash order.
   std::vector<Key> sorted_keys() const;
-  void hand_over(Key key, int dir, Message message);
+  void hand_over(Key key, Connection& conn, int dir, Message message);
   // Whether traffic on this direction must wait (partition, crashed target).
   bool must_hold(WorkerId from, WorkerId to) const;
   void hold(Connection& conn, Key key, int dir, Message message);

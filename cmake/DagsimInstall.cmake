@@ -1,5 +1,6 @@
-# `cmake --install` puts the public headers under include/dagsim/core/..., the library under lib/,
-# and a CMake package, so another project can `find_package(dagsim)` and link dagsim::core.
+# `cmake --install` puts the `dagsim` command under bin/, the public headers under
+# include/dagsim/core/..., the library under lib/, and a CMake package, so another project can
+# `find_package(dagsim)` and link dagsim::core.
 include(CMakePackageConfigHelpers)
 
 # A sanitized build's library needs the sanitizers' runtime wherever it is linked: a consumer of
@@ -8,6 +9,7 @@ if(DAGSIM_SANITIZE)
   target_link_options(dagsim_core INTERFACE -fsanitize=${DAGSIM_SANITIZE})
 endif()
 
+install(TARGETS dagsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS dagsim_core dagsim_warnings EXPORT dagsimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -77,8 +77,12 @@ std::string read_file(const fs::path& path) {
 TEST(ProcessWorkerGroup, AFailedWorkersErrorFileIsQuotedInTheFailureAndLogsAreInTorchrunsLayout) {
   TempDir dir;
   // Worker 1 writes torchelastic's error file (as @record does) and exits 1; worker 0 succeeds.
+  // Worker 1 fails only once worker 0 has written its lines: the group stops its other workers on
+  // a failure, and on a busy machine worker 0 might not have run yet.
+  const std::string written = (dir.path / "worker0_wrote").string();
   ProcessWorkerConfig config = shell_config(
-      dir, "echo out$LOCAL_RANK; echo err$LOCAL_RANK >&2; if [ $LOCAL_RANK = 1 ]; then "
+      dir, "echo out$LOCAL_RANK; echo err$LOCAL_RANK >&2; if [ $LOCAL_RANK = 0 ]; then : > " + written + "; fi; "
+           "if [ $LOCAL_RANK = 1 ]; then while [ ! -e " + written + " ]; do sleep 0.01; done; "
            "printf '{\"message\": {\"message\": \"ValueError: bad batch\", \"extraInfo\": {}}}' > $TORCHELASTIC_ERROR_FILE; "
            "exit 1; fi");
   config.redirects = parse_std_streams("--redirects", "3");

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing (scripts/deps.sh), configures and builds dagsim into build/.
+# Usage: scripts/build.sh [TARGET...]  (no target: everything, tests and benchmarks included;
+#        scripts/run.sh builds only `dagsim`, which is all the main job needs).
 # Env: BUILD_TYPE (default RelWithDebInfo, or what build/ was configured with), DAGSIM_WERROR=ON to
 #      fail on warnings (CI sets it; default OFF, or what build/ was configured with: a script that
 #      builds on the way, such as bench_pytorch.sh, must not flip it and rebuild every target),
@@ -15,4 +17,6 @@ werror=${DAGSIM_WERROR:-$(cached DAGSIM_WERROR)}
 werror=${werror:-OFF}
 if [ "${CI:-}" = "true" ]; then werror=ON; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DDAGSIM_WERROR="$werror" >/dev/null
-cmake --build build -j "${JOBS:-$(nproc)}"
+targets=()
+for target in "$@"; do targets+=(--target "$target"); done
+cmake --build build -j "${JOBS:-$(nproc)}" "${targets[@]}"

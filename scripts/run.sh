@@ -7,5 +7,5 @@
 # arguments go to `dagsim run` (e.g. --json, --trace trace.json, --transport tcp).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh
+bash scripts/build.sh dagsim  # only what the main job needs; scripts/test.sh builds the rest
 ./build/dagsim run scenarios/examples/elastic_training.toml --seed 42 "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the built dagsim into a temporary prefix, builds cmake/consumer against it with
-# find_package(dagsim), and runs it. Usage: check.sh BUILD_DIR SOURCE_DIR
+# find_package(dagsim), and runs it; then runs the installed bin/dagsim on an example. Usage: check.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build_dir=$1
 source_dir=$2
@@ -10,3 +10,6 @@ cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 cmake -S "$source_dir/cmake/consumer" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/build" >/dev/null
 "$work/build/consumer"
+# The installed command runs a scenario on its own (it needs nothing from the build tree).
+"$work/prefix/bin/dagsim" --version
+"$work/prefix/bin/dagsim" run "$source_dir/scenarios/examples/seed_example.toml" --seed 1 >/dev/null

@@ -1,6 +1,8 @@
-// `dagsim check FILE --seeds A..B [--jobs N]`: many seeds of one scenario, each in its own
-// process, so a crash or an assert in one seed is that seed's failure and the rest still run.
-// Prints each failing seed with the command that replays it, and a summary line.
+// `dagsim check FILE --seeds A..B [--jobs N] [--junit OUT.xml]`: many seeds of one scenario, each
+// in its own process, so a crash or an assert in one seed is that seed's failure and the rest still
+// run. Prints each failing seed with the command that replays it, and a summary line; shows its
+// progress on stderr; writes JUnit XML for CI when asked. Interrupted (SIGINT, SIGTERM, SIGHUP), it
+// stops its seeds, prints the partial summary of those that finished, and dies of the signal.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -9,6 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
 #include <csignal>
 #include <cstring>
 #include <cstdlib>
@@ -19,11 +24,9 @@
 #include <sstream>
 #include <vector>
 
-#include <chrono>
-#include <csignal>
-
 #include "scenarios/cli/commands.h"
 #include "core/base/printable.h"
+#include "scenarios/cli/check_report.h"
 #include "scenarios/cli/report.h"
 #include "scenarios/cli/run_limits.h"
 #include "scenarios/format/scenario_loader.h"
@@ -81,36 +84,6 @@ struct Child {
 // after it (stuck where even the watchdog cannot act) is killed and reported as stopped.
 constexpr std::chrono::seconds kWatchdogGrace{10};
 
-struct SeedOutcome {
-  uint64_t seed;
-  int exit_code;  // 0, 1, 2, 3, 4; a signal counts as 3
-  std::string summary;
-};
-
-// Why a seed failed, in one line: the failing checks' names and first lines.
-std::string summarise(const std::string& stdout_text, const std::string& stderr_text, int exit_code) {
-  if (exit_code == kBadInput) return stderr_text.substr(0, stderr_text.find('\n'));
-  if (exit_code != kPassed && exit_code != kCheckFailed && exit_code != kResourceLimit) {
-    std::string first = stderr_text.substr(0, stderr_text.find('\n'));
-    std::string assertion;
-    const size_t at = stderr_text.find("assertion failed");
-    if (at != std::string::npos) assertion = stderr_text.substr(at, stderr_text.find('\n', at) - at);
-    return "internal error (exit " + std::to_string(exit_code) + "): " + (assertion.empty() ? first : assertion);
-  }
-  try {
-    const nlohmann::json report = nlohmann::json::parse(stdout_text);
-    std::string out;
-    for (const auto& check : report.at("checks")) {
-      if (check.at("passed").get<bool>()) continue;
-      const std::string detail = check.at("detail").get<std::string>();
-      out += (out.empty() ? "" : "; ") + check.at("name").get<std::string>() + ": " + detail.substr(0, detail.find('\n'));
-    }
-    return out;
-  } catch (const std::exception& e) {
-    return std::string("unreadable report: ") + e.what();
-  }
-}
-
 // The temporary directory of the seeds' outputs: under $TMPDIR (default /tmp).
 std::string temp_template() {
   const char* tmpdir = std::getenv("TMPDIR");
@@ -120,12 +93,71 @@ std::string temp_template() {
 
 // The signals that end a check early: they are blocked while it runs and taken with sigwaitinfo
 // (no handler, so nothing runs at an unsafe moment), together with SIGCHLD for finished seeds.
-// On one, the check stops its children, removes its temporary directory, and dies of the signal.
+// On one, the check stops its children, removes its temporary directory, prints a partial summary, and dies of the signal.
 sigset_t stop_signals() {
   sigset_t set;
   sigemptyset(&set);
   for (int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, signal);
   return set;
+}
+
+// The check's progress on stderr: on a terminal one line rewritten as seeds finish; otherwise (a
+// CI log) a line every kLogEvery at most, so a long sweep shows it is alive without flooding.
+class Progress {
+ public:
+  static constexpr std::chrono::seconds kLogEvery{10};
+
+  Progress(bool enabled, uint64_t count)
+      : enabled_(enabled), tty_(isatty(STDERR_FILENO) == 1), count_(count), start_(Clock::now()), last_(start_) {}
+
+  void seed_done(bool failed) {
+    ++done_;
+    failed_ += failed ? 1 : 0;
+    if (!enabled_) return;
+    const Clock::time_point now = Clock::now();
+    if (!tty_ && now - last_ < kLogEvery) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
+    std::ostringstream line;
+    line.setf(std::ios::fixed);
+    line.precision(rate < 10 ? 2 : 1);
+    line << "check: " << done_ << "/" << (count_ == 0 ? std::string("2^64") : std::to_string(count_)) << " seeds, "
+         << failed_ << " failed, " << rate << " seeds/s";
+    if (count_ > done_ && rate > 0) line << ", about " << static_cast<uint64_t>(static_cast<double>(count_ - done_) / rate + 0.5) << " s left";
+    if (tty_) {
+      std::cerr << "\r\033[K" << line.str() << std::flush;
+      shown_ = true;
+    } else {
+      std::cerr << line.str() << "\n" << std::flush;
+    }
+  }
+
+  // Before the summary: a terminal's progress line is erased so the summary starts clean.
+  void clear() {
+    if (shown_) std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const bool enabled_;
+  const bool tty_;
+  const uint64_t count_;
+  const Clock::time_point start_;
+  Clock::time_point last_;
+  uint64_t done_ = 0;
+  uint64_t failed_ = 0;
+  bool shown_ = false;
+};
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &utc);
+  return buffer;
 }
 
 }  // namespace
@@ -142,6 +174,14 @@ int check_command(const CheckArgs& args) {
   // The limits every seed's run gets: the flags, else the scenario's keys (validated above).
   const HostLimits limits =
       effective_limits(scenarios::load_scenario_file(args.file), args.max_wall_time_s, args.max_memory_mib);
+  if (!args.junit.empty()) {
+    // Fail before the seeds run, not after: the path is the operator's, and a sweep is long.
+    std::ofstream probe(args.junit, std::ios::binary | std::ios::trunc);
+    if (!probe) {
+      std::cerr << "dagsim check: --junit " << printable(args.junit) << ": cannot write: " << std::strerror(errno) << "\n";
+      return kBadInput;
+    }
+  }
   std::string dir_template = temp_template();
   const char* dir = mkdtemp(dir_template.data());
   if (dir == nullptr) {
@@ -163,6 +203,7 @@ int check_command(const CheckArgs& args) {
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   const unsigned jobs = std::max(1u, args.jobs);
+  const std::string timestamp = utc_timestamp();
   std::map<pid_t, Child> running;
   std::vector<SeedOutcome> outcomes;
   // Counted, not compared, so a range ending at the largest seed cannot wrap around.
@@ -171,13 +212,29 @@ int check_command(const CheckArgs& args) {
   auto more = [&] { return count == 0 || started < count; };
   bool spawn_failed = false;
   int stopped_by = 0;
+  const sigset_t stop_set = stop_signals();
+  Progress progress(args.progress, count);
   auto finish = [&](pid_t pid, int status) {
     Child child = running.at(pid);
     running.erase(pid);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : kInternalError;
-    std::string summary;
-    if (code != kPassed && stopped_by == 0) summary = summarise(read_file(child.out_path), read_file(child.err_path), code);
-    outcomes.push_back({child.seed, code, summary});
+    SeedOutcome outcome{child.seed, code, "", std::chrono::duration<double>(std::chrono::steady_clock::now() - child.started).count(),
+                        {}, false};
+    // A seed that ended without a verdict while the check was being stopped, or that a stop
+    // signal killed (a terminal's ^C reaches the whole process group), was interrupted: no finding.
+    const bool killed_by_stop = WIFSIGNALED(status) && sigismember(&stop_set, WTERMSIG(status)) == 1;
+    if (killed_by_stop || (stopped_by != 0 && code != kPassed && code != kCheckFailed)) {
+      outcome.interrupted = true;
+      outcome.summary = "interrupted before it finished";
+    } else {
+      std::string unreadable;
+      if (code == kPassed || code == kCheckFailed || code == kResourceLimit) {
+        outcome.checks = read_checks(read_file(child.out_path), &unreadable);
+      }
+      if (code != kPassed) outcome.summary = summarise(outcome.checks, unreadable, read_file(child.err_path), code);
+    }
+    progress.seed_done(outcome.exit_code != kPassed && !outcome.interrupted);
+    outcomes.push_back(std::move(outcome));
     std::remove(child.out_path.c_str());
     std::remove(child.err_path.c_str());
   };
@@ -236,7 +293,10 @@ int check_command(const CheckArgs& args) {
         running.erase(child_pid);
         outcomes.push_back({seed, kResourceLimit,
                             "run_completed: still running " + std::to_string(kWatchdogGrace.count()) +
-                                " s past its wall-time limit; killed"});
+                                " s past its wall-time limit; killed",
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - child.started).count(), {},
+                            false});
+        progress.seed_done(true);
         reaped = true;
         break;  // the map changed under the loop
       }
@@ -253,8 +313,13 @@ int check_command(const CheckArgs& args) {
   }
   posix_spawnattr_destroy(&attributes);
   rmdir(dir);
+  progress.clear();
+  std::sort(outcomes.begin(), outcomes.end(), [](const SeedOutcome& a, const SeedOutcome& b) { return a.seed < b.seed; });
+  const int code = report_outcomes(args, outcomes, count, stopped_by, timestamp);
   if (stopped_by != 0) {
-    // Die of the signal, as if it had never been blocked, so the caller sees how the check ended.
+    // Die of the signal, as if it had never been blocked, so the caller sees how the check ended;
+    // the partial summary above is what it had found by then.
+    std::cout.flush();
     std::signal(stopped_by, SIG_DFL);
     sigprocmask(SIG_SETMASK, &before, nullptr);
     std::raise(stopped_by);
@@ -262,44 +327,7 @@ int check_command(const CheckArgs& args) {
   }
   sigprocmask(SIG_SETMASK, &before, nullptr);
   if (spawn_failed) return kInternalError;
-
-  std::sort(outcomes.begin(), outcomes.end(), [](const SeedOutcome& a, const SeedOutcome& b) { return a.seed < b.seed; });
-  size_t failed = 0, crashed = 0, invalid = 0, limited = 0;
-  nlohmann::json failing = nlohmann::json::array();
-  for (const SeedOutcome& o : outcomes) {
-    if (o.exit_code == kPassed) continue;
-    ++failed;
-    if (o.exit_code == kBadInput) ++invalid;
-    if (o.exit_code == kResourceLimit) ++limited;
-    if (o.exit_code != kCheckFailed && o.exit_code != kBadInput && o.exit_code != kResourceLimit) ++crashed;
-    const char* verdict = o.exit_code == kCheckFailed     ? "FAILED"
-                          : o.exit_code == kBadInput      ? "INVALID"
-                          : o.exit_code == kResourceLimit ? "LIMIT"
-                                                          : "CRASHED";
-    if (!args.json) {
-      std::cout << "seed " << o.seed << ": " << verdict << ": " << o.summary
-                << "\n  replay: " << replay_command(args.file, o.seed) << "\n";
-    }
-    failing.push_back({{"seed", o.seed}, {"exit_code", o.exit_code}, {"verdict", verdict}, {"summary", o.summary},
-                       {"replay", replay_command(args.file, o.seed)}});
-  }
-  const size_t total = outcomes.size();
-  if (args.json) {
-    std::cout << nlohmann::json{{"file", args.file}, {"seeds", args.seeds}, {"runs", total}, {"passed", total - failed},
-                                {"failed", failing}, {"provenance", provenance()}}
-                     .dump(2)
-              << "\n";
-  } else {
-    std::cout << args.file << ": " << (total - failed) << "/" << total << " seeds passed (" << args.seeds << ")"
-              << (crashed > 0 ? ", " + std::to_string(crashed) + " crashed" : "")
-              << (limited > 0 ? ", " + std::to_string(limited) + " stopped by a limit" : "") << "\n";
-  }
-  if (crashed > 0) return kInternalError;
-  if (invalid > 0) return kBadInput;  // e.g. the file changed or vanished mid-check
-  // A seed that failed a check is a finding; one stopped by a limit has no verdict, which matters
-  // only when no seed found anything.
-  if (failed > limited) return kCheckFailed;
-  return limited > 0 ? kResourceLimit : kPassed;
+  return code;
 }
 
 }  // namespace dagsim::cli

@@ -93,8 +93,8 @@ TEST(CliHostile, OutputsNeverOverwriteTheScenario) {
   EXPECT_EQ(slurp(records / "run.json"), text);
 }
 
-// A check stopped by SIGTERM (or ^C) while its seeds run removes its temporary directory, and
-// its seeds stop with it.
+// A check stopped by SIGTERM (or ^C) while its seeds run removes its temporary directory, its
+// seeds stop with it, and it prints the partial summary (and JUnit file) of what it had by then.
 TEST(CliHostile, StoppedCheckLeavesNothingBehind) {
   const fs::path tmp = temp_dir() / "tmpdir";
   fs::create_directories(tmp);
@@ -104,7 +104,10 @@ TEST(CliHostile, StoppedCheckLeavesNothingBehind) {
                          "[heartbeat]\ninterval_ms = 1\nduration_ms = 100000000\n";
   for (int signal : {SIGTERM, SIGINT}) {
     const std::string tmpdir = "TMPDIR=" + tmp.string();
-    std::vector<std::string> args = {DAGSIM_BINARY, "check", slow.string(), "--seeds", "1..50", "--jobs", "2"};
+    const fs::path junit = temp_dir() / ("stopped_" + std::to_string(signal) + ".xml");
+    const fs::path out = temp_dir() / ("stopped_" + std::to_string(signal) + ".txt");
+    std::vector<std::string> args = {DAGSIM_BINARY, "check", slow.string(), "--seeds", "1..50", "--jobs", "2",
+                                     "--junit", junit.string()};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -113,7 +116,11 @@ TEST(CliHostile, StoppedCheckLeavesNothingBehind) {
     for (std::string& e : env_s) env.push_back(e.data());
     env.push_back(nullptr);
     pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, DAGSIM_BINARY, nullptr, nullptr, argv.data(), env.data()), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_EQ(posix_spawn(&pid, DAGSIM_BINARY, &actions, nullptr, argv.data(), env.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
     // Wait until the seeds have started (their output files exist).
     bool started = false;
     for (int i = 0; i < 500 && !started; ++i) {
@@ -125,6 +132,18 @@ TEST(CliHostile, StoppedCheckLeavesNothingBehind) {
     int status = 0;
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal) << status;
+    const std::string name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+    const std::string summary = slurp(out);
+    EXPECT_NE(summary.find("0/0 seeds passed (1..50)"), std::string::npos) << summary;
+    EXPECT_NE(summary.find("interrupted by " + name + ": 0 of 50 seeds finished, 2 cut short"), std::string::npos)
+        << summary;
+    const std::string xml = slurp(junit);
+    size_t skipped = 0;
+    for (size_t at = xml.find("<skipped message=\"interrupted"); at != std::string::npos;
+         at = xml.find("<skipped message=\"interrupted", at + 1)) {
+      ++skipped;
+    }
+    EXPECT_EQ(skipped, 2u) << xml;
     EXPECT_TRUE(fs::is_empty(tmp)) << "the temporary directory is left behind";
     // No seed of this check still runs: no process has the scenario on its command line.
     bool alive = false;

@@ -73,6 +73,8 @@ struct CheckArgs {
   std::string self_path;  // this binary, to run each seed in its own process
   double max_wall_time_s = 0;   // passed to each seed's run
   uint64_t max_memory_mib = 0;
+  std::string junit;      // --junit FILE: JUnit XML, one test case per seed and check
+  bool progress = true;   // a progress line on stderr (--no-progress: none)
 };
 int check_command(const CheckArgs& args);
 

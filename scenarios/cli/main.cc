@@ -3,7 +3,8 @@
 //        [--records DIR] [--max-wall-time S] [--max-memory MIB] [--full-tensors]
 //   dagsim judge DIR [--json] [--full-tensors]
 //   dagsim validate FILE
-//   dagsim check FILE --seeds A..B [--jobs N] [--json] [--max-wall-time S] [--max-memory MIB]
+//   dagsim check FILE [--seeds A..B] [--jobs N] [--json] [--junit OUT.xml] [--no-progress]
+//                [--max-wall-time S] [--max-memory MIB]
 //   dagsim node --scenario FILE --name NODE --peers FILE --records DIR --control HOST:PORT
 //        (one node of a TCP run on its host)
 //   dagsim store [--port P] [--host H]   (the built-in store for PyTorch's TCPStore clients)
@@ -121,6 +122,8 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--seeds", check.seeds, "Seeds to run: A..B (inclusive) or one seed")->capture_default_str();
   check_cmd->add_option("--jobs,-j", check.jobs, "Seeds run at once")->capture_default_str()->check(CLI::Range(1u, 1024u));
   check_cmd->add_flag("--json", check.json, "Print one JSON summary instead of text");
+  check_cmd->add_option("--junit", check.junit, "Also write JUnit XML to FILE: one test case per seed and check");
+  check_cmd->add_flag("!--no-progress", check.progress, "No progress line on stderr");
   check_cmd->add_option("--max-wall-time", check.max_wall_time_s,
                         "Stop each seed's run after this many seconds of wall time (reported as LIMIT)")
       ->check(CLI::Range(1e-3, 1e7));

@@ -10,7 +10,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 # What an existing build/ was configured with, so that leaving a variable unset keeps it.
-cached() { sed -n "s/^$1:[A-Z]*=//p" build/CMakeCache.txt 2>/dev/null | head -1; }
+# (A fresh clone has no cache: nothing to keep, and no failing sed under pipefail.)
+cached() {
+  [ -f build/CMakeCache.txt ] || return 0
+  sed -n "s/^$1:[A-Z]*=//p" build/CMakeCache.txt | head -1
+}
 build_type=${BUILD_TYPE:-$(cached CMAKE_BUILD_TYPE)}
 build_type=${build_type:-RelWithDebInfo}
 werror=${DAGSIM_WERROR:-$(cached DAGSIM_WERROR)}

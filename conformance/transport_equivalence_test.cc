@@ -91,7 +91,7 @@ TEST_P(ElasticExamples, PassOverTcpWithTheSimulatorsVerdicts) {
   EXPECT_EQ(verdicts(sim), verdicts(tcp));
   ASSERT_FALSE(tcp["rendezvous"].empty());
   for (const json& r : tcp["rendezvous"]) {
-    EXPECT_EQ(r["members"].size(), r["world"].get<size_t>()) << r.dump();
+    EXPECT_EQ(r["members"].size(), r["world_size"].get<size_t>()) << r.dump();
     for (size_t rank = 0; rank < r["members"].size(); ++rank) EXPECT_EQ(r["members"][rank]["rank"], rank) << r.dump();
   }
   // The faults strike on workload events (a member of a round, a step committed), so the same

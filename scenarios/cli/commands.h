@@ -87,7 +87,7 @@ struct StoreArgs {
 // Serves the built-in store over PyTorch 1.13's TCPStore protocol until SIGTERM or SIGINT.
 int store_command(const StoreArgs& args);
 
-// `dagsim launch`: torchrun's interface on dagsim's elastic agent (docs/launch.md). Flags take
+// `dagsim launch`: torchrun's interface on dagsim's elastic agent (docs/cli.md, docs/torchrun.md). Flags take
 // torchrun's spellings (--nproc_per_node and --nproc-per-node) and PET_<FLAG> environment
 // variables, as torchrun's do.
 struct LaunchArgs {

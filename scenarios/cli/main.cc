@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
   dagsim::cli::LaunchArgs launch;
   CLI::App* launch_cmd = app.add_subcommand(
       "launch", "torchrun's interface on dagsim's elastic agent: run a training script's worker processes on this "
-                "host, in an elastic job with the other hosts' agents (docs/launch.md)");
+                "host, in an elastic job with the other hosts' agents (docs/cli.md, docs/torchrun.md)");
   launch_cmd->prefix_command();  // the script and its arguments are the workers', untouched
   // torchrun's flags, in both of its spellings, each also read from PET_<FLAG> as torchrun's are.
   const auto flag = [&](const std::string& names, auto& into, const std::string& env, const std::string& help) {

@@ -10,6 +10,8 @@
 #include <utility>
 #include <string>
 
+#include "scenarios/format/scenario_keys.h"
+
 namespace dagsim::scenarios {
 
 std::string_view workload_event_name(WorkloadEvent event) {
@@ -52,6 +54,16 @@ constexpr std::string_view kAllFaultKeys[] = {"at_ms",         "when",  "kind", 
                                               "restart_after_ms", "resume_after_ms", "heal_after_ms"};
 // A trigger's keys: one event key, its number's key, and the delay.
 constexpr std::string_view kWhenKeys[] = {"member", "round", "step", "backward", "pass", "store_round", "after_ms"};
+const KeySetRegistration kKillKeysListed{{"[[faults]]", "", "kind \"kill\" or \"crash\"", kKillKeys}};
+const KeySetRegistration kNodeKeysListed{{"[[faults]]", "", "kind \"restart\" or \"resume\"", kNodeKeys}};
+const KeySetRegistration kPauseKeysListed{{"[[faults]]", "", "kind \"pause\"", kPauseKeys}};
+const KeySetRegistration kPartitionKeysListed{{"[[faults]]", "", "kind \"partition\"", kPartitionKeys}};
+const KeySetRegistration kHealKeysListed{{"[[faults]]", "", "kind \"heal\"", kHealKeys}};
+const KeySetRegistration kWhenKeysListed{{"[[faults]]", "when", "", kWhenKeys}};
+constexpr std::string_view kRandomFaultKeys[] = {
+    "kill_per_min",     "crash_per_min",   "pause_per_min", "partition_per_min", "start_ms", "end_ms",
+    "restart_after_ms", "resume_after_ms", "heal_after_ms", "max_concurrent",    "exclude"};
+const KeySetRegistration kRandomFaultKeysListed{{"[random_faults]", "", "", kRandomFaultKeys}};
 // In WorkloadEvent's order: the event key of `when`.
 constexpr std::array<std::string_view, 4> kEventKeys = {"member", "step", "backward", "store_round"};
 
@@ -254,12 +266,9 @@ std::vector<FaultSpec> read_faults(const TomlReader& reader, const toml::node& f
 
 RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& random_faults,
                                    Duration max_virtual_time) {
-  static constexpr std::string_view kKeys[] = {
-      "kill_per_min",     "crash_per_min",   "pause_per_min", "partition_per_min", "start_ms", "end_ms",
-      "restart_after_ms", "resume_after_ms", "heal_after_ms", "max_concurrent",    "exclude"};
   static constexpr Range kRate{0, 1e6};
   const Table t{reader.table(random_faults, "random_faults"), "random_faults"};
-  reader.check_keys(t, kKeys, "keys in [random_faults]");
+  reader.check_keys(t, kRandomFaultKeys, "keys in [random_faults]");
 
   RandomFaultSpec spec;
   spec.kill_per_min = reader.opt_number(t, "kill_per_min", kRate).value_or(spec.kill_per_min);

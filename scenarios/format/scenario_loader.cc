@@ -15,6 +15,7 @@
 #include "core/base/printable.h"
 #include "scenarios/format/scenario_faults.h"
 #include "scenarios/format/scenario_text.h"
+#include "scenarios/format/scenario_keys.h"
 #include "scenarios/format/toml_reader.h"
 #include "scenarios/workloads/registry.h"
 
@@ -33,6 +34,33 @@ constexpr int64_t kNsPerUs = 1'000;
 constexpr std::array<std::string_view, 11> kTopKeys = {
     "name",    "description", "schedule", "max_virtual_time_ms", "max_wall_time_ms", "max_memory_mib",
     "cluster", "network",     "faults",   "random_faults",       "checks"};
+const KeySetRegistration kTopKeysListed{{"Top level", "", "", kTopKeys}};
+
+constexpr std::string_view kClusterKeys[] = {"nodes", "name_prefix", "clock_skew_max_ms", "clock_drift_max_ppm"};
+const KeySetRegistration kClusterKeysListed{{"[cluster]", "", "", kClusterKeys}};
+
+// Latency tables: `dist` picks which keys apply.
+constexpr std::array<std::string_view, 4> kDists = {"constant", "uniform", "exponential", "normal"};
+constexpr std::string_view kConstantKeys[] = {"dist", "us"};
+constexpr std::string_view kUniformKeys[] = {"dist", "min_us", "max_us"};
+constexpr std::string_view kExponentialKeys[] = {"dist", "mean_us", "min_us", "max_us"};
+constexpr std::string_view kNormalKeys[] = {"dist", "mean_us", "stddev_us", "min_us", "max_us"};
+constexpr std::string_view kAllLatencyKeys[] = {"dist", "us", "min_us", "max_us", "mean_us", "stddev_us"};
+constexpr std::array<Names, 4> kLatencyKeys = {kConstantKeys, kUniformKeys, kExponentialKeys, kNormalKeys};
+const KeySetRegistration kConstantKeysListed{{"Latency tables", "", "dist \"constant\"", kConstantKeys}};
+const KeySetRegistration kUniformKeysListed{{"Latency tables", "", "dist \"uniform\"", kUniformKeys}};
+const KeySetRegistration kExponentialKeysListed{{"Latency tables", "", "dist \"exponential\"", kExponentialKeys}};
+const KeySetRegistration kNormalKeysListed{{"Latency tables", "", "dist \"normal\"", kNormalKeys}};
+
+constexpr std::string_view kLinkKeys[] = {"from", "to", "latency", "bandwidth_mbps", "bidirectional"};
+const KeySetRegistration kLinkKeysListed{{"[[network.links]]", "", "", kLinkKeys}};
+
+constexpr std::string_view kNetworkKeys[] = {"latency", "bandwidth_mbps", "connection_failure_rate",
+                                             "connection_timeout_ms", "links"};
+const KeySetRegistration kNetworkKeysListed{{"[network]", "", "", kNetworkKeys}};
+
+constexpr std::string_view kCheckKeys[] = {"kind", "nodes", "rtol", "atol", "equal_nan", "message"};
+const KeySetRegistration kCheckKeysListed{{"[[checks]]", "", "", kCheckKeys}};
 
 // The host's limits on a run (max_wall_time_ms, max_memory_mib): the CLI enforces them, the
 // simulation never reads them (a run's course never depends on the host).
@@ -46,9 +74,8 @@ void read_host_limits(const TomlReader& reader, const Table& top, Scenario& scen
 std::string us(Duration d) { return detail::format_duration(d, kNsPerUs); }
 
 ClusterSpec read_cluster(const TomlReader& reader, const toml::node& node) {
-  static constexpr std::string_view kKeys[] = {"nodes", "name_prefix", "clock_skew_max_ms", "clock_drift_max_ppm"};
   const Table t{reader.table(node, "cluster"), "cluster"};
-  reader.check_keys(t, kKeys, "keys in [cluster]");
+  reader.check_keys(t, kClusterKeys, "keys in [cluster]");
   ClusterSpec cluster;
   cluster.nodes = static_cast<uint32_t>(reader.opt_integer(t, "nodes", 1, 1024).value_or(cluster.nodes));
   if (std::optional<std::string> prefix = reader.opt_string(t, "name_prefix")) {
@@ -74,17 +101,9 @@ ClusterSpec read_cluster(const TomlReader& reader, const toml::node& node) {
 
 // One latency table (the default one or a link's): `dist` picks which keys apply.
 runtime::LatencyModel read_latency(const TomlReader& reader, const toml::node& node, const std::string& path) {
-  static constexpr std::array<std::string_view, 4> kDists = {"constant", "uniform", "exponential", "normal"};
-  static constexpr std::string_view kConstant[] = {"dist", "us"};
-  static constexpr std::string_view kUniform[] = {"dist", "min_us", "max_us"};
-  static constexpr std::string_view kExponential[] = {"dist", "mean_us", "min_us", "max_us"};
-  static constexpr std::string_view kNormal[] = {"dist", "mean_us", "stddev_us", "min_us", "max_us"};
-  static constexpr std::string_view kAll[] = {"dist", "us", "min_us", "max_us", "mean_us", "stddev_us"};
-  static constexpr std::array<Names, 4> kKeys = {kConstant, kUniform, kExponential, kNormal};
-
   const Table t{reader.table(node, path), path};
   const size_t dist = reader.choice(reader.required(t, "dist"), t.key_path("dist"), kDists);
-  reader.check_variant_keys(t, kKeys[dist], kAll, "dist \"" + std::string(kDists[dist]) + "\"");
+  reader.check_variant_keys(t, kLatencyKeys[dist], kAllLatencyKeys, "dist \"" + std::string(kDists[dist]) + "\"");
   const std::string why = " for dist \"" + std::string(kDists[dist]) + "\"";
   auto required_us = [&](std::string_view key, Range range_ms) {
     return reader.duration(reader.required(t, key, why), t.key_path(key), range_ms);
@@ -130,12 +149,11 @@ double bandwidth_bytes_per_s(const TomlReader& reader, const Table& t) {
 }
 
 void read_links(const TomlReader& reader, const toml::node& node, runtime::NetworkModel& network) {
-  static constexpr std::string_view kKeys[] = {"from", "to", "latency", "bandwidth_mbps", "bidirectional"};
   std::vector<std::string> declared_by;  // per entry of network.links, the [[links]] path that set it
   const std::vector<const toml::table*> tables = reader.tables(node, "network.links");
   for (size_t i = 0; i < tables.size(); ++i) {
     const Table t{*tables[i], "network.links[" + std::to_string(i) + "]"};
-    reader.check_keys(t, kKeys, "keys in [[network.links]]");
+    reader.check_keys(t, kLinkKeys, "keys in [[network.links]]");
     runtime::LinkModel link;
     const uint32_t from = reader.node_ref(reader.required(t, "from"), t.key_path("from"));
     const uint32_t to = reader.node_ref(reader.required(t, "to"), t.key_path("to"));
@@ -165,10 +183,8 @@ void read_links(const TomlReader& reader, const toml::node& node, runtime::Netwo
 }
 
 runtime::NetworkModel read_network(const TomlReader& reader, const toml::node& node) {
-  static constexpr std::string_view kKeys[] = {"latency", "bandwidth_mbps", "connection_failure_rate",
-                                               "connection_timeout_ms", "links"};
   const Table t{reader.table(node, "network"), "network"};
-  reader.check_keys(t, kKeys, "keys in [network]");
+  reader.check_keys(t, kNetworkKeys, "keys in [network]");
   runtime::NetworkModel network;
   if (const toml::node* latency = t.get("latency")) network.latency = read_latency(reader, *latency, "network.latency");
   network.bandwidth_bytes_per_s = bandwidth_bytes_per_s(reader, t);
@@ -257,7 +273,6 @@ std::string workloads_checking(std::string_view kind) {
 }
 
 CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadType& workload, const Scenario& scenario) {
-  static constexpr std::string_view kKeys[] = {"kind", "nodes", "rtol", "atol", "equal_nan", "message"};
   // Every workload's kinds (each once, in registry order), so a kind of another workload reads
   // as "checks the X workload" rather than as unknown.
   std::vector<std::string_view> names;
@@ -267,7 +282,7 @@ CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadTyp
     }
   }
 
-  reader.check_keys(t, kKeys, "keys in [[checks]]");
+  reader.check_keys(t, kCheckKeys, "keys in [[checks]]");
   CheckSpec check;
   check.line = t.line();
   const toml::node& kind_node = reader.required(t, "kind");

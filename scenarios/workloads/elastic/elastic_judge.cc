@@ -80,6 +80,8 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
     const runtime::NodeState last_state = r.node < records.final_states.size() ? records.final_states[r.node] : runtime::NodeState::up;
     life.died = lives.back() != &r || last_state == runtime::NodeState::killed || last_state == runtime::NodeState::crashed;
     life.name = text(r.data, "node", what) + (r.incarnation == 0 ? "" : " (life " + std::to_string(r.incarnation + 1) + ")");
+    life.life = r.incarnation;
+    if (r.data.contains("started")) life.started = integer<int64_t>(r.data, "started", what);
     for (const nlohmann::json& e : array(r.data, "events", what)) {
       Event ev;
       ev.t = integer<int64_t>(e, "t", what + ".events");
@@ -107,8 +109,10 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
       life.groups.push_back(group);
     }
     for (const nlohmann::json& c : array(r.data, "commits", what)) {
+      if (!c.contains("loss")) throw errors::invalid_records(what + ".commits: a commit without its loss");
       life.commits.push_back({integer<int64_t>(c, "t", what + ".commits"), integer<uint64_t>(c, "step", what + ".commits"),
-                              integer<uint64_t>(c, "round", what + ".commits"), integer<uint64_t>(c, "v", what + ".commits")});
+                              integer<uint64_t>(c, "round", what + ".commits"), integer<uint64_t>(c, "v", what + ".commits"),
+                              number_from_record(c.at("loss"), what + ".commits.loss")});
     }
     if (r.data.contains("final")) {
       // A rank 0's last commit as the store acknowledged it: the committed parameters when the

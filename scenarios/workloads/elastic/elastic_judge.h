@@ -62,6 +62,7 @@ class ElasticJudge final : public Judge {
   struct Commit {
     int64_t t = 0;
     uint64_t step = 0, round = 0, version = 0;
+    double loss = 0;  // the step's loss, as its rank 0 computed it
   };
   struct Result {
     std::string outcome, error, code;
@@ -70,6 +71,8 @@ class ElasticJudge final : public Judge {
   };
   struct AgentLife {
     std::string name;  // "worker3" or "worker3 (life 2)"
+    uint32_t life = 0;  // the node's incarnation
+    std::optional<int64_t> started;  // when the agent began (a late join waits for its time first)
     std::vector<Event> events;
     std::vector<Group> groups;
     std::vector<Commit> commits;
@@ -86,6 +89,10 @@ class ElasticJudge final : public Judge {
 
   // "1.234 s", for details and the timeline.
   static std::string seconds(int64_t ns);
+  // The timeline's stalls: stretches with no commit far longer than a step takes, each with what
+  // ended it. `rounds` as results() gathers them, by (store life, round).
+  std::vector<std::pair<int64_t, std::string>> stall_lines(
+      const std::map<std::pair<uint64_t, uint64_t>, nlohmann::json>& rounds) const;
 
   const Scenario& scenario_;
   const RunRecords& records_;

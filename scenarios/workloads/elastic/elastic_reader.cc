@@ -4,6 +4,7 @@
 #include <array>
 
 #include "scenarios/workloads/elastic/elastic_judge.h"
+#include "scenarios/format/scenario_keys.h"
 #include "scenarios/workloads/elastic/elastic_workload.h"
 #include "scenarios/workloads/program/scenario_optimizer.h"
 #include "scenarios/workloads/rendezvous/rendezvous_workload.h"
@@ -21,6 +22,8 @@ constexpr std::string_view kKeys[] = {"elastic"};
 constexpr std::string_view kTableKeys[] = {"steps",       "batch",     "optimizer", "max_restarts", "monitor_interval_ms",
                                            "exit_barrier_timeout_ms", "input", "layers", "rendezvous"};
 constexpr std::string_view kLayerKeys[] = {"out", "activation"};
+const KeySetRegistration kTableKeysListed{{"[elastic]", "", "", kTableKeys}};
+const KeySetRegistration kLayerKeysListed{{"[elastic]", "elastic.layers", "", kLayerKeys}};
 
 void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) {
   const detail::Table t{reader.table(*top.get("elastic"), "elastic"), "elastic"};

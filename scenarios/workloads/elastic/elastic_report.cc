@@ -2,12 +2,24 @@
 // (by store life and round), the job and its agents, each death's recovery, the trained and the
 // local parameters, and the timeline, the run told round by round in time order.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "scenarios/workloads/elastic/elastic_judge.h"
+#include "scenarios/workloads/timeline_text.h"
 #include "scenarios/workloads/program/tensor_report.h"
 
 namespace dagsim::scenarios {
+namespace {
+
+std::string format_seconds(double s) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3f s", s);
+  return text;
+}
+
+}  // namespace
 
 nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
   // The rounds, each as its members saw it (the first group of the round per member), by store
@@ -19,7 +31,7 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
       if (r.is_null()) {
         nlohmann::json members = nlohmann::json::array();
         for (size_t rank = 0; rank < g.members.size(); ++rank) members.push_back({{"node", g.members[rank]}, {"rank", rank}});
-        r = {{"store_life", g.store_life}, {"round", g.round}, {"world", g.world}, {"members", members}, {"t", g.t}};
+        r = {{"store_life", g.store_life}, {"round", g.round}, {"world_size", g.world}, {"members", members}, {"t", g.t}};
       }
       r["t"] = std::min(r["t"].get<int64_t>(), g.t);
       if (g.start_step) r["start_step"] = *g.start_step;
@@ -29,7 +41,7 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
   for (auto& [key, r] : rounds) {
     nlohmann::json shown = r;
     shown.erase("t");
-    shown["formed_at_ms"] = static_cast<double>(r["t"].get<int64_t>()) / 1e6;
+    shown["completed_ms"] = static_cast<double>(r["t"].get<int64_t>()) / 1e6;  // the rendezvous workload's name
     rendezvous.push_back(std::move(shown));
   }
 
@@ -73,8 +85,26 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
   const std::string store = scenario_.cluster.node_name(spec_.rendezvous.store_node);
   out["params"] = {{store, nlohmann::json::object()}};
   out["local_params"] = {{store, nlohmann::json::object()}};
+  // The loss of each committed step (the commit that made it, as its rank 0 computed it), and
+  // local training's: the same names as the program and model workloads' ("losses", "local_losses").
+  std::map<uint64_t, std::pair<int64_t, double>> loss_by_step;  // step -> (t, loss), the latest commit's
+  for (const AgentLife& a : agents_) {
+    for (const Commit& c : a.commits) {
+      auto [it, inserted] = loss_by_step.try_emplace(c.step, c.t, c.loss);
+      if (!inserted && c.t >= it->second.first) it->second = {c.t, c.loss};
+    }
+  }
+  std::vector<double> local_losses;
+  out["losses"] = nlohmann::json::array();
+  out["local_losses"] = nlohmann::json::array();
+  const uint64_t trained = final_step_ ? *final_step_ : committed;
+  const std::vector<Tensor> local = model_.train_locally(trained, &local_losses);
+  for (uint64_t step = 1; step <= trained; ++step) {
+    const auto it = loss_by_step.find(step);
+    out["losses"].push_back(it == loss_by_step.end() ? nlohmann::json(nullptr) : number_record(it->second.second));
+    out["local_losses"].push_back(number_record(local_losses[step - 1]));
+  }
   if (final_step_) {
-    const std::vector<Tensor> local = model_.train_locally(*final_step_);
     for (size_t i = 0; i < final_params_.size() && i < local.size(); ++i) {
       out["params"][store][model_.param_name(i)] = tensor_report_json(final_params_[i], options.full_tensors);
       out["local_params"][store][model_.param_name(i)] = tensor_report_json(local[i], options.full_tensors);
@@ -88,7 +118,7 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
     std::string members;
     for (const nlohmann::json& m : r["members"]) members += (members.empty() ? "" : ", ") + m["node"].get<std::string>();
     std::string line = "round " + std::to_string(round) + (life == 0 ? "" : " of the store's life " + std::to_string(life + 1)) +
-                       " at " + seconds(r["t"].get<int64_t>()) + ": " + std::to_string(r["world"].get<uint32_t>()) + " nodes (" +
+                       " at " + seconds(r["t"].get<int64_t>()) + ": " + std::to_string(r["world_size"].get<uint32_t>()) + " nodes (" +
                        members + ")";
     if (r.contains("start_step")) line += ", from step " + std::to_string(r["start_step"].get<uint64_t>());
     uint64_t first = 0, last = 0;
@@ -110,12 +140,15 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
   }
   for (const runtime::FaultEvent& f : records_.fault_history) {
     if (f.kind == runtime::FaultEvent::Kind::connection_failed || f.kind == runtime::FaultEvent::Kind::start) continue;
-    lines.emplace_back(f.time.ns(), "fault at " + seconds(f.time.ns()) + ": " + std::string(runtime::fault_event_kind_name(f.kind)) +
-                       (f.kind == runtime::FaultEvent::Kind::partition || f.kind == runtime::FaultEvent::Kind::heal
-                            ? std::string()
-                            : " " + scenario_.cluster.node_name(f.node)));
+    lines.emplace_back(f.time.ns(), "fault at " + seconds(f.time.ns()) + ": " + describe_fault(f, scenario_.cluster));
   }
   for (const AgentLife& a : agents_) {
+    // A node that joins after the job began: a late join, or an agent restarted with its node.
+    if (a.started && *a.started > 0) {
+      lines.emplace_back(*a.started, "at " + seconds(*a.started) + " " + a.name + "'s agent " +
+                                         (a.life == 0 ? "joined late" : "started again with its node") +
+                                         ": it waits for the next round");
+    }
     for (const Event& e : a.events) {
       if (e.event == "round_lost") {
         lines.emplace_back(e.t, "at " + seconds(e.t) + " " + a.name + " found its round gone (" + e.detail + "): it rejoins");
@@ -126,16 +159,67 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
       }
     }
     if (a.result && a.result->outcome != "succeeded") {
- lines.emplace_back(a.result->t, "at " + seconds(a.result->t) + " " + a.name + " ended " + a.result->outcome +
+    lines.emplace_back(a.result->t, "at " + seconds(a.result->t) + " " + a.name + " ended " + a.result->outcome +
                          (a.result->error.empty() ? "" : ": " + a.result->error));
     }
   }
- std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [t, line] : stall_lines(rounds)) lines.emplace_back(t, line);
+  std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   nlohmann::json timeline = nlohmann::json::array();
   for (const auto& [t, line] : lines) timeline.push_back(line);
   timeline.push_back(std::to_string(committed) + " of " + std::to_string(spec_.steps) + " steps committed in " +
                      std::to_string(writes_.size()) + " commits over " + std::to_string(rounds.size()) + " rounds");
+  if (!writes_.empty() && committed > 0) {
+    // The pace, and what the faults cost of it (each death's recovery, above).
+    const double span_s = static_cast<double>(writes_.back().t - writes_.front().t) / 1e9;
+    double lost_s = 0;
+    for (const nlohmann::json& r : recoveries) lost_s += r.value("recovery_ms", 0.0) / 1e3;
+    char line[200];
+    std::snprintf(line, sizeof(line), "%.1f steps/s from the first commit to the last (%.3f s)%s", span_s > 0 ? static_cast<double>(committed) / span_s : 0.0,
+                  span_s, lost_s > 0 ? (", of which faults cost " + format_seconds(lost_s)).c_str() : "");
+    timeline.push_back(line);
+    out["elastic"]["steps_per_s"] = span_s > 0 ? static_cast<double>(committed) / span_s : 0.0;
+    out["elastic"]["fault_cost_ms"] = lost_s * 1e3;
+  }
+  if (!loss_by_step.empty() && trained > 0) {
+    std::vector<std::optional<double>> losses;
+    for (uint64_t step = 1; step <= trained; ++step) {
+      const auto it = loss_by_step.find(step);
+      losses.push_back(it == loss_by_step.end() ? std::nullopt : std::optional<double>(it->second.second));
+    }
+    timeline.push_back(loss_line(losses, local_losses));
+  }
   out["timeline"] = timeline;
+  return out;
+}
+
+std::vector<std::pair<int64_t, std::string>> ElasticJudge::stall_lines(
+    const std::map<std::pair<uint64_t, uint64_t>, nlohmann::json>& rounds) const {
+  std::vector<int64_t> commits;
+  for (const StoreWrite& w : writes_) {
+    if (w.step) commits.push_back(w.t);
+  }
+  std::vector<std::pair<int64_t, std::string>> out;
+  if (commits.size() < 3) return out;
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < commits.size(); ++i) gaps.push_back(commits[i] - commits[i - 1]);
+  std::vector<int64_t> sorted = gaps;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
+  // A stall: ten typical steps, and at least a quarter second, without a commit.
+  const int64_t bound = std::max<int64_t>(10 * sorted[sorted.size() / 2], 250'000'000);
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    if (gaps[i] <= bound) continue;
+    const int64_t from = commits[i], to = commits[i + 1];
+    std::string line = "stall: no step committed from " + seconds(from) + " to " + seconds(to) + " (" +
+                       seconds(to - from) + ")";
+    for (const auto& [key, r] : rounds) {
+      const int64_t formed = r["t"].get<int64_t>();
+      if (formed <= from || formed > to) continue;
+      line += "; round " + std::to_string(key.second) + ", formed at " + seconds(formed) + ", took training up again";
+      break;
+    }
+    out.emplace_back(from, std::move(line));
+  }
   return out;
 }
 

@@ -95,7 +95,7 @@ std::pair<Tensor, Tensor> ElasticModel::batch(uint64_t step) const {
           from_values({batch, out}, uniform_values(base.fork(1), batch * out, 1.0))};
 }
 
-std::vector<Tensor> ElasticModel::train_locally(uint64_t steps) const {
+std::vector<Tensor> ElasticModel::train_locally(uint64_t steps, std::vector<double>* losses) const {
   rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
   add_program_functions(registry);
   std::vector<Tensor> params = initial_params();
@@ -107,7 +107,9 @@ std::vector<Tensor> ElasticModel::train_locally(uint64_t steps) const {
     for (size_t l = 0; l < spec_.layers.size(); ++l) {
       h = local_layer(registry, h, params[2 * l], params[2 * l + 1], spec_.layers[l].activation);
     }
-    const autograd::variable_list grads = autograd::Engine::grad({mse_loss(h, y)}, params);
+    const Tensor loss = mse_loss(h, y);
+    if (losses != nullptr) losses->push_back(loss.item());
+    const autograd::variable_list grads = autograd::Engine::grad({loss}, params);
     optimizer->step(grads);
   }
   std::vector<Tensor> out;

@@ -68,8 +68,9 @@ class ElasticModel {
   std::pair<Tensor, Tensor> batch(uint64_t step) const;
   // The rank that owns parameter i in a world of `world`.
   uint32_t owner_rank(size_t param, uint32_t world) const { return static_cast<uint32_t>((param / 2) % world); }
-  // The oracle: `steps` steps on the local engine with the local optimizer; the parameters after.
-  std::vector<Tensor> train_locally(uint64_t steps) const;
+  // The oracle: `steps` steps on the local engine with the local optimizer; the parameters after,
+  // and with `losses` each step's loss (before its update), as a rank 0 reports it.
+  std::vector<Tensor> train_locally(uint64_t steps, std::vector<double>* losses = nullptr) const;
 
  private:
   const ElasticSpec& spec_;

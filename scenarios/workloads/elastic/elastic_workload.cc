@@ -196,6 +196,7 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
       if (join_at) {
         while (node.scenario_now() < TimePoint{*join_at}) env.clock.sleep(TimePoint{*join_at} - node.scenario_now());
       }
+      record["started"] = now();
       const elastic::AgentResult r = life.elastic->run();
       result = {{"outcome", elastic::outcome_name(r.outcome)}, {"restarts", r.restarts}, {"rounds", r.rounds}};
       if (r.error) {

@@ -3,6 +3,7 @@
 
 #include "core/base/assert.h"
 #include "core/rpc/codec.h"
+#include "scenarios/format/scenario_keys.h"
 
 namespace dagsim::scenarios {
 
@@ -108,10 +109,10 @@ void HeartbeatWorkload::run_monitor(NodeContext& node) {
 namespace {
 
 constexpr std::string_view kKeys[] = {"heartbeat"};
+constexpr std::string_view kTableKeys[] = {"monitor", "interval_ms", "max_attempts", "duration_ms", "message_bytes"};
+const KeySetRegistration kTableKeysListed{{"[heartbeat]", "", "", kTableKeys}};
 
 void read(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) {
-  static constexpr std::string_view kTableKeys[] = {"monitor", "interval_ms", "max_attempts", "duration_ms",
-                                                    "message_bytes"};
   const detail::Table t{reader.table(*top.get("heartbeat"), "heartbeat"), "heartbeat"};
   reader.check_keys(t, kTableKeys, "keys in [heartbeat]");
   HeartbeatSpec spec;

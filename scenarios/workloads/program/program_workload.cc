@@ -1,6 +1,8 @@
 #include "scenarios/workloads/program/program_workload.h"
 
 #include <cmath>
+#include <cstdio>
+#include <optional>
 
 #include "core/base/error.h"
 #include "core/runtime/cancel_scope.h"
@@ -10,6 +12,7 @@
 #include "scenarios/workloads/program/program_shapes.h"
 #include "scenarios/workloads/program/scenario_program.h"
 #include "scenarios/workloads/program/tensor_report.h"
+#include "scenarios/workloads/timeline_text.h"
 
 #include "core/base/prng.h"
 #include "core/tensor/ops.h"
@@ -302,6 +305,21 @@ nlohmann::json ProgramJudge::results(const ReportOptions& options) const {
   if (error_) program["error"] = *error_;
   if (local_error_) program["local_error"] = *local_error_;
   out["program"] = program;
+  // The story, which the text report prints: the faults with what they struck, how the program
+  // ended, and the loss against local training.
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const runtime::FaultEvent& f : records_.fault_history) {
+    if (f.kind == runtime::FaultEvent::Kind::start || f.kind == runtime::FaultEvent::Kind::connection_failed) continue;
+    char at[32];
+    std::snprintf(at, sizeof(at), "%.3f s", static_cast<double>(f.time.ns()) / 1e9);
+    timeline.push_back("fault at " + std::string(at) + ": " + describe_fault(f, scenario_.cluster));
+  }
+  if (error_) timeline.push_back("the program failed: " + *error_);
+  if (!program_.loss.empty() && !distributed_.losses.empty() && !local_.losses.empty()) {
+    const std::vector<std::optional<double>> losses(distributed_.losses.begin(), distributed_.losses.end());
+    timeline.push_back(loss_line(losses, local_.losses));
+  }
+  if (!timeline.empty()) out["timeline"] = timeline;
   return out;
 }
 

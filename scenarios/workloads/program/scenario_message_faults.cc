@@ -3,6 +3,7 @@
 // sends fail at once) or `delay_ms` with `count` (the first `count` go out that much later).
 #include "scenarios/workloads/program/scenario_message_faults.h"
 
+#include "scenarios/format/scenario_keys.h"
 #include <array>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@ namespace dagsim::scenarios::detail {
 namespace {
 
 constexpr std::array<std::string_view, 5> kKeys = {"node", "message", "fail", "delay_ms", "count"};
+const KeySetRegistration kKeysListed{{"message_faults", "", "", kKeys}};
 constexpr int64_t kMaxCount = 1'000'000;
 
 ProgramMessageFault read_one(const TomlReader& reader, const Table& t) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/base/assert.h"
+#include "scenarios/format/scenario_keys.h"
 #include "scenarios/workloads/program/scenario_optimizer.h"
 
 namespace dagsim::scenarios {
@@ -21,6 +22,9 @@ constexpr int64_t kMaxSteps = 1000;
 constexpr std::string_view kModelTableKeys[] = {"input", "layers"};
 constexpr std::string_view kLayerKeys[] = {"out", "on", "activation"};
 constexpr std::string_view kTrainKeys[] = {"driver", "steps", "batch", "optimizer"};
+const KeySetRegistration kModelTableKeysListed{{"[model]", "", "", kModelTableKeys}};
+const KeySetRegistration kLayerKeysListed{{"[model]", "model.layers", "", kLayerKeys}};
+const KeySetRegistration kTrainKeysListed{{"[train]", "", "", kTrainKeys}};
 
 ModelLayer read_layer(const TomlReader& reader, const Table& t) {
   reader.check_keys(t, kLayerKeys, "keys in model.layers");

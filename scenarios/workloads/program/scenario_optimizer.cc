@@ -3,6 +3,7 @@
 // are rejected here, with the rule in the message.
 #include "scenarios/workloads/program/scenario_optimizer.h"
 
+#include "scenarios/format/scenario_keys.h"
 #include <array>
 #include <limits>
 #include <string_view>
@@ -20,6 +21,8 @@ constexpr std::string_view kSgdKeys[] = {"kind", "lr", "momentum", "dampening", 
 constexpr std::string_view kAdamKeys[] = {"kind", "lr", "beta1", "beta2", "eps", "weight_decay"};
 constexpr std::string_view kAllKeys[] = {"kind",  "lr",    "momentum", "dampening", "nesterov",
                                          "beta1", "beta2", "eps",      "weight_decay"};
+const KeySetRegistration kSgdKeysListed{{"optimizer", "", "kind \"sgd\"", kSgdKeys}};
+const KeySetRegistration kAdamKeysListed{{"optimizer", "", "kind \"adam\"", kAdamKeys}};
 
 }  // namespace
 

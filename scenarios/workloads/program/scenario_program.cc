@@ -13,6 +13,7 @@
 #include "core/base/printable.h"
 #include "core/rpc/op_table.h"
 #include "core/tensor/dtype.h"
+#include "scenarios/format/scenario_keys.h"
 #include "scenarios/workloads/program/program_shapes.h"
 #include "scenarios/workloads/program/scenario_message_faults.h"
 #include "scenarios/workloads/program/scenario_optimizer.h"
@@ -79,6 +80,10 @@ constexpr auto kStatementKeys = [] {
   return keys;
 }();
 constexpr std::array<std::string_view, 5> kBackwardKeys = {"roots", "retain_graph", "calls", "repeat", "mode"};
+const KeySetRegistration kTensorKeysListed{{"tensors", "", "", kTensorKeys}};
+const KeySetRegistration kParameterKeysListed{{"parameters", "", "", kParameterKeys}};
+const KeySetRegistration kStatementKeysListed{{"program", "", "", kStatementKeys}};
+const KeySetRegistration kBackwardKeysListed{{"backward", "", "", kBackwardKeys}};
 constexpr std::array<std::string_view, 2> kBackwardModes = {"fast", "smart"};
 constexpr std::array<std::string_view, 2> kInits = {"uniform", "normal"};
 constexpr std::array<std::string_view, 4> kVias = {"local", "rpc_sync", "rpc_async", "remote"};

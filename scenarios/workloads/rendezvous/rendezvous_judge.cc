@@ -1,7 +1,12 @@
 // RendezvousJudge (rendezvous_judge.h).
 #include "scenarios/workloads/rendezvous/rendezvous_judge.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <set>
+#include <utility>
+
+#include "scenarios/workloads/timeline_text.h"
 
 namespace dagsim::scenarios {
 
@@ -23,7 +28,7 @@ std::set<NodeDesc> listed(const rendezvous::RendezvousState& s) {
 }  // namespace
 
 RendezvousJudge::RendezvousJudge(const Scenario& scenario, const RunRecords& records)
-    : scenario_(scenario), history_(read_history(scenario, records)),
+    : scenario_(scenario), faults_(records.fault_history), history_(read_history(scenario, records)),
       violations_(check_invariants(scenario, records, history_)) {}
 
 CheckResult RendezvousJudge::invariants(const CheckSpec& spec) const {
@@ -111,6 +116,10 @@ nlohmann::json completed_rounds(const RendezvousHistory& history) {
           nlohmann::json r = node_json(node);
           r["at_ms"] = ms(c.t);
           r["why"] = writer == nullptr ? "unknown" : writer->desc == node ? "exit" : "expired";
+          if (const auto last = prev->state->last_heartbeats.find(node); last != prev->state->last_heartbeats.end()) {
+            r["last_heartbeat_ms"] = ms(last->second);  // by the node's own clock, as it stamped it
+          }
+          if (writer != nullptr && writer->desc != node) r["removed_by"] = writer->desc.addr;
           rounds.back()["removed"].push_back(r);
         }
       }
@@ -118,6 +127,61 @@ nlohmann::json completed_rounds(const RendezvousHistory& history) {
     }
   }
   return rounds;
+}
+
+nlohmann::json RendezvousJudge::timeline(const nlohmann::json& rounds) const {
+  auto seconds = [](double ms_value) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f s", ms_value / 1e3);
+    return std::string(text);
+  };
+  std::vector<std::pair<double, std::string>> lines;  // (ms, line)
+  for (const nlohmann::json& r : rounds) {
+    const uint32_t life = r["store_life"].get<uint32_t>();
+    const std::string round = "round " + std::to_string(r["round"].get<uint64_t>()) +
+                              (life == 0 ? "" : " of the store's life " + std::to_string(life + 1));
+    std::string members;
+    for (const nlohmann::json& m : r["members"]) {
+      members += (members.empty() ? "" : ", ") + m["node"].get<std::string>() + " rank " + std::to_string(m["rank"].get<uint32_t>());
+    }
+    const double at = r["completed_ms"].get<double>();
+    lines.emplace_back(at, round + " formed at " + seconds(at) + ": " + std::to_string(r["world_size"].get<uint32_t>()) +
+                               " nodes (" + members + ")");
+    for (const nlohmann::json& gone : r["removed"]) {
+      const double t = gone["at_ms"].get<double>();
+      const std::string node = gone["node"].get<std::string>();
+      const std::string why = gone["why"].get<std::string>();
+      std::string line = "at " + seconds(t) + " " + node + " left " + round;
+      if (why == "exit") {
+        line += ": its agent ended (exit)";
+      } else if (why == "expired") {
+        line += ": its heartbeat expired";
+        if (gone.contains("last_heartbeat_ms")) line += " (last stamped " + seconds(gone["last_heartbeat_ms"].get<double>()) + ")";
+        if (gone.contains("removed_by")) line += " and " + gone["removed_by"].get<std::string>() + " removed it";
+      } else {
+        line += ": no recorded writer removed it";
+      }
+      lines.emplace_back(t, line);
+    }
+  }
+  for (const runtime::FaultEvent& f : faults_) {
+    if (f.kind == runtime::FaultEvent::Kind::start || f.kind == runtime::FaultEvent::Kind::connection_failed) continue;
+    const double t = static_cast<double>(f.time.ns()) / 1e6;
+    lines.emplace_back(t, "fault at " + seconds(t) + ": " + describe_fault(f, scenario_.cluster));
+  }
+  for (const AgentLife& a : history_.agents) {
+    for (const AgentEvent& e : a.events) {
+      if (e.op != "next_rendezvous" || e.error.empty() || !e.end) continue;
+      const double t = ms(*e.end);
+      lines.emplace_back(t, "at " + seconds(t) + " " + a.desc.addr + "'s next_rendezvous failed: " + e.message);
+    }
+  }
+  std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [t, line] : lines) out.push_back(line);
+  out.push_back(std::to_string(rounds.size()) + " round(s) formed; " + std::to_string(history_.agents.size()) +
+                " agent incarnation(s)");
+  return out;
 }
 
 nlohmann::json RendezvousJudge::results(const ReportOptions&) const {
@@ -145,7 +209,8 @@ nlohmann::json RendezvousJudge::results(const ReportOptions&) const {
   nlohmann::json violations = nlohmann::json::array();
   for (const Violation& v : violations_) violations.push_back(to_string(v));
   // The contract's "rendezvous" key holds the rounds; the agents' calls and the violations ride beside it.
-  return {{"rendezvous", rounds}, {"rendezvous_agents", agents}, {"rendezvous_violations", violations}};
+  return {{"rendezvous", rounds}, {"rendezvous_agents", agents}, {"rendezvous_violations", violations},
+          {"timeline", timeline(rounds)}};
 }
 
 }  // namespace dagsim::scenarios

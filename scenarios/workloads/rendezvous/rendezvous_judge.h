@@ -34,7 +34,12 @@ class RendezvousJudge final : public Judge {
   const std::vector<Violation>& violations() const { return violations_; }
 
  private:
+  // The run in words, in time order: each round with its members and ranks, who left it and why,
+  // each fault with what it struck, and each failed next_rendezvous; the text report prints it.
+  nlohmann::json timeline(const nlohmann::json& rounds) const;
+
   const Scenario& scenario_;
+  std::vector<runtime::FaultEvent> faults_;  // the run's fault history, for the timeline
   RendezvousHistory history_;
   std::vector<Violation> violations_;
 };

@@ -2,12 +2,15 @@
 #include "scenarios/workloads/rendezvous/rendezvous_workload.h"
 
 #include <algorithm>
+#include <charconv>
+#include <utility>
 
 #include "core/base/assert.h"
 #include "core/base/printable.h"
 #include "core/rendezvous/rendezvous_backend.h"
 #include "core/rendezvous/rendezvous_state.h"
 #include "core/runtime/cancel_scope.h"
+#include "scenarios/format/scenario_keys.h"
 #include "scenarios/workloads/rendezvous/rendezvous_history.h"
 #include "scenarios/workloads/rendezvous/rendezvous_judge.h"
 
@@ -282,7 +285,7 @@ namespace {
 constexpr std::string_view kKeys[] = {"rendezvous"};
 
 constexpr std::string_view kTableKeys[] = {
-    "store",          "run_id",           "min_nodes",           "max_nodes",          "join_timeout_ms",
+    "store",          "run_id",           "min_nodes",           "max_nodes",          "nnodes",   "join_timeout_ms",
     "last_call_ms",   "close_timeout_ms", "heartbeat_timeout_ms", "keep_alive_interval_ms",
     "keep_alive_max_attempt", "rerendezvous_on_expiry", "poll_interval_ms", "store_timeout_ms",
     "monitor_interval_ms", "duration_ms", "backend", "etcd_endpoint", "actions"};
@@ -296,10 +299,45 @@ constexpr std::string_view kActionKinds[] = {"join", "leave", "close", "store_re
 // The keys an elastic job's rendezvous table takes: no job end (training ends it), no close action
 // (the agents close it when the job ends), and the built-in store only.
 constexpr std::string_view kElasticTableKeys[] = {
-    "store",          "run_id",           "min_nodes",           "max_nodes",          "join_timeout_ms",
+    "store",          "run_id",           "min_nodes",           "max_nodes",          "nnodes",   "join_timeout_ms",
     "last_call_ms",   "close_timeout_ms", "heartbeat_timeout_ms", "keep_alive_interval_ms",
     "keep_alive_max_attempt", "rerendezvous_on_expiry", "poll_interval_ms", "store_timeout_ms", "actions"};
 constexpr std::string_view kElasticActionKinds[] = {"join", "leave"};
+const KeySetRegistration kTableKeysListed{{"[rendezvous]", "", "", kTableKeys}};
+const KeySetRegistration kActionKeysListed{{"[rendezvous]", "[[rendezvous.actions]]", "", kActionKeys}};
+const KeySetRegistration kElasticTableKeysListed{{"[rendezvous]", "elastic.rendezvous", "", kElasticTableKeys}};
+
+}  // namespace
+
+namespace {
+
+// torchrun's --nnodes: "MIN:MAX" or "N" (a string), or N (an integer). Each in [1, the most].
+std::pair<uint32_t, uint32_t> read_nnodes(const detail::TomlReader& reader, const toml::node& node, const std::string& path) {
+  const auto most = static_cast<int64_t>(rendezvous::kMaxRendezvousNodes);
+  if (node.is_integer()) {
+    const auto n = static_cast<uint32_t>(reader.integer(node, path, 1, most));
+    return {n, n};
+  }
+  const std::string text = reader.string(node, path);
+  auto number = [&](std::string_view part) -> uint32_t {
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || value < 1 || value > most) {
+      reader.fail(node, path, quote(text) + ": expected \"MIN:MAX\" or \"N\", as torchrun's --nnodes, each in [1, " +
+                                  std::to_string(most) + "]");
+    }
+    return static_cast<uint32_t>(value);
+  };
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) {
+    const uint32_t n = number(text);
+    return {n, n};
+  }
+  const uint32_t min_nodes = number(std::string_view(text).substr(0, colon));
+  const uint32_t max_nodes = number(std::string_view(text).substr(colon + 1));
+  if (max_nodes < min_nodes) reader.fail(node, path, quote(text) + ": MAX is below MIN");
+  return {min_nodes, max_nodes};
+}
 
 }  // namespace
 
@@ -344,10 +382,21 @@ RendezvousSpec read_rendezvous_table(const detail::TomlReader& reader, const tom
     }
   }
   const int64_t participants = int64_t{scenario.cluster.nodes} - 1;
-  s.min_nodes = static_cast<uint32_t>(
-      reader.integer(reader.required(t, "min_nodes"), t.key_path("min_nodes"), 1, rendezvous::kMaxRendezvousNodes));
-  s.max_nodes = static_cast<uint32_t>(
-      reader.opt_integer(t, "max_nodes", 1, rendezvous::kMaxRendezvousNodes).value_or(s.min_nodes));
+  if (const toml::node* nnodes = t.get("nnodes")) {
+    // torchrun's --nnodes, as it writes it: "MIN:MAX", "N", or N.
+    for (std::string_view key : {"min_nodes", "max_nodes"}) {
+      if (t.get(key) != nullptr) reader.fail(*nnodes, t.key_path("nnodes"), "give nnodes or " + std::string(key) + ", not both");
+    }
+    const auto [min_nodes, max_nodes] = read_nnodes(reader, *nnodes, t.key_path("nnodes"));
+    s.min_nodes = min_nodes;
+    s.max_nodes = max_nodes;
+  } else {
+    s.min_nodes = static_cast<uint32_t>(reader.integer(
+        reader.required(t, "min_nodes", " (or nnodes = \"MIN:MAX\", as torchrun's --nnodes)"), t.key_path("min_nodes"), 1,
+        rendezvous::kMaxRendezvousNodes));
+    s.max_nodes = static_cast<uint32_t>(
+        reader.opt_integer(t, "max_nodes", 1, rendezvous::kMaxRendezvousNodes).value_or(s.min_nodes));
+  }
   s.timeout.join = reader.opt_duration(t, "join_timeout_ms", detail::kPositiveMs).value_or(s.timeout.join);
   s.timeout.last_call = reader.opt_duration(t, "last_call_ms", detail::kPositiveMs).value_or(s.timeout.last_call);
   s.timeout.close = reader.opt_duration(t, "close_timeout_ms", detail::kPositiveMs).value_or(s.timeout.close);
@@ -388,9 +437,10 @@ RendezvousSpec read_rendezvous_table(const detail::TomlReader& reader, const tom
                     "): waiting nodes would expire between polls");
   }
   if (s.min_nodes > participants) {
-    reader.fail(t.line(), t.key_path("min_nodes"),
+    reader.fail(t.line(), t.get("nnodes") != nullptr ? t.key_path("nnodes") : t.key_path("min_nodes"),
                 std::to_string(s.min_nodes) + " participants can never join: the cluster has " +
-                    std::to_string(participants) + " besides the store node");
+                    std::to_string(participants) + " besides the store node, which takes a node of its own; write [cluster] nodes = " +
+                    std::to_string(s.min_nodes + 1) + " (or more) for " + std::to_string(s.min_nodes) + " agents");
   }
   if (const toml::node* actions = t.get("actions")) {
     const std::vector<const toml::table*> tables = reader.tables(*actions, t.key_path("actions"));

@@ -1,0 +1,91 @@
+// The reports tell the story a PyTorch user looks for first, from the examples' own runs: the
+// elastic report's loss against local training (text and JSON, under the program workload's names),
+// its late join, its stalls and what ended them, a partition's groups; the rendezvous report's
+// rounds with their members and ranks, and who left each and why.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "scenarios/format/scenario_loader.h"
+#include "scenarios/run/runner.h"
+
+namespace dagsim {
+namespace {
+
+using scenarios::RunResult;
+
+std::string example(const std::string& name) {
+  std::ifstream in(std::string(DAGSIM_EXAMPLES) + "/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_FALSE(text.str().empty()) << name;
+  return text.str();
+}
+
+RunResult run(const std::string& text, const std::string& name, uint64_t seed = 42) {
+  scenarios::RunOptions options;
+  options.seed = seed;
+  return scenarios::run_scenario(scenarios::parse_scenario(text, name), options);
+}
+
+std::string timeline_of(const RunResult& r) {
+  std::string out;
+  if (!r.workload.contains("timeline")) return out;
+  for (const nlohmann::json& line : r.workload.at("timeline")) out += line.get<std::string>() + "\n";
+  return out;
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+TEST(ReportStory, TheElasticReportShowsTheLossAgainstLocalTrainingTheLateJoinAndTheStall) {
+  const RunResult r = run(example("elastic_training.toml"), "elastic_training.toml");
+  ASSERT_TRUE(r.passed);
+  const std::string story = timeline_of(r);
+  // The loss, first and last step, beside local training's (they are equal: params_match_local).
+  EXPECT_TRUE(has(story, "loss ") && has(story, " at step 1, ") && has(story, " at step 300; local training ") &&
+              has(story, "; largest difference 0"))
+      << story;
+  // worker8 joins at 5 s (its [[elastic.rendezvous.actions]] join), before round 2 takes it in.
+  EXPECT_TRUE(has(story, "at 5.000 s worker8's agent joined late")) << story;
+  EXPECT_TRUE(has(story, "worker6 (life 2)'s agent started again with its node")) << story;
+  // The crash of worker6 stalls training until the group fails and round 3 forms.
+  EXPECT_TRUE(has(story, "stall: no step committed from ") && has(story, ", formed at 9.")) << story;
+  EXPECT_TRUE(has(story, "steps/s from the first commit to the last")) << story;
+  // JSON: one loss per step, under the names the program and model workloads use.
+  ASSERT_TRUE(r.workload.contains("losses") && r.workload.contains("local_losses"));
+  EXPECT_EQ(r.workload["losses"].size(), 300u);
+  EXPECT_EQ(r.workload["losses"], r.workload["local_losses"]);
+  for (const nlohmann::json& loss : r.workload["losses"]) EXPECT_TRUE(loss.is_number() && loss.get<double>() > 0) << loss;
+  // The rounds under the rendezvous workload's names.
+  for (const nlohmann::json& round : r.workload["rendezvous"]) {
+    EXPECT_TRUE(round.contains("world_size") && round.contains("completed_ms")) << round.dump();
+    EXPECT_EQ(round["members"].size(), round["world_size"].get<size_t>());
+  }
+}
+
+TEST(ReportStory, AFaultLineNamesAPartitionsGroups) {
+  std::string text = example("elastic_training.toml");
+  text += "\n[[faults]]\nat_ms = 11000\nkind = \"partition\"\ngroups = [[\"worker1\", \"worker2\"], [\"worker4\", \"worker5\"]]\n"
+          "heal_after_ms = 300\n";
+  const RunResult r = run(text, "elastic_partition.toml");
+  const std::string story = timeline_of(r);
+  EXPECT_TRUE(has(story, "fault at 11.000 s: partition {worker1, worker2} | {worker4, worker5}")) << story;
+  EXPECT_TRUE(has(story, ": heal")) << story;
+}
+
+TEST(ReportStory, TheRendezvousReportShowsEachRoundsMembersRanksAndWhoLeftWhy) {
+  const RunResult r = run(example("rendezvous_dead_participant.toml"), "rendezvous_dead_participant.toml");
+  ASSERT_TRUE(r.passed);
+  const std::string story = timeline_of(r);
+  EXPECT_TRUE(has(story, "round 0 formed at 0.009 s: 4 nodes (worker1 rank 0, worker2 rank 1, worker3 rank 2, worker4 rank 3)"))
+      << story;
+  EXPECT_TRUE(has(story, "worker4 left round 0: its heartbeat expired (last stamped ")) << story;
+  EXPECT_TRUE(has(story, "round 1 formed at ") && has(story, ": 3 nodes (worker1 rank 0, worker2 rank 1, worker3 rank 2)"))
+      << story;
+  EXPECT_TRUE(has(story, "left round 0: its agent ended (exit)")) << story;
+}
+
+}  // namespace
+}  // namespace dagsim

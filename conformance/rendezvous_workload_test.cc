@@ -16,6 +16,7 @@
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/format/scenario_test_util.h"
 #include "scenarios/run/runner.h"
+#include "scenarios/workloads/rendezvous/rendezvous_workload.h"
 
 namespace dagsim::conformance {
 namespace {
@@ -86,6 +87,32 @@ TEST(RendezvousScenario, TheTableRefusesWhatCannotWorkNamingTheKey) {
 }
 
 // Values that validated and could never work (issue 23, item 8): each refused at its key and line.
+// torchrun's --nnodes as it writes it, and the store node that torchrun users forget to count.
+TEST(RendezvousScenario, NnodesIsTorchrunsMinMaxAndTheStoreNodeIsNamedWhenForgotten) {
+  auto settings = [](const std::string& table) {
+    const scenarios::Scenario s = scenarios::parse_scenario(kHead + "[rendezvous]\n" + table, "n.toml");
+    const auto& spec = s.workload.as<scenarios::RendezvousSpec>();
+    return std::make_pair(spec.settings.min_nodes, spec.settings.max_nodes);
+  };
+  EXPECT_EQ(settings("nnodes = \"2:3\"\n"), std::make_pair(2u, 3u));
+  EXPECT_EQ(settings("nnodes = \"3\"\n"), std::make_pair(3u, 3u));
+  EXPECT_EQ(settings("nnodes = 2\n"), std::make_pair(2u, 2u));
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nnnodes = \"2:x\"\n").find("rendezvous.nnodes: \"2:x\": expected \"MIN:MAX\" or \"N\""),
+            std::string::npos);
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nnnodes = \"3:2\"\n").find("MAX is below MIN"), std::string::npos);
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nnnodes = \"0:2\"\n").find("each in [1, "), std::string::npos);
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nnnodes = \"2:3\"\nmin_nodes = 2\n").find("give nnodes or min_nodes, not both"),
+            std::string::npos);
+  // Four nodes are three agents and the store: four agents need five nodes, and the message says so.
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nnnodes = \"4:8\"\n")
+                .find("rendezvous.nnodes: 4 participants can never join: the cluster has 3 besides the store node, which "
+                      "takes a node of its own; write [cluster] nodes = 5 (or more) for 4 agents"),
+            std::string::npos)
+      << error_of(kHead + "[rendezvous]\nnnodes = \"4:8\"\n");
+  EXPECT_NE(error_of(kHead + "[rendezvous]\nmax_nodes = 2\n").find("(or nnodes = \"MIN:MAX\", as torchrun's --nnodes)"),
+            std::string::npos);
+}
+
 TEST(RendezvousScenario, ValuesThatCanNeverWorkAreRefusedAtTheirKeyAndLine) {
   const std::string etcd = kHead + "[rendezvous]\nmin_nodes = 2\nbackend = \"etcd\"\n";
   for (const char* port : {"99999", "0", "123456789012345678901234567890"}) {

@@ -2,7 +2,10 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "core/base/assert.h"
 
@@ -45,7 +48,77 @@ double to_us(runtime::TimePoint t) { return static_cast<double>(t.ns()) / 1000.0
 uint32_t tid_of(uint32_t node) { return node == kWorldTrack ? 0 : node + 1; }
 }  // namespace
 
-void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>& node_names) const {
+std::string_view trace_level_name(TraceLevel level) {
+  switch (level) {
+    case TraceLevel::workload: return "workload";
+    case TraceLevel::rpc: return "rpc";
+    case TraceLevel::network: return "network";
+  }
+  DAGSIM_UNREACHABLE();
+}
+
+bool parse_trace_level(std::string_view name, TraceLevel& level) {
+  for (TraceLevel l : {TraceLevel::workload, TraceLevel::rpc, TraceLevel::network}) {
+    if (trace_level_name(l) == name) {
+      level = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+// The least level that shows events of `kind`.
+TraceLevel level_of(TraceKind kind) {
+  switch (kind) {
+    case TraceKind::workload:
+    case TraceKind::fault:
+    case TraceKind::fiber_failed:
+      return TraceLevel::workload;
+    case TraceKind::send:
+    case TraceKind::deliver:
+    case TraceKind::drop:
+    case TraceKind::connection:
+    case TraceKind::autograd:
+      return TraceLevel::rpc;
+    case TraceKind::hold:
+    case TraceKind::timer:
+      return TraceLevel::network;
+  }
+  DAGSIM_UNREACHABLE();
+}
+
+// Each node's backward passes as spans: a "pass begins, context C ..." autograd event paired with
+// the next "pass ends, context C" of the same node (passes of one context may nest on a node).
+std::vector<TraceSpan> backward_passes(const std::vector<TraceEvent>& events) {
+  std::map<std::pair<uint32_t, std::string>, std::vector<const TraceEvent*>> open;
+  std::vector<TraceSpan> spans;
+  auto context_of = [](const std::string& detail, size_t from) {
+    const size_t end = detail.find_first_of(" ,", from);
+    return detail.substr(from, end == std::string::npos ? std::string::npos : end - from);
+  };
+  static constexpr std::string_view kBegins = "pass begins, context ";
+  static constexpr std::string_view kEnds = "pass ends, context ";
+  for (const TraceEvent& e : events) {
+    if (e.kind != TraceKind::autograd) continue;
+    if (e.detail.rfind(kBegins, 0) == 0) {
+      open[{e.node, context_of(e.detail, kBegins.size())}].push_back(&e);
+    } else if (e.detail.rfind(kEnds, 0) == 0) {
+      auto it = open.find({e.node, context_of(e.detail, kEnds.size())});
+      if (it == open.end() || it->second.empty()) continue;
+      const TraceEvent* begin = it->second.back();
+      it->second.pop_back();
+      spans.push_back({e.node, "backward", "backward", begin->time, e.time, begin->detail});
+    }
+  }
+  return spans;
+}
+
+}  // namespace
+
+void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>& node_names, TraceLevel level,
+                              const std::vector<TraceSpan>& spans) const {
   DAGSIM_ASSERT_MSG(keep_events_, "write_chrome_json needs a trace that keeps its events");
   using nlohmann::json;
   json events = json::array();
@@ -58,7 +131,22 @@ void Trace::write_chrome_json(std::ostream& out, const std::vector<std::string>&
                       {"tid", tid_of(static_cast<uint32_t>(i))},
                       {"args", {{"name", node_names[i]}}}});
   }
+  // Spans first, so that in viewers that stack by order they sit above the events they contain.
+  std::vector<TraceSpan> all = spans;
+  for (TraceSpan& pass : backward_passes(events_)) all.push_back(std::move(pass));
+  for (const TraceSpan& span : all) {
+    DAGSIM_ASSERT(span.end >= span.begin);
+    events.push_back({{"ph", "X"},
+                      {"name", span.name},
+                      {"cat", span.category},
+                      {"ts", to_us(span.begin)},
+                      {"dur", std::max(to_us(span.end) - to_us(span.begin), 1.0)},
+                      {"pid", 1},
+                      {"tid", tid_of(span.node)},
+                      {"args", {{"detail", span.detail}}}});
+  }
   for (const TraceEvent& event : events_) {
+    if (level_of(event.kind) > level) continue;
     const std::string kind(trace_kind_name(event.kind));
     const uint32_t tid = tid_of(event.node);
     // A short complete slice, so flow arrows have a slice to bind to in every viewer.

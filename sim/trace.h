@@ -48,6 +48,26 @@ struct TraceEvent {
   std::string detail;  // kept only when the trace keeps events
 };
 
+// How much of the run a Chrome trace shows: `workload` the workload's spans (rounds, steps,
+// backward passes, calls), its events and the faults; `rpc` also every message and autograd
+// function; `network` also timers and held traffic: everything.
+enum class TraceLevel : uint8_t { workload, rpc, network };
+std::string_view trace_level_name(TraceLevel level);
+// "workload", "rpc" or "network"; false for anything else.
+bool parse_trace_level(std::string_view name, TraceLevel& level);
+
+// A stretch of a node's time the workload names (a round it is a member of, a step it drives),
+// drawn on the node's track above the network's events. Spans come from the run's records after
+// it ended, so they are not part of the trace or its hash.
+struct TraceSpan {
+  uint32_t node = 0;
+  std::string name;      // "round 2", "step 17"
+  std::string category;  // "round", "step", "restart", "rendezvous", ...
+  runtime::TimePoint begin;
+  runtime::TimePoint end;  // >= begin
+  std::string detail;
+};
+
 class Trace {
  public:
   explicit Trace(bool keep_events) : keep_events_(keep_events) {}
@@ -70,8 +90,11 @@ class Trace {
   bool keeps_events() const { return keep_events_; }
   const std::vector<TraceEvent>& events() const { return events_; }
 
-  // Chrome trace-event JSON. REQUIRES: keeps_events(). `node_names[i]` names track i.
-  void write_chrome_json(std::ostream& out, const std::vector<std::string>& node_names) const;
+  // Chrome trace-event JSON at `level`, with the workload's `spans` and each node's backward
+  // passes (its autograd "pass begins"/"pass ends" events, paired) as spans. REQUIRES:
+  // keeps_events(). `node_names[i]` names track i.
+  void write_chrome_json(std::ostream& out, const std::vector<std::string>& node_names,
+                         TraceLevel level = TraceLevel::network, const std::vector<TraceSpan>& spans = {}) const;
 
  private:
   void fold(runtime::TimePoint time, uint32_t node, TraceKind kind, uint64_t digest, uint64_t flow);

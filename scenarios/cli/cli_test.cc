@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -201,6 +202,50 @@ TEST(Cli, TraceOutputIsChromeTraceEventJsonWithNamedTracksAndPairedFlows) {
   size_t paired = 0;
   for (const auto& [id, tid] : starts) paired += finishes.count(id);
   EXPECT_GE(paired + 3, starts.size()) << "only heartbeats still in flight at the end may be unpaired";
+}
+
+// The main job's workload-level trace: a span for every round on each member's track, every
+// committed step on its driver's, every restart, every backward pass; no network events; small.
+TEST(Cli, TheMainJobsWorkloadTraceHasItsRoundsStepsAndRestartsAndIsSmall) {
+  const std::string example = std::string(DAGSIM_EXAMPLES) + "/elastic_training.toml";
+  const fs::path trace = temp_dir() / "workload_trace.json";
+  const Output r = dagsim("run " + example + " --seed 42 --json --trace " + trace.string() + " --trace-level workload");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(fs::file_size(trace), 2u << 20);
+  const nlohmann::json report = nlohmann::json::parse(r.out);
+  std::ifstream in(trace);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::map<int, std::string> tracks;
+  std::map<std::string, std::set<std::string>> spans;  // category -> "track|name"
+  for (const auto& e : doc.at("traceEvents")) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") tracks[e["tid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] != "X") continue;
+    const std::string cat = e["cat"];
+    EXPECT_TRUE(cat != "send" && cat != "deliver" && cat != "timer" && cat != "message") << e.dump();
+    spans[cat].insert(tracks[e["tid"].get<int>()] + "|" + e["name"].get<std::string>());
+  }
+  for (const auto& round : report["rendezvous"]) {
+    for (const auto& m : round["members"]) {
+      const std::string name = "round " + std::to_string(round["round"].get<int>()) + " (rank " +
+                               std::to_string(m["rank"].get<int>()) + " of " + std::to_string(round["world_size"].get<int>()) + ")";
+      EXPECT_TRUE(spans["round"].count(m["node"].get<std::string>() + "|" + name)) << name << " on " << m["node"];
+    }
+  }
+  size_t steps = 0;
+  for (const std::string& s : spans["step"]) steps += s.find("|step ") != std::string::npos;
+  EXPECT_EQ(steps, 300u);
+  size_t failed_groups = 0;
+  for (const auto& line : report["timeline"]) failed_groups += line.get<std::string>().find("'s group of round") != std::string::npos;
+  EXPECT_EQ(spans["restart"].size(), failed_groups);
+  EXPECT_GT(failed_groups, 0u);
+  EXPECT_FALSE(spans["backward"].empty());
+  // The network level has the messages; a level without --trace is refused.
+  const fs::path full = temp_dir() / "network_trace.json";
+  ASSERT_EQ(dagsim("run " + example + " --seed 42 --trace " + full.string()).exit_code, 0);
+  EXPECT_GT(fs::file_size(full), 10 * fs::file_size(trace));
+  const Output alone = dagsim("run " + example + " --seed 42 --trace-level rpc");
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("--trace-level requires --trace"), std::string::npos) << alone.err;
 }
 
 TEST(Cli, CheckRunsSeedsInIsolationAndPrintsHowToReplayFailures) {

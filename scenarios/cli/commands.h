@@ -24,6 +24,7 @@ struct RunArgs {
   std::string transport = "sim";
   bool json = false;
   std::string trace_path;  // Chrome trace-event JSON, when set
+  std::string trace_level = "network";  // workload | rpc | network (sim/trace.h)
   bool check_determinism = false;
   std::string records_dir;  // write the run's records here, when set
   double max_wall_time_s = 0;   // > 0: overrides the scenario's max_wall_time_ms (run_limits.h)

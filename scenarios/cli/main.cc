@@ -1,5 +1,5 @@
 // dagsim: the command line (DESIGN.md, "The CLI contract").
-//   dagsim run FILE [--seed N] [--transport sim] [--json] [--trace OUT.json] [--check-determinism]
+//   dagsim run FILE [--seed N] [--transport sim] [--json] [--trace OUT.json [--trace-level L]] [--check-determinism]
 //        [--records DIR] [--max-wall-time S] [--max-memory MIB] [--full-tensors]
 //   dagsim judge DIR [--json] [--full-tensors]
 //   dagsim validate FILE
@@ -81,7 +81,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sim", "tcp"}))
       ->capture_default_str();
   run_cmd->add_flag("--json", run.json, "Print one JSON object instead of text");
-  run_cmd->add_option("--trace", run.trace_path, "Write Chrome trace-event JSON (Perfetto, chrome://tracing) here");
+  CLI::Option* trace_option =
+      run_cmd->add_option("--trace", run.trace_path, "Write Chrome trace-event JSON (Perfetto, chrome://tracing) here");
+  run_cmd->add_option("--trace-level", run.trace_level,
+                      "What --trace shows: workload (spans of rounds, steps, backward passes; workload events; faults), "
+                      "rpc (also every message and autograd function) or network (also timers: everything)")
+      ->check(CLI::IsMember({"workload", "rpc", "network"}))
+      ->needs(trace_option)
+      ->capture_default_str();
   run_cmd->add_flag("--check-determinism", run.check_determinism,
                     "Run the seed twice and fail unless both runs give the same trace hash");
   run_cmd->add_option("--records", run.records_dir,

@@ -21,6 +21,7 @@
 #include <limits>
 #include <type_traits>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,12 @@ struct RunStats {
   double wall_ms = 0;  // how long the run took on the host that ran it
 };
 
+}  // namespace dagsim::scenarios
+namespace dagsim::sim {
+class Trace;
+}  // namespace dagsim::sim
+namespace dagsim::scenarios {
+
 struct RunRecords {
   std::string scenario_file;  // as given to `dagsim run` ("" when built as data)
   uint64_t seed = 1;
@@ -69,6 +76,9 @@ struct RunRecords {
   std::vector<FiberFailureRecord> failures;
   RunStats stats;
   std::vector<NodeRecord> nodes;  // sorted by (node, incarnation)
+  // The simulator's trace with its events, when the run kept them (RunOptions::keep_trace), for
+  // write_chrome_trace once the run is judged. Not written to a records directory.
+  std::shared_ptr<const sim::Trace> trace;
 
   // The records of `node`, by incarnation.
   std::vector<const NodeRecord*> records_of(uint32_t node) const;

@@ -156,9 +156,7 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
   records.stats.messages_delivered = stats.delivered;
   records.stats.messages_dropped = stats.dropped;
   records.stats.connection_failures = stats.connection_failures;
-  if (options.keep_trace && options.chrome_trace != nullptr) {
-    world.trace().write_chrome_json(*options.chrome_trace, world.node_names());
-  }
+  if (options.keep_trace) records.trace = std::make_shared<const sim::Trace>(world.trace());
   if (options.inspect_trace) options.inspect_trace(world.trace(), world.node_names());
   // Records in (node, incarnation) order, whatever order the incarnations started in.
   records.nodes.assign(node_records.begin(), node_records.end());
@@ -173,7 +171,22 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   RunRecords records = record_scenario(scenario, options);
   if (options.before_checks) options.before_checks(records);
-  return judge_run(scenario, records, options.report);
+  RunResult result = judge_run(scenario, records, options.report);
+  if (options.chrome_trace != nullptr && records.trace) {
+    write_chrome_trace(*options.chrome_trace, records, result, options.trace_level);
+  }
+  return result;
+}
+
+void write_chrome_trace(std::ostream& out, const RunRecords& records, const RunResult& result, sim::TraceLevel level) {
+  DAGSIM_ASSERT(records.trace != nullptr);
+  std::vector<sim::TraceSpan> spans;
+  spans.reserve(result.spans.size());
+  for (const WorkloadSpan& s : result.spans) {
+    spans.push_back({s.node, s.name, s.category, TimePoint{runtime::Duration{s.begin_ns}},
+                     TimePoint{runtime::Duration{s.end_ns}}, s.detail});
+  }
+  records.trace->write_chrome_json(out, records.node_names, level, spans);
 }
 
 }  // namespace dagsim::scenarios

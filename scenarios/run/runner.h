@@ -23,10 +23,7 @@
 #include "scenarios/format/scenario.h"
 #include "scenarios/run/records.h"
 #include "scenarios/workloads/workload.h"
-
-namespace dagsim::sim {
-class Trace;  // only the simulator's runner sees it whole
-}  // namespace dagsim::sim
+#include "sim/trace.h"
 
 namespace dagsim::scenarios {
 
@@ -36,6 +33,8 @@ struct RunOptions {
   bool keep_trace = false;
   // Where to write the Chrome trace-event JSON, when keep_trace.
   std::ostream* chrome_trace = nullptr;
+  // How much of the run that trace shows (sim/trace.h): everything by default.
+  sim::TraceLevel trace_level = sim::TraceLevel::network;
   // Called now and then with the scenario's time and the runtime's steps (progress lines).
   std::function<void(runtime::TimePoint now, uint64_t steps)> progress;
   // Called with the records before they are judged. Tests use it to tamper with what a workload
@@ -69,6 +68,7 @@ struct RunResult {
   // resume, heal) that never came. One line each; not a failure, but worth an operator's eye.
   std::vector<std::string> warnings;
   nlohmann::json workload;   // workload results, merged into the report's top level
+  std::vector<WorkloadSpan> spans;  // the workload's spans, when the records kept a trace
 };
 
 // Runs `scenario` in the simulator and gathers its records.
@@ -79,7 +79,11 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
 // Judges a run from its records alone.
 RunResult judge_run(const Scenario& scenario, const RunRecords& records, const ReportOptions& report = {});
 
-// record_scenario, options.before_checks, then judge_run.
+// The kept trace of `records` (REQUIRES: records.trace) as Chrome trace-event JSON at `level`, with
+// the workload's spans from `result` on the nodes' tracks.
+void write_chrome_trace(std::ostream& out, const RunRecords& records, const RunResult& result, sim::TraceLevel level);
+
+// record_scenario, options.before_checks, then judge_run; and the Chrome trace, when asked for.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);
 
 // "0x" and 16 hex digits: JSON numbers cannot carry 64 bits exactly.

@@ -61,11 +61,25 @@ struct ReportOptions {
   bool full_tensors = false;
 };
 
+// A stretch of a node's time the workload names, for the Chrome trace (sim::TraceSpan): a round
+// an agent is a member of, a step its rank 0 drives, a call it waits in. Times on the scenario's
+// clock, in nanoseconds.
+struct WorkloadSpan {
+  uint32_t node = 0;
+  std::string name;      // "round 2 (rank 1 of 7)", "step 17"
+  std::string category;  // "round", "step", "restart", "next_rendezvous", ...
+  int64_t begin_ns = 0;
+  int64_t end_ns = 0;    // >= begin_ns
+  std::string detail;
+};
+
 class Judge {
  public:
   virtual ~Judge() = default;
   // The workload's results for the report, merged into its top-level object.
   virtual nlohmann::json results(const ReportOptions& options) const = 0;
+  // The workload's spans for the trace, from the records: none unless the workload names some.
+  virtual std::vector<WorkloadSpan> spans() const { return {}; }
 };
 
 }  // namespace dagsim::scenarios

@@ -80,6 +80,7 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
     const runtime::NodeState last_state = r.node < records.final_states.size() ? records.final_states[r.node] : runtime::NodeState::up;
     life.died = lives.back() != &r || last_state == runtime::NodeState::killed || last_state == runtime::NodeState::crashed;
     life.name = text(r.data, "node", what) + (r.incarnation == 0 ? "" : " (life " + std::to_string(r.incarnation + 1) + ")");
+    life.node = r.node;
     life.life = r.incarnation;
     if (r.data.contains("started")) life.started = integer<int64_t>(r.data, "started", what);
     for (const nlohmann::json& e : array(r.data, "events", what)) {

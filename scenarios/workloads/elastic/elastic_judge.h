@@ -40,6 +40,8 @@ class ElasticJudge final : public Judge {
   CheckResult restarts(const CheckSpec& spec) const;
   CheckResult expect_error(const CheckSpec& spec) const;
   nlohmann::json results(const ReportOptions& options) const override;
+  // Each agent life's rounds (member with its rank), the steps its rank 0 drove, and each restart.
+  std::vector<WorkloadSpan> spans() const override;
 
  private:
   struct Event {
@@ -71,6 +73,7 @@ class ElasticJudge final : public Judge {
   };
   struct AgentLife {
     std::string name;  // "worker3" or "worker3 (life 2)"
+    uint32_t node = 0;  // the node's index
     uint32_t life = 0;  // the node's incarnation
     std::optional<int64_t> started;  // when the agent began (a late join waits for its time first)
     std::vector<Event> events;

@@ -223,4 +223,65 @@ std::vector<std::pair<int64_t, std::string>> ElasticJudge::stall_lines(
   return out;
 }
 
+std::vector<WorkloadSpan> ElasticJudge::spans() const {
+  std::vector<WorkloadSpan> out;
+  const int64_t run_end = records_.end.ns();
+  for (const AgentLife& a : agents_) {
+    // A life without a result ended with its node: at the first kill, crash or restart of it
+    // after the life began.
+    int64_t life_end = a.result ? a.result->t : run_end;
+    if (!a.result && a.died) {
+      const int64_t began = a.started ? *a.started : (a.groups.empty() ? 0 : a.groups.front().t);
+      for (const runtime::FaultEvent& f : records_.fault_history) {
+        using Kind = runtime::FaultEvent::Kind;
+        if (f.node != a.node || f.time.ns() < began) continue;
+        if (f.kind == Kind::kill || f.kind == Kind::crash || f.kind == Kind::restart) {
+          life_end = f.time.ns();
+          break;
+        }
+      }
+    }
+    for (size_t g = 0; g < a.groups.size(); ++g) {
+      const Group& group = a.groups[g];
+      // The group ends at its first failure, success or loss after it began, else at the next
+      // group's start or the life's end.
+      int64_t end = g + 1 < a.groups.size() ? a.groups[g + 1].t : life_end;
+      for (const Event& e : a.events) {
+        if (e.t < group.t || e.round != group.round) continue;
+        if (e.event == "group_failed" || e.event == "group_succeeded" || e.event == "round_lost") {
+          end = std::min(end, e.t);
+          break;
+        }
+      }
+      out.push_back({a.node, "round " + std::to_string(group.round) + " (rank " + std::to_string(group.rank) + " of " +
+                                 std::to_string(group.world) + ")",
+                     "round", group.t, std::max(end, group.t), a.name});
+    }
+    for (const Event& e : a.events) {
+      if (e.event != "group_failed") continue;
+      // From the failure to the next group's start: the time the restart took.
+      int64_t end = life_end;
+      for (const Group& group : a.groups) {
+        if (group.t > e.t) {
+          end = group.t;
+          break;
+        }
+      }
+      out.push_back({a.node, "restart (" + std::to_string(e.remaining) + " left)", "restart", e.t, std::max(end, e.t), e.detail});
+    }
+    // The steps this life drove as rank 0: each from the previous commit (or its group's start).
+    int64_t from = 0;
+    for (const Commit& c : a.commits) {
+      for (const Group& group : a.groups) {
+        if (group.t <= c.t && group.round == c.round && group.t > from) from = group.t;
+      }
+      char loss[48];
+      std::snprintf(loss, sizeof(loss), "loss %.6g", c.loss);
+      out.push_back({a.node, "step " + std::to_string(c.step), "step", from, std::max(c.t, from), loss});
+      from = c.t;
+    }
+  }
+  return out;
+}
+
 }  // namespace dagsim::scenarios

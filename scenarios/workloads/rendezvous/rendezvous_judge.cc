@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -181,6 +182,46 @@ nlohmann::json RendezvousJudge::timeline(const nlohmann::json& rounds) const {
   for (const auto& [t, line] : lines) out.push_back(line);
   out.push_back(std::to_string(rounds.size()) + " round(s) formed; " + std::to_string(history_.agents.size()) +
                 " agent incarnation(s)");
+  return out;
+}
+
+std::vector<WorkloadSpan> RendezvousJudge::spans() const {
+  std::vector<WorkloadSpan> out;
+  int64_t run_end = 0;
+  for (const AgentLife& a : history_.agents) {
+    for (const AgentEvent& e : a.events) run_end = std::max(run_end, (e.end ? *e.end : e.start).ns());
+  }
+  for (const AgentLife& a : history_.agents) {
+    for (const AgentEvent& e : a.events) {
+      if (e.op == "num_nodes_waiting") continue;  // a poll every monitor interval: noise at this level
+      const int64_t end = e.end ? e.end->ns() : (a.died ? a.died->ns() : run_end);
+      std::string detail = e.error.empty() ? "ok" : e.error + ": " + e.message;
+      if (e.op == "next_rendezvous" && e.succeeded()) {
+        detail = "round " + std::to_string(e.round) + ", rank " + std::to_string(e.rank) + " of " + std::to_string(e.world);
+      }
+      out.push_back({a.node, e.op, "rendezvous", e.start.ns(), std::max(end, e.start.ns()), detail});
+    }
+  }
+  const nlohmann::json rounds = completed_rounds(history_);
+  for (const nlohmann::json& r : rounds) {
+    const auto begin = static_cast<int64_t>(r["completed_ms"].get<double>() * 1e6);
+    for (const nlohmann::json& m : r["members"]) {
+      const std::string name = m["node"].get<std::string>();
+      std::optional<uint32_t> node;
+      for (uint32_t i = 0; i < scenario_.cluster.nodes; ++i) {
+        if (scenario_.cluster.node_name(i) == name) node = i;
+      }
+      if (!node) continue;
+      int64_t end = std::max(run_end, begin);
+      for (const nlohmann::json& gone : r["removed"]) {
+        if (gone["node"] == name) end = static_cast<int64_t>(gone["at_ms"].get<double>() * 1e6);
+      }
+      out.push_back({*node,
+                     "round " + std::to_string(r["round"].get<uint64_t>()) + " (rank " + std::to_string(m["rank"].get<uint32_t>()) +
+                         " of " + std::to_string(r["world_size"].get<uint32_t>()) + ")",
+                     "round", begin, std::max(end, begin), name});
+    }
+  }
   return out;
 }
 

@@ -29,6 +29,8 @@ class RendezvousJudge final : public Judge {
   CheckResult formed(const CheckSpec& spec) const;
   CheckResult expect_error(const CheckSpec& spec) const;
   nlohmann::json results(const ReportOptions& options) const override;
+  // Each agent's rendezvous calls (num_nodes_waiting polls aside) and the rounds it was a member of.
+  std::vector<WorkloadSpan> spans() const override;
 
   const RendezvousHistory& history() const { return history_; }
   const std::vector<Violation>& violations() const { return violations_; }

@@ -13,7 +13,7 @@ constexpr size_t kStackBytes = 256 * 1024;
 ProcessNode::ProcessNode(std::string name, WorkerId id, uint32_t incarnation, uint64_t seed, runtime::Clock& clock,
                          runtime::Transport& transport, runtime::Log& log, fibers::NodeFibers::OnFailure on_failure)
     : name_(std::move(name)), random_(Prng(seed).fork(kNodeRandomStream + (uint64_t{id} << 20) + incarnation)),
-      env_{id, name_, clock, transport, *this, random_, log, incarnation},
+      env_{id, name_, clock, transport, *this, random_, log, incarnation, {}},
       fibers_(name_, clock, *this, live_, kStackBytes, std::move(on_failure)) {}
 
 void ProcessNode::spawn_in(std::shared_ptr<runtime::ScopeState> scope, std::string name, std::function<void()> fn) {

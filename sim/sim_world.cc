@@ -120,7 +120,9 @@ const std::shared_ptr<runtime::ScopeState>& SimWorld::IncarnationSpawner::lifeti
 SimWorld::Incarnation::Incarnation(SimWorld& world, Node& node, uint32_t number)
     : node(node), number(number), spawner(world, *this), transport(world, node.id, number),
       random(Prng(world.options_.seed).fork(kNodeStreams + (static_cast<uint64_t>(node.id) << 20) + number)),
-      log(world, node.id), env{node.id, node.name, node.clock, transport, spawner, random, log, number},
+      log(world, node.id),
+      env{node.id, node.name, node.clock, transport, spawner, random, log, number,
+          [&world](WorkerId id) { return id < world.num_nodes() ? world.node_name(id) : "node " + std::to_string(id); }},
       fibers(node.name, node.clock, spawner, world.live_fibers_, world.options_.stack_bytes,
              [&world, &node](const FiberContext& fiber, std::string what) {
                world.trace_.record(world.now(), node.id, TraceKind::fiber_failed, fiber.fiber_name + ": " + what);

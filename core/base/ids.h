@@ -34,6 +34,13 @@ inline constexpr uint16_t incarnation_of(uint64_t id) {
   return static_cast<uint16_t>((id & kCounterMask) >> kIncarnationShift);
 }
 inline constexpr uint32_t sequence_of(uint64_t id) { return static_cast<uint32_t>(id & kSequenceMask); }
+// An id as messages print it, short: "WORKER:SEQUENCE" ("1:218" for 281474976710874), with the
+// incarnation when it is not the first ("1:218 (life 3)").
+inline std::string short_id(uint64_t id) {
+  std::string out = std::to_string(worker_of(id)) + ":" + std::to_string(sequence_of(id));
+  if (incarnation_of(id) != 0) out += " (life " + std::to_string(incarnation_of(id) + 1) + ")";
+  return out;
+}
 
 // Hands out ids for one incarnation of one worker. Not shared between fibers of different nodes.
 class IdGenerator {

@@ -62,4 +62,11 @@ std::string key_name(std::string_view key, size_t max) {
   return bare ? std::string(key) : quote(key, max);
 }
 
+std::string counted(uint64_t n, std::string_view noun, std::string_view plural) {
+  std::string out = std::to_string(n) + " ";
+  if (n == 1) return out.append(noun);
+  if (!plural.empty()) return out.append(plural);
+  return out.append(noun).append("s");
+}
+
 }  // namespace dagsim

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -26,5 +27,9 @@ std::string printable(std::string_view s, size_t max = kPrintableMax);
 // A TOML key as a key path element: bare when it is a bare key ([A-Za-z0-9_-]+), else quoted,
 // so a key such as "a: b" or "a.b" reads unambiguously in "FILE:LINE: KEY: problem".
 std::string key_name(std::string_view key, size_t max = kPrintableMax);
+
+// "1 restart", "0 restarts", "3 restarts": a count and its noun, plural unless the count is 1.
+// `plural` for nouns whose plural is not noun + "s" ("1 process", "2 processes").
+std::string counted(uint64_t n, std::string_view noun, std::string_view plural = {});
 
 }  // namespace dagsim

@@ -40,5 +40,13 @@ TEST(Printable, KeysAreBareOnlyWhenTomlWouldAcceptThemBare) {
   EXPECT_EQ(key_name(std::string(200, 'k')), "\"" + std::string(kPrintableMax, 'k') + "...\" (200 bytes)");
 }
 
+TEST(Counted, OneIsSingularEveryOtherCountPlural) {
+  EXPECT_EQ(counted(1, "restart"), "1 restart");
+  EXPECT_EQ(counted(0, "restart"), "0 restarts");
+  EXPECT_EQ(counted(3, "violation"), "3 violations");
+  EXPECT_EQ(counted(2, "process", "processes"), "2 processes");
+  EXPECT_EQ(counted(1, "process", "processes"), "1 process");
+}
+
 }  // namespace
 }  // namespace dagsim

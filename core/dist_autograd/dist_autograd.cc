@@ -100,7 +100,7 @@ void DistAutograd::attach_to_originator(ContextId context) {
   AttachReply answer;
   try {
     answer = from_bytes<AttachReply>(agent_.request_bytes(originator, kAttachRequest, to_bytes(AttachRequest{context}),
-                                                          std::nullopt, "attach of context " + std::to_string(context))
+                                                          std::nullopt, "attach of context " + short_id(static_cast<uint64_t>(context)))
                                          .get());
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
@@ -180,7 +180,7 @@ void DistAutograd::rref_backward(const rpc::RRef& rref, std::optional<ContextId>
   if (!context) throw errors::invalid_argument("User RRefs require 'dist_autograd_ctx_id' to be specified");
   agent_.request_bytes(rref.owner(), rpc::MessageType::rref_backward_req,
                        to_bytes(RRefBackwardRequest{rref.id(), *context, retain_graph}), std::nullopt,
-                       "RRef backward of context " + std::to_string(*context))
+                       "RRef backward of context " + short_id(static_cast<uint64_t>(*context)))
       .get();
 }
 
@@ -208,7 +208,7 @@ void DistAutograd::send_release(WorkerId worker, ContextId context, uint32_t att
   runtime::Future<Bytes> reply;
   try {
     reply = agent_.request_bytes(worker, rpc::MessageType::cleanup_autograd_context_req, to_bytes(CleanupRequest{context}),
-                                 std::nullopt, "release of context " + std::to_string(context));
+                                 std::nullopt, "release of context " + short_id(static_cast<uint64_t>(context)));
   } catch (const Error& e) {
     // A request may wait for room on its link (Note [room to send]): a fiber cancelled there
     // unwinds, never touching `this` again.
@@ -233,7 +233,7 @@ void DistAutograd::send_release(WorkerId worker, ContextId context, uint32_t att
 
 void DistAutograd::abort_pass(ContextId context) {
   engine_.abort(context, errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
-                                                std::to_string(context) + " was released during its backward pass"));
+                                                short_id(static_cast<uint64_t>(context)) + " was released during its backward pass"));
   DAGSIM_ASSERT(engine_.failing_or_idle(context));
 }
 
@@ -260,7 +260,7 @@ void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std
 
 void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::string& reason) {
   DAGSIM_ASSERT(peer != agent_.self());  // on_peer_failed never probes this node
-  const std::string who = "node " + std::to_string(peer);
+  const std::string who = agent_.env().peer_name(peer);
   std::vector<ContextId> through_dead_peer;
   for (ContextId id : container_.context_ids()) {
     if (!container_.has_context(id)) continue;
@@ -269,7 +269,7 @@ void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::str
     if (!originated && !involved) continue;
     engine_.abort(id, errors::connection_failed("Error on Node " + std::to_string(agent_.self()) + ": " + who +
                                                 (originated ? ", which started autograd context " : ", which takes part in autograd context ") +
-                                                std::to_string(id) + ", failed: " + reason));
+                                                short_id(static_cast<uint64_t>(id)) + ", failed: " + reason));
     if (originated) {
       // Nobody will release it now: do it here, and tell the others that know it.
       agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(id) + " of " + who);
@@ -311,7 +311,7 @@ Message DistAutograd::incoming_response(WorkerId from, Message response) {
   WithAutograd unwrapped = unwrap_autograd(response);
   if (!container_.has_context(unwrapped.meta.context)) {
     return rpc::make_exception(response.request_id, from,
-                               errors::autograd_error("autograd context " + std::to_string(unwrapped.meta.context) +
+                               errors::autograd_error("autograd context " + short_id(static_cast<uint64_t>(unwrapped.meta.context)) +
                                                       " was released before the reply arrived"));
   }
   DistAutogradContext& context = container_.retrieve_context(unwrapped.meta.context);
@@ -331,7 +331,7 @@ Message DistAutograd::serve_call(WorkerId from, Message wrapped, const std::func
     // Only new_context() makes this node's contexts: a call in one it no longer has arrived
     // after its release (a late nested call). Recreating it would leak it.
     throw errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
-                                 std::to_string(unwrapped.meta.context) + " was released before this call arrived");
+                                 short_id(static_cast<uint64_t>(unwrapped.meta.context)) + " was released before this call arrived");
   }
   DistAutogradContext& context = container_.get_or_create_context(unwrapped.meta.context);
   DAGSIM_ASSERT(container_.has_context(unwrapped.meta.context) && context.context_id() == unwrapped.meta.context);

@@ -46,7 +46,7 @@ std::shared_ptr<DistEngine::Pass> DistEngine::begin_pass(std::shared_ptr<DistAut
   // Checked again here, not only where backward() starts: SMART discovery waits on peers, and a
   // peer's gradients for this context may begin a pass meanwhile. Its timing, so an error.
   if (passes_.count(context->context_id()) != 0) {
-    throw errors::autograd_error("a backward pass of context " + std::to_string(context->context_id()) +
+    throw errors::autograd_error("a backward pass of context " + short_id(static_cast<uint64_t>(context->context_id())) +
                                  " is already running on node " + std::to_string(agent_.self()) +
                                  " (a peer's gradients began one while this one started)");
   }
@@ -156,7 +156,7 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
         waiting += (waiting.empty() ? "" : ", ") + pass->context->describe_send(id);
       }
       throw errors::timed_out("Error on Node " + std::to_string(agent_.self()) + ": backward pass of context " +
-                              std::to_string(context) + " made no progress for " +
+                              short_id(static_cast<uint64_t>(context)) + " made no progress for " +
                               std::to_string(options_.backward_timeout.count() / 1000000) +
                               " ms; send functions still waiting for gradients: " +
                               (waiting.empty() ? "none" : waiting) + "; gradient RPCs outstanding: " +
@@ -169,7 +169,7 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
 void DistEngine::backward(ContextId context_id, const autograd::variable_list& roots, bool retain_graph, BackwardMode mode) {
   std::shared_ptr<DistAutogradContext> context = container_.share_context(context_id);
   if (passes_.count(context_id) != 0) {
-    throw errors::invalid_argument("a backward pass of context " + std::to_string(context_id) +
+    throw errors::invalid_argument("a backward pass of context " + short_id(static_cast<uint64_t>(context_id)) +
                                    " is already running on node " + std::to_string(agent_.self()));
   }
   // PyTorch's DistEngine::validateRootsAndRetrieveEdges, with its texts (test_backward_invalid_args):
@@ -225,7 +225,7 @@ void DistEngine::receive_gradients(WorkerId from, BackwardRequest request) {
       // The context was released (its pass aborted, still unwinding) and made again by a later
       // call: these gradients belong to neither life of it.
       throw errors::autograd_error("gradients for autograd message id " + std::to_string(request.message) +
-                                   " arrived for context " + std::to_string(request.context) +
+                                   " arrived for context " + short_id(static_cast<uint64_t>(request.context)) +
                                    " while the pass of its released predecessor is still ending on node " +
                                    std::to_string(agent_.self()));
     }
@@ -261,7 +261,7 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
   // timeout, not the RPC timeout. Whether the peer is alive is the detector's probes' business.
   runtime::Future<rpc::Bytes> reply =
       agent_.request_bytes(to, rpc::MessageType::backward_autograd_req, rpc::to_bytes(request), options_.backward_timeout,
-                           "backward pass of context " + std::to_string(context));
+                           "backward pass of context " + short_id(static_cast<uint64_t>(context)));
   reply.then([pass](runtime::Future<rpc::Bytes> done) {
     DAGSIM_ASSERT(pass->outstanding > 0);  // paired with send_gradients' increment
     --pass->outstanding;
@@ -310,7 +310,7 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
     if (!lost.empty()) {
       fail_everywhere(context, *pass, reached,
                       "Error on Node " + std::to_string(agent_.self()) + ": backward pass of context " +
-                          std::to_string(context) + " lost a worker: " + lost);
+                          short_id(static_cast<uint64_t>(context)) + " lost a worker: " + lost);
       return;
     }
     if (wave && quiescent(*wave)) {
@@ -344,7 +344,7 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
       if (!asked.insert(worker).second) continue;
       replies.emplace_back(worker, agent_.request_bytes(worker, rpc::MessageType::termination_probe_req,
                                                         rpc::to_bytes(ProbeRequest{context, wave_id}), std::nullopt,
-                                                        "termination probe of context " + std::to_string(context)));
+                                                        "termination probe of context " + short_id(static_cast<uint64_t>(context))));
     }
     frontier.clear();
     for (auto& [worker, reply] : replies) {
@@ -378,7 +378,7 @@ void DistEngine::fail_everywhere(ContextId context, Pass& pass, const Wave& wave
       // Fire and forget: a worker we cannot reach fails its pass by its own timeout.
       agent_.request_bytes(worker, rpc::MessageType::backward_abort_req,
                            rpc::to_bytes(AbortRequest{context, clip(reason, kMaxReason)}), std::nullopt,
-                           "abort of context " + std::to_string(context));
+                           "abort of context " + short_id(static_cast<uint64_t>(context)));
     } catch (const Error& e) {
       runtime::rethrow_if_unwinding(e);  // cancelled while it waited for room to send
       agent_.env().log.event("dist_autograd.abort_failed", e.detail());

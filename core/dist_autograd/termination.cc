@@ -46,7 +46,7 @@ std::string describe_unfinishable(WorkerId self, ContextId context, const Wave& 
     }
   }
   if (total > kMaxNamed) waiting += "; and " + std::to_string(total - kMaxNamed) + " more";
-  return "Error on Node " + std::to_string(self) + ": backward pass of context " + std::to_string(context) +
+  return "Error on Node " + std::to_string(self) + ": backward pass of context " + short_id(static_cast<uint64_t>(context)) +
          " can never finish: every worker taking part (nodes " + workers +
          ") is idle and no gradient is in flight, yet these send functions never received gradients: " +
          (waiting.empty() ? "none reported" : waiting) +

@@ -56,7 +56,7 @@ TEST(Termination, TheErrorNamesEveryWorkerAndWhatWaits) {
   wave[0].waiting = {"'unused' (autograd message id 2) on node 0"};
   wave[2].waiting = {"autograd message id 9 on node 2"};
   const std::string text = describe_unfinishable(0, 77, wave);
-  for (const char* part : {"Error on Node 0: backward pass of context 77 can never finish", "(nodes 0, 2)",
+  for (const char* part : {"Error on Node 0: backward pass of context 0:77 can never finish", "(nodes 0, 2)",
                            "'unused' (autograd message id 2) on node 0; autograd message id 9 on node 2"}) {
     EXPECT_NE(text.find(part), std::string::npos) << part << " in " << text;
   }

@@ -49,7 +49,7 @@ class LocalRuntime::Node {
   Node(LocalRuntime& runtime, WorkerId id, std::string name)
       : name(std::move(name)), spawner(*this), transport(runtime, id),
         random(Prng(runtime.options_.seed).fork(id)),
-        env{id, this->name, runtime.clock_, transport, spawner, random, log, 0},
+        env{id, this->name, runtime.clock_, transport, spawner, random, log, 0, {}},
         fibers(this->name, runtime.clock_, spawner, runtime.live_fibers_, runtime.options_.stack_bytes,
                [&runtime, this](const runtime::FiberContext& fiber, std::string what) {
                  runtime.failures_.push_back({this->name, fiber.fiber_name, std::move(what)});

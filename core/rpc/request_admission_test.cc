@@ -160,7 +160,8 @@ TEST(RoomToSend, ARequestWaitsForRoomWithinItsTimeoutAndOneThatTimesOutWaitingIs
   FunctionRegistry registry = FunctionRegistry::with_builtins();
   runtime::Env& env0 = rt.add_node("worker0");
   FullLinks links(env0.transport);
-  runtime::Env gated{env0.self, env0.name, env0.clock, links, env0.spawner, env0.random, env0.log, env0.incarnation};
+  runtime::Env gated{env0.self, env0.name, env0.clock, links, env0.spawner, env0.random, env0.log, env0.incarnation,
+                     env0.name_of};
   RpcAgent caller(gated, registry, {});
   RpcAgent callee(rt.add_node("worker1"), registry, {});
   caller.start();

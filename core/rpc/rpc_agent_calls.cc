@@ -27,7 +27,7 @@ void RpcAgent::reap_timeouts(std::shared_ptr<Timeouts> timeouts) {
     const Pending& pending = it->second;
     // Its deadline passed on this node's clock (the timer fired at or after it).
     DAGSIM_ASSERT(pending.limit.count() > 0);
-    fail(id, std::make_exception_ptr(errors::timed_out(pending.what + " to node " + std::to_string(pending.to) +
+    fail(id, std::make_exception_ptr(errors::timed_out(pending.what + " to " + env_.peer_name(pending.to) +
                                                        " timed out after " +
                                                        std::to_string(pending.limit.count() / 1000000) + " ms")));
     DAGSIM_ASSERT(pending_.count(id) == 0);
@@ -128,15 +128,15 @@ Future<Bytes> RpcAgent::request_bytes(WorkerId to, MessageType type, Bytes paylo
 
 void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects, Pending pending) {
   if (!started_ || stopping_) {
-    throw errors::invalid_argument(pending.what + " to node " + std::to_string(to) + ": the RPC agent of node " +
-                                   std::to_string(env_.self) + (stopping_ ? " is shut down" : " is not started"));
+    throw errors::invalid_argument(pending.what + " to " + env_.peer_name(to) + ": the RPC agent of " +
+                                   env_.peer_name(env_.self) + (stopping_ ? " is shut down" : " is not started"));
   }
   DAGSIM_ASSERT_MSG(is_request(message.type), "RpcAgent sends requests only");
   DAGSIM_ASSERT(!is_request(expects) && expects != MessageType::exception);
   DAGSIM_ASSERT_MSG(pending.limit.count() > 0, "an RPC timeout must be positive");
   const std::optional<uint64_t> next_id = request_ids_.next();
   if (!next_id) {
-    throw errors::invalid_argument(pending.what + " to node " + std::to_string(to) + ": node " + std::to_string(env_.self) +
+    throw errors::invalid_argument(pending.what + " to " + env_.peer_name(to) + ": " + env_.peer_name(env_.self) +
                                    " has sent 2^48 - 1 requests in this life, all its request ids; restart it");
   }
   const uint64_t id = *next_id;
@@ -174,7 +174,7 @@ bool RpcAgent::injected_fault(WorkerId to, uint64_t id, const Message& message) 
     if (!fault.delay) {
       fail(id, std::make_exception_ptr(errors::connection_failed(
                    std::string("faulty agent of node ") + std::to_string(env_.self) + ": a " + message_type_name(message.type) +
-                   " to node " + std::to_string(to) + " failed as the scenario asks (" + std::to_string(fault.count) +
+                   " to " + env_.peer_name(to) + " failed as the scenario asks (" + std::to_string(fault.count) +
                    " more to fail)")));
       return true;
     }
@@ -201,7 +201,7 @@ bool RpcAgent::finish(uint64_t request_id, WorkerId from, Message response) {
   const Pending& pending = it->second;
   if (response.type != pending.expects || from != pending.to) {
     return fail(request_id, std::make_exception_ptr(errors::protocol_error(
-                                pending.what + " to node " + std::to_string(pending.to) + ": a " +
+                                pending.what + " to " + env_.peer_name(pending.to) + ": a " +
                                 message_type_name(response.type) + " from node " + std::to_string(from) +
                                 " cannot answer it (expected a " + message_type_name(pending.expects) + ")")));
   }
@@ -248,7 +248,7 @@ void RpcAgent::fail_calls_to(WorkerId peer, const std::string& reason) {
   }
   for (uint64_t id : ids) {
     const std::string what = pending_.at(id).what;
-    fail(id, std::make_exception_ptr(errors::connection_failed(what + " to node " + std::to_string(peer) + ": " + reason)));
+    fail(id, std::make_exception_ptr(errors::connection_failed(what + " to " + env_.peer_name(peer) + ": " + reason)));
   }
   // Every call pending on it ended (ending one may start another, a user delete of an RRef it
   // carried: that one stands on its own).

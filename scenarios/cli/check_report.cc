@@ -117,11 +117,18 @@ int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outco
                        {"replay", replay_command(args.file, o.seed)}});
   }
   const size_t total = outcomes.size() - interrupted;  // seeds with a verdict
+  // Every seed, in seed order, for pages that list them all (`dagsim report SUMMARY.json`).
+  nlohmann::json seeds = nlohmann::json::array();
+  for (const SeedOutcome& o : outcomes) {
+    nlohmann::json s = {{"seed", o.seed}, {"verdict", verdict_of(o)}, {"seconds", o.seconds}, {"replay", replay_command(args.file, o.seed)}};
+    if (!o.summary.empty()) s["summary"] = o.summary;
+    seeds.push_back(std::move(s));
+  }
   const std::string requested = count == 0 ? std::string("2^64") : std::to_string(count);
   const std::string signal_name = stopped_by != 0 ? std::string("SIG") + sigabbrev_np(stopped_by) : "";
   if (args.json) {
     nlohmann::json summary{{"file", args.file}, {"seeds", args.seeds}, {"runs", total}, {"passed", total - failed},
-                           {"failed", failing}, {"provenance", provenance()}};
+                           {"failed", failing}, {"results", seeds}, {"provenance", provenance()}};
     if (stopped_by != 0) {
       summary["interrupted"] = {{"signal", signal_name}, {"requested", requested}, {"cut_short", interrupted}};
     }

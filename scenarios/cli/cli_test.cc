@@ -269,7 +269,7 @@ nodes = ["worker2"]
 )");
   const Output fail = dagsim("check " + bad.string() + " --seeds 5..6");
   EXPECT_EQ(fail.exit_code, 1);
-  EXPECT_NE(fail.out.find("seed 5: FAILED: never_declared_dead: 1 violation(s): worker2 was declared dead"),
+  EXPECT_NE(fail.out.find("seed 5: FAILED: never_declared_dead: 1 violation: worker2 was declared dead by worker0 at "),
             std::string::npos)
       << fail.out;
   EXPECT_NE(fail.out.find("replay: dagsim run " + bad.string() + " --seed 6"), std::string::npos) << fail.out;

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "scenarios/run/runner.h"
+
 namespace dagsim::cli {
 
 enum ExitCode : int { kPassed = 0, kCheckFailed = 1, kBadInput = 2, kInternalError = 3, kResourceLimit = 4 };
@@ -61,6 +63,25 @@ struct JudgeArgs {
 };
 // Judges a run from its records alone and prints the same report as the run did.
 int judge_command(const JudgeArgs& args);
+
+// A run's records directory, judged as `dagsim judge` judges it: the scenario it ran, the file it
+// was given as, and the result. nullopt, with the reason on stderr after `who`, on records or a
+// scenario that cannot be read.
+struct JudgedRun {
+  scenarios::Scenario scenario;
+  std::string file;
+  scenarios::RunResult result;
+};
+std::optional<JudgedRun> judge_records_dir(const std::string& dir, const scenarios::ReportOptions& report,
+                                           const std::string& who);
+
+// `dagsim report PATH [-o OUT.html]`: a run's records directory, or a `dagsim check --json`
+// summary, as one self-contained HTML page (html_report.h).
+struct ReportArgs {
+  std::string path;
+  std::string out = "report.html";
+};
+int report_command(const ReportArgs& args);
 
 int validate_command(const std::string& file);
 // The same check, printing only errors.

@@ -61,47 +61,54 @@ int judge_store(const JudgeArgs& args) {
 
 }  // namespace
 
-int judge_command(const JudgeArgs& args) {
-  if (scenarios::is_store_records_dir(args.dir)) return judge_store(args);
+std::optional<JudgedRun> judge_records_dir(const std::string& path, const scenarios::ReportOptions& report,
+                                           const std::string& who) {
+  JudgedRun run;
   scenarios::RecordsDir dir;
-  scenarios::Scenario scenario;
   try {
-    dir = scenarios::read_records_dir(args.dir);
+    dir = scenarios::read_records_dir(path);
     // Messages name the scenario as the run did; the text is the one it ran.
     const std::string& file = dir.records.scenario_file;
-    scenario = scenarios::parse_scenario(dir.scenario_text, file.empty() ? args.dir + "/scenario.toml" : file);
-    if (scenario.cluster.nodes != dir.records.node_names.size()) {
-      throw errors::invalid_records(args.dir + ": run.json names " + std::to_string(dir.records.node_names.size()) +
-                                    " nodes; the scenario has " + std::to_string(scenario.cluster.nodes));
+    run.scenario = scenarios::parse_scenario(dir.scenario_text, file.empty() ? path + "/scenario.toml" : file);
+    if (run.scenario.cluster.nodes != dir.records.node_names.size()) {
+      throw errors::invalid_records(path + ": run.json names " + std::to_string(dir.records.node_names.size()) +
+                                    " nodes; the scenario has " + std::to_string(run.scenario.cluster.nodes));
     }
     // Records find their node by name: the names must be the scenario's, in its order.
-    for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
-      if (dir.records.node_names[i] != scenario.cluster.node_name(i)) {
-        throw errors::invalid_records(args.dir + ": run.json names node " + std::to_string(i) + " \"" +
+    for (uint32_t i = 0; i < run.scenario.cluster.nodes; ++i) {
+      if (dir.records.node_names[i] != run.scenario.cluster.node_name(i)) {
+        throw errors::invalid_records(path + ": run.json names node " + std::to_string(i) + " \"" +
                                       dir.records.node_names[i] + "\"; the scenario calls it " +
-                                      scenario.cluster.node_name(i));
+                                      run.scenario.cluster.node_name(i));
       }
     }
   } catch (const Error& e) {
     if (e.code() != ErrorCode::invalid_records && e.code() != ErrorCode::invalid_scenario) throw;
-    std::cerr << "dagsim judge: " << e.detail() << "\n";
-    return kBadInput;
+    std::cerr << who << ": " << e.detail() << "\n";
+    return std::nullopt;
   }
-  scenarios::RunResult result;
+  run.file = dir.records.scenario_file;
   try {
-    scenarios::ReportOptions report;
-    report.full_tensors = args.full_tensors;
-    result = scenarios::judge_run(scenario, dir.records, report);
+    run.result = scenarios::judge_run(run.scenario, dir.records, report);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::invalid_records) throw;
-    std::cerr << "dagsim judge: " << args.dir << ": " << e.detail() << "\n";
-    return kBadInput;
+    std::cerr << who << ": " << path << ": " << e.detail() << "\n";
+    return std::nullopt;
   } catch (const nlohmann::json::exception& e) {
     // A workload's record with a missing or mistyped key.
-    std::cerr << "dagsim judge: " << args.dir << ": malformed node record: " << e.what() << "\n";
-    return kBadInput;
+    std::cerr << who << ": " << path << ": malformed node record: " << e.what() << "\n";
+    return std::nullopt;
   }
-  return print_report(result, dir.records.scenario_file, args.json);
+  return run;
+}
+
+int judge_command(const JudgeArgs& args) {
+  if (scenarios::is_store_records_dir(args.dir)) return judge_store(args);
+  scenarios::ReportOptions report;
+  report.full_tensors = args.full_tensors;
+  const std::optional<JudgedRun> run = judge_records_dir(args.dir, report, "dagsim judge");
+  if (!run) return kBadInput;
+  return print_report(run->result, run->file, args.json);
 }
 
 }  // namespace dagsim::cli

@@ -65,7 +65,7 @@ std::string describe(const elastic::AgentEvent& e) {
     line += " as group rank " + std::to_string(e.info.rank) + " of " + std::to_string(e.info.world_size);
   }
   if (e.kind == elastic::AgentEvent::Kind::nodes_waiting) line += " (" + std::to_string(e.waiting) + " waiting)";
-  if (e.kind == elastic::AgentEvent::Kind::group_failed) line += " (" + std::to_string(e.remaining) + " restarts left)";
+  if (e.kind == elastic::AgentEvent::Kind::group_failed) line += " (" + counted(e.remaining, "restart") + " left)";
   if (!e.detail.empty()) line += ": " + e.detail;
   return line;
 }

@@ -2,6 +2,7 @@
 //   dagsim run FILE [--seed N] [--transport sim] [--json] [--trace OUT.json [--trace-level L]] [--check-determinism]
 //        [--records DIR] [--max-wall-time S] [--max-memory MIB] [--full-tensors]
 //   dagsim judge DIR [--json] [--full-tensors]
+//   dagsim report PATH [-o OUT.html]
 //   dagsim validate FILE
 //   dagsim check FILE [--seeds A..B] [--jobs N] [--json] [--junit OUT.xml] [--no-progress]
 //                [--max-wall-time S] [--max-memory MIB]
@@ -117,6 +118,12 @@ int main(int argc, char** argv) {
   judge_cmd->add_flag("--json", judge.json, "Print one JSON object instead of text");
   judge_cmd->add_flag("--full-tensors", judge.full_tensors,
                       "Report every value of every tensor; by default tensors of more than 1000 elements are summarised");
+
+  dagsim::cli::ReportArgs report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "Render a run's records (dagsim run --records DIR) or a sweep (dagsim check --json > FILE) as one HTML page");
+  report_cmd->add_option("PATH", report.path, "Records directory, or a dagsim check --json summary")->required();
+  report_cmd->add_option("-o,--output", report.out, "Where to write the page")->capture_default_str();
 
   std::string validate_file;
   CLI::App* validate_cmd = app.add_subcommand("validate", "Check a scenario file without running it");
@@ -254,6 +261,7 @@ int main(int argc, char** argv) {
     if (*node_cmd) code = dagsim::cli::node_command(node);
     if (*run_cmd) code = dagsim::cli::run_command(run);
     if (*judge_cmd) code = dagsim::cli::judge_command(judge);
+    if (*report_cmd) code = dagsim::cli::report_command(report);
     if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);
     if (*store_cmd) code = dagsim::cli::store_command(store);
     if (*launch_cmd) {

@@ -200,12 +200,7 @@ int run_command(const RunArgs& args) {
     }
     if (!args.records_dir.empty()) scenarios::write_records_dir(args.records_dir, records, scenario_text);
     result = scenarios::judge_run(scenario, records, options.report);
-    if (records.trace) {
-      sim::TraceLevel level = sim::TraceLevel::network;
-      const bool known = sim::parse_trace_level(args.trace_level, level);
-      DAGSIM_ASSERT_MSG(known, "--trace-level " + args.trace_level + " passed CLI11's check");
-      scenarios::write_chrome_trace(trace_file, records, result, level);
-    }
+    if (records.trace) scenarios::write_chrome_trace(trace_file, records, result, args.trace_level);
     if (args.check_determinism) {
       // The self-check of FoundationDB's "unseed" and madsim's CHECK_DETERMINISM: run the same
       // seed again in this process and compare trace hashes.

@@ -79,7 +79,7 @@ RunResult judge_run(const Scenario& scenario, const RunRecords& records, const R
     result.checks.push_back(kind->judge(*judge, spec));
   }
   result.workload = judge->results(report);
-  if (records.trace) result.spans = judge->spans();
+  if (records.trace || report.spans) result.spans = judge->spans();
   result.passed = true;
   for (const CheckResult& c : result.checks) result.passed = result.passed && c.passed;
   return result;

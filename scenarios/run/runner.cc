@@ -8,10 +8,12 @@
 #include <deque>
 
 #include "core/base/assert.h"
+#include "core/base/error.h"
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/fault_triggers.h"
 #include "scenarios/workloads/registry.h"
 #include "sim/sim_network.h"
+#include "sim/trace.h"
 #include "sim/sim_world.h"
 
 namespace dagsim::scenarios {
@@ -178,8 +180,12 @@ RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {
   return result;
 }
 
-void write_chrome_trace(std::ostream& out, const RunRecords& records, const RunResult& result, sim::TraceLevel level) {
+void write_chrome_trace(std::ostream& out, const RunRecords& records, const RunResult& result, std::string_view level_name) {
   DAGSIM_ASSERT(records.trace != nullptr);
+  sim::TraceLevel level = sim::TraceLevel::network;
+  if (!sim::parse_trace_level(level_name, level)) {
+    throw errors::invalid_argument("trace level \"" + std::string(level_name) + "\": expected workload, rpc or network");
+  }
   std::vector<sim::TraceSpan> spans;
   spans.reserve(result.spans.size());
   for (const WorkloadSpan& s : result.spans) {

@@ -18,12 +18,16 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "scenarios/format/scenario.h"
 #include "scenarios/run/records.h"
 #include "scenarios/workloads/workload.h"
-#include "sim/trace.h"
+
+namespace dagsim::sim {
+class Trace;  // only the simulator's runner sees it whole
+}  // namespace dagsim::sim
 
 namespace dagsim::scenarios {
 
@@ -33,8 +37,9 @@ struct RunOptions {
   bool keep_trace = false;
   // Where to write the Chrome trace-event JSON, when keep_trace.
   std::ostream* chrome_trace = nullptr;
-  // How much of the run that trace shows (sim/trace.h): everything by default.
-  sim::TraceLevel trace_level = sim::TraceLevel::network;
+  // How much of the run that trace shows: "workload", "rpc" or "network" (sim/trace.h's
+  // TraceLevel): everything by default.
+  std::string trace_level = "network";
   // Called now and then with the scenario's time and the runtime's steps (progress lines).
   std::function<void(runtime::TimePoint now, uint64_t steps)> progress;
   // Called with the records before they are judged. Tests use it to tamper with what a workload
@@ -81,7 +86,8 @@ RunResult judge_run(const Scenario& scenario, const RunRecords& records, const R
 
 // The kept trace of `records` (REQUIRES: records.trace) as Chrome trace-event JSON at `level`, with
 // the workload's spans from `result` on the nodes' tracks.
-void write_chrome_trace(std::ostream& out, const RunRecords& records, const RunResult& result, sim::TraceLevel level);
+// Throws Error(invalid_argument) naming a `level` that is none of sim/trace.h's.
+void write_chrome_trace(std::ostream& out, const RunRecords& records, const RunResult& result, std::string_view level);
 
 // record_scenario, options.before_checks, then judge_run; and the Chrome trace, when asked for.
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options);

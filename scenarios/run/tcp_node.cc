@@ -453,6 +453,10 @@ int run_tcp_node(const TcpNodeOptions& options) {
                                  {"fiber", fiber.fiber_name},
                                  {"what", what}});
                    });
+  // Messages name peers as the scenario does ("worker3"), as in the simulator.
+  node.env().name_of = [&cluster = scenario.cluster](WorkerId id) {
+    return id < cluster.nodes ? cluster.node_name(id) : "node " + std::to_string(id);
+  };
   ProcessRuntime runtime(node, io, scenario.faults, [&](const json& m) { link->send(m); });
   runtime_ptr = &runtime;
   NodeRecord record{index, incarnation};

@@ -59,6 +59,9 @@ struct ReportOptions {
   // Every tensor value, however large (`--full-tensors`); by default large tensors are summarised
   // (program/tensor_report.h).
   bool full_tensors = false;
+  // The workload's spans too (RunResult::spans), for a page that draws them (`dagsim report`);
+  // a run that keeps its trace gets them anyway.
+  bool spans = false;
 };
 
 // A stretch of a node's time the workload names, for the Chrome trace (sim::TraceSpan): a round

@@ -6,6 +6,7 @@
 
 #include "scenarios/workloads/program/program_workload.h"
 #include "scenarios/workloads/program/tensor_report.h"
+#include "core/base/printable.h"
 
 namespace dagsim::scenarios {
 
@@ -220,7 +221,7 @@ CheckResult ElasticJudge::restarts(const CheckSpec& spec) const {
     for (const Event& e : a.events) {
       if (e.event == "group_failed") {
         if (e.remaining != remaining) {
-          return {spec.kind, false, a.name + ": a group failed with " + std::to_string(e.remaining) + " restarts left; " +
+          return {spec.kind, false, a.name + ": a group failed with " + dagsim::counted(e.remaining, "restart") + " left; " +
                                         std::to_string(remaining) + " remained by PyTorch's count"};
         }
         if (remaining == 0) {
@@ -247,7 +248,7 @@ CheckResult ElasticJudge::restarts(const CheckSpec& spec) const {
                                                 : " ended worker_group_failed with restarts left")};
     }
   }
-  return {spec.kind, true, std::to_string(counted_total) + " restart(s) counted against max_restarts = " + std::to_string(max) +
+  return {spec.kind, true, dagsim::counted(counted_total, "restart") + " counted against max_restarts = " + std::to_string(max) +
                                ", " + std::to_string(waiting_total) + " for waiting nodes and " + std::to_string(lost_total) +
                                " for a lost round (not counted)"};
 }

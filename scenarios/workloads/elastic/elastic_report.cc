@@ -9,6 +9,7 @@
 #include "scenarios/workloads/elastic/elastic_judge.h"
 #include "scenarios/workloads/timeline_text.h"
 #include "scenarios/workloads/program/tensor_report.h"
+#include "core/base/printable.h"
 
 namespace dagsim::scenarios {
 namespace {
@@ -155,7 +156,7 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
       }
       if (e.event == "group_failed") {
         lines.emplace_back(e.t, "at " + seconds(e.t) + " " + a.name + "'s group of round " + std::to_string(e.round) + " failed (" +
-                           std::to_string(e.remaining) + " restarts left): " + e.detail);
+                           counted(e.remaining, "restart") + " left): " + e.detail);
       }
     }
     if (a.result && a.result->outcome != "succeeded") {

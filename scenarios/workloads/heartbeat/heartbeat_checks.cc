@@ -3,11 +3,14 @@
 // cluster recorded. Bounds are in world time and allow for clock drift: a node's `interval` and the
 // monitor's timeout are measured on clocks that run up to clock_drift_max_ppm fast or slow.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "scenarios/workloads/heartbeat/heartbeat_workload.h"
+#include "scenarios/workloads/timeline_text.h"
 
 namespace dagsim::scenarios {
 
@@ -205,7 +208,7 @@ class Violations {
   CheckResult finish(CheckResult result, std::string detail) const {
     if (count_ > 0) {
       result.passed = false;
-      result.detail = std::to_string(count_) + " violation(s): " + text_.str();
+      result.detail = counted(count_, "violation") + ": " + text_.str();
     } else {
       result.passed = true;
       result.detail = detail.empty() ? "holds" : std::move(detail);
@@ -282,11 +285,35 @@ CheckResult HeartbeatJudge::never_declared_dead(const CheckSpec& spec) const { r
 CheckResult HeartbeatJudge::declared(const CheckSpec& spec, bool want) const {
   Violations violations;
   for (uint32_t node : spec.nodes) {
-    const bool any = std::any_of(declarations_.begin(), declarations_.end(),
-                                 [&](const Declaration& d) { return d.node == node && d.dead; });
-    if (any != want) {
-      violations.add(scenario_.cluster.node_name(node) + (want ? " was never declared dead" : " was declared dead"));
+    const auto first = std::find_if(declarations_.begin(), declarations_.end(),
+                                    [&](const Declaration& d) { return d.node == node && d.dead; });
+    const bool any = first != declarations_.end();
+    if (any == want) continue;
+    const std::string name = scenario_.cluster.node_name(node);
+    if (want) {
+      violations.add(name + " was never declared dead");
+      continue;
     }
+    // When, by whom, and the fault that explains it, if one does: the last one that struck the
+    // node (or a partition) before the declaration. None means a false suspicion.
+    char at[32];
+    std::snprintf(at, sizeof(at), "%.3f s", static_cast<double>(first->time.ns()) / 1e9);
+    std::string text = name + " was declared dead by " + scenario_.cluster.node_name(spec_.monitor) + " at " + at;
+    const runtime::FaultEvent* cause = nullptr;
+    for (const runtime::FaultEvent& f : records_.fault_history) {
+      using Kind = runtime::FaultEvent::Kind;
+      if (f.time > first->time) break;
+      const bool strikes_node = f.node == node && (f.kind == Kind::kill || f.kind == Kind::crash || f.kind == Kind::pause);
+      if (strikes_node || f.kind == Kind::partition) cause = &f;
+    }
+    if (cause != nullptr) {
+      char when[32];
+      std::snprintf(when, sizeof(when), "%.3f s", static_cast<double>(cause->time.ns()) / 1e9);
+      text += ", after the " + describe_fault(*cause, scenario_.cluster) + " at " + when;
+    } else {
+      text += " with no fault to explain it (its heartbeats were late)";
+    }
+    violations.add(text);
   }
   return violations.finish({spec.kind, true, ""}, "");
 }
@@ -346,7 +373,7 @@ CheckResult HeartbeatJudge::detects_failures(const CheckSpec& spec) const {
     }
   }
   return violations.finish({spec.kind, true, ""},
-                           std::to_string(judged) + " outage(s) longer than the bound of " + std::to_string(ms(b.detect)) +
+                           counted(judged, "outage") + " longer than the bound of " + std::to_string(ms(b.detect)) +
                                " ms, each declared in time; " + std::to_string(revivals) +
                                " recovery(ies) declared alive in time");
 }
@@ -413,7 +440,7 @@ CheckResult HeartbeatJudge::judge_declarations(const CheckSpec& spec, bool false
       }
     }
   }
-  return violations.finish({spec.kind, true, ""}, std::to_string(judged) + " declaration(s) judged");
+  return violations.finish({spec.kind, true, ""}, counted(judged, "declaration") + " judged");
 }
 
 }  // namespace dagsim::scenarios

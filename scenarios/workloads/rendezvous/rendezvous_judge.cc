@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "scenarios/workloads/timeline_text.h"
+#include "core/base/printable.h"
 
 namespace dagsim::scenarios {
 
@@ -34,7 +35,7 @@ RendezvousJudge::RendezvousJudge(const Scenario& scenario, const RunRecords& rec
 
 CheckResult RendezvousJudge::invariants(const CheckSpec& spec) const {
   if (violations_.empty()) return {spec.kind, true, "S1-S10 and L1-L6 hold"};
-  std::string detail = std::to_string(violations_.size()) + " violation(s): ";
+  std::string detail = counted(violations_.size(), "violation") + ": ";
   for (size_t i = 0; i < violations_.size() && i < 5; ++i) detail += (i ? "; " : "") + to_string(violations_[i]);
   if (violations_.size() > 5) detail += "; and " + std::to_string(violations_.size() - 5) + " more";
   return {spec.kind, false, detail};
@@ -180,8 +181,7 @@ nlohmann::json RendezvousJudge::timeline(const nlohmann::json& rounds) const {
   std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [t, line] : lines) out.push_back(line);
-  out.push_back(std::to_string(rounds.size()) + " round(s) formed; " + std::to_string(history_.agents.size()) +
-                " agent incarnation(s)");
+  out.push_back(counted(rounds.size(), "round") + " formed; " + counted(history_.agents.size(), "agent incarnation"));
   return out;
 }
 

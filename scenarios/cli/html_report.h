@@ -1,0 +1,29 @@
+// html_report: a run, or a `dagsim check` sweep, as one self-contained HTML page to open in a
+// browser, as Jepsen's timeline.html is for its histories. A run's page: its verdict, a timeline
+// of the nodes over time (each node a row: the rounds it was a member of, restarts, the
+// workload's calls, and the faults as marks), the loss curve beside local training's, the rounds
+// table, every check with its detail, and the story line by line. A sweep's page: every seed with its
+// verdict and, for a failing one, why and the line that replays it.
+//
+// Promises: the page needs nothing at view time (no network, no script: inline SVG and CSS); every
+// text from a run is escaped (junit.h's xml_escape), so a node name or a detail cannot inject
+// markup; the same inputs give the same bytes. Elements carry ids and classes a test can find:
+// #verdict, #timeline-chart with .node-row, .round, .restart, .call and .fault, #loss-chart
+// with .loss-dagsim and .loss-local, #rounds, #checks with .check.pass and .check.fail, #seeds.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "scenarios/run/runner.h"
+
+namespace dagsim::cli {
+
+// A run's page. `result` judged with ReportOptions::spans, so that it holds the workload's spans.
+std::string run_report_html(const scenarios::Scenario& scenario, const std::string& file,
+                            const scenarios::RunResult& result);
+
+// A sweep's page, from `dagsim check --json`'s summary.
+std::string sweep_report_html(const nlohmann::json& summary);
+
+}  // namespace dagsim::cli

@@ -117,8 +117,13 @@ const SessionKeys& Handshake::keys() const {
   return keys_;
 }
 
+// Neither end can tell which of the two holds the wrong secret: each sees the other fail.
+constexpr const char* kSecretMismatch =
+    "it and this node hold different secrets, and either may be the wrong one (check DAGSIM_SECRET or "
+    "DAGSIM_SECRET_FILE on both)";
+
 std::string Handshake::peer_label() const {
-  return claimed_peer_ ? "worker " + std::to_string(*claimed_peer_) : std::string("an unidentified peer");
+  return claimed_peer_ ? "node " + std::to_string(*claimed_peer_) : std::string("an unidentified peer");
 }
 
 void Handshake::refuse(std::string why) {
@@ -193,7 +198,7 @@ void Handshake::on_challenge(std::span<const uint8_t> m) {
   if (incarnation > kMaxIncarnation) return refuse(incarnation_beyond_ids(incarnation));
   const Digest expected = hmac_.digest({bytes_of(kChallengeLabel), hello_, m.first(kChallengeBytes - 32)});
   if (!equal_in_constant_time(mac, expected)) {
-    return refuse(peer_label() + " could not prove the shared secret (its challenge MAC does not verify)");
+    return refuse(peer_label() + " could not prove the shared secret (its challenge MAC does not verify): " + kSecretMismatch);
   }
   challenge_.assign(m.begin(), m.end());
   std::vector<uint8_t> response;
@@ -209,7 +214,7 @@ void Handshake::on_response(std::span<const uint8_t> m) {
   const std::span<const uint8_t> mac = m.subspan(8, 32);
   const Digest expected = hmac_.digest({bytes_of(kResponseLabel), hello_, challenge_});
   if (!equal_in_constant_time(mac, expected)) {
-    return refuse(peer_label() + " could not prove the shared secret (its response MAC does not verify)");
+    return refuse(peer_label() + " could not prove the shared secret (its response MAC does not verify): " + kSecretMismatch);
   }
   establish(peer_.worker, peer_.incarnation, peer_nonce_);
 }

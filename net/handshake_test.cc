@@ -86,7 +86,7 @@ TEST(Handshake, ADialerWhoseResponseDoesNotVerifyIsRefusedByTheListener) {
   response.back() ^= 1;  // a forged proof
   l.feed(response);
   EXPECT_EQ(l.status(), Handshake::Status::refused);
-  EXPECT_NE(l.error().find("worker 0 could not prove the shared secret"), std::string::npos) << l.error();
+  EXPECT_NE(l.error().find("node 0 could not prove the shared secret"), std::string::npos) << l.error();
 }
 
 TEST(Handshake, ARecordedResponseDoesNotOpenASecondConnection) {
@@ -146,7 +146,7 @@ TEST(Handshake, APeerClaimingAnIncarnationPastWhatIdsCarryIsRefusedEitherWay) {
     Handshake l = Handshake::accept(params(1), nonce(2));
     play(d, l);
     EXPECT_EQ(l.status(), Handshake::Status::refused);
-    EXPECT_NE(l.error().find("worker 0 claims incarnation " + std::to_string(claimed) + ", past the 65535"),
+    EXPECT_NE(l.error().find("node 0 claims incarnation " + std::to_string(claimed) + ", past the 65535"),
               std::string::npos)
         << l.error();
     HandshakeParams lying_listener = params(1);

@@ -89,6 +89,19 @@ inline Output dagsim_argv(std::vector<std::string> args, const std::string& out 
   return result;
 }
 
+// A shell command's exit code, with its standard output and error together in `out`.
+inline Output shell(const std::string& command) {
+  Output result;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  EXPECT_NE(pipe, nullptr) << command;
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
+  result.exit_code = exit_code_of(pclose(pipe));
+  return result;
+}
+
 inline fs::path write_scenario(const std::string& name, const std::string& text) {
   const fs::path path = temp_dir() / name;
   std::ofstream(path, std::ios::binary) << text;

@@ -15,22 +15,11 @@ namespace {
 
 using testing::dagsim;
 using testing::Output;
+using testing::shell;
 using testing::slurp;
 using testing::temp_dir;
 using testing::write_scenario;
 namespace fs = std::filesystem;
-
-// A shell command's exit code and its standard output and error, together.
-Output shell(const std::string& command) {
-  Output result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
-  result.exit_code = testing::exit_code_of(pclose(pipe));
-  return result;
-}
 
 bool have_readers() {
   return shell("command -v xmllint").exit_code == 0 && shell("/usr/bin/python3 -c 'import junitparser'").exit_code == 0;

@@ -68,6 +68,7 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
                       {"trace_hash", scenarios::hash_hex(r.trace_hash)},
                       {"trace_events", r.trace_events},
                       {"virtual_time_ms", r.virtual_time_ms},
+                      {"workload_end_ms", r.workload_end_ms ? nlohmann::json(*r.workload_end_ms) : nlohmann::json(nullptr)},
                       {"wall_ms", r.wall_ms},
                       {"messages", r.messages},
                       {"messages_delivered", r.messages_delivered},
@@ -94,7 +95,13 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
   const bool sim = r.transport == "sim";
   // Over TCP the scenario's clock is real time since the run began, and there is no trace.
   out << std::fixed << std::setprecision(3) << "  " << r.outcome << " at " << r.virtual_time_ms
-      << (sim ? " ms virtual in " : " ms scenario time in ") << std::setprecision(1) << r.wall_ms << " ms wall; "
+      << (sim ? " ms virtual" : " ms scenario time");
+  // The workload's own end apart from the drain that follows it (traffic it left settles then).
+  if (r.workload_end_ms && *r.workload_end_ms < r.virtual_time_ms) {
+    out << " (the workload ended at " << *r.workload_end_ms << " ms, then " << (r.virtual_time_ms - *r.workload_end_ms)
+        << " ms of drain)";
+  }
+  out << " in " << std::setprecision(1) << r.wall_ms << " ms wall; "
       << r.messages << " messages (" << r.messages_delivered << " delivered, " << r.messages_dropped << " dropped), "
       << r.connection_failures << " connection failures";
   if (sim) out << "; trace " << scenarios::hash_hex(r.trace_hash) << " (" << r.trace_events << " events)";

@@ -16,20 +16,10 @@ namespace {
 
 using testing::dagsim;
 using testing::Output;
+using testing::shell;
 using testing::slurp;
 using testing::temp_dir;
 namespace fs = std::filesystem;
-
-Output shell(const std::string& command) {
-  Output result;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.out.append(buffer, n);
-  result.exit_code = testing::exit_code_of(pclose(pipe));
-  return result;
-}
 
 std::string chromium() {
   for (const char* candidate : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {

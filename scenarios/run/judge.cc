@@ -56,6 +56,7 @@ RunResult judge_run(const Scenario& scenario, const RunRecords& records, const R
   result.outcome = records.outcome;
   result.stuck_report = records.stuck_report;
   result.virtual_time_ms = ms(records.end);
+  if (records.workload_end) result.workload_end_ms = ms(*records.workload_end);
   result.faults = records.fault_timeline;
   result.warnings = mark_fired_faults(result.faults, records.end);
   result.trace_hash = records.stats.trace_hash;

@@ -133,7 +133,7 @@ json run_json(const RunRecords& r) {
     failures.push_back({{"time_ns", f.time.ns()}, {"node", f.node}, {"fiber", f.fiber}, {"what", f.what}});
   }
   const RunStats& s = r.stats;
-  return {{"scenario_file", r.scenario_file},
+  json out = {{"scenario_file", r.scenario_file},
           {"seed", r.seed},
           {"transport", r.transport},
           {"outcome", r.outcome},
@@ -151,6 +151,8 @@ json run_json(const RunRecords& r) {
             {"messages_dropped", s.messages_dropped},
             {"connection_failures", s.connection_failures},
             {"wall_ms", s.wall_ms}}}};
+  if (r.workload_end) out["workload_end_ns"] = r.workload_end->ns();
+  return out;
 }
 
 void read_run_json(const Reader& r, const json& j, RunRecords& out) {
@@ -160,6 +162,8 @@ void read_run_json(const Reader& r, const json& j, RunRecords& out) {
   out.outcome = r.get<std::string>(j, "outcome");
   out.stuck_report = r.get<std::string>(j, "stuck_report");
   out.end = TimePoint{runtime::Duration{r.get<int64_t>(j, "end_ns")}};
+  // Records written before the workload's own end was kept have none: that is no error.
+  if (j.contains("workload_end_ns")) out.workload_end = TimePoint{runtime::Duration{r.get<int64_t>(j, "workload_end_ns")}};
   out.node_names = r.get<std::vector<std::string>>(j, "node_names");
   for (const std::string& name : r.get<std::vector<std::string>>(j, "final_states")) {
     runtime::NodeState state;

@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <nlohmann/json.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,8 @@ struct RunRecords {
   std::string outcome;       // finished | time_limit | deadlock | livelock
   std::string stuck_report;  // when the run did not finish: each blocked fiber
   runtime::TimePoint end;    // the scenario's time when the run ended (after its drain)
+  // When the workload itself ended, before the drain (unset: it never ended on its own).
+  std::optional<runtime::TimePoint> workload_end;
   std::vector<std::string> node_names;           // by node index
   std::vector<runtime::NodeState> final_states;  // by node index
   std::vector<runtime::FaultEvent> fault_history;

@@ -124,6 +124,7 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
   install_faults(world, faults);
 
   const SimWorld::Outcome outcome = world.run({.stop_at = end, .max_virtual_time = max_time});
+  if (outcome == SimWorld::Outcome::finished) records.workload_end = world.now();
   if (outcome == SimWorld::Outcome::finished && workload.drain_time() > runtime::Duration{0}) {
     const TimePoint drained = std::min(world.now() + workload.drain_time(), max_time);
     world.run({.stop_at = drained, .max_virtual_time = max_time});

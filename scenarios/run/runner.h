@@ -62,6 +62,9 @@ struct RunResult {
   uint64_t trace_hash = 0;
   uint64_t trace_events = 0;
   double virtual_time_ms = 0;
+  // When the workload itself ended, before the drain that lets its traffic settle; unset when it
+  // never ended on its own (a time limit, a deadlock).
+  std::optional<double> workload_end_ms;
   uint64_t messages = 0;  // sent
   uint64_t messages_delivered = 0;
   uint64_t messages_dropped = 0;

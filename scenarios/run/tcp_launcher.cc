@@ -663,6 +663,7 @@ RunRecords TcpCluster::run(Workload& workload) {
     }
   }
   // Cleanup: every process still running settles, takes its final snapshot and writes its record.
+  if (done) records.workload_end = now();
   ending_ = true;
   tick_.cancel();
   const auto drain = std::chrono::duration_cast<std::chrono::milliseconds>(workload.drain_time());

@@ -15,6 +15,7 @@
 #include "scenarios/run/runner.h"
 #include "core/tensor/ops.h"
 #include "scenarios/workloads/elastic/elastic_training.h"
+#include "conformance/examples.h"
 
 namespace dagsim::conformance {
 namespace {
@@ -25,13 +26,7 @@ using scenarios::RunResult;
 
 using scenarios::error_of;
 
-std::string example(const std::string& name) {
-  std::ifstream in(std::string(DAGSIM_EXAMPLES) + "/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_FALSE(text.str().empty()) << name;
-  return text.str();
-}
+std::string example(const std::string& name) { return testing::example_text(name); }
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   const size_t at = text.find(from);

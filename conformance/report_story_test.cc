@@ -10,19 +10,14 @@
 
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/run/runner.h"
+#include "conformance/examples.h"
 
 namespace dagsim {
 namespace {
 
 using scenarios::RunResult;
 
-std::string example(const std::string& name) {
-  std::ifstream in(std::string(DAGSIM_EXAMPLES) + "/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_FALSE(text.str().empty()) << name;
-  return text.str();
-}
+std::string example(const std::string& name) { return testing::example_text(name); }
 
 RunResult run(const std::string& text, const std::string& name, uint64_t seed = 42) {
   scenarios::RunOptions options;

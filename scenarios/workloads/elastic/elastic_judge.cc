@@ -147,9 +147,18 @@ ElasticJudge::ElasticJudge(const Scenario& scenario, const RunRecords& records)
   }
 }
 
+const ElasticJudge::LocalTraining& ElasticJudge::local_training(uint64_t steps) const {
+  if (!local_ || local_->steps != steps) {
+    LocalTraining trained{steps, {}, {}};
+    trained.params = model_.train_locally(steps, &trained.losses);
+    local_ = std::move(trained);
+  }
+  return *local_;
+}
+
 CheckResult ElasticJudge::params_match_local(const CheckSpec& spec) const {
   if (!final_step_) return {spec.kind, false, "no checkpoint survived the run (the store's last life holds none)"};
-  const std::vector<Tensor> local = model_.train_locally(*final_step_);
+  const std::vector<Tensor>& local = local_training(*final_step_).params;
   const double rtol = spec.rtol.value_or(1e-9), atol = spec.atol.value_or(1e-12);
   double worst = 0;
   std::string problems;

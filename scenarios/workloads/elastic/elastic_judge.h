@@ -92,6 +92,14 @@ class ElasticJudge final : public Judge {
 
   // "1.234 s", for details and the timeline.
   static std::string seconds(int64_t ns);
+
+  struct LocalTraining {
+    uint64_t steps = 0;
+    std::vector<Tensor> params;  // after the steps
+    std::vector<double> losses;  // each step's
+  };
+  // The oracle's `steps` steps, trained once: params_match_local and the report both read them.
+  const LocalTraining& local_training(uint64_t steps) const;
   // The timeline's stalls: stretches with no commit far longer than a step takes, each with what
   // ended it. `rounds` as results() gathers them, by (store life, round).
   std::vector<std::pair<int64_t, std::string>> stall_lines(
@@ -107,6 +115,7 @@ class ElasticJudge final : public Judge {
   std::vector<Tensor> final_params_;
   std::optional<uint64_t> driver_final_step_;  // the latest commit a rank 0 recorded
   std::vector<Tensor> driver_final_params_;
+  mutable std::optional<LocalTraining> local_;  // local_training's, for its steps
 };
 
 }  // namespace dagsim::scenarios

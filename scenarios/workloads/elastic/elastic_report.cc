@@ -95,11 +95,12 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
       if (!inserted && c.t >= it->second.first) it->second = {c.t, c.loss};
     }
   }
-  std::vector<double> local_losses;
   out["losses"] = nlohmann::json::array();
   out["local_losses"] = nlohmann::json::array();
   const uint64_t trained = final_step_ ? *final_step_ : committed;
-  const std::vector<Tensor> local = model_.train_locally(trained, &local_losses);
+  const LocalTraining& local_run = local_training(trained);
+  const std::vector<Tensor>& local = local_run.params;
+  const std::vector<double>& local_losses = local_run.losses;
   for (uint64_t step = 1; step <= trained; ++step) {
     const auto it = loss_by_step.find(step);
     out["losses"].push_back(it == loss_by_step.end() ? nlohmann::json(nullptr) : number_record(it->second.second));

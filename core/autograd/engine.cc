@@ -1,5 +1,9 @@
 #include "core/autograd/engine.h"
 
+#include <optional>
+
+#include "core/tensor/device_guard.h"
+
 #include "core/autograd/grad_mode.h"
 #include "core/tensor/ops.h"
 
@@ -29,6 +33,15 @@ Tensor validate_output(const Node& fn, size_t index, const Edge& edge, Tensor gr
                                  " returned an invalid gradient at index " + std::to_string(index) +
                                  " - expected dtype " + std::string(dtype_name(meta.dtype)) +
                                  " but got " + std::string(dtype_name(grad.dtype())));
+  }
+  if (grad.device() != meta.device) {
+    // As PyTorch's validate_outputs: a 0-dim gradient moves, any other is the formula's bug.
+    if (grad.dim() != 0) {
+      throw errors::autograd_error("Function " + std::string(fn.name()) + " returned an invalid gradient at index " +
+                                   std::to_string(index) + " - expected device " + meta.device.str() + " but got " +
+                                   grad.device().str());
+    }
+    grad = to_device(grad, meta.device);
   }
   if (grad.shape() == meta.shape) return grad;
   try {
@@ -157,6 +170,23 @@ void Engine::init_exec_info(GraphTask& task, Node* graph_root, const std::vector
   }
 }
 
+namespace {
+// The one device the defined gradients are on, or nullopt where there are none or they differ
+// (a recv node of an rpc that returned tensors of two devices: each formula then guards itself).
+std::optional<Device> common_device(const variable_list& grads) {
+  std::optional<Device> device;
+  for (const Tensor& g : grads) {
+    if (!g.defined()) continue;
+    if (!device) {
+      device = g.device();
+    } else if (*device != g.device()) {
+      return std::nullopt;
+    }
+  }
+  return device;
+}
+}  // namespace
+
 void Engine::evaluate(GraphTask& task, NodeTask node_task) {
   Node* fn = node_task.node.get();
   variable_list inputs = node_task.inputs.release();
@@ -182,7 +212,17 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
     return;
   }
 
-  variable_list outputs = fn->apply(std::move(inputs));
+  variable_list outputs;
+  if (const std::optional<Device> device = common_device(inputs); device && !device->is_cpu()) {
+    // As PyTorch's engine runs a node on its inputs' device and stream: what the backward
+    // formula allocates lands there, ordered after the gradients it reads. The gradients stay
+    // alive here until the kernel is ordered.
+    const variable_list grads = inputs;
+    DeviceGuard on_device("backward", grads);
+    outputs = fn->apply(std::move(inputs));
+  } else {
+    outputs = fn->apply(std::move(inputs));
+  }
   if (fn->has_post_hooks()) outputs = fn->call_post_hooks(std::move(outputs), hook_inputs);
   if (!task.keep_graph) fn->release_variables();
   if (outputs.size() != fn->num_outputs()) {

@@ -39,7 +39,7 @@ Node::~Node() {
 }
 
 uint32_t Node::add_input_metadata(const Tensor& t) {
-  return add_input_metadata(InputMetadata{t.shape(), t.dtype()});
+  return add_input_metadata(InputMetadata{t.shape(), t.dtype(), t.device()});
 }
 
 uint32_t Node::add_input_metadata(InputMetadata meta) {

@@ -41,6 +41,7 @@ struct Edge {
 struct InputMetadata {
   Shape shape;
   Dtype dtype = Dtype::float64;
+  Device device;
 };
 
 class Node : public std::enable_shared_from_this<Node> {

@@ -10,7 +10,7 @@ variable_list OpBackward::apply(variable_list&& grads) {
   for (uint32_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) {
       const InputMetadata& meta = input_metadata(i);
-      grads[i] = zeros(meta.shape, meta.dtype);
+      grads[i] = zeros_on(meta.shape, meta.dtype, meta.device);
     }
   }
   variable_list saved;

@@ -22,7 +22,7 @@ autograd::variable_list RecvRpcBackward::apply(autograd::variable_list&& grads) 
   DAGSIM_ASSERT_EQ(grads.size(), static_cast<size_t>(num_inputs()));
   autograd::NoGradGuard no_grad;
   for (uint32_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined()) grads[i] = zeros(input_metadata(i).shape, input_metadata(i).dtype);
+    if (!grads[i].defined()) grads[i] = zeros_on(input_metadata(i).shape, input_metadata(i).dtype, input_metadata(i).device);
   }
   sender_(from_, context_, message_, std::move(grads));
   return {};

@@ -107,6 +107,11 @@ void LocalRuntime::kill(WorkerId node) {
   nodes_[node]->transport.close();
 }
 
+void LocalRuntime::set_devices(WorkerId node, const DeviceSet* devices) {
+  DAGSIM_ASSERT(node < nodes_.size());
+  nodes_[node]->fibers.set_devices(devices);
+}
+
 bool LocalRuntime::is_alive(WorkerId node) const {
   DAGSIM_ASSERT(node < nodes_.size());
   return !nodes_[node]->fibers.killed();

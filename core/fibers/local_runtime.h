@@ -56,6 +56,9 @@ class LocalRuntime {
   // Adds a node (ids are dense, from 0) and returns its Env.
   Env& add_node(std::string name);
   Env& env(WorkerId node);
+  // Gives `node` GPUs (core/tensor/device.h): the fibers it starts from now on see them. `devices`
+  // must outlive the runtime.
+  void set_devices(WorkerId node, const DeviceSet* devices);
   size_t num_nodes() const { return nodes_.size(); }
 
   // Process death: the node's fibers unwind with node_killed at their blocking point, its

@@ -57,6 +57,10 @@ class NodeFibers {
              std::function<void()> on_end = nullptr);
 
   size_t live() const { return fibers_.size(); }
+
+  // The node's GPUs, which every fiber spawned from now on sees (FiberContext::devices). The set
+  // must outlive the node's fibers.
+  void set_devices(const DeviceSet* devices) { devices_ = devices; }
   // Appends one line per live fiber: "  node <label>, fiber <name>[ in scope <s>]: waiting on <w>".
   void describe(std::string& report, std::string_view node_label) const;
 
@@ -68,6 +72,7 @@ class NodeFibers {
   size_t stack_bytes_;
   OnFailure on_failure_;
   std::shared_ptr<runtime::ScopeState> lifetime_;
+  const DeviceSet* devices_ = nullptr;
   std::list<runtime::FiberContext> fibers_;  // live fibers; list nodes keep their addresses
 };
 

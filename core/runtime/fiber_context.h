@@ -12,6 +12,10 @@
 
 #include "core/runtime/cancel_scope.h"
 
+namespace dagsim {
+class DeviceSet;
+}
+
 namespace dagsim::runtime {
 
 class Clock;
@@ -27,6 +31,8 @@ struct FiberContext {
   Spawner* spawner = nullptr;
   // Set while blocked: a literal naming the primitive ("Future::get", "Channel::pop", ...).
   const char* waiting_on = nullptr;
+  // The node's GPUs (core/tensor/device.h), or null where it has none.
+  const DeviceSet* devices = nullptr;
 };
 
 // The running fiber's context, or nullptr.

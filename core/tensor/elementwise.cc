@@ -3,6 +3,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/op_backward.h"
+#include "core/tensor/device_guard.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 #include "core/tensor/vector_math.h"
@@ -122,6 +123,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 }
 
 Tensor sum_to(const Tensor& t, const Shape& shape) {
+  DeviceGuard device_guard("sum_to", {&t});
   if (t.shape() == shape) return t;
   if (shape.size() > t.shape().size()) {
     throw errors::shape_mismatch("sum_to: cannot reduce shape " + shape_str(t.shape()) + " to " +
@@ -147,6 +149,7 @@ Tensor sum_to(const Tensor& t, const Shape& shape) {
 }
 
 Tensor add(const Tensor& a_in, const Tensor& b_in) {
+  DeviceGuard device_guard("add", {&a_in, &b_in});
   const auto [a, b] = promote(a_in, b_in);
   Tensor out = broadcast_map("add", vec::Binary::add, a, b, [](auto x, auto y) { return x + y; });
   record_op("AddBackward", {a, b}, {out}, [sa = a.shape(), sb = b.shape()](const BackwardArgs& args) {
@@ -158,6 +161,7 @@ Tensor add(const Tensor& a_in, const Tensor& b_in) {
 }
 
 Tensor sub(const Tensor& a_in, const Tensor& b_in) {
+  DeviceGuard device_guard("sub", {&a_in, &b_in});
   const auto [a, b] = promote(a_in, b_in);
   Tensor out = broadcast_map("sub", vec::Binary::sub, a, b, [](auto x, auto y) { return x - y; });
   record_op("SubBackward", {a, b}, {out}, [sa = a.shape(), sb = b.shape()](const BackwardArgs& args) {
@@ -169,6 +173,7 @@ Tensor sub(const Tensor& a_in, const Tensor& b_in) {
 }
 
 Tensor mul(const Tensor& a_in, const Tensor& b_in) {
+  DeviceGuard device_guard("mul", {&a_in, &b_in});
   const auto [a, b] = promote(a_in, b_in);
   Tensor out = broadcast_map("mul", vec::Binary::mul, a, b, [](auto x, auto y) { return x * y; });
   record_op("MulBackward", {a, b}, {out}, [](const BackwardArgs& args) {
@@ -182,6 +187,7 @@ Tensor mul(const Tensor& a_in, const Tensor& b_in) {
 }
 
 Tensor div(const Tensor& a_in, const Tensor& b_in) {
+  DeviceGuard device_guard("div", {&a_in, &b_in});
   const auto [a, b] = promote(a_in, b_in);
   Tensor out = broadcast_map("div", vec::Binary::div, a, b, [](auto x, auto y) { return x / y; });
   record_op("DivBackward", {a, b}, {out}, [](const BackwardArgs& args) {
@@ -200,6 +206,7 @@ Tensor div(const Tensor& a_in, const Tensor& b_in) {
 }
 
 Tensor add(const Tensor& a, double b) {
+  DeviceGuard device_guard("add", {&a});
   check_unary("add", a);
   Tensor out = map1(a, [b](auto x) { return x + b; });
   record_op("AddBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -209,6 +216,7 @@ Tensor add(const Tensor& a, double b) {
 }
 
 Tensor mul(const Tensor& a, double b) {
+  DeviceGuard device_guard("mul", {&a});
   check_unary("mul", a);
   Tensor out = map1(a, [b](auto x) { return x * b; });
   record_op("MulBackward", {a}, {out}, [b](const BackwardArgs& args) {
@@ -218,6 +226,7 @@ Tensor mul(const Tensor& a, double b) {
 }
 
 Tensor neg(const Tensor& a) {
+  DeviceGuard device_guard("neg", {&a});
   check_unary("neg", a);
   Tensor out = map1(a, [](auto x) { return -x; });
   record_op("NegBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -227,6 +236,7 @@ Tensor neg(const Tensor& a) {
 }
 
 Tensor pow(const Tensor& a, double exponent) {
+  DeviceGuard device_guard("pow", {&a});
   check_unary("pow", a);
   Tensor out = map1(a, [exponent](auto x) { return std::pow(x, static_cast<decltype(x)>(exponent)); });
   record_op("PowBackward", {a}, {out}, [exponent](const BackwardArgs& args) {
@@ -240,6 +250,7 @@ Tensor pow(const Tensor& a, double exponent) {
 }
 
 Tensor exp(const Tensor& a) {
+  DeviceGuard device_guard("exp", {&a});
   check_unary("exp", a);
   Tensor out = vec_unary(vec::Unary::exp, a);
   record_op("ExpBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -249,6 +260,7 @@ Tensor exp(const Tensor& a) {
 }
 
 Tensor log(const Tensor& a) {
+  DeviceGuard device_guard("log", {&a});
   check_unary("log", a);
   Tensor out = vec_unary(vec::Unary::log, a);
   record_op("LogBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -258,6 +270,7 @@ Tensor log(const Tensor& a) {
 }
 
 Tensor sin(const Tensor& a) {
+  DeviceGuard device_guard("sin", {&a});
   check_unary("sin", a);
   Tensor out = map1(a, [](auto x) { return std::sin(x); });  // libm: see vector_math.h
   record_op("SinBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -267,6 +280,7 @@ Tensor sin(const Tensor& a) {
 }
 
 Tensor cos(const Tensor& a) {
+  DeviceGuard device_guard("cos", {&a});
   check_unary("cos", a);
   Tensor out = map1(a, [](auto x) { return std::cos(x); });  // libm: see vector_math.h
   record_op("CosBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -276,6 +290,7 @@ Tensor cos(const Tensor& a) {
 }
 
 Tensor tanh(const Tensor& a) {
+  DeviceGuard device_guard("tanh", {&a});
   check_unary("tanh", a);
   Tensor out = vec_unary(vec::Unary::tanh, a);
   record_op("TanhBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -285,6 +300,7 @@ Tensor tanh(const Tensor& a) {
 }
 
 Tensor sigmoid(const Tensor& a) {
+  DeviceGuard device_guard("sigmoid", {&a});
   check_unary("sigmoid", a);
   Tensor out = vec_unary(vec::Unary::sigmoid, a);
   record_op("SigmoidBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -294,6 +310,7 @@ Tensor sigmoid(const Tensor& a) {
 }
 
 Tensor relu(const Tensor& a) {
+  DeviceGuard device_guard("relu", {&a});
   check_unary("relu", a);
   Tensor out = map1(a, [](auto x) { return x > 0 ? x : decltype(x){0}; });
   record_op("ReluBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -303,6 +320,7 @@ Tensor relu(const Tensor& a) {
 }
 
 Tensor abs(const Tensor& a) {
+  DeviceGuard device_guard("abs", {&a});
   check_unary("abs", a);
   Tensor out = map1(a, [](auto x) { return std::abs(x); });
   record_op("AbsBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -314,6 +332,7 @@ Tensor abs(const Tensor& a) {
 }
 
 Tensor sqrt(const Tensor& a) {
+  DeviceGuard device_guard("sqrt", {&a});
   check_unary("sqrt", a);
   Tensor out = map1(a, [](auto x) { return std::sqrt(x); });
   record_op("SqrtBackward", {a}, {out}, [](const BackwardArgs& args) {
@@ -366,22 +385,28 @@ struct AddScaled {
 }  // namespace
 
 Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
+  DeviceGuard device_guard("add_", {&other}, &self);
   return inplace_binary("add_", self, other, AddScaled{alpha});
 }
 Tensor& sub_(Tensor& self, const Tensor& other) {
+  DeviceGuard device_guard("sub_", {&other}, &self);
   return inplace_binary("sub_", self, other, [](auto x, auto y) { return x - y; });
 }
 Tensor& mul_(Tensor& self, const Tensor& other) {
+  DeviceGuard device_guard("mul_", {&other}, &self);
   return inplace_binary("mul_", self, other, [](auto x, auto y) { return x * y; });
 }
 Tensor& div_(Tensor& self, const Tensor& other) {
+  DeviceGuard device_guard("div_", {&other}, &self);
   return inplace_binary("div_", self, other, [](auto x, auto y) { return x / y; });
 }
 Tensor& copy_(Tensor& self, const Tensor& src) {
+  DeviceGuard device_guard("copy_", {&src}, &self);
   return inplace_binary("copy_", self, src, [](auto, auto y) { return y; });
 }
 
 Tensor& mul_(Tensor& self, double value) {
+  DeviceGuard device_guard("mul_", {}, &self);
   check_inplace("mul_", self);
   dispatch_dtype(self.dtype(), [&]<typename T>() {
     T* x = self.data<T>();
@@ -400,10 +425,17 @@ Tensor& fill_named(const char* op, Tensor& self, double value) {
 }
 }  // namespace
 
-Tensor& fill_(Tensor& self, double value) { return fill_named("fill_", self, value); }
-Tensor& zero_(Tensor& self) { return fill_named("zero_", self, 0.0); }
+Tensor& fill_(Tensor& self, double value) {
+  DeviceGuard device_guard("fill_", {}, &self);
+  return fill_named("fill_", self, value);
+}
+Tensor& zero_(Tensor& self) {
+  DeviceGuard device_guard("zero_", {}, &self);
+  return fill_named("zero_", self, 0.0);
+}
 
 Tensor& addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
+  DeviceGuard device_guard("addcmul_", {&a, &b}, &self);
   check_inplace("addcmul_", self);
   for (const Tensor* t : {&a, &b}) {
     detail::check_defined("addcmul_", *t, "tensor");
@@ -424,6 +456,7 @@ Tensor& addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
 }
 
 Tensor& sqrt_(Tensor& self) {
+  DeviceGuard device_guard("sqrt_", {}, &self);
   check_inplace("sqrt_", self);
   dispatch_dtype(self.dtype(), [&]<typename T>() {
     T* x = self.data<T>();

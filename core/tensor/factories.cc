@@ -1,6 +1,7 @@
 // Tensor factories: constant fills, ranges, explicit values and seeded random tensors.
 #include <cmath>
 
+#include "core/tensor/device_guard.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim {
@@ -60,8 +61,23 @@ Tensor randn(const Shape& shape, Prng& prng, double mean, double stddev, Dtype d
   return generate(shape, dtype, [&](int64_t) { return prng.normal(mean, stddev); });
 }
 
-Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
-Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }
+Tensor zeros_on(const Shape& shape, Dtype dtype, Device device) {
+  Tensor host;
+  {
+    DeviceGuard::Suspend on_host;
+    host = zeros(shape, dtype);
+  }
+  return device.is_cpu() ? host : to_device(host, device);
+}
+
+Tensor zeros_like(const Tensor& t) {
+  DeviceGuard device_guard("zeros_like", {&t});
+  return zeros(t.shape(), t.dtype());
+}
+Tensor ones_like(const Tensor& t) {
+  DeviceGuard device_guard("ones_like", {&t});
+  return ones(t.shape(), t.dtype());
+}
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol) {
   if (!a.defined() || !b.defined() || a.shape() != b.shape()) return false;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/autograd/op_backward.h"
+#include "core/tensor/device_guard.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -94,6 +95,7 @@ Tensor index_add_rows(const Tensor& g, const Shape& shape, int64_t dim, const st
 }  // namespace
 
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
+  DeviceGuard device_guard("gather", {&a, &index});
   detail::check_defined("gather", a);
   detail::check_defined("gather", index, "index");
   const int64_t d = detail::wrap_dim("gather", dim, a.shape());
@@ -143,6 +145,7 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
 }
 
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
+  DeviceGuard device_guard("index_select", {&a, &index});
   detail::check_defined("index_select", a);
   detail::check_defined("index_select", index, "index");
   const int64_t d = detail::wrap_dim("index_select", dim, a.shape());
@@ -163,6 +166,7 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  DeviceGuard device_guard("embedding", {&weight, &indices});
   detail::check_defined("embedding", weight, "weight");
   detail::check_defined("embedding", indices, "indices");
   if (weight.dim() != 2) {

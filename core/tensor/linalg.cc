@@ -6,6 +6,7 @@
 
 #include "core/autograd/op_backward.h"
 #include "core/tensor/gemm_avx512.h"
+#include "core/tensor/device_guard.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -112,6 +113,7 @@ Tensor mm_raw(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 }  // namespace
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  DeviceGuard device_guard("bmm", {&a, &b});
   check_matrix_operands("bmm", a, b);
   if (a.dim() != 3 || b.dim() != 3) {
     throw errors::shape_mismatch("bmm: expected 3-D tensors, got " + shape_str(a.shape()) + " and " +
@@ -134,6 +136,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  DeviceGuard device_guard("matmul", {&a, &b});
   check_matrix_operands("matmul", a, b);
   if (a.dim() == 0 || b.dim() == 0) {
     throw errors::shape_mismatch("matmul: both arguments need at least 1 dimension, got " +
@@ -203,6 +206,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor multi_dot(const std::vector<Tensor>& tensors) {
+  DeviceGuard device_guard("multi_dot", tensors);
   if (tensors.size() < 2) {
     throw errors::invalid_argument("multi_dot: expected at least 2 tensors but got " +
                                    std::to_string(tensors.size()));
@@ -233,6 +237,7 @@ Tensor multi_dot(const std::vector<Tensor>& tensors) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  DeviceGuard device_guard("linear", {&x, &weight, &bias});
   detail::check_defined("linear", x, "input");
   detail::check_defined("linear", weight, "weight");
   detail::check_same_dtype("linear", x, weight);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/autograd/op_backward.h"
+#include "core/tensor/device_guard.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -15,6 +16,7 @@ using autograd::record_op;
 using autograd::variable_list;
 
 Tensor mse_loss(const Tensor& input, const Tensor& target) {
+  DeviceGuard device_guard("mse_loss", {&input, &target});
   detail::check_defined("mse_loss", input, "input");
   detail::check_defined("mse_loss", target, "target");
   detail::check_same_dtype("mse_loss", input, target);
@@ -44,6 +46,7 @@ std::vector<int64_t> class_indices(const char* op, const Tensor& target, int64_t
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target) {
+  DeviceGuard device_guard("nll_loss", {&input, &target});
   detail::check_defined("nll_loss", input, "input");
   detail::check_defined("nll_loss", target, "target");
   if (input.dim() != 2) {
@@ -79,6 +82,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target) {
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target) {
+  DeviceGuard device_guard("cross_entropy", {&input, &target});
   detail::check_defined("cross_entropy", input, "input");
   if (input.dim() != 2) {
     throw errors::shape_mismatch("cross_entropy: expected input of shape [N, C], got " + shape_str(input.shape()));
@@ -90,6 +94,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target) {
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  DeviceGuard device_guard("layer_norm", {&x, &weight, &bias});
   detail::check_defined("layer_norm", x, "input");
   if (normalized_shape.empty()) {
     throw errors::invalid_argument("layer_norm: expected normalized_shape to be at least 1-dimensional, got []");
@@ -197,6 +202,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
 }
 
 Tensor dropout(const Tensor& a, double p, bool training, Prng& prng) {
+  DeviceGuard device_guard("dropout", {&a});
   detail::check_defined("dropout", a);
   if (!(p >= 0.0 && p <= 1.0)) {  // NaN fails too
     throw errors::invalid_argument("dropout: probability has to be between 0 and 1, but got " + std::to_string(p));

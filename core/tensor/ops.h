@@ -40,11 +40,17 @@ Tensor rand_uniform(const Shape& shape, Prng& prng, double low = 0.0, double hig
 Tensor randn(const Shape& shape, Prng& prng, double mean = 0.0, double stddev = 1.0,
              Dtype dtype = Dtype::float64);
 Tensor zeros_like(const Tensor& t);
+// Zeros on `device` of the running node, whatever op is open.
+Tensor zeros_on(const Shape& shape, Dtype dtype, Device device);
 Tensor ones_like(const Tensor& t);
 
 // Dtypes (cast.cc) -------------------------------------------------------------------------------
 // A copy in `dtype` (the tensor itself when it already is), differentiable.
 Tensor to_dtype(const Tensor& a, Dtype dtype);
+// A copy on `device` (the tensor itself when it already is there), differentiable: the gradient
+// goes back to the tensor's own device, as torch.Tensor.to(device). To the cpu, the host waits for
+// the copy, as .cpu() does; to a GPU, the copy is ordered on that GPU's current stream.
+Tensor to_device(const Tensor& a, Device device);
 // PyTorch's type promotion between float dtypes: float64 if either is.
 Dtype promote_types(Dtype a, Dtype b);
 // Both operands in their common dtype (add, sub, mul and div promote, as PyTorch's do).

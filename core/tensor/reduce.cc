@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/autograd/op_backward.h"
+#include "core/tensor/device_guard.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -71,6 +72,7 @@ Tensor unreduce(const Tensor& g, const Shape& input_shape, int64_t dim, bool kee
 }  // namespace
 
 Tensor sum(const Tensor& a) {
+  DeviceGuard device_guard("sum", {&a});
   detail::check_defined("sum", a);
   Tensor out = Tensor::empty({}, a.dtype());
   dispatch_dtype(a.dtype(), [&]<typename T>() {
@@ -86,6 +88,7 @@ Tensor sum(const Tensor& a) {
 }
 
 Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
+  DeviceGuard device_guard("sum", {&a});
   detail::check_defined("sum", a);
   const int64_t d = detail::wrap_dim("sum", dim, a.shape());
   Tensor out = reduce_dim(a, d, keepdim, 1.0);
@@ -96,6 +99,7 @@ Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
 }
 
 Tensor mean(const Tensor& a) {
+  DeviceGuard device_guard("mean", {&a});
   detail::check_defined("mean", a);
   if (a.numel() == 0) throw errors::invalid_argument("mean: cannot take the mean of an empty tensor");
   const double scale = 1.0 / static_cast<double>(a.numel());
@@ -113,6 +117,7 @@ Tensor mean(const Tensor& a) {
 }
 
 Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
+  DeviceGuard device_guard("mean", {&a});
   detail::check_defined("mean", a);
   const int64_t d = detail::wrap_dim("mean", dim, a.shape());
   if (a.shape()[d] == 0) throw errors::invalid_argument("mean: cannot reduce over an empty dimension");
@@ -218,13 +223,21 @@ Tensor extremum_all(const char* op, const char* node, const Tensor& a, bool is_m
 }  // namespace
 
 ValuesIndices max(const Tensor& a, int64_t dim, bool keepdim) {
+  DeviceGuard device_guard("max", {&a});
   return extremum_dim("max", "MaxBackward", a, dim, keepdim, true);
 }
 ValuesIndices min(const Tensor& a, int64_t dim, bool keepdim) {
+  DeviceGuard device_guard("min", {&a});
   return extremum_dim("min", "MinBackward", a, dim, keepdim, false);
 }
-Tensor max(const Tensor& a) { return extremum_all("max", "MaxBackward", a, true); }
-Tensor min(const Tensor& a) { return extremum_all("min", "MinBackward", a, false); }
+Tensor max(const Tensor& a) {
+  DeviceGuard device_guard("max", {&a});
+  return extremum_all("max", "MaxBackward", a, true);
+}
+Tensor min(const Tensor& a) {
+  DeviceGuard device_guard("min", {&a});
+  return extremum_all("min", "MinBackward", a, false);
+}
 
 namespace {
 
@@ -259,6 +272,7 @@ Tensor softmax_forward(const Tensor& a, int64_t dim, bool log_form) {
 }  // namespace
 
 Tensor softmax(const Tensor& a, int64_t dim) {
+  DeviceGuard device_guard("softmax", {&a});
   detail::check_defined("softmax", a);
   const int64_t d = detail::wrap_dim("softmax", dim, a.shape());
   Tensor out = softmax_forward(a, d, false);
@@ -272,6 +286,7 @@ Tensor softmax(const Tensor& a, int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& a, int64_t dim) {
+  DeviceGuard device_guard("log_softmax", {&a});
   detail::check_defined("log_softmax", a);
   const int64_t d = detail::wrap_dim("log_softmax", dim, a.shape());
   Tensor out = softmax_forward(a, d, true);

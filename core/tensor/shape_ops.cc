@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/autograd/op_backward.h"
+#include "core/tensor/device_guard.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -80,6 +81,7 @@ Tensor unslice(const Tensor& g, const Shape& shape, int64_t dim, int64_t start) 
 }  // namespace
 
 Tensor reshape(const Tensor& a, const Shape& shape) {
+  DeviceGuard device_guard("reshape", {&a});
   detail::check_defined("reshape", a);
   Shape resolved = shape;
   int64_t infer_at = -1;
@@ -110,6 +112,7 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
 }
 
 Tensor squeeze(const Tensor& a) {
+  DeviceGuard device_guard("squeeze", {&a});
   detail::check_defined("squeeze", a);
   Shape shape;
   for (int64_t s : a.shape()) {
@@ -119,6 +122,7 @@ Tensor squeeze(const Tensor& a) {
 }
 
 Tensor squeeze(const Tensor& a, int64_t dim) {
+  DeviceGuard device_guard("squeeze", {&a});
   detail::check_defined("squeeze", a);
   if (a.dim() == 0) return record_view("SqueezeBackward", a, view_as_shape(a, {}));
   const int64_t d = detail::wrap_dim("squeeze", dim, a.shape());
@@ -128,6 +132,7 @@ Tensor squeeze(const Tensor& a, int64_t dim) {
 }
 
 Tensor unsqueeze(const Tensor& a, int64_t dim) {
+  DeviceGuard device_guard("unsqueeze", {&a});
   detail::check_defined("unsqueeze", a);
   const int64_t d = detail::wrap_dim("unsqueeze", dim, a.shape(), /*inserting=*/true);
   Shape shape = a.shape();
@@ -136,6 +141,7 @@ Tensor unsqueeze(const Tensor& a, int64_t dim) {
 }
 
 Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
+  DeviceGuard device_guard("transpose", {&a});
   detail::check_defined("transpose", a);
   if (a.dim() == 0) return clone(a);
   const int64_t d0 = detail::wrap_dim("transpose", dim0, a.shape());
@@ -158,6 +164,7 @@ Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
 }
 
 Tensor expand(const Tensor& a, const Shape& shape) {
+  DeviceGuard device_guard("expand", {&a});
   detail::check_defined("expand", a);
   if (shape.size() < a.shape().size()) {
     throw errors::shape_mismatch("expand: the number of sizes provided (" + std::to_string(shape.size()) +
@@ -198,6 +205,7 @@ Tensor expand(const Tensor& a, const Shape& shape) {
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  DeviceGuard device_guard("cat", tensors);
   if (tensors.empty()) throw errors::invalid_argument("cat: expected a non-empty list of tensors");
   for (const Tensor& t : tensors) detail::check_defined("cat", t, "tensor");
   const Tensor& first = tensors[0];
@@ -240,6 +248,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  DeviceGuard device_guard("stack", tensors);
   if (tensors.empty()) throw errors::invalid_argument("stack: expected a non-empty list of tensors");
   detail::check_defined("stack", tensors[0], "tensor");
   const int64_t d = detail::wrap_dim("stack", dim, tensors[0].shape(), /*inserting=*/true);
@@ -258,6 +267,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, int64_t dim) {
+  DeviceGuard device_guard("split", {&a});
   detail::check_defined("split", a);
   if (a.dim() == 0) throw errors::invalid_argument("split: cannot split a zero-dimensional tensor");
   const int64_t d = detail::wrap_dim("split", dim, a.shape());
@@ -294,6 +304,7 @@ std::vector<Tensor> split(const Tensor& a, const std::vector<int64_t>& sizes, in
 }
 
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
+  DeviceGuard device_guard("split", {&a});
   detail::check_defined("split", a);
   if (split_size <= 0) {
     throw errors::invalid_argument("split: split_size must be positive, got " + std::to_string(split_size));
@@ -307,6 +318,7 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
 }
 
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
+  DeviceGuard device_guard("chunk", {&a});
   detail::check_defined("chunk", a);
   if (chunks <= 0) throw errors::invalid_argument("chunk: chunks must be positive, got " + std::to_string(chunks));
   if (a.dim() == 0) throw errors::invalid_argument("chunk: cannot chunk a zero-dimensional tensor");
@@ -316,6 +328,7 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
 }
 
 Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
+  DeviceGuard device_guard("narrow", {&a});
   detail::check_defined("narrow", a);
   if (a.dim() == 0) throw errors::invalid_argument("narrow: cannot narrow a zero-dimensional tensor");
   const int64_t d = detail::wrap_dim("narrow", dim, a.shape());
@@ -334,6 +347,7 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
 }
 
 Tensor clone(const Tensor& a) {
+  DeviceGuard device_guard("clone", {&a});
   detail::check_defined("clone", a);
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   if (a.nbytes() > 0) std::memcpy(out.raw_data(), a.raw_data(), a.nbytes());
@@ -342,6 +356,7 @@ Tensor clone(const Tensor& a) {
 }
 
 Tensor detach(const Tensor& a) {
+  DeviceGuard device_guard("detach", {&a});
   detail::check_defined("detach", a);
   return view_as_shape(a, a.shape());
 }

@@ -7,6 +7,7 @@
 #include "core/autograd/accumulate_grad.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/node.h"
+#include "core/tensor/device_guard.h"
 #include "core/tensor/storage_pool.h"
 
 namespace dagsim {
@@ -54,8 +55,19 @@ Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
   data_ = nbytes <= kInlineBytes ? inline_ : static_cast<std::byte*>(storage_pool::allocate(nbytes));
 }
 
+Storage::Storage(size_t nbytes, std::shared_ptr<DeviceBackend> backend)
+    : nbytes_(nbytes), backend_(std::move(backend)) {
+  DAGSIM_ASSERT(backend_ != nullptr);
+  device_ = backend_->device();
+  data_ = backend_->allocate(nbytes == 0 ? 1 : nbytes);
+}
+
 Storage::~Storage() {
-  if (data_ != inline_) storage_pool::release(data_, nbytes_);
+  if (backend_ != nullptr) {
+    backend_->release(data_, nbytes_ == 0 ? 1 : nbytes_);
+  } else if (data_ != inline_) {
+    storage_pool::release(data_, nbytes_);
+  }
 }
 
 TensorImpl::TensorImpl(std::shared_ptr<Storage> storage_in, Shape shape_in, Dtype dtype_in)
@@ -67,9 +79,40 @@ TensorImpl::TensorImpl(std::shared_ptr<Storage> storage_in, Shape shape_in, Dtyp
 
 Tensor Tensor::empty(Shape shape, Dtype dtype) {
   const size_t nbytes = tensor_nbytes(shape, dtype);
+  if (DeviceGuard* guard = DeviceGuard::active(); guard != nullptr && guard->on_device()) {
+    auto storage = std::make_shared<Storage>(nbytes, guard->backend());
+    guard->note_allocation(storage);
+    return Tensor(std::make_shared<TensorImpl>(std::move(storage), std::move(shape), dtype));
+  }
   return Tensor(std::make_shared<TensorImpl>(std::make_shared<Storage>(nbytes), std::move(shape),
                                              dtype));
 }
+
+Tensor Tensor::empty_on(Shape shape, Dtype dtype, Device device) {
+  if (device.is_cpu()) {
+    DeviceGuard::Suspend off_device;  // the cpu, whatever op is open
+    return empty(std::move(shape), dtype);
+  }
+  const size_t nbytes = tensor_nbytes(shape, dtype);
+  return Tensor(std::make_shared<TensorImpl>(std::make_shared<Storage>(nbytes, backend_for(device)),
+                                             std::move(shape), dtype));
+}
+
+Device Tensor::device() const {
+  DAGSIM_ASSERT(defined());
+  return impl_->storage->device();
+}
+
+namespace {
+// The values of a device tensor on the host, as .cpu() gives them: a copy on the current stream
+// that the host waits for (DeviceBackend::read_to_host). The tensor itself on the cpu.
+Tensor host_values(const Tensor& t) {
+  if (t.device().is_cpu()) return t;
+  Tensor out = Tensor::empty_on(t.shape(), t.dtype(), Device::cpu());
+  t.storage()->backend()->read_to_host(*t.storage(), static_cast<std::byte*>(out.raw_data()), t.nbytes());
+  return out;
+}
+}  // namespace
 
 const Shape& Tensor::shape() const {
   DAGSIM_ASSERT(defined());
@@ -112,7 +155,8 @@ double Tensor::item() const {
                                    " elements cannot be converted to a scalar (shape " +
                                    shape_str(shape()) + ")");
   }
-  return dispatch_dtype(dtype(), [&]<typename T>() { return static_cast<double>(data<T>()[0]); });
+  const Tensor host = host_values(*this);
+  return dispatch_dtype(dtype(), [&]<typename T>() { return static_cast<double>(host.data<T>()[0]); });
 }
 
 double Tensor::at(std::initializer_list<int64_t> index) const {
@@ -131,14 +175,16 @@ double Tensor::at(std::initializer_list<int64_t> index) const {
     offset = offset * extent + i;
     ++d;
   }
+  const Tensor host = host_values(*this);
   return dispatch_dtype(dtype(),
-                        [&]<typename T>() { return static_cast<double>(data<T>()[offset]); });
+                        [&]<typename T>() { return static_cast<double>(host.data<T>()[offset]); });
 }
 
 std::vector<double> Tensor::to_vector() const {
   std::vector<double> out(static_cast<size_t>(numel()));
+  const Tensor host = host_values(*this);
   dispatch_dtype(dtype(), [&]<typename T>() {
-    const T* p = data<T>();
+    const T* p = host.data<T>();
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
   });
   return out;
@@ -165,6 +211,7 @@ std::string Tensor::to_string() const {
   size_t pos = 0;
   out << "tensor(";
   emit(0, pos);
+  if (!device().is_cpu()) out << ", device='" << device().str() << "'";
   out << ", dtype=" << dtype_name(dtype()) << ")";
   return out.str();
 }
@@ -285,7 +332,9 @@ const std::shared_ptr<Storage>& Tensor::storage() const {
 
 std::string describe(const Tensor& t) {
   if (!t.defined()) return "undefined";
-  return std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape());
+  std::string out = std::string(dtype_name(t.dtype())) + " " + shape_str(t.shape());
+  if (!t.device().is_cpu()) out += " on " + t.device().str();
+  return out;
 }
 
 }  // namespace dagsim

@@ -21,6 +21,7 @@
 
 #include "core/base/error.h"
 #include "core/base/prng.h"
+#include "core/tensor/device.h"
 #include "core/tensor/dtype.h"
 
 namespace dagsim {
@@ -29,11 +30,14 @@ namespace autograd {
 class Node;
 }
 
-// Raw bytes of a tensor plus its version counter, 64-byte aligned for BLAS. Small tensors keep
+// Raw bytes of a tensor plus its version counter, 64-byte aligned for BLAS. Small CPU tensors keep
 // their bytes inline, so a scalar costs one allocation instead of two (autograd makes many).
+// A device tensor's bytes come from its device's backend, which also keeps, here, when the last
+// kernel writing them finishes (device.h).
 class Storage {
  public:
   explicit Storage(size_t nbytes);
+  Storage(size_t nbytes, std::shared_ptr<DeviceBackend> backend);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -45,12 +49,23 @@ class Storage {
   uint32_t version() const { return version_; }
   void bump_version() { ++version_; }
 
+  Device device() const { return device_; }
+  // Null on the cpu.
+  DeviceBackend* backend() const { return backend_.get(); }
+  const std::shared_ptr<DeviceBackend>& backend_ptr() const { return backend_; }
+  // Set by the backend: when the last kernel that writes these bytes ends (its own mark, the sim
+  // GPU's virtual nanoseconds), and on which stream it ran.
+  int64_t ready_mark = 0;
+  int writer_stream = 0;
+
  private:
   static constexpr size_t kInlineBytes = 64;
 
   std::byte* data_;
   size_t nbytes_;
   uint32_t version_ = 0;
+  std::shared_ptr<DeviceBackend> backend_;
+  Device device_;
   alignas(64) std::byte inline_[kInlineBytes];
 };
 
@@ -69,8 +84,11 @@ class Tensor {
   Tensor() = default;  // undefined
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
-  // An uninitialised tensor; callers fill it before anyone reads it.
+  // An uninitialised tensor; callers fill it before anyone reads it. It lands on the device of the
+  // op running it (DeviceGuard), the cpu outside any device op.
   static Tensor empty(Shape shape, Dtype dtype = Dtype::float64);
+  // An uninitialised tensor on `device` of the running node (backend_for).
+  static Tensor empty_on(Shape shape, Dtype dtype, Device device);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const;
@@ -80,6 +98,8 @@ class Tensor {
   int64_t numel() const;
   Dtype dtype() const;
   size_t nbytes() const;
+  Device device() const;
+  bool is_cuda() const { return device().is_cuda(); }
 
   // Typed element access. REQUIRES: T matches dtype() (asserted).
   template <typename T>
@@ -89,6 +109,8 @@ class Tensor {
   void* raw_data();
   const void* raw_data() const;
 
+  // Reads of the values. On a device they copy to the host first, synchronising the current
+  // stream as PyTorch's .item() and .cpu() do.
   // The single value of a one-element tensor, as double. Throws invalid_argument otherwise.
   double item() const;
   // Element at a multi-index, as double. Throws index_out_of_range.
@@ -184,7 +206,7 @@ const T* Tensor::data() const {
   return reinterpret_cast<const T*>(impl_->storage->data());
 }
 
-// "float64 [3, 3]", for error messages.
+// "float64 [3, 3]" ("float64 [3, 3] on cuda:0" off the cpu), for error messages.
 std::string describe(const Tensor& t);
 
 }  // namespace dagsim

@@ -1,0 +1,119 @@
+#include "core/device/sim_gpu.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/base/error.h"
+#include "core/runtime/fiber_context.h"
+#include "core/tensor/device_guard.h"
+#include "core/tensor/storage_pool.h"
+#include "core/tensor/tensor.h"
+
+namespace dagsim::device {
+
+SimGpu::SimGpu(int ordinal, runtime::Clock& clock, Prng prng, SimGpuDelays delays)
+    : device_(Device::cuda(ordinal)), clock_(clock), prng_(prng), delays_(delays), stream_tail_ns_(1, 0) {
+  DAGSIM_ASSERT(delays_.kernel_min_ns >= 0 && delays_.kernel_min_ns <= delays_.kernel_max_ns);
+  DAGSIM_ASSERT(delays_.copy_min_ns >= 0 && delays_.copy_min_ns <= delays_.copy_max_ns);
+}
+
+std::byte* SimGpu::allocate(size_t nbytes) { return static_cast<std::byte*>(storage_pool::allocate(nbytes)); }
+void SimGpu::release(std::byte* block, size_t nbytes) { storage_pool::release(block, nbytes); }
+
+int64_t SimGpu::now_ns() const { return clock_.now().ns(); }
+
+int64_t SimGpu::draw_delay(bool copy) {
+  return copy ? prng_.uniform_int(delays_.copy_min_ns, delays_.copy_max_ns)
+              : prng_.uniform_int(delays_.kernel_min_ns, delays_.kernel_max_ns);
+}
+
+void SimGpu::poison(std::byte* bytes, size_t nbytes) {
+  ++stats_.racy_reads;
+  // What a racing read sees on a real GPU depends on what was there before: a fresh block
+  // (zeros), a recycled one (stale values of some other tensor), or memory the allocator filled.
+  switch (prng_.uniform_int(0, 2)) {
+    case 0:
+      std::memset(bytes, 0xff, nbytes);  // all-ones bits: NaN in float32 and float64
+      break;
+    case 1:
+      std::memset(bytes, 0, nbytes);
+      break;
+    default:
+      for (size_t i = 0; i < nbytes; ++i) bytes[i] = static_cast<std::byte>(prng_.next_u64() & 0x3f);
+      break;
+  }
+}
+
+void SimGpu::launch(std::span<Storage* const> reads, std::span<Storage* const> writes, bool copy) {
+  int64_t& tail = stream_tail_ns_[static_cast<size_t>(current_)];
+  const int64_t start = std::max(tail, now_ns());
+  bool raced = false;
+  for (const Storage* r : reads) raced = raced || r->ready_mark > start;
+  const int64_t end = start + draw_delay(copy);
+  tail = end;
+  ++(copy ? stats_.copies : stats_.kernels);
+  for (Storage* w : writes) {
+    DAGSIM_ASSERT(w->backend() == this);
+    w->ready_mark = end;
+    w->writer_stream = current_;
+    if (raced) poison(w->data(), w->nbytes());
+  }
+}
+
+int SimGpu::new_stream() {
+  stream_tail_ns_.push_back(0);
+  return static_cast<int>(stream_tail_ns_.size() - 1);
+}
+
+void SimGpu::set_current_stream(int stream) {
+  DAGSIM_ASSERT(stream >= 0 && static_cast<size_t>(stream) < stream_tail_ns_.size());
+  current_ = stream;
+}
+
+DeviceEvent SimGpu::record(int stream) {
+  DAGSIM_ASSERT(stream >= 0 && static_cast<size_t>(stream) < stream_tail_ns_.size());
+  return DeviceEvent{device_, stream, stream_tail_ns_[static_cast<size_t>(stream)]};
+}
+
+void SimGpu::wait(int stream, const DeviceEvent& event) {
+  DAGSIM_ASSERT(event.device == device_);
+  int64_t& tail = stream_tail_ns_[static_cast<size_t>(stream)];
+  tail = std::max(tail, event.mark);
+}
+
+bool SimGpu::query(const DeviceEvent& event) const { return now_ns() >= event.mark; }
+
+void SimGpu::sleep_until(int64_t ns) {
+  if (now_ns() >= ns) return;
+  // Outside any node fiber (a judge reading results after the run) the world has stopped and
+  // there is nothing to wait for; inside one, the fiber sleeps and others run.
+  if (runtime::current_fiber() == nullptr || runtime::current_fiber()->clock == nullptr) return;
+  ++stats_.host_waits;
+  DeviceGuard::Suspend off_device;
+  clock_.sleep_until(runtime::TimePoint{runtime::Duration{ns}});
+}
+
+void SimGpu::synchronize(const DeviceEvent& event) { sleep_until(event.mark); }
+
+void SimGpu::read_to_host(const Storage& storage, std::byte* out, size_t nbytes) {
+  DAGSIM_ASSERT(storage.backend() == this && nbytes <= storage.nbytes());
+  // .cpu(): a copy on the current stream, then the host waits for that stream.
+  int64_t& tail = stream_tail_ns_[static_cast<size_t>(current_)];
+  const int64_t start = std::max(tail, now_ns());
+  const bool raced = storage.ready_mark > start;
+  const int64_t end = start + draw_delay(true);
+  tail = end;
+  ++stats_.copies;
+  sleep_until(end);
+  std::memcpy(out, storage.data(), nbytes);
+  if (raced) poison(out, nbytes);
+}
+
+void SimGpu::write_from_host(Storage& storage, const std::byte* in, size_t nbytes) {
+  DAGSIM_ASSERT(storage.backend() == this && nbytes <= storage.nbytes());
+  std::memcpy(storage.data(), in, nbytes);
+  Storage* written = &storage;
+  launch({}, std::span<Storage* const>(&written, 1), true);
+}
+
+}  // namespace dagsim::device

@@ -1,0 +1,80 @@
+#include "core/tensor/device_guard.h"
+
+#include <exception>
+
+#include "core/base/error.h"
+
+namespace dagsim {
+
+namespace {
+thread_local DeviceGuard* tl_active = nullptr;
+
+[[noreturn]] void throw_mismatch(const char* op, Device a, Device b) {
+  // PyTorch's text (TensorIterator and the cuda kernels' device checks), after the op's name.
+  throw errors::invalid_argument(std::string(op) + ": Expected all tensors to be on the same device, but found at least two devices, " +
+                                 a.str() + " and " + b.str() + "!");
+}
+}  // namespace
+
+DeviceGuard::DeviceGuard(const char* op, std::initializer_list<const Tensor*> inputs, const Tensor* written) {
+  for (const Tensor* t : inputs) {
+    if (t != nullptr && t->defined()) add_input(op, *t);
+  }
+  if (written != nullptr && written->defined()) {
+    add_input(op, *written);
+    if (backend_ != nullptr) writes_.push_back(written->storage().get());
+  }
+  open();
+}
+
+DeviceGuard::DeviceGuard(const char* op, const std::vector<Tensor>& inputs) {
+  for (const Tensor& t : inputs) {
+    if (t.defined()) add_input(op, t);
+  }
+  open();
+}
+
+void DeviceGuard::add_input(const char* op, const Tensor& t) {
+  const Device d = t.device();
+  if (d.is_cpu()) {
+    // A 0-dim CPU tensor is a scalar any device's kernel takes as an argument, as in PyTorch.
+    if (t.dim() == 0) return;
+    if (backend_ != nullptr) throw_mismatch(op, device_, d);
+    saw_cpu_ = true;
+    return;
+  }
+  if (backend_ == nullptr) {
+    if (saw_cpu_) throw_mismatch(op, d, Device::cpu());  // the GPU first, whatever the order, as PyTorch
+    device_ = d;
+    backend_ = t.storage()->backend_ptr();
+  } else if (d != device_) {
+    throw_mismatch(op, device_, d);
+  }
+  reads_.push_back(t.storage().get());
+}
+
+void DeviceGuard::open() {
+  parent_ = tl_active;
+  tl_active = this;
+  uncaught_ = std::uncaught_exceptions();
+}
+
+DeviceGuard::~DeviceGuard() {
+  DAGSIM_ASSERT_MSG(tl_active == this, "device guards close in the order they opened");
+  tl_active = parent_;
+  if (backend_ == nullptr || std::uncaught_exceptions() != uncaught_) return;
+  std::vector<std::shared_ptr<Storage>> alive;
+  alive.reserve(allocated_.size());
+  for (const auto& weak : allocated_) {
+    if (auto s = weak.lock()) alive.push_back(std::move(s));
+  }
+  for (const auto& s : alive) writes_.push_back(s.get());
+  backend_->launch(reads_, writes_, copy_);
+}
+
+DeviceGuard* DeviceGuard::active() { return tl_active; }
+
+DeviceGuard::Suspend::Suspend() : saved_(tl_active) { tl_active = nullptr; }
+DeviceGuard::Suspend::~Suspend() { tl_active = saved_; }
+
+}  // namespace dagsim

@@ -15,7 +15,9 @@ std::ostream& operator<<(std::ostream& out, const ProgramCase& c) {
   out << "workers=" << c.workers << " latency_max_us=" << c.latency_max.count() / 1000
       << " probe_interval_us=" << c.probe_interval.count() / 1000
       << " schedule=" << (c.random_schedule ? "random" : "fifo") << " seed=" << c.seed << "\n";
-  for (const auto& t : c.program.tensors) out << "  tensor " << t.name << (t.requires_grad ? " (grad)" : "") << "\n";
+  for (const auto& t : c.program.tensors) {
+    out << "  tensor " << t.name << (t.requires_grad ? " (grad)" : "") << (t.device.is_cpu() ? "" : " on " + t.device.str()) << "\n";
+  }
   const char* via[] = {"local", "rpc_sync", "rpc_async", "remote"};
   for (const Statement& s : c.program.statements) {
     out << "  " << s.out() << " = " << s.call << "(";
@@ -24,6 +26,7 @@ std::ostream& operator<<(std::ostream& out, const ProgramCase& c) {
     out << ") via " << via[static_cast<int>(s.via)];
     if (s.via != Via::local) out << " on worker" << s.on;
     if (s.attributes.count("to")) out << " to worker" << s.attributes.at("to");
+    if (s.device) out << " on " << s.device->str();
     out << "\n";
   }
   return out;

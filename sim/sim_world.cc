@@ -109,6 +109,7 @@ struct SimWorld::Node {
   NodeState state = NodeState::not_started;
   uint32_t incarnations = 0;  // how many have started
   std::unique_ptr<Incarnation> current;
+  const DeviceSet* devices = nullptr;
   std::vector<std::unique_ptr<Incarnation>> retired;  // dead ones, kept for the world's life
   std::deque<Delivery> held_while_paused;
 };
@@ -211,9 +212,18 @@ void SimWorld::note_connection_refused(WorkerId a, WorkerId b) {
   history_.push_back(FaultEvent{FaultEvent::Kind::connection_failed, now(), a, b, 0, {}});
 }
 
+void SimWorld::set_devices(WorkerId id, const DeviceSet* devices) {
+  Node& n = node(id);
+  n.devices = devices;
+  if (n.current != nullptr) n.current->fibers.set_devices(devices);
+}
+
+NodeClock& SimWorld::node_clock(WorkerId id) { return node(id).clock; }
+
 void SimWorld::begin_incarnation(Node& n) {
   DAGSIM_ASSERT(n.current == nullptr);
   n.current = std::make_unique<Incarnation>(*this, n, n.incarnations++);
+  n.current->fibers.set_devices(n.devices);
   n.state = NodeState::up;
   if (n.main) {
     Env* env = &n.current->env;

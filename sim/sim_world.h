@@ -112,6 +112,11 @@ class SimWorld final : public runtime::Cluster {
   uint32_t incarnation(WorkerId node) const override;
   // The running incarnation's Env. REQUIRES: the node is up or paused.
   runtime::Env& env(WorkerId node);
+  // The node's GPUs (core/tensor/device.h), which every incarnation's fibers see from now on (the
+  // hardware outlives a process). `devices` must outlive the world; their clock is the node's.
+  void set_devices(WorkerId node, const DeviceSet* devices);
+  // The node's own clock, which outlives its incarnations (a SimGpu's).
+  NodeClock& node_clock(WorkerId node);
   const NodeClock& clock(WorkerId node) const;
 
   // Starts `fn` on a fiber of `node` that the run waits for: run() finishes when every

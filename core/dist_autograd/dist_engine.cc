@@ -1,6 +1,7 @@
 #include "core/dist_autograd/dist_engine.h"
 
 #include "core/autograd/engine.h"
+#include "core/tensor/ops.h"
 #include "core/base/error.h"
 
 namespace dagsim::dist_autograd {
@@ -256,6 +257,10 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
   DAGSIM_ASSERT(pass->context->context_id() == context && !grads.empty());  // RecvRpcBackward runs inside the pass's evaluation
   ++pass->outstanding;
   pass->context->note_gradient_message_sent();
+  // Gradients travel as host values; the peer puts each on its tensor's device (SendRpcBackward).
+  for (Tensor& g : grads) {
+    if (g.defined() && !g.device().is_cpu()) g = to_device(g, Device::cpu());
+  }
   BackwardRequest request{context, message, pass->task.keep_graph, std::move(grads), pass->smart_token};
   // Answered only when the peer's own pass is done, which may take long: bounded by the backward
   // timeout, not the RPC timeout. Whether the peer is alive is the detector's probes' business.

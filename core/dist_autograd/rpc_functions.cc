@@ -13,7 +13,16 @@ autograd::variable_list SendRpcBackward::apply(autograd::variable_list&& inputs)
     throw errors::autograd_error("SendRpcBackward: expected " + std::to_string(num_outputs()) +
                                  " gradient(s) from the peer, got " + std::to_string(grads_.size()));
   }
-  return grads_;
+  // The peer sent host values (payload tensors are the cpu's); each goes back to the device of
+  // the tensor it is the gradient of, as PyTorch's reverse device map places it.
+  autograd::variable_list grads = grads_;
+  for (size_t i = 0; i < grads.size(); ++i) {
+    const autograd::Edge& edge = next_edge(i);
+    if (!grads[i].defined() || !edge.is_valid()) continue;
+    const Device home = edge.function->input_metadata(edge.input_nr).device;
+    if (grads[i].device() != home) grads[i] = to_device(grads[i], home);
+  }
+  return grads;
 }
 
 autograd::variable_list RecvRpcBackward::apply(autograd::variable_list&& grads) {

@@ -53,7 +53,12 @@ class LocalRuntime::Node {
         fibers(this->name, runtime.clock_, spawner, runtime.live_fibers_, runtime.options_.stack_bytes,
                [&runtime, this](const runtime::FiberContext& fiber, std::string what) {
                  runtime.failures_.push_back({this->name, fiber.fiber_name, std::move(what)});
-               }) {}
+               }) {
+    // Messages name peers as the test named them ("worker1"), as the simulator's and TCP's do.
+    env.name_of = [&runtime](WorkerId peer) {
+      return peer < runtime.nodes_.size() ? runtime.nodes_[peer]->name : "node " + std::to_string(peer);
+    };
+  }
 
   std::string name;
   NodeSpawner spawner;

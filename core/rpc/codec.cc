@@ -68,8 +68,15 @@ Header read_header(std::span<const uint8_t> bytes, const CodecLimits& limits) {
 
 }  // namespace
 
-Tensor WireReader::tensor_data(const std::string& where, uint32_t max_rank) {
-  const uint8_t dtype = u8("tensor.dtype");
+Tensor WireReader::tensor_data(const std::string& where, uint32_t max_rank, Device* target) {
+  uint8_t dtype = u8("tensor.dtype");
+  if ((dtype & kTensorOnDevice) != 0) {
+    if (target == nullptr) throw errors::protocol_error(where + ": a tensor for a device where only cpu tensors go");
+    dtype &= static_cast<uint8_t>(~kTensorOnDevice);
+    *target = Device::cuda(u8("tensor.device"));
+  } else if (target != nullptr) {
+    *target = Device::cpu();
+  }
   if (dtype > static_cast<uint8_t>(Dtype::float64)) {
     throw errors::protocol_error(where + ": unknown dtype " + std::to_string(dtype));
   }
@@ -149,13 +156,15 @@ Bytes encode(const Message& message, const CodecLimits& limits, FrameIntegrity i
                                    " tensors exceed the limit of " + std::to_string(limits.max_tensors));
   }
   size_t body_length = 8 + message.payload.size();
-  for (const Tensor& t : message.tensors) {
+  for (size_t i = 0; i < message.tensors.size(); ++i) {
+    const Tensor& t = message.tensors[i];
     DAGSIM_ASSERT_MSG(t.defined(), "an undefined tensor in an rpc message");
     if (static_cast<uint32_t>(t.dim()) > limits.max_rank) {
       throw errors::invalid_argument("rpc message: a tensor of rank " + std::to_string(t.dim()) +
                                      " exceeds the limit of " + std::to_string(limits.max_rank));
     }
-    body_length += 2 + 8 * static_cast<size_t>(t.dim()) + t.nbytes();
+    const bool to_device = !message.devices.empty() && !message.devices[i].is_cpu();
+    body_length += (to_device ? 3 : 2) + 8 * static_cast<size_t>(t.dim()) + t.nbytes();
   }
   if (kFrameHeaderBytes + body_length > limits.max_frame_bytes || body_length > UINT32_MAX) {
     throw errors::invalid_argument("rpc message: " + std::to_string(kFrameHeaderBytes + body_length) +
@@ -169,7 +178,10 @@ Bytes encode(const Message& message, const CodecLimits& limits, FrameIntegrity i
   w.u32(static_cast<uint32_t>(message.payload.size()));
   w.bytes(message.payload);
   w.u32(static_cast<uint32_t>(message.tensors.size()));
-  for (const Tensor& t : message.tensors) w.tensor_data(t);
+  DAGSIM_ASSERT(message.devices.empty() || message.devices.size() == message.tensors.size());
+  for (size_t i = 0; i < message.tensors.size(); ++i) {
+    w.tensor_data(message.tensors[i], message.devices.empty() ? Device::cpu() : message.devices[i]);
+  }
   DAGSIM_ASSERT_EQ(frame.size(), kFrameHeaderBytes + body_length);
   if (integrity == FrameIntegrity::checksum) write_checksum(frame);
   return frame;
@@ -224,7 +236,13 @@ Message decode(std::span<const uint8_t> frame, const CodecLimits& limits, FrameI
                                  std::to_string(r.remaining()) + " bytes");
   }
   m.tensors.reserve(count);
-  for (uint32_t i = 0; i < count; ++i) m.tensors.push_back(r.tensor_data("tensor " + std::to_string(i), limits.max_rank));
+  std::vector<Device> devices(count);
+  bool on_devices = false;
+  for (uint32_t i = 0; i < count; ++i) {
+    m.tensors.push_back(r.tensor_data("tensor " + std::to_string(i), limits.max_rank, &devices[i]));
+    on_devices = on_devices || !devices[i].is_cpu();
+  }
+  if (on_devices) m.devices = std::move(devices);
   r.expect_end("frame body");
   // Paired with encode's limits: what decodes could have been encoded under the same limits.
   DAGSIM_ASSERT(m.tensors.size() == count && m.tensors.size() <= limits.max_tensors);

@@ -97,6 +97,9 @@ struct Message {
   uint64_t request_id = 0;
   Bytes payload;
   std::vector<Tensor> tensors;
+  // Where each tensor lands at the receiver (device_maps.h); empty when all stay on the cpu.
+  // The tensors themselves are on the host on the wire: the sender staged them.
+  std::vector<Device> devices;
 };
 
 }  // namespace dagsim::rpc

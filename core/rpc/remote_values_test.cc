@@ -105,7 +105,7 @@ TEST_F(RemoteValuesTest, TheLastRequestIdIsUsedAndTheNextCallFailsByName) {
   start(options);
   expect_still_serving();
   EXPECT_TRUE(throws_error([&] { expect_still_serving(); }, ErrorCode::invalid_argument,
-                           {"node 0 has sent 2^48 - 1 requests in this life, all its request ids"}));
+                           {"worker0 has sent 2^48 - 1 requests in this life, all its request ids"}));
   // Node 1's ids are its own: it still calls node 0.
   const std::vector<Tensor> out = rt_.run_on(1, [&] {
     return agent(1).rpc_sync(0, "neg", {{from_values({1}, {3})}, {}});

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "core/rpc/call_messages.h"
+#include "core/tensor/ops.h"
 
 #include <algorithm>
 #include <utility>
@@ -78,6 +79,20 @@ void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime:
     return;
   }
   DAGSIM_ASSERT(is_known_message_type(static_cast<uint16_t>(message.type)));  // decode's promise
+  if (!message.devices.empty()) {
+    try {
+      place_on_devices(message);
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+      env_.log.event("rpc.bad_device", "from " + env_.peer_name(from) + ": " + e.detail());
+      if (is_request(message.type)) {
+        reply(from, make_exception(message.request_id, env_.self, e));
+      } else if (request_ids_.is_ours(message.request_id)) {
+        fail(message.request_id, std::make_exception_ptr(e));
+      }
+      return;
+    }
+  }
   if (from != env_.self) note_incarnation(from, from_incarnation);
   if (!is_request(message.type)) {
     on_response(from, std::move(message));
@@ -295,8 +310,51 @@ void RpcAgent::reply(WorkerId to, const Message& message, std::optional<runtime:
   }
 }
 
+Message RpcAgent::staged_for(WorkerId to, const Message& message) const {
+  const auto& maps = is_request(message.type) ? options_.device_maps : options_.reverse_device_maps;
+  const auto map = maps.find(to);
+  Message staged;
+  staged.type = message.type;
+  staged.flags = message.flags;
+  staged.request_id = message.request_id;
+  staged.payload = message.payload;
+  staged.devices = target_devices(message.tensors, map == maps.end() ? nullptr : &map->second, env_.peer_name(to),
+                                  is_request(message.type));
+  staged.tensors.reserve(message.tensors.size());
+  for (const Tensor& t : message.tensors) {
+    // To the host by a copy on the current stream, which the sending fiber waits for.
+    staged.tensors.push_back(t.device().is_cpu() ? t : to_device(detach(t), Device::cpu()));
+  }
+  return staged;
+}
+
+void RpcAgent::place_on_devices(Message& message) {
+  DAGSIM_ASSERT(message.devices.size() == message.tensors.size());
+  for (size_t i = 0; i < message.tensors.size(); ++i) {
+    const Device target = message.devices[i];
+    if (target.is_cpu()) continue;
+    const std::shared_ptr<DeviceBackend> gpu = backend_for(target);
+    const auto [stream, fresh] = copy_streams_.try_emplace(target, 0);
+    if (fresh) stream->second = gpu->new_stream();
+    const Tensor& host = message.tensors[i];
+    Tensor placed = Tensor::empty_on(host.shape(), host.dtype(), target);
+    const int current = gpu->current_stream();
+    gpu->set_current_stream(stream->second);
+    gpu->write_from_host(*placed.storage(), static_cast<const std::byte*>(host.raw_data()), host.nbytes());
+    const DeviceEvent copied = gpu->record(stream->second);
+    gpu->set_current_stream(current);
+    // What runs next on this GPU (the call, or whoever waits on the reply) starts after the copy.
+    if (!options_.skip_copy_event_wait) gpu->wait(current, copied);
+    message.tensors[i] = std::move(placed);
+  }
+  message.devices.clear();
+}
+
 void RpcAgent::send(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by) {
-  runtime::Bytes frame = encode(message, options_.limits, frame_integrity());
+  bool plain = options_.device_maps.empty() && options_.reverse_device_maps.empty();
+  for (const Tensor& t : message.tensors) plain = plain && t.device().is_cpu();
+  runtime::Bytes frame = plain ? encode(message, options_.limits, frame_integrity())
+                               : encode(staged_for(to, message), options_.limits, frame_integrity());
   DAGSIM_ASSERT(frame.size() >= kFrameHeaderBytes && frame.size() <= options_.limits.max_frame_bytes);
   if (to == env_.self) {
     // A call to oneself goes through the same encode/decode, on a fiber, as a remote one.

@@ -37,6 +37,7 @@
 
 #include "core/base/ids.h"
 #include "core/rpc/codec.h"
+#include "core/rpc/device_maps.h"
 #include "core/rpc/function_registry.h"
 #include "core/rpc/request_admission.h"
 #include "core/rpc/rpc_extension.h"
@@ -78,6 +79,13 @@ struct RpcOptions {
   Duration default_timeout = std::chrono::seconds(60);
   CodecLimits limits;
   std::vector<MessageFault> message_faults = {};
+  // Where tensors sent to each peer land there, and where replies to each peer land (the inverse
+  // of the peer's map to this node): device_maps.h.
+  std::map<WorkerId, DeviceMap> device_maps = {};
+  std::map<WorkerId, DeviceMap> reverse_device_maps = {};
+  // A planted bug, for the conformance suite to catch: the receiver's stream does not wait for
+  // the copy that placed an incoming tensor on its GPU.
+  bool skip_copy_event_wait = false;
   // How many requests this node serves at once, and how many bytes of them may wait
   // (request_admission.h).
   AdmissionLimits admission = {};
@@ -267,6 +275,13 @@ class RpcAgent {
   // `room_by`: wait for room on the link until then first (Note [room to send] in transport.h);
   // nullopt never waits (the listener, which must keep reading).
   void reply(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by = std::nullopt);
+  // The message as it goes to `to`: GPU tensors staged to the host and every tensor's target
+  // device named (device_maps.h). Throws invalid_argument, PyTorch's text, for a GPU tensor the
+  // map does not place.
+  Message staged_for(WorkerId to, const Message& message) const;
+  // Puts a decoded message's tensors on the devices it names: each copied on a stream of its own,
+  // which the device's current stream then waits on (through an event, not a synchronisation).
+  void place_on_devices(Message& message);
   void send(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by = std::nullopt);
   // The transport's MACs guard frames when it has them (FrameIntegrity); the same both ways, and
   // for calls to oneself, which never leave the node.
@@ -331,6 +346,7 @@ class RpcAgent {
   // Expires with the agent: a retry's continuation checks it before touching the agent.
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   std::map<std::string, RpcFunction, std::less<>> local_functions_;
+  std::map<Device, int> copy_streams_;  // per GPU, the stream incoming tensors are copied on
   runtime::FiberMutex drain_mutex_;
   runtime::FiberCondition drained_;
 };

@@ -108,7 +108,7 @@ TEST_F(RpcAgentTest, ACallToOneselfGoesThroughTheSamePath) {
 
 TEST_F(RpcAgentTest, ACallTimesOutOnTheVirtualClock) {
   EXPECT_TRUE(throws_error([&] { rt_.run_on(0, [&] { agent(0).rpc_sync(1, "slow", {{vec({1})}, {}}, 2s); }); },
-                           ErrorCode::timed_out, {"rpc 'slow' to node 1 timed out after 2000 ms"}));
+                           ErrorCode::timed_out, {"rpc 'slow' to worker1 timed out after 2000 ms"}));
   EXPECT_EQ(rt_.now().since_epoch, std::chrono::nanoseconds(10s)) << "the callee's late reply was ignored";
   EXPECT_EQ(agent(0).pending_calls(), 0u);
 }
@@ -116,7 +116,7 @@ TEST_F(RpcAgentTest, ACallTimesOutOnTheVirtualClock) {
 TEST_F(RpcAgentTest, ACallToADeadNodeFailsNamingIt) {
   rt_.kill(1);
   EXPECT_TRUE(throws_error([&] { rt_.run_on(0, [&] { agent(0).rpc_sync(1, "add", {{vec({1}), vec({1})}, {}}); }); },
-                           ErrorCode::connection_failed, {"rpc 'add' to node 1: worker1 is dead"}));
+                           ErrorCode::connection_failed, {"rpc 'add' to worker1: worker1 is dead"}));
 }
 
 TEST_F(RpcAgentTest, MalformedFramesAreLoggedAndDroppedNeverACrash) {
@@ -193,7 +193,7 @@ TEST(FaultyRpcAgent, FailsOrDelaysTheFirstRequestsOfAType) {
   rt.run_on(0, [&] {
     for (int i = 0; i < 2; ++i) {
       EXPECT_TRUE(throws_error([&] { agents[0]->rpc_sync(1, "neg", {{vec({1})}, {}}); }, ErrorCode::connection_failed,
-                               {"faulty agent of node 0: a call to node 1 failed"}));
+                               {"faulty agent of node 0: a call to worker1 failed"}));
     }
     EXPECT_EQ(agents[0]->rpc_sync(1, "neg", {{vec({1})}, {}})[0].to_vector(), (std::vector<double>{-1}));
     const runtime::TimePoint before = rt.now();

@@ -109,7 +109,7 @@ TEST_F(RpcHandlersTest, ATypeNobodyServesGetsAnErrorReplyNamingIt) {
 
 TEST_F(RpcHandlersTest, ARequestTimesOutNamingThePeerAndItsLateReplyIsIgnored) {
   EXPECT_TRUE(throws_error([&] { rt_.run_on(0, [&] { agent(0).request_bytes(1, kSlow, {}, 2s, "store get").get(); }); },
-                           ErrorCode::timed_out, {"store get to node 1 timed out after 2000 ms"}));
+                           ErrorCode::timed_out, {"store get to worker1 timed out after 2000 ms"}));
   EXPECT_EQ(rt_.now().since_epoch, std::chrono::nanoseconds(10s)) << "the handler ran to its end";
   EXPECT_EQ(agent(0).pending_calls(), 0u);
 }
@@ -117,7 +117,7 @@ TEST_F(RpcHandlersTest, ARequestTimesOutNamingThePeerAndItsLateReplyIsIgnored) {
 TEST_F(RpcHandlersTest, ARequestToADeadNodeFailsNamingIt) {
   rt_.kill(1);
   EXPECT_TRUE(throws_error([&] { rt_.run_on(0, [&] { agent(0).request_bytes(1, kEcho, {}).get(); }); },
-                           ErrorCode::connection_failed, {"service_req request to node 1: worker1 is dead"}));
+                           ErrorCode::connection_failed, {"service_req request to worker1: worker1 is dead"}));
 }
 
 TEST_F(RpcHandlersTest, ATimeoutFailsItsCallOnANodeFiberSoContinuationsNeverStartFromTheDriver) {

@@ -50,6 +50,9 @@ concept WireNumber = std::same_as<T, bool> || std::same_as<T, uint8_t> || std::s
                      std::same_as<T, uint32_t> || std::same_as<T, uint64_t> || std::same_as<T, int64_t> ||
                      std::same_as<T, double>;
 
+// The dtype byte's top bit: a GPU ordinal follows (WireWriter::tensor_data).
+inline constexpr uint8_t kTensorOnDevice = 0x80;
+
 class WireWriter {
  public:
   explicit WireWriter(Bytes& out) : out_(out) {}
@@ -79,18 +82,26 @@ class WireWriter {
   }
   size_t size() const { return out_.size(); }
 
-  // dtype u8, rank u8, rank x dim i64, then the data (host order: little-endian, see codec.cc).
-  void tensor_data(const Tensor& t) {
+  // dtype u8 (its top bit set when a GPU ordinal u8 follows: the device the receiver places it
+  // on), rank u8, rank x dim i64, then the data (host order: little-endian, see codec.cc).
+  void tensor_data(const Tensor& t, Device target = Device::cpu()) {
     DAGSIM_ASSERT_MSG(t.defined(), "an undefined tensor on the wire");
     DAGSIM_ASSERT_MSG(t.dim() <= UINT8_MAX, "a rank travels in one byte");
+    DAGSIM_ASSERT_MSG(t.device().is_cpu(), "a device tensor is staged to the host before it is encoded");
+    DAGSIM_ASSERT(target.is_cpu() || (target.index >= 0 && target.index <= UINT8_MAX));
     const size_t before = out_.size();
-    u8(static_cast<uint8_t>(t.dtype()));
+    if (target.is_cpu()) {
+      u8(static_cast<uint8_t>(t.dtype()));
+    } else {
+      u8(static_cast<uint8_t>(t.dtype()) | kTensorOnDevice);
+      u8(static_cast<uint8_t>(target.index));
+    }
     u8(static_cast<uint8_t>(t.dim()));
     for (int64_t size : t.shape()) i64(size);
     bytes(std::span(static_cast<const uint8_t*>(t.raw_data()), t.nbytes()));
     // Paired with WireReader::tensor_data, which needs exactly numel x dtype-size data bytes.
     DAGSIM_ASSERT_EQ(t.nbytes(), static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
-    DAGSIM_ASSERT_EQ(out_.size(), before + 2 + 8 * static_cast<size_t>(t.dim()) + t.nbytes());
+    DAGSIM_ASSERT_EQ(out_.size(), before + (target.is_cpu() ? 2 : 3) + 8 * static_cast<size_t>(t.dim()) + t.nbytes());
   }
 
   // The field methods (see the file comment); `max` bounds a length or a count.
@@ -223,7 +234,9 @@ class WireReader {
 
   // A tensor (WireWriter::tensor_data), checked against the bytes present before allocating, so
   // a forged shape cannot make us allocate. `where` names it in errors ("tensor 3").
-  Tensor tensor_data(const std::string& where, uint32_t max_rank);
+  // `target`, where given, gets the device the sender placed it on; a payload's tensors (null
+  // target) are the cpu's, and one marked for a device is a protocol error.
+  Tensor tensor_data(const std::string& where, uint32_t max_rank, Device* target = nullptr);
 
   // The field methods, mirroring WireWriter's.
   template <WireNumber T>

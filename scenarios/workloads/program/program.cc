@@ -12,10 +12,11 @@ namespace dagsim::scenarios {
 
 namespace detail {
 
-std::map<std::string, Tensor> make_leaves(const Program& program) {
+std::map<std::string, Tensor> make_leaves(const Program& program, bool on_devices) {
   std::map<std::string, Tensor> values;
   for (const ProgramTensor& t : program.tensors) {
     Tensor leaf = from_values(t.shape, t.values, t.dtype);
+    if (on_devices) leaf = to_device(leaf, t.device);
     if (t.requires_grad) leaf.set_requires_grad(true);
     values[t.name] = leaf;
   }

@@ -67,7 +67,8 @@ namespace detail {
 
 // Shared by the two runs (program.cc, program_distributed.cc).
 // The program's leaf tensors, with their values (materialised) and requires_grad.
-std::map<std::string, Tensor> make_leaves(const Program& program);
+// On the cpu for the local oracle; `on_devices`: each on its ProgramTensor::device.
+std::map<std::string, Tensor> make_leaves(const Program& program, bool on_devices = false);
 // A parameter's initial value. REQUIRES: materialised values.
 Tensor initial_value(const ProgramParameter& parameter);
 // Binds the results of statement `s` to its names, one each, or invalid_argument naming it when

@@ -69,7 +69,7 @@ void add_gradient_service(rpc::RpcAgent& agent, dist_autograd::DistAutograd& aut
 ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& agent,
                                       dist_autograd::DistAutograd& autograd,
                                       const std::function<void()>& on_backward) {
-  std::map<std::string, Tensor> leaves = detail::make_leaves(program);
+  std::map<std::string, Tensor> leaves = detail::make_leaves(program, /*on_devices=*/true);
   std::map<std::string, rpc::RRef> params;
   std::vector<rpc::RRef> param_list;
   for (const ProgramParameter& p : program.parameters) {
@@ -106,11 +106,14 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
       for (const std::string& name : s.args) args.tensors.push_back(value_of(name));
       for (const std::string& name : s.rrefs) args.rrefs.push_back(rrefs.at(name));
       args.attributes = s.attributes;
+      if (s.device) {
+        for (Tensor& t : args.tensors) t = to_device(t, *s.device);
+      }
       switch (s.via) {
         case Via::local: {
           // The RRefs' values are appended here, as a callee of a builtin appends them.
           for (const rpc::RRef& rref : args.rrefs) {
-            for (const Tensor& t : rref.to_here()) args.tensors.push_back(t);
+            for (const Tensor& t : rref.to_here()) args.tensors.push_back(s.device ? to_device(t, *s.device) : t);
           }
           args.rrefs.clear();
           rpc::CallContext local{&agent, agent.self()};

@@ -19,6 +19,7 @@
 #include "core/optim/optimizer.h"
 #include "core/rpc/message.h"
 #include "core/runtime/clock.h"
+#include "core/tensor/device.h"
 #include "core/tensor/dtype.h"
 
 namespace dagsim::scenarios {
@@ -33,6 +34,9 @@ struct ProgramTensor {
   std::vector<double> values;  // Init::values: row-major, numel of shape
   bool requires_grad = true;
   Dtype dtype = Dtype::float64;  // the values are rounded to it
+  // Where the driver holds it in the distributed run (a GPU of the driver's); the local oracle
+  // computes on the cpu, and gradients are compared by value.
+  Device device = {};
 };
 
 // A parameter: a requires-grad leaf created once on its owner (remote(on, "dagsim.parameter")),
@@ -70,6 +74,11 @@ struct Statement {
   // RRef arguments, owned by the worker that runs the call; their values are appended after the
   // tensor arguments (CallArgs::rrefs).
   std::vector<std::string> rrefs = {};
+  // Where its tensor arguments go before the call (to_device, differentiable): the op then runs
+  // on that device of the worker that runs it, its arguments sent there through the device maps,
+  // and its results come back through the reverse maps. Unset: the arguments stay where they are.
+  // The local oracle ignores it.
+  std::optional<Device> device = std::nullopt;
 
   const std::string& out() const { return outs.at(0); }  // the first (or only) name
 };

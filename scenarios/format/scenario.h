@@ -7,6 +7,7 @@
 #pragma once
 
 #include <any>
+#include <map>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -14,6 +15,8 @@
 #include <vector>
 
 #include "core/base/assert.h"
+#include "core/device/sim_gpu.h"
+#include "core/rpc/device_maps.h"
 #include "core/runtime/network_model.h"
 
 namespace dagsim::scenarios {
@@ -141,6 +144,18 @@ struct CheckSpec {
   bool equal_nan = true;           // gradients_match_local, params_match_local: NaN equals NaN
 };
 
+// [devices]: every node's simulated GPUs (core/device/sim_gpu.h) and the RPC device maps between
+// nodes (core/rpc/device_maps.h). No GPUs by default.
+struct DevicesSpec {
+  uint32_t gpus = 0;  // per node: cuda:0 .. cuda:gpus-1
+  device::SimGpuDelays delays = {};
+  std::vector<rpc::DeviceMaps> maps;  // one per node (empty: no maps anywhere)
+
+  // The maps of node `index`, by peer id, and the reverse maps it answers with.
+  std::map<WorkerId, rpc::DeviceMap> maps_of(uint32_t index, const std::vector<std::string>& names) const;
+  std::map<WorkerId, rpc::DeviceMap> reverse_maps_of(uint32_t index, const std::vector<std::string>& names) const;
+};
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -149,6 +164,7 @@ struct Scenario {
   Duration max_virtual_time{std::chrono::seconds(60)};
   ClusterSpec cluster;
   runtime::NetworkModel network;
+  DevicesSpec devices;
   std::vector<FaultSpec> faults;
   RandomFaultSpec random_faults;
   WorkloadSpec workload;  // exactly one (scenarios/workloads/registry.h)

@@ -13,6 +13,7 @@
 
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "scenarios/format/scenario_devices.h"
 #include "scenarios/format/scenario_faults.h"
 #include "scenarios/format/scenario_text.h"
 #include "scenarios/format/scenario_keys.h"
@@ -31,9 +32,9 @@ using Dist = runtime::LatencyModel::Dist;
 constexpr int64_t kNsPerUs = 1'000;
 
 // The top-level keys other than the workload tables.
-constexpr std::array<std::string_view, 11> kTopKeys = {
+constexpr std::array<std::string_view, 12> kTopKeys = {
     "name",    "description", "schedule", "max_virtual_time_ms", "max_wall_time_ms", "max_memory_mib",
-    "cluster", "network",     "faults",   "random_faults",       "checks"};
+    "cluster", "network",     "devices",  "faults",              "random_faults",    "checks"};
 const KeySetRegistration kTopKeysListed{{"Top level", "", "", kTopKeys}};
 
 constexpr std::string_view kClusterKeys[] = {"nodes", "name_prefix", "clock_skew_max_ms", "clock_drift_max_ppm"};
@@ -348,6 +349,8 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
   if (const toml::node* cluster = top.get("cluster")) scenario.cluster = read_cluster(reader, *cluster);
   reader.set_cluster(scenario.cluster);
   if (const toml::node* network = top.get("network")) scenario.network = read_network(reader, *network);
+  if (const toml::node* devices = top.get("devices")) scenario.devices = detail::read_devices(reader, *devices);
+  reader.set_gpus(scenario.devices.gpus);
   if (const toml::node* faults = top.get("faults")) {
     scenario.faults = detail::read_faults(reader, *faults, scenario.max_virtual_time);
   }

@@ -71,6 +71,9 @@ class TomlReader {
   // Node references ("worker3") resolve against this cluster; set once [cluster] is read.
   void set_cluster(const ClusterSpec& cluster) { cluster_ = cluster; }
   const ClusterSpec& cluster() const { return cluster_; }
+  // How many GPUs [devices] gives each node: `device` keys resolve against it.
+  void set_gpus(uint32_t gpus) { gpus_ = gpus; }
+  uint32_t gpus() const { return gpus_; }
 
   // Throws "FILE:LINE: KEY: problem" ("FILE:LINE: problem" when key is empty).
   [[noreturn]] void fail(int line, std::string_view key, std::string_view problem) const;
@@ -146,6 +149,7 @@ class TomlReader {
 
   std::string file_;
   ClusterSpec cluster_;
+  uint32_t gpus_ = 0;
 };
 
 }  // namespace dagsim::scenarios::detail

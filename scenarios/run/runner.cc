@@ -100,6 +100,8 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
   // Deques: records and contexts keep their addresses while incarnations are added.
   std::deque<NodeRecord> node_records;
   std::deque<NodeContext> contexts;
+  // Each node's simulated GPUs ([devices]): they outlive the world and whatever holds their tensors.
+  std::vector<std::unique_ptr<DeviceSet>> node_devices;
   SimWorld world(world_options(scenario, options));
   SimRuntime runtime(world, triggers);
   // Whatever the workload binds to nodes goes before the world does.
@@ -118,6 +120,15 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
       NodeContext& context = contexts.emplace_back(runtime, env, record.data);
       workload.node_main(context);
     });
+  }
+  const Prng gpu_seeds = Prng(options.seed).fork(0x69b0);
+  for (uint32_t i = 0; i < scenario.cluster.nodes && scenario.devices.gpus > 0; ++i) {
+    auto& set = node_devices.emplace_back(std::make_unique<DeviceSet>());
+    for (uint32_t g = 0; g < scenario.devices.gpus; ++g) {
+      set->add(std::make_shared<device::SimGpu>(static_cast<int>(g), world.node_clock(i),
+                                                gpu_seeds.fork(uint64_t{i} * 64 + g), scenario.devices.delays));
+    }
+    world.set_devices(i, set.get());
   }
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) world.start(i);
 

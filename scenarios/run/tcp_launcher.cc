@@ -729,6 +729,10 @@ RunRecords TcpCluster::run(Workload& workload) {
 }  // namespace
 
 RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& options) {
+  if (scenario.devices.gpus > 0) {
+    throw errors::invalid_scenario(scenario.file + ": [devices] gives the nodes simulated GPUs, which run in the simulator only "
+                                   "(dagsim run without --tcp); over TCP a node's GPUs are its real ones (docs/devices.md)");
+  }
   RunDir dir;
   if (options.records_dir.empty()) {
     std::string pattern = (fs::temp_directory_path() / "dagsim-tcp-XXXXXX").string();

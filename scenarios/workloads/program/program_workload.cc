@@ -169,6 +169,10 @@ void ProgramWorkload::node_main(NodeContext& context) {
   for (const ProgramMessageFault& f : program_.message_faults) {
     if (f.node == index) rpc_options.message_faults.push_back(rpc::MessageFault{f.type, f.count, f.delay});
   }
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < scenario_.cluster.nodes; ++i) names.push_back(scenario_.cluster.node_name(i));
+  rpc_options.device_maps = scenario_.devices.maps_of(index, names);
+  rpc_options.reverse_device_maps = scenario_.devices.reverse_maps_of(index, names);
   node.agent = std::make_unique<rpc::RpcAgent>(env, registry_, rpc_options);
   node.autograd = std::make_unique<dist_autograd::DistAutograd>(*node.agent, dist_autograd::DistEngineOptions{
       .backward_timeout = std::min(runtime::Duration{std::chrono::seconds(10)}, scenario_.max_virtual_time / 4)});

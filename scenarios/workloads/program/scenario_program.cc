@@ -13,6 +13,7 @@
 #include "core/base/printable.h"
 #include "core/rpc/op_table.h"
 #include "core/tensor/dtype.h"
+#include "scenarios/format/scenario_devices.h"
 #include "scenarios/format/scenario_keys.h"
 #include "scenarios/workloads/program/program_shapes.h"
 #include "scenarios/workloads/program/scenario_message_faults.h"
@@ -60,7 +61,7 @@ constexpr std::array<AttributeKey, 15> kAttributes = {{
     {"activation", true, Range{0, 3}},  // 0 none, 1 tanh, 2 relu, 3 sigmoid
 }};
 
-constexpr std::array<std::string_view, 7> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on", "dtype"};
+constexpr std::array<std::string_view, 8> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on", "dtype", "device"};
 constexpr std::array<std::string_view, 7> kParameterKeys = {"name", "shape", "values", "init", "scale", "on", "dtype"};
 constexpr std::array<std::string_view, 2> kDtypes = {"float32", "float64"};  // Dtype's order
 
@@ -70,7 +71,7 @@ Dtype read_dtype(const TomlReader& reader, const Table& t) {
   return reader.choice(*node, t.key_path("dtype"), kDtypes) == 0 ? Dtype::float32 : Dtype::float64;
 }
 // A statement's keys: its own, every attribute key, and a relay's `to`.
-constexpr std::array<std::string_view, 5> kStatementOwnKeys = {"out", "call", "args", "via", "on"};
+constexpr std::array<std::string_view, 6> kStatementOwnKeys = {"out", "call", "args", "via", "on", "device"};
 constexpr auto kStatementKeys = [] {
   std::array<std::string_view, kStatementOwnKeys.size() + kAttributes.size() + 1> keys{};
   size_t n = 0;
@@ -208,6 +209,7 @@ ProgramTensor read_tensor(const TomlReader& reader, const Table& t, Defined& nam
   tensor.values = std::move(leaf.values);
   tensor.requires_grad = reader.opt_boolean(t, "requires_grad").value_or(true);
   tensor.dtype = read_dtype(reader, t);
+  if (const toml::node* device = t.get("device")) tensor.device = read_device(reader, *device, t.key_path("device"), reader.gpus());
   if (std::optional<uint32_t> on = reader.opt_node_ref(t, "on"); on && *on != kDriver) {
     reader.fail(*t.get("on"), t.key_path("on"),
                 "leaves must live on the driver (" + reader.cluster().node_name(kDriver) +
@@ -244,6 +246,10 @@ void read_args(const TomlReader& reader, const Table& t, const Defined& names, S
   const toml::array& args = reader.array(args_node, args_path);
   if (args.empty()) reader.fail(args_node, args_path, "must name at least one tensor");
   const bool to_here = s.call == kToHere;
+  if (const toml::node* device = t.get("device")) {
+    if (to_here) reader.fail(*device, t.key_path("device"), "does not apply to call \"to_here\" (the value comes back through the device maps)");
+    s.device = read_device(reader, *device, t.key_path("device"), reader.gpus());
+  }
   if (to_here && args.size() != 1) {
     reader.fail(args_node, args_path, "to_here takes exactly one argument, an RRef; got " + std::to_string(args.size()));
   }

@@ -1,6 +1,7 @@
 #include "core/tensor/device_guard.h"
 
 #include <exception>
+#include <string_view>
 
 #include "core/base/error.h"
 
@@ -47,6 +48,12 @@ void DeviceGuard::add_input(const char* op, const Tensor& t) {
     if (saw_cpu_) throw_mismatch(op, d, Device::cpu());  // the GPU first, whatever the order, as PyTorch
     device_ = d;
     backend_ = t.storage()->backend_ptr();
+    if (std::string_view(backend_->kind()) == "cuda") {
+      // The cuda backend's kernels (core/device/cuda) are not behind the op layer yet, and its
+      // memory is the GPU's: running the CPU code on it would read device pointers on the host.
+      throw errors::invalid_argument(std::string(op) + ": dagsim's ops do not run on the cuda backend yet (" + d.str() +
+                                     " is a real GPU; the simulated GPU runs every op, docs/devices.md)");
+    }
   } else if (d != device_) {
     throw_mismatch(op, device_, d);
   }

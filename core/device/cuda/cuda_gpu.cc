@@ -1,0 +1,191 @@
+#include "core/device/cuda/cuda_gpu.h"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <string>
+
+#include "core/base/assert.h"
+#include "core/base/error.h"
+#include "core/device/cuda/cuda_check.h"
+#include "core/runtime/fiber_context.h"
+#include "core/tensor/device_guard.h"
+#include "core/tensor/tensor.h"
+
+namespace dagsim::device::cuda {
+
+namespace {
+constexpr size_t kEventRing = 4096;
+constexpr runtime::Duration kPollInterval = std::chrono::microseconds(20);
+
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
+}  // namespace
+
+void throw_cuda_error(int code, const char* call) {
+  throw errors::internal_error(std::string("CUDA error: ") + cudaGetErrorString(static_cast<cudaError_t>(code)) + " (" +
+                               call + ")");
+}
+
+void throw_cublas_error(int status, const char* call) {
+  throw errors::internal_error(std::string("cuBLAS error: ") + cublasGetStatusString(static_cast<cublasStatus_t>(status)) +
+                               " (" + call + ")");
+}
+
+int device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+const char* why_no_device() {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  (void)cudaGetLastError();
+  if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) return "no CUDA device on this machine";
+  if (e == cudaErrorInsufficientDriver) return "no CUDA driver on this machine (or one older than the toolkit)";
+  if (e != cudaSuccess) return cudaGetErrorString(e);
+  return "a CUDA device is present";
+}
+
+CudaGpu::CudaGpu(int ordinal, runtime::Clock* clock) : device_(Device::cuda(ordinal)), clock_(clock), allocator_(ordinal) {
+  DAGSIM_CUDA_CHECK(cudaSetDevice(ordinal));
+  new_stream();
+  events_.resize(kEventRing, nullptr);
+  for (void*& e : events_) {
+    cudaEvent_t event;
+    DAGSIM_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    e = event;
+  }
+  cublasHandle_t handle;
+  DAGSIM_CUBLAS_CHECK(cublasCreate(&handle));
+  cublas_ = handle;
+}
+
+CudaGpu::~CudaGpu() {
+  (void)cudaSetDevice(device_.index);
+  for (void* s : streams_) (void)cudaStreamSynchronize(as_stream(s));
+  if (cublas_ != nullptr) (void)cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  for (void* e : events_) (void)cudaEventDestroy(as_event(e));
+  for (void* s : streams_) (void)cudaStreamDestroy(as_stream(s));
+  if (staging_ != nullptr) (void)cudaFreeHost(staging_);
+}
+
+std::byte* CudaGpu::allocate(size_t nbytes) { return static_cast<std::byte*>(allocator_.allocate(nbytes)); }
+void CudaGpu::release(std::byte* block, size_t nbytes) { allocator_.release(block, nbytes); }
+
+int CudaGpu::new_stream() {
+  cudaStream_t s;
+  // Non-blocking: no implicit synchronisation with the legacy default stream.
+  DAGSIM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  streams_.push_back(s);
+  return static_cast<int>(streams_.size() - 1);
+}
+
+void CudaGpu::set_current_stream(int stream) {
+  DAGSIM_ASSERT(stream >= 0 && static_cast<size_t>(stream) < streams_.size());
+  current_ = stream;
+}
+
+void* CudaGpu::stream_handle(int stream) const {
+  DAGSIM_ASSERT(stream >= 0 && static_cast<size_t>(stream) < streams_.size());
+  return streams_[static_cast<size_t>(stream)];
+}
+
+void* CudaGpu::cublas() {
+  DAGSIM_CUBLAS_CHECK(cublasSetStream(static_cast<cublasHandle_t>(cublas_), as_stream(current_handle())));
+  return cublas_;
+}
+
+DeviceEvent CudaGpu::record(int stream) {
+  const size_t slot = next_event_++ % events_.size();
+  DAGSIM_CUDA_CHECK(cudaEventRecord(as_event(events_[slot]), as_stream(stream_handle(stream))));
+  return DeviceEvent{device_, stream, static_cast<int64_t>(slot)};
+}
+
+void CudaGpu::wait(int stream, const DeviceEvent& event) {
+  DAGSIM_ASSERT(event.device == device_);
+  DAGSIM_CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream_handle(stream)), as_event(events_[static_cast<size_t>(event.mark)]), 0));
+}
+
+bool CudaGpu::query(const DeviceEvent& event) const {
+  const cudaError_t e = cudaEventQuery(as_event(events_[static_cast<size_t>(event.mark)]));
+  if (e == cudaErrorNotReady) return false;
+  DAGSIM_CUDA_CHECK(e);
+  return true;
+}
+
+void CudaGpu::poll_until_done(const DeviceEvent& event) {
+  DeviceGuard::Suspend off_device;
+  const bool in_fiber = clock_ != nullptr && runtime::current_fiber() != nullptr;
+  while (!query(event)) {
+    // The fiber sleeps and the node's other fibers run; no thread blocks in the driver.
+    if (in_fiber) clock_->sleep(kPollInterval);
+  }
+}
+
+void CudaGpu::synchronize(const DeviceEvent& event) { poll_until_done(event); }
+
+std::byte* CudaGpu::staging(size_t nbytes) {
+  if (staging_busy_) {
+    poll_until_done(*staging_busy_);
+    staging_busy_.reset();
+  }
+  if (nbytes > staging_bytes_) {
+    if (staging_ != nullptr) DAGSIM_CUDA_CHECK(cudaFreeHost(staging_));
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    void* p = nullptr;
+    DAGSIM_CUDA_CHECK(cudaMallocHost(&p, nbytes));
+    staging_ = static_cast<std::byte*>(p);
+    staging_bytes_ = nbytes;
+  }
+  return staging_;
+}
+
+void CudaGpu::read_to_host(const Storage& storage, std::byte* out, size_t nbytes) {
+  DAGSIM_ASSERT(storage.backend() == this && nbytes <= storage.nbytes());
+  if (nbytes == 0) return;
+  std::byte* pinned = staging(nbytes);
+  DAGSIM_CUDA_CHECK(cudaMemcpyAsync(pinned, storage.data(), nbytes, cudaMemcpyDeviceToHost, as_stream(current_handle())));
+  const DeviceEvent copied = record(current_);
+  poll_until_done(copied);
+  std::memcpy(out, pinned, nbytes);
+}
+
+void CudaGpu::write_from_host(Storage& storage, const std::byte* in, size_t nbytes) {
+  DAGSIM_ASSERT(storage.backend() == this && nbytes <= storage.nbytes());
+  if (nbytes == 0) return;
+  std::byte* pinned = staging(nbytes);
+  std::memcpy(pinned, in, nbytes);
+  DAGSIM_CUDA_CHECK(cudaMemcpyAsync(storage.data(), pinned, nbytes, cudaMemcpyHostToDevice, as_stream(current_handle())));
+  staging_busy_ = record(current_);  // the buffer is reused once this copy is done
+}
+
+template <typename T>
+void gemm(CudaGpu& gpu, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T beta,
+          T* c) {
+  // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ: swap the operands.
+  const auto handle = static_cast<cublasHandle_t>(gpu.cublas());
+  const T alpha{1};
+  const int lda = static_cast<int>(trans_a ? m : k);
+  const int ldb = static_cast<int>(trans_b ? k : n);
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if constexpr (std::is_same_v<T, float>) {
+    DAGSIM_CUBLAS_CHECK(cublasSgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha,
+                                    b, ldb, a, lda, &beta, c, static_cast<int>(n)));
+  } else {
+    DAGSIM_CUBLAS_CHECK(cublasDgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha,
+                                    b, ldb, a, lda, &beta, c, static_cast<int>(n)));
+  }
+}
+
+template void gemm<float>(CudaGpu&, bool, bool, int64_t, int64_t, int64_t, const float*, const float*, float, float*);
+template void gemm<double>(CudaGpu&, bool, bool, int64_t, int64_t, int64_t, const double*, const double*, double, double*);
+
+}  // namespace dagsim::device::cuda

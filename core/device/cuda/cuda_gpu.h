@@ -1,0 +1,85 @@
+// CudaGpu: a real GPU behind the device seam (DeviceBackend, core/tensor/device.h), on the CUDA
+// runtime: memory from a CachingAllocator, streams and events that are CUDA's, copies through a
+// pinned staging buffer, and cuBLAS for matrix products (gemm below).
+//
+// Waiting never blocks a thread: synchronize() and the host reads poll cudaEventQuery and, while
+// the event is not done, sleep the calling fiber on the node's Clock (others run meanwhile), as
+// the fiber runtime would otherwise idle. Outside a fiber (a test's main fiber, a benchmark) the
+// polling spins instead, with the same result.
+//
+// What is not here yet: dagsim's ops do not dispatch to this backend's kernels (DeviceGuard
+// refuses an op on a cuda tensor, naming it); cuda_mlp.h runs an MLP step on the kernels
+// directly. Built only where nvcc is found (DAGSIM_HAVE_CUDA).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "core/device/cuda/caching_allocator.h"
+#include "core/runtime/clock.h"
+#include "core/tensor/device.h"
+
+namespace dagsim::device::cuda {
+
+// How many GPUs the CUDA runtime sees (0 where there is no driver or no device).
+int device_count();
+// Why device_count() is 0, for a test's skip message ("no CUDA driver", "no CUDA device").
+const char* why_no_device();
+
+class CudaGpu final : public DeviceBackend {
+ public:
+  // `clock`: the node's, for the polling sleeps; null outside any runtime (spins instead).
+  CudaGpu(int ordinal, runtime::Clock* clock);
+  ~CudaGpu() override;
+
+  Device device() const override { return device_; }
+  const char* kind() const override { return "cuda"; }
+  std::byte* allocate(size_t nbytes) override;
+  void release(std::byte* block, size_t nbytes) override;
+  // The kernels order themselves on the stream they were launched on: nothing to do.
+  void launch(std::span<Storage* const>, std::span<Storage* const>, bool) override {}
+  int new_stream() override;
+  int current_stream() const override { return current_; }
+  void set_current_stream(int stream) override;
+  DeviceEvent record(int stream) override;
+  void wait(int stream, const DeviceEvent& event) override;
+  bool query(const DeviceEvent& event) const override;
+  void synchronize(const DeviceEvent& event) override;
+  void read_to_host(const Storage& storage, std::byte* out, size_t nbytes) override;
+  void write_from_host(Storage& storage, const std::byte* in, size_t nbytes) override;
+
+  // The cudaStream_t of `stream`, and the current one, as a void* (cuda_kernels.h).
+  void* stream_handle(int stream) const;
+  void* current_handle() const { return stream_handle(current_); }
+  // The cuBLAS handle, bound to the current stream.
+  void* cublas();
+  CachingAllocator& allocator() { return allocator_; }
+
+ private:
+  void poll_until_done(const DeviceEvent& event);
+  std::byte* staging(size_t nbytes);  // the pinned buffer, grown as needed, idle when returned
+
+  Device device_;
+  runtime::Clock* clock_;
+  CachingAllocator allocator_;
+  std::vector<void*> streams_;  // cudaStream_t
+  int current_ = 0;
+  // Events are reused round-robin: an event is re-recorded only after kEventRing others, far more
+  // than anything waits on at once.
+  std::vector<void*> events_;  // cudaEvent_t
+  size_t next_event_ = 0;
+  void* cublas_ = nullptr;     // cublasHandle_t
+  std::byte* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+  std::optional<DeviceEvent> staging_busy_;  // the last copy through the staging buffer
+};
+
+// C = op(A) op(B) (+ beta C), row-major, through cuBLAS on `gpu`'s current stream: A is m x k
+// (k x m when trans_a), B is k x n (n x k when trans_b), C is m x n.
+template <typename T>
+void gemm(CudaGpu& gpu, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T beta,
+          T* c);
+
+}  // namespace dagsim::device::cuda

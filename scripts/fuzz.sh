@@ -79,7 +79,7 @@ sources_of() {
     tcpstore) echo net/fuzz/tcpstore_fuzz.cc net/tcpstore/tcp_store_protocol.cc "${common_sources[@]}" ;;
     store_delta) echo net/fuzz/store_delta_fuzz.cc core/store/value_delta.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
-    execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' | LC_ALL=C sort) ;;
+    execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;
   esac
 }
 # What a target links beyond the sanitizers, and the include flags it compiles with.

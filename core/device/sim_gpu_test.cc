@@ -150,6 +150,24 @@ TEST_F(SimGpuTest, AReadOnAnotherStreamWithoutTheWritersEventSeesPoison) {
   EXPECT_EQ(gpus_[0]->stats().racy_reads, 1u);
 }
 
+TEST_F(SimGpuTest, AFiberBlockedWithADeviceOpOpenHidesItFromTheNodesOtherFibers) {
+  // A backward node on cuda:0 that sends its gradients may block with its guard open; meanwhile
+  // another fiber's plain op must allocate on the cpu, and the guards must still close in order.
+  runtime::Env& env = rt_.env(0);
+  Device seen = Device::cuda(1);
+  env.spawner.spawn("other", [&] {
+    env.clock.sleep(std::chrono::microseconds(10));
+    seen = ones({3}).device();
+  });
+  on_node([&] {
+    Tensor x = to_device(ones({2}), Device::cuda(0));
+    DeviceGuard open("a backward node", {&x});
+    env.clock.sleep(std::chrono::microseconds(100));
+    EXPECT_EQ(zeros({2}).device(), Device::cuda(0)) << "back in its own op after the wait";
+  });
+  EXPECT_EQ(seen, Device::cpu());
+}
+
 std::vector<double> racy_values(uint64_t seed) {
   LocalRuntime rt;
   runtime::Env& env = rt.add_node("worker0");

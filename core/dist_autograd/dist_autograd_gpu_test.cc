@@ -179,12 +179,17 @@ TEST_F(CudaDistAutogradTest, test_gpu_to_cpu_continuation_gpu_root) {
 
 using TensorPipeCudaDistAutogradTest = GpuWorld;
 
+// test_device_maps_backward_pass's maps: every worker's cuda:0 to the next worker's cuda:1.
+std::vector<DeviceMaps> ring_maps() {
+  std::vector<DeviceMaps> maps(kWorld);
+  for (int i = 0; i < kWorld; ++i) maps[static_cast<size_t>(i)].set_device_map(worker_name((i + 1) % kWorld), {{0, 1}});
+  return maps;
+}
+
 TEST_F(TensorPipeCudaDistAutogradTest, test_device_maps_backward_pass) {
   // Each worker maps its cuda:0 to the next worker's cuda:1; the reverse map carries the
   // gradients back to cuda:0.
-  std::vector<DeviceMaps> maps(kWorld);
-  for (int i = 0; i < kWorld; ++i) maps[static_cast<size_t>(i)].set_device_map(worker_name((i + 1) % kWorld), {{0, 1}});
-  start(maps);
+  start(ring_maps());
   rt_.run_on(0, [&] {
     Prng prng(5);
     Tensor t1 = to_device(rand_uniform({10}, prng), Device::cuda(0));
@@ -208,9 +213,7 @@ TEST_F(TensorPipeCudaDistAutogradTest, APlantedMissingCopyWaitFailsTheGradients)
   // The control for the test above: the same program with the receiver's stream not waiting for
   // the copy that placed the tensors on its GPU. The sim's late streams turn that into poisoned
   // values, which the comparison catches.
-  std::vector<DeviceMaps> maps(kWorld);
-  for (int i = 0; i < kWorld; ++i) maps[static_cast<size_t>(i)].set_device_map(worker_name((i + 1) % kWorld), {{0, 1}});
-  start(maps, /*skip_copy_event_wait=*/true);
+  start(ring_maps(), /*skip_copy_event_wait=*/true);
   rt_.run_on(0, [&] {
     Prng prng(5);
     Tensor t1 = to_device(rand_uniform({10}, prng), Device::cuda(0));

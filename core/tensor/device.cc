@@ -1,6 +1,7 @@
 #include "core/tensor/device.h"
 
 #include <charconv>
+#include <ostream>
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
@@ -16,6 +17,8 @@ std::string Device::str() const {
   if (is_cpu()) return "cpu";
   return "cuda:" + std::to_string(index);
 }
+
+std::ostream& operator<<(std::ostream& out, const Device& device) { return out << device.str(); }
 
 Device parse_device(std::string_view text) {
   const size_t colon = text.find(':');

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <compare>
+#include <iosfwd>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,6 +47,8 @@ struct Device {
 
   friend constexpr auto operator<=>(const Device&, const Device&) = default;
 };
+// Prints str() (test failures name devices, not bytes).
+std::ostream& operator<<(std::ostream& out, const Device& device);
 
 // What torch.device accepts: "cpu", "cuda" (ordinal 0, the current device), "cuda:N". Throws
 // invalid_argument with PyTorch's text for anything else.

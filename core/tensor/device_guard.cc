@@ -4,11 +4,13 @@
 #include <string_view>
 
 #include "core/base/error.h"
+#include "core/base/open_op_scope.h"
 
 namespace dagsim {
 
 namespace {
-thread_local DeviceGuard* tl_active = nullptr;
+DeviceGuard* active_guard() { return static_cast<DeviceGuard*>(detail::open_op_scope()); }
+void set_active_guard(DeviceGuard* guard) { detail::open_op_scope() = guard; }
 
 [[noreturn]] void throw_mismatch(const char* op, Device a, Device b) {
   // PyTorch's text (TensorIterator and the cuda kernels' device checks), after the op's name.
@@ -61,14 +63,14 @@ void DeviceGuard::add_input(const char* op, const Tensor& t) {
 }
 
 void DeviceGuard::open() {
-  parent_ = tl_active;
-  tl_active = this;
+  parent_ = active_guard();
+  set_active_guard(this);
   uncaught_ = std::uncaught_exceptions();
 }
 
 DeviceGuard::~DeviceGuard() {
-  DAGSIM_ASSERT_MSG(tl_active == this, "device guards close in the order they opened");
-  tl_active = parent_;
+  DAGSIM_ASSERT_MSG(active_guard() == this, "device guards close in the order they opened");
+  set_active_guard(parent_);
   if (backend_ == nullptr || std::uncaught_exceptions() != uncaught_) return;
   std::vector<std::shared_ptr<Storage>> alive;
   alive.reserve(allocated_.size());
@@ -79,9 +81,9 @@ DeviceGuard::~DeviceGuard() {
   backend_->launch(reads_, writes_, copy_);
 }
 
-DeviceGuard* DeviceGuard::active() { return tl_active; }
+DeviceGuard* DeviceGuard::active() { return active_guard(); }
 
-DeviceGuard::Suspend::Suspend() : saved_(tl_active) { tl_active = nullptr; }
-DeviceGuard::Suspend::~Suspend() { tl_active = saved_; }
+DeviceGuard::Suspend::Suspend() : saved_(active_guard()) { set_active_guard(nullptr); }
+DeviceGuard::Suspend::~Suspend() { set_active_guard(saved_); }
 
 }  // namespace dagsim

@@ -12,9 +12,11 @@
 // allocated itself. A guard over CPU tensors only costs two thread-local writes, and CPU outputs
 // stay in the inline and pooled storage they always had.
 //
-// Threading: the open guard is thread-local, not fiber-local, because an op never yields, except
-// where a backend blocks the fiber on the host (a copy to the host), and those waits step out of
-// the guard first (DeviceGuard::Suspend).
+// Threading: the open guard is thread-local (core/base/open_op_scope.h), not fiber-local, because
+// an op never yields; a fiber that blocks with a guard open (a backward node sending its
+// gradients, a backend waiting for a copy) steps out of it in the runtime's blocking point
+// (WaitGuard) and back in when it resumes, so no other fiber sees it. DeviceGuard::Suspend does
+// the same where code leaves the device on purpose (to allocate on the host).
 #pragma once
 
 #include <initializer_list>

@@ -201,9 +201,12 @@ out = "y"
 
 TEST(ScenarioProgram, TensorsAreAnArrayOfTables) {
   EXPECT_EQ(error_of(program("1, 2")), "bad.toml:2: tensors[0]: expected a table, got an integer");
+  EXPECT_EQ(error_of(program(R"({ name = "a", shape = [2], pin_memory = true })")),
+            "bad.toml:2: tensors[0].pin_memory: unknown key; allowed keys in tensors: name, shape, values, init, "
+            "requires_grad, on, dtype, device");
   EXPECT_EQ(error_of(program(R"({ name = "a", shape = [2], device = "cuda" })")),
-            "bad.toml:2: tensors[0].device: unknown key; allowed keys in tensors: name, shape, values, init, "
-            "requires_grad, on, dtype");
+            "bad.toml:2: tensors[0].device: cuda is not a GPU the nodes have: [devices] gpus = 0 (give the nodes GPUs "
+            "with [devices] gpus = N)");
 }
 
 TEST(ScenarioProgram, TensorsAndParametersHaveADtype) {
@@ -369,7 +372,7 @@ TEST(ScenarioProgram, ViaAndOn) {
 
 TEST(ScenarioProgram, AttributesAreNamedNumbers) {
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "sum", args = ["a"], axis = 0 })")),
-            "bad.toml:3: program[0].axis: unknown key; allowed keys in program: out, call, args, via, on, dim, dim0, "
+            "bad.toml:3: program[0].axis: unknown key; allowed keys in program: out, call, args, via, on, device, dim, dim0, "
             "dim1, start, length, keepdim, exponent, split_size, chunks, normalized_dims, eps, p, training, seed, "
             "activation, to");
   EXPECT_EQ(error_of(program(kTensors, R"({ out = "y", call = "sum", args = ["a"], dim = "0" })")),

@@ -1,5 +1,7 @@
 #include "core/autograd/accumulate_grad.h"
 
+#include "core/tensor/device_guard.h"
+
 #include "core/autograd/grad_mode.h"
 #include "core/tensor/ops.h"
 
@@ -33,6 +35,9 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   Tensor grad = variable_.grad();
   accumulate_into(&grad, std::move(grads[0]));
   variable_.set_grad(grad);
+  // User code: off any device the engine opened for this node (a factory in a hook makes a CPU
+  // tensor, as PyTorch's does).
+  DeviceGuard::Suspend off_device;
   for (const PostAccumulateGradHook& hook : variable_.post_accumulate_grad_hooks()) hook(variable_);
   return {};
 }

@@ -215,10 +215,10 @@ void Engine::evaluate(GraphTask& task, NodeTask node_task) {
   variable_list outputs;
   if (const std::optional<Device> device = common_device(inputs); device && !device->is_cpu()) {
     // As PyTorch's engine runs a node on its inputs' device and stream: what the backward
-    // formula allocates lands there, ordered after the gradients it reads. The gradients stay
-    // alive here until the kernel is ordered.
-    const variable_list grads = inputs;
-    DeviceGuard on_device("backward", grads);
+    // formula allocates lands there. Its gradients came from the same stream, in order, so the
+    // guard reads none of them (and holds none: a leaf may still steal its gradient's buffer).
+    DeviceGuard on_device("backward", inputs);
+    on_device.forget_reads();
     outputs = fn->apply(std::move(inputs));
   } else {
     outputs = fn->apply(std::move(inputs));

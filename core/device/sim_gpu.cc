@@ -104,9 +104,11 @@ void SimGpu::read_to_host(const Storage& storage, std::byte* out, size_t nbytes)
   const int64_t end = start + draw_delay(true);
   tail = end;
   ++stats_.copies;
-  sleep_until(end);
+  // The values as the copy issued now reads them: a later kernel of another fiber, computed
+  // eagerly while this one sleeps, must not show through.
   std::memcpy(out, storage.data(), nbytes);
   if (raced) poison(out, nbytes);
+  sleep_until(end);
 }
 
 void SimGpu::write_from_host(Storage& storage, const std::byte* in, size_t nbytes) {

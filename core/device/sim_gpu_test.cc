@@ -168,6 +168,32 @@ TEST_F(SimGpuTest, AFiberBlockedWithADeviceOpOpenHidesItFromTheNodesOtherFibers)
   EXPECT_EQ(seen, Device::cpu());
 }
 
+TEST_F(SimGpuTest, AHostReadSeesTheValuesAsOfWhenItWasIssued) {
+  // Another fiber's in-place kernel, queued after the read's copy on the same stream, must not
+  // show through while the reader sleeps for its copy (the sim computes eagerly).
+  runtime::Env& env = rt_.env(0);
+  Tensor x;
+  env.spawner.spawn("writer", [&] {
+    env.clock.sleep(std::chrono::microseconds(1));
+    mul_(x, 2.0);
+  });
+  on_node([&] {
+    x = to_device(full({4}, 3.0), Device::cuda(0));
+    EXPECT_EQ(x.to_vector(), std::vector<double>(4, 3.0));
+    EXPECT_EQ(x.to_vector(), std::vector<double>(4, 6.0)) << "the next read sees the write";
+  });
+}
+
+TEST_F(SimGpuTest, AnInPlaceOpOnACpuScalarWithAGpuArgumentIsAMismatch) {
+  on_node([&] {
+    Tensor self = scalar_tensor(1.0);
+    Tensor gpu = to_device(scalar_tensor(2.0), Device::cuda(0));
+    EXPECT_TRUE(throws_error([&] { add_(self, gpu); }, ErrorCode::invalid_argument,
+                             {"add_: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"}));
+    EXPECT_EQ(self.item(), 1.0);
+  });
+}
+
 std::vector<double> racy_values(uint64_t seed) {
   LocalRuntime rt;
   runtime::Env& env = rt.add_node("worker0");

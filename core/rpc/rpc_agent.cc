@@ -339,10 +339,17 @@ void RpcAgent::place_on_devices(Message& message) {
     const Tensor& host = message.tensors[i];
     Tensor placed = Tensor::empty_on(host.shape(), host.dtype(), target);
     const int current = gpu->current_stream();
-    gpu->set_current_stream(stream->second);
-    gpu->write_from_host(*placed.storage(), static_cast<const std::byte*>(host.raw_data()), host.nbytes());
-    const DeviceEvent copied = gpu->record(stream->second);
-    gpu->set_current_stream(current);
+    DeviceEvent copied;
+    {
+      struct Restore {
+        DeviceBackend& gpu;
+        int stream;
+        ~Restore() { gpu.set_current_stream(stream); }
+      } restore{*gpu, current};
+      gpu->set_current_stream(stream->second);
+      gpu->write_from_host(*placed.storage(), static_cast<const std::byte*>(host.raw_data()), host.nbytes());
+      copied = gpu->record(stream->second);
+    }
     // What runs next on this GPU (the call, or whoever waits on the reply) starts after the copy.
     if (!options_.skip_copy_event_wait) gpu->wait(current, copied);
     message.tensors[i] = std::move(placed);

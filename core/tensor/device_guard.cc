@@ -1,6 +1,7 @@
 #include "core/tensor/device_guard.h"
 
 #include <exception>
+#include <new>
 #include <string_view>
 
 #include "core/base/error.h"
@@ -25,6 +26,8 @@ DeviceGuard::DeviceGuard(const char* op, std::initializer_list<const Tensor*> in
   }
   if (written != nullptr && written->defined()) {
     add_input(op, *written);
+    // A 0-dim CPU self is no scalar argument: the op writes it, on the cpu.
+    if (backend_ != nullptr && written->device().is_cpu()) throw_mismatch(op, device_, Device::cpu());
     if (backend_ != nullptr) writes_.push_back(written->storage().get());
   }
   open();
@@ -72,13 +75,17 @@ DeviceGuard::~DeviceGuard() {
   DAGSIM_ASSERT_MSG(active_guard() == this, "device guards close in the order they opened");
   set_active_guard(parent_);
   if (backend_ == nullptr || std::uncaught_exceptions() != uncaught_) return;
-  std::vector<std::shared_ptr<Storage>> alive;
-  alive.reserve(allocated_.size());
-  for (const auto& weak : allocated_) {
-    if (auto s = weak.lock()) alive.push_back(std::move(s));
+  try {
+    std::vector<std::shared_ptr<Storage>> alive;
+    alive.reserve(allocated_.size());
+    for (const auto& weak : allocated_) {
+      if (auto s = weak.lock()) alive.push_back(std::move(s));
+    }
+    for (const auto& s : alive) writes_.push_back(s.get());
+    backend_->launch(reads_, writes_, copy_);
+  } catch (const std::bad_alloc&) {
+    // Out of memory (a run's memory limit): the outputs stay unordered, and the run is ending.
   }
-  for (const auto& s : alive) writes_.push_back(s.get());
-  backend_->launch(reads_, writes_, copy_);
 }
 
 DeviceGuard* DeviceGuard::active() { return active_guard(); }

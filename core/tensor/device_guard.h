@@ -44,6 +44,9 @@ class DeviceGuard {
 
   // Marks this guard's kernel as a copy (the copy delay, not the kernel delay).
   void mark_copy() { copy_ = true; }
+  // Orders the kernel after nothing it was given: for a caller that knows its inputs came from
+  // this stream, in order, and will not keep them alive until the guard closes.
+  void forget_reads() { reads_.clear(); }
 
   // Steps out of every open guard while the fiber blocks on the host, and back in after.
   class Suspend {

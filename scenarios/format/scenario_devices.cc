@@ -87,6 +87,9 @@ DevicesSpec read_devices(const TomlReader& reader, const toml::node& node) {
       } catch (const Error& e) {
         reader.fail(value, path, e.detail());
       }
+      if (map.count(source) != 0) {
+        reader.fail(value, path, "maps " + source.str() + " a second time in this map (\"cuda\" is cuda:0)");
+      }
       map[source] = read_device(reader, value, path, 1u << 15);  // ordinals: validate_device_maps, below
     }
     try {

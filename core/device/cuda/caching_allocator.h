@@ -3,11 +3,10 @@
 //
 // Sizes round up to 512 bytes below 1 MiB and to 2 MiB above (so a training step's repeated
 // shapes find their blocks again); a freed block waits in its class's free list; past
-// `max_cached_bytes` a freed block goes back to cudaFree. Blocks are handed out for use on the
-// backend's streams in stream order, as the ops' kernels use them: one block is never in use by
-// two streams at once, because the backend's ops run on its current stream and RPC copies
-// complete (the receiving stream waits on them) before their tensors are shared. Not thread-safe:
-// one node's fibers only.
+// `max_cached_bytes` a freed block goes back to cudaFree. It knows no streams: CudaGpu hands a
+// freed block back only once an event recorded on its stream after the block's last use has
+// completed, so a block is never reused while a stream may still touch it. Not thread-safe: one
+// node's fibers only.
 #pragma once
 
 #include <cstddef>

@@ -69,16 +69,44 @@ CudaGpu::CudaGpu(int ordinal, runtime::Clock* clock) : device_(Device::cuda(ordi
 CudaGpu::~CudaGpu() {
   (void)cudaSetDevice(device_.index);
   for (void* s : streams_) (void)cudaStreamSynchronize(as_stream(s));
+  for (const Freed& f : freed_) allocator_.release(f.block, f.nbytes);
   if (cublas_ != nullptr) (void)cublasDestroy(static_cast<cublasHandle_t>(cublas_));
   for (void* e : events_) (void)cudaEventDestroy(as_event(e));
   for (void* s : streams_) (void)cudaStreamDestroy(as_stream(s));
   if (staging_ != nullptr) (void)cudaFreeHost(staging_);
 }
 
-std::byte* CudaGpu::allocate(size_t nbytes) { return static_cast<std::byte*>(allocator_.allocate(nbytes)); }
-void CudaGpu::release(std::byte* block, size_t nbytes) { allocator_.release(block, nbytes); }
+void CudaGpu::select() const { DAGSIM_CUDA_CHECK(cudaSetDevice(device_.index)); }
+
+std::byte* CudaGpu::allocate(size_t nbytes) {
+  reclaim_freed();
+  return static_cast<std::byte*>(allocator_.allocate(nbytes));
+}
+
+void CudaGpu::release(std::byte* block, size_t nbytes) {
+  // From ~Storage: no throwing. A block whose event cannot be recorded waits for the stream.
+  try {
+    freed_.push_back(Freed{block, nbytes, record(current_)});
+  } catch (...) {
+    (void)cudaStreamSynchronize(as_stream(current_handle()));
+    allocator_.release(block, nbytes);
+  }
+}
+
+void CudaGpu::reclaim_freed() {
+  size_t kept = 0;
+  for (Freed& f : freed_) {
+    if (query(f.used)) {
+      allocator_.release(f.block, f.nbytes);
+    } else {
+      freed_[kept++] = f;
+    }
+  }
+  freed_.resize(kept);
+}
 
 int CudaGpu::new_stream() {
+  select();
   cudaStream_t s;
   // Non-blocking: no implicit synchronisation with the legacy default stream.
   DAGSIM_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -97,11 +125,13 @@ void* CudaGpu::stream_handle(int stream) const {
 }
 
 void* CudaGpu::cublas() {
+  select();
   DAGSIM_CUBLAS_CHECK(cublasSetStream(static_cast<cublasHandle_t>(cublas_), as_stream(current_handle())));
   return cublas_;
 }
 
 DeviceEvent CudaGpu::record(int stream) {
+  select();
   const size_t slot = next_event_++ % events_.size();
   DAGSIM_CUDA_CHECK(cudaEventRecord(as_event(events_[slot]), as_stream(stream_handle(stream))));
   return DeviceEvent{device_, stream, static_cast<int64_t>(slot)};
@@ -109,6 +139,7 @@ DeviceEvent CudaGpu::record(int stream) {
 
 void CudaGpu::wait(int stream, const DeviceEvent& event) {
   DAGSIM_ASSERT(event.device == device_);
+  select();
   DAGSIM_CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream_handle(stream)), as_event(events_[static_cast<size_t>(event.mark)]), 0));
 }
 
@@ -130,27 +161,55 @@ void CudaGpu::poll_until_done(const DeviceEvent& event) {
 
 void CudaGpu::synchronize(const DeviceEvent& event) { poll_until_done(event); }
 
-std::byte* CudaGpu::staging(size_t nbytes) {
+std::byte* CudaGpu::take_staging(size_t nbytes) {
+  // Another fiber's copy may be in flight through the buffer: wait for it, fiber by fiber.
+  const bool in_fiber = clock_ != nullptr && runtime::current_fiber() != nullptr;
+  while (staging_taken_) {
+    DAGSIM_ASSERT_MSG(in_fiber, "the staging buffer is taken, and only another fiber could give it back");
+    DeviceGuard::Suspend off_device;
+    clock_->sleep(kPollInterval);
+  }
+  staging_taken_ = true;
   if (staging_busy_) {
-    poll_until_done(*staging_busy_);
+    const DeviceEvent busy = *staging_busy_;
     staging_busy_.reset();
+    try {
+      poll_until_done(busy);
+    } catch (...) {
+      staging_taken_ = false;
+      throw;
+    }
   }
   if (nbytes > staging_bytes_) {
     if (staging_ != nullptr) DAGSIM_CUDA_CHECK(cudaFreeHost(staging_));
     staging_ = nullptr;
     staging_bytes_ = 0;
     void* p = nullptr;
-    DAGSIM_CUDA_CHECK(cudaMallocHost(&p, nbytes));
+    if (cudaMallocHost(&p, nbytes) != cudaSuccess) {
+      staging_taken_ = false;
+      DAGSIM_CUDA_CHECK(cudaGetLastError());
+    }
     staging_ = static_cast<std::byte*>(p);
     staging_bytes_ = nbytes;
   }
   return staging_;
 }
 
+void CudaGpu::staging_done(std::optional<DeviceEvent> pending_copy) {
+  DAGSIM_ASSERT(staging_taken_);
+  staging_busy_ = pending_copy;
+  staging_taken_ = false;
+}
+
 void CudaGpu::read_to_host(const Storage& storage, std::byte* out, size_t nbytes) {
   DAGSIM_ASSERT(storage.backend() == this && nbytes <= storage.nbytes());
   if (nbytes == 0) return;
-  std::byte* pinned = staging(nbytes);
+  std::byte* pinned = take_staging(nbytes);
+  struct Give {
+    CudaGpu& gpu;
+    ~Give() { gpu.staging_done(std::nullopt); }
+  } give{*this};
+  select();
   DAGSIM_CUDA_CHECK(cudaMemcpyAsync(pinned, storage.data(), nbytes, cudaMemcpyDeviceToHost, as_stream(current_handle())));
   const DeviceEvent copied = record(current_);
   poll_until_done(copied);
@@ -160,10 +219,17 @@ void CudaGpu::read_to_host(const Storage& storage, std::byte* out, size_t nbytes
 void CudaGpu::write_from_host(Storage& storage, const std::byte* in, size_t nbytes) {
   DAGSIM_ASSERT(storage.backend() == this && nbytes <= storage.nbytes());
   if (nbytes == 0) return;
-  std::byte* pinned = staging(nbytes);
+  std::byte* pinned = take_staging(nbytes);
+  std::optional<DeviceEvent> copied;
+  struct Give {
+    CudaGpu& gpu;
+    std::optional<DeviceEvent>& copied;
+    ~Give() { gpu.staging_done(copied); }  // the next taker waits for this copy
+  } give{*this, copied};
   std::memcpy(pinned, in, nbytes);
+  select();
   DAGSIM_CUDA_CHECK(cudaMemcpyAsync(storage.data(), pinned, nbytes, cudaMemcpyHostToDevice, as_stream(current_handle())));
-  staging_busy_ = record(current_);  // the buffer is reused once this copy is done
+  copied = record(current_);
 }
 
 template <typename T>

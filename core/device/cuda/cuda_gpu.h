@@ -59,7 +59,15 @@ class CudaGpu final : public DeviceBackend {
 
  private:
   void poll_until_done(const DeviceEvent& event);
-  std::byte* staging(size_t nbytes);  // the pinned buffer, grown as needed, idle when returned
+  // Makes this GPU the calling thread's current device (the runtime's calls act on it).
+  void select() const;
+  // Takes the pinned buffer, grown to `nbytes`, once no copy and no other fiber uses it; give it
+  // back with staging_done (an event the next taker waits on, for an asynchronous copy).
+  std::byte* take_staging(size_t nbytes);
+  void staging_done(std::optional<DeviceEvent> pending_copy);
+  // Blocks freed while their stream may still use them go back to the allocator once the event
+  // recorded after that use has completed (PyTorch's allocator waits for the stream likewise).
+  void reclaim_freed();
 
   Device device_;
   runtime::Clock* clock_;
@@ -73,7 +81,14 @@ class CudaGpu final : public DeviceBackend {
   void* cublas_ = nullptr;     // cublasHandle_t
   std::byte* staging_ = nullptr;
   size_t staging_bytes_ = 0;
-  std::optional<DeviceEvent> staging_busy_;  // the last copy through the staging buffer
+  bool staging_taken_ = false;               // a fiber is between take_staging and staging_done
+  std::optional<DeviceEvent> staging_busy_;  // the last asynchronous copy out of the buffer
+  struct Freed {
+    std::byte* block;
+    size_t nbytes;
+    DeviceEvent used;
+  };
+  std::vector<Freed> freed_;
 };
 
 // C = op(A) op(B) (+ beta C), row-major, through cuBLAS on `gpu`'s current stream: A is m x k

@@ -100,6 +100,21 @@ TEST(CudaGpu, AFiberWaitingForTheGpuLetsTheNodesOtherFibersRun) {
   EXPECT_GT(ticks, 1) << "the ticker ran while the GPU worked";
 }
 
+TEST(CudaGpu, FibersCopyingAtOnceEachGetTheirOwnValues) {
+  SKIP_WITHOUT_GPU();
+  // They share one pinned staging buffer, which the second must wait for (and grow after).
+  fibers::LocalRuntime rt;
+  runtime::Env& env = rt.add_node("worker0");
+  DeviceSet devices;
+  devices.add(std::make_shared<CudaGpu>(0, &env.clock));
+  rt.set_devices(0, &devices);
+  std::vector<double> small, large;
+  env.spawner.spawn("large", [&] { large = to_device(full({1 << 23}, 2.0), Device::cuda(0)).to_vector(); });
+  rt.run_on(0, [&] { small = to_device(full({1 << 22}, 1.0), Device::cuda(0)).to_vector(); });
+  EXPECT_EQ(small, std::vector<double>(1 << 22, 1.0));
+  EXPECT_EQ(large, std::vector<double>(1 << 23, 2.0));
+}
+
 // dagsim's CPU autograd on the same model: linear, relu between layers, mse_loss.
 template <typename T>
 void expect_mlp_matches_cpu(double rtol) {

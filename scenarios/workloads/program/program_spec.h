@@ -74,10 +74,10 @@ struct Statement {
   // RRef arguments, owned by the worker that runs the call; their values are appended after the
   // tensor arguments (CallArgs::rrefs).
   std::vector<std::string> rrefs = {};
-  // Where its tensor arguments go before the call (to_device, differentiable): the op then runs
-  // on that device of the worker that runs it, its arguments sent there through the device maps,
-  // and its results come back through the reverse maps. Unset: the arguments stay where they are.
-  // The local oracle ignores it.
+  // The driver's device its tensor arguments go to before the call (to_device, differentiable): a
+  // local op runs there; an RPC sends them through the driver's device map, so the callee runs it
+  // on the device the map names, and results come back through the reverse map. Unset: the
+  // arguments stay where they are. The local oracle ignores it.
   std::optional<Device> device = std::nullopt;
 
   const std::string& out() const { return outs.at(0); }  // the first (or only) name

@@ -152,10 +152,14 @@ FunctionRegistry FunctionRegistry::with_builtins() {
     });
   }
   // A parameter: a fresh leaf that requires grad, from initial values (rpc.remote(owner,
-  // "dagsim.parameter", {init}) gives an RRef to it, as a model's parameter RRefs).
+  // "dagsim.parameter", {init}) gives an RRef to it, as a model's parameter RRefs). The string
+  // argument "device" ("cuda:0") puts it on one of the owner's devices, as model.to(device) does
+  // on the owner; the initial values travel as host values.
   r.add("dagsim.parameter", [](CallContext&, const CallArgs& args) {
     args.expect_tensors("dagsim.parameter", 1);
-    Tensor p = clone(detach(args.tensors[0]));
+    Tensor init = detach(args.tensors[0]);
+    if (args.strings.contains("device")) init = to_device(init, parse_device(args.text("dagsim.parameter", "device")));
+    Tensor p = clone(init);
     p.set_requires_grad(true);
     DAGSIM_ASSERT(p.requires_grad() && p.grad_fn() == nullptr);  // a leaf: gradients accumulate into it
     return std::vector<Tensor>{p};

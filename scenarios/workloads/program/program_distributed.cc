@@ -7,7 +7,10 @@
 // RRef lives until the end of its call. A parameter's gradient lives in the context on its owner,
 // so the driver asks the owner for it (dagsim.program.gradients, with the context and RRef ids as
 // attributes: the call carries no tensors and no RRefs, so it is not recorded) before the optimizer
-// steps and before the context is released.
+// steps and before the context is released. A parameter on a GPU of its owner's
+// (ProgramParameter::device) comes back as host values: its gradients through that service, its
+// trained value through dagsim.program.values, as a user would call .cpu() on the owner before
+// replying (a reply with a GPU tensor needs a device map back).
 #include <optional>
 
 #include "core/base/error.h"
@@ -20,6 +23,27 @@ namespace dagsim::scenarios {
 namespace {
 
 constexpr const char* kGradients = "dagsim.program.gradients";
+constexpr const char* kValues = "dagsim.program.values";
+
+// The ids of `names`' RRefs as a call's arguments ("count", "rref<i>").
+rpc::CallArgs rref_args(const std::map<std::string, rpc::RRef>& params, const std::vector<std::string>& names) {
+  rpc::CallArgs args;
+  args.ints["count"] = static_cast<int64_t>(names.size());
+  for (size_t i = 0; i < names.size(); ++i) args.set_id("rref" + std::to_string(i), params.at(names[i]).id());
+  return args;
+}
+
+// The values of the RRefs rref_args named, on their owner.
+std::vector<Tensor> owned_values(rpc::RpcAgent& agent, const char* function, const rpc::CallArgs& args) {
+  const int64_t count = args.integer(function, "count");
+  if (count < 0 || count > 1'000'000) throw errors::invalid_argument(std::string(function) + ": count out of range");
+  std::vector<Tensor> values;
+  for (int64_t i = 0; i < count; ++i) {
+    const std::vector<Tensor> value = agent.owned_value(args.id(function, "rref" + std::to_string(i)));
+    values.push_back(value.size() == 1 ? value[0] : Tensor());
+  }
+  return values;
+}
 
 // Adds to `total` the gradients context `context` holds for `params` on their owners.
 void fetch_parameter_gradients(rpc::RpcAgent& agent, dist_autograd::ContextId context,
@@ -27,10 +51,8 @@ void fetch_parameter_gradients(rpc::RpcAgent& agent, dist_autograd::ContextId co
   std::map<WorkerId, std::vector<std::string>> by_owner;  // ordered: the same calls every run
   for (const auto& [name, rref] : params) by_owner[rref.owner()].push_back(name);
   for (const auto& [owner, names] : by_owner) {
-    rpc::CallArgs args;
+    rpc::CallArgs args = rref_args(params, names);
     args.set_id("context", static_cast<uint64_t>(context));
-    args.ints["count"] = static_cast<int64_t>(names.size());
-    for (size_t i = 0; i < names.size(); ++i) args.set_id("rref" + std::to_string(i), params.at(names[i]).id());
     const std::vector<Tensor> reply = agent.rpc_sync(owner, kGradients, args);
     const std::vector<double> present = reply.at(0).to_vector();
     size_t next = 1;
@@ -45,23 +67,28 @@ void fetch_parameter_gradients(rpc::RpcAgent& agent, dist_autograd::ContextId co
 void add_gradient_service(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) {
   agent.add_local_function(kGradients, [&agent, &autograd](rpc::CallContext&, const rpc::CallArgs& args) {
     const auto context = static_cast<dist_autograd::ContextId>(args.id(kGradients, "context"));
-    const int64_t count_arg = args.integer(kGradients, "count");
-    if (count_arg < 0 || count_arg > 1'000'000) throw errors::invalid_argument(std::string(kGradients) + ": count out of range");
-    const auto count = static_cast<size_t>(count_arg);
+    const std::vector<Tensor> values = owned_values(agent, kGradients, args);
     // A mask (1: that parameter has a gradient here), then the gradients present, in order.
-    std::vector<double> present(count, 0.0);
+    std::vector<double> present(values.size(), 0.0);
     std::vector<Tensor> out(1);
     if (autograd.container().has_context(context)) {
       const dist_autograd::DistAutogradContext& ctx = autograd.container().retrieve_context(context);
-      for (size_t i = 0; i < count; ++i) {
-        const std::vector<Tensor> value = agent.owned_value(args.id(kGradients, "rref" + std::to_string(i)));
-        Tensor g = value.size() == 1 ? ctx.gradient_of(value[0]) : Tensor();
+      for (size_t i = 0; i < values.size(); ++i) {
+        Tensor g = values[i].defined() ? ctx.gradient_of(values[i]) : Tensor();
         if (!g.defined()) continue;
         present[i] = 1;
-        out.push_back(g);
+        out.push_back(to_device(g, Device::cpu()));
       }
     }
-    out[0] = from_values({static_cast<int64_t>(count)}, present);
+    out[0] = from_values({static_cast<int64_t>(values.size())}, present);
+    return out;
+  });
+  agent.add_local_function(kValues, [&agent](rpc::CallContext&, const rpc::CallArgs& args) {
+    std::vector<Tensor> out;
+    for (const Tensor& value : owned_values(agent, kValues, args)) {
+      if (!value.defined()) throw errors::invalid_argument(std::string(kValues) + ": an RRef without one value");
+      out.push_back(to_device(detach(value), Device::cpu()));
+    }
     return out;
   });
 }
@@ -73,7 +100,9 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
   std::map<std::string, rpc::RRef> params;
   std::vector<rpc::RRef> param_list;
   for (const ProgramParameter& p : program.parameters) {
-    rpc::RRef rref = agent.remote(static_cast<WorkerId>(p.on), "dagsim.parameter", {{detail::initial_value(p)}, {}});
+    rpc::CallArgs init{{detail::initial_value(p)}, {}};
+    if (!p.device.is_cpu()) init.strings["device"] = p.device.str();
+    rpc::RRef rref = agent.remote(static_cast<WorkerId>(p.on), "dagsim.parameter", init);
     params[p.name] = rref;
     param_list.push_back(rref);
   }
@@ -153,8 +182,22 @@ ProgramResult run_program_distributed(const Program& program, rpc::RpcAgent& age
     if (!program.loss.empty()) result.losses.push_back(values.at(program.loss).item());
     if (optimizer) optimizer->step(context.id());
   }
-  // Outside any context: plain fetches of the trained values.
-  for (const auto& [name, rref] : params) result.params[name] = clone(detach(rref.to_here().at(0)));
+  // Outside any context: plain fetches of the trained values; those on an owner's GPU as host
+  // values (one call per owner).
+  std::map<WorkerId, std::vector<std::string>> on_devices;  // ordered: the same calls every run
+  std::map<std::string, Device> devices;
+  for (const ProgramParameter& p : program.parameters) devices[p.name] = p.device;
+  for (const auto& [name, rref] : params) {
+    if (devices.at(name).is_cpu()) {
+      result.params[name] = clone(detach(rref.to_here().at(0)));
+    } else {
+      on_devices[rref.owner()].push_back(name);
+    }
+  }
+  for (const auto& [owner, names] : on_devices) {
+    const std::vector<Tensor> reply = agent.rpc_sync(owner, kValues, rref_args(params, names));
+    for (size_t i = 0; i < names.size(); ++i) result.params[names[i]] = reply.at(i);
+  }
   return result;
 }
 

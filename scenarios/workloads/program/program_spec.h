@@ -50,6 +50,9 @@ struct ProgramParameter {
   double scale = 1.0;          // seeded init only
   uint32_t on = 0;             // the owner
   Dtype dtype = Dtype::float64;
+  // Where its owner holds it in the distributed run (a GPU of the owner's): the optimizer steps it
+  // there. The local oracle holds it on the cpu.
+  Device device = {};
 };
 
 // remote: the result stays on `on`, as an RRef (rpc.remote).

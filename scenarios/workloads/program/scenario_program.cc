@@ -62,7 +62,7 @@ constexpr std::array<AttributeKey, 15> kAttributes = {{
 }};
 
 constexpr std::array<std::string_view, 8> kTensorKeys = {"name", "shape", "values", "init", "requires_grad", "on", "dtype", "device"};
-constexpr std::array<std::string_view, 7> kParameterKeys = {"name", "shape", "values", "init", "scale", "on", "dtype"};
+constexpr std::array<std::string_view, 8> kParameterKeys = {"name", "shape", "values", "init", "scale", "on", "dtype", "device"};
 constexpr std::array<std::string_view, 2> kDtypes = {"float32", "float64"};  // Dtype's order
 
 Dtype read_dtype(const TomlReader& reader, const Table& t) {
@@ -228,6 +228,7 @@ ProgramParameter read_parameter(const TomlReader& reader, const Table& t, Define
   p.init = leaf.init;
   p.values = std::move(leaf.values);
   p.dtype = read_dtype(reader, t);
+  if (const toml::node* device = t.get("device")) p.device = read_device(reader, *device, t.key_path("device"), reader.gpus());
   if (const toml::node* scale = t.get("scale")) {
     if (p.init == ProgramTensor::Init::values) {
       reader.fail(*scale, t.key_path("scale"), "scales seeded values (init) only; not allowed with values");

@@ -102,7 +102,15 @@ TEST(ScenarioRRef, ParameterKeys) {
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "to_here", args = ["p"] })", R"({ roots = ["y"] })",
                            R"({ name = "p", shape = [2], requires_grad = false })")),
             "bad.toml:3: parameters[0].requires_grad: unknown key; allowed keys in parameters: name, shape, values, "
-            "init, scale, on, dtype");
+            "init, scale, on, dtype, device");
+  // A parameter on a GPU of its owner's needs the nodes to have one ([devices], gpu_parameters.toml).
+  EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "to_here", args = ["p"] })", R"({ roots = ["y"] })",
+                           R"({ name = "p", shape = [2], on = "worker1", device = "cuda:0" })")),
+            "bad.toml:3: parameters[0].device: cuda:0 is not a GPU the nodes have: [devices] gpus = 0 (give the nodes "
+            "GPUs with [devices] gpus = N)");
+  EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "to_here", args = ["p"] })", R"({ roots = ["y"] })",
+                           R"({ name = "p", shape = [2], device = "gpu" })")),
+            "bad.toml:3: parameters[0].device: Expected one of cpu, cuda device type at start of device string: gpu");
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "to_here", args = ["p"] })", R"({ roots = ["y"] })",
                            R"({ name = "p", shape = [2], values = [1, 2], scale = 2 })")),
             "bad.toml:3: parameters[0].scale: scales seeded values (init) only; not allowed with values");

@@ -22,6 +22,7 @@
 
 #include "core/base/prng.h"
 #include "core/runtime/clock.h"
+#include "core/device/host_kernels.h"
 #include "core/tensor/device.h"
 
 namespace dagsim::device {
@@ -61,6 +62,11 @@ class SimGpu final : public DeviceBackend {
   void write_from_host(Storage& storage, const std::byte* in, size_t nbytes) override;
 
   const SimGpuStats& stats() const { return stats_; }
+
+  // Runs dagsim's ops through the kernel table (host_kernels.h), as on the cuda backend, instead
+  // of their CPU code: the listed ops only (kOpsWithKernels), the others refused by name.
+  void use_kernel_table(bool on) { use_kernel_table_ = on; }
+  DeviceKernels* kernels() override { return use_kernel_table_ ? &host_kernels_ : nullptr; }
   const SimGpuDelays& delays() const { return delays_; }
 
  private:
@@ -76,6 +82,8 @@ class SimGpu final : public DeviceBackend {
   std::vector<int64_t> stream_tail_ns_;  // when each stream's last work ends
   int current_ = 0;
   SimGpuStats stats_;
+  HostKernels host_kernels_;
+  bool use_kernel_table_ = false;
 };
 
 }  // namespace dagsim::device

@@ -168,6 +168,35 @@ TEST_F(SimGpuTest, AFiberBlockedWithADeviceOpOpenHidesItFromTheNodesOtherFibers)
   EXPECT_EQ(seen, Device::cpu());
 }
 
+TEST_F(SimGpuTest, AnOpThatClosesWhileAnotherFiberUnwindsStillLaunches) {
+  // std::uncaught_exceptions counts per OS thread, not per fiber: another fiber of the node that
+  // blocks while unwinding must not make an op that returned normally look like one that threw
+  // (which launches nothing, so its output would never become ready).
+  runtime::Env& env = rt_.env(0);
+  struct BlocksWhileUnwinding {
+    runtime::Env& env;
+    ~BlocksWhileUnwinding() { env.clock.sleep(std::chrono::microseconds(200)); }
+  };
+  env.spawner.spawn("unwinder", [&] {
+    env.clock.sleep(std::chrono::microseconds(10));
+    try {
+      BlocksWhileUnwinding blocks{env};
+      throw std::runtime_error("unwinding");
+    } catch (const std::runtime_error&) {
+    }
+  });
+  on_node([&] {
+    Tensor x = to_device(ones({2}), Device::cuda(0));
+    const uint64_t before = gpus_[0]->stats().kernels;
+    {
+      DeviceGuard open("a backward node", {&x});
+      Tensor y = zeros({2});
+      env.clock.sleep(std::chrono::microseconds(100));  // the unwinder blocks in its destructor meanwhile
+    }
+    EXPECT_EQ(gpus_[0]->stats().kernels, before + 1) << "the guard's kernel, which writes y";
+  });
+}
+
 TEST_F(SimGpuTest, AHostReadSeesTheValuesAsOfWhenItWasIssued) {
   // Another fiber's in-place kernel, queued after the read's copy on the same stream, must not
   // show through while the reader sleeps for its copy (the sim computes eagerly).

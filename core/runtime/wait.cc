@@ -52,11 +52,9 @@ WaitGuard::WaitGuard(FiberLock& lock, FiberCondition& cv, std::optional<TimePoin
     previous_what_ = self_->waiting_on;
     self_->waiting_on = what;
   }
-  op_scope_ = std::exchange(detail::open_op_scope(), nullptr);
 }
 
 WaitGuard::~WaitGuard() {
-  detail::open_op_scope() = op_scope_;
   --blocked_count;
   if (clock_ != nullptr) clock_->cancel(timer_);
   if (scope_ != nullptr) scope_->unregister_waiter(cancel_token_);

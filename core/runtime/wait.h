@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "core/base/open_op_scope.h"
 #include "core/runtime/clock.h"
 #include "core/runtime/fiber_context.h"
 
@@ -58,7 +59,7 @@ class WaitGuard {
   Clock* clock_ = nullptr;
   TimerId timer_ = 0;
   ScopeState* scope_ = nullptr;
-  void* op_scope_ = nullptr;  // stepped out of while the fiber is away (core/base/open_op_scope.h)
+  detail::StepOutOfScopes op_scopes_;  // while the fiber is away (core/base/open_op_scope.h)
   uint64_t cancel_token_ = 0;
   bool timed_out_ = false;
   bool cancelled_ = false;

@@ -31,6 +31,7 @@
 namespace dagsim {
 
 class Storage;
+class DeviceKernels;
 
 enum class DeviceType : uint8_t { cpu = 0, cuda = 1 };
 
@@ -101,6 +102,10 @@ class DeviceBackend {
   // Copies host bytes into `storage` as a copy on the current stream: the storage is ready when
   // that copy ends. The host does not wait (the bytes are staged first, as a pinned buffer).
   virtual void write_from_host(Storage& storage, const std::byte* in, size_t nbytes) = 0;
+
+  // The kernels dagsim's ops run with on this device (device_kernels.h); null where the host
+  // addresses the device's memory and the ops' CPU code computes there (the sim GPU's default).
+  virtual DeviceKernels* kernels() { return nullptr; }
 };
 
 // The devices of one node (cuda:0 .. cuda:N-1), as the node's process would see them.

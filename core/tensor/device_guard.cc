@@ -6,12 +6,11 @@
 
 #include "core/base/error.h"
 #include "core/base/open_op_scope.h"
+#include "core/tensor/device_kernels.h"
 
 namespace dagsim {
 
 namespace {
-DeviceGuard* active_guard() { return static_cast<DeviceGuard*>(detail::open_op_scope()); }
-void set_active_guard(DeviceGuard* guard) { detail::open_op_scope() = guard; }
 
 [[noreturn]] void throw_mismatch(const char* op, Device a, Device b) {
   // PyTorch's text (TensorIterator and the cuda kernels' device checks), after the op's name.
@@ -53,11 +52,10 @@ void DeviceGuard::add_input(const char* op, const Tensor& t) {
     if (saw_cpu_) throw_mismatch(op, d, Device::cpu());  // the GPU first, whatever the order, as PyTorch
     device_ = d;
     backend_ = t.storage()->backend_ptr();
-    if (std::string_view(backend_->kind()) == "cuda") {
-      // The cuda backend's kernels (core/device/cuda) are not behind the op layer yet, and its
-      // memory is the GPU's: running the CPU code on it would read device pointers on the host.
-      throw errors::invalid_argument(std::string(op) + ": dagsim's ops do not run on the cuda backend yet (" + d.str() +
-                                     " is a real GPU; the simulated GPU runs every op, docs/devices.md)");
+    if (backend_->kernels() != nullptr && !has_device_kernel(op)) {
+      // This device's memory is not the host's: the op's CPU code would read device pointers.
+      throw errors::invalid_argument(std::string(op) + ": dagsim has no " + backend_->kind() + " kernel for this op yet (" +
+                                     d.str() + "; the ops with kernels are listed in docs/devices.md)");
     }
   } else if (d != device_) {
     throw_mismatch(op, device_, d);
@@ -66,15 +64,15 @@ void DeviceGuard::add_input(const char* op, const Tensor& t) {
 }
 
 void DeviceGuard::open() {
-  parent_ = active_guard();
-  set_active_guard(this);
-  uncaught_ = std::uncaught_exceptions();
+  parent = detail::open_op_scope();
+  uncaught_at_open = std::uncaught_exceptions();
+  detail::open_op_scope() = this;
 }
 
 DeviceGuard::~DeviceGuard() {
-  DAGSIM_ASSERT_MSG(active_guard() == this, "device guards close in the order they opened");
-  set_active_guard(parent_);
-  if (backend_ == nullptr || std::uncaught_exceptions() != uncaught_) return;
+  DAGSIM_ASSERT_MSG(active() == this, "device guards close in the order they opened");
+  detail::open_op_scope() = parent;
+  if (backend_ == nullptr || std::uncaught_exceptions() != uncaught_at_open) return;
   try {
     std::vector<std::shared_ptr<Storage>> alive;
     alive.reserve(allocated_.size());
@@ -88,9 +86,7 @@ DeviceGuard::~DeviceGuard() {
   }
 }
 
-DeviceGuard* DeviceGuard::active() { return active_guard(); }
-
-DeviceGuard::Suspend::Suspend() : saved_(active_guard()) { set_active_guard(nullptr); }
-DeviceGuard::Suspend::~Suspend() { set_active_guard(saved_); }
+// Every open op scope is a DeviceGuard: the runtime only steps out of them and back in.
+DeviceGuard* DeviceGuard::active() { return static_cast<DeviceGuard*>(detail::open_op_scope()); }
 
 }  // namespace dagsim

@@ -22,11 +22,12 @@
 #include <initializer_list>
 #include <vector>
 
+#include "core/base/open_op_scope.h"
 #include "core/tensor/tensor.h"
 
 namespace dagsim {
 
-class DeviceGuard {
+class DeviceGuard : private detail::OpScope {
  public:
   DeviceGuard(const char* op, std::initializer_list<const Tensor*> inputs, const Tensor* written = nullptr);
   DeviceGuard(const char* op, const std::vector<Tensor>& inputs);
@@ -51,13 +52,12 @@ class DeviceGuard {
   // Steps out of every open guard while the fiber blocks on the host, and back in after.
   class Suspend {
    public:
-    Suspend();
-    ~Suspend();
+    Suspend() = default;
     Suspend(const Suspend&) = delete;
     Suspend& operator=(const Suspend&) = delete;
 
    private:
-    DeviceGuard* saved_;
+    detail::StepOutOfScopes step_out_;
   };
 
  private:
@@ -71,8 +71,6 @@ class DeviceGuard {
   std::vector<Storage*> writes_;                  // `written`: held by the caller
   std::vector<std::weak_ptr<Storage>> allocated_;  // temporaries may be gone by the launch
   bool copy_ = false;
-  int uncaught_ = 0;
-  DeviceGuard* parent_ = nullptr;
 };
 
 }  // namespace dagsim

@@ -4,6 +4,7 @@
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/op_backward.h"
 #include "core/tensor/device_guard.h"
+#include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 #include "core/tensor/vector_math.h"
@@ -16,37 +17,97 @@ using autograd::variable_list;
 
 namespace {
 
-// out[i] = f(a[i]).
+// out[i] = op(a[i], s): on a device through its kernel table, else inline.
+Tensor map1(const Tensor& a, Pointwise op, double s = 0) {
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  if (DeviceKernels* k = device_kernels()) {
+    k->unary(op, a.dtype(), detail::bytes(a), detail::bytes(out), a.numel(), s);
+    return out;
+  }
+  visit_unary(op, [&](auto f) {
+    dispatch_dtype(a.dtype(), [&]<typename T>() {
+      const T* x = a.data<T>();
+      T* y = out.data<T>();
+      const int64_t n = a.numel();
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(f(x[i], s));
+    });
+  }, [] { DAGSIM_UNREACHABLE(); });
+  return out;
+}
+
+// out[i] = op(a[i], b[i], s) for equal shapes (backward formulas only).
+Tensor map2(const Tensor& a, const Tensor& b, Pointwise op, double s = 0) {
+  DAGSIM_ASSERT(a.shape() == b.shape());
+  DAGSIM_ASSERT(a.dtype() == b.dtype());
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  if (DeviceKernels* k = device_kernels()) {
+    const std::vector<int64_t> strides = detail::contiguous_strides(a.shape());
+    k->binary(op, a.dtype(), detail::bytes(a), strides, detail::bytes(b), strides, detail::bytes(out), a.shape(), s);
+    return out;
+  }
+  visit_binary(op, [&](auto f) {
+    dispatch_dtype(a.dtype(), [&]<typename T>() {
+      const T* x = a.data<T>();
+      const T* z = b.data<T>();
+      T* y = out.data<T>();
+      const int64_t n = a.numel();
+      for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(f(x[i], z[i], s));
+    });
+  }, [] { DAGSIM_UNREACHABLE(); });
+  return out;
+}
+
+// out[i] = f(a[i]) and out[i] = f(a[i], b[i]) for a formula with no device kernel (sin, cos: not
+// in kOpsWithKernels, so never under a device's kernel table).
 template <typename F>
-Tensor map1(const Tensor& a, F&& f) {
+Tensor map1_cpu(const Tensor& a, F&& f) {
+  DAGSIM_ASSERT(device_kernels() == nullptr);
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     const T* x = a.data<T>();
     T* y = out.data<T>();
-    const int64_t n = a.numel();
-    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(f(x[i]));
+    for (int64_t i = 0; i < a.numel(); ++i) y[i] = static_cast<T>(f(x[i]));
   });
   return out;
 }
-
-// out[i] = f(a[i], b[i]) for equal shapes (backward formulas only).
 template <typename F>
-Tensor map2(const Tensor& a, const Tensor& b, F&& f) {
-  DAGSIM_ASSERT(a.shape() == b.shape());
-  DAGSIM_ASSERT(a.dtype() == b.dtype());
+Tensor map2_cpu(const Tensor& a, const Tensor& b, F&& f) {
+  DAGSIM_ASSERT(device_kernels() == nullptr && a.shape() == b.shape() && a.dtype() == b.dtype());
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     const T* x = a.data<T>();
     const T* z = b.data<T>();
     T* y = out.data<T>();
-    const int64_t n = a.numel();
-    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(f(x[i], z[i]));
+    for (int64_t i = 0; i < a.numel(); ++i) y[i] = static_cast<T>(f(x[i], z[i]));
   });
   return out;
 }
 
+// The device formula of each vectorised kernel (vector_math.h computes the same on the cpu).
+Pointwise as_pointwise(vec::Unary op) {
+  switch (op) {
+    case vec::Unary::tanh: return Pointwise::tanh;
+    case vec::Unary::exp: return Pointwise::exp;
+    case vec::Unary::log: return Pointwise::log;
+    case vec::Unary::sigmoid: return Pointwise::sigmoid;
+  }
+  DAGSIM_UNREACHABLE();
+}
+Pointwise as_pointwise(vec::Binary op) {
+  switch (op) {
+    case vec::Binary::add: return Pointwise::add;
+    case vec::Binary::sub: return Pointwise::sub;
+    case vec::Binary::mul: return Pointwise::mul;
+    case vec::Binary::div: return Pointwise::div;
+    case vec::Binary::tanh_backward: return Pointwise::tanh_backward;
+    case vec::Binary::sigmoid_backward: return Pointwise::sigmoid_backward;
+  }
+  DAGSIM_UNREACHABLE();
+}
+
 // out[i] = op(a[i]) through the vectorised kernels (vector_math.h).
 Tensor vec_unary(vec::Unary op, const Tensor& a) {
+  if (device_kernels() != nullptr) return map1(a, as_pointwise(op));
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   dispatch_dtype(a.dtype(), [&]<typename T>() { vec::unary(op, a.data<T>(), out.data<T>(), a.numel()); });
   return out;
@@ -54,6 +115,7 @@ Tensor vec_unary(vec::Unary op, const Tensor& a) {
 
 // out[i] = op(a[i], b[i]) through the vectorised kernels, for equal shapes.
 Tensor vec_binary(vec::Binary op, const Tensor& a, const Tensor& b) {
+  if (device_kernels() != nullptr) return map2(a, b, as_pointwise(op));
   DAGSIM_ASSERT(a.shape() == b.shape());
   DAGSIM_ASSERT(a.dtype() == b.dtype());
   Tensor out = Tensor::empty(a.shape(), a.dtype());
@@ -73,6 +135,11 @@ Tensor broadcast_map(const char* op, vec::Binary kernel, const Tensor& a, const 
   if (a.shape() == b.shape()) return vec_binary(kernel, a, b);
   const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(out_shape, a.dtype());
+  if (DeviceKernels* k = device_kernels()) {
+    k->binary(as_pointwise(kernel), a.dtype(), detail::bytes(a), detail::broadcast_strides(a.shape(), out_shape),
+              detail::bytes(b), detail::broadcast_strides(b.shape(), out_shape), detail::bytes(out), out_shape, 0.0);
+    return out;
+  }
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     const T* x = a.data<T>();
     const T* z = b.data<T>();
@@ -136,6 +203,12 @@ Tensor sum_to(const Tensor& t, const Shape& shape) {
       throw errors::shape_mismatch("sum_to: cannot reduce shape " + shape_str(t.shape()) + " to " +
                                    shape_str(shape));
     }
+  }
+  if (DeviceKernels* k = device_kernels()) {
+    Tensor out = Tensor::empty(shape, t.dtype());
+    k->reduce_sum(t.dtype(), detail::bytes(t), t.shape(), detail::bytes(out), out.numel(),
+                  detail::broadcast_strides(shape, t.shape()), 1.0);
+    return out;
   }
   Tensor out = zeros(shape, t.dtype());
   dispatch_dtype(t.dtype(), [&]<typename T>() {
@@ -208,7 +281,7 @@ Tensor div(const Tensor& a_in, const Tensor& b_in) {
 Tensor add(const Tensor& a, double b) {
   DeviceGuard device_guard("add", {&a});
   check_unary("add", a);
-  Tensor out = map1(a, [b](auto x) { return x + b; });
+  Tensor out = map1(a, Pointwise::add_scalar, b);
   record_op("AddBackward", {a}, {out}, [](const BackwardArgs& args) {
     return variable_list{args.grads[0]};
   });
@@ -218,7 +291,7 @@ Tensor add(const Tensor& a, double b) {
 Tensor mul(const Tensor& a, double b) {
   DeviceGuard device_guard("mul", {&a});
   check_unary("mul", a);
-  Tensor out = map1(a, [b](auto x) { return x * b; });
+  Tensor out = map1(a, Pointwise::mul_scalar, b);
   record_op("MulBackward", {a}, {out}, [b](const BackwardArgs& args) {
     return variable_list{mul(args.grads[0], b)};
   });
@@ -228,7 +301,7 @@ Tensor mul(const Tensor& a, double b) {
 Tensor neg(const Tensor& a) {
   DeviceGuard device_guard("neg", {&a});
   check_unary("neg", a);
-  Tensor out = map1(a, [](auto x) { return -x; });
+  Tensor out = map1(a, Pointwise::neg);
   record_op("NegBackward", {a}, {out}, [](const BackwardArgs& args) {
     return variable_list{neg(args.grads[0])};
   });
@@ -238,13 +311,10 @@ Tensor neg(const Tensor& a) {
 Tensor pow(const Tensor& a, double exponent) {
   DeviceGuard device_guard("pow", {&a});
   check_unary("pow", a);
-  Tensor out = map1(a, [exponent](auto x) { return std::pow(x, static_cast<decltype(x)>(exponent)); });
+  Tensor out = map1(a, Pointwise::pow_scalar, exponent);
   record_op("PowBackward", {a}, {out}, [exponent](const BackwardArgs& args) {
     if (exponent == 0.0) return variable_list{zeros_like(args.grads[0])};
-    return variable_list{map2(args.grads[0], args.saved[0], [exponent](auto g, auto x) {
-      using T = decltype(x);
-      return g * static_cast<T>(exponent) * std::pow(x, static_cast<T>(exponent - 1.0));
-    })};
+    return variable_list{map2(args.grads[0], args.saved[0], Pointwise::pow_backward, exponent)};
   }, {a});
   return out;
 }
@@ -272,9 +342,9 @@ Tensor log(const Tensor& a) {
 Tensor sin(const Tensor& a) {
   DeviceGuard device_guard("sin", {&a});
   check_unary("sin", a);
-  Tensor out = map1(a, [](auto x) { return std::sin(x); });  // libm: see vector_math.h
+  Tensor out = map1_cpu(a, [](auto x) { return std::sin(x); });  // libm: see vector_math.h
   record_op("SinBackward", {a}, {out}, [](const BackwardArgs& args) {
-    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto x) { return g * std::cos(x); })};
+    return variable_list{map2_cpu(args.grads[0], args.saved[0], [](auto g, auto x) { return g * std::cos(x); })};
   }, {a});
   return out;
 }
@@ -282,9 +352,9 @@ Tensor sin(const Tensor& a) {
 Tensor cos(const Tensor& a) {
   DeviceGuard device_guard("cos", {&a});
   check_unary("cos", a);
-  Tensor out = map1(a, [](auto x) { return std::cos(x); });  // libm: see vector_math.h
+  Tensor out = map1_cpu(a, [](auto x) { return std::cos(x); });  // libm: see vector_math.h
   record_op("CosBackward", {a}, {out}, [](const BackwardArgs& args) {
-    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto x) { return -g * std::sin(x); })};
+    return variable_list{map2_cpu(args.grads[0], args.saved[0], [](auto g, auto x) { return -g * std::sin(x); })};
   }, {a});
   return out;
 }
@@ -312,9 +382,9 @@ Tensor sigmoid(const Tensor& a) {
 Tensor relu(const Tensor& a) {
   DeviceGuard device_guard("relu", {&a});
   check_unary("relu", a);
-  Tensor out = map1(a, [](auto x) { return x > 0 ? x : decltype(x){0}; });
+  Tensor out = map1(a, Pointwise::relu);
   record_op("ReluBackward", {a}, {out}, [](const BackwardArgs& args) {
-    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto y) { return y > 0 ? g : decltype(g){0}; })};
+    return variable_list{map2(args.grads[0], args.saved[0], Pointwise::relu_backward)};
   }, {}, {out});
   return out;
 }
@@ -322,11 +392,10 @@ Tensor relu(const Tensor& a) {
 Tensor abs(const Tensor& a) {
   DeviceGuard device_guard("abs", {&a});
   check_unary("abs", a);
-  Tensor out = map1(a, [](auto x) { return std::abs(x); });
+  Tensor out = map1(a, Pointwise::abs);
   record_op("AbsBackward", {a}, {out}, [](const BackwardArgs& args) {
     // g * sign(x), with sign(0) = 0 as torch's sgn: the subgradient PyTorch picks at the kink.
-    return variable_list{map2(args.grads[0], args.saved[0],
-                              [](auto g, auto x) { return x > 0 ? g : x < 0 ? -g : decltype(g){0}; })};
+    return variable_list{map2(args.grads[0], args.saved[0], Pointwise::abs_backward)};
   }, {a});
   return out;
 }
@@ -334,10 +403,10 @@ Tensor abs(const Tensor& a) {
 Tensor sqrt(const Tensor& a) {
   DeviceGuard device_guard("sqrt", {&a});
   check_unary("sqrt", a);
-  Tensor out = map1(a, [](auto x) { return std::sqrt(x); });
+  Tensor out = map1(a, Pointwise::sqrt);
   record_op("SqrtBackward", {a}, {out}, [](const BackwardArgs& args) {
     // d sqrt(x) = 0.5 / sqrt(x), from the saved output (inf at 0, as in PyTorch).
-    return variable_list{map2(args.grads[0], args.saved[0], [](auto g, auto y) { return g / (2 * y); })};
+    return variable_list{map2(args.grads[0], args.saved[0], Pointwise::sqrt_backward)};
   }, {}, {out});
   return out;
 }
@@ -347,13 +416,19 @@ Tensor sqrt(const Tensor& a) {
 namespace {
 // self[i] = f(self[i], other broadcast to self's shape).
 template <typename F>
-Tensor& inplace_binary(const char* op, Tensor& self, const Tensor& other, F&& f) {
+Tensor& inplace_binary(const char* op, Tensor& self, const Tensor& other, Pointwise device_op, double scalar, F&& f) {
   check_inplace(op, self);
   detail::check_defined(op, other, "other");
   detail::check_same_dtype(op, self, other);
   if (broadcast_shapes(self.shape(), other.shape(), op) != self.shape()) {
     throw errors::shape_mismatch(std::string(op) + ": other of shape " + shape_str(other.shape()) +
                                  " does not broadcast to self's shape " + shape_str(self.shape()));
+  }
+  if (DeviceKernels* k = device_kernels()) {
+    k->binary(device_op, self.dtype(), detail::bytes(self), detail::contiguous_strides(self.shape()), detail::bytes(other),
+              detail::broadcast_strides(other.shape(), self.shape()), detail::bytes(self), self.shape(), scalar);
+    self.bump_version();
+    return self;
   }
   dispatch_dtype(self.dtype(), [&]<typename T>() {
     T* x = self.data<T>();
@@ -386,32 +461,36 @@ struct AddScaled {
 
 Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
   DeviceGuard device_guard("add_", {&other}, &self);
-  return inplace_binary("add_", self, other, AddScaled{alpha});
+  return inplace_binary("add_", self, other, Pointwise::axpy, alpha, AddScaled{alpha});
 }
 Tensor& sub_(Tensor& self, const Tensor& other) {
   DeviceGuard device_guard("sub_", {&other}, &self);
-  return inplace_binary("sub_", self, other, [](auto x, auto y) { return x - y; });
+  return inplace_binary("sub_", self, other, Pointwise::sub, 0.0, [](auto x, auto y) { return x - y; });
 }
 Tensor& mul_(Tensor& self, const Tensor& other) {
   DeviceGuard device_guard("mul_", {&other}, &self);
-  return inplace_binary("mul_", self, other, [](auto x, auto y) { return x * y; });
+  return inplace_binary("mul_", self, other, Pointwise::mul, 0.0, [](auto x, auto y) { return x * y; });
 }
 Tensor& div_(Tensor& self, const Tensor& other) {
   DeviceGuard device_guard("div_", {&other}, &self);
-  return inplace_binary("div_", self, other, [](auto x, auto y) { return x / y; });
+  return inplace_binary("div_", self, other, Pointwise::div, 0.0, [](auto x, auto y) { return x / y; });
 }
 Tensor& copy_(Tensor& self, const Tensor& src) {
   DeviceGuard device_guard("copy_", {&src}, &self);
-  return inplace_binary("copy_", self, src, [](auto, auto y) { return y; });
+  return inplace_binary("copy_", self, src, Pointwise::copy, 0.0, [](auto, auto y) { return y; });
 }
 
 Tensor& mul_(Tensor& self, double value) {
   DeviceGuard device_guard("mul_", {}, &self);
   check_inplace("mul_", self);
-  dispatch_dtype(self.dtype(), [&]<typename T>() {
-    T* x = self.data<T>();
-    for (int64_t i = 0; i < self.numel(); ++i) x[i] = static_cast<T>(x[i] * value);
-  });
+  if (DeviceKernels* k = device_kernels()) {
+    k->unary(Pointwise::mul_scalar, self.dtype(), detail::bytes(self), detail::bytes(self), self.numel(), value);
+  } else {
+    dispatch_dtype(self.dtype(), [&]<typename T>() {
+      T* x = self.data<T>();
+      for (int64_t i = 0; i < self.numel(); ++i) x[i] = static_cast<T>(x[i] * value);
+    });
+  }
   self.bump_version();
   return self;
 }
@@ -419,7 +498,11 @@ Tensor& mul_(Tensor& self, double value) {
 namespace {
 Tensor& fill_named(const char* op, Tensor& self, double value) {
   check_inplace(op, self);
-  dispatch_dtype(self.dtype(), [&]<typename T>() { std::fill_n(self.data<T>(), self.numel(), static_cast<T>(value)); });
+  if (DeviceKernels* k = device_kernels()) {
+    k->unary(Pointwise::fill, self.dtype(), nullptr, detail::bytes(self), self.numel(), value);
+  } else {
+    dispatch_dtype(self.dtype(), [&]<typename T>() { std::fill_n(self.data<T>(), self.numel(), static_cast<T>(value)); });
+  }
   self.bump_version();
   return self;
 }
@@ -458,10 +541,14 @@ Tensor& addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
 Tensor& sqrt_(Tensor& self) {
   DeviceGuard device_guard("sqrt_", {}, &self);
   check_inplace("sqrt_", self);
-  dispatch_dtype(self.dtype(), [&]<typename T>() {
-    T* x = self.data<T>();
-    for (int64_t i = 0; i < self.numel(); ++i) x[i] = std::sqrt(x[i]);
-  });
+  if (DeviceKernels* k = device_kernels()) {
+    k->unary(Pointwise::sqrt, self.dtype(), detail::bytes(self), detail::bytes(self), self.numel(), 0.0);
+  } else {
+    dispatch_dtype(self.dtype(), [&]<typename T>() {
+      T* x = self.data<T>();
+      for (int64_t i = 0; i < self.numel(); ++i) x[i] = std::sqrt(x[i]);
+    });
+  }
   self.bump_version();
   return self;
 }

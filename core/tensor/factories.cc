@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "core/tensor/device_guard.h"
+#include "core/tensor/device_kernels.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim {
@@ -9,6 +10,16 @@ namespace dagsim {
 namespace {
 template <typename Gen>
 Tensor generate(const Shape& shape, Dtype dtype, Gen&& gen) {
+  if (device_kernels() != nullptr) {
+    // Inside an op on a device the host does not address: made on the host, then copied there.
+    const Device device = DeviceGuard::active()->device();
+    Tensor host;
+    {
+      DeviceGuard::Suspend on_host;
+      host = generate(shape, dtype, gen);
+    }
+    return to_device(host, device);
+  }
   Tensor out = Tensor::empty(shape, dtype);
   dispatch_dtype(dtype, [&]<typename T>() {
     T* p = out.data<T>();
@@ -23,6 +34,10 @@ Tensor ones(const Shape& shape, Dtype dtype) { return full(shape, 1.0, dtype); }
 
 Tensor full(const Shape& shape, double value, Dtype dtype) {
   Tensor out = Tensor::empty(shape, dtype);
+  if (DeviceKernels* k = device_kernels()) {
+    k->unary(Pointwise::fill, dtype, nullptr, static_cast<std::byte*>(out.raw_data()), out.numel(), value);
+    return out;
+  }
   dispatch_dtype(dtype, [&]<typename T>() { std::fill_n(out.data<T>(), out.numel(), static_cast<T>(value)); });
   return out;
 }

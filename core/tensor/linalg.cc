@@ -7,6 +7,7 @@
 #include "core/autograd/op_backward.h"
 #include "core/tensor/gemm_avx512.h"
 #include "core/tensor/device_guard.h"
+#include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -42,9 +43,12 @@ void hold_openmp_to_one_thread() {
 // function of the CPU alone, never of DAGSIM_CPU_CAPABILITY, so a seed replays the same bits on a
 // machine whichever vector path runs the elementwise ops. float64 runs on Eigen's AVX-512 GEMM
 // where the CPU has AVX-512 (gemm_avx512.h: oneDNN has no dgemm), else on OpenBLAS.
+}  // namespace
+
+namespace detail {
 template <typename T>
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+void gemm_host(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<T, float>) {
     hold_openmp_to_one_thread();
@@ -61,6 +65,35 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* 
                 static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
   }
 }
+template void gemm_host<float>(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t,
+                               float, float*, int64_t);
+template void gemm_host<double>(bool, bool, int64_t, int64_t, int64_t, const double*, int64_t, const double*, int64_t,
+                                double, double*, int64_t);
+}  // namespace detail
+
+namespace {
+
+// gemm_host, or the device's gemm under an op on a device with a kernel table.
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (DeviceKernels* kernels = device_kernels()) {
+    if (m == 0 || n == 0) return;
+    kernels->gemm(dtype_of<T>(), trans_a, trans_b, m, n, k, reinterpret_cast<const std::byte*>(a), lda,
+                  reinterpret_cast<const std::byte*>(b), ldb, beta, reinterpret_cast<std::byte*>(c), ldc);
+    return;
+  }
+  detail::gemm_host(trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+
+// out = 0 (a product over an empty inner dimension).
+void fill_zeros(Tensor& out) {
+  if (DeviceKernels* kernels = device_kernels()) {
+    kernels->unary(Pointwise::fill, out.dtype(), nullptr, detail::bytes(out), out.numel(), 0.0);
+    return;
+  }
+  dispatch_dtype(out.dtype(), [&]<typename T>() { std::fill_n(out.data<T>(), out.numel(), T{0}); });
+}
 
 // out[b] = op(x[b]) · op(y[b]) for 3-D contiguous tensors, shapes already checked.
 // x: [B, m, k] (or [B, k, m] when trans_x), y: [B, k, n] (or [B, n, k] when trans_y).
@@ -71,15 +104,15 @@ Tensor batched_gemm(const Tensor& x, const Tensor& y, bool trans_x, bool trans_y
   const int64_t n = trans_y ? y.shape()[1] : y.shape()[2];
   Tensor out = Tensor::empty({batch, m, n}, x.dtype());
   if (out.numel() == 0) return out;  // [2^61, 0, n] would loop 2^61 times over nothing
+  if (k == 0) {
+    fill_zeros(out);
+    return out;
+  }
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     const T* px = x.data<T>();
     const T* py = y.data<T>();
     T* po = out.data<T>();
     for (int64_t b = 0; b < batch; ++b) {
-      if (k == 0) {
-        std::fill_n(po + b * m * n, m * n, T{0});
-        continue;
-      }
       gemm<T>(trans_x, trans_y, m, n, k, px + b * m * k, x.shape()[2], py + b * k * n, y.shape()[2],
               T{0}, po + b * m * n, n);
     }
@@ -99,11 +132,11 @@ Tensor mm_raw(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
   const int64_t k = trans_a ? a.shape()[0] : a.shape()[1];
   const int64_t n = trans_b ? b.shape()[0] : b.shape()[1];
   Tensor out = Tensor::empty({m, n}, a.dtype());
+  if (k == 0) {
+    fill_zeros(out);
+    return out;
+  }
   dispatch_dtype(a.dtype(), [&]<typename T>() {
-    if (k == 0) {
-      std::fill_n(out.data<T>(), m * n, T{0});
-      return;
-    }
     gemm<T>(trans_a, trans_b, m, n, k, a.data<T>(), a.shape()[1], b.data<T>(), b.shape()[1], T{0},
             out.data<T>(), n);
   });
@@ -263,18 +296,23 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const int64_t in = x.shape()[1];
   const int64_t out_features = weight.shape()[0];
   Tensor out = Tensor::empty({batch, out_features}, x.dtype());
+  if (bias.defined()) {
+    // Every row starts as the bias; the product adds to it (beta = 1).
+    if (DeviceKernels* kernels = device_kernels()) {
+      const std::vector<int64_t> row_strides{0, 1};
+      kernels->gather(x.dtype(), detail::bytes(bias), row_strides, detail::bytes(out), out.shape());
+    } else {
+      dispatch_dtype(x.dtype(), [&]<typename T>() {
+        for (int64_t r = 0; r < batch; ++r) std::copy_n(bias.data<T>(), out_features, out.data<T>() + r * out_features);
+      });
+    }
+  } else if (in == 0) {
+    fill_zeros(out);
+  }
   dispatch_dtype(x.dtype(), [&]<typename T>() {
     T* po = out.data<T>();
-    T beta{0};
-    if (bias.defined()) {
-      const T* pb = bias.data<T>();
-      for (int64_t r = 0; r < batch; ++r) std::copy_n(pb, out_features, po + r * out_features);
-      beta = T{1};
-    }
-    if (in == 0) {
-      if (!bias.defined()) std::fill_n(po, batch * out_features, T{0});
-      return;
-    }
+    const T beta = bias.defined() ? T{1} : T{0};
+    if (in == 0) return;
     gemm<T>(false, true, batch, out_features, in, x.data<T>(), in, weight.data<T>(), in, beta, po,
             out_features);
   });

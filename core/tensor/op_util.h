@@ -18,6 +18,15 @@ int64_t wrap_dim(const char* op, int64_t dim, const Shape& shape, bool inserting
 // Row-major strides of a contiguous shape.
 std::vector<int64_t> contiguous_strides(const Shape& shape);
 
+// C = beta C + op(A)·op(B), row-major, on the host's BLAS (linalg.cc); float and double.
+template <typename T>
+void gemm_host(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+               int64_t ldb, T beta, T* c, int64_t ldc);
+
+// A tensor's bytes for a device kernel (device_kernels.h), which never reads them on the host.
+inline const std::byte* bytes(const Tensor& t) { return static_cast<const std::byte*>(t.raw_data()); }
+inline std::byte* bytes(Tensor& t) { return static_cast<std::byte*>(t.raw_data()); }
+
 // Strides of a tensor of `shape` seen as broadcast to `target` (0 along broadcast dims).
 std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& target);
 

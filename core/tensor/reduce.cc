@@ -6,6 +6,7 @@
 
 #include "core/autograd/op_backward.h"
 #include "core/tensor/device_guard.h"
+#include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -48,6 +49,12 @@ Shape reduced_shape(const Shape& shape, int64_t dim, bool keepdim) {
 Tensor reduce_dim(const Tensor& a, int64_t dim, bool keepdim, double scale) {
   const DimSplit s = split_at(a.shape(), dim);
   Tensor out = Tensor::empty(reduced_shape(a.shape(), dim, keepdim), a.dtype());
+  if (DeviceKernels* k = device_kernels()) {
+    std::vector<int64_t> strides = detail::contiguous_strides(reduced_shape(a.shape(), dim, /*keepdim=*/true));
+    strides[static_cast<size_t>(dim)] = 0;
+    k->reduce_sum(a.dtype(), detail::bytes(a), a.shape(), detail::bytes(out), out.numel(), strides, scale);
+    return out;
+  }
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     const T* x = a.data<T>();
     T* y = out.data<T>();
@@ -75,12 +82,16 @@ Tensor sum(const Tensor& a) {
   DeviceGuard device_guard("sum", {&a});
   detail::check_defined("sum", a);
   Tensor out = Tensor::empty({}, a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T acc{0};
-    for (int64_t i = 0; i < a.numel(); ++i) acc += x[i];
-    out.data<T>()[0] = acc;
-  });
+  if (DeviceKernels* k = device_kernels()) {
+    k->reduce_sum(a.dtype(), detail::bytes(a), a.shape(), detail::bytes(out), 1, std::vector<int64_t>(a.shape().size(), 0), 1.0);
+  } else {
+    dispatch_dtype(a.dtype(), [&]<typename T>() {
+      const T* x = a.data<T>();
+      T acc{0};
+      for (int64_t i = 0; i < a.numel(); ++i) acc += x[i];
+      out.data<T>()[0] = acc;
+    });
+  }
   record_op("SumBackward", {a}, {out}, [shape = a.shape()](const BackwardArgs& args) {
     return variable_list{expand(args.grads[0], shape)};
   });
@@ -104,12 +115,16 @@ Tensor mean(const Tensor& a) {
   if (a.numel() == 0) throw errors::invalid_argument("mean: cannot take the mean of an empty tensor");
   const double scale = 1.0 / static_cast<double>(a.numel());
   Tensor out = Tensor::empty({}, a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T acc{0};
-    for (int64_t i = 0; i < a.numel(); ++i) acc += x[i];
-    out.data<T>()[0] = static_cast<T>(acc * scale);
-  });
+  if (DeviceKernels* k = device_kernels()) {
+    k->reduce_sum(a.dtype(), detail::bytes(a), a.shape(), detail::bytes(out), 1, std::vector<int64_t>(a.shape().size(), 0), scale);
+  } else {
+    dispatch_dtype(a.dtype(), [&]<typename T>() {
+      const T* x = a.data<T>();
+      T acc{0};
+      for (int64_t i = 0; i < a.numel(); ++i) acc += x[i];
+      out.data<T>()[0] = static_cast<T>(acc * scale);
+    });
+  }
   record_op("MeanBackward", {a}, {out}, [shape = a.shape(), scale](const BackwardArgs& args) {
     return variable_list{mul(expand(args.grads[0], shape), scale)};
   });

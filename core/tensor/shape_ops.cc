@@ -4,6 +4,7 @@
 
 #include "core/autograd/op_backward.h"
 #include "core/tensor/device_guard.h"
+#include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -72,6 +73,22 @@ Tensor slice_raw(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
 }
 
 // Zeros of `shape` with `g` written at [start, start+len) along dim (the backward of a slice).
+// out[o] = a[ia] for every index o of `shape`, ia through `strides` (expand, transpose).
+Tensor gather_strided(const Tensor& a, const Shape& shape, const std::vector<int64_t>& strides) {
+  Tensor out = Tensor::empty(shape, a.dtype());
+  if (DeviceKernels* k = device_kernels()) {
+    k->gather(a.dtype(), detail::bytes(a), strides, detail::bytes(out), shape);
+    return out;
+  }
+  dispatch_dtype(a.dtype(), [&]<typename T>() {
+    const T* x = a.data<T>();
+    T* y = out.data<T>();
+    detail::for_each_broadcast(shape, strides, std::vector<int64_t>(shape.size(), 0),
+                               [&](int64_t ix, int64_t, int64_t io) { y[io] = x[ix]; });
+  });
+  return out;
+}
+
 Tensor unslice(const Tensor& g, const Shape& shape, int64_t dim, int64_t start) {
   Tensor out = zeros(shape, g.dtype());
   copy_along_dim(g, out, dim, start);
@@ -150,13 +167,7 @@ Tensor transpose(const Tensor& a, int64_t dim0, int64_t dim1) {
   std::swap(shape[d0], shape[d1]);
   std::vector<int64_t> strides = detail::contiguous_strides(a.shape());
   std::swap(strides[d0], strides[d1]);
-  Tensor out = Tensor::empty(shape, a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T* y = out.data<T>();
-    detail::for_each_broadcast(shape, strides, std::vector<int64_t>(shape.size(), 0),
-                               [&](int64_t ix, int64_t, int64_t io) { y[io] = x[ix]; });
-  });
+  Tensor out = gather_strided(a, shape, strides);
   record_op("TransposeBackward", {a}, {out}, [d0, d1](const BackwardArgs& args) {
     return variable_list{transpose(args.grads[0], d0, d1)};
   });
@@ -190,14 +201,7 @@ Tensor expand(const Tensor& a, const Shape& shape) {
                                    shape_str(shape) + ". Tensor sizes: " + shape_str(a.shape()));
     }
   }
-  Tensor out = Tensor::empty(target, a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T* y = out.data<T>();
-    detail::for_each_broadcast(target, detail::broadcast_strides(a.shape(), target),
-                               std::vector<int64_t>(target.size(), 0),
-                               [&](int64_t ix, int64_t, int64_t io) { y[io] = x[ix]; });
-  });
+  Tensor out = gather_strided(a, target, detail::broadcast_strides(a.shape(), target));
   record_op("ExpandBackward", {a}, {out}, [shape = a.shape()](const BackwardArgs& args) {
     return variable_list{sum_to(args.grads[0], shape)};
   });
@@ -349,8 +353,13 @@ Tensor narrow(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
 Tensor clone(const Tensor& a) {
   DeviceGuard device_guard("clone", {&a});
   detail::check_defined("clone", a);
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  if (a.nbytes() > 0) std::memcpy(out.raw_data(), a.raw_data(), a.nbytes());
+  Tensor out;
+  if (device_kernels() != nullptr) {
+    out = gather_strided(a, a.shape(), detail::contiguous_strides(a.shape()));
+  } else {
+    out = Tensor::empty(a.shape(), a.dtype());
+    if (a.nbytes() > 0) std::memcpy(out.raw_data(), a.raw_data(), a.nbytes());
+  }
   record_op("CloneBackward", {a}, {out}, [](const BackwardArgs& args) { return variable_list{args.grads[0]}; });
   return out;
 }

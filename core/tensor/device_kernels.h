@@ -1,0 +1,70 @@
+// DeviceKernels: the kernels dagsim's ops run with on a device whose memory the host does not
+// address (the cuda backend), as PyTorch's dispatcher picks an op's CUDA kernel.
+//
+// An op computes its values inline on the cpu, and on the simulated GPU (host memory) too. Under
+// a DeviceGuard whose backend has a kernel table (DeviceBackend::kernels), the op instead calls
+// the table's few primitives below, in the same order as its CPU code computes, and never touches
+// the tensors' bytes on the host. The primitives are enough for the ops on kOpsWithKernels's list;
+// DeviceGuard refuses any other op on such a device, naming it, before it could read device
+// memory on the host.
+//
+// Every primitive enqueues on the backend's current stream; the guard orders the op as one kernel
+// (DeviceBackend::launch), which for a real GPU is what the stream does by itself. Shapes and
+// strides are in elements, row-major; a "strides" span gives, for each dimension of the shape it
+// goes with, how far one step along it moves in the other array (0 where it broadcasts).
+//
+// core/device/host_kernels.h is the table's reference on host memory: the simulated GPU can run
+// through it, so CI checks that every listed op calls the table as its CPU code computes.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "core/tensor/dtype.h"
+#include "core/tensor/pointwise.h"
+
+namespace dagsim {
+
+class DeviceKernels {
+ public:
+  virtual ~DeviceKernels() = default;
+
+  // out[i] = op(x[i], scalar) for i < n; `x` is unused by Pointwise::fill. out may be x.
+  virtual void unary(Pointwise op, Dtype dtype, const std::byte* x, std::byte* out, int64_t n, double scalar) = 0;
+  // out[o] = op(a[ia], b[ib], scalar) for every index o of `shape` (contiguous), ia and ib through
+  // a_strides and b_strides. out may be a (in place).
+  virtual void binary(Pointwise op, Dtype dtype, const std::byte* a, std::span<const int64_t> a_strides,
+                      const std::byte* b, std::span<const int64_t> b_strides, std::byte* out,
+                      std::span<const int64_t> shape, double scalar) = 0;
+  // out[o] = x[ix] for every index o of `shape`, ix through x_strides: expand, transpose, clone.
+  virtual void gather(Dtype dtype, const std::byte* x, std::span<const int64_t> x_strides, std::byte* out,
+                      std::span<const int64_t> shape) = 0;
+  // out[j] = scale * (sum of x[i] over the indices i of x_shape that out_strides map to j), for
+  // every j < out_numel (out_strides: 0 along summed dimensions). sum, mean, sum_to, sum(dim). The
+  // sum runs in the dtype; where the scale is not 1 the product is taken in double, as the CPU's.
+  virtual void reduce_sum(Dtype dtype, const std::byte* x, std::span<const int64_t> x_shape, std::byte* out,
+                          int64_t out_numel, std::span<const int64_t> out_strides, double scale) = 0;
+  // C = op(A) op(B) + beta C, row-major with leading dimensions, as core/tensor's gemm<T>.
+  virtual void gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a,
+                    int64_t lda, const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) = 0;
+};
+
+// The ops that run on a device with a kernel table, by the names their DeviceGuards give
+// ("backward" is the engine's guard around a node's apply).
+inline constexpr std::string_view kOpsWithKernels[] = {
+    "abs",      "add",     "add_",    "backward", "clone",   "copy_",  "detach",    "div",       "div_",
+    "exp",      "expand",  "fill_",   "linear",   "log",     "matmul", "mean",      "mse_loss",  "mul",
+    "mul_",     "neg",     "ones_like", "pow",    "promote", "relu",   "reshape",   "sigmoid",   "sqrt",
+    "sqrt_",    "squeeze", "sub",     "sub_",     "sum",     "sum_to", "tanh",      "transpose", "unsqueeze",
+    "zero_",    "zeros_like",
+};
+bool has_device_kernel(std::string_view op);
+
+// The kernel table of the op now open (the active DeviceGuard's backend), or null: on the cpu, and
+// on a device whose memory the host addresses and that runs the CPU code (the sim GPU's default).
+DeviceKernels* device_kernels();
+
+}  // namespace dagsim

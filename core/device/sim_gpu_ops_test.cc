@@ -1,72 +1,26 @@
 // Every op of the op table on the simulated GPU, by enumerating the table: on cuda:0 each op gives
 // the CPU's outputs and, through a backward pass, the CPU's gradients, bit for bit in float64,
 // with every output and gradient on cuda:0 and no racy read. A new op is covered the moment it is
-// in the table.
+// in the table. Then the same through the kernel table (the cuda backend's path, HostKernels
+// computing it): the listed ops give the CPU's bits, the others are refused by name.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <string>
 #include <memory>
 
-#include "core/autograd/grad_mode.h"
+#include "core/device/device_ops_test_util.h"
 #include "core/device/sim_gpu.h"
 #include "core/fibers/local_runtime.h"
-#include "core/rpc/op_table.h"
-#include "core/tensor/device_kernels.h"
-#include "core/tensor/ops.h"
 
 namespace dagsim::device {
 namespace {
 
-struct OpRun {
-  std::vector<Tensor> outputs;
-  std::vector<Tensor> grads;  // one per example tensor that requires grad
-};
+using testing::broadcasting_and_training;
+using testing::same_bits;
 
-// Runs `op` on copies of the example's tensors moved to `device`, then backward from a weighted
-// sum of its outputs (weights seeded per output, so every output's gradient path is exercised).
-OpRun run_op(const rpc::OpDef& op, const rpc::OpExample& ex, Device device) {
-  std::vector<Tensor> inputs;
-  for (const Tensor& t : ex.tensors) {
-    Tensor moved = to_device(detach(t), device);
-    if (t.requires_grad()) {
-      if (moved.is_same(t) || moved.storage() == t.storage()) moved = clone(detach(t));
-      moved.set_requires_grad(true);
-    }
-    inputs.push_back(moved);
-  }
-  rpc::CallContext local{nullptr, 0};
-  rpc::CallArgs args;
-  args.tensors = inputs;
-  args.attributes = ex.attributes;
-  OpRun run;
-  run.outputs = op.run(local, args);
-  Tensor loss;
-  Prng weights(17);
-  for (const Tensor& out : run.outputs) {
-    if (!out.requires_grad()) continue;
-    Tensor w = to_device(randn(out.shape(), weights), device);
-    Tensor term = sum(mul(out, w));
-    loss = loss.defined() ? add(loss, term) : term;
-  }
-  if (loss.defined()) loss.backward();
-  for (const Tensor& t : inputs) {
-    if (t.requires_grad()) run.grads.push_back(t.grad());
-  }
-  return run;
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_vector(), y = b.to_vector();
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
-}
-
-// Runs every op of the op table on cuda:0 and on the cpu and compares; `kernel_table`: through
-// the sim GPU's kernel table (the cuda backend's path), where an op without kernels must be
-// refused by name. Returns the names of the ops that ran on the device.
-std::vector<std::string> check_op_table_on_cuda0(bool kernel_table) {
+// check_op_table_on_cuda0 on a node with one sim GPU; no read may race.
+std::vector<std::string> check_op_table_on_sim_gpu(bool kernel_table) {
   fibers::LocalRuntime rt;
   runtime::Env& env = rt.add_node("worker0");
   DeviceSet devices;
@@ -76,51 +30,19 @@ std::vector<std::string> check_op_table_on_cuda0(bool kernel_table) {
   devices.add(std::move(gpu));
   rt.set_devices(0, &devices);
   std::vector<std::string> ran;
-  size_t ops = 0;
-  rt.run_on(0, [&] {
-    for (const rpc::OpDef& op : rpc::op_table()) {
-      SCOPED_TRACE(op.name);
-      Prng prng(0x5eed + ops++);
-      const rpc::OpExample ex = op.example(prng);
-      const OpRun cpu = run_op(op, ex, Device::cpu());
-      OpRun cuda;
-      try {
-        cuda = run_op(op, ex, Device::cuda(0));
-      } catch (const Error& e) {
-        // Only the kernel table refuses, and only an op (or an op it calls) without kernels.
-        EXPECT_TRUE(kernel_table) << e.what();
-        EXPECT_NE(e.detail().find("dagsim has no sim kernel for this op yet (cuda:0;"), std::string::npos) << e.what();
-        EXPECT_FALSE(has_device_kernel(op.name)) << op.name << " is listed with kernels, yet: " << e.what();
-        continue;
-      }
-      ASSERT_EQ(cuda.outputs.size(), cpu.outputs.size());
-      for (size_t i = 0; i < cpu.outputs.size(); ++i) {
-        EXPECT_EQ(cuda.outputs[i].device(), Device::cuda(0)) << "output " << i;
-        EXPECT_TRUE(same_bits(cuda.outputs[i], cpu.outputs[i])) << "output " << i;
-      }
-      ASSERT_EQ(cuda.grads.size(), cpu.grads.size());
-      for (size_t i = 0; i < cpu.grads.size(); ++i) {
-        ASSERT_EQ(cuda.grads[i].defined(), cpu.grads[i].defined()) << "gradient " << i;
-        if (!cpu.grads[i].defined()) continue;
-        EXPECT_EQ(cuda.grads[i].device(), Device::cuda(0)) << "gradient " << i;
-        EXPECT_TRUE(same_bits(cuda.grads[i], cpu.grads[i])) << "gradient " << i;
-      }
-      ran.push_back(op.name);
-    }
-  });
-  EXPECT_EQ(ops, rpc::op_table().size());
+  rt.run_on(0, [&] { ran = testing::check_op_table_on_cuda0(kernel_table, "sim", same_bits); });
   EXPECT_EQ(sim.stats().racy_reads, 0u);
   return ran;
 }
 
 TEST(SimGpuOps, EveryOpOfTheOpTableGivesTheCpusOutputsAndGradientsOnCuda0) {
-  EXPECT_EQ(check_op_table_on_cuda0(/*kernel_table=*/false).size(), rpc::op_table().size());
+  EXPECT_EQ(check_op_table_on_sim_gpu(/*kernel_table=*/false).size(), rpc::op_table().size());
 }
 
 TEST(SimGpuOps, TheOpsWithKernelsGiveTheCpusBitsThroughTheKernelTableAndTheOthersAreRefusedByName) {
   // The cuda backend's path, checked without a GPU: each listed op calls only the table's
   // primitives (HostKernels computes them as the CPU code does), in float64 to the bit.
-  const std::vector<std::string> ran = check_op_table_on_cuda0(/*kernel_table=*/true);
+  const std::vector<std::string> ran = check_op_table_on_sim_gpu(/*kernel_table=*/true);
   for (const char* op : {"add", "sub", "mul", "div", "matmul", "linear", "relu", "tanh", "sigmoid", "sum", "mean",
                          "mse_loss", "transpose", "neg", "exp", "log", "pow", "sqrt", "abs", "squeeze", "unsqueeze"}) {
     EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run through the kernel table";
@@ -130,49 +52,6 @@ TEST(SimGpuOps, TheOpsWithKernelsGiveTheCpusBitsThroughTheKernelTableAndTheOther
   for (const std::string& op : ran) names += " " + op;
   std::printf("%zu of %zu ops of the op table ran through the kernel table:%s\n", ran.size(), rpc::op_table().size(),
               names.c_str());
-}
-
-// Broadcasting, reductions over a dim, in-place updates and an MLP's training step through the
-// kernel table, against the same on the cpu: what the op table's examples (equal shapes) miss.
-std::vector<Tensor> broadcasting_and_training(Device device) {
-  Prng prng(29);
-  auto leaf = [&](const Shape& shape) {
-    Tensor t = to_device(randn(shape, prng), device);
-    t.set_requires_grad(true);
-    return t;
-  };
-  std::vector<Tensor> out;
-  Tensor a = leaf({3, 4}), b = leaf({4}), c = leaf({2, 1, 3}), d = leaf({4, 1});
-  Tensor x = add(a, b);                                  // [3,4] + [4]
-  Tensor y = mul(c, d);                                  // [2,1,3] * [4,1] -> [2,4,3]
-  Tensor z = mul(sub(sum(y, 1), mean(y, 1, true)), 0.5);  // sum and mean over a dim
-  Tensor loss = add(sum(mul(x, x)), sum(mul(z, z)));
-  loss.backward();
-  for (const Tensor* t : {&x, &y, &z, &loss}) out.push_back(*t);
-  for (const Tensor* t : {&a, &b, &c, &d}) out.push_back(t->grad());
-  {
-    autograd::NoGradGuard no_grad;
-    Tensor self = to_device(zeros({3, 4}), device);
-    add_(self, detach(b), 0.5);                         // broadcast in place
-    mul_(self, detach(a));
-    out.push_back(self);
-  }
-  // Two steps of an MLP: linear, relu, linear, MSE; SGD in place on the weights.
-  Tensor w1 = leaf({8, 4}), b1 = leaf({8}), w2 = leaf({2, 8}), b2 = leaf({2});
-  Tensor input = to_device(randn({5, 4}, prng), device), target = to_device(randn({5, 2}, prng), device);
-  for (int step = 0; step < 2; ++step) {
-    Tensor h = relu(linear(input, w1, b1));
-    Tensor l = mse_loss(linear(h, w2, b2), target);
-    l.backward();
-    out.push_back(l);
-    autograd::NoGradGuard no_grad;
-    for (Tensor* p : {&w1, &b1, &w2, &b2}) {
-      add_(*p, p->grad(), -0.1);
-      p->set_grad(Tensor());
-    }
-  }
-  for (const Tensor* t : {&w1, &b1, &w2, &b2}) out.push_back(*t);
-  return out;
 }
 
 TEST(SimGpuOps, BroadcastsReductionsAndAnMlpStepGiveTheCpusBitsThroughTheKernelTable) {

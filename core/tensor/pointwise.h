@@ -98,8 +98,9 @@ struct SigmoidBackward {
 
 // Calls visitor(functor) with the functor of the unary `op` (visit_unary) or the binary one
 // (visit_binary); `fallback()` for an op of the other arity, which callers rule out first.
+// (Host code: the visitor launches or loops; the functors are what runs on a device.)
 template <typename Visitor, typename Fallback>
-DAGSIM_HOST_DEVICE void visit_unary(Pointwise op, Visitor&& visitor, Fallback&& fallback) {
+void visit_unary(Pointwise op, Visitor&& visitor, Fallback&& fallback) {
   switch (op) {
     case Pointwise::add_scalar: return visitor(pointwise::AddScalar{});
     case Pointwise::mul_scalar: return visitor(pointwise::MulScalar{});
@@ -118,7 +119,7 @@ DAGSIM_HOST_DEVICE void visit_unary(Pointwise op, Visitor&& visitor, Fallback&& 
 }
 
 template <typename Visitor, typename Fallback>
-DAGSIM_HOST_DEVICE void visit_binary(Pointwise op, Visitor&& visitor, Fallback&& fallback) {
+void visit_binary(Pointwise op, Visitor&& visitor, Fallback&& fallback) {
   switch (op) {
     case Pointwise::add: return visitor(pointwise::Add{});
     case Pointwise::sub: return visitor(pointwise::Sub{});

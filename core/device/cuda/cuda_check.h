@@ -7,6 +7,8 @@ namespace dagsim::device::cuda {
 // "CUDA error: out of memory (cudaMalloc(&p, n))"
 [[noreturn]] void throw_cuda_error(int code, const char* call);
 [[noreturn]] void throw_cublas_error(int status, const char* call);
+// A kernel asked to do what it cannot (a programmer error the caller's checks should prevent).
+[[noreturn]] void throw_kernel_misuse(const char* detail);
 
 }  // namespace dagsim::device::cuda
 

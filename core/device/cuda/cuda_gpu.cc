@@ -1,5 +1,7 @@
 #include "core/device/cuda/cuda_gpu.h"
 
+#include "core/device/cuda/cuda_kernel_table.h"
+
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -27,6 +29,8 @@ void throw_cuda_error(int code, const char* call) {
   throw errors::internal_error(std::string("CUDA error: ") + cudaGetErrorString(static_cast<cudaError_t>(code)) + " (" +
                                call + ")");
 }
+
+void throw_kernel_misuse(const char* detail) { throw errors::internal_error(std::string("cuda kernel misuse: ") + detail); }
 
 void throw_cublas_error(int status, const char* call) {
   throw errors::internal_error(std::string("cuBLAS error: ") + cublasGetStatusString(static_cast<cublasStatus_t>(status)) +
@@ -77,6 +81,11 @@ CudaGpu::~CudaGpu() {
 }
 
 void CudaGpu::select() const { DAGSIM_CUDA_CHECK(cudaSetDevice(device_.index)); }
+
+DeviceKernels* CudaGpu::kernels() {
+  if (kernels_ == nullptr) kernels_ = std::make_unique<CudaKernels>(*this);
+  return kernels_.get();
+}
 
 std::byte* CudaGpu::allocate(size_t nbytes) {
   reclaim_freed();

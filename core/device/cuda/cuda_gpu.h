@@ -7,9 +7,10 @@
 // the fiber runtime would otherwise idle. Outside a fiber (a test's main fiber, a benchmark) the
 // polling spins instead, with the same result.
 //
-// What is not here yet: dagsim's ops do not dispatch to this backend's kernels (DeviceGuard
-// refuses an op on a cuda tensor, naming it); cuda_mlp.h runs an MLP step on the kernels
-// directly. Built only where nvcc is found (DAGSIM_HAVE_CUDA).
+// dagsim's ops run here through the backend's kernel table (cuda_kernel_table.h) when they are on
+// kOpsWithKernels's list; any other op is refused by name (DeviceGuard). cuda_mlp.h runs an MLP
+// step on the kernels directly, as the benchmarks' floor. Built only where nvcc is found
+// (DAGSIM_HAVE_CUDA).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +28,8 @@ namespace dagsim::device::cuda {
 int device_count();
 // Why device_count() is 0, for a test's skip message ("no CUDA driver", "no CUDA device").
 const char* why_no_device();
+
+class CudaKernels;
 
 class CudaGpu final : public DeviceBackend {
  public:
@@ -49,6 +52,7 @@ class CudaGpu final : public DeviceBackend {
   void synchronize(const DeviceEvent& event) override;
   void read_to_host(const Storage& storage, std::byte* out, size_t nbytes) override;
   void write_from_host(Storage& storage, const std::byte* in, size_t nbytes) override;
+  DeviceKernels* kernels() override;
 
   // The cudaStream_t of `stream`, and the current one, as a void* (cuda_kernels.h).
   void* stream_handle(int stream) const;
@@ -56,11 +60,12 @@ class CudaGpu final : public DeviceBackend {
   // The cuBLAS handle, bound to the current stream.
   void* cublas();
   CachingAllocator& allocator() { return allocator_; }
+  // Makes this GPU the calling thread's current device (the runtime's calls and kernel launches
+  // act on it).
+  void select() const;
 
  private:
   void poll_until_done(const DeviceEvent& event);
-  // Makes this GPU the calling thread's current device (the runtime's calls act on it).
-  void select() const;
   // Takes the pinned buffer, grown to `nbytes`, once no copy and no other fiber uses it; give it
   // back with staging_done (an event the next taker waits on, for an asynchronous copy).
   std::byte* take_staging(size_t nbytes);
@@ -89,6 +94,7 @@ class CudaGpu final : public DeviceBackend {
     DeviceEvent used;
   };
   std::vector<Freed> freed_;
+  std::unique_ptr<CudaKernels> kernels_;
 };
 
 // C = op(A) op(B) (+ beta C), row-major, through cuBLAS on `gpu`'s current stream: A is m x k

@@ -1,0 +1,105 @@
+#include "core/device/cuda/cuda_kernel_table.h"
+
+#include <string>
+
+#include "core/base/error.h"
+#include "core/device/cuda/cuda_gpu.h"
+#include "core/device/cuda/cuda_op_kernels.h"
+
+namespace dagsim::device::cuda {
+
+namespace {
+
+void check_rank(size_t ndim) {
+  if (ndim > static_cast<size_t>(kMaxDims)) {
+    throw errors::invalid_argument("a tensor of " + std::to_string(ndim) + " dimensions: the cuda kernels take at most " +
+                                   std::to_string(kMaxDims));
+  }
+}
+
+// The index space `shape` with the operands' strides.
+StridedShape strided(std::span<const int64_t> shape, std::span<const int64_t> a, std::span<const int64_t> b = {}) {
+  check_rank(shape.size());
+  StridedShape s;
+  s.ndim = static_cast<int>(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    s.shape[d] = shape[d];
+    s.a[d] = a[d];
+    s.b[d] = b.empty() ? 0 : b[d];
+  }
+  return s;
+}
+
+int64_t numel(std::span<const int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+template <typename T>
+const T* as(const std::byte* p) { return reinterpret_cast<const T*>(p); }
+template <typename T>
+T* as(std::byte* p) { return reinterpret_cast<T*>(p); }
+
+}  // namespace
+
+void CudaKernels::unary(Pointwise op, Dtype dtype, const std::byte* x, std::byte* out, int64_t n, double scalar) {
+  gpu_.select();
+  dispatch_dtype(dtype, [&]<typename T>() { pointwise_unary<T>(op, as<T>(x), as<T>(out), n, scalar, gpu_.current_handle()); });
+}
+
+void CudaKernels::binary(Pointwise op, Dtype dtype, const std::byte* a, std::span<const int64_t> a_strides,
+                         const std::byte* b, std::span<const int64_t> b_strides, std::byte* out,
+                         std::span<const int64_t> shape, double scalar) {
+  gpu_.select();
+  const StridedShape index = strided(shape, a_strides, b_strides);
+  dispatch_dtype(dtype, [&]<typename T>() {
+    pointwise_binary<T>(op, as<T>(a), as<T>(b), as<T>(out), index, numel(shape), scalar, gpu_.current_handle());
+  });
+}
+
+void CudaKernels::gather(Dtype dtype, const std::byte* x, std::span<const int64_t> x_strides, std::byte* out,
+                         std::span<const int64_t> shape) {
+  gpu_.select();
+  const StridedShape index = strided(shape, x_strides);
+  dispatch_dtype(dtype, [&]<typename T>() { cuda::gather<T>(as<T>(x), as<T>(out), index, numel(shape), gpu_.current_handle()); });
+}
+
+void CudaKernels::reduce_sum(Dtype dtype, const std::byte* x, std::span<const int64_t> x_shape, std::byte* out,
+                             int64_t out_numel, std::span<const int64_t> out_strides, double scale) {
+  gpu_.select();
+  check_rank(x_shape.size());
+  // Split x's dimensions into those the outputs run along (a nonzero output stride) and those
+  // summed; each keeps x's own (contiguous) stride.
+  StridedShape kept, reduced;
+  int64_t x_stride = 1, reduced_numel = 1;
+  int64_t x_strides[kMaxDims] = {};
+  for (size_t d = x_shape.size(); d-- > 0;) {
+    x_strides[d] = x_stride;
+    x_stride *= x_shape[d];
+  }
+  for (size_t d = 0; d < x_shape.size(); ++d) {
+    StridedShape& part = out_strides[d] != 0 ? kept : reduced;
+    part.shape[part.ndim] = x_shape[d];
+    part.a[part.ndim] = x_strides[d];
+    ++part.ndim;
+    if (out_strides[d] == 0) reduced_numel *= x_shape[d];
+  }
+  dispatch_dtype(dtype, [&]<typename T>() {
+    cuda::reduce_sum<T>(as<T>(x), as<T>(out), kept, out_numel, reduced, reduced_numel, scale, gpu_.current_handle());
+  });
+}
+
+void CudaKernels::gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a,
+                       int64_t lda, const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) {
+  gpu_.select();
+  if (lda != (trans_a ? m : k) || ldb != (trans_b ? k : n) || ldc != n) {
+    throw errors::invalid_argument("the cuda gemm takes operands with their natural leading dimensions; got lda " +
+                                   std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldc " + std::to_string(ldc));
+  }
+  dispatch_dtype(dtype, [&]<typename T>() {
+    cuda::gemm<T>(gpu_, trans_a, trans_b, m, n, k, as<T>(a), as<T>(b), static_cast<T>(beta), as<T>(c));
+  });
+}
+
+}  // namespace dagsim::device::cuda

@@ -1,0 +1,159 @@
+#include "core/device/cuda/cuda_op_kernels.h"
+
+#include <cuda_runtime.h>
+
+#include <cub/device/device_reduce.cuh>
+
+#include <string>
+#include "core/device/cuda/cuda_check.h"
+
+namespace dagsim::device::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 65535 * 32 ? (b == 0 ? 1 : b) : 65535 * 32);
+}
+
+cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
+
+// The offsets in the two operands of element `linear` of the index space (row-major).
+struct Offsets {
+  int64_t a = 0;
+  int64_t b = 0;
+};
+__device__ Offsets offsets_of(const StridedShape& index, int64_t linear) {
+  Offsets o;
+  for (int d = index.ndim - 1; d >= 0; --d) {
+    const int64_t i = linear % index.shape[d];
+    linear /= index.shape[d];
+    o.a += i * index.a[d];
+    o.b += i * index.b[d];
+  }
+  return o;
+}
+
+// Grid-stride loops, so any n fits any grid. The index space is passed by value (kernel
+// parameters live in constant memory).
+template <typename T, typename F>
+__global__ void unary_kernel(F f, const T* x, T* out, int64_t n, double s) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = static_cast<T>(f(x == nullptr ? T{0} : x[i], s));
+  }
+}
+template <typename T, typename F>
+__global__ void binary_contiguous_kernel(F f, const T* a, const T* b, T* out, int64_t n, double s) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = static_cast<T>(f(a[i], b[i], s));
+  }
+}
+template <typename T, typename F>
+__global__ void binary_strided_kernel(F f, const T* a, const T* b, T* out, StridedShape index, int64_t n, double s) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    const Offsets o = offsets_of(index, i);
+    out[i] = static_cast<T>(f(a[o.a], b[o.b], s));
+  }
+}
+template <typename T>
+__global__ void gather_kernel(const T* x, T* out, StridedShape index, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = x[offsets_of(index, i).a];
+  }
+}
+// One thread per output, adding its elements in index order, in T, as the CPU does.
+template <typename T>
+__global__ void reduce_kernel(const T* x, T* out, StridedShape kept, int64_t out_numel, StridedShape reduced,
+                              int64_t reduced_numel, double scale) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < out_numel; j += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t base = offsets_of(kept, j).a;
+    T acc{0};
+    for (int64_t r = 0; r < reduced_numel; ++r) acc += x[base + offsets_of(reduced, r).a];
+    out[j] = scale == 1.0 ? acc : static_cast<T>(acc * scale);
+  }
+}
+template <typename T>
+__global__ void scale_kernel(T* out, double scale) {
+  out[0] = static_cast<T>(out[0] * scale);
+}
+
+bool contiguous(const StridedShape& index) {
+  int64_t stride = 1;
+  for (int d = index.ndim - 1; d >= 0; --d) {
+    if (index.shape[d] != 1 && (index.a[d] != stride || index.b[d] != stride)) return false;
+    stride *= index.shape[d];
+  }
+  return true;
+}
+
+[[noreturn]] void wrong_arity(Pointwise op, const char* kernel) {
+  throw_kernel_misuse((std::string("the ") + kernel + " kernel was given the formula " + pointwise_name(op)).c_str());
+}
+
+}  // namespace
+
+template <typename T>
+void pointwise_unary(Pointwise op, const T* x, T* out, int64_t n, double s, StreamHandle stream) {
+  if (n == 0) return;
+  visit_unary(op, [&](auto f) {
+    unary_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(f, x, out, n, s);
+  }, [&] { wrong_arity(op, "unary"); });
+  DAGSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void pointwise_binary(Pointwise op, const T* a, const T* b, T* out, const StridedShape& index, int64_t n, double s,
+                      StreamHandle stream) {
+  if (n == 0) return;
+  const bool flat = contiguous(index);
+  visit_binary(op, [&](auto f) {
+    if (flat) {
+      binary_contiguous_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(f, a, b, out, n, s);
+    } else {
+      binary_strided_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(f, a, b, out, index, n, s);
+    }
+  }, [&] { wrong_arity(op, "binary"); });
+  DAGSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void gather(const T* x, T* out, const StridedShape& index, int64_t n, StreamHandle stream) {
+  if (n == 0) return;
+  gather_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(x, out, index, n);
+  DAGSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel, const StridedShape& reduced,
+                int64_t reduced_numel, double scale, StreamHandle stream) {
+  if (out_numel == 0) return;
+  const cudaStream_t s = as_stream(stream);
+  if (out_numel == 1 && reduced_numel > 1 && contiguous(reduced)) {
+    // A whole tensor: CUB's reduction, with scratch from the stream-ordered pool.
+    size_t scratch_bytes = 0;
+    DAGSIM_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, scratch_bytes, x, out, reduced_numel, s));
+    void* scratch = nullptr;
+    DAGSIM_CUDA_CHECK(cudaMallocAsync(&scratch, scratch_bytes > 0 ? scratch_bytes : 1, s));
+    DAGSIM_CUDA_CHECK(cub::DeviceReduce::Sum(scratch, scratch_bytes, x, out, reduced_numel, s));
+    DAGSIM_CUDA_CHECK(cudaFreeAsync(scratch, s));
+    if (scale != 1.0) scale_kernel<T><<<1, 1, 0, s>>>(out, scale);
+  } else {
+    reduce_kernel<T><<<blocks_for(out_numel), kThreads, 0, s>>>(x, out, kept, out_numel, reduced, reduced_numel, scale);
+  }
+  DAGSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+#define DAGSIM_INSTANTIATE(T)                                                                                   \
+  template void pointwise_unary<T>(Pointwise, const T*, T*, int64_t, double, StreamHandle);                     \
+  template void pointwise_binary<T>(Pointwise, const T*, const T*, T*, const StridedShape&, int64_t, double,    \
+                                    StreamHandle);                                                              \
+  template void gather<T>(const T*, T*, const StridedShape&, int64_t, StreamHandle);                            \
+  template void reduce_sum<T>(const T*, T*, const StridedShape&, int64_t, const StridedShape&, int64_t, double, \
+                              StreamHandle);
+DAGSIM_INSTANTIATE(float)
+DAGSIM_INSTANTIATE(double)
+#undef DAGSIM_INSTANTIATE
+
+}  // namespace dagsim::device::cuda

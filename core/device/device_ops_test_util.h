@@ -1,0 +1,165 @@
+// Shared by the device op tests (sim_gpu_ops_test.cc, cuda/cuda_gpu_test.cc): each op of the op
+// table and a broadcasting and training workload, run on cuda:0 and on the cpu, compared.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/autograd/grad_mode.h"
+#include "core/base/error.h"
+#include "core/rpc/op_table.h"
+#include "core/tensor/device_kernels.h"
+#include "core/tensor/ops.h"
+
+namespace dagsim::device::testing {
+
+struct OpRun {
+  std::vector<Tensor> outputs;
+  std::vector<Tensor> grads;  // one per example tensor that requires grad
+};
+
+// Runs `op` on copies of the example's tensors moved to `device`, then backward from a weighted
+// sum of its outputs (weights seeded per output, so every output's gradient path is exercised).
+inline OpRun run_op(const rpc::OpDef& op, const rpc::OpExample& ex, Device device) {
+  std::vector<Tensor> inputs;
+  for (const Tensor& t : ex.tensors) {
+    Tensor moved = to_device(detach(t), device);
+    if (t.requires_grad()) {
+      if (moved.is_same(t) || moved.storage() == t.storage()) moved = clone(detach(t));
+      moved.set_requires_grad(true);
+    }
+    inputs.push_back(moved);
+  }
+  rpc::CallContext local{nullptr, 0};
+  rpc::CallArgs args;
+  args.tensors = inputs;
+  args.attributes = ex.attributes;
+  OpRun run;
+  run.outputs = op.run(local, args);
+  Tensor loss;
+  Prng weights(17);
+  for (const Tensor& out : run.outputs) {
+    if (!out.requires_grad()) continue;
+    Tensor w = to_device(randn(out.shape(), weights), device);
+    Tensor term = sum(mul(out, w));
+    loss = loss.defined() ? add(loss, term) : term;
+  }
+  if (loss.defined()) loss.backward();
+  for (const Tensor& t : inputs) {
+    if (t.requires_grad()) run.grads.push_back(t.grad());
+  }
+  return run;
+}
+
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+}
+
+// Elementwise within rtol and atol, NaN equal to NaN: for a GPU whose libm and reduction order
+// are its own.
+inline bool close(const Tensor& a, const Tensor& b, double rtol, double atol) {
+  const std::vector<double> x = a.to_vector(), y = b.to_vector();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) && std::isnan(y[i])) continue;
+    if (!(std::abs(x[i] - y[i]) <= atol + rtol * std::abs(y[i]))) return false;
+  }
+  return true;
+}
+
+using SameValues = std::function<bool(const Tensor& device, const Tensor& cpu)>;
+
+// Runs every op of the op table on cuda:0 (of the running fiber's node) and on the cpu, and
+// compares outputs and gradients with `same`. With a kernel table (`kernel_table`), an op without
+// kernels must be refused by name, as `gpu_kind`'s ("sim", "cuda"). Returns the ops that ran on
+// the device.
+inline std::vector<std::string> check_op_table_on_cuda0(bool kernel_table, const std::string& gpu_kind,
+                                                        const SameValues& same) {
+  const std::string refusal = "dagsim has no " + gpu_kind + " kernel for this op yet (cuda:0;";
+  std::vector<std::string> ran;
+  size_t ops = 0;
+  for (const rpc::OpDef& op : rpc::op_table()) {
+    SCOPED_TRACE(op.name);
+    Prng prng(0x5eed + ops++);
+    const rpc::OpExample ex = op.example(prng);
+    const OpRun cpu = run_op(op, ex, Device::cpu());
+    OpRun cuda;
+    try {
+      cuda = run_op(op, ex, Device::cuda(0));
+    } catch (const Error& e) {
+      // Only the kernel table refuses, and only an op (or an op it calls) without kernels.
+      EXPECT_TRUE(kernel_table) << e.what();
+      EXPECT_NE(e.detail().find(refusal), std::string::npos) << e.what();
+      EXPECT_FALSE(has_device_kernel(op.name)) << op.name << " is listed with kernels, yet: " << e.what();
+      continue;
+    }
+    if (cuda.outputs.size() != cpu.outputs.size() || cuda.grads.size() != cpu.grads.size()) {
+      ADD_FAILURE() << "outputs or gradients differ in number";
+      continue;
+    }
+    for (size_t i = 0; i < cpu.outputs.size(); ++i) {
+      EXPECT_EQ(cuda.outputs[i].device(), Device::cuda(0)) << "output " << i;
+      EXPECT_TRUE(same(cuda.outputs[i], cpu.outputs[i])) << "output " << i;
+    }
+    for (size_t i = 0; i < cpu.grads.size(); ++i) {
+      EXPECT_EQ(cuda.grads[i].defined(), cpu.grads[i].defined()) << "gradient " << i;
+      if (!cpu.grads[i].defined() || !cuda.grads[i].defined()) continue;
+      EXPECT_EQ(cuda.grads[i].device(), Device::cuda(0)) << "gradient " << i;
+      EXPECT_TRUE(same(cuda.grads[i], cpu.grads[i])) << "gradient " << i;
+    }
+    ran.push_back(op.name);
+  }
+  EXPECT_EQ(ops, rpc::op_table().size());
+  return ran;
+}
+
+// Broadcasting, reductions over a dim, in-place updates and an MLP's training step through the
+// kernel table, against the same on the cpu: what the op table's examples (equal shapes) miss.
+inline std::vector<Tensor> broadcasting_and_training(Device device) {
+  Prng prng(29);
+  auto leaf = [&](const Shape& shape) {
+    Tensor t = to_device(randn(shape, prng), device);
+    t.set_requires_grad(true);
+    return t;
+  };
+  std::vector<Tensor> out;
+  Tensor a = leaf({3, 4}), b = leaf({4}), c = leaf({2, 1, 3}), d = leaf({4, 1});
+  Tensor x = add(a, b);                                  // [3,4] + [4]
+  Tensor y = mul(c, d);                                  // [2,1,3] * [4,1] -> [2,4,3]
+  Tensor z = mul(sub(sum(y, 1), mean(y, 1, true)), 0.5);  // sum and mean over a dim
+  Tensor loss = add(sum(mul(x, x)), sum(mul(z, z)));
+  loss.backward();
+  for (const Tensor* t : {&x, &y, &z, &loss}) out.push_back(*t);
+  for (const Tensor* t : {&a, &b, &c, &d}) out.push_back(t->grad());
+  {
+    autograd::NoGradGuard no_grad;
+    Tensor self = to_device(zeros({3, 4}), device);
+    add_(self, detach(b), 0.5);                         // broadcast in place
+    mul_(self, detach(a));
+    out.push_back(self);
+  }
+  // Two steps of an MLP: linear, relu, linear, MSE; SGD in place on the weights.
+  Tensor w1 = leaf({8, 4}), b1 = leaf({8}), w2 = leaf({2, 8}), b2 = leaf({2});
+  Tensor input = to_device(randn({5, 4}, prng), device), target = to_device(randn({5, 2}, prng), device);
+  for (int step = 0; step < 2; ++step) {
+    Tensor h = relu(linear(input, w1, b1));
+    Tensor l = mse_loss(linear(h, w2, b2), target);
+    l.backward();
+    out.push_back(l);
+    autograd::NoGradGuard no_grad;
+    for (Tensor* p : {&w1, &b1, &w2, &b2}) {
+      add_(*p, p->grad(), -0.1);
+      p->set_grad(Tensor());
+    }
+  }
+  for (const Tensor* t : {&w1, &b1, &w2, &b2}) out.push_back(*t);
+  return out;
+}
+
+}  // namespace dagsim::device::testing

@@ -42,6 +42,33 @@ duration_ms = 3000
 kind = "no_false_suspicion"
 )";
 
+TEST(Cli, TheGpuExamplesPassThroughTheKernelTableAndACudaRunWithoutAGpuSaysWhy) {
+  // --gpus sim-kernels: every op runs as on the cuda backend, through its kernel table (the host
+  // reference computes it), and the gradients and parameters still equal local autograd's.
+  size_t gpu_examples = 0;
+  for (const fs::path& example : examples()) {
+    if (example.filename().string().rfind("gpu_", 0) != 0) continue;
+    SCOPED_TRACE(example.string());
+    ++gpu_examples;
+    for (uint64_t seed : {1, 42, 77}) {
+      const Output o = dagsim("run " + example.string() + " --gpus sim-kernels --json --seed " + std::to_string(seed));
+      ASSERT_EQ(o.exit_code, 0) << o.out << o.err;
+      const nlohmann::json j = nlohmann::json::parse(o.out);
+      EXPECT_TRUE(j["passed"].get<bool>());
+      EXPECT_NE(j["replay"].get<std::string>().find(" --gpus sim-kernels"), std::string::npos) << j["replay"];
+    }
+    const Output cuda = dagsim("run " + example.string() + " --gpus cuda --seed 1");
+    if (cuda.exit_code != 0) {
+      EXPECT_EQ(cuda.exit_code, 2) << cuda.out << cuda.err;
+      EXPECT_NE(cuda.err.find("dagsim run: --gpus cuda: no GPU to run on: "), std::string::npos) << cuda.err;
+    }
+  }
+  EXPECT_GE(gpu_examples, 3u);
+  const Output determinism = dagsim("run " + examples().front().string() + " --gpus cuda --check-determinism");
+  EXPECT_EQ(determinism.exit_code, 2);
+  EXPECT_NE(determinism.err.find("--check-determinism needs --gpus sim or sim-kernels"), std::string::npos) << determinism.err;
+}
+
 TEST(Cli, EveryExamplePassesWithTheContractsJsonFieldsAndReplaysBySeed) {
   ASSERT_GE(examples().size(), 3u);
   for (const fs::path& example : examples()) {

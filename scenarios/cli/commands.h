@@ -36,6 +36,7 @@ struct RunArgs {
   std::string self_path;        // this binary, to start node processes with
   std::string peers_file;       // tcp: nodes on other hosts, which connect to control_port
   uint16_t control_port = 0;
+  std::string gpus = "sim";     // the nodes' GPUs: sim | sim-kernels | cuda (RunOptions::gpus)
 };
 int run_command(const RunArgs& args);
 // The flags beyond the seed that replay_command needs to reproduce a run of `args`: the transport,

@@ -108,6 +108,12 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--peers", run.peers_file,
                       "tcp: nodes on other hosts (a peers file; docs/tcp.md): start none here, wait for each to connect");
   run_cmd->add_option("--control-port", run.control_port, "tcp with --peers: the port nodes connect to (default: the OS picks)");
+  run_cmd->add_option("--gpus", run.gpus,
+                      "What the nodes' GPUs ([devices]) are: sim (the simulated GPU, running each op's CPU code), "
+                      "sim-kernels (the same through the kernel table the cuda backend runs) or cuda (this machine's "
+                      "GPUs; docs/devices.md)")
+      ->check(CLI::IsMember({"sim", "sim-kernels", "cuda"}))
+      ->capture_default_str();
   run_cmd->add_flag("--trusted-network", run.trusted_network,
                     "tcp: no per-frame MACs after the authenticated handshake (only on a network nobody else can reach)");
 

@@ -14,6 +14,9 @@
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#ifdef DAGSIM_HAVE_CUDA
+#include "core/device/cuda/cuda_gpu.h"
+#endif
 #include "scenarios/cli/commands.h"
 #include "scenarios/cli/report.h"
 #include "scenarios/cli/run_limits.h"
@@ -28,6 +31,32 @@ namespace dagsim::cli {
 namespace {
 
 using WallClock = std::chrono::steady_clock;
+
+// --gpus cuda: each node's cuda:N is a CudaGpu of its own on this machine's GPU N modulo how many
+// it has (a scenario's two GPUs per node run on one card as two). Null where the cuda backend is
+// not built.
+std::function<std::shared_ptr<DeviceBackend>(uint32_t, int, runtime::Clock&)> cuda_gpu_maker() {
+#ifdef DAGSIM_HAVE_CUDA
+  return [](uint32_t, int ordinal, runtime::Clock& clock) -> std::shared_ptr<DeviceBackend> {
+    const int count = device::cuda::device_count();
+    if (count == 0) {
+      throw errors::invalid_argument(std::string("--gpus cuda: no GPU to run on: ") + device::cuda::why_no_device());
+    }
+    return std::make_shared<device::cuda::CudaGpu>(ordinal, &clock, ordinal % count);
+  };
+#else
+  return nullptr;
+#endif
+}
+
+// Why --gpus cuda cannot run here, or "" when it can.
+std::string cuda_unavailable() {
+#ifdef DAGSIM_HAVE_CUDA
+  return device::cuda::device_count() == 0 ? device::cuda::why_no_device() : "";
+#else
+  return "this dagsim was built without the cuda backend (no nvcc at build time)";
+#endif
+}
 
 double ms_since(WallClock::time_point start) {
   return std::chrono::duration<double, std::milli>(WallClock::now() - start).count();
@@ -94,6 +123,7 @@ std::string replay_flags(const RunArgs& args) {
   if (args.trusted_network) flags << " --trusted-network";
   if (!args.peers_file.empty()) flags << " --peers " << args.peers_file;
   if (args.control_port != 0) flags << " --control-port " << args.control_port;
+  if (args.gpus != "sim") flags << " --gpus " << args.gpus;
   if (args.max_wall_time_s > 0) flags << " --max-wall-time " << args.max_wall_time_s;
   if (args.max_memory_mib > 0) flags << " --max-memory " << args.max_memory_mib;
   return flags.str();
@@ -109,6 +139,16 @@ int run_command(const RunArgs& args) {
                  "virtual time and does not replay\n";
     return kBadInput;
   }
+  if (args.gpus == "cuda" && args.check_determinism) {
+    std::cerr << "dagsim run: --check-determinism needs --gpus sim or sim-kernels: a real GPU's timing is its own, "
+                 "not the seed's\n";
+    return kBadInput;
+  }
+  if (args.transport == "tcp" && args.gpus != "sim") {
+    std::cerr << "dagsim run: --gpus is the simulator's (--transport sim): over TCP a node has no GPUs yet "
+                 "(docs/devices.md)\n";
+    return kBadInput;
+  }
   scenarios::Scenario scenario;
   std::string scenario_text;
   try {
@@ -118,6 +158,12 @@ int run_command(const RunArgs& args) {
     if (e.code() != ErrorCode::invalid_scenario) throw;
     std::cerr << e.detail() << "\n";
     return kBadInput;
+  }
+  if (args.gpus == "cuda" && scenario.devices.gpus > 0) {
+    if (const std::string why = cuda_unavailable(); !why.empty()) {
+      std::cerr << "dagsim run: --gpus cuda: no GPU to run on: " << why << "\n";
+      return kBadInput;
+    }
   }
   for (const std::string& w : scenarios::faults_that_cannot_fire(scenario)) std::cerr << "dagsim run: warning: " << w << "\n";
   if (const std::string clash = output_clash(args); !clash.empty()) {
@@ -173,6 +219,8 @@ int run_command(const RunArgs& args) {
     options.chrome_trace = options.keep_trace ? &trace_file : nullptr;
     options.progress = progress.callback();
     options.report.full_tensors = args.full_tensors;
+    options.gpus = args.gpus;
+    options.make_cuda_gpu = cuda_gpu_maker();
     scenarios::RunRecords records;
     if (args.transport == "tcp") {
       scenarios::TcpRunOptions tcp;
@@ -207,6 +255,7 @@ int run_command(const RunArgs& args) {
       scenarios::RunOptions again;
       again.seed = args.seed;
       again.report = options.report;
+      again.gpus = options.gpus;
       const scenarios::RunResult second = scenarios::run_scenario(scenario, again);
       scenarios::CheckResult determinism{"determinism", second.trace_hash == result.trace_hash, ""};
       determinism.detail = determinism.passed

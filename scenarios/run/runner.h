@@ -50,6 +50,13 @@ struct RunOptions {
   std::function<void(const sim::Trace&, const std::vector<std::string>& node_names)> inspect_trace;
   // How the result shows the workload's results (run_scenario's judging).
   ReportOptions report;
+  // What the nodes' GPUs ([devices]) are: "sim" (the simulated GPU, running each op's CPU code),
+  // "sim-kernels" (the same, through the kernel table the cuda backend runs: core/device/
+  // host_kernels.h) or "cuda" (real GPUs, from make_cuda_gpu).
+  std::string gpus = "sim";
+  // cuda: node `node`'s GPU `ordinal`, polling on `clock` (the CLI sets it where the cuda backend
+  // is built).
+  std::function<std::shared_ptr<DeviceBackend>(uint32_t node, int ordinal, runtime::Clock& clock)> make_cuda_gpu;
 };
 
 struct RunResult {

@@ -56,8 +56,9 @@ const char* why_no_device() {
   return "a CUDA device is present";
 }
 
-CudaGpu::CudaGpu(int ordinal, runtime::Clock* clock) : device_(Device::cuda(ordinal)), clock_(clock), allocator_(ordinal) {
-  DAGSIM_CUDA_CHECK(cudaSetDevice(ordinal));
+CudaGpu::CudaGpu(int ordinal, runtime::Clock* clock, int physical)
+    : device_(Device::cuda(ordinal)), physical_(physical < 0 ? ordinal : physical), clock_(clock), allocator_(physical_) {
+  DAGSIM_CUDA_CHECK(cudaSetDevice(physical_));
   new_stream();
   events_.resize(kEventRing, nullptr);
   for (void*& e : events_) {
@@ -71,7 +72,7 @@ CudaGpu::CudaGpu(int ordinal, runtime::Clock* clock) : device_(Device::cuda(ordi
 }
 
 CudaGpu::~CudaGpu() {
-  (void)cudaSetDevice(device_.index);
+  (void)cudaSetDevice(physical_);
   for (void* s : streams_) (void)cudaStreamSynchronize(as_stream(s));
   for (const Freed& f : freed_) allocator_.release(f.block, f.nbytes);
   if (cublas_ != nullptr) (void)cublasDestroy(static_cast<cublasHandle_t>(cublas_));
@@ -80,7 +81,7 @@ CudaGpu::~CudaGpu() {
   if (staging_ != nullptr) (void)cudaFreeHost(staging_);
 }
 
-void CudaGpu::select() const { DAGSIM_CUDA_CHECK(cudaSetDevice(device_.index)); }
+void CudaGpu::select() const { DAGSIM_CUDA_CHECK(cudaSetDevice(physical_)); }
 
 DeviceKernels* CudaGpu::kernels() {
   if (kernels_ == nullptr) kernels_ = std::make_unique<CudaKernels>(*this);

@@ -34,7 +34,9 @@ class CudaKernels;
 class CudaGpu final : public DeviceBackend {
  public:
   // `clock`: the node's, for the polling sleeps; null outside any runtime (spins instead).
-  CudaGpu(int ordinal, runtime::Clock* clock);
+  // `physical`: the CUDA device it runs on, when not `ordinal` (a simulated node's cuda:1 on a
+  // machine with one GPU; each CudaGpu has its own streams, events and memory on it).
+  CudaGpu(int ordinal, runtime::Clock* clock, int physical = -1);
   ~CudaGpu() override;
 
   Device device() const override { return device_; }
@@ -75,6 +77,7 @@ class CudaGpu final : public DeviceBackend {
   void reclaim_freed();
 
   Device device_;
+  int physical_;
   runtime::Clock* clock_;
   CachingAllocator allocator_;
   std::vector<void*> streams_;  // cudaStream_t

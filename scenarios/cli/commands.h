@@ -39,6 +39,10 @@ struct RunArgs {
   std::string gpus = "sim";     // the nodes' GPUs: sim | sim-kernels | cuda (RunOptions::gpus)
 };
 int run_command(const RunArgs& args);
+// --gpus cuda (gpus.cc): a maker of this machine's GPUs for the nodes, null where the cuda backend
+// is not built; and why they cannot run here ("" when they can).
+scenarios::CudaGpuMaker cuda_gpu_maker();
+std::string cuda_unavailable();
 // The flags beyond the seed that replay_command needs to reproduce a run of `args`: the transport,
 // trusted network, peers file and control port, and the host limits given as flags.
 std::string replay_flags(const RunArgs& args);
@@ -53,6 +57,7 @@ struct NodeArgs {
   int control_fd = -1;
   std::string control_address;  // HOST:PORT of a launcher on another host
   bool trusted_network = false;
+  std::string gpus = "sim";      // the node's GPUs ([devices]): sim | sim-kernels | cuda
 };
 // One node process of a TCP run (scenarios/run/tcp_node.h).
 int node_command(const NodeArgs& args);

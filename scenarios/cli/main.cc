@@ -166,6 +166,9 @@ int main(int argc, char** argv) {
   node_cmd->add_option("--listen-fd", node.listen_fd, "An inherited listening socket (the launcher's)");
   node_cmd->add_option("--control-fd", node.control_fd, "A local launcher's control socket (it passes this itself)");
   node_cmd->add_option("--control", node.control_address, "HOST:PORT of the launcher's control port (dagsim run --peers)");
+  node_cmd->add_option("--gpus", node.gpus, "What this node's GPUs ([devices]) are: sim, sim-kernels or cuda (as dagsim run's)")
+      ->check(CLI::IsMember({"sim", "sim-kernels", "cuda"}))
+      ->capture_default_str();
   node_cmd->add_flag("--trusted-network", node.trusted_network, "No per-frame MACs after the handshake");
 
   dagsim::cli::StoreArgs store;

@@ -20,6 +20,8 @@ int node_command(const NodeArgs& args) {
   options.control_fd = args.control_fd;
   options.control_address = args.control_address;
   options.trusted_network = args.trusted_network;
+  options.gpus = args.gpus;
+  options.make_cuda_gpu = cuda_gpu_maker();
   try {
     return scenarios::run_tcp_node(options);
   } catch (const Error& e) {

@@ -14,9 +14,6 @@
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
-#ifdef DAGSIM_HAVE_CUDA
-#include "core/device/cuda/cuda_gpu.h"
-#endif
 #include "scenarios/cli/commands.h"
 #include "scenarios/cli/report.h"
 #include "scenarios/cli/run_limits.h"
@@ -32,31 +29,6 @@ namespace {
 
 using WallClock = std::chrono::steady_clock;
 
-// --gpus cuda: each node's cuda:N is a CudaGpu of its own on this machine's GPU N modulo how many
-// it has (a scenario's two GPUs per node run on one card as two). Null where the cuda backend is
-// not built.
-std::function<std::shared_ptr<DeviceBackend>(uint32_t, int, runtime::Clock&)> cuda_gpu_maker() {
-#ifdef DAGSIM_HAVE_CUDA
-  return [](uint32_t, int ordinal, runtime::Clock& clock) -> std::shared_ptr<DeviceBackend> {
-    const int count = device::cuda::device_count();
-    if (count == 0) {
-      throw errors::invalid_argument(std::string("--gpus cuda: no GPU to run on: ") + device::cuda::why_no_device());
-    }
-    return std::make_shared<device::cuda::CudaGpu>(ordinal, &clock, ordinal % count);
-  };
-#else
-  return nullptr;
-#endif
-}
-
-// Why --gpus cuda cannot run here, or "" when it can.
-std::string cuda_unavailable() {
-#ifdef DAGSIM_HAVE_CUDA
-  return device::cuda::device_count() == 0 ? device::cuda::why_no_device() : "";
-#else
-  return "this dagsim was built without the cuda backend (no nvcc at build time)";
-#endif
-}
 
 double ms_since(WallClock::time_point start) {
   return std::chrono::duration<double, std::milli>(WallClock::now() - start).count();
@@ -144,11 +116,6 @@ int run_command(const RunArgs& args) {
                  "not the seed's\n";
     return kBadInput;
   }
-  if (args.transport == "tcp" && args.gpus != "sim") {
-    std::cerr << "dagsim run: --gpus is the simulator's (--transport sim): over TCP a node has no GPUs yet "
-                 "(docs/devices.md)\n";
-    return kBadInput;
-  }
   scenarios::Scenario scenario;
   std::string scenario_text;
   try {
@@ -230,6 +197,7 @@ int run_command(const RunArgs& args) {
       tcp.dagsim_binary = args.self_path;
       tcp.records_dir = args.records_dir;
       tcp.trusted_network = args.trusted_network;
+      tcp.gpus = args.gpus;
       tcp.peers_file = args.peers_file;
       tcp.control_port = args.control_port;
       tcp.on_control_port = [&](uint16_t port) {

@@ -11,6 +11,7 @@
 #include "core/base/error.h"
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/fault_triggers.h"
+#include "scenarios/run/node_gpus.h"
 #include "scenarios/workloads/registry.h"
 #include "sim/sim_network.h"
 #include "sim/trace.h"
@@ -121,23 +122,9 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
       workload.node_main(context);
     });
   }
-  const Prng gpu_seeds = Prng(options.seed).fork(0x69b0);
-  if (options.gpus == "cuda" && scenario.devices.gpus > 0 && !options.make_cuda_gpu) {
-    throw errors::invalid_argument("--gpus cuda: this dagsim was built without the cuda backend (no nvcc at build time)");
-  }
   for (uint32_t i = 0; i < scenario.cluster.nodes && scenario.devices.gpus > 0; ++i) {
-    auto& set = node_devices.emplace_back(std::make_unique<DeviceSet>());
-    for (uint32_t g = 0; g < scenario.devices.gpus; ++g) {
-      if (options.gpus == "cuda") {
-        set->add(options.make_cuda_gpu(i, static_cast<int>(g), world.node_clock(i)));
-        continue;
-      }
-      auto gpu = std::make_shared<device::SimGpu>(static_cast<int>(g), world.node_clock(i),
-                                                  gpu_seeds.fork(uint64_t{i} * 64 + g), scenario.devices.delays);
-      gpu->use_kernel_table(options.gpus == "sim-kernels");
-      set->add(std::move(gpu));
-    }
-    world.set_devices(i, set.get());
+    node_devices.push_back(make_node_gpus(scenario, i, options.seed, world.node_clock(i), options.gpus, options.make_cuda_gpu));
+    world.set_devices(i, node_devices.back().get());
   }
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) world.start(i);
 

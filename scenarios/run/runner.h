@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "scenarios/format/scenario.h"
+#include "scenarios/run/node_gpus.h"
 #include "scenarios/run/records.h"
 #include "scenarios/workloads/workload.h"
 
@@ -56,7 +57,7 @@ struct RunOptions {
   std::string gpus = "sim";
   // cuda: node `node`'s GPU `ordinal`, polling on `clock` (the CLI sets it where the cuda backend
   // is built).
-  std::function<std::shared_ptr<DeviceBackend>(uint32_t node, int ordinal, runtime::Clock& clock)> make_cuda_gpu;
+  CudaGpuMaker make_cuda_gpu;
 };
 
 struct RunResult {

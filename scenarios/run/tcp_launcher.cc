@@ -404,6 +404,10 @@ void TcpCluster::launch(WorkerId node) {
   std::vector<std::string> args = {options_.dagsim_binary, "node", "--name", n.name, "--peers", peers_file_,
                                    "--records", dir_, "--listen-fd", "3", "--control-fd", "4"};
   if (options_.trusted_network) args.push_back("--trusted-network");
+  if (options_.gpus != "sim") {
+    args.push_back("--gpus");
+    args.push_back(options_.gpus);
+  }
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -729,10 +733,6 @@ RunRecords TcpCluster::run(Workload& workload) {
 }  // namespace
 
 RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& options) {
-  if (scenario.devices.gpus > 0) {
-    throw errors::invalid_scenario(scenario.file + ": [devices] gives the nodes simulated GPUs, which run in the simulator only "
-                                   "(dagsim run without --tcp); over TCP a node's GPUs are its real ones (docs/devices.md)");
-  }
   RunDir dir;
   if (options.records_dir.empty()) {
     std::string pattern = (fs::temp_directory_path() / "dagsim-tcp-XXXXXX").string();

@@ -58,6 +58,8 @@ struct TcpRunOptions {
   std::string peers_file;
   uint16_t control_port = 0;
   std::function<void(uint16_t port)> on_control_port;
+  // The nodes' GPUs ([devices]): passed to each node process it starts (dagsim node --gpus).
+  std::string gpus = "sim";
 };
 
 // Runs `scenario` over TCP and gathers its records (written under options.records_dir when set).

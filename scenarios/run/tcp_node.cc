@@ -444,6 +444,9 @@ int run_tcp_node(const TcpNodeOptions& options) {
   net::TcpTransport transport(io, std::move(acceptor), t);
 
   const std::unique_ptr<Workload> workload = workload_type(scenario).make(scenario, seed);
+  // The node's GPUs, as the simulator gives them (node_gpus.h); they outlive its fibers.
+  const std::unique_ptr<DeviceSet> gpus =
+      scenario.devices.gpus > 0 ? make_node_gpus(scenario, index, seed, clock, options.gpus, options.make_cuda_gpu) : nullptr;
   std::optional<ProcessRuntime*> runtime_ptr;
   ProcessNode node(options.node_name, static_cast<WorkerId>(index), incarnation, seed, clock, transport, log,
                    [&](const runtime::FiberContext& fiber, std::string what) {
@@ -453,6 +456,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
                                  {"fiber", fiber.fiber_name},
                                  {"what", what}});
                    });
+  if (gpus != nullptr) node.fibers().set_devices(gpus.get());
   // Messages name peers as the scenario does ("worker3"), as in the simulator.
   node.env().name_of = [&cluster = scenario.cluster](WorkerId id) {
     return id < cluster.nodes ? cluster.node_name(id) : "node " + std::to_string(id);

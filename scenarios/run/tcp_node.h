@@ -28,6 +28,8 @@
 #include <optional>
 #include <string>
 
+#include "scenarios/run/node_gpus.h"
+
 namespace dagsim::scenarios {
 
 struct TcpNodeOptions {
@@ -43,6 +45,9 @@ struct TcpNodeOptions {
   int control_fd = -1;         // a local launcher's control link (control_link.h)
   std::string control_address; // or a launcher's control port on another host, HOST:PORT
   bool trusted_network = false;
+  // The node's GPUs ([devices]), as RunOptions::gpus; the maker makes real ones for "cuda".
+  std::string gpus = "sim";
+  CudaGpuMaker make_cuda_gpu;
 };
 
 // Runs the node until the launcher says exit, or the control link closes (the launcher died).

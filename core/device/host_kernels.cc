@@ -1,6 +1,7 @@
 #include "core/device/host_kernels.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/base/assert.h"
@@ -106,6 +107,11 @@ void HostKernels::reduce_sum(Dtype dtype, const std::byte* x, std::span<const in
       po[j] = scale == 1.0 ? sum : static_cast<T>(sum * scale);
     }
   });
+}
+
+void HostKernels::copy_rows(const std::byte* src, size_t src_pitch, std::byte* dst, size_t dst_pitch, size_t row_bytes,
+                            size_t rows) {
+  for (size_t r = 0; r < rows; ++r) std::memcpy(dst + r * dst_pitch, src + r * src_pitch, row_bytes);
 }
 
 void HostKernels::gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a,

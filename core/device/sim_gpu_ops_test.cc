@@ -44,7 +44,8 @@ TEST(SimGpuOps, TheOpsWithKernelsGiveTheCpusBitsThroughTheKernelTableAndTheOther
   // primitives (HostKernels computes them as the CPU code does), in float64 to the bit.
   const std::vector<std::string> ran = check_op_table_on_sim_gpu(/*kernel_table=*/true);
   for (const char* op : {"add", "sub", "mul", "div", "matmul", "linear", "relu", "tanh", "sigmoid", "sum", "mean",
-                         "mse_loss", "transpose", "neg", "exp", "log", "pow", "sqrt", "abs", "squeeze", "unsqueeze"}) {
+                         "mse_loss", "transpose", "neg", "exp", "log", "pow", "sqrt", "abs", "squeeze", "unsqueeze",
+                         "bmm", "multi_dot", "cat", "stack", "split", "chunk", "narrow"}) {
     EXPECT_NE(std::find(ran.begin(), ran.end(), op), ran.end()) << op << " did not run through the kernel table";
   }
   EXPECT_LT(ran.size(), rpc::op_table().size()) << "some ops have no kernels yet, and are refused";

@@ -47,6 +47,10 @@ class DeviceKernels {
   // sum runs in the dtype; where the scale is not 1 the product is taken in double, as the CPU's.
   virtual void reduce_sum(Dtype dtype, const std::byte* x, std::span<const int64_t> x_shape, std::byte* out,
                           int64_t out_numel, std::span<const int64_t> out_strides, double scale) = 0;
+  // For each of `rows` rows: row_bytes bytes from src + r * src_pitch to dst + r * dst_pitch (a
+  // slice's copy: narrow, split, cat, stack; cudaMemcpy2D's shape).
+  virtual void copy_rows(const std::byte* src, size_t src_pitch, std::byte* dst, size_t dst_pitch, size_t row_bytes,
+                         size_t rows) = 0;
   // C = op(A) op(B) + beta C, row-major with leading dimensions, as core/tensor's gemm<T>.
   virtual void gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a,
                     int64_t lda, const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) = 0;
@@ -55,11 +59,11 @@ class DeviceKernels {
 // The ops that run on a device with a kernel table, by the names their DeviceGuards give
 // ("backward" is the engine's guard around a node's apply).
 inline constexpr std::string_view kOpsWithKernels[] = {
-    "abs",      "add",     "add_",    "backward", "clone",   "copy_",  "detach",    "div",       "div_",
-    "exp",      "expand",  "fill_",   "linear",   "log",     "matmul", "mean",      "mse_loss",  "mul",
-    "mul_",     "neg",     "ones_like", "pow",    "promote", "relu",   "reshape",   "sigmoid",   "sqrt",
-    "sqrt_",    "squeeze", "sub",     "sub_",     "sum",     "sum_to", "tanh",      "transpose", "unsqueeze",
-    "zero_",    "zeros_like",
+    "abs",     "add",      "add_",    "backward",  "bmm",     "cat",       "chunk",      "clone",     "copy_",
+    "detach",  "div",      "div_",    "exp",       "expand",  "fill_",     "linear",     "log",       "matmul",
+    "mean",    "mse_loss", "mul",     "mul_",      "multi_dot", "narrow",  "neg",        "ones_like", "pow",
+    "promote", "relu",     "reshape", "sigmoid",   "split",   "sqrt",      "sqrt_",      "squeeze",   "stack",
+    "sub",     "sub_",     "sum",     "sum_to",    "tanh",    "transpose", "unsqueeze",  "zero_",     "zeros_like",
 };
 bool has_device_kernel(std::string_view op);
 

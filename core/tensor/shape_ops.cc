@@ -52,6 +52,12 @@ void copy_slices(const Tensor& src, int64_t src_at, Tensor& dst, int64_t dst_at,
   if (block == 0) return;
   const auto* s = static_cast<const std::byte*>(src.raw_data());
   auto* d = static_cast<std::byte*>(dst.raw_data());
+  if (DeviceKernels* k = device_kernels()) {
+    k->copy_rows(s + static_cast<size_t>(src_at * inner) * elem, static_cast<size_t>(src_len * inner) * elem,
+                 d + static_cast<size_t>(dst_at * inner) * elem, static_cast<size_t>(dst_len * inner) * elem, block,
+                 static_cast<size_t>(outer));
+    return;
+  }
   for (int64_t o = 0; o < outer; ++o) {
     std::memcpy(d + static_cast<size_t>((o * dst_len + dst_at) * inner) * elem,
                 s + static_cast<size_t>((o * src_len + src_at) * inner) * elem, block);
@@ -72,7 +78,6 @@ Tensor slice_raw(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
   return out;
 }
 
-// Zeros of `shape` with `g` written at [start, start+len) along dim (the backward of a slice).
 // out[o] = a[ia] for every index o of `shape`, ia through `strides` (expand, transpose).
 Tensor gather_strided(const Tensor& a, const Shape& shape, const std::vector<int64_t>& strides) {
   Tensor out = Tensor::empty(shape, a.dtype());
@@ -89,6 +94,7 @@ Tensor gather_strided(const Tensor& a, const Shape& shape, const std::vector<int
   return out;
 }
 
+// Zeros of `shape` with `g` written at [start, start+len) along dim (the backward of a slice).
 Tensor unslice(const Tensor& g, const Shape& shape, int64_t dim, int64_t start) {
   Tensor out = zeros(shape, g.dtype());
   copy_along_dim(g, out, dim, start);

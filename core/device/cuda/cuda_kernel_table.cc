@@ -1,8 +1,11 @@
 #include "core/device/cuda/cuda_kernel_table.h"
 
+#include <cuda_runtime.h>
+
 #include <string>
 
 #include "core/base/error.h"
+#include "core/device/cuda/cuda_check.h"
 #include "core/device/cuda/cuda_gpu.h"
 #include "core/device/cuda/cuda_op_kernels.h"
 
@@ -88,6 +91,14 @@ void CudaKernels::reduce_sum(Dtype dtype, const std::byte* x, std::span<const in
   dispatch_dtype(dtype, [&]<typename T>() {
     cuda::reduce_sum<T>(as<T>(x), as<T>(out), kept, out_numel, reduced, reduced_numel, scale, gpu_.current_handle());
   });
+}
+
+void CudaKernels::copy_rows(const std::byte* src, size_t src_pitch, std::byte* dst, size_t dst_pitch, size_t row_bytes,
+                            size_t rows) {
+  gpu_.select();
+  if (row_bytes == 0 || rows == 0) return;
+  DAGSIM_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice,
+                                      static_cast<cudaStream_t>(gpu_.current_handle())));
 }
 
 void CudaKernels::gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a,

@@ -25,6 +25,8 @@ class CudaKernels final : public DeviceKernels {
               std::span<const int64_t> shape) override;
   void reduce_sum(Dtype dtype, const std::byte* x, std::span<const int64_t> x_shape, std::byte* out, int64_t out_numel,
                   std::span<const int64_t> out_strides, double scale) override;
+  void copy_rows(const std::byte* src, size_t src_pitch, std::byte* dst, size_t dst_pitch, size_t row_bytes,
+                 size_t rows) override;
   void gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a, int64_t lda,
             const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) override;
 

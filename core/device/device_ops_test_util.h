@@ -133,7 +133,10 @@ inline std::vector<Tensor> broadcasting_and_training(Device device) {
   Tensor x = add(a, b);                                  // [3,4] + [4]
   Tensor y = mul(c, d);                                  // [2,1,3] * [4,1] -> [2,4,3]
   Tensor z = mul(sub(sum(y, 1), mean(y, 1, true)), 0.5);  // sum and mean over a dim
-  Tensor loss = add(sum(mul(x, x)), sum(mul(z, z)));
+  // A 0-dim CPU tensor is a scalar argument of an op on any device, as in PyTorch; on a device
+  // with kernels it is staged there first (a kernel never reads host memory).
+  Tensor scaled = div(mul(x, scalar_tensor(3.0)), scalar_tensor(2.0));
+  Tensor loss = add(add(sum(mul(x, x)), sum(mul(z, z))), sum(scaled));
   loss.backward();
   for (const Tensor* t : {&x, &y, &z, &loss}) out.push_back(*t);
   for (const Tensor* t : {&a, &b, &c, &d}) out.push_back(t->grad());
@@ -142,6 +145,7 @@ inline std::vector<Tensor> broadcasting_and_training(Device device) {
     Tensor self = to_device(zeros({3, 4}), device);
     add_(self, detach(b), 0.5);                         // broadcast in place
     mul_(self, detach(a));
+    sub_(self, scalar_tensor(0.25));                     // a 0-dim CPU operand in place
     out.push_back(self);
   }
   // Two steps of an MLP: linear, relu, linear, MSE; SGD in place on the weights.

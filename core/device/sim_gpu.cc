@@ -17,8 +17,92 @@ SimGpu::SimGpu(int ordinal, runtime::Clock& clock, Prng prng, SimGpuDelays delay
   DAGSIM_ASSERT(delays_.copy_min_ns >= 0 && delays_.copy_min_ns <= delays_.copy_max_ns);
 }
 
-std::byte* SimGpu::allocate(size_t nbytes) { return static_cast<std::byte*>(storage_pool::allocate(nbytes)); }
-void SimGpu::release(std::byte* block, size_t nbytes) { storage_pool::release(block, nbytes); }
+std::byte* SimGpu::allocate(size_t nbytes) {
+  auto* block = static_cast<std::byte*>(storage_pool::allocate(nbytes));
+  blocks_[block] = nbytes;
+  return block;
+}
+void SimGpu::release(std::byte* block, size_t nbytes) {
+  blocks_.erase(block);
+  storage_pool::release(block, nbytes);
+}
+
+void SimGpu::check_owned(const std::byte* p, size_t nbytes, const char* primitive) const {
+  auto it = blocks_.upper_bound(p);
+  const bool owned = it != blocks_.begin() && (--it, p + nbytes <= it->first + it->second);
+  DAGSIM_ASSERT_MSG(owned, std::string("the kernel table's ") + primitive + " was given memory that is not " +
+                               device_.str() + "'s (a host tensor reached a device kernel)");
+}
+
+// The host reference, given only this GPU's memory. Extents are checked at their first element
+// (a strided operand's span is the op's business; its start is where a host tensor shows).
+class SimGpu::CheckedKernels final : public DeviceKernels {
+ public:
+  explicit CheckedKernels(const SimGpu& gpu) : gpu_(gpu) {}
+  void unary(Pointwise op, Dtype dtype, const std::byte* x, std::byte* out, int64_t n, double scalar) override {
+    if (n > 0) {
+      if (x != nullptr) gpu_.check_owned(x, dtype_size(dtype), "unary");
+      gpu_.check_owned(out, dtype_size(dtype), "unary");
+    }
+    host_.unary(op, dtype, x, out, n, scalar);
+  }
+  void binary(Pointwise op, Dtype dtype, const std::byte* a, std::span<const int64_t> a_strides, const std::byte* b,
+              std::span<const int64_t> b_strides, std::byte* out, std::span<const int64_t> shape, double scalar) override {
+    if (numel(shape) > 0) {
+      for (const std::byte* p : {a, b, static_cast<const std::byte*>(out)}) gpu_.check_owned(p, dtype_size(dtype), "binary");
+    }
+    host_.binary(op, dtype, a, a_strides, b, b_strides, out, shape, scalar);
+  }
+  void gather(Dtype dtype, const std::byte* x, std::span<const int64_t> x_strides, std::byte* out,
+              std::span<const int64_t> shape) override {
+    if (numel(shape) > 0) {
+      gpu_.check_owned(x, dtype_size(dtype), "gather");
+      gpu_.check_owned(out, dtype_size(dtype), "gather");
+    }
+    host_.gather(dtype, x, x_strides, out, shape);
+  }
+  void reduce_sum(Dtype dtype, const std::byte* x, std::span<const int64_t> x_shape, std::byte* out, int64_t out_numel,
+                  std::span<const int64_t> out_strides, double scale) override {
+    if (out_numel > 0) {
+      if (numel(x_shape) > 0) gpu_.check_owned(x, static_cast<size_t>(numel(x_shape)) * dtype_size(dtype), "reduce_sum");
+      gpu_.check_owned(out, static_cast<size_t>(out_numel) * dtype_size(dtype), "reduce_sum");
+    }
+    host_.reduce_sum(dtype, x, x_shape, out, out_numel, out_strides, scale);
+  }
+  void copy_rows(const std::byte* src, size_t src_pitch, std::byte* dst, size_t dst_pitch, size_t row_bytes,
+                 size_t rows) override {
+    if (rows > 0 && row_bytes > 0) {
+      gpu_.check_owned(src, (rows - 1) * src_pitch + row_bytes, "copy_rows");
+      gpu_.check_owned(dst, (rows - 1) * dst_pitch + row_bytes, "copy_rows");
+    }
+    host_.copy_rows(src, src_pitch, dst, dst_pitch, row_bytes, rows);
+  }
+  void gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a, int64_t lda,
+            const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) override {
+    if (m > 0 && n > 0 && k > 0) {
+      for (const std::byte* p : {a, b, static_cast<const std::byte*>(c)}) gpu_.check_owned(p, dtype_size(dtype), "gemm");
+    }
+    host_.gemm(dtype, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  }
+
+ private:
+  static int64_t numel(std::span<const int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+
+  const SimGpu& gpu_;
+  HostKernels host_;
+};
+
+DeviceKernels* SimGpu::kernels() {
+  if (!use_kernel_table_) return nullptr;
+  if (kernels_ == nullptr) kernels_ = std::make_unique<CheckedKernels>(*this);
+  return kernels_.get();
+}
+
+SimGpu::~SimGpu() = default;
 
 int64_t SimGpu::now_ns() const { return clock_.now().ns(); }
 

@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "core/base/prng.h"
@@ -45,6 +47,7 @@ struct SimGpuStats {
 class SimGpu final : public DeviceBackend {
  public:
   SimGpu(int ordinal, runtime::Clock& clock, Prng prng, SimGpuDelays delays = {});
+  ~SimGpu() override;
 
   Device device() const override { return device_; }
   const char* kind() const override { return "sim"; }
@@ -64,9 +67,11 @@ class SimGpu final : public DeviceBackend {
   const SimGpuStats& stats() const { return stats_; }
 
   // Runs dagsim's ops through the kernel table (host_kernels.h), as on the cuda backend, instead
-  // of their CPU code: the listed ops only (kOpsWithKernels), the others refused by name.
+  // of their CPU code: the listed ops only (kOpsWithKernels), the others refused by name. Every
+  // tensor a kernel is given must be this GPU's memory, as a real GPU needs; a host pointer (a CPU
+  // tensor that reached a kernel) fails an assert naming the primitive.
   void use_kernel_table(bool on) { use_kernel_table_ = on; }
-  DeviceKernels* kernels() override { return use_kernel_table_ ? &host_kernels_ : nullptr; }
+  DeviceKernels* kernels() override;
   const SimGpuDelays& delays() const { return delays_; }
 
  private:
@@ -82,8 +87,13 @@ class SimGpu final : public DeviceBackend {
   std::vector<int64_t> stream_tail_ns_;  // when each stream's last work ends
   int current_ = 0;
   SimGpuStats stats_;
-  HostKernels host_kernels_;
+  class CheckedKernels;
+  // Asserts that [p, p + nbytes) lies in one block this GPU allocated and has not released.
+  void check_owned(const std::byte* p, size_t nbytes, const char* primitive) const;
+
+  std::unique_ptr<CheckedKernels> kernels_;
   bool use_kernel_table_ = false;
+  std::map<const std::byte*, size_t> blocks_;  // live allocations: start -> bytes
 };
 
 }  // namespace dagsim::device

@@ -91,7 +91,9 @@ bool block_until(FiberCondition& cv, FiberLock& lock, Pred ready, std::optional<
   while (!ready()) {
     guard.throw_if_cancelled();
     if (guard.timed_out()) return false;
+    const detail::FiberSwitch away;
     cv.wait(lock);
+    away.resumed();
   }
   // A cancellation and a wake-up in the same instant (a kill also closes the node's inbox):
   // cancellation wins, so the fiber unwinds instead of acting on what it was waiting for.

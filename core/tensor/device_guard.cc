@@ -65,14 +65,14 @@ void DeviceGuard::add_input(const char* op, const Tensor& t) {
 
 void DeviceGuard::open() {
   parent = detail::open_op_scope();
-  uncaught_at_open = std::uncaught_exceptions();
+  uncaught_at_open = detail::own_uncaught_exceptions();
   detail::open_op_scope() = this;
 }
 
 DeviceGuard::~DeviceGuard() {
   DAGSIM_ASSERT_MSG(active() == this, "device guards close in the order they opened");
   detail::open_op_scope() = parent;
-  if (backend_ == nullptr || std::uncaught_exceptions() != uncaught_at_open) return;
+  if (backend_ == nullptr || detail::own_uncaught_exceptions() != uncaught_at_open) return;
   try {
     std::vector<std::shared_ptr<Storage>> alive;
     alive.reserve(allocated_.size());

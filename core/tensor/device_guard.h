@@ -43,6 +43,9 @@ class DeviceGuard : private detail::OpScope {
   void note_allocation(const std::shared_ptr<Storage>& storage) { allocated_.push_back(storage); }
   const std::shared_ptr<DeviceBackend>& backend() const { return backend_; }
 
+  // Keeps `t` alive until the op closes (a scalar argument staged on the device for a kernel).
+  void keep_alive(Tensor t) { staged_.push_back(std::move(t)); }
+
   // Marks this guard's kernel as a copy (the copy delay, not the kernel delay).
   void mark_copy() { copy_ = true; }
   // Orders the kernel after nothing it was given: for a caller that knows its inputs came from
@@ -70,6 +73,7 @@ class DeviceGuard : private detail::OpScope {
   std::vector<Storage*> reads_;
   std::vector<Storage*> writes_;                  // `written`: held by the caller
   std::vector<std::weak_ptr<Storage>> allocated_;  // temporaries may be gone by the launch
+  std::vector<Tensor> staged_;
   bool copy_ = false;
 };
 

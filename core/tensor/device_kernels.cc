@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/base/assert.h"
 #include "core/tensor/device_guard.h"
 
 namespace dagsim {
@@ -13,6 +14,17 @@ bool has_device_kernel(std::string_view op) {
 DeviceKernels* device_kernels() {
   const DeviceGuard* guard = DeviceGuard::active();
   return guard != nullptr && guard->on_device() ? guard->backend()->kernels() : nullptr;
+}
+
+const std::byte* kernel_input(const Tensor& t) {
+  if (!t.device().is_cpu()) return static_cast<const std::byte*>(t.raw_data());
+  DeviceGuard* guard = DeviceGuard::active();
+  DAGSIM_ASSERT_MSG(guard != nullptr && guard->on_device() && t.dim() == 0,
+                    "only a 0-dim CPU tensor joins an op on a device (DeviceGuard checks)");
+  Tensor staged = Tensor::empty_on({}, t.dtype(), guard->device());
+  staged.storage()->backend()->write_from_host(*staged.storage(), static_cast<const std::byte*>(t.raw_data()), t.nbytes());
+  guard->keep_alive(staged);
+  return static_cast<const std::byte*>(staged.raw_data());
 }
 
 const char* pointwise_name(Pointwise op) {

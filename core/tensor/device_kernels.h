@@ -67,6 +67,13 @@ inline constexpr std::string_view kOpsWithKernels[] = {
 };
 bool has_device_kernel(std::string_view op);
 
+class Tensor;
+
+// An input's bytes for the open op's kernels: its own, or, for a 0-dim CPU tensor (a scalar
+// argument, which PyTorch's CUDA kernels take by value), a copy on the op's device made on its
+// current stream and kept alive until the op closes. A kernel never gets host memory.
+const std::byte* kernel_input(const Tensor& t);
+
 // The kernel table of the op now open (the active DeviceGuard's backend), or null: on the cpu, and
 // on a device whose memory the host addresses and that runs the CPU code (the sim GPU's default).
 DeviceKernels* device_kernels();

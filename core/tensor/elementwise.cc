@@ -21,7 +21,7 @@ namespace {
 Tensor map1(const Tensor& a, Pointwise op, double s = 0) {
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   if (DeviceKernels* k = device_kernels()) {
-    k->unary(op, a.dtype(), detail::bytes(a), detail::bytes(out), a.numel(), s);
+    k->unary(op, a.dtype(), kernel_input(a), detail::bytes(out), a.numel(), s);
     return out;
   }
   visit_unary(op, [&](auto f) {
@@ -42,7 +42,7 @@ Tensor map2(const Tensor& a, const Tensor& b, Pointwise op, double s = 0) {
   Tensor out = Tensor::empty(a.shape(), a.dtype());
   if (DeviceKernels* k = device_kernels()) {
     const std::vector<int64_t> strides = detail::contiguous_strides(a.shape());
-    k->binary(op, a.dtype(), detail::bytes(a), strides, detail::bytes(b), strides, detail::bytes(out), a.shape(), s);
+    k->binary(op, a.dtype(), kernel_input(a), strides, kernel_input(b), strides, detail::bytes(out), a.shape(), s);
     return out;
   }
   visit_binary(op, [&](auto f) {
@@ -136,8 +136,8 @@ Tensor broadcast_map(const char* op, vec::Binary kernel, const Tensor& a, const 
   const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(out_shape, a.dtype());
   if (DeviceKernels* k = device_kernels()) {
-    k->binary(as_pointwise(kernel), a.dtype(), detail::bytes(a), detail::broadcast_strides(a.shape(), out_shape),
-              detail::bytes(b), detail::broadcast_strides(b.shape(), out_shape), detail::bytes(out), out_shape, 0.0);
+    k->binary(as_pointwise(kernel), a.dtype(), kernel_input(a), detail::broadcast_strides(a.shape(), out_shape),
+              kernel_input(b), detail::broadcast_strides(b.shape(), out_shape), detail::bytes(out), out_shape, 0.0);
     return out;
   }
   dispatch_dtype(a.dtype(), [&]<typename T>() {
@@ -206,7 +206,7 @@ Tensor sum_to(const Tensor& t, const Shape& shape) {
   }
   if (DeviceKernels* k = device_kernels()) {
     Tensor out = Tensor::empty(shape, t.dtype());
-    k->reduce_sum(t.dtype(), detail::bytes(t), t.shape(), detail::bytes(out), out.numel(),
+    k->reduce_sum(t.dtype(), kernel_input(t), t.shape(), detail::bytes(out), out.numel(),
                   detail::broadcast_strides(shape, t.shape()), 1.0);
     return out;
   }
@@ -425,7 +425,7 @@ Tensor& inplace_binary(const char* op, Tensor& self, const Tensor& other, Pointw
                                  " does not broadcast to self's shape " + shape_str(self.shape()));
   }
   if (DeviceKernels* k = device_kernels()) {
-    k->binary(device_op, self.dtype(), detail::bytes(self), detail::contiguous_strides(self.shape()), detail::bytes(other),
+    k->binary(device_op, self.dtype(), detail::bytes(self), detail::contiguous_strides(self.shape()), kernel_input(other),
               detail::broadcast_strides(other.shape(), self.shape()), detail::bytes(self), self.shape(), scalar);
     self.bump_version();
     return self;

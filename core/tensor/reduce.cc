@@ -52,7 +52,7 @@ Tensor reduce_dim(const Tensor& a, int64_t dim, bool keepdim, double scale) {
   if (DeviceKernels* k = device_kernels()) {
     std::vector<int64_t> strides = detail::contiguous_strides(reduced_shape(a.shape(), dim, /*keepdim=*/true));
     strides[static_cast<size_t>(dim)] = 0;
-    k->reduce_sum(a.dtype(), detail::bytes(a), a.shape(), detail::bytes(out), out.numel(), strides, scale);
+    k->reduce_sum(a.dtype(), kernel_input(a), a.shape(), detail::bytes(out), out.numel(), strides, scale);
     return out;
   }
   dispatch_dtype(a.dtype(), [&]<typename T>() {
@@ -83,7 +83,7 @@ Tensor sum(const Tensor& a) {
   detail::check_defined("sum", a);
   Tensor out = Tensor::empty({}, a.dtype());
   if (DeviceKernels* k = device_kernels()) {
-    k->reduce_sum(a.dtype(), detail::bytes(a), a.shape(), detail::bytes(out), 1, std::vector<int64_t>(a.shape().size(), 0), 1.0);
+    k->reduce_sum(a.dtype(), kernel_input(a), a.shape(), detail::bytes(out), 1, std::vector<int64_t>(a.shape().size(), 0), 1.0);
   } else {
     dispatch_dtype(a.dtype(), [&]<typename T>() {
       const T* x = a.data<T>();
@@ -116,7 +116,7 @@ Tensor mean(const Tensor& a) {
   const double scale = 1.0 / static_cast<double>(a.numel());
   Tensor out = Tensor::empty({}, a.dtype());
   if (DeviceKernels* k = device_kernels()) {
-    k->reduce_sum(a.dtype(), detail::bytes(a), a.shape(), detail::bytes(out), 1, std::vector<int64_t>(a.shape().size(), 0), scale);
+    k->reduce_sum(a.dtype(), kernel_input(a), a.shape(), detail::bytes(out), 1, std::vector<int64_t>(a.shape().size(), 0), scale);
   } else {
     dispatch_dtype(a.dtype(), [&]<typename T>() {
       const T* x = a.data<T>();

@@ -82,7 +82,7 @@ Tensor slice_raw(const Tensor& a, int64_t dim, int64_t start, int64_t length) {
 Tensor gather_strided(const Tensor& a, const Shape& shape, const std::vector<int64_t>& strides) {
   Tensor out = Tensor::empty(shape, a.dtype());
   if (DeviceKernels* k = device_kernels()) {
-    k->gather(a.dtype(), detail::bytes(a), strides, detail::bytes(out), shape);
+    k->gather(a.dtype(), kernel_input(a), strides, detail::bytes(out), shape);
     return out;
   }
   dispatch_dtype(a.dtype(), [&]<typename T>() {

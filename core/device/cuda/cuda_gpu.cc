@@ -4,6 +4,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cstring>
 #include <string>
@@ -23,6 +24,43 @@ constexpr runtime::Duration kPollInterval = std::chrono::microseconds(20);
 
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
+
+// cuBLAS, loaded when the first GPU starts rather than with the program: libcublasLt alone maps
+// hundreds of MiB of address space, which every dagsim run (and its --max-memory) would pay.
+struct CublasApi {
+  decltype(&cublasCreate_v2) create;
+  decltype(&cublasDestroy_v2) destroy;
+  decltype(&cublasSetStream_v2) set_stream;
+  decltype(&cublasSgemm_v2) sgemm;
+  decltype(&cublasDgemm_v2) dgemm;
+  decltype(&cublasGetStatusString) status_string;
+};
+
+template <typename F>
+void load_symbol(void* library, const char* name, F& out) {
+  out = reinterpret_cast<F>(dlsym(library, name));
+  if (out == nullptr) throw errors::invalid_argument(std::string("cuBLAS has no ") + name + ": " + dlerror());
+}
+
+const CublasApi& cublas_api() {
+  static const CublasApi api = [] {
+    const std::string name = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+    void* library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library == nullptr) {
+      throw errors::invalid_argument("cannot load cuBLAS (" + name + ", the CUDA Toolkit's; is its lib folder on "
+                                     "LD_LIBRARY_PATH?): " + dlerror());
+    }
+    CublasApi loaded{};
+    load_symbol(library, "cublasCreate_v2", loaded.create);
+    load_symbol(library, "cublasDestroy_v2", loaded.destroy);
+    load_symbol(library, "cublasSetStream_v2", loaded.set_stream);
+    load_symbol(library, "cublasSgemm_v2", loaded.sgemm);
+    load_symbol(library, "cublasDgemm_v2", loaded.dgemm);
+    load_symbol(library, "cublasGetStatusString", loaded.status_string);
+    return loaded;  // the library stays loaded for the process's life
+  }();
+  return api;
+}
 }  // namespace
 
 void throw_cuda_error(int code, const char* call) {
@@ -33,7 +71,7 @@ void throw_cuda_error(int code, const char* call) {
 void throw_kernel_misuse(const char* detail) { throw errors::internal_error(std::string("cuda kernel misuse: ") + detail); }
 
 void throw_cublas_error(int status, const char* call) {
-  throw errors::internal_error(std::string("cuBLAS error: ") + cublasGetStatusString(static_cast<cublasStatus_t>(status)) +
+  throw errors::internal_error(std::string("cuBLAS error: ") + cublas_api().status_string(static_cast<cublasStatus_t>(status)) +
                                " (" + call + ")");
 }
 
@@ -67,7 +105,7 @@ CudaGpu::CudaGpu(int ordinal, runtime::Clock* clock, int physical)
     e = event;
   }
   cublasHandle_t handle;
-  DAGSIM_CUBLAS_CHECK(cublasCreate(&handle));
+  DAGSIM_CUBLAS_CHECK(cublas_api().create(&handle));
   cublas_ = handle;
 }
 
@@ -75,7 +113,7 @@ CudaGpu::~CudaGpu() {
   (void)cudaSetDevice(physical_);
   for (void* s : streams_) (void)cudaStreamSynchronize(as_stream(s));
   for (const Freed& f : freed_) allocator_.release(f.block, f.nbytes);
-  if (cublas_ != nullptr) (void)cublasDestroy(static_cast<cublasHandle_t>(cublas_));
+  if (cublas_ != nullptr) (void)cublas_api().destroy(static_cast<cublasHandle_t>(cublas_));
   for (void* e : events_) (void)cudaEventDestroy(as_event(e));
   for (void* s : streams_) (void)cudaStreamDestroy(as_stream(s));
   if (staging_ != nullptr) (void)cudaFreeHost(staging_);
@@ -136,7 +174,7 @@ void* CudaGpu::stream_handle(int stream) const {
 
 void* CudaGpu::cublas() {
   select();
-  DAGSIM_CUBLAS_CHECK(cublasSetStream(static_cast<cublasHandle_t>(cublas_), as_stream(current_handle())));
+  DAGSIM_CUBLAS_CHECK(cublas_api().set_stream(static_cast<cublasHandle_t>(cublas_), as_stream(current_handle())));
   return cublas_;
 }
 
@@ -253,10 +291,10 @@ void gemm(CudaGpu& gpu, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   if constexpr (std::is_same_v<T, float>) {
-    DAGSIM_CUBLAS_CHECK(cublasSgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha,
+    DAGSIM_CUBLAS_CHECK(cublas_api().sgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha,
                                     b, ldb, a, lda, &beta, c, static_cast<int>(n)));
   } else {
-    DAGSIM_CUBLAS_CHECK(cublasDgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha,
+    DAGSIM_CUBLAS_CHECK(cublas_api().dgemm(handle, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha,
                                     b, ldb, a, lda, &beta, c, static_cast<int>(n)));
   }
 }

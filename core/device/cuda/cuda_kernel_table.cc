@@ -97,8 +97,14 @@ void CudaKernels::copy_rows(const std::byte* src, size_t src_pitch, std::byte* d
                             size_t rows) {
   gpu_.select();
   if (row_bytes == 0 || rows == 0) return;
+  const auto stream = static_cast<cudaStream_t>(gpu_.current_handle());
+  if (rows == 1) {
+    // One row: a plain copy (a 2-D copy refuses pitches beyond the device's limit).
+    DAGSIM_CUDA_CHECK(cudaMemcpyAsync(dst, src, row_bytes, cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
   DAGSIM_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, rows, cudaMemcpyDeviceToDevice,
-                                      static_cast<cudaStream_t>(gpu_.current_handle())));
+                                      stream));
 }
 
 void CudaKernels::gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a,

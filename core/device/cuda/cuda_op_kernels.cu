@@ -79,10 +79,11 @@ __global__ void scale_kernel(T* out, double scale) {
   out[0] = static_cast<T>(out[0] * scale);
 }
 
-bool contiguous(const StridedShape& index) {
+// Whether operand a (and b, when `with_b`) runs through the index space in its row-major order.
+bool contiguous(const StridedShape& index, bool with_b = true) {
   int64_t stride = 1;
   for (int d = index.ndim - 1; d >= 0; --d) {
-    if (index.shape[d] != 1 && (index.a[d] != stride || index.b[d] != stride)) return false;
+    if (index.shape[d] != 1 && (index.a[d] != stride || (with_b && index.b[d] != stride))) return false;
     stride *= index.shape[d];
   }
   return true;
@@ -130,7 +131,7 @@ void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel,
                 int64_t reduced_numel, double scale, StreamHandle stream) {
   if (out_numel == 0) return;
   const cudaStream_t s = as_stream(stream);
-  if (out_numel == 1 && reduced_numel > 1 && contiguous(reduced)) {
+  if (out_numel == 1 && reduced_numel > 1 && contiguous(reduced, /*with_b=*/false)) {
     // A whole tensor: CUB's reduction, with scratch from the stream-ordered pool.
     size_t scratch_bytes = 0;
     DAGSIM_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, scratch_bytes, x, out, reduced_numel, s));

@@ -67,11 +67,13 @@ void fetch_parameter_gradients(rpc::RpcAgent& agent, dist_autograd::ContextId co
 void add_gradient_service(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd) {
   agent.add_local_function(kGradients, [&agent, &autograd](rpc::CallContext&, const rpc::CallArgs& args) {
     const auto context = static_cast<dist_autograd::ContextId>(args.id(kGradients, "context"));
-    const std::vector<Tensor> values = owned_values(agent, kGradients, args);
+    const int64_t count = args.integer(kGradients, "count");
+    if (count < 0 || count > 1'000'000) throw errors::invalid_argument(std::string(kGradients) + ": count out of range");
     // A mask (1: that parameter has a gradient here), then the gradients present, in order.
-    std::vector<double> present(values.size(), 0.0);
+    std::vector<double> present(static_cast<size_t>(count), 0.0);
     std::vector<Tensor> out(1);
     if (autograd.container().has_context(context)) {
+      const std::vector<Tensor> values = owned_values(agent, kGradients, args);
       const dist_autograd::DistAutogradContext& ctx = autograd.container().retrieve_context(context);
       for (size_t i = 0; i < values.size(); ++i) {
         Tensor g = values[i].defined() ? ctx.gradient_of(values[i]) : Tensor();
@@ -80,7 +82,7 @@ void add_gradient_service(rpc::RpcAgent& agent, dist_autograd::DistAutograd& aut
         out.push_back(to_device(g, Device::cpu()));
       }
     }
-    out[0] = from_values({static_cast<int64_t>(values.size())}, present);
+    out[0] = from_values({count}, present);
     return out;
   });
   agent.add_local_function(kValues, [&agent](rpc::CallContext&, const rpc::CallArgs& args) {

@@ -6,19 +6,15 @@
 
 #include <string>
 #include "core/device/cuda/cuda_check.h"
+#include "core/device/cuda/grid.cuh"
 
 namespace dagsim::device::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-int blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 65535 * 32 ? (b == 0 ? 1 : b) : 65535 * 32);
-}
-
-cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
+using grid::as_stream;
+using grid::blocks_for;
+using grid::kThreads;
 
 // The offsets in the two operands of element `linear` of the index space (row-major).
 struct Offsets {

@@ -2,7 +2,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cub/device/device_reduce.cuh>
 #include <string>
 
 #include "core/device/cuda/cuda_check.h"
@@ -115,19 +114,13 @@ void sum_rows(const T* x, T* sums, int64_t rows, int64_t cols, StreamHandle stre
 }
 template <typename T>
 void mse_loss(const T* x, const T* y, T* loss, int64_t n, StreamHandle stream) {
-  // The squared differences, pre-divided by n, then one CUB sum. Scratch comes from the stream-
-  // ordered pool (cudaMallocAsync), freed in stream order: no host synchronisation.
+  // The squared differences, pre-divided by n, then one CUB sum; scratch in stream order.
   const cudaStream_t s = as_stream(stream);
   T* squares = nullptr;
   DAGSIM_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&squares), sizeof(T) * static_cast<size_t>(n > 0 ? n : 1), s));
   squared_diff_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, squares, n, T{1} / static_cast<T>(n));
   DAGSIM_CUDA_CHECK(cudaGetLastError());
-  size_t scratch_bytes = 0;
-  DAGSIM_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, scratch_bytes, squares, loss, n, s));
-  void* scratch = nullptr;
-  DAGSIM_CUDA_CHECK(cudaMallocAsync(&scratch, scratch_bytes > 0 ? scratch_bytes : 1, s));
-  DAGSIM_CUDA_CHECK(cub::DeviceReduce::Sum(scratch, scratch_bytes, squares, loss, n, s));
-  DAGSIM_CUDA_CHECK(cudaFreeAsync(scratch, s));
+  grid::cub_sum(squares, loss, n, s);
   DAGSIM_CUDA_CHECK(cudaFreeAsync(squares, s));
 }
 template <typename T>

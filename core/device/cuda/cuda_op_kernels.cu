@@ -2,9 +2,8 @@
 
 #include <cuda_runtime.h>
 
-#include <cub/device/device_reduce.cuh>
-
 #include <string>
+
 #include "core/device/cuda/cuda_check.h"
 #include "core/device/cuda/grid.cuh"
 
@@ -128,13 +127,7 @@ void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel,
   if (out_numel == 0) return;
   const cudaStream_t s = as_stream(stream);
   if (out_numel == 1 && reduced_numel > 1 && contiguous(reduced, /*with_b=*/false)) {
-    // A whole tensor: CUB's reduction, with scratch from the stream-ordered pool.
-    size_t scratch_bytes = 0;
-    DAGSIM_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, scratch_bytes, x, out, reduced_numel, s));
-    void* scratch = nullptr;
-    DAGSIM_CUDA_CHECK(cudaMallocAsync(&scratch, scratch_bytes > 0 ? scratch_bytes : 1, s));
-    DAGSIM_CUDA_CHECK(cub::DeviceReduce::Sum(scratch, scratch_bytes, x, out, reduced_numel, s));
-    DAGSIM_CUDA_CHECK(cudaFreeAsync(scratch, s));
+    grid::cub_sum(x, out, reduced_numel, s);  // a whole tensor
     if (scale != 1.0) scale_kernel<T><<<1, 1, 0, s>>>(out, scale);
   } else {
     reduce_kernel<T><<<blocks_for(out_numel), kThreads, 0, s>>>(x, out, kept, out_numel, reduced, reduced_numel, scale);

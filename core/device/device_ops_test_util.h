@@ -12,6 +12,7 @@
 
 #include "core/autograd/grad_mode.h"
 #include "core/base/error.h"
+#include "core/optim/optimizer.h"
 #include "core/rpc/op_table.h"
 #include "core/tensor/device_kernels.h"
 #include "core/tensor/ops.h"
@@ -163,6 +164,56 @@ inline std::vector<Tensor> broadcasting_and_training(Device device) {
     }
   }
   for (const Tensor* t : {&w1, &b1, &w2, &b2}) out.push_back(*t);
+  return out;
+}
+
+// A classifier's training through every line kernel, on the shapes the op table's examples miss:
+// embedding and index_select with repeated rows, layer_norm, dropout, cross_entropy, softmax and
+// max along a dim with elements `inner` apart, max and min over everything with ties, gather with
+// repeated positions, sin, cos, dtype round trips, and three Adam steps (addcmul_).
+inline std::vector<Tensor> classifier_training(Device device) {
+  Prng prng(31);
+  auto on = [&](const Tensor& t) { return to_device(t, device); };
+  auto leaf = [&](const Shape& shape) {
+    Tensor t = on(randn(shape, prng));
+    t.set_requires_grad(true);
+    return t;
+  };
+  std::vector<Tensor> out;
+  Tensor emb = leaf({10, 6}), ln_w = leaf({6}), ln_b = leaf({6}), w = leaf({4, 6}), b = leaf({4});
+  const Tensor tokens = on(from_values({5}, {3, 7, 3, 0, 9}));
+  const Tensor targets = on(from_values({5}, {1, 0, 3, 3, 2}));
+  const Tensor positions = on(from_values({5, 2}, {0, 0, 1, 3, 2, 2, 3, 0, 1, 1}));
+  const Tensor rows = on(from_values({3}, {4, 1, 4}));
+  // A tie for the max and min over everything: the gradient is shared.
+  const Tensor tied = on(from_values({2, 3}, {1, 5, -2, 5, 0, -2}));
+  optim::Adam adam({emb, ln_w, ln_b, w, b}, optim::AdamOptions{.lr = 0.05});
+  Prng mask(7);
+  for (int step = 0; step < 3; ++step) {
+    Tensor h = layer_norm(embedding(emb, tokens), {6}, ln_w, ln_b, 1e-5);
+    h = dropout(h, 0.25, /*training=*/true, mask);
+    Tensor logits = linear(h, w, b);
+    Tensor loss = cross_entropy(logits, targets);
+    Tensor p = softmax(logits, 0);
+    ValuesIndices top = max(logits, 0);
+    ValuesIndices low = min(logits, 1, /*keepdim=*/true);
+    Tensor picked = gather(logits, 1, positions);
+    Tensor sel = index_select(h, 0, rows);
+    Tensor trig = to_dtype(add(sin(sel), cos(sel)), Dtype::float32);
+    Tensor scaled = mul(tied, sum(p));
+    Tensor total = add(add(add(loss, sum(mul(p, p))), add(sum(top.values), sum(low.values))),
+                       add(add(sum(picked), sum(to_dtype(trig, Dtype::float64))),
+                           add(max(scaled), min(scaled))));
+    total = add(total, mean(log_softmax(logits, 0)));
+    total.backward();
+    for (const Tensor* t : {&loss, &p, &top.values, &top.indices, &low.values, &low.indices, &picked, &trig, &total}) {
+      out.push_back(*t);
+    }
+    for (const Tensor* t : {&emb, &ln_w, &ln_b, &w, &b}) out.push_back(t->grad());
+    adam.step();
+    for (Tensor* t : {&emb, &ln_w, &ln_b, &w, &b}) t->set_grad(Tensor());
+  }
+  for (const Tensor* t : {&emb, &ln_w, &ln_b, &w, &b}) out.push_back(*t);
   return out;
 }
 

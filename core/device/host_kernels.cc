@@ -122,4 +122,12 @@ void HostKernels::gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64
   });
 }
 
+void HostKernels::lines(LineOp op, Dtype dtype, const LineArgs& args) {
+  dispatch_dtype(dtype, [&]<typename T>() { run_lines_host<T>(op, args); });
+}
+
+void HostKernels::cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) {
+  cast_on_host(from, x, to, out, n);
+}
+
 }  // namespace dagsim::device

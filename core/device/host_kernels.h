@@ -26,6 +26,8 @@ class HostKernels final : public DeviceKernels {
                  size_t rows) override;
   void gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a, int64_t lda,
             const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) override;
+  void lines(LineOp op, Dtype dtype, const LineArgs& args) override;
+  void cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) override;
 };
 
 }  // namespace dagsim::device

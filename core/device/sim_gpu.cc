@@ -84,6 +84,24 @@ class SimGpu::CheckedKernels final : public DeviceKernels {
     }
     host_.gemm(dtype, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
   }
+  void lines(LineOp op, Dtype dtype, const LineArgs& args) override {
+    if (args.lines > 0) {
+      const std::string what = std::string("lines (") + line_op_name(op) + ")";
+      for (const void* p : {args.x, args.g, args.w, args.b, static_cast<const void*>(args.y),
+                            static_cast<const void*>(args.stat0), static_cast<const void*>(args.stat1),
+                            static_cast<const void*>(args.index), static_cast<const void*>(args.starts)}) {
+        if (p != nullptr) gpu_.check_owned(static_cast<const std::byte*>(p), 1, what.c_str());
+      }
+    }
+    host_.lines(op, dtype, args);
+  }
+  void cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) override {
+    if (n > 0) {
+      gpu_.check_owned(x, static_cast<size_t>(n) * dtype_size(from), "cast");
+      gpu_.check_owned(out, static_cast<size_t>(n) * dtype_size(to), "cast");
+    }
+    host_.cast(from, x, to, out, n);
+  }
 
  private:
   static int64_t numel(std::span<const int64_t> shape) {

@@ -136,6 +136,16 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options)
                 exp_avg_sq_.size() == steps_.size());
 }
 
+namespace {
+// A tensor of `like`'s shape, dtype and device filled with `value` (a GPU parameter's constants
+// live on its GPU).
+Tensor full_like(const Tensor& like, double value) {
+  Tensor t = zeros_like(like);
+  fill_(t, value);
+  return t;
+}
+}  // namespace
+
 void Adam::update(size_t i, Tensor& param, const Tensor& g) {
   DAGSIM_ASSERT(i < steps_.size() && g.shape() == param.shape());
   Tensor grad = g;
@@ -161,8 +171,8 @@ void Adam::update(size_t i, Tensor& param, const Tensor& g) {
   // denom = sqrt(v) / sqrt(bias_correction2) + eps; param -= step_size * m / denom.
   Tensor denom = clone(v);
   sqrt_(denom);
-  denom = div(denom, full(param.shape(), std::sqrt(bias_correction2), param.dtype()));
-  add_(denom, full(param.shape(), options_.eps, param.dtype()));
+  denom = div(denom, full_like(param, std::sqrt(bias_correction2)));
+  add_(denom, full_like(param, options_.eps));
   add_(param, div(m, denom), -step_size);
 }
 

@@ -5,6 +5,7 @@
 // (test_backward_different_dtypes).
 #include "core/autograd/op_backward.h"
 #include "core/tensor/device_guard.h"
+#include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -15,13 +16,11 @@ Tensor to_dtype(const Tensor& a, Dtype dtype) {
   detail::check_defined("to", a);
   if (a.dtype() == dtype) return a;  // as torch.Tensor.to: the tensor itself, no copy
   Tensor out = Tensor::empty(a.shape(), dtype);
-  dispatch_dtype(a.dtype(), [&]<typename From>() {
-    dispatch_dtype(dtype, [&]<typename To>() {
-      const From* x = a.data<From>();
-      To* y = out.data<To>();
-      for (int64_t i = 0; i < a.numel(); ++i) y[i] = static_cast<To>(x[i]);
-    });
-  });
+  if (DeviceKernels* k = device_kernels()) {
+    k->cast(a.dtype(), kernel_input(a), dtype, detail::bytes(out), a.numel());
+  } else {
+    cast_on_host(a.dtype(), detail::bytes(a), dtype, detail::bytes(out), a.numel());
+  }
   autograd::record_op("ToCopyBackward", {a}, {out}, [from = a.dtype()](const autograd::BackwardArgs& args) {
     return autograd::variable_list{args.needs(0) ? to_dtype(args.grads[0], from) : Tensor()};
   });

@@ -1,6 +1,7 @@
 #include "core/tensor/device_kernels.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/base/assert.h"
 #include "core/tensor/device_guard.h"
@@ -17,7 +18,7 @@ DeviceKernels* device_kernels() {
 }
 
 const std::byte* kernel_input(const Tensor& t) {
-  if (!t.device().is_cpu()) return static_cast<const std::byte*>(t.raw_data());
+  if (!t.device().is_cpu() || device_kernels() == nullptr) return static_cast<const std::byte*>(t.raw_data());
   DeviceGuard* guard = DeviceGuard::active();
   DAGSIM_ASSERT_MSG(guard != nullptr && guard->on_device() && t.dim() == 0,
                     "only a 0-dim CPU tensor joins an op on a device (DeviceGuard checks)");
@@ -25,6 +26,61 @@ const std::byte* kernel_input(const Tensor& t) {
   staged.storage()->backend()->write_from_host(*staged.storage(), static_cast<const std::byte*>(t.raw_data()), t.nbytes());
   guard->keep_alive(staged);
   return static_cast<const std::byte*>(staged.raw_data());
+}
+
+void run_lines(LineOp op, Dtype dtype, const LineArgs& args) {
+  if (args.lines == 0) return;
+  if (DeviceKernels* k = device_kernels()) return k->lines(op, dtype, args);
+  dispatch_dtype(dtype, [&]<typename T>() { run_lines_host<T>(op, args); });
+}
+
+void cast_on_host(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) {
+  dispatch_dtype(from, [&]<typename From>() {
+    dispatch_dtype(to, [&]<typename To>() {
+      const auto* px = reinterpret_cast<const From*>(x);
+      auto* py = reinterpret_cast<To*>(out);
+      for (int64_t i = 0; i < n; ++i) py[i] = static_cast<To>(px[i]);
+    });
+  });
+}
+
+Tensor index_array(std::span<const int64_t> values) {
+  static_assert(sizeof(int64_t) == sizeof(double));
+  DeviceGuard* guard = DeviceGuard::active();
+  const bool on_device = guard != nullptr && guard->on_device();
+  Tensor array = Tensor::empty_on({static_cast<int64_t>(values.size())}, Dtype::float64,
+                                  on_device ? guard->device() : Device::cpu());
+  if (values.empty()) return array;
+  const auto* bytes = reinterpret_cast<const std::byte*>(values.data());
+  if (!on_device) {
+    std::memcpy(array.raw_data(), bytes, values.size_bytes());
+    return array;
+  }
+  array.storage()->backend()->write_from_host(*array.storage(), bytes, values.size_bytes());
+  guard->keep_alive(array);
+  return array;
+}
+
+const int64_t* index_data(const Tensor& array) { return static_cast<const int64_t*>(array.raw_data()); }
+
+const char* line_op_name(LineOp op) {
+  switch (op) {
+    case LineOp::softmax: return "softmax";
+    case LineOp::log_softmax: return "log_softmax";
+    case LineOp::layer_norm: return "layer_norm";
+    case LineOp::layer_norm_backward: return "layer_norm_backward";
+    case LineOp::layer_norm_weight: return "layer_norm_weight";
+    case LineOp::max: return "max";
+    case LineOp::min: return "min";
+    case LineOp::extremum_backward: return "extremum_backward";
+    case LineOp::ties_backward: return "ties_backward";
+    case LineOp::take: return "take";
+    case LineOp::index_add: return "index_add";
+    case LineOp::nll_loss: return "nll_loss";
+    case LineOp::nll_loss_backward: return "nll_loss_backward";
+    case LineOp::addcmul: return "addcmul";
+  }
+  return "?";
 }
 
 const char* pointwise_name(Pointwise op) {
@@ -41,6 +97,8 @@ const char* pointwise_name(Pointwise op) {
     case Pointwise::log: return "log";
     case Pointwise::sigmoid: return "sigmoid";
     case Pointwise::fill: return "fill";
+    case Pointwise::sin: return "sin";
+    case Pointwise::cos: return "cos";
     case Pointwise::add: return "add";
     case Pointwise::sub: return "sub";
     case Pointwise::mul: return "mul";
@@ -53,6 +111,8 @@ const char* pointwise_name(Pointwise op) {
     case Pointwise::pow_backward: return "pow_backward";
     case Pointwise::tanh_backward: return "tanh_backward";
     case Pointwise::sigmoid_backward: return "sigmoid_backward";
+    case Pointwise::sin_backward: return "sin_backward";
+    case Pointwise::cos_backward: return "cos_backward";
   }
   return "?";
 }

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "core/tensor/dtype.h"
+#include "core/tensor/line_kernels.h"
 #include "core/tensor/pointwise.h"
 
 namespace dagsim {
@@ -54,25 +55,47 @@ class DeviceKernels {
   // C = op(A) op(B) + beta C, row-major with leading dimensions, as core/tensor's gemm<T>.
   virtual void gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a,
                     int64_t lda, const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) = 0;
+  // Every line of `args` through line_kernels.h's `op` (softmax, layer_norm, max over a dim, the
+  // index ops and their scatter-adds, nll_loss, addcmul_). Every pointer in args is the device's.
+  virtual void lines(LineOp op, Dtype dtype, const LineArgs& args) = 0;
+  // out[i] = static_cast<To>(x[i]) for i < n (to_dtype).
+  virtual void cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) = 0;
 };
 
 // The ops that run on a device with a kernel table, by the names their DeviceGuards give
 // ("backward" is the engine's guard around a node's apply).
 inline constexpr std::string_view kOpsWithKernels[] = {
-    "abs",     "add",      "add_",    "backward",  "bmm",     "cat",       "chunk",      "clone",     "copy_",
-    "detach",  "div",      "div_",    "exp",       "expand",  "fill_",     "linear",     "log",       "matmul",
-    "mean",    "mse_loss", "mul",     "mul_",      "multi_dot", "narrow",  "neg",        "ones_like", "pow",
-    "promote", "relu",     "reshape", "sigmoid",   "split",   "sqrt",      "sqrt_",      "squeeze",   "stack",
-    "sub",     "sub_",     "sum",     "sum_to",    "tanh",    "transpose", "unsqueeze",  "zero_",     "zeros_like",
+    "abs",         "add",       "add_",          "addcmul_",    "backward",  "bmm",       "cat",     "chunk",
+    "clone",       "copy_",     "cos",           "cross_entropy", "detach",  "div",       "div_",    "dropout",
+    "embedding",   "exp",       "expand",        "fill_",       "gather",    "index_select", "layer_norm",
+    "linear",      "log",       "log_softmax",   "matmul",      "max",       "mean",      "min",     "mse_loss",
+    "mul",         "mul_",      "multi_dot",     "narrow",      "neg",       "nll_loss",  "ones_like",
+    "pow",         "promote",   "relu",          "reshape",     "sigmoid",   "sin",       "softmax", "split",
+    "sqrt",        "sqrt_",     "squeeze",       "stack",       "sub",       "sub_",      "sum",     "sum_to",
+    "tanh",        "to_dtype",  "transpose",     "unsqueeze",   "zero_",     "zeros_like",
 };
 bool has_device_kernel(std::string_view op);
 
 class Tensor;
 
 // An input's bytes for the open op's kernels: its own, or, for a 0-dim CPU tensor (a scalar
-// argument, which PyTorch's CUDA kernels take by value), a copy on the op's device made on its
-// current stream and kept alive until the op closes. A kernel never gets host memory.
+// argument, which PyTorch's CUDA kernels take by value) under a kernel table, a copy on the op's
+// device made on its current stream and kept alive until the op closes. A kernel never gets host
+// memory. Without a kernel table (the cpu), the tensor's own bytes.
 const std::byte* kernel_input(const Tensor& t);
+
+// Runs `op` over args' lines through the open op's kernel table, or on the host where there is
+// none (the cpu, the sim GPU's default): one code path for every device.
+void run_lines(LineOp op, Dtype dtype, const LineArgs& args);
+
+// DeviceKernels::cast's work on host memory (the cpu's to_dtype, the host reference table).
+void cast_on_host(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n);
+
+// `values` where the open op's kernels can read them (LineArgs::index): a tensor on the op's
+// device (copied there on its current stream and kept alive until the op closes) or on the cpu,
+// whose bytes are the int64 values. Keep it for as long as a kernel may read it.
+Tensor index_array(std::span<const int64_t> values);
+const int64_t* index_data(const Tensor& array);
 
 // The kernel table of the op now open (the active DeviceGuard's backend), or null: on the cpu, and
 // on a device whose memory the host addresses and that runs the CPU code (the sim GPU's default).

@@ -57,32 +57,6 @@ Tensor map2(const Tensor& a, const Tensor& b, Pointwise op, double s = 0) {
   return out;
 }
 
-// out[i] = f(a[i]) and out[i] = f(a[i], b[i]) for a formula with no device kernel (sin, cos: not
-// in kOpsWithKernels, so never under a device's kernel table).
-template <typename F>
-Tensor map1_cpu(const Tensor& a, F&& f) {
-  DAGSIM_ASSERT(device_kernels() == nullptr);
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T* y = out.data<T>();
-    for (int64_t i = 0; i < a.numel(); ++i) y[i] = static_cast<T>(f(x[i]));
-  });
-  return out;
-}
-template <typename F>
-Tensor map2_cpu(const Tensor& a, const Tensor& b, F&& f) {
-  DAGSIM_ASSERT(device_kernels() == nullptr && a.shape() == b.shape() && a.dtype() == b.dtype());
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    const T* z = b.data<T>();
-    T* y = out.data<T>();
-    for (int64_t i = 0; i < a.numel(); ++i) y[i] = static_cast<T>(f(x[i], z[i]));
-  });
-  return out;
-}
-
 // The device formula of each vectorised kernel (vector_math.h computes the same on the cpu).
 Pointwise as_pointwise(vec::Unary op) {
   switch (op) {
@@ -342,9 +316,9 @@ Tensor log(const Tensor& a) {
 Tensor sin(const Tensor& a) {
   DeviceGuard device_guard("sin", {&a});
   check_unary("sin", a);
-  Tensor out = map1_cpu(a, [](auto x) { return std::sin(x); });  // libm: see vector_math.h
+  Tensor out = map1(a, Pointwise::sin);  // libm: see vector_math.h
   record_op("SinBackward", {a}, {out}, [](const BackwardArgs& args) {
-    return variable_list{map2_cpu(args.grads[0], args.saved[0], [](auto g, auto x) { return g * std::cos(x); })};
+    return variable_list{map2(args.grads[0], args.saved[0], Pointwise::sin_backward)};
   }, {a});
   return out;
 }
@@ -352,9 +326,9 @@ Tensor sin(const Tensor& a) {
 Tensor cos(const Tensor& a) {
   DeviceGuard device_guard("cos", {&a});
   check_unary("cos", a);
-  Tensor out = map1_cpu(a, [](auto x) { return std::cos(x); });  // libm: see vector_math.h
+  Tensor out = map1(a, Pointwise::cos);  // libm: see vector_math.h
   record_op("CosBackward", {a}, {out}, [](const BackwardArgs& args) {
-    return variable_list{map2_cpu(args.grads[0], args.saved[0], [](auto g, auto x) { return -g * std::sin(x); })};
+    return variable_list{map2(args.grads[0], args.saved[0], Pointwise::cos_backward)};
   }, {a});
   return out;
 }
@@ -528,12 +502,13 @@ Tensor& addcmul_(Tensor& self, const Tensor& a, const Tensor& b, double value) {
                                    shape_str(t->shape()));
     }
   }
-  dispatch_dtype(self.dtype(), [&]<typename T>() {
-    T* x = self.data<T>();
-    const T* p = a.data<T>();
-    const T* q = b.data<T>();
-    for (int64_t i = 0; i < self.numel(); ++i) x[i] = static_cast<T>(x[i] + value * p[i] * q[i]);
-  });
+  LineArgs args;
+  args.x = kernel_input(a);
+  args.w = kernel_input(b);
+  args.y = detail::bytes(self);
+  args.lines = self.numel();
+  args.scalar = value;
+  run_lines(LineOp::addcmul, self.dtype(), args);
   self.bump_version();
   return self;
 }

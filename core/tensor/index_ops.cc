@@ -7,6 +7,7 @@
 
 #include "core/autograd/op_backward.h"
 #include "core/tensor/device_guard.h"
+#include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -54,42 +55,72 @@ void extents(const Shape& shape, int64_t dim, int64_t* outer, int64_t* inner) {
   }
 }
 
-// out[o, k, i] = a[o, idx[k], i] for `a` of `shape` split at `dim`; `out` has room for
-// outer * idx.size() * inner elements. `add` runs it backwards: a[o, idx[k], i] += out[o, k, i].
-template <typename T>
-void select_rows(const T* a, T* out, const Shape& shape, int64_t dim, const std::vector<int64_t>& idx) {
-  int64_t outer = 0, inner = 0;
-  extents(shape, dim, &outer, &inner);
-  const int64_t size = shape[dim];
-  const int64_t k_n = static_cast<int64_t>(idx.size());
-  if (k_n == 0 || inner == 0) return;  // nothing to copy, however large `outer` is
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t k = 0; k < k_n; ++k) {
-      std::copy_n(a + (o * size + idx[static_cast<size_t>(k)]) * inner, inner, out + (o * k_n + k) * inner);
-    }
+// Sources grouped by destination, each group in source order (a counting sort): what
+// LineOp::index_add reads, so every destination adds its sources in the order the CPU's loop
+// over the sources did, on any device and without atomics.
+struct Groups {
+  std::vector<int64_t> order;   // source numbers, destination by destination
+  std::vector<int64_t> starts;  // destination r's sources are order[starts[r] .. starts[r + 1])
+};
+Groups group_by_destination(const std::vector<int64_t>& destination, int64_t destinations) {
+  Groups g;
+  g.starts.assign(static_cast<size_t>(destinations) + 1, 0);
+  for (int64_t d : destination) ++g.starts[static_cast<size_t>(d) + 1];
+  for (size_t r = 0; r < static_cast<size_t>(destinations); ++r) g.starts[r + 1] += g.starts[r];
+  g.order.resize(destination.size());
+  std::vector<int64_t> next(g.starts.begin(), g.starts.end() - 1);
+  for (size_t j = 0; j < destination.size(); ++j) {
+    g.order[static_cast<size_t>(next[static_cast<size_t>(destination[j])]++)] = static_cast<int64_t>(j);
   }
+  return g;
 }
 
-// The backward of select_rows: zeros of `shape`, with each slice of `g` added to the row it read.
-Tensor index_add_rows(const Tensor& g, const Shape& shape, int64_t dim, const std::vector<int64_t>& idx) {
-  Tensor grad = zeros(shape, g.dtype());
-  int64_t outer = 0, inner = 0;
-  extents(shape, dim, &outer, &inner);
-  const int64_t size = shape[dim];
-  const int64_t k_n = static_cast<int64_t>(idx.size());
-  if (k_n == 0 || inner == 0) return grad;  // nothing to add, however large `outer` is
-  dispatch_dtype(g.dtype(), [&]<typename T>() {
-    const T* pg = g.data<T>();
-    T* p = grad.data<T>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t k = 0; k < k_n; ++k) {
-        T* row = p + (o * size + idx[static_cast<size_t>(k)]) * inner;
-        const T* src = pg + (o * k_n + k) * inner;
-        for (int64_t i = 0; i < inner; ++i) row[i] += src[i];
-      }
-    }
-  });
+// A tensor of `shape` whose row r (of `inner` elements) is row source_row[r] of `a`.
+Tensor take_rows(const Tensor& a, const Shape& shape, const std::vector<int64_t>& source_row, int64_t inner) {
+  Tensor out = Tensor::empty(shape, a.dtype());
+  if (out.numel() == 0) return out;
+  const Tensor rows = index_array(source_row);
+  LineArgs args;
+  args.x = kernel_input(a);
+  args.y = detail::bytes(out);
+  args.index = index_data(rows);
+  args.lines = out.numel();
+  args.inner = inner;
+  run_lines(LineOp::take, a.dtype(), args);
+  return out;
+}
+
+// take_rows's backward: a tensor of `shape` (rows of `inner` elements) where each row is the sum
+// of the rows of `g` taken from it (0 where none was), added in g's order: index_add, scatter_add.
+Tensor add_rows_back(const Tensor& g, const Shape& shape, const std::vector<int64_t>& source_row, int64_t inner) {
+  Tensor grad = Tensor::empty(shape, g.dtype());
+  if (grad.numel() == 0) return grad;
+  const Groups groups = group_by_destination(source_row, grad.numel() / inner);
+  const Tensor order = index_array(groups.order);
+  const Tensor starts = index_array(groups.starts);
+  LineArgs args;
+  args.x = kernel_input(g);
+  args.y = detail::bytes(grad);
+  args.index = index_data(order);
+  args.starts = index_data(starts);
+  args.lines = grad.numel();
+  args.inner = inner;
+  run_lines(LineOp::index_add, g.dtype(), args);
   return grad;
+}
+
+// The rows index_select(a, dim, idx) reads: row (o, k) of the output is row o * size + idx[k] of
+// `a` seen as [outer * size, inner]. Empty when the output is (however large `outer` is).
+std::vector<int64_t> selected_rows(const Shape& shape, int64_t dim, const std::vector<int64_t>& idx, int64_t* inner) {
+  int64_t outer = 0;
+  extents(shape, dim, &outer, inner);
+  std::vector<int64_t> rows;
+  if (idx.empty() || *inner == 0) return rows;
+  rows.reserve(static_cast<size_t>(outer) * idx.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t k : idx) rows.push_back(o * shape[static_cast<size_t>(dim)] + k);
+  }
+  return rows;
 }
 
 }  // namespace
@@ -123,24 +154,10 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
                                const size_t at = static_cast<size_t>(j);
                                source[at] = off + idx[at] * dim_stride;
                              });
-  Tensor out = Tensor::empty(index.shape(), a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T* y = out.data<T>();
-    for (size_t j = 0; j < source.size(); ++j) y[j] = x[source[j]];
+  Tensor out = take_rows(a, index.shape(), source, 1);
+  record_op("GatherBackward", {a}, {out}, [shape = a.shape(), source = std::move(source)](const BackwardArgs& args) {
+    return variable_list{add_rows_back(args.grads[0], shape, source, 1)};  // an element gathered twice gets both
   });
-  record_op("GatherBackward", {a}, {out},
-            [shape = a.shape(), source = std::move(source)](const BackwardArgs& args) {
-              // scatter_add: an element gathered twice gets both gradients.
-              const Tensor& g = args.grads[0];
-              Tensor grad = zeros(shape, g.dtype());
-              dispatch_dtype(g.dtype(), [&]<typename T>() {
-                const T* pg = g.data<T>();
-                T* p = grad.data<T>();
-                for (size_t j = 0; j < source.size(); ++j) p[source[j]] += pg[j];
-              });
-              return variable_list{grad};
-            });
   return out;
 }
 
@@ -156,12 +173,12 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   std::vector<int64_t> idx = read_indices("index_select", index, d, a.shape()[d]);
   Shape shape = a.shape();
   shape[d] = static_cast<int64_t>(idx.size());
-  Tensor out = Tensor::empty(shape, a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() { select_rows(a.data<T>(), out.data<T>(), a.shape(), d, idx); });
-  record_op("IndexSelectBackward", {a}, {out},
-            [shape = a.shape(), d, idx = std::move(idx)](const BackwardArgs& args) {
-              return variable_list{index_add_rows(args.grads[0], shape, d, idx)};  // index_add
-            });
+  int64_t inner = 0;
+  std::vector<int64_t> rows = selected_rows(a.shape(), d, idx, &inner);
+  Tensor out = take_rows(a, shape, rows, inner);
+  record_op("IndexSelectBackward", {a}, {out}, [shape = a.shape(), rows = std::move(rows), inner](const BackwardArgs& args) {
+    return variable_list{add_rows_back(args.grads[0], shape, rows, inner)};  // index_add
+  });
   return out;
 }
 
@@ -176,14 +193,13 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   std::vector<int64_t> idx = read_indices("embedding", indices, 0, weight.shape()[0]);
   Shape shape = indices.shape();
   shape.push_back(weight.shape()[1]);
-  Tensor out = Tensor::empty(shape, weight.dtype());
-  dispatch_dtype(weight.dtype(), [&]<typename T>() {
-    select_rows(weight.data<T>(), out.data<T>(), weight.shape(), 0, idx);
-  });
+  int64_t inner = 0;
+  std::vector<int64_t> rows = selected_rows(weight.shape(), 0, idx, &inner);
+  Tensor out = take_rows(weight, shape, rows, inner);
   record_op("EmbeddingBackward", {weight}, {out},
-            [shape = weight.shape(), idx = std::move(idx)](const BackwardArgs& args) {
+            [shape = weight.shape(), rows = std::move(rows), inner](const BackwardArgs& args) {
               // Dense: the whole weight's gradient, each looked-up row accumulating its rows of g.
-              return variable_list{index_add_rows(args.grads[0], shape, 0, idx)};
+              return variable_list{add_rows_back(args.grads[0], shape, rows, inner)};
             });
   return out;
 }

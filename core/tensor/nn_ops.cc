@@ -4,8 +4,10 @@
 #include <cmath>
 #include <utility>
 
+#include "core/autograd/grad_mode.h"
 #include "core/autograd/op_backward.h"
 #include "core/tensor/device_guard.h"
+#include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
 
@@ -59,25 +61,31 @@ Tensor nll_loss(const Tensor& input, const Tensor& target) {
                                  shape_str(input.shape()) + ", got " + shape_str(target.shape()));
   }
   if (n == 0) throw errors::invalid_argument("nll_loss: empty batch");
-  std::vector<int64_t> indices = class_indices("nll_loss", target, classes);
+  // The offsets of the picked log-probabilities, checked on the host, where the kernels read them.
+  std::vector<int64_t> picked = class_indices("nll_loss", target, classes);
+  for (int64_t i = 0; i < n; ++i) picked[static_cast<size_t>(i)] += i * classes;
+  const Tensor offsets = index_array(picked);
   Tensor out = Tensor::empty({}, input.dtype());
-  dispatch_dtype(input.dtype(), [&]<typename T>() {
-    const T* x = input.data<T>();
-    T acc{0};
-    for (int64_t i = 0; i < n; ++i) acc -= x[i * classes + indices[static_cast<size_t>(i)]];
-    out.data<T>()[0] = static_cast<T>(acc / static_cast<T>(n));
+  LineArgs args;
+  args.x = kernel_input(input);
+  args.y = detail::bytes(out);
+  args.index = index_data(offsets);
+  args.lines = 1;
+  args.size = n;
+  run_lines(LineOp::nll_loss, input.dtype(), args);
+  record_op("NllLossBackward", {input}, {out}, [shape = input.shape(), picked = std::move(picked)](const BackwardArgs& args) {
+    const Tensor& g = args.grads[0];
+    Tensor grad = zeros(shape, g.dtype());
+    const Tensor offsets = index_array(picked);
+    LineArgs scatter;
+    scatter.g = kernel_input(g);
+    scatter.y = detail::bytes(grad);
+    scatter.index = index_data(offsets);
+    scatter.lines = shape[0];
+    scatter.size = shape[0];
+    run_lines(LineOp::nll_loss_backward, g.dtype(), scatter);
+    return variable_list{grad};
   });
-  record_op("NllLossBackward", {input}, {out},
-            [shape = input.shape(), indices = std::move(indices)](const BackwardArgs& args) {
-              const Tensor& g = args.grads[0];
-              Tensor grad = zeros(shape, g.dtype());
-              dispatch_dtype(g.dtype(), [&]<typename T>() {
-                const T scale = -g.data<T>()[0] / static_cast<T>(shape[0]);
-                T* p = grad.data<T>();
-                for (int64_t i = 0; i < shape[0]; ++i) p[i * shape[1] + indices[static_cast<size_t>(i)]] = scale;
-              });
-              return variable_list{grad};
-            });
   return out;
 }
 
@@ -121,31 +129,21 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   for (size_t d = 0; d + k < x.shape().size(); ++d) rows *= x.shape()[d];
   // No elements, no rows: [2^61, 0] normalised over its last dim would loop (and allocate) 2^61 times.
   if (x.numel() == 0) rows = 0;
-  std::vector<double> mean(static_cast<size_t>(rows)), rstd(static_cast<size_t>(rows));
+  // mean and rstd per row, kept for the backward on the op's device.
+  Tensor mean = Tensor::empty({rows}, Dtype::float64);
+  Tensor rstd = Tensor::empty({rows}, Dtype::float64);
   Tensor out = Tensor::empty(x.shape(), x.dtype());
-  dispatch_dtype(x.dtype(), [&]<typename T>() {
-    const T* px = x.data<T>();
-    const T* pw = weight.defined() ? weight.data<T>() : nullptr;
-    const T* pb = bias.defined() ? bias.data<T>() : nullptr;
-    T* y = out.data<T>();
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* row = px + r * cols;
-      double m = 0, v = 0;
-      for (int64_t j = 0; j < cols; ++j) m += row[j];
-      m /= static_cast<double>(cols);
-      for (int64_t j = 0; j < cols; ++j) v += (row[j] - m) * (row[j] - m);
-      v /= static_cast<double>(cols);
-      const double s = 1.0 / std::sqrt(v + eps);
-      mean[static_cast<size_t>(r)] = m;
-      rstd[static_cast<size_t>(r)] = s;
-      for (int64_t j = 0; j < cols; ++j) {
-        double h = (row[j] - m) * s;
-        if (pw) h *= pw[j];
-        if (pb) h += pb[j];
-        y[r * cols + j] = static_cast<T>(h);
-      }
-    }
-  });
+  LineArgs args;
+  args.x = kernel_input(x);
+  args.w = weight.defined() ? kernel_input(weight) : nullptr;
+  args.b = bias.defined() ? kernel_input(bias) : nullptr;
+  args.y = detail::bytes(out);
+  args.stat0 = static_cast<double*>(mean.raw_data());
+  args.stat1 = static_cast<double*>(rstd.raw_data());
+  args.lines = rows;
+  args.size = cols;
+  args.scalar = eps;
+  run_lines(LineOp::layer_norm, x.dtype(), args);
   variable_list inputs{x};
   variable_list saved{x};
   if (weight.defined()) {
@@ -154,44 +152,34 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   }
   if (bias.defined()) inputs.push_back(bias);
   record_op("LayerNormBackward", inputs, {out},
-            [normalized_shape, rows, cols, has_weight = weight.defined(), has_bias = bias.defined(),
-             mean = std::move(mean), rstd = std::move(rstd)](const BackwardArgs& args) {
+            [normalized_shape, rows, cols, has_weight = weight.defined(), has_bias = bias.defined(), mean,
+             rstd](const BackwardArgs& args) {
               const Tensor& g = args.grads[0];
               const Tensor& xs = args.saved[0];
               const size_t bias_at = has_weight ? 2 : 1;
-              Tensor gx = args.needs(0) ? Tensor::empty(xs.shape(), xs.dtype()) : Tensor();
-              Tensor gw = has_weight && args.needs(1) ? zeros(normalized_shape, xs.dtype()) : Tensor();
+              LineArgs back;
+              back.x = kernel_input(xs);
+              back.g = kernel_input(g);
+              back.w = has_weight ? kernel_input(args.saved[1]) : nullptr;
+              back.stat0 = static_cast<double*>(const_cast<void*>(mean.raw_data()));
+              back.stat1 = static_cast<double*>(const_cast<void*>(rstd.raw_data()));
+              Tensor gx, gw;
+              if (args.needs(0)) {
+                gx = Tensor::empty(xs.shape(), xs.dtype());
+                back.y = detail::bytes(gx);
+                back.lines = rows;
+                back.size = cols;
+                run_lines(LineOp::layer_norm_backward, xs.dtype(), back);
+              }
+              if (has_weight && args.needs(1)) {
+                gw = Tensor::empty(normalized_shape, xs.dtype());
+                back.y = detail::bytes(gw);
+                back.lines = cols;  // one line per column, down the rows
+                back.size = rows;
+                back.inner = cols;
+                run_lines(LineOp::layer_norm_weight, xs.dtype(), back);
+              }
               Tensor gb = has_bias && args.needs(bias_at) ? sum_to(g, normalized_shape) : Tensor();
-              if (gx.defined() || gw.defined()) dispatch_dtype(xs.dtype(), [&]<typename T>() {
-                const T* pg = g.data<T>();
-                const T* px = xs.data<T>();
-                const T* pw = has_weight ? args.saved[1].data<T>() : nullptr;
-                T* pgw = gw.defined() ? gw.data<T>() : nullptr;
-                T* pgx = gx.defined() ? gx.data<T>() : nullptr;
-                for (int64_t r = 0; r < rows; ++r) {
-                  const double m = mean[static_cast<size_t>(r)], s = rstd[static_cast<size_t>(r)];
-                  const T* gr = pg + r * cols;
-                  const T* xr = px + r * cols;
-                  // With h = g * weight (the gradient reaching x_hat):
-                  // dx = rstd * (h - mean(h) - x_hat * mean(h * x_hat)), means over the row.
-                  double mean_h = 0, mean_hx = 0;
-                  for (int64_t j = 0; j < cols; ++j) {
-                    const double xhat = (xr[j] - m) * s;
-                    const double h = pw ? gr[j] * pw[j] : gr[j];
-                    mean_h += h;
-                    mean_hx += h * xhat;
-                    if (pgw) pgw[j] = static_cast<T>(pgw[j] + gr[j] * xhat);
-                  }
-                  if (!pgx) continue;
-                  mean_h /= static_cast<double>(cols);
-                  mean_hx /= static_cast<double>(cols);
-                  for (int64_t j = 0; j < cols; ++j) {
-                    const double xhat = (xr[j] - m) * s;
-                    const double h = pw ? gr[j] * pw[j] : gr[j];
-                    pgx[r * cols + j] = static_cast<T>(s * (h - mean_h - xhat * mean_hx));
-                  }
-                }
-              });
               variable_list grads{gx};
               if (has_weight) grads.push_back(gw);
               if (has_bias) grads.push_back(gb);
@@ -213,20 +201,26 @@ Tensor dropout(const Tensor& a, double p, bool training, Prng& prng) {
   // noise[i] is 1/(1-p) where element i is kept (probability 1-p) and 0 where it is dropped; one
   // draw per element in row-major order, so a seed fixes the mask. p == 1 drops everything
   // without drawing (the scale would be infinite), as PyTorch multiplies by zero.
-  Tensor noise = zeros(a.shape(), a.dtype());
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    T* pn = noise.data<T>();
-    if (p < 1.0) {
-      const T scale = static_cast<T>(1.0 / (1.0 - p));
-      for (int64_t i = 0; i < a.numel(); ++i) {
-        if (prng.bernoulli(1.0 - p)) pn[i] = scale;
+  Tensor noise;
+  {
+    DeviceGuard::Suspend on_host;  // drawn on the host, so a seed gives one mask on every device
+    noise = zeros(a.shape(), a.dtype());
+    dispatch_dtype(a.dtype(), [&]<typename T>() {
+      T* pn = noise.data<T>();
+      if (p < 1.0) {
+        const T scale = static_cast<T>(1.0 / (1.0 - p));
+        for (int64_t i = 0; i < a.numel(); ++i) {
+          if (prng.bernoulli(1.0 - p)) pn[i] = scale;
+        }
       }
-    }
-    const T* x = a.data<T>();
-    T* y = out.data<T>();
-    for (int64_t i = 0; i < a.numel(); ++i) y[i] = x[i] * pn[i];
-  });
+    });
+  }
+  noise = to_device(noise, a.device());
+  Tensor out;
+  {
+    autograd::NoGradGuard no_grad;  // one DropoutBackward below, not mul's
+    out = mul(a, noise);
+  }
   record_op("DropoutBackward", {a}, {out}, [noise](const BackwardArgs& args) {
     return variable_list{mul(args.grads[0], noise)};
   });

@@ -39,6 +39,8 @@ enum class Pointwise : uint8_t {
   log,
   sigmoid,
   fill,         // s (zeros, ones, full, fill_)
+  sin,
+  cos,
   // binary
   add,               // a + b
   sub,               // a - b
@@ -52,6 +54,8 @@ enum class Pointwise : uint8_t {
   pow_backward,      // (g, x): g * s * x^(s - 1)
   tanh_backward,     // (g, y): g * (1 - y^2)
   sigmoid_backward,  // (g, y): g * y * (1 - y)
+  sin_backward,      // (g, x): g * cos(x)
+  cos_backward,      // (g, x): -g * sin(x)
 };
 inline constexpr bool is_binary(Pointwise op) { return op >= Pointwise::add; }
 const char* pointwise_name(Pointwise op);
@@ -72,6 +76,8 @@ struct Exp { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) 
 struct Log { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return std::log(x); } };
 struct Sigmoid { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return T{1} / (T{1} + std::exp(-x)); } };
 struct Fill { template <typename T> DAGSIM_HOST_DEVICE T operator()(T, double s) const { return static_cast<T>(s); } };
+struct Sin { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return std::sin(x); } };
+struct Cos { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return std::cos(x); } };
 
 struct Add { template <typename T> DAGSIM_HOST_DEVICE T operator()(T a, T b, double) const { return a + b; } };
 struct Sub { template <typename T> DAGSIM_HOST_DEVICE T operator()(T a, T b, double) const { return a - b; } };
@@ -93,6 +99,8 @@ struct TanhBackward { template <typename T> DAGSIM_HOST_DEVICE T operator()(T g,
 struct SigmoidBackward {
   template <typename T> DAGSIM_HOST_DEVICE T operator()(T g, T y, double) const { return g * y * (T{1} - y); }
 };
+struct SinBackward { template <typename T> DAGSIM_HOST_DEVICE T operator()(T g, T x, double) const { return g * std::cos(x); } };
+struct CosBackward { template <typename T> DAGSIM_HOST_DEVICE T operator()(T g, T x, double) const { return -g * std::sin(x); } };
 
 }  // namespace pointwise
 
@@ -114,6 +122,8 @@ void visit_unary(Pointwise op, Visitor&& visitor, Fallback&& fallback) {
     case Pointwise::log: return visitor(pointwise::Log{});
     case Pointwise::sigmoid: return visitor(pointwise::Sigmoid{});
     case Pointwise::fill: return visitor(pointwise::Fill{});
+    case Pointwise::sin: return visitor(pointwise::Sin{});
+    case Pointwise::cos: return visitor(pointwise::Cos{});
     default: return fallback();
   }
 }
@@ -133,6 +143,8 @@ void visit_binary(Pointwise op, Visitor&& visitor, Fallback&& fallback) {
     case Pointwise::pow_backward: return visitor(pointwise::PowBackward{});
     case Pointwise::tanh_backward: return visitor(pointwise::TanhBackward{});
     case Pointwise::sigmoid_backward: return visitor(pointwise::SigmoidBackward{});
+    case Pointwise::sin_backward: return visitor(pointwise::SinBackward{});
+    case Pointwise::cos_backward: return visitor(pointwise::CosBackward{});
     default: return fallback();
   }
 }

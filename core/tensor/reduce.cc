@@ -146,15 +146,6 @@ Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
 
 namespace {
 
-// Whether `v` replaces `best` as the running max (or min): strictly better, so the first of equal
-// values wins, as PyTorch's CPU kernel; and NaN beats any number, as torch.max propagates NaN.
-template <typename T>
-bool beats(T v, T best, bool is_max) {
-  if (std::isnan(best)) return false;
-  if (std::isnan(v)) return true;
-  return is_max ? v > best : v < best;
-}
-
 ValuesIndices extremum_dim(const char* op, const char* node, const Tensor& a, int64_t dim, bool keepdim,
                            bool is_max) {
   detail::check_defined(op, a);
@@ -168,34 +159,26 @@ ValuesIndices extremum_dim(const char* op, const char* node, const Tensor& a, in
   Tensor values = Tensor::empty(out_shape, a.dtype());
   // dagsim has no integer dtype: indices are float64 holding integral values (exact below 2^53).
   Tensor indices = Tensor::empty(out_shape, Dtype::float64);
-  // Flat input offset of each selected element, in output order: where backward routes gradient.
-  std::vector<int64_t> picked(static_cast<size_t>(s.outer * s.inner));
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T* y = values.data<T>();
-    double* idx = indices.data<double>();
-    for (int64_t o = 0; o < s.outer; ++o) {
-      for (int64_t i = 0; i < s.inner; ++i) {
-        const int64_t base = o * s.size * s.inner + i;
-        int64_t best = 0;
-        for (int64_t k = 1; k < s.size; ++k) {
-          if (beats(x[base + k * s.inner], x[base + best * s.inner], is_max)) best = k;
-        }
-        const int64_t at = o * s.inner + i;
-        y[at] = x[base + best * s.inner];
-        idx[at] = static_cast<double>(best);
-        picked[static_cast<size_t>(at)] = base + best * s.inner;
-      }
-    }
-  });
-  record_op(node, {a}, {values}, [shape = a.shape(), picked = std::move(picked)](const BackwardArgs& args) {
+  LineArgs args;
+  args.x = kernel_input(a);
+  args.y = detail::bytes(values);
+  args.stat0 = static_cast<double*>(indices.raw_data());
+  args.lines = s.outer * s.inner;
+  args.size = s.size;
+  args.inner = s.inner;
+  run_lines(is_max ? LineOp::max : LineOp::min, a.dtype(), args);
+  // The backward routes each gradient to the position its line picked: the indices say which.
+  record_op(node, {a}, {values}, [shape = a.shape(), s, indices](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
     Tensor grad = zeros(shape, g.dtype());
-    dispatch_dtype(g.dtype(), [&]<typename T>() {
-      const T* pg = g.data<T>();
-      T* p = grad.data<T>();
-      for (size_t j = 0; j < picked.size(); ++j) p[picked[j]] = pg[j];
-    });
+    LineArgs scatter;
+    scatter.g = kernel_input(g);
+    scatter.y = detail::bytes(grad);
+    scatter.stat0 = static_cast<double*>(const_cast<void*>(indices.raw_data()));
+    scatter.lines = s.outer * s.inner;
+    scatter.size = s.size;
+    scatter.inner = s.inner;
+    run_lines(LineOp::extremum_backward, g.dtype(), scatter);
     return variable_list{grad};
   });
   return {values, indices};
@@ -208,30 +191,30 @@ Tensor extremum_all(const char* op, const char* node, const Tensor& a, bool is_m
                                    shape_str(a.shape()) + "; specify the reduction dim");
   }
   Tensor out = Tensor::empty({}, a.dtype());
-  // Every element equal to the result (every NaN when it is NaN): the gradient is split evenly
-  // among them, as PyTorch's evenly_distribute_backward.
-  std::vector<int64_t> ties;
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T best = x[0];
-    for (int64_t i = 1; i < a.numel(); ++i) {
-      if (beats(x[i], best, is_max)) best = x[i];
-    }
-    out.data<T>()[0] = best;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      if (x[i] == best || (std::isnan(x[i]) && std::isnan(best))) ties.push_back(i);
-    }
-  });
-  record_op(node, {a}, {out}, [shape = a.shape(), ties = std::move(ties)](const BackwardArgs& args) {
+  Tensor position = Tensor::empty({}, Dtype::float64);  // max(dim)'s index, unused here
+  LineArgs args;
+  args.x = kernel_input(a);
+  args.y = detail::bytes(out);
+  args.stat0 = static_cast<double*>(position.raw_data());
+  args.lines = 1;
+  args.size = a.numel();
+  run_lines(is_max ? LineOp::max : LineOp::min, a.dtype(), args);
+  // Every element equal to the result (every NaN when it is NaN) shares the gradient evenly, as
+  // PyTorch's evenly_distribute_backward.
+  record_op(node, {a}, {out}, [](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
-    Tensor grad = zeros(shape, g.dtype());
-    dispatch_dtype(g.dtype(), [&]<typename T>() {
-      const T share = g.data<T>()[0] / static_cast<T>(ties.size());
-      T* p = grad.data<T>();
-      for (int64_t i : ties) p[i] = share;
-    });
+    const Tensor& x = args.saved[0];
+    Tensor grad = zeros(x.shape(), g.dtype());
+    LineArgs ties;
+    ties.x = kernel_input(x);
+    ties.w = kernel_input(args.saved[1]);
+    ties.g = kernel_input(g);
+    ties.y = detail::bytes(grad);
+    ties.lines = 1;
+    ties.size = x.numel();
+    run_lines(LineOp::ties_backward, g.dtype(), ties);
     return variable_list{grad};
-  });
+  }, {a}, {out});
   return out;
 }
 
@@ -263,24 +246,13 @@ Tensor softmax_forward(const Tensor& a, int64_t dim, bool log_form) {
   // Nothing to compute, and outer x inner may be 2^61 for an empty [2^61, 0] (found by the execute
   // fuzzer: a node spun for ever on one call).
   if (a.numel() == 0) return out;
-  dispatch_dtype(a.dtype(), [&]<typename T>() {
-    const T* x = a.data<T>();
-    T* y = out.data<T>();
-    for (int64_t o = 0; o < s.outer; ++o) {
-      for (int64_t i = 0; i < s.inner; ++i) {
-        const int64_t base = o * s.size * s.inner + i;
-        T max = -std::numeric_limits<T>::infinity();
-        for (int64_t k = 0; k < s.size; ++k) max = std::max(max, x[base + k * s.inner]);
-        T total{0};
-        for (int64_t k = 0; k < s.size; ++k) total += std::exp(x[base + k * s.inner] - max);
-        const T log_total = std::log(total);
-        for (int64_t k = 0; k < s.size; ++k) {
-          const T shifted = x[base + k * s.inner] - max;
-          y[base + k * s.inner] = log_form ? shifted - log_total : std::exp(shifted) / total;
-        }
-      }
-    }
-  });
+  LineArgs args;
+  args.x = kernel_input(a);
+  args.y = detail::bytes(out);
+  args.lines = s.outer * s.inner;
+  args.size = s.size;
+  args.inner = s.inner;
+  run_lines(log_form ? LineOp::log_softmax : LineOp::softmax, a.dtype(), args);
   return out;
 }
 

@@ -119,4 +119,16 @@ void CudaKernels::gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64
   });
 }
 
+void CudaKernels::lines(LineOp op, Dtype dtype, const LineArgs& args) {
+  gpu_.select();
+  dispatch_dtype(dtype, [&]<typename T>() { cuda::lines<T>(op, args, gpu_.current_handle()); });
+}
+
+void CudaKernels::cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) {
+  gpu_.select();
+  dispatch_dtype(from, [&]<typename From>() {
+    dispatch_dtype(to, [&]<typename To>() { cuda::cast<From, To>(as<From>(x), as<To>(out), n, gpu_.current_handle()); });
+  });
+}
+
 }  // namespace dagsim::device::cuda

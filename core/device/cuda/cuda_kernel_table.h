@@ -1,6 +1,6 @@
 // CudaKernels: the cuda backend's kernel table (core/tensor/device_kernels.h), through which
-// dagsim's ops run on a real GPU: the pointwise formulas, gathers and sums of cuda_op_kernels.h,
-// and cuBLAS for products, each enqueued on the GPU's current stream.
+// dagsim's ops run on a real GPU: the pointwise formulas, gathers, sums, line kernels and dtype
+// casts of cuda_op_kernels.h, and cuBLAS for products, each enqueued on the GPU's current stream.
 //
 // Promises: nothing here blocks the host or reads device memory on it; an index space of more
 // than kMaxDims dimensions, or a product whose leading dimensions are not its operands' natural
@@ -29,6 +29,8 @@ class CudaKernels final : public DeviceKernels {
                  size_t rows) override;
   void gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const std::byte* a, int64_t lda,
             const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) override;
+  void lines(LineOp op, Dtype dtype, const LineArgs& args) override;
+  void cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) override;
 
  private:
   CudaGpu& gpu_;

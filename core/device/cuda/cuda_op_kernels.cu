@@ -69,6 +69,19 @@ __global__ void reduce_kernel(const T* x, T* out, StridedShape kept, int64_t out
     out[j] = scale == 1.0 ? acc : static_cast<T>(acc * scale);
   }
 }
+// One thread per line: each line's outputs are its own (line_kernels.h).
+template <typename T, typename F>
+__global__ void lines_kernel(F f, LineArgs args) {
+  for (int64_t l = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; l < args.lines; l += int64_t{gridDim.x} * blockDim.x) {
+    f.template run<T>(args, l);
+  }
+}
+template <typename From, typename To>
+__global__ void cast_kernel(const From* x, To* out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    out[i] = static_cast<To>(x[i]);
+  }
+}
 template <typename T>
 __global__ void scale_kernel(T* out, double scale) {
   out[0] = static_cast<T>(out[0] * scale);
@@ -135,13 +148,32 @@ void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel,
   DAGSIM_CUDA_CHECK(cudaGetLastError());
 }
 
+template <typename T>
+void lines(LineOp op, const LineArgs& args, StreamHandle stream) {
+  if (args.lines == 0) return;
+  visit_line(op, [&](auto f) { lines_kernel<T><<<blocks_for(args.lines), kThreads, 0, as_stream(stream)>>>(f, args); });
+  DAGSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename From, typename To>
+void cast(const From* x, To* out, int64_t n, StreamHandle stream) {
+  if (n == 0) return;
+  cast_kernel<From, To><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(x, out, n);
+  DAGSIM_CUDA_CHECK(cudaGetLastError());
+}
+template void cast<float, double>(const float*, double*, int64_t, StreamHandle);
+template void cast<double, float>(const double*, float*, int64_t, StreamHandle);
+template void cast<float, float>(const float*, float*, int64_t, StreamHandle);
+template void cast<double, double>(const double*, double*, int64_t, StreamHandle);
+
 #define DAGSIM_INSTANTIATE(T)                                                                                   \
   template void pointwise_unary<T>(Pointwise, const T*, T*, int64_t, double, StreamHandle);                     \
   template void pointwise_binary<T>(Pointwise, const T*, const T*, T*, const StridedShape&, int64_t, double,    \
                                     StreamHandle);                                                              \
   template void gather<T>(const T*, T*, const StridedShape&, int64_t, StreamHandle);                            \
   template void reduce_sum<T>(const T*, T*, const StridedShape&, int64_t, const StridedShape&, int64_t, double, \
-                              StreamHandle);
+                              StreamHandle);                                                              \
+  template void lines<T>(LineOp, const LineArgs&, StreamHandle);
 DAGSIM_INSTANTIATE(float)
 DAGSIM_INSTANTIATE(double)
 #undef DAGSIM_INSTANTIATE

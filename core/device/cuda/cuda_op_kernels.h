@@ -1,6 +1,7 @@
 // The cuda backend's kernels for dagsim's ops (CudaKernels, cuda_kernel_table.h, calls these):
 // every Pointwise formula over contiguous or broadcast operands, strided gathers, sums over any
-// set of dimensions, all enqueued on a stream.
+// set of dimensions, the line kernels (softmax, layer_norm, max, the index ops, nll_loss,
+// addcmul_) and dtype casts, all enqueued on a stream.
 //
 // Plain C++ (no CUDA types), compiled by nvcc in cuda_op_kernels.cu; a stream is the cudaStream_t
 // it is, cast to void*. Each launcher checks the launch and throws dagsim::Error(internal_error)
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 
+#include "core/tensor/line_kernels.h"
 #include "core/tensor/pointwise.h"
 
 namespace dagsim::device::cuda {
@@ -47,5 +49,11 @@ void gather(const T* x, T* out, const StridedShape& index, int64_t n, StreamHand
 template <typename T>
 void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel, const StridedShape& reduced,
                 int64_t reduced_numel, double scale, StreamHandle stream);
+// line_kernels.h's `op` over every line of `args`, one thread per line.
+template <typename T>
+void lines(LineOp op, const LineArgs& args, StreamHandle stream);
+// out[i] = static_cast<To>(x[i]) for i < n.
+template <typename From, typename To>
+void cast(const From* x, To* out, int64_t n, StreamHandle stream);
 
 }  // namespace dagsim::device::cuda

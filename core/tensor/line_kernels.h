@@ -1,0 +1,273 @@
+// Line kernels: the ops whose every output element depends on a whole line of its input (softmax
+// over a dim, layer_norm over a row, max over a dim, a loss over a batch) or on a list of
+// positions (gather, index_select, embedding and their scatter-add backwards), written once for
+// the host and for a GPU, as pointwise.h's formulas are.
+//
+// A line is one (outer, inner) pair of a tensor split at a dim: its `size` elements lie `inner`
+// apart from base = outer * size * inner + inner_index. The op runs one functor call per line, in
+// any order and in parallel on a GPU (one thread per line); each call reads and writes only its
+// own line's outputs, and adds in the same order as the CPU's loop did, so the bits are the CPU's
+// on any device whose libm agrees (std::exp, std::log, std::sqrt: within a GPU's documented ULP
+// bounds otherwise).
+//
+// Indices travel as int64 arrays the kernel reads (LineArgs::index), already checked on the host
+// by the op: a kernel never sees an index out of range. Index arrays for a scatter-add come grouped
+// by destination (index_add: `starts`), so every destination adds its sources in the CPU's order
+// without atomics.
+//
+// Plain C++17 that nvcc also compiles (core/device/cuda/cuda_op_kernels.cu).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/tensor/pointwise.h"
+
+namespace dagsim {
+
+enum class LineOp : uint8_t {
+  softmax,              // y = softmax(x) along the line
+  log_softmax,          // y = log_softmax(x) along the line
+  layer_norm,           // y = (x - mean) * rstd * w + b; mean and rstd (double) per line. inner is 1
+  layer_norm_backward,  // y = dx from g, x, w, mean, rstd. inner is 1
+  layer_norm_weight,    // y = dw: a line is one column (size rows, inner cols) of g * x_hat
+  max,                  // y = the line's max, stat0 = its position in the line (first wins; NaN wins)
+  min,                  // y = the line's min, as max
+  extremum_backward,    // y[base + stat0[line] * inner] = g[line] (y zeroed first)
+  ties_backward,        // one line: y[i] = g / count where x[i] is w[0] (the max or min), NaN as NaN
+  take,                 // y[r * inner + i] = x[index[r] * inner + i]: rows of `inner` elements
+  index_add,            // y[r * inner + i] = 0 + sum of x[index[k] * inner + i], k in [starts[r], starts[r+1])
+  nll_loss,             // one line: y[0] = -(sum of x[index[k]], k < size) / size
+  nll_loss_backward,    // y[index[line]] = -g[0] / size (y zeroed first)
+  addcmul,              // y[line] = y[line] + scalar * x[line] * w[line], in double (addcmul_)
+};
+const char* line_op_name(LineOp op);
+
+// What a line op reads and writes; each op uses the fields its comment above names.
+struct LineArgs {
+  const void* x = nullptr;
+  const void* g = nullptr;
+  const void* w = nullptr;
+  const void* b = nullptr;
+  void* y = nullptr;
+  double* stat0 = nullptr;
+  double* stat1 = nullptr;
+  const int64_t* index = nullptr;
+  const int64_t* starts = nullptr;
+  int64_t lines = 0;
+  int64_t size = 0;
+  int64_t inner = 1;
+  double scalar = 0;
+};
+
+namespace line {
+
+DAGSIM_HOST_DEVICE inline int64_t base_of(const LineArgs& a, int64_t line) {
+  return (line / a.inner) * a.size * a.inner + line % a.inner;
+}
+template <typename T>
+DAGSIM_HOST_DEVICE const T* in(const void* p) { return static_cast<const T*>(p); }
+template <typename T>
+DAGSIM_HOST_DEVICE T* out(void* p) { return static_cast<T*>(p); }
+
+// Whether `v` replaces `best` as the running max (or min): strictly better, so the first of equal
+// values wins, as PyTorch's CPU kernel; and NaN beats any number, as torch.max propagates NaN.
+template <typename T>
+DAGSIM_HOST_DEVICE bool beats(T v, T best, bool is_max) {
+  if (best != best) return false;
+  if (v != v) return true;
+  return is_max ? v > best : v < best;
+}
+
+struct Softmax {
+  bool log_form;
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const int64_t base = base_of(a, line), s = a.inner;
+    const T* x = in<T>(a.x) + base;
+    T* y = out<T>(a.y) + base;
+    T max = -static_cast<T>(INFINITY);
+    for (int64_t k = 0; k < a.size; ++k) max = max < x[k * s] ? x[k * s] : max;  // std::max's choice
+    T total{0};
+    for (int64_t k = 0; k < a.size; ++k) total += std::exp(x[k * s] - max);
+    const T log_total = std::log(total);
+    for (int64_t k = 0; k < a.size; ++k) {
+      const T shifted = x[k * s] - max;
+      y[k * s] = log_form ? shifted - log_total : std::exp(shifted) / total;
+    }
+  }
+};
+
+// Biased variance, as PyTorch; the statistics in double for both dtypes.
+struct LayerNorm {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const int64_t cols = a.size;
+    const T* row = in<T>(a.x) + line * cols;
+    const T* w = in<T>(a.w);
+    const T* b = in<T>(a.b);
+    T* y = out<T>(a.y) + line * cols;
+    double m = 0, v = 0;
+    for (int64_t j = 0; j < cols; ++j) m += row[j];
+    m /= static_cast<double>(cols);
+    for (int64_t j = 0; j < cols; ++j) v += (row[j] - m) * (row[j] - m);
+    v /= static_cast<double>(cols);
+    const double s = 1.0 / std::sqrt(v + a.scalar);
+    a.stat0[line] = m;
+    a.stat1[line] = s;
+    for (int64_t j = 0; j < cols; ++j) {
+      double h = (row[j] - m) * s;
+      if (w) h *= w[j];
+      if (b) h += b[j];
+      y[j] = static_cast<T>(h);
+    }
+  }
+};
+
+// With h = g * weight (the gradient reaching x_hat):
+// dx = rstd * (h - mean(h) - x_hat * mean(h * x_hat)), means over the row.
+struct LayerNormBackward {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const int64_t cols = a.size;
+    const T* gr = in<T>(a.g) + line * cols;
+    const T* xr = in<T>(a.x) + line * cols;
+    const T* w = in<T>(a.w);
+    T* gx = out<T>(a.y) + line * cols;
+    const double m = a.stat0[line], s = a.stat1[line];
+    double mean_h = 0, mean_hx = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      const double xhat = (xr[j] - m) * s;
+      const double h = w ? gr[j] * w[j] : gr[j];
+      mean_h += h;
+      mean_hx += h * xhat;
+    }
+    mean_h /= static_cast<double>(cols);
+    mean_hx /= static_cast<double>(cols);
+    for (int64_t j = 0; j < cols; ++j) {
+      const double xhat = (xr[j] - m) * s;
+      const double h = w ? gr[j] * w[j] : gr[j];
+      gx[j] = static_cast<T>(s * (h - mean_h - xhat * mean_hx));
+    }
+  }
+};
+
+// dw[j] = sum over rows of g * x_hat, added row by row in T as the gradient accumulates.
+struct LayerNormWeight {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const int64_t cols = a.inner;
+    const T* g = in<T>(a.g);
+    const T* x = in<T>(a.x);
+    T acc{0};
+    for (int64_t r = 0; r < a.size; ++r) {
+      const double xhat = (x[r * cols + line] - a.stat0[r]) * a.stat1[r];
+      acc = static_cast<T>(acc + g[r * cols + line] * xhat);
+    }
+    out<T>(a.y)[line] = acc;
+  }
+};
+
+struct Extremum {
+  bool is_max;
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const int64_t base = base_of(a, line), s = a.inner;
+    const T* x = in<T>(a.x) + base;
+    int64_t best = 0;
+    for (int64_t k = 1; k < a.size; ++k) {
+      if (beats(x[k * s], x[best * s], is_max)) best = k;
+    }
+    out<T>(a.y)[line] = x[best * s];
+    a.stat0[line] = static_cast<double>(best);
+  }
+};
+
+struct ExtremumBackward {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const int64_t k = static_cast<int64_t>(a.stat0[line]);
+    out<T>(a.y)[base_of(a, line) + k * a.inner] = in<T>(a.g)[line];
+  }
+};
+
+// The gradient of max() or min() over everything, split evenly among the elements equal to the
+// result (every NaN when it is NaN), as PyTorch's evenly_distribute_backward.
+struct TiesBackward {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t) const {
+    const T* x = in<T>(a.x);
+    const T best = in<T>(a.w)[0];
+    T* y = out<T>(a.y);
+    int64_t count = 0;
+    for (int64_t i = 0; i < a.size; ++i) count += (x[i] == best || (x[i] != x[i] && best != best)) ? 1 : 0;
+    const T share = in<T>(a.g)[0] / static_cast<T>(count);
+    for (int64_t i = 0; i < a.size; ++i) {
+      if (x[i] == best || (x[i] != x[i] && best != best)) y[i] = share;
+    }
+  }
+};
+
+struct Take {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    out<T>(a.y)[line] = in<T>(a.x)[a.index[line / a.inner] * a.inner + line % a.inner];
+  }
+};
+
+struct IndexAdd {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const int64_t r = line / a.inner, i = line % a.inner;
+    const T* x = in<T>(a.x);
+    T acc{0};
+    for (int64_t k = a.starts[r]; k < a.starts[r + 1]; ++k) acc += x[a.index[k] * a.inner + i];
+    out<T>(a.y)[line] = acc;
+  }
+};
+
+struct NllLoss {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t) const {
+    const T* x = in<T>(a.x);
+    T acc{0};
+    for (int64_t k = 0; k < a.size; ++k) acc -= x[a.index[k]];
+    out<T>(a.y)[0] = static_cast<T>(acc / static_cast<T>(a.size));
+  }
+};
+
+struct NllLossBackward {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    out<T>(a.y)[a.index[line]] = -in<T>(a.g)[0] / static_cast<T>(a.size);
+  }
+};
+
+struct Addcmul {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    T* y = out<T>(a.y);
+    y[line] = static_cast<T>(y[line] + a.scalar * in<T>(a.x)[line] * in<T>(a.w)[line]);
+  }
+};
+
+}  // namespace line
+
+// Calls visitor(functor) with the functor of `op`. (Host code: the visitor loops or launches.)
+template <typename Visitor>
+void visit_line(LineOp op, Visitor&& visitor) {
+  switch (op) {
+    case LineOp::softmax: return visitor(line::Softmax{false});
+    case LineOp::log_softmax: return visitor(line::Softmax{true});
+    case LineOp::layer_norm: return visitor(line::LayerNorm{});
+    case LineOp::layer_norm_backward: return visitor(line::LayerNormBackward{});
+    case LineOp::layer_norm_weight: return visitor(line::LayerNormWeight{});
+    case LineOp::max: return visitor(line::Extremum{true});
+    case LineOp::min: return visitor(line::Extremum{false});
+    case LineOp::extremum_backward: return visitor(line::ExtremumBackward{});
+    case LineOp::ties_backward: return visitor(line::TiesBackward{});
+    case LineOp::take: return visitor(line::Take{});
+    case LineOp::index_add: return visitor(line::IndexAdd{});
+    case LineOp::nll_loss: return visitor(line::NllLoss{});
+    case LineOp::nll_loss_backward: return visitor(line::NllLossBackward{});
+    case LineOp::addcmul: return visitor(line::Addcmul{});
+  }
+}
+
+// Every line of `args`, in order, on the host: the CPU ops and the host reference table.
+template <typename T>
+void run_lines_host(LineOp op, const LineArgs& args) {
+  visit_line(op, [&](auto f) {
+    for (int64_t l = 0; l < args.lines; ++l) f.template run<T>(args, l);
+  });
+}
+
+}  // namespace dagsim

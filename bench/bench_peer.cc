@@ -2,7 +2,8 @@
 // parent (PR_SET_PDEATHSIG) and ends when its standard input closes.
 //   dagsim_bench_peer raw-echo PORT BYTES        connect to PORT, echo BYTES-sized messages
 //   dagsim_bench_peer raw-sink PORT ACK_BYTES    connect to PORT, read, send one byte per ACK_BYTES
-//   dagsim_bench_peer node FD PORT0 PORT1 TRUSTED  node 1 of the pair, listening on inherited FD
+//   dagsim_bench_peer node FD PORT0 PORT1 TRUSTED [GPU]  node 1 of the pair, listening on
+//                                                  inherited FD; GPU: none, sim or cuda (cuda:0)
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -61,14 +62,16 @@ int raw_sink(uint16_t port, size_t ack_bytes) {
   }
 }
 
-int node(int fd, uint16_t port0, uint16_t port1, bool trusted) {
+int node(int fd, uint16_t port0, uint16_t port1, bool trusted, dagsim::bench::BenchGpu gpu) {
   using namespace dagsim;
   asio::io_context& io = net::IoScheduler::for_this_thread().io();
   tcp::acceptor acceptor(io);
   acceptor.assign(tcp::v4(), fd);
-  const bench::MlpModels models;
+  bench::MlpModels models;
   const rpc::FunctionRegistry registry = bench::bench_registry(models);
-  bench::BenchNode node(1, std::move(acceptor), port0, port1, trusted, registry);
+  bench::BenchNode node(1, std::move(acceptor), port0, port1, trusted, registry, gpu);
+  // Before any request is read: the io loop runs only once this fiber waits below.
+  if (gpu != bench::BenchGpu::none) models.place_on(Device::cuda(0));
   // Serve until the parent closes our standard input.
   asio::posix::stream_descriptor input(io, ::dup(STDIN_FILENO));
   boost::fibers::mutex mutex;
@@ -82,6 +85,7 @@ int node(int fd, uint16_t port0, uint16_t port1, bool trusted) {
   });
   std::unique_lock lock(mutex);
   cv.wait(lock, [&] { return done; });
+  models.release_gpu();
   return 0;
 }
 
@@ -92,10 +96,12 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 3 && args[0] == "raw-echo") return raw_echo(static_cast<uint16_t>(std::stoi(args[1])), std::stoul(args[2]));
   if (args.size() == 3 && args[0] == "raw-sink") return raw_sink(static_cast<uint16_t>(std::stoi(args[1])), std::stoul(args[2]));
-  if (args.size() == 5 && args[0] == "node") {
+  if ((args.size() == 5 || args.size() == 6) && args[0] == "node") {
+    const auto gpu = args.size() == 6 ? dagsim::bench::parse_bench_gpu(args[5]) : dagsim::bench::BenchGpu::none;
     return node(std::stoi(args[1]), static_cast<uint16_t>(std::stoi(args[2])), static_cast<uint16_t>(std::stoi(args[3])),
-                args[4] == "1");
+                args[4] == "1", gpu);
   }
-  std::fprintf(stderr, "usage: dagsim_bench_peer raw-echo PORT BYTES | raw-sink PORT ACK_BYTES | node FD PORT0 PORT1 TRUSTED\n");
+  std::fprintf(stderr,
+               "usage: dagsim_bench_peer raw-echo PORT BYTES | raw-sink PORT ACK_BYTES | node FD PORT0 PORT1 TRUSTED [GPU]\n");
   return 2;
 }

@@ -17,6 +17,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include <cstdlib>
 #include <deque>
 #include <thread>
 
@@ -42,7 +43,9 @@ class Peer {
   Peer(std::vector<std::string> args, int listen_fd = -1) {
     int pipe_fds[2];
     if (::pipe(pipe_fds) != 0) std::abort();
-    args.insert(args.begin(), DAGSIM_BENCH_PEER);
+    // The build's peer, or DAGSIM_BENCH_PEER's (binaries carried to another machine).
+    const char* peer = std::getenv("DAGSIM_BENCH_PEER");
+    args.insert(args.begin(), peer != nullptr && *peer != '\0' ? peer : DAGSIM_BENCH_PEER);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -122,20 +125,25 @@ BENCHMARK(BM_RawStream)->Arg(kStreamBytes)->UseRealTime()->Unit(benchmark::kMicr
 
 // dagsim over TCP ------------------------------------------------------------------------------
 
-// Runs `body` with node 0 of a pair whose node 1 is a peer process, both connected already.
-void with_tcp_pair(bool trusted, const std::function<void(BenchNode&, const MlpModels&)>& body) {
+// Runs `body` with node 0 of a pair whose node 1 is a peer process, both connected already; with
+// `gpu`, each node has it as cuda:0, mapped to the other's, and a copy of the models there.
+void with_tcp_pair(bool trusted, const std::function<void(BenchNode&, const MlpModels&)>& body,
+                   BenchGpu gpu = BenchGpu::none) {
   on_own_thread([&] {
     asio::io_context& io = net::IoScheduler::for_this_thread().io();
     tcp::acceptor a0 = loopback_acceptor(io), a1 = loopback_acceptor(io);
     const uint16_t port0 = a0.local_endpoint().port(), port1 = a1.local_endpoint().port();
-    Peer peer({"node", "3", std::to_string(port0), std::to_string(port1), trusted ? "1" : "0"}, a1.native_handle());
+    Peer peer({"node", "3", std::to_string(port0), std::to_string(port1), trusted ? "1" : "0", bench_gpu_name(gpu)},
+              a1.native_handle());
     a1.close();
-    const MlpModels models;
+    MlpModels models;
     const rpc::FunctionRegistry registry = bench_registry(models);
     {
-      BenchNode node(0, std::move(a0), port0, port1, trusted, registry);
+      BenchNode node(0, std::move(a0), port0, port1, trusted, registry, gpu);
+      if (gpu != BenchGpu::none) models.place_on(Device::cuda(0));
       node.agent().rpc_sync(1, "echo", {{zeros({1})}, {}});  // connects both ways
       body(node, models);
+      models.release_gpu();
     }
   });
 }
@@ -204,7 +212,11 @@ void BM_TcpSeedStep(benchmark::State& state) {
 }
 BENCHMARK(BM_TcpSeedStep)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
-void mlp_step(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd, const MlpWeights& mlp) {
+// One distributed step of the MLP: node 1 runs every other layer. With `read_back`, the step ends
+// by reading one value of the gradients to the host (a GPU's queued work finishes first); returns
+// that value, or 0.
+double mlp_step(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd, const MlpWeights& mlp,
+                bool read_back = false) {
   dist_autograd::DistAutograd::Context ctx(autograd);
   Tensor h = mlp.x;
   for (int i = 0; i < kMlpLayers; ++i) {
@@ -213,6 +225,10 @@ void mlp_step(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd, const
     h = tanh(z);
   }
   autograd.backward(ctx.id(), {sum(h)});
+  if (!read_back) return 0;
+  const auto grads = autograd.get_gradients(ctx.id());
+  if (grads.size() != kMlpLayers / 2) throw errors::internal_error("an MLP step lost a gradient");
+  return sum(grads.begin()->second).item();
 }
 
 // range(0): trusted network (no MACs); range(1): float32 (PyTorch users' dtype) or float64.
@@ -223,6 +239,26 @@ void BM_TcpMlpStep(benchmark::State& state) {
   });
 }
 BENCHMARK(BM_TcpMlpStep)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"", "float32"})->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The same step with both nodes' layers on a GPU: the input and node 0's layers on its cuda:0,
+// node 1's on its own cuda:0 through the device maps (each RPC stages its tensor to the host and
+// back on the other side), the backward on the GPUs. A step ends when node 0 has read a value of
+// its gradients to the host, so the GPUs' queued work is inside the time. range(0): 0, the
+// simulated GPU through its kernel table (the cuda backend's code path on the host: the check
+// that this benchmark runs, on any machine); 1, this machine's GPU (skipped without one).
+// range(1): float32. Trusted network, as a GPU cluster's.
+void BM_TcpMlpStepOnGpus(benchmark::State& state) {
+  const BenchGpu gpu = state.range(0) == 1 ? BenchGpu::cuda : BenchGpu::sim;
+  if (const std::string why = bench_gpu_unavailable(gpu); !why.empty()) {
+    state.SkipWithError(("needs a CUDA GPU: " + why).c_str());
+    return;
+  }
+  with_tcp_pair(/*trusted=*/true, [&](BenchNode& node, const MlpModels& models) {
+    const MlpWeights& mlp = models.of(state.range(1) == 1 ? Dtype::float32 : Dtype::float64, Device::cuda(0));
+    for (auto _ : state) benchmark::DoNotOptimize(mlp_step(node.agent(), node.autograd(), mlp, /*read_back=*/true));
+  }, gpu);
+}
+BENCHMARK(BM_TcpMlpStepOnGpus)->ArgsProduct({{0, 1}, {0, 1}})->ArgNames({"cuda", "float32"})->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // The MLP step on the local engine, for the distributed steps' overhead.
 void BM_MlpLocal(benchmark::State& state) {

@@ -4,6 +4,8 @@
 // TCP with its layers split between two processes.
 #pragma once
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "core/base/prng.h"
@@ -26,8 +28,21 @@ struct MlpWeights {
       weights.push_back(w);
     }
   }
+  // The same values on `device`, the weights leaves there.
+  MlpWeights on(Device device) const {
+    MlpWeights copy(to_device(x, device), {});
+    for (const Tensor& w : weights) {
+      Tensor moved = to_device(detach(w), device);
+      moved.set_requires_grad(true);
+      copy.weights.push_back(moved);
+    }
+    return copy;
+  }
   Tensor x;
   std::vector<Tensor> weights;
+
+ private:
+  MlpWeights(Tensor x, std::vector<Tensor> weights) : x(std::move(x)), weights(std::move(weights)) {}
 };
 
 // Both dtypes' models, for the processes of a distributed step: a layer runs on the model of its
@@ -35,7 +50,21 @@ struct MlpWeights {
 struct MlpModels {
   MlpWeights f64{Dtype::float64};
   MlpWeights f32{Dtype::float32};
-  const MlpWeights& of(Dtype dtype) const { return dtype == Dtype::float32 ? f32 : f64; }
+  // Copies on a GPU (place_on), for the layers whose input is there.
+  std::optional<MlpWeights> gpu_f64, gpu_f32;
+  void place_on(Device device) {
+    gpu_f64 = f64.on(device);
+    gpu_f32 = f32.on(device);
+  }
+  // Before the GPU goes (its node's clock with it).
+  void release_gpu() {
+    gpu_f64.reset();
+    gpu_f32.reset();
+  }
+  const MlpWeights& of(Dtype dtype, Device device = Device::cpu()) const {
+    if (!device.is_cpu()) return dtype == Dtype::float32 ? gpu_f32.value() : gpu_f64.value();
+    return dtype == Dtype::float32 ? f32 : f64;
+  }
 };
 
 }  // namespace dagsim::bench

@@ -4,8 +4,13 @@
 //
 // The functions: "echo" returns its tensor (a round trip of its size both ways), "sink" takes a
 // tensor and returns nothing (a stream one way), "owned_layer" multiplies by the peer's copy of an
-// MLP layer's weight (seeded identically in both processes), as bm_mlp.cc places every other layer
-// on a second worker.
+// MLP layer's weight (seeded identically in both processes, and on the peer's GPU when the input
+// arrives on one), as bm_mlp.cc places every other layer on a second worker.
+//
+// A node may have a GPU as cuda:0 (BenchGpu): a simulated one running through its kernel table
+// (the cuda backend's code path, with no delays: the benchmark's own check on any machine), or
+// this machine's. Then each node maps cuda:0 to the other's cuda:0, as torch's
+// set_device_map({0: 0}).
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -14,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device/sim_gpu.h"
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/rpc/function_registry.h"
 #include "core/rpc/rpc_agent.h"
@@ -23,6 +29,9 @@
 #include "net/process_node.h"
 #include "net/real_clock.h"
 #include "net/tcp_transport.h"
+#ifdef DAGSIM_HAVE_CUDA
+#include "core/device/cuda/cuda_gpu.h"
+#endif
 
 namespace dagsim::bench {
 
@@ -35,9 +44,48 @@ inline rpc::FunctionRegistry bench_registry(const MlpModels& models) {
   registry.add("owned_layer", [&models](rpc::CallContext&, const rpc::CallArgs& args) {
     const auto index = static_cast<size_t>(args.attribute("owned_layer", "layer"));
     const Tensor& h = args.tensors.at(0);
-    return std::vector<Tensor>{matmul(h, models.of(h.dtype()).weights.at(index))};
+    return std::vector<Tensor>{matmul(h, models.of(h.dtype(), h.device()).weights.at(index))};
   });
   return registry;
+}
+
+enum class BenchGpu { none, sim, cuda };
+
+inline BenchGpu parse_bench_gpu(const std::string& name) {
+  if (name == "sim") return BenchGpu::sim;
+  if (name == "cuda") return BenchGpu::cuda;
+  return BenchGpu::none;
+}
+inline const char* bench_gpu_name(BenchGpu gpu) {
+  return gpu == BenchGpu::sim ? "sim" : gpu == BenchGpu::cuda ? "cuda" : "none";
+}
+
+// Why `gpu` cannot run on this machine, or "".
+inline std::string bench_gpu_unavailable(BenchGpu gpu) {
+  if (gpu != BenchGpu::cuda) return "";
+#ifdef DAGSIM_HAVE_CUDA
+  return device::cuda::device_count() == 0 ? device::cuda::why_no_device() : "";
+#else
+  return "this build has no cuda backend (no nvcc at build time)";
+#endif
+}
+
+// The node's devices for `gpu`: none, or cuda:0.
+inline std::unique_ptr<DeviceSet> make_bench_gpus(BenchGpu gpu, runtime::Clock& clock) {
+  if (gpu == BenchGpu::none) return nullptr;
+  auto set = std::make_unique<DeviceSet>();
+  if (gpu == BenchGpu::sim) {
+    auto sim = std::make_shared<device::SimGpu>(0, clock, Prng(1), device::SimGpuDelays{0, 0, 0, 0});
+    sim->use_kernel_table(true);
+    set->add(std::move(sim));
+    return set;
+  }
+#ifdef DAGSIM_HAVE_CUDA
+  set->add(std::make_shared<device::cuda::CudaGpu>(0, &clock));
+  return set;
+#else
+  throw errors::invalid_argument("a cuda benchmark node: " + bench_gpu_unavailable(gpu));
+#endif
 }
 
 // One node of the benchmark pair in this process. REQUIRES: the calling thread runs no other
@@ -45,12 +93,14 @@ inline rpc::FunctionRegistry bench_registry(const MlpModels& models) {
 class BenchNode {
  public:
   BenchNode(WorkerId self, boost::asio::ip::tcp::acceptor acceptor, uint16_t port0, uint16_t port1, bool trusted,
-            const rpc::FunctionRegistry& registry)
-      : io_(net::IoScheduler::for_this_thread().io()), clock_(io_), transport_(io_, std::move(acceptor), options(self, port0, port1, trusted)),
+            const rpc::FunctionRegistry& registry, BenchGpu gpu = BenchGpu::none)
+      : io_(net::IoScheduler::for_this_thread().io()), clock_(io_), gpus_(make_bench_gpus(gpu, clock_)),
+        transport_(io_, std::move(acceptor), options(self, port0, port1, trusted)),
         node_(self == 0 ? "bench0" : "bench1", self, 0, 1, clock_, transport_, log_, [](const runtime::FiberContext&, std::string what) {
           std::fprintf(stderr, "bench node fiber failed: %s\n", what.c_str());
         }),
-        agent_(node_.env(), registry), autograd_(agent_) {
+        agent_(node_.env(), registry, rpc_options(self, gpus_ != nullptr)), autograd_(agent_) {
+    if (gpus_ != nullptr) node_.fibers().set_devices(gpus_.get());
     agent_.start();
     // The main context acts as one of the node's fibers, so it may call and wait.
     main_.node_name = node_.env().name;
@@ -58,6 +108,7 @@ class BenchNode {
     main_.scope = node_.lifetime();
     main_.clock = &clock_;
     main_.spawner = &node_;
+    main_.devices = gpus_.get();
     runtime::set_current_fiber(&main_);
   }
   ~BenchNode() {
@@ -83,9 +134,19 @@ class BenchNode {
     o.connection_timeout = std::chrono::seconds(10);
     return o;
   }
+  static rpc::RpcOptions rpc_options(WorkerId self, bool gpus) {
+    rpc::RpcOptions o;
+    if (gpus) {
+      const WorkerId peer = 1 - self;
+      o.device_maps[peer] = {{Device::cuda(0), Device::cuda(0)}};
+      o.reverse_device_maps[peer] = {{Device::cuda(0), Device::cuda(0)}};
+    }
+    return o;
+  }
 
   boost::asio::io_context& io_;
   net::RealClock clock_;
+  std::unique_ptr<DeviceSet> gpus_;  // outlives the node's fibers
   runtime::MemoryLog log_;
   net::TcpTransport transport_;
   net::ProcessNode node_;

@@ -45,7 +45,7 @@ TEST_P(ProgramExamples, GiveTheSimulatorsGradientsAndParametersOverTcp) {
 INSTANTIATE_TEST_SUITE_P(Tcp, ProgramExamples,
                          ::testing::Values("seed_example", "seed_end_to_end", "mlp_partition", "remote_rref", "nested_rpc",
                                            "unused_rpc", "smart_mode", "mixed_dtypes", "faulty_messages", "rref_forks",
-                                           "gpu_continuation", "gpu_device_maps", "gpu_parameters"));
+                                           "gpu_continuation", "gpu_device_maps", "gpu_parameters", "gpu_classifier"));
 
 // Each round as (store life, round, [(member, rank)]): what the rendezvous decided, without times.
 std::vector<std::string> rounds(const json& j) {

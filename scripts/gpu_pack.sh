@@ -7,18 +7,21 @@
 #   scripts/gpu_pack.sh pack         builds, writes .gpu/pack.tar.xz (the folder is git-ignored)
 #   scripts/gpu_pack.sh run OUT      on the GPU machine, from the repository root: unpacks into
 #                                    /tmp/gpupack, runs the cuda tests, the GPU examples with real
-#                                    GPUs in the simulator and over TCP, and the GPU benchmarks;
-#                                    writes OUT/cuda_gpu_test.xml, OUT/examples.txt, OUT/gpu.json
+#                                    GPUs in the simulator and over TCP, and the GPU benchmarks
+#                                    (bm_gpu.cc; the distributed MLP step over TCP on GPUs beside
+#                                    the same on CPUs); writes OUT/cuda_gpu_test.xml,
+#                                    OUT/examples.txt, OUT/gpu.json, OUT/tcp_gpu.json
 #
 # Without a GPU `run` still runs, and every check says it was skipped and why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-binaries=(build/dagsim build/core/cuda_gpu_test build/bench/dagsim_bench_gpu)
+binaries=(build/dagsim build/core/cuda_gpu_test build/bench/dagsim_bench_gpu build/bench/dagsim_bench_tcp
+          build/bench/dagsim_bench_peer)
 
 case "${1:-}" in
   pack)
-    bash scripts/build.sh dagsim cuda_gpu_test dagsim_bench_gpu
+    bash scripts/build.sh dagsim cuda_gpu_test dagsim_bench_gpu dagsim_bench_tcp dagsim_bench_peer
     for b in "${binaries[@]}"; do
       [ -x "$b" ] || { echo "gpu_pack: no $b (is nvcc installed? docs/devices.md)" >&2; exit 1; }
     done
@@ -56,6 +59,9 @@ case "${1:-}" in
     cat "$out/examples.txt"
     /tmp/gpupack/bin/dagsim_bench_gpu --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true \
       --benchmark_min_time=0.2 --benchmark_out="$out/gpu.json" --benchmark_out_format=json || status=1
+    DAGSIM_BENCH_PEER=/tmp/gpupack/bin/dagsim_bench_peer /tmp/gpupack/bin/dagsim_bench_tcp \
+      --benchmark_filter='TcpMlpStep' --benchmark_repetitions=3 --benchmark_enable_random_interleaving=true \
+      --benchmark_min_time=0.2 --benchmark_out="$out/tcp_gpu.json" --benchmark_out_format=json || status=1
     exit "$status"
     ;;
   *)

@@ -73,6 +73,18 @@ TEST(Ops, ScalarOpsAndUnaryMath) {
   EXPECT_TRUE(std::isnan(sqrt(t({1}, {-1})).item()));
 }
 
+// torch.relu keeps NaN (clamp_min), and its backward (threshold_backward: 0 where the output is
+// <= 0, else the gradient) passes the gradient where the output is NaN.
+TEST(Ops, ReluKeepsNaNAndItsBackwardPassesTheGradientThere) {
+  Tensor x = t({3}, {std::nan(""), -1, 2});
+  x.set_requires_grad(true);
+  Tensor y = relu(x);
+  EXPECT_TRUE(std::isnan(y.to_vector()[0]));
+  EXPECT_EQ(y.to_vector()[1], 0.0);
+  sum(y).backward();
+  EXPECT_EQ(x.grad().to_vector(), (std::vector<double>{1, 0, 1}));
+}
+
 TEST(Ops, AbsAndSqrtBackward) {
   // abs: sign(x), and 0 at the kink (PyTorch's choice), which gradcheck cannot probe.
   Tensor x = t({4}, {-2, 0, 0.5, 3});

@@ -31,7 +31,7 @@ enum class Pointwise : uint8_t {
   mul_scalar,   // x * s
   neg,          // -x
   pow_scalar,   // x ^ s
-  relu,         // max(x, 0)
+  relu,         // max(x, 0), NaN kept
   abs,          // |x|
   sqrt,         // sqrt(x)
   tanh,
@@ -48,7 +48,7 @@ enum class Pointwise : uint8_t {
   div,               // a / b
   axpy,              // a + s * b (add_ with alpha)
   copy,              // b (copy_)
-  relu_backward,     // (g, y): g where y > 0, else 0
+  relu_backward,     // (g, y): 0 where y <= 0, else g
   abs_backward,      // (g, x): g * sign(x), sign(0) = 0
   sqrt_backward,     // (g, y): g / (2 y)
   pow_backward,      // (g, x): g * s * x^(s - 1)
@@ -68,7 +68,8 @@ struct AddScalar { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, do
 struct MulScalar { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double s) const { return static_cast<T>(x * s); } };
 struct Neg { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return -x; } };
 struct PowScalar { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double s) const { return std::pow(x, static_cast<T>(s)); } };
-struct Relu { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return x > 0 ? x : T{0}; } };
+// NaN propagates, as torch.relu's clamp_min does.
+struct Relu { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return x > 0 || x != x ? x : T{0}; } };
 struct Abs { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return std::abs(x); } };
 struct Sqrt { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return std::sqrt(x); } };
 struct Tanh { template <typename T> DAGSIM_HOST_DEVICE T operator()(T x, double) const { return std::tanh(x); } };
@@ -85,7 +86,8 @@ struct Mul { template <typename T> DAGSIM_HOST_DEVICE T operator()(T a, T b, dou
 struct Div { template <typename T> DAGSIM_HOST_DEVICE T operator()(T a, T b, double) const { return a / b; } };
 struct Axpy { template <typename T> DAGSIM_HOST_DEVICE T operator()(T a, T b, double s) const { return static_cast<T>(a + s * b); } };
 struct Copy { template <typename T> DAGSIM_HOST_DEVICE T operator()(T, T b, double) const { return b; } };
-struct ReluBackward { template <typename T> DAGSIM_HOST_DEVICE T operator()(T g, T y, double) const { return y > 0 ? g : T{0}; } };
+// PyTorch's threshold_backward: 0 where y <= 0, else g (so a NaN output passes its gradient).
+struct ReluBackward { template <typename T> DAGSIM_HOST_DEVICE T operator()(T g, T y, double) const { return y <= 0 ? T{0} : g; } };
 struct AbsBackward {
   template <typename T> DAGSIM_HOST_DEVICE T operator()(T g, T x, double) const { return x > 0 ? g : x < 0 ? -g : T{0}; }
 };

@@ -6,6 +6,7 @@
 
 #include "core/device/cuda/cuda_check.h"
 #include "core/device/cuda/grid.cuh"
+#include "core/tensor/pointwise.h"
 
 namespace dagsim::device::cuda {
 
@@ -42,14 +43,13 @@ __global__ void broadcast_rows_kernel(const T* bias, T* out, int64_t rows, int64
 template <typename T>
 __global__ void relu_kernel(const T* x, T* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    // NaN propagates, as torch.relu's does.
-    out[i] = x[i] > T{0} || x[i] != x[i] ? x[i] : T{0};
+    out[i] = pointwise::Relu{}(x[i], 0.0);  // the ops' formula: NaN propagates
   }
 }
 template <typename T>
 __global__ void relu_backward_kernel(const T* g, const T* y, T* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
-    out[i] = y[i] > T{0} ? g[i] : T{0};
+    out[i] = pointwise::ReluBackward{}(g[i], y[i], 0.0);
   }
 }
 // One thread per column, walking the rows: coalesced across a warp, deterministic in order.

@@ -273,7 +273,8 @@ CheckResult ElasticJudge::expect_error(const CheckSpec& spec) const {
   for (const AgentLife& a : agents_) {
     if (a.result && !a.result->error.empty()) seen += "; " + a.name + ": " + a.result->error;
   }
-  return {spec.kind, false, "no agent failed with \"" + message + "\"" + (seen.empty() ? " (none failed)" : seen)};
+  // The expected text is the scenario's, so it is quoted: it may hold anything (a terminal escape).
+  return {spec.kind, false, "no agent failed with " + quote(message) + (seen.empty() ? " (none failed)" : seen)};
 }
 
 }  // namespace dagsim::scenarios

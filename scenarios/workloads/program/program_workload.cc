@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
 #include "core/tensor/dtype.h"
 #include "scenarios/workloads/program/model_spec.h"
@@ -284,7 +285,7 @@ CheckResult ProgramJudge::no_leaked_contexts(const CheckSpec& spec) const {
 }
 
 CheckResult ProgramJudge::expect_error(const CheckSpec& spec) const {
-  if (!error_) return {spec.kind, false, "the program succeeded; expected an error containing \"" + spec.message + "\""};
+  if (!error_) return {spec.kind, false, "the program succeeded; expected an error containing " + quote(spec.message)};
   const bool passed = error_->find(spec.message) != std::string::npos;
   return {spec.kind, passed, (passed ? "failed as expected: " : "failed differently: ") + *error_};
 }

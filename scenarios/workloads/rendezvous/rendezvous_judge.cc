@@ -83,7 +83,7 @@ CheckResult RendezvousJudge::expect_error(const CheckSpec& spec) const {
       problems += node + " failed with \"" + last_error->message + "\"; ";
     }
   }
-  if (problems.empty()) return {spec.kind, true, "each failed with \"" + spec.message + "\""};
+  if (problems.empty()) return {spec.kind, true, "each failed with " + quote(spec.message)};
   return {spec.kind, false, problems.substr(0, problems.size() - 2)};
 }
 

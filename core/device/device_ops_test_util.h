@@ -217,4 +217,17 @@ inline std::vector<Tensor> classifier_training(Device device) {
   return out;
 }
 
+// Both workloads on cuda:0 and on the cpu, every value compared with `same`.
+inline void check_workloads_on_cuda0(const SameValues& same) {
+  for (auto* workload : {&broadcasting_and_training, &classifier_training}) {
+    const std::vector<Tensor> cpu = workload(Device::cpu());
+    const std::vector<Tensor> cuda = workload(Device::cuda(0));
+    ASSERT_EQ(cuda.size(), cpu.size());
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      EXPECT_EQ(cuda[i].device(), Device::cuda(0)) << "value " << i;
+      EXPECT_TRUE(same(cuda[i], cpu[i])) << "value " << i;
+    }
+  }
+}
+
 }  // namespace dagsim::device::testing

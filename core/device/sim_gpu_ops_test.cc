@@ -5,8 +5,7 @@
 // computing it): every op gives the CPU's bits, and an op without kernels is refused by name.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstdio>
+#include <functional>
 #include <memory>
 
 #include "core/device/device_ops_test_util.h"
@@ -17,12 +16,11 @@
 namespace dagsim::device {
 namespace {
 
-using testing::broadcasting_and_training;
-using testing::classifier_training;
 using testing::same_bits;
 
-// check_op_table_on_cuda0 on a node with one sim GPU; no read may race.
-std::vector<std::string> check_op_table_on_sim_gpu(bool kernel_table) {
+// Runs `body` on a node with one sim GPU, cuda:0 (through its kernel table when `kernel_table`);
+// no read may race.
+void on_sim_gpu(bool kernel_table, const std::function<void()>& body) {
   fibers::LocalRuntime rt;
   runtime::Env& env = rt.add_node("worker0");
   DeviceSet devices;
@@ -31,9 +29,13 @@ std::vector<std::string> check_op_table_on_sim_gpu(bool kernel_table) {
   sim.use_kernel_table(kernel_table);
   devices.add(std::move(gpu));
   rt.set_devices(0, &devices);
-  std::vector<std::string> ran;
-  rt.run_on(0, [&] { ran = testing::check_op_table_on_cuda0(kernel_table, "sim", same_bits); });
+  rt.run_on(0, body);
   EXPECT_EQ(sim.stats().racy_reads, 0u);
+}
+
+std::vector<std::string> check_op_table_on_sim_gpu(bool kernel_table) {
+  std::vector<std::string> ran;
+  on_sim_gpu(kernel_table, [&] { ran = testing::check_op_table_on_cuda0(kernel_table, "sim", same_bits); });
   return ran;
 }
 
@@ -50,14 +52,7 @@ TEST(SimGpuOps, EveryOpOfTheOpTableGivesTheCpusBitsThroughTheKernelTable) {
 }
 
 TEST(SimGpuOps, AnOpWithoutKernelsIsRefusedByNameBeforeItReadsDeviceMemory) {
-  fibers::LocalRuntime rt;
-  runtime::Env& env = rt.add_node("worker0");
-  DeviceSet devices;
-  auto gpu = std::make_shared<SimGpu>(0, env.clock, Prng(5));
-  gpu->use_kernel_table(true);
-  devices.add(std::move(gpu));
-  rt.set_devices(0, &devices);
-  rt.run_on(0, [&] {
+  on_sim_gpu(/*kernel_table=*/true, [&] {
     const Tensor x = to_device(ones({3}), Device::cuda(0));
     ASSERT_FALSE(has_device_kernel("an_op_without_kernels"));
     try {
@@ -73,24 +68,7 @@ TEST(SimGpuOps, AnOpWithoutKernelsIsRefusedByNameBeforeItReadsDeviceMemory) {
 }
 
 TEST(SimGpuOps, BroadcastsReductionsAnMlpStepAndAClassifiersTrainingGiveTheCpusBitsThroughTheKernelTable) {
-  fibers::LocalRuntime rt;
-  runtime::Env& env = rt.add_node("worker0");
-  DeviceSet devices;
-  auto gpu = std::make_shared<SimGpu>(0, env.clock, Prng(5));
-  gpu->use_kernel_table(true);
-  devices.add(std::move(gpu));
-  rt.set_devices(0, &devices);
-  rt.run_on(0, [&] {
-    for (auto* workload : {&broadcasting_and_training, &classifier_training}) {
-      const std::vector<Tensor> cpu = workload(Device::cpu());
-      const std::vector<Tensor> cuda = workload(Device::cuda(0));
-      ASSERT_EQ(cuda.size(), cpu.size());
-      for (size_t i = 0; i < cpu.size(); ++i) {
-        EXPECT_EQ(cuda[i].device(), Device::cuda(0)) << "value " << i;
-        EXPECT_TRUE(same_bits(cuda[i], cpu[i])) << "value " << i;
-      }
-    }
-  });
+  on_sim_gpu(/*kernel_table=*/true, [] { testing::check_workloads_on_cuda0(same_bits); });
 }
 
 }  // namespace

@@ -76,17 +76,7 @@ TEST(CudaGpu, EveryOpGivesTheCpusValuesAndGradientsOnTheGpu) {
   rt.run_on(0, [&] { ran = testing::check_op_table_on_cuda0(/*kernel_table=*/true, "cuda", close_enough); });
   EXPECT_EQ(ran.size(), rpc::op_table().size()) << "an op of the op table has no cuda kernels";
   for (const std::string& op : ran) EXPECT_TRUE(has_device_kernel(op)) << op;
-  rt.run_on(0, [&] {
-    for (auto* workload : {&testing::broadcasting_and_training, &testing::classifier_training}) {
-      const std::vector<Tensor> cpu = workload(Device::cpu());
-      const std::vector<Tensor> gpu = workload(Device::cuda(0));
-      ASSERT_EQ(gpu.size(), cpu.size());
-      for (size_t i = 0; i < cpu.size(); ++i) {
-        EXPECT_EQ(gpu[i].device(), Device::cuda(0)) << "value " << i;
-        EXPECT_TRUE(close_enough(gpu[i], cpu[i])) << "value " << i;
-      }
-    }
-  });
+  rt.run_on(0, [] { testing::check_workloads_on_cuda0(close_enough); });
 }
 
 TEST(CudaGpu, AStreamWaitsOnAnotherStreamsEvent) {

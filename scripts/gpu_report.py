@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Renders reports/gpu.md from dagsim_bench_gpu's JSON (scripts/bench_gpu.sh).
+"""Renders reports/gpu.md from dagsim_bench_gpu's JSON and, when given, dagsim_bench_tcp's JSON of
+its TcpMlpStep benchmarks (scripts/bench_gpu.sh, scripts/gpu_pack.sh).
 
 Every figure is min / median / max over the run's repetitions, which Google Benchmark interleaved
 at random, so the cuBLAS baseline and the cuda backend were measured side by side on the same card.
@@ -10,13 +11,20 @@ import sys
 from collections import defaultdict
 
 
-def main(json_path, out_path):
-    data = json.load(open(json_path))
+def iterations(data):
     runs = defaultdict(list)
     for b in data["benchmarks"]:
         if b.get("run_type") != "iteration" or b.get("error_occurred"):
             continue
         runs[b["run_name"]].append(b)
+    return runs
+
+
+def main(json_path, out_path, tcp_json_path=None):
+    data = json.load(open(json_path))
+    runs = iterations(data)
+    if tcp_json_path:
+        runs.update(iterations(json.load(open(tcp_json_path))))
     if not runs:
         sys.exit(f"{json_path}: no benchmark ran (no GPU?): {data['context'].get('gpu')}")
 
@@ -81,9 +89,29 @@ def main(json_path, out_path):
         "likely causes, but they were not profiled. Copying straight into a pinned host tensor, which "
         "the wire could then send from, would remove both.",
         "",
+        "## The distributed MLP step over TCP: GPU workers against CPU workers (one host)",
+        "",
+        "bench/bm_transports.cc, in one run with the repetitions interleaved: two processes over "
+        "loopback TCP (trusted network), the 8-layer MLP of width 256 and batch 64, every other layer "
+        "on the second process. `BM_TcpMlpStep` runs it on the CPUs; `BM_TcpMlpStepOnGpus` on each "
+        "process's GPU through the kernel table, with device maps cuda:0 to cuda:0 (each RPC stages its "
+        "tensor to the host and back onto the other GPU), ending when the first process has read a "
+        "gradient value back (the GPUs' queued work inside the time).",
+        "",
     ]
+    tcp_rows = []
+    for dtype, flag in (("float32", 1), ("float64", 0)):
+        c, g = f"BM_TcpMlpStep/1/float32:{flag}/real_time", f"BM_TcpMlpStepOnGpus/cuda:1/float32:{flag}/real_time"
+        if c in runs and g in runs:
+            ct, gt = stat(c, "real_time"), stat(g, "real_time")
+            tcp_rows.append(f"| {dtype} | {fmt(ct, 2)} | {fmt(gt, 2)} | {gt[1] / ct[1]:.2f}x |")
+    if tcp_rows:
+        lines += ["| dtype | CPU workers (ms) | GPU workers (ms) | GPU / CPU (medians) |", "|---|---|---|---|"]
+        lines += tcp_rows + [""]
+    else:
+        lines += ["Not measured in this run (no GPU run of dagsim_bench_tcp's TcpMlpStep benchmarks).", ""]
     open(out_path, "w").write("\n".join(lines))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)

@@ -147,7 +147,7 @@ void SimGpu::poison(std::byte* bytes, size_t nbytes) {
 }
 
 void SimGpu::launch(std::span<Storage* const> reads, std::span<Storage* const> writes, bool copy) {
-  int64_t& tail = stream_tail_ns_[static_cast<size_t>(current_)];
+  int64_t& tail = stream_tail_ns_[static_cast<size_t>(current_.get())];
   const int64_t start = std::max(tail, now_ns());
   bool raced = false;
   for (const Storage* r : reads) raced = raced || r->ready_mark > start;
@@ -157,7 +157,7 @@ void SimGpu::launch(std::span<Storage* const> reads, std::span<Storage* const> w
   for (Storage* w : writes) {
     DAGSIM_ASSERT(w->backend() == this);
     w->ready_mark = end;
-    w->writer_stream = current_;
+    w->writer_stream = current_.get();
     if (raced) poison(w->data(), w->nbytes());
   }
 }
@@ -169,7 +169,7 @@ int SimGpu::new_stream() {
 
 void SimGpu::set_current_stream(int stream) {
   DAGSIM_ASSERT(stream >= 0 && static_cast<size_t>(stream) < stream_tail_ns_.size());
-  current_ = stream;
+  current_.set(stream);
 }
 
 DeviceEvent SimGpu::record(int stream) {
@@ -200,7 +200,7 @@ void SimGpu::synchronize(const DeviceEvent& event) { sleep_until(event.mark); }
 void SimGpu::read_to_host(const Storage& storage, std::byte* out, size_t nbytes) {
   DAGSIM_ASSERT(storage.backend() == this && nbytes <= storage.nbytes());
   // .cpu(): a copy on the current stream, then the host waits for that stream.
-  int64_t& tail = stream_tail_ns_[static_cast<size_t>(current_)];
+  int64_t& tail = stream_tail_ns_[static_cast<size_t>(current_.get())];
   const int64_t start = std::max(tail, now_ns());
   const bool raced = storage.ready_mark > start;
   const int64_t end = start + draw_delay(true);

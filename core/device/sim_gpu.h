@@ -55,7 +55,7 @@ class SimGpu final : public DeviceBackend {
   void release(std::byte* block, size_t nbytes) override;
   void launch(std::span<Storage* const> reads, std::span<Storage* const> writes, bool copy) override;
   int new_stream() override;
-  int current_stream() const override { return current_; }
+  int current_stream() const override { return current_.get(); }
   void set_current_stream(int stream) override;
   DeviceEvent record(int stream) override;
   void wait(int stream, const DeviceEvent& event) override;
@@ -85,7 +85,7 @@ class SimGpu final : public DeviceBackend {
   Prng prng_;
   SimGpuDelays delays_;
   std::vector<int64_t> stream_tail_ns_;  // when each stream's last work ends
-  int current_ = 0;
+  CurrentStream current_;  // per fiber
   SimGpuStats stats_;
   class CheckedKernels;
   // Asserts that [p, p + nbytes) lies in one block this GPU allocated and has not released.

@@ -197,6 +197,33 @@ TEST_F(SimGpuTest, AnOpThatClosesWhileAnotherFiberUnwindsStillLaunches) {
   });
 }
 
+TEST_F(SimGpuTest, EachFiberHasItsOwnCurrentStreamAsEachThreadHasInPyTorch) {
+  // The RPC agent places an incoming tensor with its copy stream current and may block there
+  // (waiting for the staging buffer); another fiber's ops meanwhile must stay on its own stream,
+  // or its next op, back on the default stream, would read their outputs without a wait.
+  runtime::Env& env = rt_.env(0);
+  SimGpu& gpu = *gpus_[0];
+  const int side = gpu.new_stream();
+  int seen_by_other = -1;
+  env.spawner.spawn("other", [&] {
+    env.clock.sleep(std::chrono::microseconds(10));
+    seen_by_other = gpu.current_stream();
+    Tensor x = to_device(full({4}, 3.0), Device::cuda(0));
+    Tensor y = add(x, x);
+    env.clock.sleep(std::chrono::microseconds(100));
+    EXPECT_EQ(mul(y, y).to_vector(), std::vector<double>(4, 36.0)) << "no racy read of y";
+  });
+  on_node([&] {
+    gpu.set_current_stream(side);
+    env.clock.sleep(std::chrono::microseconds(50));
+    EXPECT_EQ(gpu.current_stream(), side) << "its own stream, whatever the other fiber did";
+    gpu.set_current_stream(0);
+    env.clock.sleep(std::chrono::microseconds(200));
+  });
+  EXPECT_EQ(seen_by_other, 0) << "a fiber starts on the default stream";
+  EXPECT_EQ(gpu.stats().racy_reads, 0u);
+}
+
 TEST_F(SimGpuTest, AHostReadSeesTheValuesAsOfWhenItWasIssued) {
   // Another fiber's in-place kernel, queued after the read's copy on the same stream, must not
   // show through while the reader sleeps for its copy (the sim computes eagerly).

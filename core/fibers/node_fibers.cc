@@ -35,7 +35,7 @@ void NodeFibers::spawn(std::shared_ptr<ScopeState> scope, std::string name, std:
     throw errors::cancelled(node_name_ + ": cannot spawn " + name + " into cancelled scope " + scope->name());
   }
   scope->fiber_started();
-  auto context = fibers_.insert(fibers_.end(), FiberContext{node_name_, std::move(name), scope, &clock_, &spawner_, nullptr, devices_});
+  auto context = fibers_.insert(fibers_.end(), FiberContext{node_name_, std::move(name), scope, &clock_, &spawner_, nullptr, devices_, {}});
   ++runtime_live_;
   ScopeState& joined = *scope;  // the context holds it alive
   try {

@@ -7,8 +7,11 @@
 // blocking call deep in core code finds its node without passing it down.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/runtime/cancel_scope.h"
 
@@ -33,6 +36,9 @@ struct FiberContext {
   const char* waiting_on = nullptr;
   // The node's GPUs (core/tensor/device.h), or null where it has none.
   const DeviceSet* devices = nullptr;
+  // This fiber's current stream on each GPU it has set one on, by the backend's key
+  // (CurrentStream, core/tensor/device.h); any other GPU's is the default stream, 0.
+  std::vector<std::pair<uint64_t, int>> current_streams;
 };
 
 // The running fiber's context, or nullptr.

@@ -1,5 +1,6 @@
 #include "core/tensor/device.h"
 
+#include <atomic>
 #include <charconv>
 #include <ostream>
 
@@ -8,6 +9,36 @@
 #include "core/runtime/fiber_context.h"
 
 namespace dagsim {
+
+namespace {
+std::atomic<uint64_t> next_stream_key{1};
+}  // namespace
+
+CurrentStream::CurrentStream() : key_(next_stream_key.fetch_add(1, std::memory_order_relaxed)) {}
+
+int CurrentStream::get() const {
+  const runtime::FiberContext* fiber = runtime::current_fiber();
+  if (fiber == nullptr) return outside_fibers_;
+  for (const auto& [key, stream] : fiber->current_streams) {
+    if (key == key_) return stream;
+  }
+  return 0;
+}
+
+void CurrentStream::set(int stream) {
+  runtime::FiberContext* fiber = runtime::current_fiber();
+  if (fiber == nullptr) {
+    outside_fibers_ = stream;
+    return;
+  }
+  for (auto& [key, current] : fiber->current_streams) {
+    if (key == key_) {
+      current = stream;
+      return;
+    }
+  }
+  fiber->current_streams.emplace_back(key_, stream);
+}
 
 namespace {
 thread_local const DeviceSet* tl_device_set = nullptr;

@@ -63,6 +63,22 @@ struct DeviceEvent {
   int64_t mark = 0;
 };
 
+// A GPU backend's current stream, as torch.cuda.current_stream(): PyTorch keeps one per thread and
+// device, and a fiber is dagsim's logical thread, so each fiber has its own, and a fiber starts on
+// the default stream, 0. A fiber that makes a side stream current and then blocks (the RPC agent
+// placing a tensor, waiting for the staging buffer) leaves the node's other fibers on theirs.
+// Outside any fiber (a test's main thread, a benchmark) the backend keeps one of its own.
+class CurrentStream {
+ public:
+  CurrentStream();
+  int get() const;
+  void set(int stream);
+
+ private:
+  uint64_t key_;  // unique per backend for the process's life: a fiber's entry never aliases another's
+  int outside_fibers_ = 0;
+};
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;

@@ -134,7 +134,7 @@ std::byte* CudaGpu::allocate(size_t nbytes) {
 void CudaGpu::release(std::byte* block, size_t nbytes) {
   // From ~Storage: no throwing. A block whose event cannot be recorded waits for the stream.
   try {
-    freed_.push_back(Freed{block, nbytes, record(current_)});
+    freed_.push_back(Freed{block, nbytes, record(current_.get())});
   } catch (...) {
     (void)cudaStreamSynchronize(as_stream(current_handle()));
     allocator_.release(block, nbytes);
@@ -164,7 +164,7 @@ int CudaGpu::new_stream() {
 
 void CudaGpu::set_current_stream(int stream) {
   DAGSIM_ASSERT(stream >= 0 && static_cast<size_t>(stream) < streams_.size());
-  current_ = stream;
+  current_.set(stream);
 }
 
 void* CudaGpu::stream_handle(int stream) const {
@@ -259,7 +259,7 @@ void CudaGpu::read_to_host(const Storage& storage, std::byte* out, size_t nbytes
   } give{*this};
   select();
   DAGSIM_CUDA_CHECK(cudaMemcpyAsync(pinned, storage.data(), nbytes, cudaMemcpyDeviceToHost, as_stream(current_handle())));
-  const DeviceEvent copied = record(current_);
+  const DeviceEvent copied = record(current_.get());
   poll_until_done(copied);
   std::memcpy(out, pinned, nbytes);
 }
@@ -277,7 +277,7 @@ void CudaGpu::write_from_host(Storage& storage, const std::byte* in, size_t nbyt
   std::memcpy(pinned, in, nbytes);
   select();
   DAGSIM_CUDA_CHECK(cudaMemcpyAsync(storage.data(), pinned, nbytes, cudaMemcpyHostToDevice, as_stream(current_handle())));
-  copied = record(current_);
+  copied = record(current_.get());
 }
 
 template <typename T>

@@ -46,7 +46,7 @@ class CudaGpu final : public DeviceBackend {
   // The kernels order themselves on the stream they were launched on: nothing to do.
   void launch(std::span<Storage* const>, std::span<Storage* const>, bool) override {}
   int new_stream() override;
-  int current_stream() const override { return current_; }
+  int current_stream() const override { return current_.get(); }
   void set_current_stream(int stream) override;
   DeviceEvent record(int stream) override;
   void wait(int stream, const DeviceEvent& event) override;
@@ -58,7 +58,7 @@ class CudaGpu final : public DeviceBackend {
 
   // The cudaStream_t of `stream`, and the current one, as a void* (cuda_kernels.h).
   void* stream_handle(int stream) const;
-  void* current_handle() const { return stream_handle(current_); }
+  void* current_handle() const { return stream_handle(current_.get()); }
   // The cuBLAS handle, bound to the current stream.
   void* cublas();
   CachingAllocator& allocator() { return allocator_; }
@@ -81,7 +81,7 @@ class CudaGpu final : public DeviceBackend {
   runtime::Clock* clock_;
   CachingAllocator allocator_;
   std::vector<void*> streams_;  // cudaStream_t
-  int current_ = 0;
+  CurrentStream current_;  // per fiber
   // Events are reused round-robin: an event is re-recorded only after kEventRing others, far more
   // than anything waits on at once.
   std::vector<void*> events_;  // cudaEvent_t

@@ -70,8 +70,8 @@ int node(int fd, uint16_t port0, uint16_t port1, bool trusted, dagsim::bench::Be
   bench::MlpModels models;
   const rpc::FunctionRegistry registry = bench::bench_registry(models);
   bench::BenchNode node(1, std::move(acceptor), port0, port1, trusted, registry, gpu);
-  // Before any request is read: the io loop runs only once this fiber waits below.
   if (gpu != bench::BenchGpu::none) models.place_on(Device::cuda(0));
+  node.start();
   // Serve until the parent closes our standard input.
   asio::posix::stream_descriptor input(io, ::dup(STDIN_FILENO));
   boost::fibers::mutex mutex;
@@ -98,8 +98,10 @@ int main(int argc, char** argv) {
   if (args.size() == 3 && args[0] == "raw-sink") return raw_sink(static_cast<uint16_t>(std::stoi(args[1])), std::stoul(args[2]));
   if ((args.size() == 5 || args.size() == 6) && args[0] == "node") {
     const auto gpu = args.size() == 6 ? dagsim::bench::parse_bench_gpu(args[5]) : dagsim::bench::BenchGpu::none;
-    return node(std::stoi(args[1]), static_cast<uint16_t>(std::stoi(args[2])), static_cast<uint16_t>(std::stoi(args[3])),
-                args[4] == "1", gpu);
+    if (gpu.has_value()) {
+      return node(std::stoi(args[1]), static_cast<uint16_t>(std::stoi(args[2])),
+                  static_cast<uint16_t>(std::stoi(args[3])), args[4] == "1", *gpu);
+    }
   }
   std::fprintf(stderr,
                "usage: dagsim_bench_peer raw-echo PORT BYTES | raw-sink PORT ACK_BYTES | node FD PORT0 PORT1 TRUSTED [GPU]\n");

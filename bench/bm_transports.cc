@@ -141,9 +141,13 @@ void with_tcp_pair(bool trusted, const std::function<void(BenchNode&, const MlpM
     {
       BenchNode node(0, std::move(a0), port0, port1, trusted, registry, gpu);
       if (gpu != BenchGpu::none) models.place_on(Device::cuda(0));
+      struct ReleaseGpu {  // GPU tensors go before the node's GPU and clock, whatever happens
+        MlpModels& models;
+        ~ReleaseGpu() { models.release_gpu(); }
+      } release_gpu{models};
+      node.start();
       node.agent().rpc_sync(1, "echo", {{zeros({1})}, {}});  // connects both ways
       body(node, models);
-      models.release_gpu();
     }
   });
 }

@@ -16,6 +16,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,10 +52,12 @@ inline rpc::FunctionRegistry bench_registry(const MlpModels& models) {
 
 enum class BenchGpu { none, sim, cuda };
 
-inline BenchGpu parse_bench_gpu(const std::string& name) {
+// "none", "sim" or "cuda"; anything else is nullopt.
+inline std::optional<BenchGpu> parse_bench_gpu(const std::string& name) {
+  if (name == "none") return BenchGpu::none;
   if (name == "sim") return BenchGpu::sim;
   if (name == "cuda") return BenchGpu::cuda;
-  return BenchGpu::none;
+  return std::nullopt;
 }
 inline const char* bench_gpu_name(BenchGpu gpu) {
   return gpu == BenchGpu::sim ? "sim" : gpu == BenchGpu::cuda ? "cuda" : "none";
@@ -101,7 +104,6 @@ class BenchNode {
         }),
         agent_(node_.env(), registry, rpc_options(self, gpus_ != nullptr)), autograd_(agent_) {
     if (gpus_ != nullptr) node_.fibers().set_devices(gpus_.get());
-    agent_.start();
     // The main context acts as one of the node's fibers, so it may call and wait.
     main_.node_name = node_.env().name;
     main_.fiber_name = "main";
@@ -111,6 +113,10 @@ class BenchNode {
     main_.devices = gpus_.get();
     runtime::set_current_fiber(&main_);
   }
+  // Starts serving. After what the registry's functions read is ready (a GPU copy of the models:
+  // placing it may yield, and a request served meanwhile would find it missing).
+  void start() { agent_.start(); }
+
   ~BenchNode() {
     runtime::set_current_fiber(nullptr);
     transport_.close();

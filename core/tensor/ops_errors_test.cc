@@ -196,6 +196,19 @@ TEST(OpsErrors, BackwardThroughTensorModifiedInPlace) {
   EXPECT_FALSE(x.grad().defined());
 }
 
+TEST(OpsErrors, BackwardAfterTheIndicesOfMaxAlongADimWereModifiedInPlace) {
+  // The backward scatters through the indices max returned; changed in place (they need no grad),
+  // they would point anywhere, so the backward refuses by name, as PyTorch's does.
+  Tensor x = from_values({2, 3}, {1, 5, 2, 7, 0, 3});
+  x.set_requires_grad(true);
+  ValuesIndices top = max(x, 1);
+  Tensor loss = sum(top.values);
+  fill_(top.indices, 1e9);
+  EXPECT_TRUE(throws_error([&] { loss.backward(); }, ErrorCode::modified_by_inplace,
+                           {"modified by an inplace operation", "MaxBackward"}));
+  EXPECT_FALSE(x.grad().defined());
+}
+
 TEST(OpsErrors, BackwardThroughSavedOutputModifiedViaDetach) {
   Tensor x = from_values({2}, {0.5, 1.5});
   x.set_requires_grad(true);

@@ -167,20 +167,23 @@ ValuesIndices extremum_dim(const char* op, const char* node, const Tensor& a, in
   args.size = s.size;
   args.inner = s.inner;
   run_lines(is_max ? LineOp::max : LineOp::min, a.dtype(), args);
-  // The backward routes each gradient to the position its line picked: the indices say which.
-  record_op(node, {a}, {values}, [shape = a.shape(), s, indices](const BackwardArgs& args) {
+  // The backward routes each gradient to the position its line picked: the indices say which. They
+  // are saved as PyTorch saves them, so an in-place change to the returned indices fails the
+  // backward by name instead of scattering to wherever they now point.
+  record_op(node, {a}, {values}, [shape = a.shape(), s](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
+    const Tensor& picked = args.saved[0];
     Tensor grad = zeros(shape, g.dtype());
     LineArgs scatter;
     scatter.g = kernel_input(g);
     scatter.y = detail::bytes(grad);
-    scatter.stat0 = static_cast<double*>(const_cast<void*>(indices.raw_data()));
+    scatter.stat0 = static_cast<double*>(const_cast<void*>(picked.raw_data()));
     scatter.lines = s.outer * s.inner;
     scatter.size = s.size;
     scatter.inner = s.inner;
     run_lines(LineOp::extremum_backward, g.dtype(), scatter);
     return variable_list{grad};
-  });
+  }, {}, {indices});
   return {values, indices};
 }
 

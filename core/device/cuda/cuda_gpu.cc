@@ -112,7 +112,11 @@ CudaGpu::CudaGpu(int ordinal, runtime::Clock* clock, int physical)
 CudaGpu::~CudaGpu() {
   (void)cudaSetDevice(physical_);
   for (void* s : streams_) (void)cudaStreamSynchronize(as_stream(s));
-  for (const Freed& f : freed_) allocator_.release(f.block, f.nbytes);
+  for (const Freed& f : freed_) {
+    allocator_.release(f.block, f.nbytes);
+    (void)cudaEventDestroy(as_event(f.used));
+  }
+  for (void* e : spare_events_) (void)cudaEventDestroy(as_event(e));
   if (cublas_ != nullptr) (void)cublas_api().destroy(static_cast<cublasHandle_t>(cublas_));
   for (void* e : events_) (void)cudaEventDestroy(as_event(e));
   for (void* s : streams_) (void)cudaStreamDestroy(as_stream(s));
@@ -133,24 +137,40 @@ std::byte* CudaGpu::allocate(size_t nbytes) {
 
 void CudaGpu::release(std::byte* block, size_t nbytes) {
   // From ~Storage: no throwing. A block whose event cannot be recorded waits for the stream.
-  try {
-    freed_.push_back(Freed{block, nbytes, record(current_.get())});
-  } catch (...) {
-    (void)cudaStreamSynchronize(as_stream(current_handle()));
-    allocator_.release(block, nbytes);
+  void* event = nullptr;
+  if (!spare_events_.empty()) {
+    event = spare_events_.back();
+    spare_events_.pop_back();
+  } else {
+    cudaEvent_t fresh;
+    if (cudaEventCreateWithFlags(&fresh, cudaEventDisableTiming) == cudaSuccess) event = fresh;
   }
+  if (event != nullptr && cudaSetDevice(physical_) == cudaSuccess &&
+      cudaEventRecord(as_event(event), as_stream(current_handle())) == cudaSuccess) {
+    freed_.push_back(Freed{block, nbytes, event});
+    return;
+  }
+  (void)cudaGetLastError();
+  if (event != nullptr) spare_events_.push_back(event);
+  (void)cudaStreamSynchronize(as_stream(current_handle()));
+  allocator_.release(block, nbytes);
 }
 
 void CudaGpu::reclaim_freed() {
   size_t kept = 0;
+  cudaError_t failed = cudaSuccess;
   for (Freed& f : freed_) {
-    if (query(f.used)) {
+    const cudaError_t e = cudaEventQuery(as_event(f.used));
+    if (e == cudaSuccess) {
       allocator_.release(f.block, f.nbytes);
-    } else {
-      freed_[kept++] = f;
+      spare_events_.push_back(f.used);
+      continue;
     }
+    if (e != cudaErrorNotReady && failed == cudaSuccess) failed = e;
+    freed_[kept++] = f;  // not done (or failed): kept, and tried again
   }
   freed_.resize(kept);
+  DAGSIM_CUDA_CHECK(failed);
 }
 
 int CudaGpu::new_stream() {

@@ -91,12 +91,16 @@ class CudaGpu final : public DeviceBackend {
   size_t staging_bytes_ = 0;
   bool staging_taken_ = false;               // a fiber is between take_staging and staging_done
   std::optional<DeviceEvent> staging_busy_;  // the last asynchronous copy out of the buffer
+  // A freed block waits on an event of its own, not one of the ring's: a burst of more releases
+  // than the ring has slots, queued behind a busy stream, would otherwise re-record a slot that an
+  // older release still waits on, and hand its block back before the stream is done with it.
   struct Freed {
     std::byte* block;
     size_t nbytes;
-    DeviceEvent used;
+    void* used;  // cudaEvent_t, back to spare_events_ once done
   };
   std::vector<Freed> freed_;
+  std::vector<void*> spare_events_;  // cudaEvent_t
   std::unique_ptr<CudaKernels> kernels_;
 };
 

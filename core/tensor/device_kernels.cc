@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/base/assert.h"
 #include "core/tensor/device_guard.h"
@@ -17,14 +18,23 @@ DeviceKernels* device_kernels() {
   return guard != nullptr && guard->on_device() ? guard->backend()->kernels() : nullptr;
 }
 
+namespace {
+// `nbytes` host bytes as a tensor of `shape` on `guard`'s device: copied on its current stream and
+// kept alive until the op closes.
+Tensor stage_on_device(DeviceGuard& guard, Shape shape, Dtype dtype, const std::byte* bytes, size_t nbytes) {
+  Tensor staged = Tensor::empty_on(std::move(shape), dtype, guard.device());
+  if (nbytes > 0) staged.storage()->backend()->write_from_host(*staged.storage(), bytes, nbytes);
+  guard.keep_alive(staged);
+  return staged;
+}
+}  // namespace
+
 const std::byte* kernel_input(const Tensor& t) {
   if (!t.device().is_cpu() || device_kernels() == nullptr) return static_cast<const std::byte*>(t.raw_data());
   DeviceGuard* guard = DeviceGuard::active();
   DAGSIM_ASSERT_MSG(guard != nullptr && guard->on_device() && t.dim() == 0,
                     "only a 0-dim CPU tensor joins an op on a device (DeviceGuard checks)");
-  Tensor staged = Tensor::empty_on({}, t.dtype(), guard->device());
-  staged.storage()->backend()->write_from_host(*staged.storage(), static_cast<const std::byte*>(t.raw_data()), t.nbytes());
-  guard->keep_alive(staged);
+  const Tensor staged = stage_on_device(*guard, {}, t.dtype(), static_cast<const std::byte*>(t.raw_data()), t.nbytes());
   return static_cast<const std::byte*>(staged.raw_data());
 }
 
@@ -46,18 +56,12 @@ void cast_on_host(Dtype from, const std::byte* x, Dtype to, std::byte* out, int6
 
 Tensor index_array(std::span<const int64_t> values) {
   static_assert(sizeof(int64_t) == sizeof(double));
-  DeviceGuard* guard = DeviceGuard::active();
-  const bool on_device = guard != nullptr && guard->on_device();
-  Tensor array = Tensor::empty_on({static_cast<int64_t>(values.size())}, Dtype::float64,
-                                  on_device ? guard->device() : Device::cpu());
-  if (values.empty()) return array;
+  const Shape shape{static_cast<int64_t>(values.size())};
   const auto* bytes = reinterpret_cast<const std::byte*>(values.data());
-  if (!on_device) {
-    std::memcpy(array.raw_data(), bytes, values.size_bytes());
-    return array;
-  }
-  array.storage()->backend()->write_from_host(*array.storage(), bytes, values.size_bytes());
-  guard->keep_alive(array);
+  DeviceGuard* guard = DeviceGuard::active();
+  if (guard != nullptr && guard->on_device()) return stage_on_device(*guard, shape, Dtype::float64, bytes, values.size_bytes());
+  Tensor array = Tensor::empty_on(shape, Dtype::float64, Device::cpu());
+  if (!values.empty()) std::memcpy(array.raw_data(), bytes, values.size_bytes());
   return array;
 }
 

@@ -2,7 +2,8 @@
 """PyTorch's counterpart of each dagsim benchmark that scripts/bench_pytorch.sh compares.
 
 Usage: pytorch_counterparts.py GROUP SECONDS
-  GROUP   local: the MLP step float32/float64, gemm 256 float32, the engine's cost per node
+  GROUP   local: the MLP step float32/float64, gemm 256 float32, the engine's cost per node, an
+                 embedding lookup with its backward
           tcp:   RPC round trips (64 B, 1 MiB), the seed example's step and the MLP step in both
                  dtypes, over torch.distributed.rpc (TensorPipe) between two processes on loopback
   SECONDS how long each benchmark runs (after a warm-up of a tenth of that)
@@ -22,6 +23,7 @@ import time
 import torch
 
 LAYERS, WIDTH, BATCH = 8, 256, 64
+EMBEDDING_ROWS, EMBEDDING_BATCH = 8192, 4096
 
 
 def timed(body, seconds, before=None):
@@ -77,6 +79,14 @@ def local(seconds):
             y = y + 1.0
         graph["loss"] = y.sum()
     emit("BM_EngineChain/ops:10000", timed(lambda: torch.autograd.grad(graph["loss"], [x]), seconds, build))
+    # An embedding lookup and the table's dense gradient (bm_tensor.cc's sizes; other positions,
+    # drawn the same way: uniform over the rows, repeats included).
+    weight = torch.randn(EMBEDDING_ROWS, 256, generator=g, dtype=torch.float32).requires_grad_()
+    positions = torch.randint(0, EMBEDDING_ROWS, (EMBEDDING_BATCH,), generator=g)
+    grad_out = torch.ones(EMBEDDING_BATCH, 256, dtype=torch.float32)
+    emit("BM_EmbeddingOurs/width:256",
+         timed(lambda: torch.autograd.grad(torch.nn.functional.embedding(positions, weight), [weight], grad_out),
+               seconds))
 
 
 # tcp: worker1's functions, pickled by reference. ---------------------------------------------------

@@ -123,7 +123,7 @@ void HostKernels::gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64
 }
 
 void HostKernels::lines(LineOp op, Dtype dtype, const LineArgs& args) {
-  dispatch_dtype(dtype, [&]<typename T>() { run_lines_host<T>(op, args); });
+  run_lines_on_host(op, dtype, args);
 }
 
 void HostKernels::cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) {

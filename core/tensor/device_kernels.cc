@@ -6,6 +6,7 @@
 
 #include "core/base/assert.h"
 #include "core/tensor/device_guard.h"
+#include "core/tensor/vector_math.h"
 
 namespace dagsim {
 
@@ -41,7 +42,58 @@ const std::byte* kernel_input(const Tensor& t) {
 void run_lines(LineOp op, Dtype dtype, const LineArgs& args) {
   if (args.lines == 0) return;
   if (DeviceKernels* k = device_kernels()) return k->lines(op, dtype, args);
-  dispatch_dtype(dtype, [&]<typename T>() { run_lines_host<T>(op, args); });
+  run_lines_on_host(op, dtype, args);
+}
+
+namespace {
+// Below this many elements a row is copied or added inline: a call per row costs more than it
+// saves (gather and scatter_add have rows of one element).
+constexpr int64_t kShortRow = 16;
+
+// Take's rows: one copy per row instead of a division per element.
+template <typename T>
+void take_rows_on_host(const LineArgs& a) {
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  for (int64_t r = 0; r < a.lines / a.inner; ++r) {
+    const T* src = x + a.index[r] * a.inner;
+    T* row = y + r * a.inner;
+    if (a.inner < kShortRow) {
+      for (int64_t i = 0; i < a.inner; ++i) row[i] = src[i];
+    } else {
+      std::memcpy(row, src, static_cast<size_t>(a.inner) * sizeof(T));
+    }
+  }
+}
+
+// index_add's rows: each destination row zeroed, then its sources added row by row in `starts`
+// order. Element by element that is line::IndexAdd's 0 + x0 + x1 + ..., but it reads each source
+// row once, contiguously, where the functor walks down every column.
+template <typename T>
+void index_add_rows_on_host(const LineArgs& a) {
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  for (int64_t r = 0; r < a.lines / a.inner; ++r) {
+    T* row = y + r * a.inner;
+    std::fill_n(row, a.inner, T{0});
+    for (int64_t k = a.starts[r]; k < a.starts[r + 1]; ++k) {
+      const T* src = x + a.index[k] * a.inner;
+      if (a.inner < kShortRow) {
+        for (int64_t i = 0; i < a.inner; ++i) row[i] += src[i];
+      } else {
+        vec::binary(vec::Binary::add, row, src, row, a.inner);
+      }
+    }
+  }
+}
+}  // namespace
+
+void run_lines_on_host(LineOp op, Dtype dtype, const LineArgs& args) {
+  dispatch_dtype(dtype, [&]<typename T>() {
+    if (op == LineOp::take) return take_rows_on_host<T>(args);
+    if (op == LineOp::index_add) return index_add_rows_on_host<T>(args);
+    run_lines_host<T>(op, args);
+  });
 }
 
 void cast_on_host(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) {

@@ -88,6 +88,11 @@ const std::byte* kernel_input(const Tensor& t);
 // none (the cpu, the sim GPU's default): one code path for every device.
 void run_lines(LineOp op, Dtype dtype, const LineArgs& args);
 
+// DeviceKernels::lines's work on host memory (the cpu, the host reference table): the functors of
+// line_kernels.h, except take and index_add, which run a row at a time (vectorised) with the same
+// reads and, element by element, the same adds in the same order, so the same bits.
+void run_lines_on_host(LineOp op, Dtype dtype, const LineArgs& args);
+
 // DeviceKernels::cast's work on host memory (the cpu's to_dtype, the host reference table).
 void cast_on_host(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n);
 

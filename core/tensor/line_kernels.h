@@ -262,7 +262,8 @@ void visit_line(LineOp op, Visitor&& visitor) {
   }
 }
 
-// Every line of `args`, in order, on the host: the CPU ops and the host reference table.
+// Every line of `args`, in order, on the host, one functor call per line. (run_lines_on_host, in
+// device_kernels.h, is what the CPU ops and the host reference table call.)
 template <typename T>
 void run_lines_host(LineOp op, const LineArgs& args) {
   visit_line(op, [&](auto f) {

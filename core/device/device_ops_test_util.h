@@ -169,7 +169,8 @@ inline std::vector<Tensor> broadcasting_and_training(Device device) {
 
 // A classifier's training through every line kernel, on the shapes the op table's examples miss:
 // embedding and index_select with repeated rows, layer_norm, dropout, cross_entropy, softmax and
-// max along a dim with elements `inner` apart, max and min over everything with ties, gather with
+// max along a dim with elements `inner` apart, max and min over everything with ties (in one line
+// and across chunks), gather with
 // repeated positions, sin, cos, dtype round trips, and three Adam steps (addcmul_).
 inline std::vector<Tensor> classifier_training(Device device) {
   Prng prng(31);
@@ -187,6 +188,12 @@ inline std::vector<Tensor> classifier_training(Device device) {
   const Tensor rows = on(from_values({3}, {4, 1, 4}));
   // A tie for the max and min over everything: the gradient is shared.
   const Tensor tied = on(from_values({2, 3}, {1, 5, -2, 5, 0, -2}));
+  // Max and min over everything across several chunks (reduce.cc's kChunk), each with a tie in
+  // another chunk.
+  std::vector<double> wide_values = randn({4500}, prng).to_vector();
+  wide_values[100] = wide_values[2900] = 10;
+  wide_values[50] = wide_values[4400] = -10;
+  const Tensor wide = on(from_values({3, 1500}, wide_values));
   optim::Adam adam({emb, ln_w, ln_b, w, b}, optim::AdamOptions{.lr = 0.05});
   Prng mask(7);
   for (int step = 0; step < 3; ++step) {
@@ -205,6 +212,8 @@ inline std::vector<Tensor> classifier_training(Device device) {
                        add(add(sum(picked), sum(to_dtype(trig, Dtype::float64))),
                            add(max(scaled), min(scaled))));
     total = add(total, mean(log_softmax(logits, 0)));
+    Tensor spread = mul(wide, sum(p));
+    total = add(total, add(max(spread), min(spread)));
     total.backward();
     for (const Tensor* t : {&loss, &p, &top.values, &top.indices, &low.values, &low.indices, &picked, &trig, &total}) {
       out.push_back(*t);

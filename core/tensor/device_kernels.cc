@@ -129,7 +129,9 @@ const char* line_op_name(LineOp op) {
     case LineOp::max: return "max";
     case LineOp::min: return "min";
     case LineOp::extremum_backward: return "extremum_backward";
-    case LineOp::ties_backward: return "ties_backward";
+    case LineOp::tie_count: return "tie_count";
+    case LineOp::tie_share: return "tie_share";
+    case LineOp::sum: return "sum";
     case LineOp::take: return "take";
     case LineOp::index_add: return "index_add";
     case LineOp::nll_loss: return "nll_loss";

@@ -4,6 +4,7 @@
 // from ties, and the errors of bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/base/throws_error_test_util.h"
@@ -91,6 +92,53 @@ TEST(MaxMin, FullReductionSplitsTheGradientAmongTies) {
   EXPECT_TRUE(equals(grad_of(t({2, 2}, {1, 2, 1, 5}), false), {2, 2}, {0.5, 0, 0.5, 0}));
   EXPECT_TRUE(equals(grad_of(t({3}, {1, NAN, NAN}), true), {3}, {0, 0.5, 0.5}));
   EXPECT_TRUE(equals(grad_of(t({3}, {1, 7, 2}), true), {3}, {0, 1, 0}));
+}
+
+// Over everything, max() and min() reduce chunk by chunk, then over the chunks' results (three
+// passes at this size): the result and the gradient's split must be the one loop's, with the
+// first of equal values picked (0.0 before -0.0 here), NaN winning from any chunk, and ties
+// counted across chunks.
+TEST(MaxMin, OverEverythingInChunksGivesTheOneLoopsResult) {
+  Prng prng(43);
+  const int64_t n = (int64_t{1} << 20) + 3 * 1024 + 7;
+  std::vector<double> v = randn({n}, prng).to_vector();
+  for (double& x : v) x = std::clamp(x, -5.0, 5.0);
+  for (int64_t i : {int64_t{17}, int64_t{900'001}, n - 1}) v[static_cast<size_t>(i)] = 6.0;
+  for (int64_t i : {int64_t{2047}, n - 1030}) v[static_cast<size_t>(i)] = -6.0;
+  const auto check = [&](const std::vector<double>& values, bool is_max, double expect, int64_t ties) {
+    Tensor x = leaf(t({n}, values));
+    Tensor r = is_max ? max(x) : min(x);
+    const double got = r.item();
+    if (std::isnan(expect)) {
+      EXPECT_TRUE(std::isnan(got));
+    } else {
+      EXPECT_EQ(std::signbit(got), std::signbit(expect));
+      EXPECT_EQ(got, expect);
+    }
+    r.backward();
+    const std::vector<double> grad = x.grad().to_vector();
+    int64_t shared = 0;
+    for (size_t i = 0; i < grad.size(); ++i) {
+      const bool tie = std::isnan(expect) ? std::isnan(values[i]) : values[i] == expect;
+      ASSERT_EQ(grad[i], tie ? 1.0 / static_cast<double>(ties) : 0.0) << "element " << i;
+      shared += tie ? 1 : 0;
+    }
+    EXPECT_EQ(shared, ties);
+  };
+  check(v, true, 6.0, 3);
+  check(v, false, -6.0, 2);
+  // Zeros of both signs as the max: the first one, +0.0 at 5000, is the value; all four tie.
+  std::vector<double> zeros_only(v.size(), -1.0);
+  zeros_only[5000] = 0.0;
+  zeros_only[3000] = -0.0;  // ... unless an earlier -0.0 comes first
+  zeros_only[700'000] = -0.0;
+  zeros_only[static_cast<size_t>(n) - 2] = 0.0;
+  check(zeros_only, true, -0.0, 4);
+  std::vector<double> with_nan = v;
+  with_nan[600'000] = NAN;
+  with_nan[static_cast<size_t>(n) - 5] = NAN;
+  check(with_nan, true, NAN, 2);
+  check(with_nan, false, NAN, 2);
 }
 
 TEST(MaxMin, Gradcheck) {

@@ -34,7 +34,9 @@ enum class LineOp : uint8_t {
   max,                  // y = the line's max, stat0 = its position in the line (first wins; NaN wins)
   min,                  // y = the line's min, as max
   extremum_backward,    // y[base + stat0[line] * inner] = g[line] (y zeroed first)
-  ties_backward,        // one line: y[i] = g / count where x[i] is w[0] (the max or min), NaN as NaN
+  tie_count,            // stat0[line] = how many of the line's x equal w[0] (the max or min), NaN as NaN
+  tie_share,            // y[line] = g[0] / stat0[0] where x[line] ties w[0] (y zeroed first)
+  sum,                  // y[line] = the line's sum, in order (the tie counts' total: exact in any order)
   take,                 // y[r * inner + i] = x[index[r] * inner + i]: rows of `inner` elements
   index_add,            // y[r * inner + i] = 0 + sum of x[index[k] * inner + i], k in [starts[r], starts[r+1])
   nll_loss,             // one line: y[0] = -(sum of x[index[k]], k < size) / size
@@ -186,18 +188,35 @@ struct ExtremumBackward {
 };
 
 // The gradient of max() or min() over everything, split evenly among the elements equal to the
-// result (every NaN when it is NaN), as PyTorch's evenly_distribute_backward.
-struct TiesBackward {
-  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t) const {
-    const T* x = in<T>(a.x);
+// result (every NaN when it is NaN), as PyTorch's evenly_distribute_backward: the ties counted by
+// chunk (TieCount), the counts summed (Sum), then one thread per element (TieShare).
+template <typename T>
+DAGSIM_HOST_DEVICE bool ties(T v, T best) { return v == best || (v != v && best != best); }
+
+struct TieCount {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const T* x = in<T>(a.x) + base_of(a, line);
     const T best = in<T>(a.w)[0];
-    T* y = out<T>(a.y);
     int64_t count = 0;
-    for (int64_t i = 0; i < a.size; ++i) count += (x[i] == best || (x[i] != x[i] && best != best)) ? 1 : 0;
-    const T share = in<T>(a.g)[0] / static_cast<T>(count);
-    for (int64_t i = 0; i < a.size; ++i) {
-      if (x[i] == best || (x[i] != x[i] && best != best)) y[i] = share;
+    for (int64_t k = 0; k < a.size; ++k) count += ties(x[k * a.inner], best) ? 1 : 0;
+    a.stat0[line] = static_cast<double>(count);
+  }
+};
+
+struct TieShare {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    if (ties(in<T>(a.x)[line], in<T>(a.w)[0])) {
+      out<T>(a.y)[line] = in<T>(a.g)[0] / static_cast<T>(static_cast<int64_t>(a.stat0[0]));
     }
+  }
+};
+
+struct Sum {
+  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+    const T* x = in<T>(a.x) + base_of(a, line);
+    T acc{0};
+    for (int64_t k = 0; k < a.size; ++k) acc += x[k * a.inner];
+    out<T>(a.y)[line] = acc;
   }
 };
 
@@ -253,7 +272,9 @@ void visit_line(LineOp op, Visitor&& visitor) {
     case LineOp::max: return visitor(line::Extremum{true});
     case LineOp::min: return visitor(line::Extremum{false});
     case LineOp::extremum_backward: return visitor(line::ExtremumBackward{});
-    case LineOp::ties_backward: return visitor(line::TiesBackward{});
+    case LineOp::tie_count: return visitor(line::TieCount{});
+    case LineOp::tie_share: return visitor(line::TieShare{});
+    case LineOp::sum: return visitor(line::Sum{});
     case LineOp::take: return visitor(line::Take{});
     case LineOp::index_add: return visitor(line::IndexAdd{});
     case LineOp::nll_loss: return visitor(line::NllLoss{});

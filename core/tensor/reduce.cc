@@ -3,6 +3,7 @@
 // max-shifted form.
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/autograd/op_backward.h"
 #include "core/tensor/device_guard.h"
@@ -187,6 +188,79 @@ ValuesIndices extremum_dim(const char* op, const char* node, const Tensor& a, in
   return {values, indices};
 }
 
+// Reductions over everything run in chunks of kChunk elements, one line each, then over the
+// chunks' results, until one is left: kChunk-fold parallel on a GPU (one thread per line), where a
+// single line would be one thread for the whole tensor. The result is the single pass's, bit for
+// bit: the first best of the first chunk holding the best is the first best overall (NaN
+// included), and the tie counts are integers, summed exactly in any grouping.
+constexpr int64_t kChunk = 1024;
+
+const void* advance(const void* p, size_t bytes) { return static_cast<const std::byte*>(p) + bytes; }
+
+// Runs `op` over `n` contiguous elements of args.x (x_size bytes each) as lines of kChunk and a
+// shorter last one; line c's results go to element c of args.y (y_size bytes each) and of args.stat0.
+// Returns the number of lines.
+int64_t run_chunks(LineOp op, Dtype dtype, const LineArgs& args, int64_t n, size_t x_size, size_t y_size) {
+  const int64_t full = n / kChunk, tail = n % kChunk;
+  LineArgs lines = args;
+  lines.inner = 1;
+  if (full > 0) {
+    lines.lines = full;
+    lines.size = kChunk;
+    run_lines(op, dtype, lines);
+  }
+  if (tail > 0) {
+    lines.x = advance(args.x, static_cast<size_t>(full * kChunk) * x_size);
+    if (args.y != nullptr) lines.y = const_cast<void*>(advance(args.y, static_cast<size_t>(full) * y_size));
+    if (args.stat0 != nullptr) lines.stat0 = args.stat0 + full;
+    lines.lines = 1;
+    lines.size = tail;
+    run_lines(op, dtype, lines);
+  }
+  return full + (tail > 0 ? 1 : 0);
+}
+
+// The number of lines run_chunks makes of `n` elements.
+int64_t chunks_of(int64_t n) { return (n + kChunk - 1) / kChunk; }
+
+// max() or min() of `n` elements at `x` into `out` (a 0-dim tensor of `dtype`).
+void extremum_in_chunks(LineOp op, Dtype dtype, const void* x, int64_t n, Tensor& out) {
+  Tensor values, positions;  // this pass's input, when it is a previous pass's output
+  while (true) {
+    const bool last = n <= kChunk;
+    Tensor next = last ? out : Tensor::empty({chunks_of(n)}, dtype);
+    Tensor next_positions = Tensor::empty({last ? 1 : chunks_of(n)}, Dtype::float64);  // unused
+    LineArgs args;
+    args.x = x;
+    args.y = detail::bytes(next);
+    args.stat0 = static_cast<double*>(next_positions.raw_data());
+    n = run_chunks(op, dtype, args, n, dtype_size(dtype), dtype_size(dtype));
+    if (last) return;
+    values = std::move(next);
+    positions = std::move(next_positions);
+    x = values.raw_data();
+  }
+}
+
+// How many of the `n` elements at `x` tie `best`, as a 1-element float64 tensor.
+Tensor count_ties(Dtype dtype, const void* x, const void* best, int64_t n) {
+  Tensor counts = Tensor::empty({chunks_of(n)}, Dtype::float64);
+  LineArgs args;
+  args.x = x;
+  args.w = best;
+  args.stat0 = static_cast<double*>(counts.raw_data());
+  n = run_chunks(LineOp::tie_count, dtype, args, n, dtype_size(dtype), 0);
+  while (n > 1) {
+    Tensor totals = Tensor::empty({chunks_of(n)}, Dtype::float64);
+    LineArgs sum;
+    sum.x = counts.raw_data();
+    sum.y = totals.raw_data();
+    n = run_chunks(LineOp::sum, Dtype::float64, sum, n, sizeof(double), sizeof(double));
+    counts = std::move(totals);
+  }
+  return counts;
+}
+
 Tensor extremum_all(const char* op, const char* node, const Tensor& a, bool is_max) {
   detail::check_defined(op, a);
   if (a.numel() == 0) {
@@ -194,28 +268,23 @@ Tensor extremum_all(const char* op, const char* node, const Tensor& a, bool is_m
                                    shape_str(a.shape()) + "; specify the reduction dim");
   }
   Tensor out = Tensor::empty({}, a.dtype());
-  Tensor position = Tensor::empty({}, Dtype::float64);  // max(dim)'s index, unused here
-  LineArgs args;
-  args.x = kernel_input(a);
-  args.y = detail::bytes(out);
-  args.stat0 = static_cast<double*>(position.raw_data());
-  args.lines = 1;
-  args.size = a.numel();
-  run_lines(is_max ? LineOp::max : LineOp::min, a.dtype(), args);
+  extremum_in_chunks(is_max ? LineOp::max : LineOp::min, a.dtype(), kernel_input(a), a.numel(), out);
   // Every element equal to the result (every NaN when it is NaN) shares the gradient evenly, as
   // PyTorch's evenly_distribute_backward.
   record_op(node, {a}, {out}, [](const BackwardArgs& args) {
     const Tensor& g = args.grads[0];
     const Tensor& x = args.saved[0];
     Tensor grad = zeros(x.shape(), g.dtype());
-    LineArgs ties;
-    ties.x = kernel_input(x);
-    ties.w = kernel_input(args.saved[1]);
-    ties.g = kernel_input(g);
-    ties.y = detail::bytes(grad);
-    ties.lines = 1;
-    ties.size = x.numel();
-    run_lines(LineOp::ties_backward, g.dtype(), ties);
+    const void* best = kernel_input(args.saved[1]);
+    Tensor total = count_ties(x.dtype(), kernel_input(x), best, x.numel());
+    LineArgs share;
+    share.x = kernel_input(x);
+    share.w = best;
+    share.g = kernel_input(g);
+    share.y = detail::bytes(grad);
+    share.stat0 = static_cast<double*>(total.raw_data());
+    share.lines = x.numel();
+    run_lines(LineOp::tie_share, g.dtype(), share);
     return variable_list{grad};
   }, {a}, {out});
   return out;

@@ -225,19 +225,19 @@ int64_t chunks_of(int64_t n) { return (n + kChunk - 1) / kChunk; }
 
 // max() or min() of `n` elements at `x` into `out` (a 0-dim tensor of `dtype`).
 void extremum_in_chunks(LineOp op, Dtype dtype, const void* x, int64_t n, Tensor& out) {
-  Tensor values, positions;  // this pass's input, when it is a previous pass's output
+  Tensor values;  // this pass's input, when it is a previous pass's output
   while (true) {
     const bool last = n <= kChunk;
     Tensor next = last ? out : Tensor::empty({chunks_of(n)}, dtype);
-    Tensor next_positions = Tensor::empty({last ? 1 : chunks_of(n)}, Dtype::float64);  // unused
+    // The positions each line picked: written by the kernel, not needed here (max(dim) returns them).
+    Tensor positions = Tensor::empty({chunks_of(n)}, Dtype::float64);
     LineArgs args;
     args.x = x;
     args.y = detail::bytes(next);
-    args.stat0 = static_cast<double*>(next_positions.raw_data());
+    args.stat0 = static_cast<double*>(positions.raw_data());
     n = run_chunks(op, dtype, args, n, dtype_size(dtype), dtype_size(dtype));
     if (last) return;
     values = std::move(next);
-    positions = std::move(next_positions);
     x = values.raw_data();
   }
 }

@@ -1,7 +1,8 @@
 // Matrix products through dagsim's ops against OpenBLAS called directly, forward and
 // forward+backward, so the overhead of the tensor layer and the engine shows as a ratio.
 // Aim (issue 2): our matmul within 1.2x of bare OpenBLAS. And an embedding lookup with its
-// backward against the same row copies and row sums written as bare loops (the floor).
+// backward against the same row copies and row sums written as bare loops (the floor), and a
+// cross-entropy loss over many classes.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -137,6 +138,27 @@ void BM_EmbeddingFloor(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kEmbeddingBatch * width * 4 * 2);
 }
 BENCHMARK(BM_EmbeddingFloor)->Arg(256)->ArgNames({"width"});
+
+// A classifier's loss over a large vocabulary: cross_entropy (log_softmax along dim 1, then
+// nll_loss) of [kLossBatch, classes] float32 logits, forward and the logits' gradient.
+constexpr int64_t kLossBatch = 64;
+
+void BM_CrossEntropyOurs(benchmark::State& state) {
+  const int64_t classes = state.range(0);
+  Prng prng(5);
+  Tensor logits = randn({kLossBatch, classes}, prng, 0, 1, Dtype::float32);
+  logits.set_requires_grad(true);
+  std::vector<double> targets(kLossBatch);
+  for (double& t : targets) t = static_cast<double>(prng.uniform_int(0, classes - 1));
+  const Tensor target = from_values({kLossBatch}, targets, Dtype::float32);
+  for (auto _ : state) {
+    Tensor loss = cross_entropy(logits, target);
+    autograd::variable_list grads = autograd::Engine::grad({loss}, {logits});
+    benchmark::DoNotOptimize(grads[0].raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * kLossBatch * classes);
+}
+BENCHMARK(BM_CrossEntropyOurs)->Arg(8192)->ArgNames({"classes"});
 
 }  // namespace
 }  // namespace dagsim

@@ -1,5 +1,7 @@
 // Elementwise ops: broadcasting binary ops, unary math, and in-place updates.
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/autograd/grad_mode.h"
 #include "core/autograd/op_backward.h"
@@ -99,6 +101,34 @@ Tensor vec_binary(vec::Binary op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// Below this many elements a row goes through the element loop: a kernel call per row costs more.
+constexpr int64_t kVectorRow = 16;
+
+// out = kernel(a, b) a row (the output's last dim) at a time through the vector kernel, when each
+// operand either runs along the row (stride 1) or repeats one value across it (stride 0, copied into
+// a row first): a bias added to every row, a row scaled by its own sum. The kernel's add, sub, mul
+// and div are exact IEEE operations, so the bits are the element loop's. Returns false, doing
+// nothing, for shapes it does not take.
+template <typename T>
+bool broadcast_rows(vec::Binary kernel, const Shape& out_shape, const std::vector<int64_t>& stride_a, const T* x,
+                    const std::vector<int64_t>& stride_b, const T* z, T* y) {
+  if (out_shape.empty() || out_shape.back() < kVectorRow) return false;
+  const int64_t inner = out_shape.back(), step_a = stride_a.back(), step_b = stride_b.back();
+  if ((step_a != 0 && step_a != 1) || (step_b != 0 && step_b != 1) || step_a + step_b == 0) return false;
+  const Shape rows(out_shape.begin(), out_shape.end() - 1);
+  const std::vector<int64_t> rows_a(stride_a.begin(), stride_a.end() - 1), rows_b(stride_b.begin(), stride_b.end() - 1);
+  std::vector<T> repeated(step_a == 0 || step_b == 0 ? static_cast<size_t>(inner) : 0);
+  auto row_of = [&](const T* p, int64_t step) {
+    if (step == 1) return p;
+    std::fill(repeated.begin(), repeated.end(), *p);
+    return static_cast<const T*>(repeated.data());
+  };
+  detail::for_each_broadcast(rows, rows_a, rows_b, [&](int64_t ia, int64_t ib, int64_t row) {
+    vec::binary(kernel, row_of(x + ia, step_a), row_of(z + ib, step_b), y + row * inner, inner);
+  });
+  return true;
+}
+
 // out = f(a, b) with broadcasting; equal shapes go to the vector kernel `kernel`, which computes
 // the same f. The op name goes into every error.
 template <typename F>
@@ -114,20 +144,17 @@ Tensor broadcast_map(const char* op, vec::Binary kernel, const Tensor& a, const 
               kernel_input(b), detail::broadcast_strides(b.shape(), out_shape), detail::bytes(out), out_shape, 0.0);
     return out;
   }
+  const std::vector<int64_t> stride_a = detail::broadcast_strides(a.shape(), out_shape);
+  const std::vector<int64_t> stride_b = detail::broadcast_strides(b.shape(), out_shape);
   dispatch_dtype(a.dtype(), [&]<typename T>() {
     const T* x = a.data<T>();
     const T* z = b.data<T>();
     T* y = out.data<T>();
-    if (b.numel() == 1 && out_shape == a.shape()) {
-      const T s = z[0];
-      for (int64_t i = 0; i < out.numel(); ++i) y[i] = static_cast<T>(f(x[i], s));
-      return;
+    if (!broadcast_rows<T>(kernel, out_shape, stride_a, x, stride_b, z, y)) {
+      detail::for_each_broadcast(out_shape, stride_a, stride_b, [&](int64_t ia, int64_t ib, int64_t io) {
+        y[io] = static_cast<T>(f(x[ia], z[ib]));
+      });
     }
-    detail::for_each_broadcast(out_shape, detail::broadcast_strides(a.shape(), out_shape),
-                               detail::broadcast_strides(b.shape(), out_shape),
-                               [&](int64_t ia, int64_t ib, int64_t io) {
-                                 y[io] = static_cast<T>(f(x[ia], z[ib]));
-                               });
   });
   return out;
 }

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "core/tensor/tensor_test_util.h"
 
@@ -41,6 +44,53 @@ TEST(Ops, BinaryBroadcasting) {
   EXPECT_EQ(r.at({3, 1, 2}), -23.0);
   EXPECT_EQ(broadcast_shapes({4, 1, 3}, {2, 1}, "x"), (Shape{4, 2, 3}));
   EXPECT_EQ(broadcast_shapes({}, {5}, "x"), (Shape{5}));
+}
+
+// Broadcasting with rows long enough for the vector kernel (elementwise.cc: broadcast_rows): every
+// element equals the formula applied to the elements it broadcasts from, to the bit, in both
+// dtypes, for operands that run along the row, repeat one value across it, or are scalars.
+TEST(Ops, BroadcastingRowsGiveTheElementFormulasBits) {
+  Prng prng(17);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{5, 1, 40}, {3, 40}}, {{6, 33}, {6, 1}}, {{6, 1}, {6, 33}}, {{4, 20}, {}}, {{}, {2, 3, 17}},
+      {{40}, {3, 1, 40}}, {{2, 1, 3}, {4, 1}}, {{3, 16}, {16}}};
+  for (Dtype dtype : {Dtype::float32, Dtype::float64}) {
+    for (const auto& [sa, sb] : cases) {
+      const Tensor a = randn(sa, prng, 0, 1, dtype), b = add(randn(sb, prng, 0, 1, dtype), scalar_tensor(3.0, dtype));
+      const Shape so = broadcast_shapes(sa, sb, "test");
+      // The element of an operand that output position `pos` reads, dim by dim from the right.
+      const auto element = [&](const Tensor& x, const Shape& pos) {
+        const std::vector<double> v = x.to_vector();
+        int64_t offset = 0, stride = 1;
+        for (size_t d = 0; d < x.shape().size(); ++d) {
+          const size_t xd = x.shape().size() - 1 - d, od = so.size() - 1 - d;
+          offset += (x.shape()[xd] == 1 ? 0 : pos[od]) * stride;
+          stride *= x.shape()[xd];
+        }
+        return v[static_cast<size_t>(offset)];
+      };
+      const std::vector<std::pair<Tensor, std::function<double(double, double)>>> ops = {
+          {add(a, b), [](double x, double y) { return x + y; }}, {sub(a, b), [](double x, double y) { return x - y; }},
+          {mul(a, b), [](double x, double y) { return x * y; }}, {div(a, b), [](double x, double y) { return x / y; }}};
+      for (size_t k = 0; k < ops.size(); ++k) {
+        const std::vector<double> got = ops[k].first.to_vector();
+        ASSERT_EQ(ops[k].first.shape(), so);
+        Shape pos(so.size(), 0);
+        for (size_t i = 0; i < got.size(); ++i) {
+          const double x = element(a, pos), y = element(b, pos);
+          // In float32 the op rounds once, as float(x) op float(y) does.
+          const double want = dtype == Dtype::float32
+                                  ? static_cast<double>(static_cast<float>(ops[k].second(static_cast<float>(x), static_cast<float>(y))))
+                                  : ops[k].second(x, y);
+          ASSERT_EQ(got[i], want) << "op " << k << " element " << i << " of " << shape_str(so);
+          for (size_t d = so.size(); d-- > 0;) {
+            if (++pos[d] < so[d]) break;
+            pos[d] = 0;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(Ops, SumTo) {

@@ -36,6 +36,7 @@ LOCAL = [
     ("gemm 256x256x256, float32", "BM_GemmOurs/n:256", None),
     ("Engine: backward through 10,000 adds", "BM_EngineChain/ops:10000", None),
     ("Embedding 4096 of 8192x256 + backward, float32", "BM_EmbeddingOurs/width:256", None),
+    ("cross_entropy 64x8192 + backward, float32", "BM_CrossEntropyOurs/classes:8192", None),
 ]
 TCP = [
     ("RPC round trip, 64 B", "BM_TcpRpc/64/0", ("<= 0.25x PyTorch (4x faster)", lambda q: q <= 0.25)),

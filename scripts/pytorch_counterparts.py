@@ -3,7 +3,7 @@
 
 Usage: pytorch_counterparts.py GROUP SECONDS
   GROUP   local: the MLP step float32/float64, gemm 256 float32, the engine's cost per node, an
-                 embedding lookup with its backward
+                 embedding lookup with its backward, cross_entropy over 8192 classes
           tcp:   RPC round trips (64 B, 1 MiB), the seed example's step and the MLP step in both
                  dtypes, over torch.distributed.rpc (TensorPipe) between two processes on loopback
   SECONDS how long each benchmark runs (after a warm-up of a tenth of that)
@@ -87,6 +87,11 @@ def local(seconds):
     emit("BM_EmbeddingOurs/width:256",
          timed(lambda: torch.autograd.grad(torch.nn.functional.embedding(positions, weight), [weight], grad_out),
                seconds))
+    # cross_entropy over 8192 classes, batch 64, and the logits' gradient (bm_tensor.cc's sizes).
+    logits = torch.randn(64, 8192, generator=g, dtype=torch.float32).requires_grad_()
+    targets = torch.randint(0, 8192, (64,), generator=g)
+    emit("BM_CrossEntropyOurs/classes:8192",
+         timed(lambda: torch.autograd.grad(torch.nn.functional.cross_entropy(logits, targets), [logits]), seconds))
 
 
 # tcp: worker1's functions, pickled by reference. ---------------------------------------------------

@@ -150,11 +150,15 @@ Tensor broadcast_map(const char* op, vec::Binary kernel, const Tensor& a, const 
     const T* x = a.data<T>();
     const T* z = b.data<T>();
     T* y = out.data<T>();
-    if (!broadcast_rows<T>(kernel, out_shape, stride_a, x, stride_b, z, y)) {
-      detail::for_each_broadcast(out_shape, stride_a, stride_b, [&](int64_t ia, int64_t ib, int64_t io) {
-        y[io] = static_cast<T>(f(x[ia], z[ib]));
-      });
+    if (broadcast_rows<T>(kernel, out_shape, stride_a, x, stride_b, z, y)) return;
+    if (b.numel() == 1 && out_shape == a.shape()) {  // short rows times a scalar
+      const T s = z[0];
+      for (int64_t i = 0; i < out.numel(); ++i) y[i] = static_cast<T>(f(x[i], s));
+      return;
     }
+    detail::for_each_broadcast(out_shape, stride_a, stride_b, [&](int64_t ia, int64_t ib, int64_t io) {
+      y[io] = static_cast<T>(f(x[ia], z[ib]));
+    });
   });
   return out;
 }

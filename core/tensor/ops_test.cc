@@ -48,12 +48,13 @@ TEST(Ops, BinaryBroadcasting) {
 
 // Broadcasting with rows long enough for the vector kernel (elementwise.cc: broadcast_rows): every
 // element equals the formula applied to the elements it broadcasts from, to the bit, in both
-// dtypes, for operands that run along the row, repeat one value across it, or are scalars.
+// dtypes, for operands that run along the row, repeat one value across it, or are scalars (and
+// short rows, which take the element loops).
 TEST(Ops, BroadcastingRowsGiveTheElementFormulasBits) {
   Prng prng(17);
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{5, 1, 40}, {3, 40}}, {{6, 33}, {6, 1}}, {{6, 1}, {6, 33}}, {{4, 20}, {}}, {{}, {2, 3, 17}},
-      {{40}, {3, 1, 40}}, {{2, 1, 3}, {4, 1}}, {{3, 16}, {16}}};
+      {{40}, {3, 1, 40}}, {{2, 1, 3}, {4, 1}}, {{3, 16}, {16}}, {{5, 7}, {}}};
   for (Dtype dtype : {Dtype::float32, Dtype::float64}) {
     for (const auto& [sa, sb] : cases) {
       const Tensor a = randn(sa, prng, 0, 1, dtype), b = add(randn(sb, prng, 0, 1, dtype), scalar_tensor(3.0, dtype));

@@ -118,9 +118,13 @@ bool broadcast_rows(vec::Binary kernel, const Shape& out_shape, const std::vecto
   const Shape rows(out_shape.begin(), out_shape.end() - 1);
   const std::vector<int64_t> rows_a(stride_a.begin(), stride_a.end() - 1), rows_b(stride_b.begin(), stride_b.end() - 1);
   std::vector<T> repeated(step_a == 0 || step_b == 0 ? static_cast<size_t>(inner) : 0);
+  const T* repeated_from = nullptr;  // refilled only when the repeated value moves (not for a scalar)
   auto row_of = [&](const T* p, int64_t step) {
     if (step == 1) return p;
-    std::fill(repeated.begin(), repeated.end(), *p);
+    if (p != repeated_from) {
+      std::fill(repeated.begin(), repeated.end(), *p);
+      repeated_from = p;
+    }
     return static_cast<const T*>(repeated.data());
   };
   detail::for_each_broadcast(rows, rows_a, rows_b, [&](int64_t ia, int64_t ib, int64_t row) {

@@ -195,8 +195,6 @@ ValuesIndices extremum_dim(const char* op, const char* node, const Tensor& a, in
 // included), and the tie counts are integers, summed exactly in any grouping.
 constexpr int64_t kChunk = 1024;
 
-const void* advance(const void* p, size_t bytes) { return static_cast<const std::byte*>(p) + bytes; }
-
 // Runs `op` over `n` contiguous elements of args.x (x_size bytes each) as lines of kChunk and a
 // shorter last one; line c's results go to element c of args.y (y_size bytes each) and of args.stat0.
 // Returns the number of lines.
@@ -210,8 +208,8 @@ int64_t run_chunks(LineOp op, Dtype dtype, const LineArgs& args, int64_t n, size
     run_lines(op, dtype, lines);
   }
   if (tail > 0) {
-    lines.x = advance(args.x, static_cast<size_t>(full * kChunk) * x_size);
-    if (args.y != nullptr) lines.y = const_cast<void*>(advance(args.y, static_cast<size_t>(full) * y_size));
+    lines.x = static_cast<const std::byte*>(args.x) + static_cast<size_t>(full * kChunk) * x_size;
+    if (args.y != nullptr) lines.y = static_cast<std::byte*>(args.y) + static_cast<size_t>(full) * y_size;
     if (args.stat0 != nullptr) lines.stat0 = args.stat0 + full;
     lines.lines = 1;
     lines.size = tail;

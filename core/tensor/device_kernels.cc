@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "core/base/assert.h"
 #include "core/tensor/device_guard.h"
@@ -86,12 +87,35 @@ void index_add_rows_on_host(const LineArgs& a) {
     }
   }
 }
+
+// softmax and log_softmax through vec::softmax_row (SLEEF's exp, vectorised, the sum in lane
+// order): a strided line (softmax over an outer dim) is gathered into a row and scattered back.
+template <typename T>
+void softmax_lines_on_host(const LineArgs& a, bool log_form) {
+  if (a.size == 0) return;
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  if (a.inner == 1) {
+    for (int64_t l = 0; l < a.lines; ++l) vec::softmax_row(log_form, x + l * a.size, y + l * a.size, a.size);
+    return;
+  }
+  std::vector<T> row(static_cast<size_t>(a.size));
+  for (int64_t l = 0; l < a.lines; ++l) {
+    const int64_t base = line::base_of(a, l);
+    for (int64_t k = 0; k < a.size; ++k) row[static_cast<size_t>(k)] = x[base + k * a.inner];
+    vec::softmax_row(log_form, row.data(), row.data(), a.size);
+    for (int64_t k = 0; k < a.size; ++k) y[base + k * a.inner] = row[static_cast<size_t>(k)];
+  }
+}
 }  // namespace
 
 void run_lines_on_host(LineOp op, Dtype dtype, const LineArgs& args) {
   dispatch_dtype(dtype, [&]<typename T>() {
     if (op == LineOp::take) return take_rows_on_host<T>(args);
     if (op == LineOp::index_add) return index_add_rows_on_host<T>(args);
+    if (op == LineOp::softmax || op == LineOp::log_softmax) {
+      return softmax_lines_on_host<T>(args, op == LineOp::log_softmax);
+    }
     run_lines_host<T>(op, args);
   });
 }

@@ -1,15 +1,19 @@
-// The host's row paths for take and index_add (run_lines_on_host) against the line functors
-// they stand in for, which are what a GPU runs: the same bits for the same arguments, with
-// repeated rows, empty destinations and sums whose order shows in the last bit.
+// The host's row paths for take, index_add, softmax and log_softmax (run_lines_on_host) against
+// the line functors they stand in for, which are what a GPU runs: the same bits for the same
+// arguments, with repeated rows, empty destinations, strided lines and sums whose order shows in
+// the last bit.
 #include "core/tensor/device_kernels.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "core/base/prng.h"
 #include "core/tensor/line_kernels.h"
+#include "core/tensor/vector_math.h"
 
 namespace dagsim {
 namespace {
@@ -78,6 +82,82 @@ TEST(LineKernels, TheHostsRowPathsGiveTheBitsOfTheFunctorsAGpuRuns) {
     check_take_and_index_add<float>(seed);
     check_take_and_index_add<double>(seed);
   }
+}
+
+// The exponential the host's softmax path uses (SLEEF's, through vector_math.h), one element at a
+// time: a one-element call pads a vector, and lanes are independent, so the bits are a full one's.
+struct SleefExp {
+  template <typename T> T operator()(T x) const {
+    T y;
+    vec::unary(vec::Unary::exp, &x, &y, 1);
+    return y;
+  }
+};
+
+// softmax and log_softmax over lines of 1 to 300 elements (and one of 5,000), contiguous or
+// strided, with values wide enough that the order of the sum shows, and signed zeros, infinities
+// and NaN sprinkled in: the host's vector path against the functor with the same exp.
+template <typename T>
+void check_softmax(uint64_t seed) {
+  Prng prng(seed);
+  const int64_t size = seed == 1 ? 5000 : prng.uniform_int(1, 300);
+  const int64_t outer = prng.uniform_int(1, 4), inner = prng.uniform_int(0, 2) == 0 ? prng.uniform_int(2, 5) : 1;
+  std::vector<T> x(static_cast<size_t>(outer * size * inner));
+  for (T& v : x) v = static_cast<T>(prng.uniform(-1, 1) * std::ldexp(1.0, static_cast<int>(prng.uniform_int(-8, 6))));
+  const T specials[] = {T{0}, -T{0}, static_cast<T>(-INFINITY), static_cast<T>(INFINITY), static_cast<T>(NAN), T{30}};
+  const int64_t sprinkled = prng.uniform_int(0, 3);
+  for (int64_t i = 0; i < sprinkled; ++i) {
+    x[static_cast<size_t>(prng.uniform_int(0, static_cast<int64_t>(x.size()) - 1))] = specials[prng.uniform_int(0, 5)];
+  }
+  if (seed % 7 == 0) {
+    // Every value negative but a -0 and a +0 in different lanes, so the vector max and the
+    // functor's meet the zeros in different orders: the outputs must not care.
+    for (T& v : x) v = -std::fabs(v);
+    x[std::min<size_t>(1, x.size() - 1)] = -T{0};
+    x[std::min<size_t>(32 * static_cast<size_t>(inner), x.size() - 1)] = T{0};
+  }
+  LineArgs a;
+  a.x = x.data();
+  a.lines = outer * inner;
+  a.size = size;
+  a.inner = inner;
+  for (const bool log_form : {false, true}) {
+    std::vector<T> by_rows(x.size(), T{7}), by_lines(x.size(), T{9});
+    a.y = by_rows.data();
+    run_lines_on_host(log_form ? LineOp::log_softmax : LineOp::softmax, dtype_of<T>(), a);
+    a.y = by_lines.data();
+    const line::SoftmaxWith<SleefExp> functor{log_form, {}};
+    for (int64_t l = 0; l < a.lines; ++l) functor.run<T>(a, l);
+    EXPECT_TRUE(same_bits(by_rows, by_lines)) << (log_form ? "log_softmax" : "softmax") << ", seed " << seed
+                                              << ", size " << size << ", inner " << inner;
+  }
+}
+
+TEST(LineKernels, SoftmaxsVectorPathGivesTheFunctorsBitsOnEveryCapability) {
+  const vec::Capability saved = vec::capability();
+  for (const vec::Capability path : vec::supported_capabilities()) {
+    vec::set_capability(path);
+    for (uint64_t seed = 1; seed <= 150; ++seed) {
+      check_softmax<float>(seed);
+      check_softmax<double>(seed);
+    }
+  }
+  vec::set_capability(saved);
+}
+
+// Lane order is not left to right, and a change to it shows in the bits: 1 in lane 0 and 2^-24
+// (half an ulp of 1) in lanes 1 to 31.
+TEST(LaneOrder, SumsInThirtyTwoLanesFoldedInHalves) {
+  std::vector<float> v(64, 0.0f);
+  v[0] = 1.0f;
+  for (int j = 1; j < 32; ++j) v[static_cast<size_t>(j)] = std::ldexp(1.0f, -24);
+  float left_to_right = 0;
+  for (float e : v) left_to_right += e;
+  const float lanes = lane_order::sum<float>(64, [&](int64_t k) { return v[static_cast<size_t>(k)]; });
+  EXPECT_EQ(left_to_right, 1.0f);  // every 2^-24 ties to even and is lost
+  // The fold: w=16 gives lane 0 1 + 2^-24 -> 1 (tie to even) and lanes 1..15 2^-23 each; then
+  // w=8, 4, 2, 1 add 2^-23, 2^-22, 2^-21 and 2^-20 to lane 0, all exact: 1 + 15 * 2^-23.
+  EXPECT_EQ(lanes, 1.0f + 15.0f * std::ldexp(1.0f, -23));
 }
 
 }  // namespace

@@ -6,9 +6,9 @@
 // A line is one (outer, inner) pair of a tensor split at a dim: its `size` elements lie `inner`
 // apart from base = outer * size * inner + inner_index. The op runs one functor call per line, in
 // any order and in parallel on a GPU (one thread per line); each call reads and writes only its
-// own line's outputs, and adds in the same order as the CPU's loop did, so the bits are the CPU's
-// on any device whose libm agrees (std::exp, std::log, std::sqrt: within a GPU's documented ULP
-// bounds otherwise).
+// own line's outputs, and adds in the same order as the CPU's loop does (softmax's long sums in
+// lane order, lane_order.h), so the bits are the CPU's on any device whose libm agrees (std::exp,
+// std::log, std::sqrt: within a GPU's documented ULP bounds otherwise).
 //
 // Indices travel as int64 arrays the kernel reads (LineArgs::index), already checked on the host
 // by the op: a kernel never sees an index out of range. Index arrays for a scatter-add come grouped
@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/tensor/lane_order.h"
 #include "core/tensor/pointwise.h"
 
 namespace dagsim {
@@ -81,23 +82,35 @@ DAGSIM_HOST_DEVICE bool beats(T v, T best, bool is_max) {
   return is_max ? v > best : v < best;
 }
 
-struct Softmax {
+// The line's max is exact in any order (the host's vector max and a GPU's meet the elements in
+// other orders): only a tie of +0 and -0 can differ, and it reaches no output, since two zeros make
+// the total at least 2, so x - max is +-0 only where exp gives 1 and log_total is not 0. The sum of exponentials is added in lane order (lane_order.h), which
+// the host's vector path (vec::softmax_row) and a warp per line give bit for bit. `Exp` is the
+// exponential: the device's std::exp in the kernel tables; the host's vector path uses SLEEF's
+// (vector_math.h), and tests hand this functor SLEEF's scalar one to compare the two.
+struct LibmExp {
+  template <typename T> DAGSIM_HOST_DEVICE T operator()(T x) const { return std::exp(x); }
+};
+
+template <typename Exp>
+struct SoftmaxWith {
   bool log_form;
+  Exp exp{};
   template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
     const int64_t base = base_of(a, line), s = a.inner;
     const T* x = in<T>(a.x) + base;
     T* y = out<T>(a.y) + base;
     T max = -static_cast<T>(INFINITY);
-    for (int64_t k = 0; k < a.size; ++k) max = max < x[k * s] ? x[k * s] : max;  // std::max's choice
-    T total{0};
-    for (int64_t k = 0; k < a.size; ++k) total += std::exp(x[k * s] - max);
+    for (int64_t k = 0; k < a.size; ++k) max = max < x[k * s] ? x[k * s] : max;  // NaN never picked
+    const T total = lane_order::sum<T>(a.size, [&](int64_t k) { return exp(x[k * s] - max); });
     const T log_total = std::log(total);
     for (int64_t k = 0; k < a.size; ++k) {
       const T shifted = x[k * s] - max;
-      y[k * s] = log_form ? shifted - log_total : std::exp(shifted) / total;
+      y[k * s] = log_form ? shifted - log_total : exp(shifted) / total;
     }
   }
 };
+using Softmax = SoftmaxWith<LibmExp>;
 
 // Biased variance, as PyTorch; the statistics in double for both dtypes.
 struct LayerNorm {
@@ -264,8 +277,8 @@ struct Addcmul {
 template <typename Visitor>
 void visit_line(LineOp op, Visitor&& visitor) {
   switch (op) {
-    case LineOp::softmax: return visitor(line::Softmax{false});
-    case LineOp::log_softmax: return visitor(line::Softmax{true});
+    case LineOp::softmax: return visitor(line::Softmax{false, {}});
+    case LineOp::log_softmax: return visitor(line::Softmax{true, {}});
     case LineOp::layer_norm: return visitor(line::LayerNorm{});
     case LineOp::layer_norm_backward: return visitor(line::LayerNormBackward{});
     case LineOp::layer_norm_weight: return visitor(line::LayerNormWeight{});

@@ -94,6 +94,47 @@ TEST(Ops, BroadcastingRowsGiveTheElementFormulasBits) {
   }
 }
 
+// sum and mean over a dim add each output's elements in order, from +0, in the tensor's dtype, and
+// scale once: to the bit, for rows taken several at once (and the rows left over), columns, and
+// blocks of columns, with magnitudes spread so that another order would round differently.
+TEST(Ops, SumAndMeanOverADimAddInOrder) {
+  Prng prng(23);
+  const std::vector<std::pair<Shape, int64_t>> cases = {{{19, 37}, 1}, {{19, 37}, 0}, {{3, 50, 20}, 1}, {{9, 5}, 1},
+                                                        {{2, 3, 4}, 2}, {{7, 1}, 1}, {{1, 300}, 1}};
+  for (Dtype dtype : {Dtype::float32, Dtype::float64}) {
+    for (const auto& [shape, dim] : cases) {
+      const Tensor a = mul(randn(shape, prng, 0, 1, dtype), exp(mul(randn(shape, prng, 0, 1, dtype), 4.0)));
+      const std::vector<double> x = a.to_vector();
+      int64_t outer = 1, inner = 1;
+      for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+        if (d < dim) outer *= shape[static_cast<size_t>(d)];
+        if (d > dim) inner *= shape[static_cast<size_t>(d)];
+      }
+      const int64_t size = shape[static_cast<size_t>(dim)];
+      for (const bool is_mean : {false, true}) {
+        const std::vector<double> got = (is_mean ? mean(a, dim) : sum(a, dim)).to_vector();
+        const double scale = is_mean ? 1.0 / static_cast<double>(size) : 1.0;
+        for (int64_t o = 0; o < outer; ++o) {
+          for (int64_t i = 0; i < inner; ++i) {
+            double want;
+            if (dtype == Dtype::float32) {
+              float acc = 0;
+              for (int64_t k = 0; k < size; ++k) acc += static_cast<float>(x[static_cast<size_t>((o * size + k) * inner + i)]);
+              want = static_cast<float>(acc * scale);
+            } else {
+              double acc = 0;
+              for (int64_t k = 0; k < size; ++k) acc += x[static_cast<size_t>((o * size + k) * inner + i)];
+              want = acc * scale;
+            }
+            ASSERT_EQ(got[static_cast<size_t>(o * inner + i)], want)
+                << (is_mean ? "mean" : "sum") << " over dim " << dim << " of " << shape_str(shape) << " at " << o << ", " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Ops, SumTo) {
   Tensor x = t({2, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_TRUE(equals(sum_to(x, {3}), {3}, {5, 7, 9}));

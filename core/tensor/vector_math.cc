@@ -122,5 +122,11 @@ void axpy(double alpha, const float* other, float* self, int64_t n) {
 void axpy(double alpha, const double* other, double* self, int64_t n) {
   active().table->axpy_f64(alpha, other, self, n);
 }
+void softmax_row(bool log_form, const float* x, float* y, int64_t n) {
+  active().table->softmax_row_f32(log_form, x, y, n);
+}
+void softmax_row(bool log_form, const double* x, double* y, int64_t n) {
+  active().table->softmax_row_f64(log_form, x, y, n);
+}
 
 }  // namespace dagsim::vec

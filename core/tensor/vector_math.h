@@ -62,6 +62,12 @@ void binary(Binary op, const double* a, const double* b, double* out, int64_t n)
 void axpy(double alpha, const float* other, float* self, int64_t n);
 void axpy(double alpha, const double* other, double* self, int64_t n);
 
+// softmax (log_form false) or log_softmax (true) of the n >= 1 contiguous elements at x, into y
+// (which may be x): line::SoftmaxWith's formula with SLEEF's exp, its max taken in any order (exact)
+// and its sum of exponentials in lane order (lane_order.h), so every capability gives the same bits.
+void softmax_row(bool log_form, const float* x, float* y, int64_t n);
+void softmax_row(bool log_form, const double* x, double* y, int64_t n);
+
 // One capability's kernels; the vector_kernels_*.cc files each define one.
 struct KernelTable {
   void (*unary_f32[kUnaryCount])(const float*, float*, int64_t);
@@ -70,6 +76,8 @@ struct KernelTable {
   void (*binary_f64[kBinaryCount])(const double*, const double*, double*, int64_t);
   void (*axpy_f32)(double, const float*, float*, int64_t);
   void (*axpy_f64)(double, const double*, double*, int64_t);
+  void (*softmax_row_f32)(bool, const float*, float*, int64_t);
+  void (*softmax_row_f64)(bool, const double*, double*, int64_t);
 };
 const KernelTable& scalar_kernels();         // SLEEF purecfma: needs FMA
 const KernelTable& scalar_nofma_kernels();   // SLEEF purec: any x86-64

@@ -3,7 +3,8 @@
 // training step (forward, MSE loss, backward, SGD) at widths 256 to 4096, whose gemm throughput
 // the report sets against cuBLAS's (the aim: 70% or more at width 4096); and the cost of the
 // device-to-host copy an RPC pays per GPU tensor (to_device(t, cpu) through the pinned staging
-// buffer) against a bare cudaMemcpyAsync into pinned memory. Times come from CUDA events around
+// buffer) against a bare cudaMemcpyAsync into pinned memory; and log_softmax over long rows, a
+// thread per row against a warp per row. Times come from CUDA events around
 // the GPU work (UseManualTime). Without a GPU every benchmark reports it is skipped.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 
 #include "core/device/cuda/cuda_gpu.h"
 #include "core/device/cuda/cuda_mlp.h"
+#include "core/device/cuda/cuda_op_kernels.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::device::cuda {
@@ -94,6 +96,43 @@ void BM_CudaMlpStep(benchmark::State& state) {
   state.counters["gemm_TFLOPs"] = benchmark::Counter(mlp.gemm_flops() * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_CudaMlpStep)->RangeMultiplier(2)->Range(256, 4096)->ArgNames({"width"})->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+// log_softmax over [64, classes] float32 logits on the GPU, one thread per row (form 0) against a
+// warp per row (form 1, what the cuda backend runs from 32 elements a row): same bits, so only
+// the time differs. cross_entropy over a large vocabulary is this plus nll_loss.
+void BM_CudaLogSoftmax(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const int64_t rows = 64, classes = state.range(0);
+  const bool warps = state.range(1) != 0;
+  const size_t bytes = static_cast<size_t>(rows * classes) * sizeof(float);
+  void *x = nullptr, *y = nullptr;
+  cudaMalloc(&x, bytes);
+  cudaMalloc(&y, bytes);
+  cudaMemset(x, 0, bytes);
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  LineArgs args;
+  args.x = x;
+  args.y = y;
+  args.lines = rows;
+  args.size = classes;
+  timed_on_gpu(state, stream, [&] {
+    if (warps) {
+      lines<float>(LineOp::log_softmax, args, stream);
+    } else {
+      lines_by_threads<float>(LineOp::log_softmax, args, stream);
+    }
+  });
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * bytes));
+  cudaStreamDestroy(stream);
+  cudaFree(x);
+  cudaFree(y);
+}
+BENCHMARK(BM_CudaLogSoftmax)
+    ->ArgsProduct({{1024, 32768}, {0, 1}})
+    ->ArgNames({"classes", "warps"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // What an RPC pays to stage one GPU tensor for the wire: to_device(t, cpu), as RpcAgent does.
 void BM_CudaStageToHost(benchmark::State& state) {

@@ -89,6 +89,27 @@ def main(json_path, out_path, tcp_json_path=None):
         "likely causes, but they were not profiled. Copying straight into a pinned host tensor, which "
         "the wire could then send from, would remove both.",
         "",
+        "## log_softmax over long rows: a thread per row against a warp per row (float32, 64 rows)",
+        "",
+        "`BM_CudaLogSoftmax` runs the line kernel alone on device buffers. `warps:0` is one thread per "
+        "row, the line functor; `warps:1` is what the cuda backend runs for rows of 32 elements or "
+        "more: a warp per row, adding in lane order, so both give the same bits "
+        "(`CudaGpu.SoftmaxWarpsGiveTheOneThreadFunctorsBits`).",
+        "",
+    ]
+    softmax_rows = []
+    for c in (1024, 32768):
+        t, w = f"BM_CudaLogSoftmax/classes:{c}/warps:0/manual_time", f"BM_CudaLogSoftmax/classes:{c}/warps:1/manual_time"
+        if t in runs and w in runs:
+            tt, wt = stat(t, "real_time"), stat(w, "real_time")
+            softmax_rows.append(f"| {c} | {fmt(tt)} | {fmt(wt)} | {tt[1] / wt[1]:.1f}x |")
+    if softmax_rows:
+        lines += ["| classes | thread per row (µs) | warp per row (µs) | speedup (medians) |", "|---|---|---|---|"]
+        lines += softmax_rows
+    else:
+        lines += ["Not measured in this run."]
+    lines += [
+        "",
         "## The distributed MLP step over TCP: GPU workers against CPU workers (one host)",
         "",
         "bench/bm_transports.cc, in one run with the repetitions interleaved: two processes over "

@@ -88,23 +88,43 @@ void index_add_rows_on_host(const LineArgs& a) {
   }
 }
 
-// softmax and log_softmax through vec::softmax_row (SLEEF's exp, vectorised, the sum in lane
-// order): a strided line (softmax over an outer dim) is gathered into a row and scattered back.
+// softmax, log_softmax and their backwards through vec::softmax_row and vec::softmax_backward_row
+// (SLEEF's exp, vectorised, the sums in lane order): a strided line (softmax over an outer dim) is
+// gathered into rows and scattered back.
 template <typename T>
-void softmax_lines_on_host(const LineArgs& a, bool log_form) {
+void softmax_lines_on_host(LineOp op, const LineArgs& a) {
   if (a.size == 0) return;
+  const bool backward = op == LineOp::softmax_backward || op == LineOp::log_softmax_backward;
+  const bool log_form = op == LineOp::log_softmax || op == LineOp::log_softmax_backward;
+  const auto row_op = [&](const T* x, const T* g, T* y) {
+    if (backward) {
+      vec::softmax_backward_row(log_form, x, g, y, a.size);
+    } else {
+      vec::softmax_row(log_form, x, y, a.size);
+    }
+  };
   const T* x = static_cast<const T*>(a.x);
+  const T* g = static_cast<const T*>(a.g);
   T* y = static_cast<T*>(a.y);
   if (a.inner == 1) {
-    for (int64_t l = 0; l < a.lines; ++l) vec::softmax_row(log_form, x + l * a.size, y + l * a.size, a.size);
+    for (int64_t l = 0; l < a.lines; ++l) {
+      row_op(x + l * a.size, backward ? g + l * a.size : nullptr, y + l * a.size);
+    }
     return;
   }
-  std::vector<T> row(static_cast<size_t>(a.size));
+  const auto size = static_cast<size_t>(a.size);
+  std::vector<T> rows(backward ? 3 * size : 2 * size);
+  T* row_x = rows.data();
+  T* row_y = row_x + size;
+  T* row_g = backward ? row_y + size : nullptr;
   for (int64_t l = 0; l < a.lines; ++l) {
     const int64_t base = line::base_of(a, l);
-    for (int64_t k = 0; k < a.size; ++k) row[static_cast<size_t>(k)] = x[base + k * a.inner];
-    vec::softmax_row(log_form, row.data(), row.data(), a.size);
-    for (int64_t k = 0; k < a.size; ++k) y[base + k * a.inner] = row[static_cast<size_t>(k)];
+    for (int64_t k = 0; k < a.size; ++k) {
+      row_x[k] = x[base + k * a.inner];
+      if (backward) row_g[k] = g[base + k * a.inner];
+    }
+    row_op(row_x, row_g, row_y);
+    for (int64_t k = 0; k < a.size; ++k) y[base + k * a.inner] = row_y[k];
   }
 }
 }  // namespace
@@ -113,8 +133,9 @@ void run_lines_on_host(LineOp op, Dtype dtype, const LineArgs& args) {
   dispatch_dtype(dtype, [&]<typename T>() {
     if (op == LineOp::take) return take_rows_on_host<T>(args);
     if (op == LineOp::index_add) return index_add_rows_on_host<T>(args);
-    if (op == LineOp::softmax || op == LineOp::log_softmax) {
-      return softmax_lines_on_host<T>(args, op == LineOp::log_softmax);
+    if (op == LineOp::softmax || op == LineOp::log_softmax || op == LineOp::softmax_backward ||
+        op == LineOp::log_softmax_backward) {
+      return softmax_lines_on_host<T>(op, args);
     }
     run_lines_host<T>(op, args);
   });
@@ -147,6 +168,8 @@ const char* line_op_name(LineOp op) {
   switch (op) {
     case LineOp::softmax: return "softmax";
     case LineOp::log_softmax: return "log_softmax";
+    case LineOp::softmax_backward: return "softmax_backward";
+    case LineOp::log_softmax_backward: return "log_softmax_backward";
     case LineOp::layer_norm: return "layer_norm";
     case LineOp::layer_norm_backward: return "layer_norm_backward";
     case LineOp::layer_norm_weight: return "layer_norm_weight";

@@ -90,8 +90,9 @@ void run_lines(LineOp op, Dtype dtype, const LineArgs& args);
 
 // DeviceKernels::lines's work on host memory (the cpu, the host reference table): the functors of
 // line_kernels.h, except take and index_add, which run a row at a time (vectorised) with the same
-// reads and, element by element, the same adds in the same order, so the same bits; and softmax
-// and log_softmax, which run vec::softmax_row: the functor's order, with SLEEF's exp for std::exp.
+// reads and, element by element, the same adds in the same order, so the same bits; and softmax,
+// log_softmax and their backwards, which run vec::softmax_row and vec::softmax_backward_row: the
+// functors' order, with SLEEF's exp for std::exp.
 void run_lines_on_host(LineOp op, Dtype dtype, const LineArgs& args);
 
 // DeviceKernels::cast's work on host memory (the cpu's to_dtype, the host reference table).

@@ -1,4 +1,4 @@
-// The host's row paths for take, index_add, softmax and log_softmax (run_lines_on_host) against
+// The host's row paths for take, index_add, softmax, log_softmax and their backwards (run_lines_on_host) against
 // the line functors they stand in for, which are what a GPU runs: the same bits for the same
 // arguments, with repeated rows, empty destinations, strided lines and sums whose order shows in
 // the last bit.
@@ -94,9 +94,10 @@ struct SleefExp {
   }
 };
 
-// softmax and log_softmax over lines of 1 to 300 elements (and one of 5,000), contiguous or
-// strided, with values wide enough that the order of the sum shows, and signed zeros, infinities
-// and NaN sprinkled in: the host's vector path against the functor with the same exp.
+// softmax, log_softmax and their backwards over lines of 1 to 300 elements (and one of 5,000),
+// contiguous or strided, with values wide enough that the order of the sums shows, and signed
+// zeros, infinities and NaN sprinkled in: the host's vector paths against the functors with the
+// same exp.
 template <typename T>
 void check_softmax(uint64_t seed) {
   Prng prng(seed);
@@ -129,6 +130,21 @@ void check_softmax(uint64_t seed) {
     const line::SoftmaxWith<SleefExp> functor{log_form, {}};
     for (int64_t l = 0; l < a.lines; ++l) functor.run<T>(a, l);
     EXPECT_TRUE(same_bits(by_rows, by_lines)) << (log_form ? "log_softmax" : "softmax") << ", seed " << seed
+                                              << ", size " << size << ", inner " << inner;
+
+    // The backward, from that output and a gradient of spread magnitudes (so the sum's order shows).
+    const std::vector<T> out = by_rows;
+    const std::vector<T> g = spread_values<T>(prng, outer * inner, size);
+    LineArgs b = a;
+    b.x = out.data();
+    b.g = g.data();
+    std::vector<T> dx_rows(x.size(), T{7}), dx_lines(x.size(), T{9});
+    b.y = dx_rows.data();
+    run_lines_on_host(log_form ? LineOp::log_softmax_backward : LineOp::softmax_backward, dtype_of<T>(), b);
+    b.y = dx_lines.data();
+    const line::SoftmaxBackwardWith<SleefExp> backward{log_form, {}};
+    for (int64_t l = 0; l < b.lines; ++l) backward.run<T>(b, l);
+    EXPECT_TRUE(same_bits(dx_rows, dx_lines)) << (log_form ? "log_softmax" : "softmax") << " backward, seed " << seed
                                               << ", size " << size << ", inner " << inner;
   }
 }

@@ -6,8 +6,8 @@
 // A line is one (outer, inner) pair of a tensor split at a dim: its `size` elements lie `inner`
 // apart from base = outer * size * inner + inner_index. The op runs one functor call per line, in
 // any order and in parallel on a GPU (one thread per line); each call reads and writes only its
-// own line's outputs, and adds in the same order as the CPU's loop does (softmax's long sums in
-// lane order, lane_order.h), so the bits are the CPU's on any device whose libm agrees (std::exp,
+// own line's outputs, and adds in the same order as the CPU's loop does (softmax's and its
+// backward's sums in lane order, lane_order.h), so the bits are the CPU's on any device whose libm agrees (std::exp,
 // std::log, std::sqrt: within a GPU's documented ULP bounds otherwise).
 //
 // Indices travel as int64 arrays the kernel reads (LineArgs::index), already checked on the host
@@ -29,6 +29,8 @@ namespace dagsim {
 enum class LineOp : uint8_t {
   softmax,              // y = softmax(x) along the line
   log_softmax,          // y = log_softmax(x) along the line
+  softmax_backward,     // y = dx from g and the forward's output x (a line as softmax's)
+  log_softmax_backward, // y = dx from g and the forward's output x
   layer_norm,           // y = (x - mean) * rstd * w + b; mean and rstd (double) per line. inner is 1
   layer_norm_backward,  // y = dx from g, x, w, mean, rstd. inner is 1
   layer_norm_weight,    // y = dw: a line is one column (size rows, inner cols) of g * x_hat
@@ -82,35 +84,76 @@ DAGSIM_HOST_DEVICE bool beats(T v, T best, bool is_max) {
   return is_max ? v > best : v < best;
 }
 
-// The line's max is exact in any order (the host's vector max and a GPU's meet the elements in
-// other orders): only a tie of +0 and -0 can differ, and it reaches no output, since two zeros make
-// the total at least 2, so x - max is +-0 only where exp gives 1 and log_total is not 0. The sum of exponentials is added in lane order (lane_order.h), which
-// the host's vector path (vec::softmax_row) and a warp per line give bit for bit. `Exp` is the
-// exponential: the device's std::exp in the kernel tables; the host's vector path uses SLEEF's
-// (vector_math.h), and tests hand this functor SLEEF's scalar one to compare the two.
+// How a lane-order line op (softmax and its backward) walks its line: one thread over every
+// element (OneThread), or a warp whose 32 lanes share it (cuda_op_kernels.cu). Either way, `max`
+// is the line's max of f(k) (exact in any order; NaN never picked), `sum` the lane-order sum of
+// f(k) (lane_order.h: the same bits either way), and `each` calls f(k) for every k once.
+struct OneThread {
+  template <typename T, typename F> DAGSIM_HOST_DEVICE T max(int64_t n, const F& f) const {
+    T best = -static_cast<T>(INFINITY);
+    for (int64_t k = 0; k < n; ++k) {
+      const T v = f(k);
+      best = best < v ? v : best;
+    }
+    return best;
+  }
+  template <typename T, typename F> DAGSIM_HOST_DEVICE T sum(int64_t n, const F& f) const {
+    return lane_order::sum<T>(n, f);
+  }
+  template <typename F> DAGSIM_HOST_DEVICE void each(int64_t n, const F& f) const {
+    for (int64_t k = 0; k < n; ++k) f(k);
+  }
+};
+
+// `Exp` is the exponential: the device's std::exp in the kernel tables; the host's vector path
+// (vec::softmax_row and vec::softmax_backward_row) uses SLEEF's, and tests hand these functors
+// SLEEF's scalar one to compare the two to the bit.
 struct LibmExp {
   template <typename T> DAGSIM_HOST_DEVICE T operator()(T x) const { return std::exp(x); }
 };
 
+// softmax or log_softmax, max-shifted. The max may be met in any order: only a tie of +0 and -0
+// can differ, and it reaches no output, since two zeros make the total at least 2, so x - max is
+// +-0 only where exp gives 1 and log_total is not 0.
 template <typename Exp>
 struct SoftmaxWith {
   bool log_form;
   Exp exp{};
-  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+  template <typename T, typename Walk = OneThread>
+  DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line, const Walk& walk = {}) const {
     const int64_t base = base_of(a, line), s = a.inner;
     const T* x = in<T>(a.x) + base;
     T* y = out<T>(a.y) + base;
-    T max = -static_cast<T>(INFINITY);
-    for (int64_t k = 0; k < a.size; ++k) max = max < x[k * s] ? x[k * s] : max;  // NaN never picked
-    const T total = lane_order::sum<T>(a.size, [&](int64_t k) { return exp(x[k * s] - max); });
+    const T max = walk.template max<T>(a.size, [&](int64_t k) { return x[k * s]; });
+    const T total = walk.template sum<T>(a.size, [&](int64_t k) { return exp(x[k * s] - max); });
     const T log_total = std::log(total);
-    for (int64_t k = 0; k < a.size; ++k) {
+    walk.each(a.size, [&](int64_t k) {
       const T shifted = x[k * s] - max;
       y[k * s] = log_form ? shifted - log_total : exp(shifted) / total;
-    }
+    });
   }
 };
 using Softmax = SoftmaxWith<LibmExp>;
+
+// Their backwards, PyTorch's formulas, from the forward's output (x) and its gradient (g) into y:
+// softmax dx = out * (g - sum(g * out)); log_softmax dx = g - exp(out) * sum(g).
+template <typename Exp>
+struct SoftmaxBackwardWith {
+  bool log_form;
+  Exp exp{};
+  template <typename T, typename Walk = OneThread>
+  DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line, const Walk& walk = {}) const {
+    const int64_t base = base_of(a, line), s = a.inner;
+    const T* o = in<T>(a.x) + base;
+    const T* g = in<T>(a.g) + base;
+    T* dx = out<T>(a.y) + base;
+    const T total = walk.template sum<T>(a.size, [&](int64_t k) { return log_form ? g[k * s] : g[k * s] * o[k * s]; });
+    walk.each(a.size, [&](int64_t k) {
+      dx[k * s] = log_form ? g[k * s] - exp(o[k * s]) * total : o[k * s] * (g[k * s] - total);
+    });
+  }
+};
+using SoftmaxBackward = SoftmaxBackwardWith<LibmExp>;
 
 // Biased variance, as PyTorch; the statistics in double for both dtypes.
 struct LayerNorm {
@@ -279,6 +322,8 @@ void visit_line(LineOp op, Visitor&& visitor) {
   switch (op) {
     case LineOp::softmax: return visitor(line::Softmax{false, {}});
     case LineOp::log_softmax: return visitor(line::Softmax{true, {}});
+    case LineOp::softmax_backward: return visitor(line::SoftmaxBackward{false, {}});
+    case LineOp::log_softmax_backward: return visitor(line::SoftmaxBackward{true, {}});
     case LineOp::layer_norm: return visitor(line::LayerNorm{});
     case LineOp::layer_norm_backward: return visitor(line::LayerNormBackward{});
     case LineOp::layer_norm_weight: return visitor(line::LayerNormWeight{});

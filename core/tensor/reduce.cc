@@ -362,6 +362,23 @@ Tensor softmax_forward(const Tensor& a, int64_t dim, bool log_form) {
   return out;
 }
 
+// The backward of softmax_forward, from its output `y` and the gradient `g`: one line op, PyTorch's
+// formulas (line::SoftmaxBackwardWith) with the sum in lane order.
+Tensor softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, bool log_form) {
+  const DimSplit s = split_at(y.shape(), dim);
+  Tensor dx = Tensor::empty(y.shape(), y.dtype());
+  if (y.numel() == 0) return dx;
+  LineArgs args;
+  args.x = kernel_input(y);
+  args.g = kernel_input(g);
+  args.y = detail::bytes(dx);
+  args.lines = s.outer * s.inner;
+  args.size = s.size;
+  args.inner = s.inner;
+  run_lines(log_form ? LineOp::log_softmax_backward : LineOp::softmax_backward, y.dtype(), args);
+  return dx;
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& a, int64_t dim) {
@@ -370,10 +387,7 @@ Tensor softmax(const Tensor& a, int64_t dim) {
   const int64_t d = detail::wrap_dim("softmax", dim, a.shape());
   Tensor out = softmax_forward(a, d, false);
   record_op("SoftmaxBackward", {a}, {out}, [d](const BackwardArgs& args) {
-    // dx = y * (g - sum(g * y, dim))
-    const Tensor& g = args.grads[0];
-    const Tensor& y = args.saved[0];
-    return variable_list{mul(y, sub(g, sum(mul(g, y), d, true)))};
+    return variable_list{softmax_backward(args.grads[0], args.saved[0], d, false)};
   }, {}, {out});
   return out;
 }
@@ -384,10 +398,7 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
   const int64_t d = detail::wrap_dim("log_softmax", dim, a.shape());
   Tensor out = softmax_forward(a, d, true);
   record_op("LogSoftmaxBackward", {a}, {out}, [d](const BackwardArgs& args) {
-    // dx = g - exp(y) * sum(g, dim)
-    const Tensor& g = args.grads[0];
-    const Tensor& y = args.saved[0];
-    return variable_list{sub(g, mul(exp(y), sum(g, d, true)))};
+    return variable_list{softmax_backward(args.grads[0], args.saved[0], d, true)};
   }, {}, {out});
   return out;
 }

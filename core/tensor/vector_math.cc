@@ -128,5 +128,11 @@ void softmax_row(bool log_form, const float* x, float* y, int64_t n) {
 void softmax_row(bool log_form, const double* x, double* y, int64_t n) {
   active().table->softmax_row_f64(log_form, x, y, n);
 }
+void softmax_backward_row(bool log_form, const float* out, const float* g, float* dx, int64_t n) {
+  active().table->softmax_backward_row_f32(log_form, out, g, dx, n);
+}
+void softmax_backward_row(bool log_form, const double* out, const double* g, double* dx, int64_t n) {
+  active().table->softmax_backward_row_f64(log_form, out, g, dx, n);
+}
 
 }  // namespace dagsim::vec

@@ -67,6 +67,10 @@ void axpy(double alpha, const double* other, double* self, int64_t n);
 // and its sum of exponentials in lane order (lane_order.h), so every capability gives the same bits.
 void softmax_row(bool log_form, const float* x, float* y, int64_t n);
 void softmax_row(bool log_form, const double* x, double* y, int64_t n);
+// Their backward over one row, from the forward's output `out` and its gradient `g`, into `dx` (which
+// may be g): line::SoftmaxBackwardWith's formula with SLEEF's exp, its sum in lane order.
+void softmax_backward_row(bool log_form, const float* out, const float* g, float* dx, int64_t n);
+void softmax_backward_row(bool log_form, const double* out, const double* g, double* dx, int64_t n);
 
 // One capability's kernels; the vector_kernels_*.cc files each define one.
 struct KernelTable {
@@ -78,6 +82,8 @@ struct KernelTable {
   void (*axpy_f64)(double, const double*, double*, int64_t);
   void (*softmax_row_f32)(bool, const float*, float*, int64_t);
   void (*softmax_row_f64)(bool, const double*, double*, int64_t);
+  void (*softmax_backward_row_f32)(bool, const float*, const float*, float*, int64_t);
+  void (*softmax_backward_row_f64)(bool, const double*, const double*, double*, int64_t);
 };
 const KernelTable& scalar_kernels();         // SLEEF purecfma: needs FMA
 const KernelTable& scalar_nofma_kernels();   // SLEEF purec: any x86-64

@@ -12,8 +12,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <tuple>
+#include <vector>
 
+#include "core/base/prng.h"
 #include "core/device/cuda/cuda_kernels.h"
+#include "core/device/cuda/cuda_op_kernels.h"
 #include "core/device/device_ops_test_util.h"
 #include "core/device/cuda/cuda_mlp.h"
 #include "core/tensor/device_guard.h"
@@ -77,6 +82,59 @@ TEST(CudaGpu, EveryOpGivesTheCpusValuesAndGradientsOnTheGpu) {
   EXPECT_EQ(ran.size(), rpc::op_table().size()) << "an op of the op table has no cuda kernels";
   for (const std::string& op : ran) EXPECT_TRUE(has_device_kernel(op)) << op;
   rt.run_on(0, [] { testing::check_workloads_on_cuda0(close_enough); });
+}
+
+// softmax, log_softmax and their backwards over long lines run a warp per line (cuda_op_kernels.h);
+// the warp's shuffle fold is lane order's, so its bits are the one-thread functor's, to the bit, for
+// contiguous and strided lines, lines shorter than a warp's 32 lanes, and specials in the values.
+template <typename T>
+void expect_softmax_warps_match_threads(int64_t outer, int64_t size, int64_t inner) {
+  const int64_t n = outer * size * inner;
+  Prng prng(static_cast<uint64_t>(n));
+  std::vector<T> host(static_cast<size_t>(n));
+  for (T& v : host) v = static_cast<T>(prng.uniform(-1, 1) * std::ldexp(1.0, static_cast<int>(prng.uniform_int(-8, 6))));
+  host[0] = static_cast<T>(-INFINITY);
+  host[static_cast<size_t>(n / 2)] = T{0};
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  T *x = nullptr, *by_warps = nullptr, *by_threads = nullptr;
+  ASSERT_EQ(cudaMalloc(&x, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&by_warps, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&by_threads, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(x, host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  LineArgs a;
+  a.x = x;
+  a.lines = outer * inner;
+  a.size = size;
+  a.inner = inner;
+  // The backwards read x as the forward's output and `host` again as the gradient.
+  T* g = nullptr;
+  ASSERT_EQ(cudaMalloc(&g, bytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(g, host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  a.g = g;
+  for (const LineOp op : {LineOp::softmax, LineOp::log_softmax, LineOp::softmax_backward, LineOp::log_softmax_backward}) {
+    a.y = by_threads;
+    lines_by_threads<T>(op, a, nullptr);
+    a.y = by_warps;
+    lines<T>(op, a, nullptr);
+    std::vector<T> warps(host.size()), threads(host.size());
+    ASSERT_EQ(cudaMemcpy(warps.data(), by_warps, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(threads.data(), by_threads, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(std::memcmp(warps.data(), threads.data(), bytes), 0)
+        << line_op_name(op) << " over [" << outer << ", " << size << ", " << inner << "]";
+  }
+  cudaFree(g);
+  cudaFree(x);
+  cudaFree(by_warps);
+  cudaFree(by_threads);
+}
+
+TEST(CudaGpu, SoftmaxWarpsGiveTheOneThreadFunctorsBits) {
+  SKIP_WITHOUT_GPU();
+  for (const auto& [outer, size, inner] : {std::tuple<int64_t, int64_t, int64_t>{64, 8192, 1}, {3, 5001, 1}, {4, 100, 3},
+                                           {7, 33, 1}, {5, 40, 2}}) {
+    expect_softmax_warps_match_threads<float>(outer, size, inner);
+    expect_softmax_warps_match_threads<double>(outer, size, inner);
+  }
 }
 
 TEST(CudaGpu, AStreamWaitsOnAnotherStreamsEvent) {

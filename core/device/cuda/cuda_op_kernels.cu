@@ -3,6 +3,8 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "core/device/cuda/cuda_check.h"
 #include "core/device/cuda/grid.cuh"
@@ -76,6 +78,62 @@ __global__ void lines_kernel(F f, LineArgs args) {
     f.template run<T>(args, l);
   }
 }
+// A lane-order line op's walk for a warp (line_kernels.h's OneThread, shared by 32 threads). Lane j
+// takes the line's elements k = j mod 32 in order, as lane j of lane_order.h; in `sum`, the
+// xor-shuffle fold gives lane 0 exactly lane_order::fold's sum (at step w, lane j < w adds lane
+// j + w), and lane 0's total is the one every lane returns. `max` is exact in any order. So a warp
+// gives the bits one thread gives (CudaGpu.SoftmaxWarpsGiveTheOneThreadFunctorsBits checks).
+struct WarpWalk {
+  static constexpr unsigned kWholeWarp = 0xffffffffu;
+  int lane;
+  template <typename T, typename F> __device__ T max(int64_t n, const F& f) const {
+    T best = -static_cast<T>(INFINITY);
+    for (int64_t k = lane; k < n; k += lane_order::kLanes) {
+      const T v = f(k);
+      best = best < v ? v : best;
+    }
+    for (int w = lane_order::kLanes / 2; w >= 1; w /= 2) {
+      const T other = __shfl_xor_sync(kWholeWarp, best, w);
+      best = best < other ? other : best;
+    }
+    return best;
+  }
+  template <typename T, typename F> __device__ T sum(int64_t n, const F& f) const {
+    T acc{0};
+    for (int64_t k = lane; k < n; k += lane_order::kLanes) acc += f(k);
+    for (int w = lane_order::kLanes / 2; w >= 1; w /= 2) acc += __shfl_xor_sync(kWholeWarp, acc, w);
+    return __shfl_sync(kWholeWarp, acc, 0);
+  }
+  template <typename F> __device__ void each(int64_t n, const F& f) const {
+    for (int64_t k = lane; k < n; k += lane_order::kLanes) f(k);
+  }
+};
+
+// One warp per line, for the lane-order line ops. Every lane of a warp has the same line, so the
+// whole warp reaches each shuffle together.
+template <typename T, typename F>
+__global__ void warp_lines_kernel(F f, LineArgs args) {
+  const WarpWalk walk{static_cast<int>(threadIdx.x) % lane_order::kLanes};
+  const int64_t warps = int64_t{gridDim.x} * blockDim.x / lane_order::kLanes;
+  for (int64_t l = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / lane_order::kLanes; l < args.lines; l += warps) {
+    f.template run<T>(args, l, walk);
+  }
+}
+
+// Whether functor F's run takes a walk (the lane-order line ops do). nvcc compiles C++17 here, so
+// no requires-expression.
+template <typename F, typename T, typename = void>
+struct walks_lines : std::false_type {};
+template <typename F, typename T>
+struct walks_lines<F, T, std::void_t<decltype(std::declval<const F&>().template run<T>(
+                             std::declval<const LineArgs&>(), int64_t{0}, std::declval<const WarpWalk&>()))>>
+    : std::true_type {};
+
+bool in_lane_order(LineOp op) {
+  return op == LineOp::softmax || op == LineOp::log_softmax || op == LineOp::softmax_backward ||
+         op == LineOp::log_softmax_backward;
+}
+
 template <typename From, typename To>
 __global__ void cast_kernel(const From* x, To* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
@@ -149,9 +207,23 @@ void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel,
 }
 
 template <typename T>
-void lines(LineOp op, const LineArgs& args, StreamHandle stream) {
+void lines_by_threads(LineOp op, const LineArgs& args, StreamHandle stream) {
   if (args.lines == 0) return;
   visit_line(op, [&](auto f) { lines_kernel<T><<<blocks_for(args.lines), kThreads, 0, as_stream(stream)>>>(f, args); });
+  DAGSIM_CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T>
+void lines(LineOp op, const LineArgs& args, StreamHandle stream) {
+  if (!in_lane_order(op) || args.size < kWarpLineMin) return lines_by_threads<T>(op, args, stream);
+  if (args.lines == 0) return;
+  visit_line(op, [&](auto f) {
+    if constexpr (walks_lines<decltype(f), T>::value) {
+      warp_lines_kernel<T><<<blocks_for(args.lines * lane_order::kLanes), kThreads, 0, as_stream(stream)>>>(f, args);
+    } else {
+      throw_kernel_misuse((std::string("the warp line kernel was given ") + line_op_name(op)).c_str());
+    }
+  });
   DAGSIM_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -173,7 +245,8 @@ template void cast<double, double>(const double*, double*, int64_t, StreamHandle
   template void gather<T>(const T*, T*, const StridedShape&, int64_t, StreamHandle);                            \
   template void reduce_sum<T>(const T*, T*, const StridedShape&, int64_t, const StridedShape&, int64_t, double, \
                               StreamHandle);                                                              \
-  template void lines<T>(LineOp, const LineArgs&, StreamHandle);
+  template void lines<T>(LineOp, const LineArgs&, StreamHandle);                                                \
+  template void lines_by_threads<T>(LineOp, const LineArgs&, StreamHandle);
 DAGSIM_INSTANTIATE(float)
 DAGSIM_INSTANTIATE(double)
 #undef DAGSIM_INSTANTIATE

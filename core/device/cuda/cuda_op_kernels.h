@@ -49,9 +49,16 @@ void gather(const T* x, T* out, const StridedShape& index, int64_t n, StreamHand
 template <typename T>
 void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel, const StridedShape& reduced,
                 int64_t reduced_numel, double scale, StreamHandle stream);
-// line_kernels.h's `op` over every line of `args`, one thread per line.
+// line_kernels.h's `op` over every line of `args`: one thread per line, except softmax, log_softmax
+// and their backwards over lines of kWarpLineMin elements or more, which run a warp per line in
+// lane order (lane_order.h), giving the one-thread functor's bits. (The threshold is a first guess: a warp
+// has work for every lane from 32 elements; BM_CudaLogSoftmax measures both forms.)
+inline constexpr int64_t kWarpLineMin = 32;
 template <typename T>
 void lines(LineOp op, const LineArgs& args, StreamHandle stream);
+// The same, always one thread per line: the reference the warp form must equal.
+template <typename T>
+void lines_by_threads(LineOp op, const LineArgs& args, StreamHandle stream);
 // out[i] = static_cast<To>(x[i]) for i < n.
 template <typename From, typename To>
 void cast(const From* x, To* out, int64_t n, StreamHandle stream);

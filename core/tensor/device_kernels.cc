@@ -133,10 +133,7 @@ void run_lines_on_host(LineOp op, Dtype dtype, const LineArgs& args) {
   dispatch_dtype(dtype, [&]<typename T>() {
     if (op == LineOp::take) return take_rows_on_host<T>(args);
     if (op == LineOp::index_add) return index_add_rows_on_host<T>(args);
-    if (op == LineOp::softmax || op == LineOp::log_softmax || op == LineOp::softmax_backward ||
-        op == LineOp::log_softmax_backward) {
-      return softmax_lines_on_host<T>(op, args);
-    }
+    if (in_lane_order(op)) return softmax_lines_on_host<T>(op, args);
     run_lines_host<T>(op, args);
   });
 }

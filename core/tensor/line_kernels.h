@@ -48,6 +48,13 @@ enum class LineOp : uint8_t {
 };
 const char* line_op_name(LineOp op);
 
+// The ops whose sums run in lane order (lane_order.h) and whose functors take a walk (OneThread
+// below, or a warp's): softmax, log_softmax and their backwards.
+constexpr bool in_lane_order(LineOp op) {
+  return op == LineOp::softmax || op == LineOp::log_softmax || op == LineOp::softmax_backward ||
+         op == LineOp::log_softmax_backward;
+}
+
 // What a line op reads and writes; each op uses the fields its comment above names.
 struct LineArgs {
   const void* x = nullptr;

@@ -345,38 +345,23 @@ Tensor min(const Tensor& a) {
 
 namespace {
 
-// softmax (log_form = false) or log_softmax (true) along `dim`, already wrapped.
-Tensor softmax_forward(const Tensor& a, int64_t dim, bool log_form) {
-  const DimSplit s = split_at(a.shape(), dim);
-  Tensor out = Tensor::empty(a.shape(), a.dtype());
+// softmax, log_softmax or one of their backwards (`op`) along `dim`, already wrapped: one line op
+// over `x` (the input; for a backward, the forward's output) and, for a backward, the gradient.
+Tensor softmax_lines(LineOp op, const Tensor& x, const Tensor* grad, int64_t dim) {
+  const DimSplit s = split_at(x.shape(), dim);
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
   // Nothing to compute, and outer x inner may be 2^61 for an empty [2^61, 0] (found by the execute
   // fuzzer: a node spun for ever on one call).
-  if (a.numel() == 0) return out;
+  if (x.numel() == 0) return out;
   LineArgs args;
-  args.x = kernel_input(a);
+  args.x = kernel_input(x);
+  if (grad != nullptr) args.g = kernel_input(*grad);
   args.y = detail::bytes(out);
   args.lines = s.outer * s.inner;
   args.size = s.size;
   args.inner = s.inner;
-  run_lines(log_form ? LineOp::log_softmax : LineOp::softmax, a.dtype(), args);
+  run_lines(op, x.dtype(), args);
   return out;
-}
-
-// The backward of softmax_forward, from its output `y` and the gradient `g`: one line op, PyTorch's
-// formulas (line::SoftmaxBackwardWith) with the sum in lane order.
-Tensor softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, bool log_form) {
-  const DimSplit s = split_at(y.shape(), dim);
-  Tensor dx = Tensor::empty(y.shape(), y.dtype());
-  if (y.numel() == 0) return dx;
-  LineArgs args;
-  args.x = kernel_input(y);
-  args.g = kernel_input(g);
-  args.y = detail::bytes(dx);
-  args.lines = s.outer * s.inner;
-  args.size = s.size;
-  args.inner = s.inner;
-  run_lines(log_form ? LineOp::log_softmax_backward : LineOp::softmax_backward, y.dtype(), args);
-  return dx;
 }
 
 }  // namespace
@@ -385,9 +370,10 @@ Tensor softmax(const Tensor& a, int64_t dim) {
   DeviceGuard device_guard("softmax", {&a});
   detail::check_defined("softmax", a);
   const int64_t d = detail::wrap_dim("softmax", dim, a.shape());
-  Tensor out = softmax_forward(a, d, false);
+  Tensor out = softmax_lines(LineOp::softmax, a, nullptr, d);
+  // PyTorch's formula, dx = y * (g - sum(g * y, dim)), in one line op (line::SoftmaxBackwardWith).
   record_op("SoftmaxBackward", {a}, {out}, [d](const BackwardArgs& args) {
-    return variable_list{softmax_backward(args.grads[0], args.saved[0], d, false)};
+    return variable_list{softmax_lines(LineOp::softmax_backward, args.saved[0], &args.grads[0], d)};
   }, {}, {out});
   return out;
 }
@@ -396,9 +382,10 @@ Tensor log_softmax(const Tensor& a, int64_t dim) {
   DeviceGuard device_guard("log_softmax", {&a});
   detail::check_defined("log_softmax", a);
   const int64_t d = detail::wrap_dim("log_softmax", dim, a.shape());
-  Tensor out = softmax_forward(a, d, true);
+  Tensor out = softmax_lines(LineOp::log_softmax, a, nullptr, d);
+  // dx = g - exp(y) * sum(g, dim), in one line op.
   record_op("LogSoftmaxBackward", {a}, {out}, [d](const BackwardArgs& args) {
-    return variable_list{softmax_backward(args.grads[0], args.saved[0], d, true)};
+    return variable_list{softmax_lines(LineOp::log_softmax_backward, args.saved[0], &args.grads[0], d)};
   }, {}, {out});
   return out;
 }

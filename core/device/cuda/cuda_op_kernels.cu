@@ -129,11 +129,6 @@ struct walks_lines<F, T, std::void_t<decltype(std::declval<const F&>().template 
                              std::declval<const LineArgs&>(), int64_t{0}, std::declval<const WarpWalk&>()))>>
     : std::true_type {};
 
-bool in_lane_order(LineOp op) {
-  return op == LineOp::softmax || op == LineOp::log_softmax || op == LineOp::softmax_backward ||
-         op == LineOp::log_softmax_backward;
-}
-
 template <typename From, typename To>
 __global__ void cast_kernel(const From* x, To* out, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {

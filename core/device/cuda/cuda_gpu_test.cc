@@ -86,15 +86,23 @@ TEST(CudaGpu, EveryOpGivesTheCpusValuesAndGradientsOnTheGpu) {
 
 // softmax, log_softmax and their backwards over long lines run a warp per line (cuda_op_kernels.h);
 // the warp's shuffle fold is lane order's, so its bits are the one-thread functor's, to the bit, for
-// contiguous and strided lines, lines shorter than a warp's 32 lanes, and specials in the values.
+// contiguous and strided lines, lines that do not fill the warp's last round, a tie of -0 and +0
+// in different lanes, NaN and -inf.
 template <typename T>
 void expect_softmax_warps_match_threads(int64_t outer, int64_t size, int64_t inner) {
   const int64_t n = outer * size * inner;
   Prng prng(static_cast<uint64_t>(n));
   std::vector<T> host(static_cast<size_t>(n));
   for (T& v : host) v = static_cast<T>(prng.uniform(-1, 1) * std::ldexp(1.0, static_cast<int>(prng.uniform_int(-8, 6))));
-  host[0] = static_cast<T>(-INFINITY);
-  host[static_cast<size_t>(n / 2)] = T{0};
+  // The first line all negative but a -0 (lane 1) and a +0 (lane 0, second round): the warp's
+  // lanes then hold maxima of different signs, which must reach no output. The second line gets
+  // a NaN, the last a -inf.
+  const auto at = [&](int64_t line, int64_t k) { return static_cast<size_t>((line / inner) * size * inner + line % inner + k * inner); };
+  for (int64_t k = 0; k < size; ++k) host[at(0, k)] = -std::fabs(host[at(0, k)]);
+  host[at(0, 1)] = -T{0};
+  host[at(0, 32)] = T{0};
+  host[at(1, 3)] = static_cast<T>(NAN);
+  host[at(outer * inner - 1, size - 1)] = static_cast<T>(-INFINITY);
   const size_t bytes = static_cast<size_t>(n) * sizeof(T);
   T *x = nullptr, *by_warps = nullptr, *by_threads = nullptr;
   ASSERT_EQ(cudaMalloc(&x, bytes), cudaSuccess);

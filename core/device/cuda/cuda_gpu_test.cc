@@ -127,8 +127,13 @@ void expect_softmax_warps_match_threads(int64_t outer, int64_t size, int64_t inn
     std::vector<T> warps(host.size()), threads(host.size());
     ASSERT_EQ(cudaMemcpy(warps.data(), by_warps, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(threads.data(), by_threads, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    EXPECT_EQ(std::memcmp(warps.data(), threads.data(), bytes), 0)
-        << line_op_name(op) << " over [" << outer << ", " << size << ", " << inner << "]";
+    // To the bit, but any NaN equals any NaN: its sign and payload follow the operand order,
+    // which nvcc may pick differently in the two kernels.
+    size_t differ = 0;
+    for (size_t i = 0; i < warps.size(); ++i) {
+      if (!(std::isnan(warps[i]) && std::isnan(threads[i])) && std::memcmp(&warps[i], &threads[i], sizeof(T)) != 0) ++differ;
+    }
+    EXPECT_EQ(differ, 0u) << line_op_name(op) << " over [" << outer << ", " << size << ", " << inner << "]";
   }
   cudaFree(g);
   cudaFree(x);

@@ -1,8 +1,8 @@
 // Matrix products through dagsim's ops against OpenBLAS called directly, forward and
 // forward+backward, so the overhead of the tensor layer and the engine shows as a ratio.
 // Aim (issue 2): our matmul within 1.2x of bare OpenBLAS. And an embedding lookup with its
-// backward against the same row copies and row sums written as bare loops (the floor), and a
-// cross-entropy loss over many classes.
+// backward against the same row copies and row sums written as bare loops (the floor), a
+// cross-entropy loss over many classes and a layer_norm.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -159,6 +159,27 @@ void BM_CrossEntropyOurs(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kLossBatch * classes);
 }
 BENCHMARK(BM_CrossEntropyOurs)->Arg(8192)->ArgNames({"classes"});
+
+// layer_norm over the last dim of [kNormRows, width] float32 with a weight and a bias, forward and
+// the gradients of all three (a transformer block's normalisation at one batch of tokens).
+constexpr int64_t kNormRows = 512;
+
+void BM_LayerNormOurs(benchmark::State& state) {
+  const int64_t width = state.range(0);
+  Prng prng(6);
+  Tensor x = randn({kNormRows, width}, prng, 0, 1, Dtype::float32);
+  Tensor weight = randn({width}, prng, 1, 0.1, Dtype::float32);
+  Tensor bias = randn({width}, prng, 0, 0.1, Dtype::float32);
+  const Tensor grad_out = randn({kNormRows, width}, prng, 0, 1, Dtype::float32);
+  for (Tensor* t : {&x, &weight, &bias}) t->set_requires_grad(true);
+  for (auto _ : state) {
+    Tensor y = layer_norm(x, {width}, weight, bias, 1e-5);
+    autograd::variable_list grads = autograd::Engine::grad({y}, {x, weight, bias}, {grad_out});
+    benchmark::DoNotOptimize(grads[0].raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * kNormRows * width);
+}
+BENCHMARK(BM_LayerNormOurs)->Arg(1024)->ArgNames({"width"});
 
 }  // namespace
 }  // namespace dagsim

@@ -94,7 +94,7 @@ def main(json_path, out_path, tcp_json_path=None):
         "`BM_CudaLogSoftmax` runs the line kernel alone on device buffers. `warps:0` is one thread per "
         "row, the line functor; `warps:1` is what the cuda backend runs for rows of 32 elements or "
         "more: a warp per row, adding in lane order, so both give the same bits "
-        "(`CudaGpu.SoftmaxWarpsGiveTheOneThreadFunctorsBits`).",
+        "(`CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits`).",
         "",
     ]
     softmax_rows = []

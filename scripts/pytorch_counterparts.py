@@ -3,7 +3,7 @@
 
 Usage: pytorch_counterparts.py GROUP SECONDS
   GROUP   local: the MLP step float32/float64, gemm 256 float32, the engine's cost per node, an
-                 embedding lookup with its backward, cross_entropy over 8192 classes
+                 embedding lookup with its backward, cross_entropy over 8192 classes, layer_norm
           tcp:   RPC round trips (64 B, 1 MiB), the seed example's step and the MLP step in both
                  dtypes, over torch.distributed.rpc (TensorPipe) between two processes on loopback
   SECONDS how long each benchmark runs (after a warm-up of a tenth of that)
@@ -92,6 +92,14 @@ def local(seconds):
     targets = torch.randint(0, 8192, (64,), generator=g)
     emit("BM_CrossEntropyOurs/classes:8192",
          timed(lambda: torch.autograd.grad(torch.nn.functional.cross_entropy(logits, targets), [logits]), seconds))
+    # layer_norm over the last dim of [512, 1024] with a weight and a bias, and all three gradients.
+    x = torch.randn(512, 1024, generator=g, dtype=torch.float32).requires_grad_()
+    weight = (1 + 0.1 * torch.randn(1024, generator=g, dtype=torch.float32)).requires_grad_()
+    bias = (0.1 * torch.randn(1024, generator=g, dtype=torch.float32)).requires_grad_()
+    grad_y = torch.randn(512, 1024, generator=g, dtype=torch.float32)
+    emit("BM_LayerNormOurs/width:1024",
+         timed(lambda: torch.autograd.grad(torch.nn.functional.layer_norm(x, (1024,), weight, bias, 1e-5),
+                                           [x, weight, bias], grad_y), seconds))
 
 
 # tcp: worker1's functions, pickled by reference. ---------------------------------------------------

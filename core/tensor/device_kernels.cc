@@ -127,13 +127,43 @@ void softmax_lines_on_host(LineOp op, const LineArgs& a) {
     for (int64_t k = 0; k < a.size; ++k) y[base + k * a.inner] = row_y[k];
   }
 }
+
+// layer_norm and its backward through vec::layer_norm_row and vec::layer_norm_backward_row (rows
+// are contiguous: inner is 1), and the weight's gradient row by row: each column still adds its
+// rows in order, as line::LayerNormWeight, but a row's columns run side by side (vectorised) where
+// the functor walks one column down every row.
+template <typename T>
+void layer_norm_lines_on_host(LineOp op, const LineArgs& a) {
+  const T* x = static_cast<const T*>(a.x);
+  const T* w = static_cast<const T*>(a.w);
+  T* y = static_cast<T*>(a.y);
+  if (op == LineOp::layer_norm_weight) {
+    const int64_t cols = a.lines;
+    const T* g = static_cast<const T*>(a.g);
+    std::fill_n(y, cols, T{0});
+    for (int64_t r = 0; r < a.size; ++r) vec::layer_norm_weight_row(g + r * cols, x + r * cols, a.stat0[r], a.stat1[r], y, cols);
+    return;
+  }
+  if (a.size == 0) return;
+  for (int64_t l = 0; l < a.lines; ++l) {
+    const int64_t at = l * a.size;
+    if (op == LineOp::layer_norm) {
+      vec::layer_norm_row(x + at, w, static_cast<const T*>(a.b), y + at, a.size, a.scalar, a.stat0 + l, a.stat1 + l);
+    } else {
+      vec::layer_norm_backward_row(static_cast<const T*>(a.g) + at, x + at, w, y + at, a.size, a.stat0[l], a.stat1[l]);
+    }
+  }
+}
 }  // namespace
 
 void run_lines_on_host(LineOp op, Dtype dtype, const LineArgs& args) {
   dispatch_dtype(dtype, [&]<typename T>() {
     if (op == LineOp::take) return take_rows_on_host<T>(args);
     if (op == LineOp::index_add) return index_add_rows_on_host<T>(args);
-    if (in_lane_order(op)) return softmax_lines_on_host<T>(op, args);
+    if (is_softmax(op)) return softmax_lines_on_host<T>(op, args);
+    if (op == LineOp::layer_norm || op == LineOp::layer_norm_backward || op == LineOp::layer_norm_weight) {
+      return layer_norm_lines_on_host<T>(op, args);
+    }
     run_lines_host<T>(op, args);
   });
 }

@@ -1,7 +1,7 @@
-// The host's row paths for take, index_add, softmax, log_softmax and their backwards (run_lines_on_host) against
-// the line functors they stand in for, which are what a GPU runs: the same bits for the same
-// arguments, with repeated rows, empty destinations, strided lines and sums whose order shows in
-// the last bit.
+// The host's row paths for take, index_add, softmax, log_softmax, layer_norm and their backwards
+// (run_lines_on_host) against the line functors they stand in for, which are what a GPU runs: the
+// same bits for the same arguments, with repeated rows, empty destinations, strided lines and sums
+// whose order shows in the last bit.
 #include "core/tensor/device_kernels.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/base/prng.h"
@@ -169,6 +170,82 @@ TEST(LineKernels, SoftmaxsVectorPathGivesTheFunctorsBitsOnEveryCapability) {
     for (uint64_t seed = 1; seed <= 150; ++seed) {
       check_softmax<float>(seed);
       check_softmax<double>(seed);
+    }
+  }
+  vec::set_capability(saved);
+}
+
+// layer_norm, its backward and its weight's gradient over rows of 1 to 300 elements (and one of
+// 5,000), with and without a weight and a bias, values around an offset (so the variance about the
+// mean shows the order of both sums), and now and then an infinity or a NaN: the host's vector paths
+// against the functors, output and statistics.
+template <typename T>
+void check_layer_norm(uint64_t seed) {
+  Prng prng(seed);
+  const int64_t size = seed == 1 ? 5000 : prng.uniform_int(1, 300);
+  const int64_t rows = prng.uniform_int(1, 4);
+  const double offset = prng.uniform(-100, 100);
+  std::vector<T> x = spread_values<T>(prng, rows, size);
+  for (T& v : x) v = static_cast<T>(offset + static_cast<double>(v) * std::ldexp(1.0, -14));
+  if (seed % 5 == 0) {
+    const T specials[] = {static_cast<T>(INFINITY), static_cast<T>(NAN), T{0}, -T{0}};
+    x[static_cast<size_t>(prng.uniform_int(0, static_cast<int64_t>(x.size()) - 1))] = specials[prng.uniform_int(0, 3)];
+  }
+  const std::vector<T> w = spread_values<T>(prng, 1, size), bias = spread_values<T>(prng, 1, size);
+  const std::vector<T> g = spread_values<T>(prng, rows, size);
+  const bool has_w = prng.uniform_int(0, 2) != 0, has_b = prng.uniform_int(0, 2) != 0;
+  const std::string where = "seed " + std::to_string(seed) + ", size " + std::to_string(size) +
+                            (has_w ? ", weight" : "") + (has_b ? ", bias" : "");
+
+  LineArgs a;
+  a.x = x.data();
+  a.w = has_w ? w.data() : nullptr;
+  a.b = has_b ? bias.data() : nullptr;
+  a.lines = rows;
+  a.size = size;
+  a.scalar = 1e-5;
+  std::vector<T> y_rows(x.size(), T{7}), y_lines(x.size(), T{9});
+  std::vector<double> mean_rows(static_cast<size_t>(rows)), rstd_rows(mean_rows.size());
+  std::vector<double> mean_lines(mean_rows.size(), 1), rstd_lines(mean_rows.size(), 1);
+  a.y = y_rows.data();
+  a.stat0 = mean_rows.data();
+  a.stat1 = rstd_rows.data();
+  run_lines_on_host(LineOp::layer_norm, dtype_of<T>(), a);
+  a.y = y_lines.data();
+  a.stat0 = mean_lines.data();
+  a.stat1 = rstd_lines.data();
+  for (int64_t l = 0; l < rows; ++l) line::LayerNorm{}.run<T>(a, l);
+  EXPECT_TRUE(same_bits_or_both_nan(y_rows, y_lines)) << "layer_norm, " << where;
+  EXPECT_TRUE(same_bits_or_both_nan(mean_rows, mean_lines)) << "layer_norm's mean, " << where;
+  EXPECT_TRUE(same_bits_or_both_nan(rstd_rows, rstd_lines)) << "layer_norm's rstd, " << where;
+
+  LineArgs b = a;
+  b.g = g.data();
+  std::vector<T> dx_rows(x.size(), T{7}), dx_lines(x.size(), T{9});
+  b.y = dx_rows.data();
+  run_lines_on_host(LineOp::layer_norm_backward, dtype_of<T>(), b);
+  b.y = dx_lines.data();
+  for (int64_t l = 0; l < rows; ++l) line::LayerNormBackward{}.run<T>(b, l);
+  EXPECT_TRUE(same_bits_or_both_nan(dx_rows, dx_lines)) << "layer_norm backward, " << where;
+
+  b.lines = size;  // the weight's gradient: one line per column, down the rows
+  b.size = rows;
+  b.inner = size;
+  std::vector<T> dw_rows(static_cast<size_t>(size), T{7}), dw_lines(dw_rows.size(), T{9});
+  b.y = dw_rows.data();
+  run_lines_on_host(LineOp::layer_norm_weight, dtype_of<T>(), b);
+  b.y = dw_lines.data();
+  for (int64_t l = 0; l < size; ++l) line::LayerNormWeight{}.run<T>(b, l);
+  EXPECT_TRUE(same_bits_or_both_nan(dw_rows, dw_lines)) << "layer_norm's weight gradient, " << where;
+}
+
+TEST(LineKernels, LayerNormsVectorPathGivesTheFunctorsBitsOnEveryCapability) {
+  const vec::Capability saved = vec::capability();
+  for (const vec::Capability path : vec::supported_capabilities()) {
+    vec::set_capability(path);
+    for (uint64_t seed = 1; seed <= 150; ++seed) {
+      check_layer_norm<float>(seed);
+      check_layer_norm<double>(seed);
     }
   }
   vec::set_capability(saved);

@@ -1,6 +1,7 @@
 // Elementwise ops: broadcasting binary ops, unary math, and in-place updates.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "core/autograd/grad_mode.h"
@@ -179,6 +180,33 @@ void check_inplace(const char* op, const Tensor& self) {
   }
 }
 
+// sum_to(t, shape) as one sum over the middle of [outer, size, inner] (detail::sum_middle), when
+// the dims it keeps are a leading run and a trailing run of t's dims and the dims it sums lie
+// between: a bias's gradient ([N, C] to [C]), a row's ([N, C] to [N, 1]), a channel's
+// ([B, C, L] to [C, 1]). Dims of extent 1 belong to either side. Other patterns return nullopt
+// and take the general loop; both add each output's elements in t's order, from +0.
+struct MiddleSum {
+  int64_t outer = 1, size = 1, inner = 1;
+};
+std::optional<MiddleSum> as_middle_sum(const Shape& from, const Shape& to) {
+  const size_t lead = from.size() - to.size();
+  MiddleSum m;
+  int phase = 0;  // 0: the leading kept run, 1: the summed dims, 2: the trailing kept run
+  for (size_t d = 0; d < from.size(); ++d) {
+    if (from[d] == 1) continue;
+    const bool kept = d >= lead && to[d - lead] == from[d];
+    if (kept) {
+      if (phase == 1) phase = 2;
+      (phase == 0 ? m.outer : m.inner) *= from[d];
+    } else {
+      if (phase == 2) return std::nullopt;
+      phase = 1;
+      m.size *= from[d];
+    }
+  }
+  return m;  // with nothing summed, size is 1: each output is +0 plus its one element, as the loop
+}
+
 }  // namespace
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
@@ -217,6 +245,13 @@ Tensor sum_to(const Tensor& t, const Shape& shape) {
     Tensor out = Tensor::empty(shape, t.dtype());
     k->reduce_sum(t.dtype(), kernel_input(t), t.shape(), detail::bytes(out), out.numel(),
                   detail::broadcast_strides(shape, t.shape()), 1.0);
+    return out;
+  }
+  if (const std::optional<MiddleSum> m = as_middle_sum(t.shape(), shape)) {
+    Tensor out = Tensor::empty(shape, t.dtype());
+    dispatch_dtype(t.dtype(), [&]<typename T>() {
+      detail::sum_middle(t.data<T>(), out.data<T>(), m->outer, m->size, m->inner, 1.0);
+    });
     return out;
   }
   Tensor out = zeros(shape, t.dtype());

@@ -5,10 +5,10 @@
 //
 // A line is one (outer, inner) pair of a tensor split at a dim: its `size` elements lie `inner`
 // apart from base = outer * size * inner + inner_index. The op runs one functor call per line, in
-// any order and in parallel on a GPU (one thread per line); each call reads and writes only its
-// own line's outputs, and adds in the same order as the CPU's loop does (softmax's and its
-// backward's sums in lane order, lane_order.h), so the bits are the CPU's on any device whose libm agrees (std::exp,
-// std::log, std::sqrt: within a GPU's documented ULP bounds otherwise).
+// any order and in parallel on a GPU (one thread, or for the lane-order ops one warp, per line);
+// each call reads and writes only its own line's outputs, and adds in the same order as the CPU
+// does (softmax's and layer_norm's sums in lane order, lane_order.h), so the bits are the CPU's on
+// any device whose libm agrees (std::exp, std::log: within a GPU's documented ULP bounds otherwise).
 //
 // Indices travel as int64 arrays the kernel reads (LineArgs::index), already checked on the host
 // by the op: a kernel never sees an index out of range. Index arrays for a scatter-add come grouped
@@ -49,10 +49,13 @@ enum class LineOp : uint8_t {
 const char* line_op_name(LineOp op);
 
 // The ops whose sums run in lane order (lane_order.h) and whose functors take a walk (OneThread
-// below, or a warp's): softmax, log_softmax and their backwards.
-constexpr bool in_lane_order(LineOp op) {
+// below, or a warp's): softmax, log_softmax, layer_norm and their backwards.
+constexpr bool is_softmax(LineOp op) {
   return op == LineOp::softmax || op == LineOp::log_softmax || op == LineOp::softmax_backward ||
          op == LineOp::log_softmax_backward;
+}
+constexpr bool in_lane_order(LineOp op) {
+  return is_softmax(op) || op == LineOp::layer_norm || op == LineOp::layer_norm_backward;
 }
 
 // What a line op reads and writes; each op uses the fields its comment above names.
@@ -162,55 +165,53 @@ struct SoftmaxBackwardWith {
 };
 using SoftmaxBackward = SoftmaxBackwardWith<LibmExp>;
 
-// Biased variance, as PyTorch; the statistics in double for both dtypes.
+// layer_norm over a row: the mean, then the biased variance about it (two passes, as PyTorch's), in
+// double for both dtypes, each sum in lane order, so a warp (cuda) and the host's vectors
+// (vec::layer_norm_row) give one thread's bits. The statistics are written once per line.
 struct LayerNorm {
-  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+  template <typename T, typename Walk = OneThread>
+  DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line, const Walk& walk = {}) const {
     const int64_t cols = a.size;
     const T* row = in<T>(a.x) + line * cols;
     const T* w = in<T>(a.w);
     const T* b = in<T>(a.b);
     T* y = out<T>(a.y) + line * cols;
-    double m = 0, v = 0;
-    for (int64_t j = 0; j < cols; ++j) m += row[j];
-    m /= static_cast<double>(cols);
-    for (int64_t j = 0; j < cols; ++j) v += (row[j] - m) * (row[j] - m);
-    v /= static_cast<double>(cols);
+    const double n = static_cast<double>(cols);
+    const double m = walk.template sum<double>(cols, [&](int64_t j) { return static_cast<double>(row[j]); }) / n;
+    const double v = walk.template sum<double>(cols, [&](int64_t j) {
+      const double d = row[j] - m;
+      return d * d;
+    }) / n;
     const double s = 1.0 / std::sqrt(v + a.scalar);
-    a.stat0[line] = m;
-    a.stat1[line] = s;
-    for (int64_t j = 0; j < cols; ++j) {
+    walk.each(1, [&](int64_t) {
+      a.stat0[line] = m;
+      a.stat1[line] = s;
+    });
+    walk.each(cols, [&](int64_t j) {
       double h = (row[j] - m) * s;
       if (w) h *= w[j];
       if (b) h += b[j];
       y[j] = static_cast<T>(h);
-    }
+    });
   }
 };
 
-// With h = g * weight (the gradient reaching x_hat):
-// dx = rstd * (h - mean(h) - x_hat * mean(h * x_hat)), means over the row.
+// With h = g * weight (the gradient reaching x_hat, the product in T):
+// dx = rstd * (h - mean(h) - x_hat * mean(h * x_hat)), means over the row, their sums in lane order.
 struct LayerNormBackward {
-  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+  template <typename T, typename Walk = OneThread>
+  DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line, const Walk& walk = {}) const {
     const int64_t cols = a.size;
     const T* gr = in<T>(a.g) + line * cols;
     const T* xr = in<T>(a.x) + line * cols;
     const T* w = in<T>(a.w);
     T* gx = out<T>(a.y) + line * cols;
-    const double m = a.stat0[line], s = a.stat1[line];
-    double mean_h = 0, mean_hx = 0;
-    for (int64_t j = 0; j < cols; ++j) {
-      const double xhat = (xr[j] - m) * s;
-      const double h = w ? gr[j] * w[j] : gr[j];
-      mean_h += h;
-      mean_hx += h * xhat;
-    }
-    mean_h /= static_cast<double>(cols);
-    mean_hx /= static_cast<double>(cols);
-    for (int64_t j = 0; j < cols; ++j) {
-      const double xhat = (xr[j] - m) * s;
-      const double h = w ? gr[j] * w[j] : gr[j];
-      gx[j] = static_cast<T>(s * (h - mean_h - xhat * mean_hx));
-    }
+    const double m = a.stat0[line], s = a.stat1[line], n = static_cast<double>(cols);
+    const auto h = [&](int64_t j) -> double { return w ? gr[j] * w[j] : gr[j]; };
+    const auto xhat = [&](int64_t j) { return (xr[j] - m) * s; };
+    const double mean_h = walk.template sum<double>(cols, h) / n;
+    const double mean_hx = walk.template sum<double>(cols, [&](int64_t j) { return h(j) * xhat(j); }) / n;
+    walk.each(cols, [&](int64_t j) { gx[j] = static_cast<T>(s * (h(j) - mean_h - xhat(j) * mean_hx)); });
   }
 };
 

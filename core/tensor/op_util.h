@@ -27,6 +27,12 @@ void gemm_host(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, cons
 inline const std::byte* bytes(const Tensor& t) { return static_cast<const std::byte*>(t.raw_data()); }
 inline std::byte* bytes(Tensor& t) { return static_cast<std::byte*>(t.raw_data()); }
 
+// y[o, i] = scale * (the sum of x[o, k, i] over k), x being [outer, size, inner] row-major: each
+// output adds its elements in order of k, from +0, and is scaled once (the CPU's sums over a dim,
+// and sum_to's). The loops run several outputs' chains side by side; the order is the same.
+template <typename T>
+void sum_middle(const T* x, T* y, int64_t outer, int64_t size, int64_t inner, double scale);
+
 // Strides of a tensor of `shape` seen as broadcast to `target` (0 along broadcast dims).
 std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& target);
 

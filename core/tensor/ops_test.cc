@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/tensor/op_util.h"
 #include "core/tensor/tensor_test_util.h"
 
 namespace dagsim {
@@ -141,6 +142,37 @@ TEST(Ops, SumTo) {
   EXPECT_TRUE(equals(sum_to(x, {2, 1}), {2, 1}, {6, 15}));
   EXPECT_TRUE(equals(sum_to(x, {}), {}, {21}));
   EXPECT_TRUE(sum_to(x, {2, 3}).is_same(x));
+}
+
+// sum_to's fast path (one sum over the middle dims) and its general loop both add each output's
+// elements in the input's order, from +0: every output to the bit against that loop, written here.
+TEST(Ops, SumToAddsInTheInputsOrder) {
+  Prng prng(29);
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{37, 19}, {19}},         {{37, 19}, {1, 19}},     {{37, 19}, {37, 1}},   {{37, 19}, {}},
+      {{3, 50, 20}, {50, 1}},   {{3, 50, 20}, {3, 1, 20}}, {{4, 5, 6}, {1, 5, 1}}, {{4, 5, 6}, {6}},
+      {{2, 1, 9, 3}, {1, 9, 1}}, {{1, 300}, {300}},      {{1, 300}, {1}},       {{5, 1, 4}, {5, 1, 1}},
+      {{2, 3, 4, 5}, {3, 1, 5}}, {{0, 7}, {7}},          {{7, 0}, {7, 1}}};
+  for (Dtype dtype : {Dtype::float32, Dtype::float64}) {
+    for (const auto& [from, to] : cases) {
+      const Tensor a = mul(randn(from, prng, 0, 1, dtype), exp(mul(randn(from, prng, 0, 1, dtype), 4.0)));
+      const std::vector<double> x = a.to_vector();
+      std::vector<double> want(static_cast<size_t>(shape_numel(to)), 0.0);
+      std::vector<float> want32(want.size(), 0.0f);
+      const std::vector<int64_t> own = detail::contiguous_strides(from);
+      detail::for_each_broadcast(from, own, detail::broadcast_strides(to, from), [&](int64_t ix, int64_t iy, int64_t) {
+        want32[static_cast<size_t>(iy)] += static_cast<float>(x[static_cast<size_t>(ix)]);
+        want[static_cast<size_t>(iy)] += x[static_cast<size_t>(ix)];
+      });
+      const std::vector<double> got = sum_to(a, to).to_vector();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double w = dtype == Dtype::float32 ? static_cast<double>(want32[i]) : want[i];
+        ASSERT_EQ(got[i], w) << "sum_to " << shape_str(from) << " to " << shape_str(to) << " at " << i << " in "
+                             << dtype_name(dtype);
+      }
+    }
+  }
 }
 
 TEST(Ops, ScalarOpsAndUnaryMath) {

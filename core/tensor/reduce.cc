@@ -11,12 +11,73 @@
 #include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
+#include "core/tensor/vector_math.h"
 
 namespace dagsim {
 
 using autograd::BackwardArgs;
 using autograd::record_op;
 using autograd::variable_list;
+
+// The CPU's sums over a dim add each output's elements in order, from +0 (the sim GPU's host
+// table does the same), and scale once. These two loops keep that order and only change what runs
+// beside what: several rows' chains at once, or whole rows of columns.
+
+namespace {
+
+// Each of `rows` contiguous rows of `size` summed: kRowsAtOnce rows side by side, so their chains
+// of dependent adds overlap (one row's chain alone waits on every add).
+constexpr int64_t kRowsAtOnce = 8;
+template <typename T>
+void sum_rows(const T* x, T* y, int64_t rows, int64_t size, double scale) {
+  int64_t r = 0;
+  for (; r + kRowsAtOnce <= rows; r += kRowsAtOnce) {
+    T acc[kRowsAtOnce] = {};
+    for (int64_t k = 0; k < size; ++k) {
+      for (int64_t j = 0; j < kRowsAtOnce; ++j) acc[j] += x[(r + j) * size + k];
+    }
+    for (int64_t j = 0; j < kRowsAtOnce; ++j) y[r + j] = static_cast<T>(acc[j] * scale);
+  }
+  for (; r < rows; ++r) {
+    T acc{0};
+    for (int64_t k = 0; k < size; ++k) acc += x[r * size + k];
+    y[r] = static_cast<T>(acc * scale);
+  }
+}
+
+// The sums down the columns of `outer` blocks of [size, inner]: a block's rows added into its output
+// row one after another, a row of kShortRow or more through the vector kernels (vector_math.h),
+// which add across the columns (each column still in order of its rows).
+constexpr int64_t kShortRow = 16;
+template <typename T>
+void sum_columns(const T* x, T* y, int64_t outer, int64_t size, int64_t inner, double scale) {
+  for (int64_t o = 0; o < outer; ++o) {
+    T* acc = y + o * inner;
+    std::fill_n(acc, inner, T{0});
+    for (int64_t k = 0; k < size; ++k) {
+      const T* row = x + (o * size + k) * inner;
+      if (inner < kShortRow) {
+        for (int64_t i = 0; i < inner; ++i) acc[i] += row[i];
+      } else {
+        vec::binary(vec::Binary::add, acc, row, acc, inner);
+      }
+    }
+    for (int64_t i = 0; i < inner; ++i) acc[i] = static_cast<T>(acc[i] * scale);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void detail::sum_middle(const T* x, T* y, int64_t outer, int64_t size, int64_t inner, double scale) {
+  if (inner == 1) {
+    sum_rows(x, y, outer, size, scale);
+  } else {
+    sum_columns(x, y, outer, size, inner, scale);
+  }
+}
+template void detail::sum_middle(const float*, float*, int64_t, int64_t, int64_t, double);
+template void detail::sum_middle(const double*, double*, int64_t, int64_t, int64_t, double);
 
 namespace {
 
@@ -47,45 +108,6 @@ Shape reduced_shape(const Shape& shape, int64_t dim, bool keepdim) {
   return out;
 }
 
-// The CPU's sums over a dim add each output's elements in order, from +0 (the sim GPU's host
-// table does the same), and scale once. These two loops keep that order and only change what runs
-// beside what: several rows' chains at once, or whole rows of columns.
-
-// Each of `rows` contiguous rows of `size` summed: kRowsAtOnce rows side by side, so their chains
-// of dependent adds overlap (one row's chain alone waits on every add).
-constexpr int64_t kRowsAtOnce = 8;
-template <typename T>
-void sum_rows(const T* x, T* y, int64_t rows, int64_t size, double scale) {
-  int64_t r = 0;
-  for (; r + kRowsAtOnce <= rows; r += kRowsAtOnce) {
-    T acc[kRowsAtOnce] = {};
-    for (int64_t k = 0; k < size; ++k) {
-      for (int64_t j = 0; j < kRowsAtOnce; ++j) acc[j] += x[(r + j) * size + k];
-    }
-    for (int64_t j = 0; j < kRowsAtOnce; ++j) y[r + j] = static_cast<T>(acc[j] * scale);
-  }
-  for (; r < rows; ++r) {
-    T acc{0};
-    for (int64_t k = 0; k < size; ++k) acc += x[r * size + k];
-    y[r] = static_cast<T>(acc * scale);
-  }
-}
-
-// The sums down the columns of s.outer blocks of [s.size, s.inner]: a block's rows added into its
-// output row one after another, which the compiler vectorises across the columns.
-template <typename T>
-void sum_columns(const T* x, T* y, const DimSplit& s, double scale) {
-  for (int64_t o = 0; o < s.outer; ++o) {
-    T* acc = y + o * s.inner;
-    std::fill_n(acc, s.inner, T{0});
-    for (int64_t k = 0; k < s.size; ++k) {
-      const T* row = x + (o * s.size + k) * s.inner;
-      for (int64_t i = 0; i < s.inner; ++i) acc[i] += row[i];
-    }
-    for (int64_t i = 0; i < s.inner; ++i) acc[i] = static_cast<T>(acc[i] * scale);
-  }
-}
-
 // Sum over `dim` (already wrapped), scaled by `scale`.
 Tensor reduce_dim(const Tensor& a, int64_t dim, bool keepdim, double scale) {
   const DimSplit s = split_at(a.shape(), dim);
@@ -97,11 +119,7 @@ Tensor reduce_dim(const Tensor& a, int64_t dim, bool keepdim, double scale) {
     return out;
   }
   dispatch_dtype(a.dtype(), [&]<typename T>() {
-    if (s.inner == 1) {
-      sum_rows(a.data<T>(), out.data<T>(), s.outer, s.size, scale);
-    } else {
-      sum_columns(a.data<T>(), out.data<T>(), s, scale);
-    }
+    detail::sum_middle(a.data<T>(), out.data<T>(), s.outer, s.size, s.inner, scale);
   });
   return out;
 }

@@ -134,5 +134,28 @@ void softmax_backward_row(bool log_form, const float* out, const float* g, float
 void softmax_backward_row(bool log_form, const double* out, const double* g, double* dx, int64_t n) {
   active().table->softmax_backward_row_f64(log_form, out, g, dx, n);
 }
+void layer_norm_row(const float* x, const float* w, const float* b, float* y, int64_t n, double eps, double* mean,
+                    double* rstd) {
+  active().table->layer_norm_row_f32(x, w, b, y, n, eps, mean, rstd);
+}
+void layer_norm_row(const double* x, const double* w, const double* b, double* y, int64_t n, double eps,
+                    double* mean, double* rstd) {
+  active().table->layer_norm_row_f64(x, w, b, y, n, eps, mean, rstd);
+}
+void layer_norm_backward_row(const float* g, const float* x, const float* w, float* dx, int64_t n, double mean,
+                             double rstd) {
+  active().table->layer_norm_backward_row_f32(g, x, w, dx, n, mean, rstd);
+}
+void layer_norm_backward_row(const double* g, const double* x, const double* w, double* dx, int64_t n,
+                             double mean, double rstd) {
+  active().table->layer_norm_backward_row_f64(g, x, w, dx, n, mean, rstd);
+}
+
+void layer_norm_weight_row(const float* g, const float* x, double mean, double rstd, float* acc, int64_t n) {
+  active().table->layer_norm_weight_row_f32(g, x, mean, rstd, acc, n);
+}
+void layer_norm_weight_row(const double* g, const double* x, double mean, double rstd, double* acc, int64_t n) {
+  active().table->layer_norm_weight_row_f64(g, x, mean, rstd, acc, n);
+}
 
 }  // namespace dagsim::vec

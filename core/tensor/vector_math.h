@@ -72,6 +72,23 @@ void softmax_row(bool log_form, const double* x, double* y, int64_t n);
 void softmax_backward_row(bool log_form, const float* out, const float* g, float* dx, int64_t n);
 void softmax_backward_row(bool log_form, const double* out, const double* g, double* dx, int64_t n);
 
+// layer_norm over one row of n >= 1 contiguous elements, into y (which may be x), its mean and rstd
+// into *mean and *rstd: line::LayerNorm's formula (statistics in double, their sums in lane order).
+// w and b may be null.
+void layer_norm_row(const float* x, const float* w, const float* b, float* y, int64_t n, double eps, double* mean,
+                    double* rstd);
+void layer_norm_row(const double* x, const double* w, const double* b, double* y, int64_t n, double eps,
+                    double* mean, double* rstd);
+// Its backward over one row, into dx (which may be g): line::LayerNormBackward's formula. w may be null.
+void layer_norm_backward_row(const float* g, const float* x, const float* w, float* dx, int64_t n, double mean,
+                             double rstd);
+void layer_norm_backward_row(const double* g, const double* x, const double* w, double* dx, int64_t n,
+                             double mean, double rstd);
+// One row's step of the weight's gradient: acc[j] = T(acc[j] + g[j] * x_hat[j]), x_hat[j] = (x[j] -
+// mean) * rstd in double (line::LayerNormWeight's, with the rows' loop outside).
+void layer_norm_weight_row(const float* g, const float* x, double mean, double rstd, float* acc, int64_t n);
+void layer_norm_weight_row(const double* g, const double* x, double mean, double rstd, double* acc, int64_t n);
+
 // One capability's kernels; the vector_kernels_*.cc files each define one.
 struct KernelTable {
   void (*unary_f32[kUnaryCount])(const float*, float*, int64_t);
@@ -84,6 +101,14 @@ struct KernelTable {
   void (*softmax_row_f64)(bool, const double*, double*, int64_t);
   void (*softmax_backward_row_f32)(bool, const float*, const float*, float*, int64_t);
   void (*softmax_backward_row_f64)(bool, const double*, const double*, double*, int64_t);
+  void (*layer_norm_row_f32)(const float*, const float*, const float*, float*, int64_t, double, double*, double*);
+  void (*layer_norm_row_f64)(const double*, const double*, const double*, double*, int64_t, double, double*,
+                             double*);
+  void (*layer_norm_backward_row_f32)(const float*, const float*, const float*, float*, int64_t, double, double);
+  void (*layer_norm_backward_row_f64)(const double*, const double*, const double*, double*, int64_t, double,
+                                      double);
+  void (*layer_norm_weight_row_f32)(const float*, const float*, double, double, float*, int64_t);
+  void (*layer_norm_weight_row_f64)(const double*, const double*, double, double, double*, int64_t);
 };
 const KernelTable& scalar_kernels();         // SLEEF purecfma: needs FMA
 const KernelTable& scalar_nofma_kernels();   // SLEEF purec: any x86-64

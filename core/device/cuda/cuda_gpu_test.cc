@@ -13,7 +13,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/base/prng.h"
@@ -84,10 +86,35 @@ TEST(CudaGpu, EveryOpGivesTheCpusValuesAndGradientsOnTheGpu) {
   rt.run_on(0, [] { testing::check_workloads_on_cuda0(close_enough); });
 }
 
-// softmax, log_softmax and their backwards over long lines run a warp per line (cuda_op_kernels.h);
-// the warp's shuffle fold is lane order's, so its bits are the one-thread functor's, to the bit, for
-// contiguous and strided lines, lines that do not fill the warp's last round, a tie of -0 and +0
-// in different lanes, NaN and -inf.
+// A vector's copy on the GPU (cudaFree'd by the caller), and back.
+template <typename T>
+T* on_gpu(const std::vector<T>& host) {
+  T* p = nullptr;
+  EXPECT_EQ(cudaMalloc(&p, host.size() * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  return p;
+}
+template <typename T>
+std::vector<T> from_gpu(const T* p, size_t n) {
+  std::vector<T> host(n);
+  EXPECT_EQ(cudaMemcpy(host.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  return host;
+}
+// How many elements differ in their bits, any NaN equal to any NaN: a NaN's sign and payload follow
+// the operand order, which nvcc may pick differently in the warp and thread kernels.
+template <typename T>
+size_t bit_differences(const std::vector<T>& a, const std::vector<T>& b) {
+  size_t differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!(std::isnan(a[i]) && std::isnan(b[i])) && std::memcmp(&a[i], &b[i], sizeof(T)) != 0) ++differ;
+  }
+  return differ;
+}
+
+// The lane-order line ops (softmax, log_softmax, layer_norm and their backwards) run a warp per
+// long line (cuda_op_kernels.h); the warp's shuffle fold is lane order's, so its bits are the
+// one-thread functor's, to the bit. softmax: contiguous and strided lines, lines that do not fill
+// the warp's last round, a tie of -0 and +0 in different lanes, NaN and -inf.
 template <typename T>
 void expect_softmax_warps_match_threads(int64_t outer, int64_t size, int64_t inner) {
   const int64_t n = outer * size * inner;
@@ -103,50 +130,91 @@ void expect_softmax_warps_match_threads(int64_t outer, int64_t size, int64_t inn
   host[at(0, 32)] = T{0};
   host[at(1, 3)] = static_cast<T>(NAN);
   host[at(outer * inner - 1, size - 1)] = static_cast<T>(-INFINITY);
-  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
-  T *x = nullptr, *by_warps = nullptr, *by_threads = nullptr;
-  ASSERT_EQ(cudaMalloc(&x, bytes), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&by_warps, bytes), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&by_threads, bytes), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(x, host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  T* x = on_gpu(host);
+  T* by_warps = on_gpu(host);
+  T* by_threads = on_gpu(host);
+  // The backwards read x as the forward's output and `host` again as the gradient.
+  T* g = on_gpu(host);
   LineArgs a;
   a.x = x;
+  a.g = g;
   a.lines = outer * inner;
   a.size = size;
   a.inner = inner;
-  // The backwards read x as the forward's output and `host` again as the gradient.
-  T* g = nullptr;
-  ASSERT_EQ(cudaMalloc(&g, bytes), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(g, host.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
-  a.g = g;
   for (const LineOp op : {LineOp::softmax, LineOp::log_softmax, LineOp::softmax_backward, LineOp::log_softmax_backward}) {
     a.y = by_threads;
     lines_by_threads<T>(op, a, nullptr);
     a.y = by_warps;
     lines<T>(op, a, nullptr);
-    std::vector<T> warps(host.size()), threads(host.size());
-    ASSERT_EQ(cudaMemcpy(warps.data(), by_warps, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    ASSERT_EQ(cudaMemcpy(threads.data(), by_threads, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-    // To the bit, but any NaN equals any NaN: its sign and payload follow the operand order,
-    // which nvcc may pick differently in the two kernels.
-    size_t differ = 0;
-    for (size_t i = 0; i < warps.size(); ++i) {
-      if (!(std::isnan(warps[i]) && std::isnan(threads[i])) && std::memcmp(&warps[i], &threads[i], sizeof(T)) != 0) ++differ;
-    }
-    EXPECT_EQ(differ, 0u) << line_op_name(op) << " over [" << outer << ", " << size << ", " << inner << "]";
+    EXPECT_EQ(bit_differences(from_gpu(by_warps, host.size()), from_gpu(by_threads, host.size())), 0u)
+        << line_op_name(op) << " over [" << outer << ", " << size << ", " << inner << "]";
   }
-  cudaFree(g);
-  cudaFree(x);
-  cudaFree(by_warps);
-  cudaFree(by_threads);
+  for (T* p : {g, x, by_warps, by_threads}) cudaFree(p);
 }
 
-TEST(CudaGpu, SoftmaxWarpsGiveTheOneThreadFunctorsBits) {
+// layer_norm (output, mean and rstd) and its backward, with and without a weight and a bias, over
+// values around an offset (so both sums' orders show), one row holding an infinity.
+template <typename T>
+void expect_layer_norm_warps_match_threads(int64_t rows, int64_t size) {
+  const size_t n = static_cast<size_t>(rows * size);
+  Prng prng(n);
+  std::vector<T> x(n), g(n), w(static_cast<size_t>(size)), b(w.size());
+  for (T& v : x) v = static_cast<T>(42 + prng.uniform(-1, 1) * std::ldexp(1.0, static_cast<int>(prng.uniform_int(-20, 0))));
+  for (std::vector<T>* values : {&g, &w, &b}) {
+    for (T& v : *values) v = static_cast<T>(prng.uniform(-2, 2));
+  }
+  x[n - 1] = static_cast<T>(INFINITY);
+  T* dx = on_gpu(x);
+  T* dg = on_gpu(g);
+  T* dw = on_gpu(w);
+  T* db = on_gpu(b);
+  T* y = on_gpu(x);
+  const std::vector<double> zeros(static_cast<size_t>(rows), 0.0);
+  double* stats[2][2] = {{on_gpu(zeros), on_gpu(zeros)}, {on_gpu(zeros), on_gpu(zeros)}};  // [warp or thread][mean or rstd]
+  for (const bool affine : {false, true}) {
+    LineArgs a;
+    a.x = dx;
+    a.g = dg;
+    a.w = affine ? dw : nullptr;
+    a.b = affine ? db : nullptr;
+    a.lines = rows;
+    a.size = size;
+    a.scalar = 1e-5;
+    a.y = y;
+    std::vector<T> outputs[2][2];  // [warp or thread][forward or backward]
+    for (int by_warps = 0; by_warps < 2; ++by_warps) {
+      a.stat0 = stats[by_warps][0];
+      a.stat1 = stats[by_warps][1];
+      for (const LineOp op : {LineOp::layer_norm, LineOp::layer_norm_backward}) {
+        if (by_warps) lines<T>(op, a, nullptr);
+        else lines_by_threads<T>(op, a, nullptr);
+        outputs[by_warps][op == LineOp::layer_norm ? 0 : 1] = from_gpu(y, n);
+      }
+    }
+    const std::string where = " over [" + std::to_string(rows) + ", " + std::to_string(size) + "]" + (affine ? ", affine" : "");
+    EXPECT_EQ(bit_differences(outputs[1][0], outputs[0][0]), 0u) << "layer_norm" << where;
+    EXPECT_EQ(bit_differences(outputs[1][1], outputs[0][1]), 0u) << "layer_norm_backward" << where;
+    for (int s = 0; s < 2; ++s) {
+      EXPECT_EQ(bit_differences(from_gpu(stats[1][s], zeros.size()), from_gpu(stats[0][s], zeros.size())), 0u)
+          << (s == 0 ? "layer_norm's mean" : "layer_norm's rstd") << where;
+    }
+  }
+  for (T* p : {dx, dg, dw, db, y}) cudaFree(p);
+  for (auto& pair : stats) {
+    for (double* p : pair) cudaFree(p);
+  }
+}
+
+TEST(CudaGpu, LaneOrderWarpsGiveTheOneThreadFunctorsBits) {
   SKIP_WITHOUT_GPU();
   for (const auto& [outer, size, inner] : {std::tuple<int64_t, int64_t, int64_t>{64, 8192, 1}, {3, 5001, 1}, {4, 100, 3},
                                            {7, 33, 1}, {5, 40, 2}}) {
     expect_softmax_warps_match_threads<float>(outer, size, inner);
     expect_softmax_warps_match_threads<double>(outer, size, inner);
+  }
+  for (const auto& [rows, size] : {std::pair<int64_t, int64_t>{512, 1024}, {3, 5001}, {7, 33}, {2, 100}}) {
+    expect_layer_norm_warps_match_threads<float>(rows, size);
+    expect_layer_norm_warps_match_threads<double>(rows, size);
   }
 }
 

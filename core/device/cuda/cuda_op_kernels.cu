@@ -82,7 +82,7 @@ __global__ void lines_kernel(F f, LineArgs args) {
 // takes the line's elements k = j mod 32 in order, as lane j of lane_order.h; in `sum`, the
 // xor-shuffle fold gives lane 0 exactly lane_order::fold's sum (at step w, lane j < w adds lane
 // j + w), and lane 0's total is the one every lane returns. `max` is exact in any order. So a warp
-// gives the bits one thread gives (CudaGpu.SoftmaxWarpsGiveTheOneThreadFunctorsBits checks).
+// gives the bits one thread gives (CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits checks).
 struct WarpWalk {
   static constexpr unsigned kWholeWarp = 0xffffffffu;
   int lane;

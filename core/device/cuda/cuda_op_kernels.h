@@ -49,10 +49,11 @@ void gather(const T* x, T* out, const StridedShape& index, int64_t n, StreamHand
 template <typename T>
 void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel, const StridedShape& reduced,
                 int64_t reduced_numel, double scale, StreamHandle stream);
-// line_kernels.h's `op` over every line of `args`: one thread per line, except softmax, log_softmax
-// and their backwards over lines of kWarpLineMin elements or more, which run a warp per line in
-// lane order (lane_order.h), giving the one-thread functor's bits. (The threshold is a first guess: a warp
-// has work for every lane from 32 elements; BM_CudaLogSoftmax measures both forms.)
+// line_kernels.h's `op` over every line of `args`: one thread per line, except the lane-order ops
+// (in_lane_order: softmax, log_softmax, layer_norm and their backwards) over lines of kWarpLineMin
+// elements or more, which run a warp per line (lane_order.h), giving the one-thread functor's bits.
+// (The threshold is a first guess: a warp has work for every lane from 32 elements;
+// BM_CudaLogSoftmax measures both forms.)
 inline constexpr int64_t kWarpLineMin = 32;
 template <typename T>
 void lines(LineOp op, const LineArgs& args, StreamHandle stream);

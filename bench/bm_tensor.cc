@@ -181,5 +181,20 @@ void BM_LayerNormOurs(benchmark::State& state) {
 }
 BENCHMARK(BM_LayerNormOurs)->Arg(1024)->ArgNames({"width"});
 
+// max over the last dim of [kLossBatch, width] float32 and the input's gradient (the values' sum's).
+void BM_MaxOverDimOurs(benchmark::State& state) {
+  const int64_t width = state.range(0);
+  Prng prng(7);
+  Tensor x = randn({kLossBatch, width}, prng, 0, 1, Dtype::float32);
+  x.set_requires_grad(true);
+  for (auto _ : state) {
+    Tensor top = sum(max(x, 1).values);
+    autograd::variable_list grads = autograd::Engine::grad({top}, {x});
+    benchmark::DoNotOptimize(grads[0].raw_data());
+  }
+  state.SetItemsProcessed(state.iterations() * kLossBatch * width);
+}
+BENCHMARK(BM_MaxOverDimOurs)->Arg(8192)->ArgNames({"width"});
+
 }  // namespace
 }  // namespace dagsim

@@ -38,6 +38,7 @@ LOCAL = [
     ("Embedding 4096 of 8192x256 + backward, float32", "BM_EmbeddingOurs/width:256", None),
     ("cross_entropy 64x8192 + backward, float32", "BM_CrossEntropyOurs/classes:8192", None),
     ("layer_norm 512x1024 + backward, float32", "BM_LayerNormOurs/width:1024", None),
+    ("max over dim 1 of 64x8192 + backward, float32", "BM_MaxOverDimOurs/width:8192", None),
 ]
 TCP = [
     ("RPC round trip, 64 B", "BM_TcpRpc/64/0", ("<= 0.25x PyTorch (4x faster)", lambda q: q <= 0.25)),

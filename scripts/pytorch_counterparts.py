@@ -3,7 +3,8 @@
 
 Usage: pytorch_counterparts.py GROUP SECONDS
   GROUP   local: the MLP step float32/float64, gemm 256 float32, the engine's cost per node, an
-                 embedding lookup with its backward, cross_entropy over 8192 classes, layer_norm
+                 embedding lookup with its backward, cross_entropy over 8192 classes, layer_norm,
+                 max along a dim
           tcp:   RPC round trips (64 B, 1 MiB), the seed example's step and the MLP step in both
                  dtypes, over torch.distributed.rpc (TensorPipe) between two processes on loopback
   SECONDS how long each benchmark runs (after a warm-up of a tenth of that)
@@ -100,6 +101,10 @@ def local(seconds):
     emit("BM_LayerNormOurs/width:1024",
          timed(lambda: torch.autograd.grad(torch.nn.functional.layer_norm(x, (1024,), weight, bias, 1e-5),
                                            [x, weight, bias], grad_y), seconds))
+    # max over the last dim of [64, 8192] and the input's gradient through the values' sum.
+    x = torch.randn(64, 8192, generator=g, dtype=torch.float32).requires_grad_()
+    emit("BM_MaxOverDimOurs/width:8192",
+         timed(lambda: torch.autograd.grad(torch.max(x, dim=1).values.sum(), [x]), seconds))
 
 
 # tcp: worker1's functions, pickled by reference. ---------------------------------------------------

@@ -164,6 +164,15 @@ void run_lines_on_host(LineOp op, Dtype dtype, const LineArgs& args) {
     if (op == LineOp::layer_norm || op == LineOp::layer_norm_backward || op == LineOp::layer_norm_weight) {
       return layer_norm_lines_on_host<T>(op, args);
     }
+    if ((op == LineOp::max || op == LineOp::min) && args.inner == 1 && args.size > 0) {
+      const T* x = static_cast<const T*>(args.x);
+      for (int64_t l = 0; l < args.lines; ++l) {
+        const int64_t best = vec::extremum_row(op == LineOp::max, x + l * args.size, args.size);
+        static_cast<T*>(args.y)[l] = x[l * args.size + best];
+        args.stat0[l] = static_cast<double>(best);
+      }
+      return;
+    }
     run_lines_host<T>(op, args);
   });
 }

@@ -1,7 +1,7 @@
-// The host's row paths for take, index_add, softmax, log_softmax, layer_norm and their backwards
-// (run_lines_on_host) against the line functors they stand in for, which are what a GPU runs: the
-// same bits for the same arguments, with repeated rows, empty destinations, strided lines and sums
-// whose order shows in the last bit.
+// The host's row paths for take, index_add, softmax, log_softmax, layer_norm, their backwards, max
+// and min (run_lines_on_host) against the line functors they stand in for, which are what a GPU
+// runs: the same bits for the same arguments, with repeated rows, empty destinations, strided lines,
+// ties, and sums whose order shows in the last bit.
 #include "core/tensor/device_kernels.h"
 
 #include <gtest/gtest.h>
@@ -246,6 +246,51 @@ TEST(LineKernels, LayerNormsVectorPathGivesTheFunctorsBitsOnEveryCapability) {
     for (uint64_t seed = 1; seed <= 150; ++seed) {
       check_layer_norm<float>(seed);
       check_layer_norm<double>(seed);
+    }
+  }
+  vec::set_capability(saved);
+}
+
+// max and min along rows of 1 to 300 elements (and one of 5,000), drawn from a few levels so ties
+// are common, with signed zeros, infinities and now and then a NaN or two: the host's vector path
+// against the functor, value (to the bit: which zero) and position.
+template <typename T>
+void check_extremum(uint64_t seed) {
+  Prng prng(seed);
+  const int64_t size = seed == 1 ? 5000 : prng.uniform_int(1, 300);
+  const int64_t rows = prng.uniform_int(1, 4);
+  std::vector<T> x(static_cast<size_t>(rows * size));
+  const T levels[] = {T{0}, -T{0}, T{1}, T{-1}, T{2}, static_cast<T>(0.5), static_cast<T>(-INFINITY),
+                      static_cast<T>(INFINITY)};
+  const int64_t top = prng.uniform_int(0, 2) == 0 ? 7 : 5;  // infinities in a third of the cases
+  for (T& v : x) v = levels[prng.uniform_int(0, top)];
+  const int64_t nans = seed % 4 == 0 ? prng.uniform_int(1, 2) : 0;
+  for (int64_t i = 0; i < nans; ++i) x[static_cast<size_t>(prng.uniform_int(0, static_cast<int64_t>(x.size()) - 1))] = static_cast<T>(NAN);
+  for (const bool is_max : {true, false}) {
+    LineArgs a;
+    a.x = x.data();
+    a.lines = rows;
+    a.size = size;
+    std::vector<T> y_rows(static_cast<size_t>(rows), T{7}), y_lines(y_rows.size(), T{9});
+    std::vector<double> at_rows(y_rows.size(), -1), at_lines(y_rows.size(), -2);
+    a.y = y_rows.data();
+    a.stat0 = at_rows.data();
+    run_lines_on_host(is_max ? LineOp::max : LineOp::min, dtype_of<T>(), a);
+    a.y = y_lines.data();
+    a.stat0 = at_lines.data();
+    for (int64_t l = 0; l < rows; ++l) line::Extremum{is_max}.run<T>(a, l);
+    EXPECT_TRUE(same_bits_or_both_nan(y_rows, y_lines)) << (is_max ? "max" : "min") << ", seed " << seed;
+    EXPECT_EQ(at_rows, at_lines) << (is_max ? "max" : "min") << "'s position, seed " << seed;
+  }
+}
+
+TEST(LineKernels, MaxAndMinsVectorPathFindsTheFunctorsElementOnEveryCapability) {
+  const vec::Capability saved = vec::capability();
+  for (const vec::Capability path : vec::supported_capabilities()) {
+    vec::set_capability(path);
+    for (uint64_t seed = 1; seed <= 200; ++seed) {
+      check_extremum<float>(seed);
+      check_extremum<double>(seed);
     }
   }
   vec::set_capability(saved);

@@ -57,6 +57,9 @@ constexpr bool is_softmax(LineOp op) {
 constexpr bool in_lane_order(LineOp op) {
   return is_softmax(op) || op == LineOp::layer_norm || op == LineOp::layer_norm_backward;
 }
+// The ops whose functors take a walk: the lane-order ones, and max and min along a dim (exact in
+// any order: a walk's arg_best finds the first best, as one thread's loop does).
+constexpr bool takes_a_walk(LineOp op) { return in_lane_order(op) || op == LineOp::max || op == LineOp::min; }
 
 // What a line op reads and writes; each op uses the fields its comment above names.
 struct LineArgs {
@@ -94,10 +97,11 @@ DAGSIM_HOST_DEVICE bool beats(T v, T best, bool is_max) {
   return is_max ? v > best : v < best;
 }
 
-// How a lane-order line op (softmax and its backward) walks its line: one thread over every
-// element (OneThread), or a warp whose 32 lanes share it (cuda_op_kernels.cu). Either way, `max`
-// is the line's max of f(k) (exact in any order; NaN never picked), `sum` the lane-order sum of
-// f(k) (lane_order.h: the same bits either way), and `each` calls f(k) for every k once.
+// How a line op that takes a walk (takes_a_walk) walks its line: one thread over every element
+// (OneThread), or a warp whose 32 lanes share it (cuda_op_kernels.cu). Either way, `max` is the
+// line's max of f(k) (exact in any order; NaN never picked), `sum` the lane-order sum of f(k)
+// (lane_order.h: the same bits either way), `arg_best` the first k whose f(k) beats every other
+// (the first NaN if any: any order finds it), and `each` calls f(k) for every k once.
 struct OneThread {
   template <typename T, typename F> DAGSIM_HOST_DEVICE T max(int64_t n, const F& f) const {
     T best = -static_cast<T>(INFINITY);
@@ -109,6 +113,13 @@ struct OneThread {
   }
   template <typename T, typename F> DAGSIM_HOST_DEVICE T sum(int64_t n, const F& f) const {
     return lane_order::sum<T>(n, f);
+  }
+  template <typename T, typename F> DAGSIM_HOST_DEVICE int64_t arg_best(int64_t n, const F& f, bool is_max) const {
+    int64_t best = 0;
+    for (int64_t k = 1; k < n; ++k) {
+      if (beats<T>(f(k), f(best), is_max)) best = k;
+    }
+    return best;
   }
   template <typename F> DAGSIM_HOST_DEVICE void each(int64_t n, const F& f) const {
     for (int64_t k = 0; k < n; ++k) f(k);
@@ -230,17 +241,19 @@ struct LayerNormWeight {
   }
 };
 
+// max or min along a dim: the first best element (beats) and its position. The host's contiguous
+// lines run vec::extremum_row, which finds the same element.
 struct Extremum {
   bool is_max;
-  template <typename T> DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line) const {
+  template <typename T, typename Walk = OneThread>
+  DAGSIM_HOST_DEVICE void run(const LineArgs& a, int64_t line, const Walk& walk = {}) const {
     const int64_t base = base_of(a, line), s = a.inner;
     const T* x = in<T>(a.x) + base;
-    int64_t best = 0;
-    for (int64_t k = 1; k < a.size; ++k) {
-      if (beats(x[k * s], x[best * s], is_max)) best = k;
-    }
-    out<T>(a.y)[line] = x[best * s];
-    a.stat0[line] = static_cast<double>(best);
+    const int64_t best = walk.template arg_best<T>(a.size, [&](int64_t k) { return x[k * s]; }, is_max);
+    walk.each(1, [&](int64_t) {
+      out<T>(a.y)[line] = x[best * s];
+      a.stat0[line] = static_cast<double>(best);
+    });
   }
 };
 

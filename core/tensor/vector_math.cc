@@ -158,4 +158,7 @@ void layer_norm_weight_row(const double* g, const double* x, double mean, double
   active().table->layer_norm_weight_row_f64(g, x, mean, rstd, acc, n);
 }
 
+int64_t extremum_row(bool is_max, const float* x, int64_t n) { return active().table->extremum_row_f32(is_max, x, n); }
+int64_t extremum_row(bool is_max, const double* x, int64_t n) { return active().table->extremum_row_f64(is_max, x, n); }
+
 }  // namespace dagsim::vec

@@ -88,6 +88,10 @@ void layer_norm_backward_row(const double* g, const double* x, const double* w, 
 // mean) * rstd in double (line::LayerNormWeight's, with the rows' loop outside).
 void layer_norm_weight_row(const float* g, const float* x, double mean, double rstd, float* acc, int64_t n);
 void layer_norm_weight_row(const double* g, const double* x, double mean, double rstd, double* acc, int64_t n);
+// The position of max (is_max) or min along a row of n >= 1 contiguous elements: line::Extremum's,
+// the first NaN if any, else the first element equal to the best.
+int64_t extremum_row(bool is_max, const float* x, int64_t n);
+int64_t extremum_row(bool is_max, const double* x, int64_t n);
 
 // One capability's kernels; the vector_kernels_*.cc files each define one.
 struct KernelTable {
@@ -109,6 +113,8 @@ struct KernelTable {
                                       double);
   void (*layer_norm_weight_row_f32)(const float*, const float*, double, double, float*, int64_t);
   void (*layer_norm_weight_row_f64)(const double*, const double*, double, double, double*, int64_t);
+  int64_t (*extremum_row_f32)(bool, const float*, int64_t);
+  int64_t (*extremum_row_f64)(bool, const double*, int64_t);
 };
 const KernelTable& scalar_kernels();         // SLEEF purecfma: needs FMA
 const KernelTable& scalar_nofma_kernels();   // SLEEF purec: any x86-64

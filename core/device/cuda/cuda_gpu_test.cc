@@ -111,10 +111,11 @@ size_t bit_differences(const std::vector<T>& a, const std::vector<T>& b) {
   return differ;
 }
 
-// The lane-order line ops (softmax, log_softmax, layer_norm and their backwards) run a warp per
-// long line (cuda_op_kernels.h); the warp's shuffle fold is lane order's, so its bits are the
-// one-thread functor's, to the bit. softmax: contiguous and strided lines, lines that do not fill
-// the warp's last round, a tie of -0 and +0 in different lanes, NaN and -inf.
+// The line ops that take a walk (softmax, log_softmax, layer_norm and their backwards; max and
+// min along a dim) run a warp per long line (cuda_op_kernels.h); the warp's shuffle fold is lane
+// order's, so its bits are the one-thread functor's, to the bit. softmax: contiguous and strided
+// lines, lines that do not fill the warp's last round, a tie of -0 and +0 in different lanes, NaN
+// and -inf.
 template <typename T>
 void expect_softmax_warps_match_threads(int64_t outer, int64_t size, int64_t inner) {
   const int64_t n = outer * size * inner;
@@ -205,6 +206,45 @@ void expect_layer_norm_warps_match_threads(int64_t rows, int64_t size) {
   }
 }
 
+// max and min along a dim (contiguous and strided), over values from a few levels so ties are
+// common, a -0 before a +0 in one line and a NaN in another: the warp's candidates meet in another
+// order than one thread's loop, and must pick the same element (value to the bit, and position).
+template <typename T>
+void expect_extremum_warps_match_threads(int64_t outer, int64_t size, int64_t inner) {
+  const size_t n = static_cast<size_t>(outer * size * inner);
+  Prng prng(n + 1);
+  const T levels[] = {T{0}, T{1}, T{-1}, T{2}, static_cast<T>(-INFINITY)};
+  std::vector<T> host(n);
+  for (T& v : host) v = levels[prng.uniform_int(0, 4)];
+  for (size_t k = 0; k < static_cast<size_t>(size); ++k) host[k * static_cast<size_t>(inner)] = k == 40 ? T{0} : T{-1};
+  host[5 * static_cast<size_t>(inner)] = -T{0};  // line 0: the max is the -0 at 5, not the +0 at 40
+  host[n - 1] = static_cast<T>(NAN);
+  T* x = on_gpu(host);
+  const std::vector<T> no_values(static_cast<size_t>(outer * inner), T{7});
+  const std::vector<double> no_positions(no_values.size(), -1.0);
+  T* y[2] = {on_gpu(no_values), on_gpu(no_values)};
+  double* at[2] = {on_gpu(no_positions), on_gpu(no_positions)};
+  for (const LineOp op : {LineOp::max, LineOp::min}) {
+    LineArgs a;
+    a.x = x;
+    a.lines = outer * inner;
+    a.size = size;
+    a.inner = inner;
+    for (int by_warps = 0; by_warps < 2; ++by_warps) {
+      a.y = y[by_warps];
+      a.stat0 = at[by_warps];
+      if (by_warps) lines<T>(op, a, nullptr);
+      else lines_by_threads<T>(op, a, nullptr);
+    }
+    const std::string where = std::string(line_op_name(op)) + " over [" + std::to_string(outer) + ", " +
+                              std::to_string(size) + ", " + std::to_string(inner) + "]";
+    EXPECT_EQ(bit_differences(from_gpu(y[1], no_values.size()), from_gpu(y[0], no_values.size())), 0u) << where;
+    EXPECT_EQ(from_gpu(at[1], no_values.size()), from_gpu(at[0], no_values.size())) << where << ": positions";
+  }
+  for (T* p : {x, y[0], y[1]}) cudaFree(p);
+  for (double* p : at) cudaFree(p);
+}
+
 TEST(CudaGpu, LaneOrderWarpsGiveTheOneThreadFunctorsBits) {
   SKIP_WITHOUT_GPU();
   for (const auto& [outer, size, inner] : {std::tuple<int64_t, int64_t, int64_t>{64, 8192, 1}, {3, 5001, 1}, {4, 100, 3},
@@ -215,6 +255,10 @@ TEST(CudaGpu, LaneOrderWarpsGiveTheOneThreadFunctorsBits) {
   for (const auto& [rows, size] : {std::pair<int64_t, int64_t>{512, 1024}, {3, 5001}, {7, 33}, {2, 100}}) {
     expect_layer_norm_warps_match_threads<float>(rows, size);
     expect_layer_norm_warps_match_threads<double>(rows, size);
+  }
+  for (const auto& [outer, size, inner] : {std::tuple<int64_t, int64_t, int64_t>{64, 8192, 1}, {3, 77, 4}, {5, 41, 1}}) {
+    expect_extremum_warps_match_threads<float>(outer, size, inner);
+    expect_extremum_warps_match_threads<double>(outer, size, inner);
   }
 }
 

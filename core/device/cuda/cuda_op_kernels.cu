@@ -78,11 +78,12 @@ __global__ void lines_kernel(F f, LineArgs args) {
     f.template run<T>(args, l);
   }
 }
-// A lane-order line op's walk for a warp (line_kernels.h's OneThread, shared by 32 threads). Lane j
-// takes the line's elements k = j mod 32 in order, as lane j of lane_order.h; in `sum`, the
-// xor-shuffle fold gives lane 0 exactly lane_order::fold's sum (at step w, lane j < w adds lane
-// j + w), and lane 0's total is the one every lane returns. `max` is exact in any order. So a warp
-// gives the bits one thread gives (CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits checks).
+// The walk of a warp (line_kernels.h's OneThread, shared by 32 threads), for the ops that take a
+// walk. Lane j takes the line's elements k = j mod 32 in order, as lane j of lane_order.h; in
+// `sum`, the xor-shuffle fold gives lane 0 exactly lane_order::fold's sum (at step w, lane j < w
+// adds lane j + w), and lane 0's total is the one every lane returns. `max` is exact in any order,
+// and `arg_best` finds the first best in any order. So a warp gives the bits one thread gives
+// (CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits checks).
 struct WarpWalk {
   static constexpr unsigned kWholeWarp = 0xffffffffu;
   int lane;
@@ -103,6 +104,34 @@ struct WarpWalk {
     for (int64_t k = lane; k < n; k += lane_order::kLanes) acc += f(k);
     for (int w = lane_order::kLanes / 2; w >= 1; w /= 2) acc += __shfl_xor_sync(kWholeWarp, acc, w);
     return __shfl_sync(kWholeWarp, acc, 0);
+  }
+  // Each lane finds its own first best (its elements in order), then the lanes' candidates meet in
+  // the xor-shuffle fold: of two, the one that beats the other, else the earlier. That picks the
+  // first NaN, else the first of the best values, whatever the order the candidates meet in, so
+  // every lane returns one thread's answer. A lane with no element (n < 32) has index -1.
+  template <typename T, typename F> __device__ int64_t arg_best(int64_t n, const F& f, bool is_max) const {
+    int64_t best = -1;
+    T value{};
+    for (int64_t k = lane; k < n; k += lane_order::kLanes) {
+      const T v = f(k);
+      if (best < 0 || line::beats(v, value, is_max)) {
+        best = k;
+        value = v;
+      }
+    }
+    for (int w = lane_order::kLanes / 2; w >= 1; w /= 2) {
+      const int64_t other = __shfl_xor_sync(kWholeWarp, best, w);
+      const T other_value = __shfl_xor_sync(kWholeWarp, value, w);
+      if (other < 0) continue;
+      const bool earlier = best < 0 || other < best;
+      const bool other_wins = best < 0 || (earlier ? !line::beats(value, other_value, is_max)
+                                                   : line::beats(other_value, value, is_max));
+      if (other_wins) {
+        best = other;
+        value = other_value;
+      }
+    }
+    return best < 0 ? 0 : best;
   }
   template <typename F> __device__ void each(int64_t n, const F& f) const {
     for (int64_t k = lane; k < n; k += lane_order::kLanes) f(k);
@@ -210,7 +239,7 @@ void lines_by_threads(LineOp op, const LineArgs& args, StreamHandle stream) {
 
 template <typename T>
 void lines(LineOp op, const LineArgs& args, StreamHandle stream) {
-  if (!in_lane_order(op) || args.size < kWarpLineMin) return lines_by_threads<T>(op, args, stream);
+  if (!takes_a_walk(op) || args.size < kWarpLineMin) return lines_by_threads<T>(op, args, stream);
   if (args.lines == 0) return;
   visit_line(op, [&](auto f) {
     if constexpr (walks_lines<decltype(f), T>::value) {

@@ -49,9 +49,10 @@ void gather(const T* x, T* out, const StridedShape& index, int64_t n, StreamHand
 template <typename T>
 void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel, const StridedShape& reduced,
                 int64_t reduced_numel, double scale, StreamHandle stream);
-// line_kernels.h's `op` over every line of `args`: one thread per line, except the lane-order ops
-// (in_lane_order: softmax, log_softmax, layer_norm and their backwards) over lines of kWarpLineMin
-// elements or more, which run a warp per line (lane_order.h), giving the one-thread functor's bits.
+// line_kernels.h's `op` over every line of `args`: one thread per line, except the ops that take a
+// walk (takes_a_walk: softmax, log_softmax, layer_norm and their backwards in lane order, max and
+// min) over lines of kWarpLineMin elements or more, which run a warp per line, giving the
+// one-thread functor's bits.
 // (The threshold is a first guess: a warp has work for every lane from 32 elements;
 // BM_CudaLogSoftmax measures both forms.)
 inline constexpr int64_t kWarpLineMin = 32;

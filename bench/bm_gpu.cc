@@ -97,40 +97,60 @@ void BM_CudaMlpStep(benchmark::State& state) {
 }
 BENCHMARK(BM_CudaMlpStep)->RangeMultiplier(2)->Range(256, 4096)->ArgNames({"width"})->UseManualTime()->Unit(benchmark::kMicrosecond);
 
-// log_softmax over [64, classes] float32 logits on the GPU, one thread per row (form 0) against a
-// warp per row (form 1, what the cuda backend runs from 32 elements a row): same bits, so only
-// the time differs. cross_entropy over a large vocabulary is this plus nll_loss.
-void BM_CudaLogSoftmax(benchmark::State& state) {
-  if (skip_without_gpu(state)) return;
-  const int64_t rows = 64, classes = state.range(0);
-  const bool warps = state.range(1) != 0;
-  const size_t bytes = static_cast<size_t>(rows * classes) * sizeof(float);
+// A line op over [rows, size] float32 on the GPU, one thread per row (warps false) against a warp
+// per row (what the cuda backend runs from kWarpLineMin elements a row): the same bits, so only
+// the time differs. Zeros in, so every form does the same work.
+void time_line_op(benchmark::State& state, LineOp op, int64_t rows, int64_t size, bool warps) {
+  const size_t bytes = static_cast<size_t>(rows * size) * sizeof(float);
   void *x = nullptr, *y = nullptr;
+  double* stats = nullptr;
   cudaMalloc(&x, bytes);
   cudaMalloc(&y, bytes);
+  cudaMalloc(&stats, 2 * static_cast<size_t>(rows) * sizeof(double));
   cudaMemset(x, 0, bytes);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   LineArgs args;
   args.x = x;
   args.y = y;
+  args.stat0 = stats;
+  args.stat1 = stats + rows;
   args.lines = rows;
-  args.size = classes;
+  args.size = size;
+  args.scalar = 1e-5;
   timed_on_gpu(state, stream, [&] {
     if (warps) {
-      lines<float>(LineOp::log_softmax, args, stream);
+      lines<float>(op, args, stream);
     } else {
-      lines_by_threads<float>(LineOp::log_softmax, args, stream);
+      lines_by_threads<float>(op, args, stream);
     }
   });
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(2 * bytes));
   cudaStreamDestroy(stream);
   cudaFree(x);
   cudaFree(y);
+  cudaFree(stats);
+}
+
+// log_softmax over [64, classes] logits (cross_entropy over a large vocabulary is this plus nll_loss).
+void BM_CudaLogSoftmax(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  time_line_op(state, LineOp::log_softmax, 64, state.range(0), state.range(1) != 0);
 }
 BENCHMARK(BM_CudaLogSoftmax)
     ->ArgsProduct({{1024, 32768}, {0, 1}})
     ->ArgNames({"classes", "warps"})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// layer_norm over [512, width] (a transformer block's tokens), without a weight or a bias.
+void BM_CudaLayerNorm(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  time_line_op(state, LineOp::layer_norm, 512, state.range(0), state.range(1) != 0);
+}
+BENCHMARK(BM_CudaLayerNorm)
+    ->ArgsProduct({{1024, 4096}, {0, 1}})
+    ->ArgNames({"width", "warps"})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

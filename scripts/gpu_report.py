@@ -89,23 +89,26 @@ def main(json_path, out_path, tcp_json_path=None):
         "likely causes, but they were not profiled. Copying straight into a pinned host tensor, which "
         "the wire could then send from, would remove both.",
         "",
-        "## log_softmax over long rows: a thread per row against a warp per row (float32, 64 rows)",
+        "## Long rows: a thread per row against a warp per row (float32)",
         "",
-        "`BM_CudaLogSoftmax` runs the line kernel alone on device buffers. `warps:0` is one thread per "
-        "row, the line functor; `warps:1` is what the cuda backend runs for rows of 32 elements or "
-        "more: a warp per row, adding in lane order, so both give the same bits "
-        "(`CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits`).",
+        "`BM_CudaLogSoftmax` (64 rows) and `BM_CudaLayerNorm` (512 rows) run the line kernel alone on "
+        "device buffers. `warps:0` is one thread per row, the line functor; `warps:1` is what the cuda "
+        "backend runs for rows of 32 elements or more: a warp per row, adding in lane order, so both "
+        "give the same bits (`CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits`).",
         "",
     ]
-    softmax_rows = []
-    for c in (1024, 32768):
-        t, w = f"BM_CudaLogSoftmax/classes:{c}/warps:0/manual_time", f"BM_CudaLogSoftmax/classes:{c}/warps:1/manual_time"
-        if t in runs and w in runs:
-            tt, wt = stat(t, "real_time"), stat(w, "real_time")
-            softmax_rows.append(f"| {c} | {fmt(tt)} | {fmt(wt)} | {tt[1] / wt[1]:.1f}x |")
-    if softmax_rows:
-        lines += ["| classes | thread per row (µs) | warp per row (µs) | speedup (medians) |", "|---|---|---|---|"]
-        lines += softmax_rows
+    warp_rows = []
+    for name, arg, sizes in (("log_softmax", "classes", (1024, 32768)), ("layer_norm", "width", (1024, 4096))):
+        bench = "BM_CudaLogSoftmax" if name == "log_softmax" else "BM_CudaLayerNorm"
+        for n in sizes:
+            t, w = f"{bench}/{arg}:{n}/warps:0/manual_time", f"{bench}/{arg}:{n}/warps:1/manual_time"
+            if t in runs and w in runs:
+                tt, wt = stat(t, "real_time"), stat(w, "real_time")
+                warp_rows.append(f"| {name} | {n} | {fmt(tt)} | {fmt(wt)} | {tt[1] / wt[1]:.1f}x |")
+    if warp_rows:
+        lines += ["| op | row length | thread per row (µs) | warp per row (µs) | speedup (medians) |",
+                  "|---|---|---|---|---|"]
+        lines += warp_rows
     else:
         lines += ["Not measured in this run."]
     lines += [

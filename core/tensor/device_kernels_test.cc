@@ -28,6 +28,17 @@ std::vector<T> spread_values(Prng& prng, int64_t rows, int64_t inner) {
   return v;
 }
 
+// check(seed) for seeds 1 to `seeds` on every vector capability this CPU runs (vector_math.h).
+template <typename Check>
+void on_every_capability(uint64_t seeds, const Check& check) {
+  const vec::Capability saved = vec::capability();
+  for (const vec::Capability path : vec::supported_capabilities()) {
+    vec::set_capability(path);
+    for (uint64_t seed = 1; seed <= seeds; ++seed) check(seed);
+  }
+  vec::set_capability(saved);
+}
+
 template <typename T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
@@ -164,15 +175,10 @@ void check_softmax(uint64_t seed) {
 }
 
 TEST(LineKernels, SoftmaxsVectorPathGivesTheFunctorsBitsOnEveryCapability) {
-  const vec::Capability saved = vec::capability();
-  for (const vec::Capability path : vec::supported_capabilities()) {
-    vec::set_capability(path);
-    for (uint64_t seed = 1; seed <= 150; ++seed) {
-      check_softmax<float>(seed);
-      check_softmax<double>(seed);
-    }
-  }
-  vec::set_capability(saved);
+  on_every_capability(150, [](uint64_t seed) {
+    check_softmax<float>(seed);
+    check_softmax<double>(seed);
+  });
 }
 
 // layer_norm, its backward and its weight's gradient over rows of 1 to 300 elements (and one of
@@ -240,15 +246,10 @@ void check_layer_norm(uint64_t seed) {
 }
 
 TEST(LineKernels, LayerNormsVectorPathGivesTheFunctorsBitsOnEveryCapability) {
-  const vec::Capability saved = vec::capability();
-  for (const vec::Capability path : vec::supported_capabilities()) {
-    vec::set_capability(path);
-    for (uint64_t seed = 1; seed <= 150; ++seed) {
-      check_layer_norm<float>(seed);
-      check_layer_norm<double>(seed);
-    }
-  }
-  vec::set_capability(saved);
+  on_every_capability(150, [](uint64_t seed) {
+    check_layer_norm<float>(seed);
+    check_layer_norm<double>(seed);
+  });
 }
 
 // max and min along rows of 1 to 300 elements (and one of 5,000), drawn from a few levels so ties
@@ -285,15 +286,10 @@ void check_extremum(uint64_t seed) {
 }
 
 TEST(LineKernels, MaxAndMinsVectorPathFindsTheFunctorsElementOnEveryCapability) {
-  const vec::Capability saved = vec::capability();
-  for (const vec::Capability path : vec::supported_capabilities()) {
-    vec::set_capability(path);
-    for (uint64_t seed = 1; seed <= 200; ++seed) {
-      check_extremum<float>(seed);
-      check_extremum<double>(seed);
-    }
-  }
-  vec::set_capability(saved);
+  on_every_capability(200, [](uint64_t seed) {
+    check_extremum<float>(seed);
+    check_extremum<double>(seed);
+  });
 }
 
 // Lane order is not left to right, and a change to it shows in the bits: 1 in lane 0 and 2^-24

@@ -145,10 +145,15 @@ void layer_norm_lines_on_host(LineOp op, const LineArgs& a) {
     return;
   }
   if (a.size == 0) return;
+  // The weight and bias widened once for every row's layer_norm_row (a no-op copy for double).
+  const auto widened = [&](const T* p) { return p ? std::vector<double>(p, p + a.size) : std::vector<double>(); };
+  const std::vector<double> w64 = op == LineOp::layer_norm ? widened(w) : std::vector<double>();
+  const std::vector<double> b64 = op == LineOp::layer_norm ? widened(static_cast<const T*>(a.b)) : std::vector<double>();
   for (int64_t l = 0; l < a.lines; ++l) {
     const int64_t at = l * a.size;
     if (op == LineOp::layer_norm) {
-      vec::layer_norm_row(x + at, w, static_cast<const T*>(a.b), y + at, a.size, a.scalar, a.stat0 + l, a.stat1 + l);
+      vec::layer_norm_row(x + at, w ? w64.data() : nullptr, a.b ? b64.data() : nullptr, y + at, a.size, a.scalar,
+                          a.stat0 + l, a.stat1 + l);
     } else {
       vec::layer_norm_backward_row(static_cast<const T*>(a.g) + at, x + at, w, y + at, a.size, a.stat0[l], a.stat1[l]);
     }

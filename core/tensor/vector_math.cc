@@ -134,7 +134,7 @@ void softmax_backward_row(bool log_form, const float* out, const float* g, float
 void softmax_backward_row(bool log_form, const double* out, const double* g, double* dx, int64_t n) {
   active().table->softmax_backward_row_f64(log_form, out, g, dx, n);
 }
-void layer_norm_row(const float* x, const float* w, const float* b, float* y, int64_t n, double eps, double* mean,
+void layer_norm_row(const float* x, const double* w, const double* b, float* y, int64_t n, double eps, double* mean,
                     double* rstd) {
   active().table->layer_norm_row_f32(x, w, b, y, n, eps, mean, rstd);
 }

@@ -74,8 +74,9 @@ void softmax_backward_row(bool log_form, const double* out, const double* g, dou
 
 // layer_norm over one row of n >= 1 contiguous elements, into y (which may be x), its mean and rstd
 // into *mean and *rstd: line::LayerNorm's formula (statistics in double, their sums in lane order).
-// w and b may be null.
-void layer_norm_row(const float* x, const float* w, const float* b, float* y, int64_t n, double eps, double* mean,
+// w and b may be null; they come as double for both dtypes (widened once per call, not per row:
+// the functor widens each product's operand, which gives the same bits).
+void layer_norm_row(const float* x, const double* w, const double* b, float* y, int64_t n, double eps, double* mean,
                     double* rstd);
 void layer_norm_row(const double* x, const double* w, const double* b, double* y, int64_t n, double eps,
                     double* mean, double* rstd);
@@ -105,7 +106,7 @@ struct KernelTable {
   void (*softmax_row_f64)(bool, const double*, double*, int64_t);
   void (*softmax_backward_row_f32)(bool, const float*, const float*, float*, int64_t);
   void (*softmax_backward_row_f64)(bool, const double*, const double*, double*, int64_t);
-  void (*layer_norm_row_f32)(const float*, const float*, const float*, float*, int64_t, double, double*, double*);
+  void (*layer_norm_row_f32)(const float*, const double*, const double*, float*, int64_t, double, double*, double*);
   void (*layer_norm_row_f64)(const double*, const double*, const double*, double*, int64_t, double, double*,
                              double*);
   void (*layer_norm_backward_row_f32)(const float*, const float*, const float*, float*, int64_t, double, double);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -145,15 +146,24 @@ void layer_norm_lines_on_host(LineOp op, const LineArgs& a) {
     return;
   }
   if (a.size == 0) return;
-  // The weight and bias widened once for every row's layer_norm_row (a no-op copy for double).
-  const auto widened = [&](const T* p) { return p ? std::vector<double>(p, p + a.size) : std::vector<double>(); };
-  const std::vector<double> w64 = op == LineOp::layer_norm ? widened(w) : std::vector<double>();
-  const std::vector<double> b64 = op == LineOp::layer_norm ? widened(static_cast<const T*>(a.b)) : std::vector<double>();
+  // The weight and bias as double for every row's layer_norm_row: float32's widened once here.
+  std::vector<double> w64, b64;
+  const auto as_double = [&](const void* p, std::vector<double>& wide) -> const double* {
+    if constexpr (std::is_same_v<T, double>) {
+      return static_cast<const double*>(p);
+    } else {
+      if (p == nullptr || op != LineOp::layer_norm) return nullptr;
+      const T* t = static_cast<const T*>(p);
+      wide.assign(t, t + a.size);
+      return wide.data();
+    }
+  };
+  const double* w_wide = as_double(a.w, w64);
+  const double* b_wide = as_double(a.b, b64);
   for (int64_t l = 0; l < a.lines; ++l) {
     const int64_t at = l * a.size;
     if (op == LineOp::layer_norm) {
-      vec::layer_norm_row(x + at, w ? w64.data() : nullptr, a.b ? b64.data() : nullptr, y + at, a.size, a.scalar,
-                          a.stat0 + l, a.stat1 + l);
+      vec::layer_norm_row(x + at, w_wide, b_wide, y + at, a.size, a.scalar, a.stat0 + l, a.stat1 + l);
     } else {
       vec::layer_norm_backward_row(static_cast<const T*>(a.g) + at, x + at, w, y + at, a.size, a.stat0[l], a.stat1[l]);
     }

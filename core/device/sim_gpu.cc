@@ -88,6 +88,7 @@ class SimGpu::CheckedKernels final : public DeviceKernels {
     if (args.lines > 0) {
       const std::string what = std::string("lines (") + line_op_name(op) + ")";
       for (const void* p : {args.x, args.g, args.w, args.b, static_cast<const void*>(args.y),
+                            static_cast<const void*>(args.y2),
                             static_cast<const void*>(args.stat0), static_cast<const void*>(args.stat1),
                             static_cast<const void*>(args.index), static_cast<const void*>(args.starts)}) {
         if (p != nullptr) gpu_.check_owned(static_cast<const std::byte*>(p), 1, what.c_str());

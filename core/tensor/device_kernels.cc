@@ -132,7 +132,8 @@ void softmax_lines_on_host(LineOp op, const LineArgs& a) {
 // layer_norm and its backward through vec::layer_norm_row and vec::layer_norm_backward_row (rows
 // are contiguous: inner is 1), and the weight's gradient row by row: each column still adds its
 // rows in order, as line::LayerNormWeight, but a row's columns run side by side (vectorised) where
-// the functor walks one column down every row.
+// the functor walks one column down every row. Asked for dx and dw at once (y2), the backward's
+// pass that writes a row's dx adds its step to dw too.
 template <typename T>
 void layer_norm_lines_on_host(LineOp op, const LineArgs& a) {
   const T* x = static_cast<const T*>(a.x);
@@ -145,6 +146,8 @@ void layer_norm_lines_on_host(LineOp op, const LineArgs& a) {
     for (int64_t r = 0; r < a.size; ++r) vec::layer_norm_weight_row(g + r * cols, x + r * cols, a.stat0[r], a.stat1[r], y, cols);
     return;
   }
+  T* dw = op == LineOp::layer_norm_backward ? static_cast<T*>(a.y2) : nullptr;
+  if (dw != nullptr) std::fill_n(dw, a.size, T{0});
   if (a.size == 0) return;
   // The weight and bias as double for every row's layer_norm_row: float32's widened once here.
   std::vector<double> w64, b64;
@@ -165,7 +168,8 @@ void layer_norm_lines_on_host(LineOp op, const LineArgs& a) {
     if (op == LineOp::layer_norm) {
       vec::layer_norm_row(x + at, w_wide, b_wide, y + at, a.size, a.scalar, a.stat0 + l, a.stat1 + l);
     } else {
-      vec::layer_norm_backward_row(static_cast<const T*>(a.g) + at, x + at, w, y + at, a.size, a.stat0[l], a.stat1[l]);
+      vec::layer_norm_backward_row(static_cast<const T*>(a.g) + at, x + at, w, y + at, dw, a.size, a.stat0[l],
+                                   a.stat1[l]);
     }
   }
 }

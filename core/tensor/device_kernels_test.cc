@@ -243,6 +243,27 @@ void check_layer_norm(uint64_t seed) {
   b.y = dw_lines.data();
   for (int64_t l = 0; l < size; ++l) line::LayerNormWeight{}.run<T>(b, l);
   EXPECT_TRUE(same_bits_or_both_nan(dw_rows, dw_lines)) << "layer_norm's weight gradient, " << where;
+
+  // dx and dw in one call (y2): the host's single pass over the rows, and the functors run one op
+  // after the other (run_separately, as a GPU's kernels run them), each give both the same bits.
+  LineArgs both = b;
+  both.lines = rows;
+  both.size = size;
+  both.inner = 1;
+  for (const bool one_pass : {true, false}) {
+    std::vector<T> dx_both(x.size(), T{5}), dw_both(dw_rows.size(), T{5});
+    both.y = dx_both.data();
+    both.y2 = dw_both.data();
+    if (one_pass) {
+      run_lines_on_host(LineOp::layer_norm_backward, dtype_of<T>(), both);
+    } else {
+      run_lines_host<T>(LineOp::layer_norm_backward, both);
+    }
+    const char* how = one_pass ? "one pass" : "separately";
+    EXPECT_TRUE(same_bits_or_both_nan(dx_both, dx_lines)) << "layer_norm backward with dw, " << how << ", " << where;
+    EXPECT_TRUE(same_bits_or_both_nan(dw_both, dw_lines)) << "layer_norm's weight gradient with dx, " << how << ", "
+                                                          << where;
+  }
 }
 
 TEST(LineKernels, LayerNormsVectorPathGivesTheFunctorsBitsOnEveryCapability) {

@@ -32,7 +32,7 @@ enum class LineOp : uint8_t {
   softmax_backward,     // y = dx from g and the forward's output x (a line as softmax's)
   log_softmax_backward, // y = dx from g and the forward's output x
   layer_norm,           // y = (x - mean) * rstd * w + b; mean and rstd (double) per line. inner is 1
-  layer_norm_backward,  // y = dx from g, x, w, mean, rstd. inner is 1
+  layer_norm_backward,  // y = dx from g, x, w, mean, rstd. inner is 1. With y2, also layer_norm_weight's y
   layer_norm_weight,    // y = dw: a line is one column (size rows, inner cols) of g * x_hat
   max,                  // y = the line's max, stat0 = its position in the line (first wins; NaN wins)
   min,                  // y = the line's min, as max
@@ -68,6 +68,7 @@ struct LineArgs {
   const void* w = nullptr;
   const void* b = nullptr;
   void* y = nullptr;
+  void* y2 = nullptr;  // layer_norm_backward only: dw as well, when set (run_separately)
   double* stat0 = nullptr;
   double* stat1 = nullptr;
   const int64_t* index = nullptr;
@@ -362,12 +363,32 @@ void visit_line(LineOp op, Visitor&& visitor) {
   }
 }
 
+// layer_norm_backward with y2 is two ops in one call, so that the host runs both in one pass over
+// the rows: calls run(op, args) for each on its own, layer_norm_backward (y2 cleared) and then
+// layer_norm_weight into y2 (a line per column, down the rows). Any other call passes through.
+// For the kernels that run one op at a time (the functors, a GPU's).
+template <typename Run>
+void run_separately(LineOp op, const LineArgs& args, Run&& run) {
+  if (op != LineOp::layer_norm_backward || args.y2 == nullptr) return run(op, args);
+  LineArgs dx = args;
+  dx.y2 = nullptr;
+  run(LineOp::layer_norm_backward, dx);
+  LineArgs dw = dx;
+  dw.y = args.y2;
+  dw.lines = args.size;
+  dw.size = args.lines;
+  dw.inner = args.size;
+  run(LineOp::layer_norm_weight, dw);
+}
+
 // Every line of `args`, in order, on the host, one functor call per line. (run_lines_on_host, in
 // device_kernels.h, is what the CPU ops and the host reference table call.)
 template <typename T>
 void run_lines_host(LineOp op, const LineArgs& args) {
-  visit_line(op, [&](auto f) {
-    for (int64_t l = 0; l < args.lines; ++l) f.template run<T>(args, l);
+  run_separately(op, args, [](LineOp one, const LineArgs& a) {
+    visit_line(one, [&](auto f) {
+      for (int64_t l = 0; l < a.lines; ++l) f.template run<T>(a, l);
+    });
   });
 }
 

@@ -142,13 +142,13 @@ void layer_norm_row(const double* x, const double* w, const double* b, double* y
                     double* mean, double* rstd) {
   active().table->layer_norm_row_f64(x, w, b, y, n, eps, mean, rstd);
 }
-void layer_norm_backward_row(const float* g, const float* x, const float* w, float* dx, int64_t n, double mean,
-                             double rstd) {
-  active().table->layer_norm_backward_row_f32(g, x, w, dx, n, mean, rstd);
-}
-void layer_norm_backward_row(const double* g, const double* x, const double* w, double* dx, int64_t n,
+void layer_norm_backward_row(const float* g, const float* x, const float* w, float* dx, float* dw, int64_t n,
                              double mean, double rstd) {
-  active().table->layer_norm_backward_row_f64(g, x, w, dx, n, mean, rstd);
+  active().table->layer_norm_backward_row_f32(g, x, w, dx, dw, n, mean, rstd);
+}
+void layer_norm_backward_row(const double* g, const double* x, const double* w, double* dx, double* dw, int64_t n,
+                             double mean, double rstd) {
+  active().table->layer_norm_backward_row_f64(g, x, w, dx, dw, n, mean, rstd);
 }
 
 void layer_norm_weight_row(const float* g, const float* x, double mean, double rstd, float* acc, int64_t n) {

@@ -80,10 +80,11 @@ void layer_norm_row(const float* x, const double* w, const double* b, float* y, 
                     double* rstd);
 void layer_norm_row(const double* x, const double* w, const double* b, double* y, int64_t n, double eps,
                     double* mean, double* rstd);
-// Its backward over one row, into dx (which may be g): line::LayerNormBackward's formula. w may be null.
-void layer_norm_backward_row(const float* g, const float* x, const float* w, float* dx, int64_t n, double mean,
-                             double rstd);
-void layer_norm_backward_row(const double* g, const double* x, const double* w, double* dx, int64_t n,
+// Its backward over one row, into dx (which may be g): line::LayerNormBackward's formula. w may be
+// null. With dw (not null), also layer_norm_weight_row's step into dw in the same pass.
+void layer_norm_backward_row(const float* g, const float* x, const float* w, float* dx, float* dw, int64_t n,
+                             double mean, double rstd);
+void layer_norm_backward_row(const double* g, const double* x, const double* w, double* dx, double* dw, int64_t n,
                              double mean, double rstd);
 // One row's step of the weight's gradient: acc[j] = T(acc[j] + g[j] * x_hat[j]), x_hat[j] = (x[j] -
 // mean) * rstd in double (line::LayerNormWeight's, with the rows' loop outside).
@@ -109,8 +110,9 @@ struct KernelTable {
   void (*layer_norm_row_f32)(const float*, const double*, const double*, float*, int64_t, double, double*, double*);
   void (*layer_norm_row_f64)(const double*, const double*, const double*, double*, int64_t, double, double*,
                              double*);
-  void (*layer_norm_backward_row_f32)(const float*, const float*, const float*, float*, int64_t, double, double);
-  void (*layer_norm_backward_row_f64)(const double*, const double*, const double*, double*, int64_t, double,
+  void (*layer_norm_backward_row_f32)(const float*, const float*, const float*, float*, float*, int64_t, double,
+                                      double);
+  void (*layer_norm_backward_row_f64)(const double*, const double*, const double*, double*, double*, int64_t, double,
                                       double);
   void (*layer_norm_weight_row_f32)(const float*, const float*, double, double, float*, int64_t);
   void (*layer_norm_weight_row_f64)(const double*, const double*, double, double, double*, int64_t);

@@ -121,7 +121,9 @@ void CudaKernels::gemm(Dtype dtype, bool trans_a, bool trans_b, int64_t m, int64
 
 void CudaKernels::lines(LineOp op, Dtype dtype, const LineArgs& args) {
   gpu_.select();
-  dispatch_dtype(dtype, [&]<typename T>() { cuda::lines<T>(op, args, gpu_.current_handle()); });
+  run_separately(op, args, [&](LineOp one, const LineArgs& a) {
+    dispatch_dtype(dtype, [&]<typename T>() { cuda::lines<T>(one, a, gpu_.current_handle()); });
+  });
 }
 
 void CudaKernels::cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) {

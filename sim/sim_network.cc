@@ -4,9 +4,9 @@
 #include <cmath>
 #include <iterator>
 
-#include <xxhash.h>
 
 #include "core/base/assert.h"
+#include "core/base/hash.h"
 #include "sim/sim_world.h"
 
 namespace dagsim::sim {
@@ -35,7 +35,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   stats_.bytes_sent += bytes;
   // The digest covers the bytes themselves, so the determinism self-check sees a payload that
   // differs between runs (an unordered map serialised, uninitialised padding), not just its size.
-  const uint64_t digest = XXH3_64bits(payload.data(), payload.size());
+  const uint64_t digest = xxh3_64(payload);
   world_.trace().record_lazy(world_.now(), source, TraceKind::send, digest, id, target, [&] {
     return "to " + world_.node_name(target) + " " + std::to_string(bytes) + "B";
   });

@@ -4,9 +4,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include <xxhash.h>
 
 #include "core/base/assert.h"
+#include "core/base/hash.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
@@ -31,7 +31,7 @@ thread_local size_t t_sweep_at = 64;
 
 std::shared_ptr<const RendezvousState> pooled_decode(std::span<const uint8_t> bytes) {
   // XXH3: a 100 KB state hashes at memory speed (std::hash's was a visible cost at 1,000 nodes).
-  const size_t hash = XXH3_64bits(bytes.data(), bytes.size());
+  const size_t hash = xxh3_64(bytes);
   const auto [first, last] = t_pool.equal_range(hash);
   for (auto it = first; it != last; ++it) {
     if (!std::ranges::equal(it->second.bytes, bytes)) continue;

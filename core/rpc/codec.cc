@@ -1,10 +1,9 @@
 #include "core/rpc/codec.h"
 
-#include <xxhash.h>
-
 #include <bit>
 #include <cstring>
 
+#include "core/base/hash.h"
 #include "core/rpc/wire.h"
 
 namespace dagsim::rpc {
@@ -21,7 +20,7 @@ constexpr size_t kChecksumOffset = 24;
 // is caught.
 uint64_t checksum(std::span<const uint8_t> header_prefix, std::span<const uint8_t> body) {
   DAGSIM_ASSERT_EQ(header_prefix.size(), kChecksumOffset);  // every header field but the checksum itself
-  return XXH3_64bits_withSeed(body.data(), body.size(), XXH3_64bits(header_prefix.data(), header_prefix.size()));
+  return xxh3_64(body, xxh3_64(header_prefix));
 }
 
 std::string hex(uint64_t v) {

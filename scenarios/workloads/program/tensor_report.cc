@@ -1,8 +1,6 @@
 // Tensor comparison and report JSON for the program workload (tensor_report.h).
 #include "scenarios/workloads/program/tensor_report.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -10,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/base/hash.h"
 #include "scenarios/run/records.h"
 
 namespace dagsim::scenarios {
@@ -74,15 +73,15 @@ nlohmann::json tensor_report_json(const Tensor& t, bool full) {
   // The digest covers the values as float64 little-endian bytes, whatever the host's order.
   uint64_t digest;
   if constexpr (std::endian::native == std::endian::little) {
-    digest = XXH3_64bits(values.data(), values.size() * sizeof(double));
+    digest = xxh3_64(std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(double)));
   } else {
-    std::vector<unsigned char> le(values.size() * 8);
+    std::vector<uint8_t> le(values.size() * 8);
     for (size_t i = 0; i < values.size(); ++i) {
       uint64_t bits;
       std::memcpy(&bits, &values[i], sizeof bits);
-      for (int b = 0; b < 8; ++b) le[i * 8 + static_cast<size_t>(b)] = static_cast<unsigned char>(bits >> (8 * b));
+      for (int b = 0; b < 8; ++b) le[i * 8 + static_cast<size_t>(b)] = static_cast<uint8_t>(bits >> (8 * b));
     }
-    digest = XXH3_64bits(le.data(), le.size());
+    digest = xxh3_64(le);
   }
   for (double v : values) {
     if (!std::isfinite(v)) continue;

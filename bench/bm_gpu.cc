@@ -72,6 +72,7 @@ void BM_CublasGemm(benchmark::State& state) {
   cudaMalloc(&c, sizeof(float) * kBatch * w);
   cudaMemset(a, 0, sizeof(float) * kBatch * w);
   cudaMemset(b, 0, sizeof(float) * w * w);
+  cudaDeviceSynchronize();  // the backend's streams do not wait for the legacy default stream's memsets
   const auto handle = static_cast<cublasHandle_t>(gpu.cublas());
   const float one = 1, zero = 0;
   timed_on_gpu(state, static_cast<cudaStream_t>(gpu.current_handle()), [&] {
@@ -107,9 +108,10 @@ void time_line_op(benchmark::State& state, LineOp op, int64_t rows, int64_t size
   cudaMalloc(&x, bytes);
   cudaMalloc(&y, bytes);
   cudaMalloc(&stats, 2 * static_cast<size_t>(rows) * sizeof(double));
-  cudaMemset(x, 0, bytes);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  // On the op's stream: a non-blocking stream does not wait for the legacy default stream.
+  cudaMemsetAsync(x, 0, bytes, stream);
   LineArgs args;
   args.x = x;
   args.y = y;

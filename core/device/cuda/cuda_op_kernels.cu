@@ -82,8 +82,11 @@ __global__ void lines_kernel(F f, LineArgs args) {
 // walk. Lane j takes the line's elements k = j mod 32 in order, as lane j of lane_order.h; in
 // `sum`, the xor-shuffle fold gives lane 0 exactly lane_order::fold's sum (at step w, lane j < w
 // adds lane j + w), and lane 0's total is the one every lane returns. `max` is exact in any order,
-// and `arg_best` finds the first best in any order. So a warp gives the bits one thread gives
-// (CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits checks).
+// up to the sign of a zero: where +0 and -0 tie for the max, lanes may return either, and one
+// thread returns the first. Its one user, softmax, only subtracts it, where the sign cannot show
+// (exp(+-0) is 1; log_softmax's +-0 - log(total) is the same number); a functor that writes the max
+// or divides by it would need arg_best instead. `arg_best` finds the first best in any order. So a
+// warp gives the bits one thread gives (CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits checks).
 struct WarpWalk {
   static constexpr unsigned kWholeWarp = 0xffffffffu;
   int lane;
@@ -140,6 +143,8 @@ struct WarpWalk {
 
 // One warp per line, for the lane-order line ops. Every lane of a warp has the same line, so the
 // whole warp reaches each shuffle together.
+// A block is whole warps, so every lane of a warp sees the same line (and the same loop bound).
+static_assert(kThreads % lane_order::kLanes == 0, "blocks of whole warps");
 template <typename T, typename F>
 __global__ void warp_lines_kernel(F f, LineArgs args) {
   const WarpWalk walk{static_cast<int>(threadIdx.x) % lane_order::kLanes};

@@ -46,10 +46,11 @@ case "${1:-}" in
     cuda_lib=$(ls -d /usr/local/cuda*/targets/x86_64-linux/lib 2>/dev/null | head -1)
     export LD_LIBRARY_PATH="/tmp/gpupack/lib${cuda_lib:+:$cuda_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/card.txt" 2>&1 || true
-    # Where cuBLAS and the runtime come from (the cuda backend dlopens libcublas.so.13 when a GPU
-    # starts): the first thing to read if every cuda test fails at once.
-    { echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ls -d /usr/local/cuda* ; ldconfig -p | grep -E 'libcublas|libcudart'; } \
-      > "$out/libs.txt" 2>&1 || true
+    # Where cuBLAS and the driver come from (the cuda backend dlopens cuBLAS of the toolkit's major
+    # version when a GPU starts; the runtime is linked statically): the first thing to read if
+    # every cuda test fails at once.
+    { echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"; ls -d /usr/local/cuda*; ls "${cuda_lib:-/nonexistent}"/libcublas*;
+      ldconfig -p | grep -E 'libcublas|libcuda\.so'; } > "$out/libs.txt" 2>&1 || true
     status=0
     /tmp/gpupack/bin/cuda_gpu_test --gtest_output="xml:$out/cuda_gpu_test.xml" || status=1
     {

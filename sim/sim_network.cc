@@ -4,7 +4,6 @@
 #include <cmath>
 #include <iterator>
 
-
 #include "core/base/assert.h"
 #include "core/base/hash.h"
 #include "sim/sim_world.h"

@@ -7,6 +7,9 @@
 // sealed and when checked, the trace's digest of the payload), so a 1 MiB round trip spent three
 // quarters of its time in the SSE2 loop.
 //
+// The _dispatch functions are in Debian's libxxhash.so, not in its libxxhash.a: a static link of
+// dagsim would need the plain functions (nothing links it statically).
+//
 // Promise: the value is XXH3-64's, whichever loop computes it (xxHash specifies the value, not the
 // loop; hash_test.cc checks it against the plain function and a published vector), so checksums on
 // the wire, trace digests and everything replayed from a seed agree across machines.

@@ -1,6 +1,8 @@
 // hash.h: the dispatched XXH3-64 gives the plain function's value at every length and alignment
 // (each of XXH3's size classes: 0, 1-3, 4-8, 9-16, 17-128, 129-240, then stripes and blocks with a
-// partial last one), seeded and not, and xxHash's published value for the empty input.
+// partial last one), seeded and not; xxHash's published value for the empty input; and pinned
+// values for long inputs. (On a CPU without AVX2 the dispatch runs the plain loop, and the first
+// test compares it with itself; the pinned values still hold it.)
 #include "core/base/hash.h"
 
 #include <gtest/gtest.h>
@@ -43,6 +45,19 @@ TEST(Hash, DispatchedXxh3GivesThePlainFunctionsValueAtEveryLengthAndAlignment) {
 TEST(Hash, EmptyInputHashesToXxHashsPublishedValue) {
   EXPECT_EQ(xxh3_64({}), 0x2D06800538D394C2ULL);
   EXPECT_EQ(xxh3_64({}, 0), 0x2D06800538D394C2ULL);
+}
+
+// Pinned values for long inputs (stripes, blocks and a partial last block), taken from libxxhash
+// 0.8.1's plain functions when this test was written: frame checksums and trace digests must not
+// change with the library's build or the CPU's vector unit, or old traces and peers disagree.
+TEST(Hash, LongInputsKeepTheirPinnedValues) {
+  std::vector<uint8_t> bytes((size_t{1} << 20) + 13);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 131 + 7);
+  const std::span<const uint8_t> all(bytes);
+  EXPECT_EQ(xxh3_64(all.first(1000)), 0x571D5CBFEF44331BULL);
+  EXPECT_EQ(xxh3_64(all.subspan(13, 1000), 42), 0x0288BCBF08BE5275ULL);
+  EXPECT_EQ(xxh3_64(all.first(size_t{1} << 20)), 0x6F7C82505FFBC516ULL);
+  EXPECT_EQ(xxh3_64(all.subspan(13, size_t{1} << 20), 42), 0x122CF671D821B770ULL);
 }
 
 }  // namespace

@@ -4,10 +4,9 @@
 #include <unordered_map>
 #include <vector>
 
-
 #include "core/base/assert.h"
-#include "core/base/hash.h"
 #include "core/base/error.h"
+#include "core/base/hash.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
 

@@ -57,6 +57,8 @@ class DeviceKernels {
                     int64_t lda, const std::byte* b, int64_t ldb, double beta, std::byte* c, int64_t ldc) = 0;
   // Every line of `args` through line_kernels.h's `op` (softmax, layer_norm, max over a dim, the
   // index ops and their scatter-adds, nll_loss, addcmul_). Every pointer in args is the device's.
+  // layer_norm_backward with args.y2 writes dw there too: a table whose kernels run one op at a
+  // time passes the call through run_separately (line_kernels.h).
   virtual void lines(LineOp op, Dtype dtype, const LineArgs& args) = 0;
   // out[i] = static_cast<To>(x[i]) for i < n (to_dtype).
   virtual void cast(Dtype from, const std::byte* x, Dtype to, std::byte* out, int64_t n) = 0;

@@ -245,24 +245,29 @@ void check_layer_norm(uint64_t seed) {
   EXPECT_TRUE(same_bits_or_both_nan(dw_rows, dw_lines)) << "layer_norm's weight gradient, " << where;
 
   // dx and dw in one call (y2): the host's single pass over the rows, and the functors run one op
-  // after the other (run_separately, as a GPU's kernels run them), each give both the same bits.
+  // after the other (run_separately, as a GPU's kernels run them), each give both the same bits,
+  // also with dx written over g (which dw reads).
   LineArgs both = b;
   both.lines = rows;
   both.size = size;
   both.inner = 1;
   for (const bool one_pass : {true, false}) {
-    std::vector<T> dx_both(x.size(), T{5}), dw_both(dw_rows.size(), T{5});
-    both.y = dx_both.data();
-    both.y2 = dw_both.data();
-    if (one_pass) {
-      run_lines_on_host(LineOp::layer_norm_backward, dtype_of<T>(), both);
-    } else {
-      run_lines_host<T>(LineOp::layer_norm_backward, both);
+    for (const bool in_place : {false, true}) {
+      std::vector<T> dx_both = in_place ? g : std::vector<T>(x.size(), T{5});
+      std::vector<T> dw_both(dw_rows.size(), T{5});
+      both.g = in_place ? dx_both.data() : g.data();
+      both.y = dx_both.data();
+      both.y2 = dw_both.data();
+      if (one_pass) {
+        run_lines_on_host(LineOp::layer_norm_backward, dtype_of<T>(), both);
+      } else {
+        run_lines_host<T>(LineOp::layer_norm_backward, both);
+      }
+      const std::string how = std::string(one_pass ? "one pass" : "separately") + (in_place ? ", over g" : "");
+      EXPECT_TRUE(same_bits_or_both_nan(dx_both, dx_lines)) << "layer_norm backward with dw, " << how << ", " << where;
+      EXPECT_TRUE(same_bits_or_both_nan(dw_both, dw_lines)) << "layer_norm's weight gradient with dx, " << how << ", "
+                                                            << where;
     }
-    const char* how = one_pass ? "one pass" : "separately";
-    EXPECT_TRUE(same_bits_or_both_nan(dx_both, dx_lines)) << "layer_norm backward with dw, " << how << ", " << where;
-    EXPECT_TRUE(same_bits_or_both_nan(dw_both, dw_lines)) << "layer_norm's weight gradient with dx, " << how << ", "
-                                                          << where;
   }
 }
 

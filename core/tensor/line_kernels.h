@@ -4,8 +4,8 @@
 // the host and for a GPU, as pointwise.h's formulas are.
 //
 // A line is one (outer, inner) pair of a tensor split at a dim: its `size` elements lie `inner`
-// apart from base = outer * size * inner + inner_index. The op runs one functor call per line, in
-// any order and in parallel on a GPU (one thread, or for the lane-order ops one warp, per line);
+// apart from base = outer * size * inner + inner_index. The op runs one functor call per line (a
+// call that asks layer_norm_backward for dw too is two ops, run_separately below), in any order and in parallel on a GPU (one thread, or for the lane-order ops one warp, per line);
 // each call reads and writes only its own line's outputs, and adds in the same order as the CPU
 // does (softmax's and layer_norm's sums in lane order, lane_order.h), so the bits are the CPU's on
 // any device whose libm agrees (std::exp, std::log: within a GPU's documented ULP bounds otherwise).
@@ -68,7 +68,9 @@ struct LineArgs {
   const void* w = nullptr;
   const void* b = nullptr;
   void* y = nullptr;
-  void* y2 = nullptr;  // layer_norm_backward only: dw as well, when set (run_separately)
+  // layer_norm_backward only: dw as well, when set (run_separately). A call of no lines runs
+  // nothing, so it does not zero dw either: the caller asks for dw on its own then.
+  void* y2 = nullptr;
   double* stat0 = nullptr;
   double* stat1 = nullptr;
   const int64_t* index = nullptr;
@@ -364,21 +366,23 @@ void visit_line(LineOp op, Visitor&& visitor) {
 }
 
 // layer_norm_backward with y2 is two ops in one call, so that the host runs both in one pass over
-// the rows: calls run(op, args) for each on its own, layer_norm_backward (y2 cleared) and then
-// layer_norm_weight into y2 (a line per column, down the rows). Any other call passes through.
-// For the kernels that run one op at a time (the functors, a GPU's).
+// the rows: calls run(op, args) for each on its own, layer_norm_weight into y2 (a line per column,
+// down the rows) and then layer_norm_backward (y2 cleared). Any other call passes through. For the
+// kernels that run one op at a time (the functors, a GPU's). dw goes first because dx may be
+// written over g, which dw reads.
 template <typename Run>
 void run_separately(LineOp op, const LineArgs& args, Run&& run) {
   if (op != LineOp::layer_norm_backward || args.y2 == nullptr) return run(op, args);
-  LineArgs dx = args;
-  dx.y2 = nullptr;
-  run(LineOp::layer_norm_backward, dx);
-  LineArgs dw = dx;
+  LineArgs dw = args;
   dw.y = args.y2;
+  dw.y2 = nullptr;
   dw.lines = args.size;
   dw.size = args.lines;
   dw.inner = args.size;
   run(LineOp::layer_norm_weight, dw);
+  LineArgs dx = args;
+  dx.y2 = nullptr;
+  run(LineOp::layer_norm_backward, dx);
 }
 
 // Every line of `args`, in order, on the host, one functor call per line. (run_lines_on_host, in

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/autograd/engine.h"
 #include "core/base/throws_error_test_util.h"
 #include "core/tensor/gradcheck.h"
 #include "core/tensor/ops.h"
@@ -69,6 +70,25 @@ TEST(LayerNorm, Gradcheck) {
   // Through a nonlinearity, so the gradient reaching layer_norm is not all ones.
   EXPECT_TRUE(passes_gradcheck([](const Inputs& x) { return sum(tanh(layer_norm(x[0], {4}, x[1], x[2]))); },
                                {normal({3, 4}), normal({4}), normal({4})}));
+}
+
+// No rows (an input of [0, 3]): the weight's and the bias's gradients are zeros, whether or not
+// the input wants its own (with it, dx and dw would share one kernel call, which has no lines).
+TEST(LayerNorm, NoRowsGiveZeroWeightAndBiasGradients) {
+  for (const bool input_grad : {true, false}) {
+    Tensor x = Tensor::empty({0, 3}, Dtype::float64);
+    if (input_grad) x = leaf(x);
+    const Tensor w = leaf(t({3}, {1, 2, 3})), b = leaf(t({3}, {4, 5, 6}));
+    const Tensor y = layer_norm(x, {3}, w, b);
+    std::vector<Tensor> wrt{w, b};
+    if (input_grad) wrt.push_back(x);
+    const autograd::variable_list grads = autograd::Engine::grad({sum(y)}, wrt);
+    EXPECT_TRUE(equals(grads[0], {3}, {0, 0, 0})) << "input_grad " << input_grad;
+    EXPECT_TRUE(equals(grads[1], {3}, {0, 0, 0})) << "input_grad " << input_grad;
+    if (input_grad) {
+      EXPECT_EQ(grads[2].shape(), (Shape{0, 3}));
+    }
+  }
 }
 
 TEST(LayerNorm, Errors) {

@@ -164,12 +164,14 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
               back.stat0 = static_cast<double*>(const_cast<void*>(mean.raw_data()));
               back.stat1 = static_cast<double*>(const_cast<void*>(rstd.raw_data()));
               Tensor gx, gw;
+              // gx is allocated before gw, as before they shared a call: the sim GPU draws a racing
+              // launch's poison in the order of its outputs' allocation.
+              if (args.needs(0)) gx = Tensor::empty(xs.shape(), xs.dtype());
               if (has_weight && args.needs(1)) gw = Tensor::empty(normalized_shape, xs.dtype());
               // dw, when wanted, in the same call as dx: the host computes both in one pass. (Not
               // with no rows: a call of no lines runs nothing, and dw must still be zeros.)
               const bool both = args.needs(0) && gw.defined() && rows > 0;
               if (args.needs(0)) {
-                gx = Tensor::empty(xs.shape(), xs.dtype());
                 back.y = detail::bytes(gx);
                 back.y2 = both ? detail::bytes(gw) : nullptr;
                 back.lines = rows;
@@ -177,7 +179,6 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                 run_lines(LineOp::layer_norm_backward, xs.dtype(), back);
               }
               if (gw.defined() && !both) {
-                back.y2 = nullptr;
                 back.y = detail::bytes(gw);
                 back.lines = cols;  // one line per column, down the rows
                 back.size = rows;

@@ -12,13 +12,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
-#include "core/base/prng.h"
 #include "core/device/cuda/cuda_kernels.h"
 #include "core/device/cuda/cuda_op_kernels.h"
 #include "core/device/device_ops_test_util.h"
@@ -26,6 +23,7 @@
 #include "core/tensor/device_guard.h"
 #include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"
+#include "core/tensor/warp_walk_test_util.h"
 
 namespace dagsim::device::cuda {
 namespace {
@@ -86,180 +84,48 @@ TEST(CudaGpu, EveryOpGivesTheCpusValuesAndGradientsOnTheGpu) {
   rt.run_on(0, [] { testing::check_workloads_on_cuda0(close_enough); });
 }
 
-// A vector's copy on the GPU (cudaFree'd by the caller), and back.
-template <typename T>
-T* on_gpu(const std::vector<T>& host) {
-  T* p = nullptr;
-  EXPECT_EQ(cudaMalloc(&p, host.size() * sizeof(T)), cudaSuccess);
-  EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
-  return p;
-}
-template <typename T>
-std::vector<T> from_gpu(const T* p, size_t n) {
-  std::vector<T> host(n);
-  EXPECT_EQ(cudaMemcpy(host.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
-  return host;
-}
-// How many elements differ in their bits, any NaN equal to any NaN: a NaN's sign and payload follow
-// the operand order, which nvcc may pick differently in the warp and thread kernels.
-template <typename T>
-size_t bit_differences(const std::vector<T>& a, const std::vector<T>& b) {
-  size_t differ = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!(std::isnan(a[i]) && std::isnan(b[i])) && std::memcmp(&a[i], &b[i], sizeof(T)) != 0) ++differ;
+// Line kernels on the GPU, as warp_walk_test_util.h's backend wants them: device copies (freed with
+// the backend), and the line ops by a thread or a warp per line.
+class GpuLines {
+ public:
+  GpuLines() = default;
+  GpuLines(const GpuLines&) = delete;
+  GpuLines& operator=(const GpuLines&) = delete;
+  ~GpuLines() {
+    for (void* p : owned_) cudaFree(p);
   }
-  return differ;
-}
+
+  template <typename T> T* put(const std::vector<T>& host) {
+    T* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, host.size() * sizeof(T)), cudaSuccess);
+    owned_.push_back(p);
+    EXPECT_EQ(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    return p;
+  }
+  template <typename T> std::vector<T> get(const T* p, size_t n) {
+    std::vector<T> host(n);
+    EXPECT_EQ(cudaMemcpy(host.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return host;
+  }
+  // `lines` runs a warp per line from kWarpLineMin elements a line; all the shapes it is given here
+  // are that long.
+  template <typename T> void run(LineOp op, const LineArgs& a, bool by_warps) {
+    if (by_warps) lines<T>(op, a, nullptr);
+    else lines_by_threads<T>(op, a, nullptr);
+  }
+
+ private:
+  std::vector<void*> owned_;
+};
 
 // The line ops that take a walk (softmax, log_softmax, layer_norm and their backwards; max and
 // min along a dim) run a warp per long line (cuda_op_kernels.h); the warp's shuffle fold is lane
-// order's, so its bits are the one-thread functor's, to the bit. softmax: contiguous and strided
-// lines, lines that do not fill the warp's last round, a tie of -0 and +0 in different lanes, NaN
-// and -inf.
-template <typename T>
-void expect_softmax_warps_match_threads(int64_t outer, int64_t size, int64_t inner) {
-  const int64_t n = outer * size * inner;
-  Prng prng(static_cast<uint64_t>(n));
-  std::vector<T> host(static_cast<size_t>(n));
-  for (T& v : host) v = static_cast<T>(prng.uniform(-1, 1) * std::ldexp(1.0, static_cast<int>(prng.uniform_int(-8, 6))));
-  // The first line all negative but a -0 (lane 1) and a +0 (lane 0, second round): the warp's
-  // lanes then hold maxima of different signs, which must reach no output. The second line gets
-  // a NaN, the last a -inf.
-  const auto at = [&](int64_t line, int64_t k) { return static_cast<size_t>((line / inner) * size * inner + line % inner + k * inner); };
-  for (int64_t k = 0; k < size; ++k) host[at(0, k)] = -std::fabs(host[at(0, k)]);
-  host[at(0, 1)] = -T{0};
-  host[at(0, 32)] = T{0};
-  host[at(1, 3)] = static_cast<T>(NAN);
-  host[at(outer * inner - 1, size - 1)] = static_cast<T>(-INFINITY);
-  T* x = on_gpu(host);
-  T* by_warps = on_gpu(host);
-  T* by_threads = on_gpu(host);
-  // The backwards read x as the forward's output and `host` again as the gradient.
-  T* g = on_gpu(host);
-  LineArgs a;
-  a.x = x;
-  a.g = g;
-  a.lines = outer * inner;
-  a.size = size;
-  a.inner = inner;
-  for (const LineOp op : {LineOp::softmax, LineOp::log_softmax, LineOp::softmax_backward, LineOp::log_softmax_backward}) {
-    a.y = by_threads;
-    lines_by_threads<T>(op, a, nullptr);
-    a.y = by_warps;
-    lines<T>(op, a, nullptr);
-    EXPECT_EQ(bit_differences(from_gpu(by_warps, host.size()), from_gpu(by_threads, host.size())), 0u)
-        << line_op_name(op) << " over [" << outer << ", " << size << ", " << inner << "]";
-  }
-  for (T* p : {g, x, by_warps, by_threads}) cudaFree(p);
-}
-
-// layer_norm (output, mean and rstd) and its backward, with and without a weight and a bias, over
-// values around an offset (so both sums' orders show), one row holding an infinity.
-template <typename T>
-void expect_layer_norm_warps_match_threads(int64_t rows, int64_t size) {
-  const size_t n = static_cast<size_t>(rows * size);
-  Prng prng(n);
-  std::vector<T> x(n), g(n), w(static_cast<size_t>(size)), b(w.size());
-  for (T& v : x) v = static_cast<T>(42 + prng.uniform(-1, 1) * std::ldexp(1.0, static_cast<int>(prng.uniform_int(-20, 0))));
-  for (std::vector<T>* values : {&g, &w, &b}) {
-    for (T& v : *values) v = static_cast<T>(prng.uniform(-2, 2));
-  }
-  x[n - 1] = static_cast<T>(INFINITY);
-  T* dx = on_gpu(x);
-  T* dg = on_gpu(g);
-  T* dw = on_gpu(w);
-  T* db = on_gpu(b);
-  T* y = on_gpu(x);
-  const std::vector<double> zeros(static_cast<size_t>(rows), 0.0);
-  double* stats[2][2] = {{on_gpu(zeros), on_gpu(zeros)}, {on_gpu(zeros), on_gpu(zeros)}};  // [warp or thread][mean or rstd]
-  for (const bool affine : {false, true}) {
-    LineArgs a;
-    a.x = dx;
-    a.g = dg;
-    a.w = affine ? dw : nullptr;
-    a.b = affine ? db : nullptr;
-    a.lines = rows;
-    a.size = size;
-    a.scalar = 1e-5;
-    a.y = y;
-    std::vector<T> outputs[2][2];  // [warp or thread][forward or backward]
-    for (int by_warps = 0; by_warps < 2; ++by_warps) {
-      a.stat0 = stats[by_warps][0];
-      a.stat1 = stats[by_warps][1];
-      for (const LineOp op : {LineOp::layer_norm, LineOp::layer_norm_backward}) {
-        if (by_warps) lines<T>(op, a, nullptr);
-        else lines_by_threads<T>(op, a, nullptr);
-        outputs[by_warps][op == LineOp::layer_norm ? 0 : 1] = from_gpu(y, n);
-      }
-    }
-    const std::string where = " over [" + std::to_string(rows) + ", " + std::to_string(size) + "]" + (affine ? ", affine" : "");
-    EXPECT_EQ(bit_differences(outputs[1][0], outputs[0][0]), 0u) << "layer_norm" << where;
-    EXPECT_EQ(bit_differences(outputs[1][1], outputs[0][1]), 0u) << "layer_norm_backward" << where;
-    for (int s = 0; s < 2; ++s) {
-      EXPECT_EQ(bit_differences(from_gpu(stats[1][s], zeros.size()), from_gpu(stats[0][s], zeros.size())), 0u)
-          << (s == 0 ? "layer_norm's mean" : "layer_norm's rstd") << where;
-    }
-  }
-  for (T* p : {dx, dg, dw, db, y}) cudaFree(p);
-  for (auto& pair : stats) {
-    for (double* p : pair) cudaFree(p);
-  }
-}
-
-// max and min along a dim (contiguous and strided), over values from a few levels so ties are
-// common, a -0 before a +0 in one line and a NaN in another: the warp's candidates meet in another
-// order than one thread's loop, and must pick the same element (value to the bit, and position).
-template <typename T>
-void expect_extremum_warps_match_threads(int64_t outer, int64_t size, int64_t inner) {
-  const size_t n = static_cast<size_t>(outer * size * inner);
-  Prng prng(n + 1);
-  const T levels[] = {T{0}, T{1}, T{-1}, T{2}, static_cast<T>(-INFINITY)};
-  std::vector<T> host(n);
-  for (T& v : host) v = levels[prng.uniform_int(0, 4)];
-  for (size_t k = 0; k < static_cast<size_t>(size); ++k) host[k * static_cast<size_t>(inner)] = k == 40 ? T{0} : T{-1};
-  host[5 * static_cast<size_t>(inner)] = -T{0};  // line 0: the max is the -0 at 5, not the +0 at 40
-  host[n - 1] = static_cast<T>(NAN);
-  T* x = on_gpu(host);
-  const std::vector<T> no_values(static_cast<size_t>(outer * inner), T{7});
-  const std::vector<double> no_positions(no_values.size(), -1.0);
-  T* y[2] = {on_gpu(no_values), on_gpu(no_values)};
-  double* at[2] = {on_gpu(no_positions), on_gpu(no_positions)};
-  for (const LineOp op : {LineOp::max, LineOp::min}) {
-    LineArgs a;
-    a.x = x;
-    a.lines = outer * inner;
-    a.size = size;
-    a.inner = inner;
-    for (int by_warps = 0; by_warps < 2; ++by_warps) {
-      a.y = y[by_warps];
-      a.stat0 = at[by_warps];
-      if (by_warps) lines<T>(op, a, nullptr);
-      else lines_by_threads<T>(op, a, nullptr);
-    }
-    const std::string where = std::string(line_op_name(op)) + " over [" + std::to_string(outer) + ", " +
-                              std::to_string(size) + ", " + std::to_string(inner) + "]";
-    EXPECT_EQ(bit_differences(from_gpu(y[1], no_values.size()), from_gpu(y[0], no_values.size())), 0u) << where;
-    EXPECT_EQ(from_gpu(at[1], no_values.size()), from_gpu(at[0], no_values.size())) << where << ": positions";
-  }
-  for (T* p : {x, y[0], y[1]}) cudaFree(p);
-  for (double* p : at) cudaFree(p);
-}
-
+// order's, so its bits are the one-thread functor's, to the bit (warp_walk.h; warp_walk_test.cc
+// checks the same on the host, in an emulated warp).
 TEST(CudaGpu, LaneOrderWarpsGiveTheOneThreadFunctorsBits) {
   SKIP_WITHOUT_GPU();
-  for (const auto& [outer, size, inner] : {std::tuple<int64_t, int64_t, int64_t>{64, 8192, 1}, {3, 5001, 1}, {4, 100, 3},
-                                           {7, 33, 1}, {5, 40, 2}}) {
-    expect_softmax_warps_match_threads<float>(outer, size, inner);
-    expect_softmax_warps_match_threads<double>(outer, size, inner);
-  }
-  for (const auto& [rows, size] : {std::pair<int64_t, int64_t>{512, 1024}, {3, 5001}, {7, 33}, {2, 100}}) {
-    expect_layer_norm_warps_match_threads<float>(rows, size);
-    expect_layer_norm_warps_match_threads<double>(rows, size);
-  }
-  for (const auto& [outer, size, inner] : {std::tuple<int64_t, int64_t, int64_t>{64, 8192, 1}, {3, 77, 4}, {5, 41, 1}}) {
-    expect_extremum_warps_match_threads<float>(outer, size, inner);
-    expect_extremum_warps_match_threads<double>(outer, size, inner);
-  }
+  GpuLines lines;
+  dagsim::testing::expect_warps_match_threads(lines, /*short_lines=*/false);
 }
 
 TEST(CudaGpu, AStreamWaitsOnAnotherStreamsEvent) {

@@ -3,11 +3,10 @@
 #include <cuda_runtime.h>
 
 #include <string>
-#include <type_traits>
-#include <utility>
 
 #include "core/device/cuda/cuda_check.h"
 #include "core/device/cuda/grid.cuh"
+#include "core/tensor/warp_walk.h"
 
 namespace dagsim::device::cuda {
 
@@ -78,68 +77,30 @@ __global__ void lines_kernel(F f, LineArgs args) {
     f.template run<T>(args, l);
   }
 }
-// The walk of a warp (line_kernels.h's OneThread, shared by 32 threads), for the ops that take a
-// walk. Lane j takes the line's elements k = j mod 32 in order, as lane j of lane_order.h; in
-// `sum`, the xor-shuffle fold gives lane 0 exactly lane_order::fold's sum (at step w, lane j < w
-// adds lane j + w), and lane 0's total is the one every lane returns. `max` is exact in any order,
-// up to the sign of a zero: where +0 and -0 tie for the max, lanes may return either, and one
-// thread returns the first. Its one user, softmax, only subtracts it, where the sign cannot show
-// (exp(+-0) is 1; log_softmax's +-0 - log(total) is the same number); a functor that writes the max
-// or divides by it would need arg_best instead. `arg_best` finds the first best in any order. So a
-// warp gives the bits one thread gives (CudaGpu.LaneOrderWarpsGiveTheOneThreadFunctorsBits checks).
-struct WarpWalk {
+// How a GPU's lanes read each other's values: warp shuffles over the whole warp (warp_walk.h's
+// Lanes). Host and device, so that WarpWalk's host-device members may call it; only device code
+// does (a warp's kernel), and a host call would be a programmer error, so it traps.
+struct ShuffleLanes {
   static constexpr unsigned kWholeWarp = 0xffffffffu;
-  int lane;
-  template <typename T, typename F> __device__ T max(int64_t n, const F& f) const {
-    T best = -static_cast<T>(INFINITY);
-    for (int64_t k = lane; k < n; k += lane_order::kLanes) {
-      const T v = f(k);
-      best = best < v ? v : best;
-    }
-    for (int w = lane_order::kLanes / 2; w >= 1; w /= 2) {
-      const T other = __shfl_xor_sync(kWholeWarp, best, w);
-      best = best < other ? other : best;
-    }
-    return best;
+  template <typename V> DAGSIM_HOST_DEVICE V exchange(V v, int w) const {
+#ifdef __CUDA_ARCH__
+    return __shfl_xor_sync(kWholeWarp, v, w);
+#else
+    (void)w;
+    __builtin_trap();
+    return v;
+#endif
   }
-  template <typename T, typename F> __device__ T sum(int64_t n, const F& f) const {
-    T acc{0};
-    for (int64_t k = lane; k < n; k += lane_order::kLanes) acc += f(k);
-    for (int w = lane_order::kLanes / 2; w >= 1; w /= 2) acc += __shfl_xor_sync(kWholeWarp, acc, w);
-    return __shfl_sync(kWholeWarp, acc, 0);
-  }
-  // Each lane finds its own first best (its elements in order), then the lanes' candidates meet in
-  // the xor-shuffle fold: of two, the one that beats the other, else the earlier. That picks the
-  // first NaN, else the first of the best values, whatever the order the candidates meet in, so
-  // every lane returns one thread's answer. A lane with no element (n < 32) has index -1.
-  template <typename T, typename F> __device__ int64_t arg_best(int64_t n, const F& f, bool is_max) const {
-    int64_t best = -1;
-    T value{};
-    for (int64_t k = lane; k < n; k += lane_order::kLanes) {
-      const T v = f(k);
-      if (best < 0 || line::beats(v, value, is_max)) {
-        best = k;
-        value = v;
-      }
-    }
-    for (int w = lane_order::kLanes / 2; w >= 1; w /= 2) {
-      const int64_t other = __shfl_xor_sync(kWholeWarp, best, w);
-      const T other_value = __shfl_xor_sync(kWholeWarp, value, w);
-      if (other < 0) continue;
-      const bool earlier = best < 0 || other < best;
-      const bool other_wins = best < 0 || (earlier ? !line::beats(value, other_value, is_max)
-                                                   : line::beats(other_value, value, is_max));
-      if (other_wins) {
-        best = other;
-        value = other_value;
-      }
-    }
-    return best < 0 ? 0 : best;
-  }
-  template <typename F> __device__ void each(int64_t n, const F& f) const {
-    for (int64_t k = lane; k < n; k += lane_order::kLanes) f(k);
+  template <typename V> DAGSIM_HOST_DEVICE V from_lane0(V v) const {
+#ifdef __CUDA_ARCH__
+    return __shfl_sync(kWholeWarp, v, 0);
+#else
+    __builtin_trap();
+    return v;
+#endif
   }
 };
+using ShuffleWalk = WarpWalk<ShuffleLanes>;
 
 // One warp per line, for the lane-order line ops. Every lane of a warp has the same line, so the
 // whole warp reaches each shuffle together.
@@ -147,21 +108,12 @@ struct WarpWalk {
 static_assert(kThreads % lane_order::kLanes == 0, "blocks of whole warps");
 template <typename T, typename F>
 __global__ void warp_lines_kernel(F f, LineArgs args) {
-  const WarpWalk walk{static_cast<int>(threadIdx.x) % lane_order::kLanes};
+  const ShuffleWalk walk{ShuffleLanes{}, static_cast<int>(threadIdx.x) % lane_order::kLanes};
   const int64_t warps = int64_t{gridDim.x} * blockDim.x / lane_order::kLanes;
   for (int64_t l = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / lane_order::kLanes; l < args.lines; l += warps) {
     f.template run<T>(args, l, walk);
   }
 }
-
-// Whether functor F's run takes a walk (the lane-order line ops do). nvcc compiles C++17 here, so
-// no requires-expression.
-template <typename F, typename T, typename = void>
-struct walks_lines : std::false_type {};
-template <typename F, typename T>
-struct walks_lines<F, T, std::void_t<decltype(std::declval<const F&>().template run<T>(
-                             std::declval<const LineArgs&>(), int64_t{0}, std::declval<const WarpWalk&>()))>>
-    : std::true_type {};
 
 template <typename From, typename To>
 __global__ void cast_kernel(const From* x, To* out, int64_t n) {
@@ -247,7 +199,7 @@ void lines(LineOp op, const LineArgs& args, StreamHandle stream) {
   if (!takes_a_walk(op) || args.size < kWarpLineMin) return lines_by_threads<T>(op, args, stream);
   if (args.lines == 0) return;
   visit_line(op, [&](auto f) {
-    if constexpr (walks_lines<decltype(f), T>::value) {
+    if constexpr (walks_lines<decltype(f), T, ShuffleWalk>::value) {
       warp_lines_kernel<T><<<blocks_for(args.lines * lane_order::kLanes), kThreads, 0, as_stream(stream)>>>(f, args);
     } else {
       throw_kernel_misuse((std::string("the warp line kernel was given ") + line_op_name(op)).c_str());

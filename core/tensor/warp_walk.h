@@ -19,7 +19,8 @@
 //   template <typename V> V exchange(V v, int w) const;  // lane (this lane ^ w)'s v
 //   template <typename V> V from_lane0(V v) const;       // lane 0's v
 // and every lane of the warp calls them together, the same number of times, as a GPU's shuffles
-// require (the loops below run the same trip count on every lane).
+// require: only the folds exchange, and their trip counts are the same on every lane (the loops
+// over a lane's own elements differ in length from lane to lane, but exchange nothing).
 //
 // Plain C++17 that nvcc also compiles.
 #pragma once

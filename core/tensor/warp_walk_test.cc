@@ -1,8 +1,9 @@
 // Tests of WarpWalk (warp_walk.h), the walk the cuda backend's warp-per-line kernel runs, on the
 // host, with or without a GPU: an emulated warp whose 32 lanes are fibers, exchanging values
 // through a fiber barrier where a GPU's lanes shuffle, runs the same template the GPU runs. Its
-// lanes are scheduled in a seeded random order (fibers::DeterministicScheduler), so a fold that
-// depended on which lane got there first would show. What it cannot show is the GPU's own part:
+// lanes are scheduled in a seeded random order (fibers::DeterministicScheduler), as a GPU promises
+// no order among warps' lanes between shuffles, so the bits cannot hinge on the order the
+// emulation happens to run lanes in. What it cannot show is the GPU's own part:
 // the shuffle intrinsics, nvcc's code, the device's libm (CudaGpu.LaneOrderWarpsGiveTheOneThread-
 // FunctorsBits runs the same checks on a GPU).
 #include "core/tensor/warp_walk.h"
@@ -99,10 +100,10 @@ class EmulatedWarps {
         for (int64_t l = 0; l < a.lines; ++l) f.template run<T>(a, l, walk);
       });
     }
+    // A lane that made fewer exchanges than the others (divergent lanes, which a GPU's shuffles do
+    // not allow) would leave them waiting at the barrier for good: the scheduler then reports a
+    // deadlock and aborts, rather than the test hanging.
     for (boost::fibers::fiber& lane : lanes) lane.join();
-    // Every lane made the same exchanges, as a GPU's shuffles need (a lane that skipped one would
-    // have left the others waiting at the barrier, which the scheduler reports as a deadlock).
-    for (const uint64_t n : warp.exchanges) EXPECT_EQ(n, warp.exchanges[0]);
   }
 
   fibers::DeterministicScheduler& scheduler_;
@@ -118,13 +119,14 @@ TEST(WarpWalk, AnEmulatedWarpGivesTheOneThreadFunctorsBitsInAnyLaneOrder) {
   }
 }
 
-// The walk's sum is lane_order::sum, to the bit, where the order shows: a huge value in one lane
-// that the others' small values are lost against unless the fold adds them first.
+// The walk's sum is lane_order::sum, to the bit, where the order shows: 1e8 in lane 0 and ones
+// everywhere else. Added one at a time to 1e8, each one is lost (float's spacing there is 8); lane
+// order adds each lane's ones first and folds the lanes in halves, so they count.
 TEST(WarpWalk, AWarpsSumIsTheLaneOrderSum) {
   EmulatedWarps lines(3);
-  for (const int64_t n : {1, 31, 32, 33, 64, 100, 1000}) {
+  for (const int64_t n : {33, 64, 100, 1000}) {
     std::vector<float> x(static_cast<size_t>(n), 1.0f);
-    x[0] = 1e8f;  // lane 0 holds it; 31 ones in the other lanes add to 31 before meeting it
+    x[0] = 1e8f;
     float warp_sum[lane_order::kLanes] = {};
     WarpExchange warp;
     std::vector<boost::fibers::fiber> fibers;

@@ -53,6 +53,7 @@ void expect_softmax_warps_match_threads(Lines& lines, int64_t outer, int64_t siz
   for (int64_t k = 0; k < size; ++k) host[at(0, k)] = -std::fabs(host[at(0, k)]);
   if (size > 1) host[at(0, 1)] = -T{0};
   if (size > 32) host[at(0, 32)] = T{0};
+  else if (size > 2) host[at(0, 2)] = T{0};  // a short line: the tie in lanes 1 and 2
   if (outer * inner > 1) host[at(1, size > 3 ? 3 : 0)] = static_cast<T>(NAN);
   host[at(outer * inner - 1, size - 1)] = static_cast<T>(-INFINITY);
   T* x = lines.put(host);
@@ -133,10 +134,14 @@ void expect_extremum_warps_match_threads(Lines& lines, int64_t outer, int64_t si
   const T levels[] = {T{0}, T{1}, T{-1}, T{2}, static_cast<T>(-INFINITY)};
   std::vector<T> host(n);
   for (T& v : host) v = levels[prng.uniform_int(0, 4)];
-  // Line 0: all -1 but a +0 at 40 and a -0 at 5 before it (where the line has them), so the max
-  // is the -0, not the +0.
-  for (size_t k = 0; k < static_cast<size_t>(size); ++k) host[k * static_cast<size_t>(inner)] = k == 40 ? T{0} : T{-1};
-  if (size > 5) host[5 * static_cast<size_t>(inner)] = -T{0};
+  // Line 0: all -1 but a -0 and a +0 after it, in different lanes (at 5 and 40; 1 and the last
+  // element in a short line), so the max is the -0, not the +0.
+  const size_t negative_zero = size > 5 ? 5 : 1;
+  const size_t positive_zero = size > 40 ? 40 : static_cast<size_t>(size) - 1;
+  for (size_t k = 0; k < static_cast<size_t>(size); ++k) {
+    host[k * static_cast<size_t>(inner)] = k == positive_zero ? T{0} : T{-1};
+  }
+  if (negative_zero < positive_zero) host[negative_zero * static_cast<size_t>(inner)] = -T{0};
   host[n - 1] = static_cast<T>(NAN);
   T* x = lines.put(host);
   const std::vector<T> no_values(static_cast<size_t>(outer * inner), T{7});

@@ -13,26 +13,6 @@ namespace dagsim::device::cuda {
 
 namespace {
 
-void check_rank(size_t ndim) {
-  if (ndim > static_cast<size_t>(kMaxDims)) {
-    throw errors::invalid_argument("a tensor of " + std::to_string(ndim) + " dimensions: the cuda kernels take at most " +
-                                   std::to_string(kMaxDims));
-  }
-}
-
-// The index space `shape` with the operands' strides.
-StridedShape strided(std::span<const int64_t> shape, std::span<const int64_t> a, std::span<const int64_t> b = {}) {
-  check_rank(shape.size());
-  StridedShape s;
-  s.ndim = static_cast<int>(shape.size());
-  for (size_t d = 0; d < shape.size(); ++d) {
-    s.shape[d] = shape[d];
-    s.a[d] = a[d];
-    s.b[d] = b.empty() ? 0 : b[d];
-  }
-  return s;
-}
-
 int64_t numel(std::span<const int64_t> shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
@@ -55,7 +35,7 @@ void CudaKernels::binary(Pointwise op, Dtype dtype, const std::byte* a, std::spa
                          const std::byte* b, std::span<const int64_t> b_strides, std::byte* out,
                          std::span<const int64_t> shape, double scalar) {
   gpu_.select();
-  const StridedShape index = strided(shape, a_strides, b_strides);
+  const StridedShape index = strided(static_cast<int>(shape.size()), shape.data(), a_strides.data(), b_strides.data());
   dispatch_dtype(dtype, [&]<typename T>() {
     pointwise_binary<T>(op, as<T>(a), as<T>(b), as<T>(out), index, numel(shape), scalar, gpu_.current_handle());
   });
@@ -64,30 +44,16 @@ void CudaKernels::binary(Pointwise op, Dtype dtype, const std::byte* a, std::spa
 void CudaKernels::gather(Dtype dtype, const std::byte* x, std::span<const int64_t> x_strides, std::byte* out,
                          std::span<const int64_t> shape) {
   gpu_.select();
-  const StridedShape index = strided(shape, x_strides);
+  const StridedShape index = strided(static_cast<int>(shape.size()), shape.data(), x_strides.data(), nullptr);
   dispatch_dtype(dtype, [&]<typename T>() { cuda::gather<T>(as<T>(x), as<T>(out), index, numel(shape), gpu_.current_handle()); });
 }
 
 void CudaKernels::reduce_sum(Dtype dtype, const std::byte* x, std::span<const int64_t> x_shape, std::byte* out,
                              int64_t out_numel, std::span<const int64_t> out_strides, double scale) {
   gpu_.select();
-  check_rank(x_shape.size());
-  // Split x's dimensions into those the outputs run along (a nonzero output stride) and those
-  // summed; each keeps x's own (contiguous) stride.
   StridedShape kept, reduced;
-  int64_t x_stride = 1, reduced_numel = 1;
-  int64_t x_strides[kMaxDims] = {};
-  for (size_t d = x_shape.size(); d-- > 0;) {
-    x_strides[d] = x_stride;
-    x_stride *= x_shape[d];
-  }
-  for (size_t d = 0; d < x_shape.size(); ++d) {
-    StridedShape& part = out_strides[d] != 0 ? kept : reduced;
-    part.shape[part.ndim] = x_shape[d];
-    part.a[part.ndim] = x_strides[d];
-    ++part.ndim;
-    if (out_strides[d] == 0) reduced_numel *= x_shape[d];
-  }
+  const int64_t reduced_numel =
+      split_for_sum(static_cast<int>(x_shape.size()), x_shape.data(), out_strides.data(), kept, reduced);
   dispatch_dtype(dtype, [&]<typename T>() {
     cuda::reduce_sum<T>(as<T>(x), as<T>(out), kept, out_numel, reduced, reduced_numel, scale, gpu_.current_handle());
   });

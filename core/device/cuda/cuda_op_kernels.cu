@@ -16,22 +16,6 @@ using grid::as_stream;
 using grid::blocks_for;
 using grid::kThreads;
 
-// The offsets in the two operands of element `linear` of the index space (row-major).
-struct Offsets {
-  int64_t a = 0;
-  int64_t b = 0;
-};
-__device__ Offsets offsets_of(const StridedShape& index, int64_t linear) {
-  Offsets o;
-  for (int d = index.ndim - 1; d >= 0; --d) {
-    const int64_t i = linear % index.shape[d];
-    linear /= index.shape[d];
-    o.a += i * index.a[d];
-    o.b += i * index.b[d];
-  }
-  return o;
-}
-
 // Grid-stride loops, so any n fits any grid. The index space is passed by value (kernel
 // parameters live in constant memory).
 template <typename T, typename F>
@@ -64,10 +48,7 @@ template <typename T>
 __global__ void reduce_kernel(const T* x, T* out, StridedShape kept, int64_t out_numel, StridedShape reduced,
                               int64_t reduced_numel, double scale) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < out_numel; j += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t base = offsets_of(kept, j).a;
-    T acc{0};
-    for (int64_t r = 0; r < reduced_numel; ++r) acc += x[base + offsets_of(reduced, r).a];
-    out[j] = scale == 1.0 ? acc : static_cast<T>(acc * scale);
+    out[j] = reduced_sum(x, kept, reduced, reduced_numel, scale, j);
   }
 }
 // One thread per line: each line's outputs are its own (line_kernels.h).
@@ -126,16 +107,6 @@ __global__ void scale_kernel(T* out, double scale) {
   out[0] = static_cast<T>(out[0] * scale);
 }
 
-// Whether operand a (and b, when `with_b`) runs through the index space in its row-major order.
-bool contiguous(const StridedShape& index, bool with_b = true) {
-  int64_t stride = 1;
-  for (int d = index.ndim - 1; d >= 0; --d) {
-    if (index.shape[d] != 1 && (index.a[d] != stride || (with_b && index.b[d] != stride))) return false;
-    stride *= index.shape[d];
-  }
-  return true;
-}
-
 [[noreturn]] void wrong_arity(Pointwise op, const char* kernel) {
   throw_kernel_misuse((std::string("the ") + kernel + " kernel was given the formula " + pointwise_name(op)).c_str());
 }
@@ -155,7 +126,7 @@ template <typename T>
 void pointwise_binary(Pointwise op, const T* a, const T* b, T* out, const StridedShape& index, int64_t n, double s,
                       StreamHandle stream) {
   if (n == 0) return;
-  const bool flat = contiguous(index);
+  const bool flat = row_major(index);
   visit_binary(op, [&](auto f) {
     if (flat) {
       binary_contiguous_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(f, a, b, out, n, s);
@@ -178,7 +149,7 @@ void reduce_sum(const T* x, T* out, const StridedShape& kept, int64_t out_numel,
                 int64_t reduced_numel, double scale, StreamHandle stream) {
   if (out_numel == 0) return;
   const cudaStream_t s = as_stream(stream);
-  if (out_numel == 1 && reduced_numel > 1 && contiguous(reduced, /*with_b=*/false)) {
+  if (out_numel == 1 && reduced_numel > 1 && row_major(reduced, /*with_b=*/false)) {
     grid::cub_sum(x, out, reduced_numel, s);  // a whole tensor
     if (scale != 1.0) scale_kernel<T><<<1, 1, 0, s>>>(out, scale);
   } else {

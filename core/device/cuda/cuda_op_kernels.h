@@ -15,22 +15,13 @@
 
 #include <cstdint>
 
+#include "core/device/strided_shape.h"
 #include "core/tensor/line_kernels.h"
 #include "core/tensor/pointwise.h"
 
 namespace dagsim::device::cuda {
 
 using StreamHandle = void*;  // a cudaStream_t
-
-inline constexpr int kMaxDims = 16;
-
-// An index space and, for each of its dimensions, the strides of up to two operands in it.
-struct StridedShape {
-  int ndim = 0;
-  int64_t shape[kMaxDims] = {};
-  int64_t a[kMaxDims] = {};
-  int64_t b[kMaxDims] = {};
-};
 
 // out[i] = op(x[i], s) for i < n (x unused by Pointwise::fill; out may be x).
 template <typename T>

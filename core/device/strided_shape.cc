@@ -9,7 +9,7 @@ namespace dagsim::device {
 namespace {
 
 void check_rank(int ndim) {
-  if (ndim > kMaxDims) {
+  if (ndim < 0 || ndim > kMaxDims) {
     throw errors::invalid_argument("a tensor of " + std::to_string(ndim) + " dimensions: the cuda kernels take at most " +
                                    std::to_string(kMaxDims));
   }

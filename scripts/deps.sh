@@ -4,8 +4,9 @@
 # Optional groups: `scripts/deps.sh report` adds what scripts/transport_report.py needs for its
 # plots (python3-matplotlib); `scripts/deps.sh test` adds the real counterparts the interop tests
 # run against (Debian's python3-torch for PyTorch's TCPStore, etcd-server for the etcd backend,
-# xmllint and python3-junitparser that read `dagsim check --junit` as CI tools do, and headless
-# chromium that renders `dagsim report` pages),
+# xmllint and python3-junitparser that read `dagsim check --junit` as CI tools do, headless
+# chromium that renders `dagsim report` pages, and slurm-wlm with munge for `srun dagsim launch`
+# on a one-host Slurm),
 # which the test command installs and the main job does not. With no argument, only the packages
 # below.
 set -euo pipefail
@@ -22,7 +23,7 @@ packages=(
 case "${1:-}" in
   "") ;;
   report) packages+=(python3-matplotlib) ;;
-  test) packages+=(python3-torch etcd-server libxml2-utils python3-junitparser chromium) ;;
+  test) packages+=(python3-torch etcd-server libxml2-utils python3-junitparser chromium slurm-wlm) ;;
   *) echo "usage: scripts/deps.sh [report|test]" >&2; exit 2 ;;
 esac
 

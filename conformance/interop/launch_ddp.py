@@ -13,51 +13,16 @@ Every surviving agent must exit 0, and the final parameters must equal an uninte
 
 Usage: launch_ddp.py DAGSIM   (with /usr/bin/python3, which has torch). Exit 0 on success.
 """
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
+from ddp_harness import DDP_JOB, check_against_reference, free_port, show_logs, wait_for_step
+
 STEPS = 40
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def checkpointed(out):
-    import torch
-    try:
-        return torch.load(os.path.join(out, "ckpt.pt"))["step"]
-    except Exception:
-        return -1
-
-
-def show_logs(out):
-    """The agents' logs and every worker's, for a failure's message."""
-    for root, _, files in os.walk(out):
-        for name in sorted(files):
-            if name.endswith(".log"):
-                with open(os.path.join(root, name), errors="replace") as f:
-                    lines = [l for l in f.readlines() if "rank" not in l or "done" not in l][-12:]
-                print("--- %s:\n%s" % (os.path.relpath(os.path.join(root, name), out), "".join(lines)))
-    with open(os.path.join(out, "pids")) as f:
-        print("--- worker starts (pid rank world restart_count):\n" + f.read())
-
-
-def wait_for_step(out, step, agents, deadline):
-    while checkpointed(out) < step:
-        if time.time() > deadline or all(a.poll() is not None for a in agents):
-            show_logs(out)
-            sys.exit("FAIL: step %d was never checkpointed (%s)" % (step, [a.poll() for a in agents]))
-        time.sleep(0.1)
 
 
 def main():
@@ -70,7 +35,7 @@ def main():
                  "--monitor_interval", "0.5", "--stop-grace", "5",
                  "--rdzv_conf", "last_call_timeout=2,keep_alive_interval=1,keep_alive_max_attempt=3,join_timeout=120",
                  "--log_dir", os.path.join(out, "logs"),
-                 os.path.join(HERE, "ddp_job.py"), out, str(STEPS), "0.3"]
+                 DDP_JOB, out, str(STEPS), "0.3"]
         logs = []
 
         def agent(name):
@@ -121,15 +86,7 @@ def main():
         with open(os.path.join(out, "pids")) as f:
             worlds = sorted({int(line.split()[2]) for line in f})
         print("world sizes seen:", worlds)
-        subprocess.run(["/usr/bin/python3", os.path.join(HERE, "ddp_job.py"), "--reference", out, str(STEPS)], check=True)
-        with open(os.path.join(out, "final.json")) as f:
-            final = json.load(f)
-        with open(os.path.join(out, "reference.json")) as f:
-            ref = json.load(f)
-        worst = max(abs(a - b) / max(1.0, abs(b)) for fa, fb in zip(final, ref) for a, b in zip(fa, fb))
-        print("largest relative difference from the uninterrupted run: %.3g" % worst)
-        if worst > 1e-4:
-            sys.exit("FAIL: the parameters differ from the uninterrupted run's")
+        check_against_reference(out, STEPS)
         if 6 not in worlds or 8 not in worlds:
             sys.exit("FAIL: the job never ran with both 6 and 8 workers: %s" % worlds)
         print("PASS")

@@ -7,6 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -53,7 +56,111 @@ std::string address_text(const sockaddr* addr) {
   return out;
 }
 
+// Every address `host` resolves to, in the resolver's order, each once.
+std::vector<std::string> resolve_all(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  std::vector<std::string> addresses;
+  if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0) return addresses;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const std::string text = address_text(a->ai_addr);
+    if (!text.empty() && std::find(addresses.begin(), addresses.end(), text) == addresses.end()) addresses.push_back(text);
+  }
+  ::freeaddrinfo(found);
+  return addresses;
+}
+
+// The local address the kernel would send from to reach `endpoint`: a UDP socket's connect()
+// only picks a route and a source address, it sends nothing. Empty, with *error set, when the
+// endpoint does not resolve or no route reaches it.
+std::string routed_address(const rendezvous::RendezvousEndpoint& endpoint, std::string* error) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  // The route does not depend on the port; port 0 (a server's "any") is not one to connect to.
+  const std::string port = std::to_string(endpoint.port == 0 ? 9 : endpoint.port);
+  if (const int rc = ::getaddrinfo(endpoint.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    *error = std::string("cannot resolve '") + endpoint.host + "': " + ::gai_strerror(rc);
+    return std::string();
+  }
+  std::string routed;
+  for (const addrinfo* a = found; a != nullptr && routed.empty(); a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      *error = std::string("socket: ") + std::strerror(errno);
+      continue;
+    }
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      *error = "no route to " + address_text(a->ai_addr) + ": " + std::strerror(errno);
+    } else if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) {
+      *error = std::string("getsockname: ") + std::strerror(errno);
+    } else {
+      routed = address_text(reinterpret_cast<const sockaddr*>(&local));
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  if (!routed.empty()) error->clear();
+  return routed;
+}
+
+bool is_loopback(const std::string& address) {
+  const std::optional<Address> parsed = parse_address(address);
+  return parsed && parsed->loopback;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+std::string endpoint_text(const rendezvous::RendezvousEndpoint& endpoint) {
+  const bool v6 = endpoint.host.find(':') != std::string::npos;
+  return (v6 ? "[" + endpoint.host + "]" : endpoint.host) + ":" + std::to_string(endpoint.port);
+}
+
+// True when some address of the name is not loopback: other hosts may reach it by that name.
+bool name_is_usable(const NodeAddressFacts& facts) {
+  return std::any_of(facts.addresses.begin(), facts.addresses.end(), [](const std::string& a) { return !is_loopback(a); });
+}
+
 }  // namespace
+
+NodeAddress choose_node_address(const NodeAddressFacts& facts, const std::optional<rendezvous::RendezvousEndpoint>& endpoint) {
+  NodeAddress chosen{facts.fqdn, ""};
+  if (!endpoint || name_is_usable(facts)) return chosen;
+  // A loopback route: the endpoint is on this host, and so, for this node, is the job.
+  if (!facts.routed.empty() && is_loopback(facts.routed)) return chosen;
+  const std::string why = "this host's name '" + facts.fqdn + "' " +
+                          (facts.addresses.empty() ? std::string("does not resolve")
+                                                   : "resolves only to loopback (" + joined(facts.addresses) + ")") +
+                          ", so other hosts cannot reach this node by it";
+  if (facts.routed.empty()) {
+    chosen.warning = why + ", and no interface routes to the rendezvous endpoint " + endpoint_text(*endpoint) + " (" +
+                     facts.route_error + "): keeping the name";
+    return chosen;
+  }
+  chosen.host = facts.routed;
+  chosen.warning = why + ": using " + facts.routed + " instead, the address of the interface that routes to the rendezvous endpoint " +
+                   endpoint_text(*endpoint);
+  return chosen;
+}
+
+NodeAddress node_address(const std::optional<rendezvous::RendezvousEndpoint>& endpoint) {
+  NodeAddressFacts facts;
+  facts.fqdn = machine_fqdn();
+  facts.addresses = resolve_all(facts.fqdn);
+  // The route matters only when the name is no use to other hosts.
+  if (endpoint && !name_is_usable(facts)) facts.routed = routed_address(*endpoint, &facts.route_error);
+  return choose_node_address(facts, endpoint);
+}
 
 std::string machine_fqdn() {
   const std::string name = host_name();
@@ -123,7 +230,7 @@ std::string resolve_error(const std::string& host) {
 }
 
 rendezvous::NodeDesc NodeDescGenerator::generate() {
-  return {machine_fqdn(), static_cast<uint64_t>(::getpid()), local_id_.fetch_add(1)};
+  return {addr_ ? *addr_ : machine_fqdn(), static_cast<uint64_t>(::getpid()), local_id_.fetch_add(1)};
 }
 
 }  // namespace dagsim::net

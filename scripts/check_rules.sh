@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The rules of DESIGN.md that a grep can check, run as a CTest test:
-#  - core/ never includes sim/ or net/ (dependencies point one way), and core/runtime (the seam)
-#    never includes core/fibers (its implementations);
+#  - no folder includes one above it (core < sim, net < launch < scenarios; DESIGN.md's arrows point
+#    down only), and core/runtime (the seam) never includes core/fibers (its implementations);
 #  - in scenarios/, only the runner's simulator path (run/runner.cc) includes sim/: the format,
 #    the workloads, the judge and the CLI see a Cluster and an Env, never a SimWorld;
 #  - core/ and sim/ (tests aside) read no real time, start no OS threads, use no Boost.Fiber timed
@@ -10,15 +10,29 @@
 set -uo pipefail
 cd "${1:-$(dirname "$0")/..}"
 status=0
-if hits=$(grep -rnE '#include *[<"](sim|net)/' core 2>/dev/null); then
-  echo "core/ must not include sim/ or net/:"; echo "$hits"; status=1
-fi
+# The layers, lowest first: core; sim and net (side by side); launch; scenarios; then conformance
+# and bench, which may use all. No file includes a folder above its own, nor its sibling (tests
+# included: a test may reach down, never up or across).
+above() {
+  case "$1" in
+    core) echo "sim net launch scenarios conformance bench" ;;
+    sim) echo "net launch scenarios conformance bench" ;;
+    net) echo "sim launch scenarios conformance bench" ;;
+    launch) echo "sim scenarios conformance bench" ;;
+    scenarios) echo "conformance bench" ;;
+  esac
+}
+for layer in core sim net launch scenarios; do
+  [ -d "$layer" ] || continue
+  forbidden=$(above "$layer" | tr ' ' '|')
+  if hits=$(grep -rnE "#include *[<\"]($forbidden)/" --include='*.h' --include='*.cc' --include='*.cu' "$layer" 2>/dev/null \
+            | grep -v '^launch/launch_cli_test\.cc:.*scenarios/cli/cli_test_util\.h'); then
+    echo "$layer/ must not include a folder above it or beside it ($(above "$layer")):"; echo "$hits"; status=1
+  fi
+done
 # The seam's interfaces and primitives do not depend on what implements them (tests aside).
 if hits=$(grep -rnE '#include *[<"]core/fibers/' core/runtime 2>/dev/null | grep -v '_test\.cc:'); then
   echo "core/runtime/ (the seam) must not include core/fibers/ (its implementations):"; echo "$hits"; status=1
-fi
-if hits=$(grep -rnE '#include *[<"](scenarios|net)/' sim 2>/dev/null); then
-  echo "sim/ must not include scenarios/ or net/:"; echo "$hits"; status=1
 fi
 if hits=$(grep -rnE '#include *[<"]sim/' scenarios 2>/dev/null | grep -v '^scenarios/run/runner\.cc:'); then
   echo "scenarios/ includes sim/ only in run/runner.cc (workloads see a Cluster and an Env):"; echo "$hits"; status=1

@@ -271,6 +271,15 @@ AgentResult ElasticAgent::run() {
           if (std::optional<AgentResult> end = on_failure(group, *status.failure)) return *end;
           continue;
         }
+        case WorkerState::unhealthy: {
+          // PyTorch's _invoke_run treats UNHEALTHY as FAILED: a restart counted while restarts
+          // remain, then the job fails (api_test.py's test_run_max_retries_exceeded runs both).
+          const Error cause = status.failure ? *status.failure
+                                             : errors::worker_group_failed("the worker group of round " + std::to_string(info.round) +
+                                                                           " reported UNHEALTHY");
+          if (std::optional<AgentResult> end = on_failure(group, cause)) return *end;
+          continue;
+        }
         default: {
           if (!is_running(status.state)) {
             // PyTorch's _invoke_run raises on a state it cannot act on (UNKNOWN, INIT, STOPPED from

@@ -128,6 +128,28 @@ TEST_F(SimulatedAgentTest, AWorkerThatAlwaysExitsNonZeroSpendsMaxRestartsThenThe
   EXPECT_EQ(groups_[1][2].environments[0].at("TORCHELASTIC_RESTART_COUNT"), "2");
 }
 
+// PyTorch's api_test.py test_run_max_retries_exceeded, for both states it runs: a group that
+// reports UNHEALTHY is restarted as a FAILED one is, counted, and fails the job once max_restarts
+// are spent (the agent used to monitor it for ever).
+TEST_F(SimulatedAgentTest, AnUnhealthyGroupIsRestartedAsAFailedOneUntilMaxRestartsAreSpent) {
+  start(1, job(1, 1));
+  simulated_agent_at(1, at(0ms), {.max_restarts = 2},
+                     [](const WorkerGroupSpec&, uint32_t) { return SimulatedWorker{.run_time = 1s, .end = SimulatedWorker::End::unhealthy}; });
+  run_until(at(120s));
+  ASSERT_TRUE(run_result(1).has_value()) << "the agent still monitors an UNHEALTHY group: " << seen(1);
+  EXPECT_EQ(run_result(1)->outcome, AgentOutcome::failed);
+  EXPECT_EQ(run_result(1)->restarts, 2u);
+  EXPECT_EQ(agent(1).state(), WorkerState::failed);
+  EXPECT_EQ(groups_[1].size(), 3u) << "the first attempt and max_restarts = 2 more";
+  EXPECT_EQ(count(1, AgentEvent::Kind::group_failed), 3) << seen(1);
+  ASSERT_TRUE(run_result(1)->error.has_value());
+  EXPECT_EQ(run_result(1)->error->code(), ErrorCode::worker_group_failed);
+  const std::string what = run_result(1)->error->what();
+  EXPECT_NE(what.find("max_restarts = 2 spent"), std::string::npos) << what;
+  EXPECT_NE(what.find("was reported UNHEALTHY"), std::string::npos) << what;
+  for (const SimulatedGroupRecord& g : groups_[1]) EXPECT_TRUE(g.stopped.has_value()) << "an UNHEALTHY group is stopped before the next";
+}
+
 TEST_F(SimulatedAgentTest, AHungWorkerThatIgnoresSigtermHoldsTheStopForTheGraceThenIsKilled) {
   start(2, job(2, 2));
   // Agent 2's workers hang and ignore SIGTERM; agent 1's first attempt fails at 3 s.

@@ -39,11 +39,16 @@ WorkerGroupStatus SimulatedWorkerProcesses::poll() {
   WorkerGroupStatus status;
   // The first failure by the time it ended, then by local rank (as real processes are reaped).
   std::optional<std::pair<runtime::TimePoint, uint32_t>> first;
+  std::optional<uint32_t> unhealthy;
   size_t ended = 0;
   for (uint32_t rank = 0; rank < workers_.size(); ++rank) {
     const Worker& w = workers_[rank];
     const std::optional<runtime::TimePoint> end = end_of(w);
     if (w.stopped || !end || *end > now) continue;
+    if (w.script.end == SimulatedWorker::End::unhealthy) {
+      if (!unhealthy) unhealthy = rank;
+      continue;  // it still runs
+    }
     ++ended;
     const bool failed = w.script.end == SimulatedWorker::End::signal || w.script.exit_code != 0;
     if (failed && (!first || *end < first->first)) first = {*end, rank};
@@ -53,6 +58,9 @@ WorkerGroupStatus SimulatedWorkerProcesses::poll() {
     const bool by_signal = w.end == SimulatedWorker::End::signal;
     status.state = WorkerState::failed;
     status.failure = worker_failure(spec_, first->second, describe_exit(by_signal ? -1 : w.exit_code, by_signal ? w.signal : 0));
+  } else if (unhealthy) {
+    status.state = WorkerState::unhealthy;
+    status.failure = worker_failure(spec_, *unhealthy, "was reported UNHEALTHY");
   } else if (ended == workers_.size()) {
     status.state = WorkerState::succeeded;
   }
@@ -65,7 +73,7 @@ void SimulatedWorkerProcesses::stop() {
   bool holds = false;
   for (Worker& w : workers_) {
     const std::optional<runtime::TimePoint> end = end_of(w);
-    const bool running = !w.stopped && (!end || *end > now);
+    const bool running = !w.stopped && (!end || *end > now || w.script.end == SimulatedWorker::End::unhealthy);
     if (running && w.script.ignores_sigterm) holds = true;
     if (running) w.stopped = true;
   }

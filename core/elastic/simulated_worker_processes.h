@@ -27,7 +27,9 @@
 namespace dagsim::elastic {
 
 struct SimulatedWorker {
-  enum class End : uint8_t { exit, signal, hang };
+  // unhealthy: alive but reported UNHEALTHY from its run time on (PyTorch's monitor can say so;
+  // the agent restarts it as a failure), until stopped.
+  enum class End : uint8_t { exit, signal, hang, unhealthy };
   runtime::Duration start_delay{};                     // a slow start
   runtime::Duration run_time = std::chrono::seconds(1);
   End end = End::exit;

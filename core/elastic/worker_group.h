@@ -35,7 +35,8 @@ namespace dagsim::elastic {
 
 // PyTorch's WorkerState. The agent's group is INIT while it rendezvouses, HEALTHY once started,
 // STOPPED after a stop for a restart, then SUCCEEDED or FAILED. UNHEALTHY and UNKNOWN are
-// PyTorch's too; no group here reports them.
+// PyTorch's too: no group here reports them, and the agent acts on them as PyTorch's does (UNHEALTHY
+// is restarted as FAILED; UNKNOWN ends the run).
 enum class WorkerState : uint8_t { unknown, init, healthy, unhealthy, stopped, succeeded, failed };
 const char* worker_state_name(WorkerState state);  // PyTorch's names: "HEALTHY", ...
 // PyTorch's WorkerState.is_running: HEALTHY or UNHEALTHY.
@@ -50,8 +51,8 @@ struct WorkerGroupSpec {
 };
 
 struct WorkerGroupStatus {
-  WorkerState state = WorkerState::healthy;  // healthy, succeeded or failed
-  std::optional<Error> failure;              // failed: why, naming the first worker that failed
+  WorkerState state = WorkerState::healthy;  // healthy, succeeded or failed (unhealthy, unknown: see above)
+  std::optional<Error> failure;              // failed (unhealthy, optional): why, naming the first worker
 };
 
 class WorkerGroup {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "launch/launch_args.h"
 #include "scenarios/run/runner.h"
 
 namespace dagsim::cli {
@@ -115,29 +116,7 @@ struct StoreArgs {
 // Serves the built-in store over PyTorch 1.13's TCPStore protocol until SIGTERM or SIGINT.
 int store_command(const StoreArgs& args);
 
-// `dagsim launch`: torchrun's interface on dagsim's elastic agent (docs/cli.md, docs/torchrun.md). Flags take
-// torchrun's spellings (--nproc_per_node and --nproc-per-node) and PET_<FLAG> environment
-// variables, as torchrun's do.
-struct LaunchArgs {
-  std::string nnodes = "1:1";           // N or MIN:MAX
-  std::string nproc_per_node = "1";     // a number, or auto/cpu (the cores here); gpu is refused
-  std::string rdzv_backend = "static";  // torchrun 1.13's default, refused with a hint
-  std::string rdzv_endpoint;            // HOST[:PORT]
-  std::string rdzv_id = "none";
-  std::string rdzv_conf;                // k=v,k=v
-  bool standalone = false;
-  uint32_t max_restarts = 0;
-  double monitor_interval_s = 5;
-  std::string role = "default";
-  std::string log_dir;                  // "": a fresh torchelastic_* folder in the temporary folder
-  std::string redirects = "0";
-  std::string tee = "0";
-  std::string events_path;              // JSON lines of the agent's events, when set
-  bool no_python = false;
-  bool module = false;
-  double stop_grace_s = 30;             // SIGTERM to SIGKILL, as torchrun's
-  std::vector<std::string> command;     // the training script (or program) and its arguments
-};
-int launch_command(const LaunchArgs& args);
+// `dagsim launch`: launch/launcher.h (its flags are launch::LaunchArgs, parsed in main.cc).
+using LaunchArgs = launch::LaunchArgs;
 
 }  // namespace dagsim::cli

@@ -23,6 +23,8 @@
 
 #include "core/base/printable.h"
 #include "core/tensor/vector_math.h"
+#include "launch/launcher.h"
+#include "launch/slurm_env.h"
 #include "scenarios/cli/commands.h"
 
 namespace {
@@ -192,13 +194,13 @@ int main(int argc, char** argv) {
   const auto flag = [&](const std::string& names, auto& into, const std::string& env, const std::string& help) {
     return launch_cmd->add_option(names, into, help)->envname("PET_" + env)->capture_default_str();
   };
-  flag("--nnodes", launch.nnodes, "NNODES", "Number of agents: N, or MIN:MAX for an elastic job");
+  CLI::Option* nnodes_opt = flag("--nnodes", launch.nnodes, "NNODES", "Number of agents: N, or MIN:MAX for an elastic job");
   flag("--nproc-per-node,--nproc_per_node", launch.nproc_per_node, "NPROC_PER_NODE",
        "Worker processes on this host: a number, or auto/cpu for this host's cores");
-  flag("--rdzv-backend,--rdzv_backend", launch.rdzv_backend, "RDZV_BACKEND", "c10d, dagsim, etcd or etcd-v2");
-  flag("--rdzv-endpoint,--rdzv_endpoint", launch.rdzv_endpoint, "RDZV_ENDPOINT",
+  CLI::Option* backend_opt = flag("--rdzv-backend,--rdzv_backend", launch.rdzv_backend, "RDZV_BACKEND", "c10d, dagsim, etcd or etcd-v2");
+  CLI::Option* endpoint_opt = flag("--rdzv-endpoint,--rdzv_endpoint", launch.rdzv_endpoint, "RDZV_ENDPOINT",
        "HOST[:PORT] of the rendezvous store (c10d: 29400 by default; etcd: 2379)");
-  flag("--rdzv-id,--rdzv_id", launch.rdzv_id, "RDZV_ID", "The job's id: agents with the same one form one job");
+  CLI::Option* id_opt = flag("--rdzv-id,--rdzv_id", launch.rdzv_id, "RDZV_ID", "The job's id: agents with the same one form one job");
   flag("--rdzv-conf,--rdzv_conf", launch.rdzv_conf, "RDZV_CONF",
        "KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, read_timeout, is_host, store_type, "
        "keep_alive_interval, keep_alive_max_attempt");
@@ -276,7 +278,18 @@ int main(int argc, char** argv) {
     if (*launch_cmd) {
       launch.command = launch_cmd->remaining();
       if (!launch.command.empty() && launch.command.front() == "--") launch.command.erase(launch.command.begin());
-      code = dagsim::cli::launch_command(launch);
+      // Under Slurm, these four take the job's values unless given, as flags or PET_* (launch/slurm_env.h).
+      const dagsim::launch::GivenFlags given{nnodes_opt->count() > 0, backend_opt->count() > 0, endpoint_opt->count() > 0,
+                                             id_opt->count() > 0};
+      try {
+        for (const std::string& line : dagsim::launch::apply_slurm_defaults(launch, given, dagsim::launch::slurm_environment())) {
+          std::cerr << "dagsim launch: " << line << "\n";
+        }
+      } catch (const dagsim::Error& e) {
+        std::cerr << "dagsim launch: " << e.what() << "\n";
+        return dagsim::cli::kBadInput;
+      }
+      code = dagsim::launch::Launcher(launch).run();
     }
     if (*check_cmd) {
       check.self_path = self_path(argv[0]);

@@ -54,10 +54,12 @@ void ControlLink::start(OnMessage on_message, OnClosed on_closed, std::span<cons
 
 bool ControlLink::deliver() {
   while (std::optional<net::ReceivedEnvelope> e = decoder_.pop()) {
-    const std::string text(e->payload.begin(), e->payload.end());
-    nlohmann::json message = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!message.is_object()) {
-      closed("a control message that is not a JSON object");
+    nlohmann::json message;
+    try {
+      message = control::parse_message(
+          std::string_view(reinterpret_cast<const char*>(e->payload.data()), e->payload.size()));
+    } catch (const Error& error) {
+      closed(error.detail());
       return false;
     }
     if (on_message_) on_message_(message);
@@ -87,7 +89,7 @@ void ControlLink::read() {
                           });
 }
 
-void ControlLink::send(const nlohmann::json& message) {
+void ControlLink::send_json(const nlohmann::json& message) {
   if (closed_) return;
   Outgoing out;
   out.text = message.dump();

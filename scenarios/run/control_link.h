@@ -1,28 +1,16 @@
 // ControlLink: the TCP launcher's line to one of its node processes (and the node's line back),
-// carrying one JSON object per message. Locally it is a Unix socket pair the launcher makes and
+// carrying one message of control_messages.h (its one definition and codec) per envelope. Locally
+// it is a Unix socket pair the launcher makes and
 // the child inherits (no peer can reach it); for a node on another host it is a TCP connection the
 // node opens to the launcher's control port, authenticated with the cluster's secret by the same
 // handshake as the data plane (the launcher takes the worker id after the last node's), and every
 // message then carries a MAC under the session key. Messages travel as envelopes (net/envelope.h)
-// whose payload is the JSON text. Nothing on it is ever executed, only matched against the
-// operations below.
-//
-//   launcher -> node   {"op":"start","start_wall_ns":T}   run the node's main (scenario time 0 = T)
-//                      {"op":"kill"}                       die now (SIGKILL of itself: a remote node)
-//                      {"op":"crash"}                      go silent and end the incarnation
-//                      {"op":"block","peer":K,"blocked":B} hold (or release) traffic to worker K
-//                      {"op":"finish","drain_ms":D}        settle (at most D ms), final snapshot, record
-//                      {"op":"exit"}                       close and exit 0
-//   node -> launcher   {"event":"hello","node":N,"incarnation":I,"pid":P}
-//                      {"event":"busy"} / {"event":"idle"}  foreground work began / all of it ended
-//                      {"event":"record","data":{...}}      what the incarnation observed so far
-//                      {"event":"failure","time_ns":T,"fiber":F,"what":W}
-//                      {"event":"connection_failed","peer":K,"time_ns":T}
-//                      {"event":"finished","stats":{...}}
+// whose payload is the message's JSON text. Nothing on it is ever executed.
 //
 // Promises: messages arrive whole and in order; one larger than kMaxControlMessage, one that is not
-// a JSON object, or one whose MAC does not verify closes the link (reported through on_closed, as
-// is EOF). Callbacks run as Asio handlers on the io_context's thread.
+// a JSON object (control::parse_message: nested too deep included), or one whose MAC does not
+// verify closes the link (reported through on_closed, as is EOF). The receiver decodes the object
+// (control::decode_command or decode_event); one that does not decode is the receiver's to refuse. Callbacks run as Asio handlers on the io_context's thread.
 #pragma once
 
 #include <boost/asio/generic/stream_protocol.hpp>
@@ -37,6 +25,7 @@
 
 #include "net/envelope.h"
 #include "net/handshake.h"
+#include "scenarios/run/control_messages.h"
 
 namespace dagsim::scenarios {
 
@@ -55,7 +44,8 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
   // came in the same read as the handshake's last message (the peer's first messages).
   void start(OnMessage on_message, OnClosed on_closed, std::span<const uint8_t> already_read = {});
   // Queues one message; never blocks.
-  void send(const nlohmann::json& message);
+  void send(const control::Command& command) { send_json(control::encode(command)); }
+  void send(const control::Event& event) { send_json(control::encode(event)); }
   // True when everything sent has been written (a process about to exit waits for it).
   bool drained() const { return output_.empty() && !writing_; }
   void close();
@@ -65,6 +55,7 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
     net::SealedEnvelope sealed;
     std::string text;
   };
+  void send_json(const nlohmann::json& message);
   void read();
   // Hands every whole message decoded so far to on_message; false once the link closed.
   bool deliver();

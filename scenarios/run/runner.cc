@@ -30,6 +30,9 @@ std::string hash_hex(uint64_t hash) {
 
 namespace {
 
+// How often a drain looks whether every node has settled.
+constexpr runtime::Duration kSettleCheck = std::chrono::milliseconds(1);
+
 const char* outcome_name(SimWorld::Outcome outcome) {
   switch (outcome) {
     case SimWorld::Outcome::finished: return "finished";
@@ -133,8 +136,23 @@ RunRecords record_workload(const Scenario& scenario, Workload& workload, const R
   const SimWorld::Outcome outcome = world.run({.stop_at = end, .max_virtual_time = max_time});
   if (outcome == SimWorld::Outcome::finished) records.workload_end = world.now();
   if (outcome == SimWorld::Outcome::finished && workload.drain_time() > runtime::Duration{0}) {
+    // The drain ends early, as over TCP, once every running node is settled (Workload::settled)
+    // and nothing sent is still on the wire; drain_time stays the bound. Looked at every
+    // kSettleCheck of virtual time, so the end is still a function of the seed.
     const TimePoint drained = std::min(world.now() + workload.drain_time(), max_time);
-    world.run({.stop_at = drained, .max_virtual_time = max_time});
+    const auto settled = [&] {
+      const sim::NetworkStats& net = world.network().stats();
+      if (net.sent != net.delivered + net.dropped) return false;
+      for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
+        const runtime::NodeState state = world.state(i);
+        if ((state == runtime::NodeState::up || state == runtime::NodeState::paused) && !workload.settled(i)) return false;
+      }
+      return true;
+    };
+    while (world.now() < drained && !settled()) {
+      const SimWorld::Outcome step = world.run({.stop_at = std::min(world.now() + kSettleCheck, drained), .max_virtual_time = max_time});
+      if (step != SimWorld::Outcome::finished) break;  // nothing can happen any more, or a limit
+    }
   }
   records.outcome = outcome_name(outcome);
   records.end = world.now();

@@ -27,6 +27,7 @@
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "net/crypto.h"
+#include "net/process/process.h"
 #include "scenarios/run/control_link.h"
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/fault_triggers.h"
@@ -209,7 +210,7 @@ class TcpCluster final : public runtime::Cluster {
   void on_child_exit(int pid, int status);
   void send_block(WorkerId from, WorkerId to, bool blocked) {
     Node& n = nodes_.at(from);
-    if (n.link && n.state != NodeState::killed) n.link->send({{"op", "block"}, {"peer", to}, {"blocked", blocked}});
+    if (n.link && n.state != NodeState::killed) n.link->send(control::Block{to, blocked});
   }
   void unblock(const std::vector<std::pair<WorkerId, WorkerId>>& pairs) {
     for (const auto& pair : pairs) {
@@ -240,7 +241,8 @@ class TcpCluster final : public runtime::Cluster {
   // that process first.
   void bind_port(Node& n) {
     if (n.pid > 0) {
-      ::waitpid(n.pid, nullptr, 0);
+      processes_[n.pid].wait();
+      processes_.erase(n.pid);
       pids_.erase(n.pid);
       n.pid = -1;
     }
@@ -253,18 +255,17 @@ class TcpCluster final : public runtime::Cluster {
     // Only this node's processes get it (as fd 3), not every child the launcher starts.
     ::fcntl(n.acceptor->native_handle(), F_SETFD, FD_CLOEXEC);
   }
+  // To the node's process group, through its guard (net/process): SIGSTOP returns once stopped.
   void signal_process(const Node& n, int sig) {
-    if (n.pid > 0) ::kill(n.pid, sig);
+    const auto it = processes_.find(n.pid);
+    if (n.pid > 0 && it != processes_.end()) it->second.signal(sig);
   }
+  // Every node process and all it started: SIGKILLed first, then reaped.
   void kill_group() {
-    if (group_ > 0) ::kill(-group_, SIGKILL);
-    for (Node& n : nodes_) {
-      if (n.pid > 0) {
-        ::kill(n.pid, SIGKILL);
-        ::waitpid(n.pid, nullptr, 0);
-        n.pid = -1;
-      }
-    }
+    for (auto& [pid, process] : processes_) process.kill();
+    for (auto& [pid, process] : processes_) process.wait();
+    processes_.clear();
+    for (Node& n : nodes_) n.pid = -1;
   }
   // A process of this node is running somewhere: a local child, or a remote node still connected.
   bool has_process(const Node& n) const { return remote_ ? n.link != nullptr && n.said_hello : n.pid > 0; }
@@ -294,9 +295,8 @@ class TcpCluster final : public runtime::Cluster {
     signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       if (sig == SIGCHLD) {
-        for (const auto& [pid, node] : pids_) {
-          int status = 0;
-          if (::waitpid(pid, &status, WNOHANG) == pid) exited_.push_back({pid, status});
+        for (auto& [pid, process] : processes_) {
+          if (const std::optional<net::ProcessExit> exit = process.poll()) exited_.push_back({pid, exit->status});
         }
         for (const auto& [pid, status] : exited_) on_child_exit(pid, status);
         exited_.clear();
@@ -310,8 +310,7 @@ class TcpCluster final : public runtime::Cluster {
   void accept_node();
   // The run's setup, a node's first message: what to run, its digest and the seed.
   void send_setup(ControlLink& link) {
-    link.send({{"op", "setup"}, {"scenario", options_.scenario_text}, {"digest", digest_}, {"seed", options_.seed},
-               {"file", scenario_.file}, {"run", run_id_}});
+    link.send(control::Setup{options_.scenario_text, digest_, options_.seed, scenario_.file, run_id_});
   }
   // A node that tried to join and could not: said at once, and the run ends kJoinGrace later unless
   // every node has joined by then (its operator may start it again, right). A node that refused
@@ -363,8 +362,8 @@ class TcpCluster final : public runtime::Cluster {
   bool join_fatal_ = false;
   std::vector<Node> nodes_;
   std::map<int, WorkerId> pids_;
+  std::map<int, net::Process> processes_;  // each local node process by pid, until reaped
   std::vector<std::pair<int, int>> exited_;
-  int group_ = 0;
   int interrupted_ = 0;
   bool started_ = false;
   bool ending_ = false;
@@ -381,7 +380,7 @@ class TcpCluster final : public runtime::Cluster {
   std::map<uint64_t, std::vector<std::pair<WorkerId, WorkerId>>> partitions_;
   uint64_t last_partition_ = 0;
   // Each incarnation's latest transport figures (a killed one's as of its last report).
-  std::map<std::pair<WorkerId, uint32_t>, json> stats_of_;
+  std::map<std::pair<WorkerId, uint32_t>, control::NodeStats> stats_of_;
 };
 
 void TcpCluster::launch(WorkerId node) {
@@ -408,9 +407,6 @@ void TcpCluster::launch(WorkerId node) {
     args.push_back("--gpus");
     args.push_back(options_.gpus);
   }
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
@@ -418,25 +414,23 @@ void TcpCluster::launch(WorkerId node) {
     if (!child_env_.contains(key)) env_strings.push_back(entry);
   }
   for (const auto& [k, v] : child_env_) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (std::string& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const int parent = ::getpid();
-  const int group = group_;
-  const int pid = ::fork();
-  if (pid < 0) throw errors::invalid_argument("cannot start a process for " + n.name + ": " + std::strerror(errno));
-  if (pid == 0) {
-    // The child: only async-signal-safe calls until exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(1);  // the launcher died before the line above
-    ::setpgid(0, group);
-    ::dup2(listen_fd, 3);  // dup2 clears close-on-exec on the copies
-    ::dup2(pair[1], 4);
-    ::execve(argv[0], argv.data(), envp.data());
-    ::_exit(127);
+  // Its own process group, dead with the launcher however it dies, and so is all it starts
+  // (net/process); fd 3 is its listening socket, fd 4 its end of the control link.
+  net::ProcessSpec spec;
+  spec.argv = std::move(args);
+  spec.env = std::move(env_strings);
+  spec.fds = {{0, 0}, {1, 1}, {2, 2}, {3, listen_fd}, {4, pair[1]}};
+  spec.name = "the process for " + n.name;
+  net::Process process;
+  try {
+    process = net::spawn(spec);
+  } catch (const Error&) {
+    ::close(pair[0]);
+    ::close(pair[1]);
+    throw;
   }
-  if (group_ == 0) group_ = pid;
-  ::setpgid(pid, group_);
+  const int pid = process.pid();
+  processes_[pid] = std::move(process);
   ::close(pair[1]);
   n.pid = pid;
   pids_[pid] = node;
@@ -455,13 +449,13 @@ void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
   record({kind, now(), node, 0, 0, {}});
   n.state = state;
   if (kind == FaultEvent::Kind::kill) {
-    if (remote_ && n.link) n.link->send({{"op", "kill"}});
+    if (remote_ && n.link) n.link->send(control::Kill{});
     signal_process(n, SIGKILL);
     refuse(n);
   } else {
     // A crashed host is silent, not gone: its address keeps accepting (and its process holds
     // every byte), so peers learn through their timeouts, as in the simulator.
-    if (n.link) n.link->send({{"op", "crash"}});
+    if (n.link) n.link->send(control::Crash{});
     signal_process(n, SIGCONT);  // a paused host that crashes is silent, not stopped
   }
 }
@@ -469,52 +463,65 @@ void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
 void TcpCluster::on_message(WorkerId node, const ControlLink* link, const json& m) {
   Node& n = nodes_.at(node);
   if (link != n.link.get()) return;  // an earlier incarnation's last words
-  const std::string event = m.value("event", "");
-  if (event == "hello") {
-    n.said_hello = true;
-    record_restart(n, node);
-    n.incarnation = m.value("incarnation", uint32_t{0});
-    n.incarnations.push_back(n.incarnation);
-    if (started_) {
-      n.link->send({{"op", "start"}, {"start_wall_ns", start_wall_ns_}});
-      n.started = true;
-      for (const auto& [pair, count] : blocked_) {
-        if (count > 0 && pair.first == node) send_block(pair.first, pair.second, true);
-      }
-    }
-  } else if (event == "refused") {
-    join_refused(n.name + " refused to run: " + m.value("why", std::string("(no reason given)")), true);
-  } else if (event == "stats") {
-    stats_of_[{node, n.incarnation}] = m.value("stats", json::object());
-  } else if (event == "record") {
-    if (m.contains("data") && m["data"].is_object()) write_node_record(dir_, n.name, NodeRecord{node, n.incarnation, m["data"]});
-  } else if (event == "busy" || event == "idle") {
-    n.reported = true;
-    n.idle = event == "idle";
-  } else if (event == "failure") {
-    failures_.push_back({TimePoint{runtime::Duration{m.value("time_ns", int64_t{0})}}, n.name + "." + std::to_string(n.incarnation),
-                         m.value("fiber", ""), m.value("what", "")});
-  } else if (event == "connection_failed") {
-    const uint32_t peer = m.value("peer", uint32_t{0});
-    const int64_t t = std::max<int64_t>(0, m.value("time_ns", int64_t{0}) - start_wall_ns_);
-    if (peer < nodes_.size()) record({FaultEvent::Kind::connection_failed, TimePoint{runtime::Duration{t}}, node, static_cast<WorkerId>(peer), 0, {}});
-  } else if (event == "workload") {
-    // A workload event a fault may wait for (fault_triggers.h). Only a running incarnation's count.
-    // The node waits for the answer, sent once every fault due at once has struck.
-    const std::optional<WorkloadEvent> what = parse_workload_event(m.value("what", std::string()));
-    const auto value = m.find("value");
-    if (triggers_ && started_ && what && value != m.end() && value->is_number_unsigned() &&
-        (n.state == NodeState::up || n.state == NodeState::paused)) {
-      for (FaultTriggers::Strike& strike : triggers_->observe(*this, node, *what, value->get<uint64_t>())) strike.fn();
-    }
-    const auto id = m.find("id");
-    if (n.link.get() == link && id != m.end() && id->is_number_unsigned()) {
-      n.link->send({{"op", "struck"}, {"id", id->get<uint64_t>()}, {"more", what && triggers_ && triggers_->wants(*what)}});
-    }
-  } else if (event == "finished") {
-    n.finished = true;
-    stats_of_[{node, n.incarnation}] = m.value("stats", json::object());
+  control::Event event;
+  try {
+    event = control::decode_event(m);
+  } catch (const Error& e) {
+    // A node that speaks out of protocol is a broken node: its run fails, naming it.
+    failures_.push_back({now(), n.name + "." + std::to_string(n.incarnation), "control", e.what()});
+    n.link->close();
+    return;
   }
+  std::visit(
+      control::Overloaded{
+          [&](const control::Hello& hello) {
+            n.said_hello = true;
+            record_restart(n, node);
+            n.incarnation = hello.incarnation;
+            n.incarnations.push_back(n.incarnation);
+            if (started_) {
+              n.link->send(control::Start{start_wall_ns_});
+              n.started = true;
+              for (const auto& [pair, count] : blocked_) {
+                if (count > 0 && pair.first == node) send_block(pair.first, pair.second, true);
+              }
+            }
+          },
+          [&](const control::Refused& refused) { join_refused(n.name + " refused to run: " + refused.why, true); },
+          [&](const control::Stats& stats) { stats_of_[{node, n.incarnation}] = stats.stats; },
+          [&](const control::Record& r) { write_node_record(dir_, n.name, NodeRecord{node, n.incarnation, r.data}); },
+          [&](const control::Busy&) {
+            n.reported = true;
+            n.idle = false;
+          },
+          [&](const control::Idle&) {
+            n.reported = true;
+            n.idle = true;
+          },
+          [&](const control::Failure& f) {
+            failures_.push_back({TimePoint{runtime::Duration{f.time_ns}}, n.name + "." + std::to_string(n.incarnation), f.fiber, f.what});
+          },
+          [&](const control::ConnectionFailed& c) {
+            const int64_t t = std::max<int64_t>(0, c.time_ns - start_wall_ns_);
+            if (c.peer < nodes_.size()) {
+              record({FaultEvent::Kind::connection_failed, TimePoint{runtime::Duration{t}}, node, static_cast<WorkerId>(c.peer), 0, {}});
+            }
+          },
+          [&](const control::WorkloadReport& w) {
+            // A workload event a fault may wait for (fault_triggers.h). Only a running
+            // incarnation's count. The node waits for the answer, sent once every fault due at
+            // once has struck.
+            const std::optional<WorkloadEvent> what = parse_workload_event(w.what);
+            if (triggers_ && started_ && what && (n.state == NodeState::up || n.state == NodeState::paused)) {
+              for (FaultTriggers::Strike& strike : triggers_->observe(*this, node, *what, w.value)) strike.fn();
+            }
+            if (n.link.get() == link && w.id) n.link->send(control::Struck{*w.id, what && triggers_ && triggers_->wants(*what)});
+          },
+          [&](const control::Finished& f) {
+            n.finished = true;
+            stats_of_[{node, n.incarnation}] = f.stats;
+          }},
+      event);
 }
 
 void TcpCluster::on_child_exit(int pid, int status) {
@@ -522,6 +529,7 @@ void TcpCluster::on_child_exit(int pid, int status) {
   if (it == pids_.end()) return;
   const WorkerId node = it->second;
   pids_.erase(it);
+  processes_.erase(pid);  // reaped
   Node& n = nodes_.at(node);
   if (n.pid != pid) return;  // an earlier incarnation, killed on purpose
   n.pid = -1;
@@ -644,7 +652,7 @@ RunRecords TcpCluster::run(Workload& workload) {
   install_faults(*this, faults);  // at() arms each event from now on
   triggers_ = std::make_unique<FaultTriggers>(faults);
   for (Node& n : nodes_) {
-    n.link->send({{"op", "start"}, {"start_wall_ns", start_wall_ns_}});
+    n.link->send(control::Start{start_wall_ns_});
     n.started = true;
   }
   std::function<void()> progress = [&] {
@@ -673,8 +681,8 @@ RunRecords TcpCluster::run(Workload& workload) {
   const auto drain = std::chrono::duration_cast<std::chrono::milliseconds>(workload.drain_time());
   for (Node& n : nodes_) {
     if (!has_process(n) || n.state == NodeState::killed) continue;
-    if (n.pid > 0) ::kill(n.pid, SIGCONT);  // a paused node still takes its final snapshot, as in the simulator
-    n.link->send({{"op", "finish"}, {"drain_ms", drain.count()}});
+    signal_process(n, SIGCONT);  // a paused node still takes its final snapshot, as in the simulator
+    n.link->send(control::Finish{drain.count()});
   }
   run_until([this] {
     for (const Node& n : nodes_) {
@@ -684,7 +692,7 @@ RunRecords TcpCluster::run(Workload& workload) {
   }, SteadyClock::now() + drain + kFinishGrace);
   records.end = now();
   for (Node& n : nodes_) {
-    if (has_process(n) && n.link) n.link->send({{"op", "exit"}});
+    if (has_process(n) && n.link) n.link->send(control::Exit{});
   }
   // Local processes are reaped; remote ones are gone once their links have written everything.
   run_until([this] {
@@ -720,11 +728,10 @@ RunRecords TcpCluster::run(Workload& workload) {
     return std::tie(a.node, a.incarnation) < std::tie(b.node, b.incarnation);
   });
   for (const auto& [who, st] : stats_of_) {
-    if (!st.is_object()) continue;
-    records.stats.messages += st.value("sent", uint64_t{0});
-    records.stats.messages_delivered += st.value("delivered", uint64_t{0});
-    records.stats.messages_dropped += st.value("dropped", uint64_t{0});
-    records.stats.connection_failures += st.value("connection_failures", uint64_t{0});
+    records.stats.messages += st.sent;
+    records.stats.messages_delivered += st.delivered;
+    records.stats.messages_dropped += st.dropped;
+    records.stats.connection_failures += st.connection_failures;
   }
   records.stats.wall_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - wall_start).count();
   return records;

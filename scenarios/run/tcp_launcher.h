@@ -15,9 +15,9 @@
 // connections as a dead host's does; the restart binds the same port again (docs/tcp.md's table).
 // The scenario's bytes, their SHA-256 and the seed reach every node over its control link. The shared secret
 // is DAGSIM_SECRET / DAGSIM_SECRET_FILE if set, else a fresh random one in a file only the user
-// can read. Children live in a process group of their own: they die with the launcher
-// (PR_SET_PDEATHSIG for a SIGKILL of the launcher; the group is killed on SIGTERM, SIGINT, errors
-// and at the end), and none is left behind.
+// can read. Each node process is started through net/process (process.h), in a process group
+// of its own: it and all it starts die with the launcher, SIGKILL included, and are killed on
+// SIGTERM, SIGINT, errors and at the end; none is left behind.
 //
 // A run ends as soon as its work and its cleanup are done: when every running node's foreground
 // work has ended (and the workload's end time, if it has one, has passed), each node settles (its

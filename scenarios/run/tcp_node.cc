@@ -40,6 +40,7 @@
 #include "net/tcp_transport.h"
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/run/control_link.h"
+#include "scenarios/run/control_messages.h"
 #include "scenarios/run/fault_triggers.h"
 #include "scenarios/run/records.h"
 #include "scenarios/run/tcp_peers.h"
@@ -95,7 +96,7 @@ uint32_t parse_uint32(const std::string& text, const std::string& what) {
 struct ControlState {
   boost::fibers::mutex mutex;
   boost::fibers::condition_variable cv;
-  std::deque<json> commands;
+  std::deque<control::Command> commands;
   bool link_closed = false;
   bool tick = false;
 
@@ -113,12 +114,12 @@ struct ControlState {
 class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
  public:
   ProcessRuntime(ProcessNode& node, boost::asio::io_context& io, const std::vector<FaultSpec>& faults,
-                 std::function<void(const json&)> send)
+                 std::function<void(const control::Event&)> send)
       : node_(node), io_(io), triggers_(faults), send_(std::move(send)) {}
 
   TimePoint scenario_now() const override { return TimePoint{node_.env().clock.wall_now() - start_wall_}; }
   void spawn_foreground(WorkerId, std::string name, std::function<void()> fn) override {
-    if (foreground_++ == 0) send_({{"event", "busy"}});
+    if (foreground_++ == 0) send_(control::Busy{});
     node_.fibers().spawn(nullptr, std::move(name), std::move(fn), [this] { end_foreground(); });
   }
   bool wants(WorkloadEvent event) const override { return !done_.contains(event) && triggers_.wants(event); }
@@ -129,13 +130,13 @@ class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
     if (!wants(event)) return;
     if (runtime::current_fiber() == nullptr) {
       // Not on a node fiber (nothing to hold back): the fault strikes when the launcher hears it.
-      send_({{"event", "workload"}, {"what", std::string(workload_event_name(event))}, {"value", value}});
+      send_(control::WorkloadReport{std::string(workload_event_name(event)), value, std::nullopt});
       return;
     }
     const uint64_t id = ++last_report_;
     auto answered = std::make_shared<runtime::Event>();
     reports_[id] = {event, answered};
-    send_({{"event", "workload"}, {"what", std::string(workload_event_name(event))}, {"value", value}, {"id", id}});
+    send_(control::WorkloadReport{std::string(workload_event_name(event)), value, id});
     answered->wait_until(node_.env().clock.now() + kStrikeWait);
     reports_.erase(id);
   }
@@ -186,7 +187,7 @@ class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
  private:
   void end_foreground() {
     DAGSIM_ASSERT(foreground_ > 0);
-    if (--foreground_ == 0) send_({{"event", "idle"}});
+    if (--foreground_ == 0) send_(control::Idle{});
   }
 
   ProcessNode& node_;
@@ -199,7 +200,7 @@ class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
     std::shared_ptr<runtime::Event> answered;
   };
   std::map<uint64_t, Report> reports_;  // reports awaiting the launcher's answer
-  std::function<void(const json&)> send_;
+  std::function<void(const control::Event&)> send_;
   std::unique_ptr<net::etcd::EtcdProcess> etcd_;
   TimePoint start_wall_{};
   size_t foreground_ = 0;
@@ -368,20 +369,37 @@ int run_tcp_node(const TcpNodeOptions& options) {
                                static_cast<WorkerId>(node_index(*own, options.node_name, options.scenario_file)),
                                secret.bytes);
   }
-  link->start([&](const json& message) { control.wake([&] { control.commands.push_back(message); }); },
+  // A command that does not decode is a launcher out of protocol: the node stops listening to it,
+  // as to a launcher gone (the link closed), and says why in its log.
+  std::string protocol_error;
+  link->start(
+      [&](const json& message) {
+        try {
+          control::Command command = control::decode_command(message);
+          control.wake([&] { control.commands.push_back(std::move(command)); });
+        } catch (const Error& e) {
+          control.wake([&] {
+            protocol_error = e.what();
+            control.link_closed = true;
+          });
+          link->close();
+        }
+      },
               [&](const std::string&) { control.wake([&] { control.link_closed = true; }); });
 
   // The launcher's first word: the scenario's bytes, their digest and the run's seed, so every node
   // runs exactly the launcher's run, whatever files lie on its host.
   net::wait_on_main(clock, [&] { return !control.commands.empty() || control.link_closed; }, clock.now() + kSetupTimeout);
-  if (control.commands.empty() || control.commands.front().value("op", "") != "setup") {
+  const control::Setup* first = control.commands.empty() ? nullptr : std::get_if<control::Setup>(&control.commands.front());
+  if (first == nullptr) {
+    if (!protocol_error.empty()) throw errors::protocol_error("the launcher's first message: " + protocol_error);
     throw errors::invalid_argument("the launcher sent no scenario within " + std::to_string(kSetupTimeout.count()) +
                                    " s of connecting (or closed the control link)");
   }
-  const json setup = std::move(control.commands.front());
+  const control::Setup setup = std::move(*first);
   control.commands.pop_front();
-  const std::string launcher_digest = setup.value("digest", "");
-  const uint64_t seed = setup.value("seed", uint64_t{1});
+  const std::string& launcher_digest = setup.digest;
+  const uint64_t seed = setup.seed;
   // A node's own copy or seed that is not the launcher's would run another scenario than the one
   // judged: refused, saying so to the launcher (which ends the run at once) and to the operator.
   std::string refusal;
@@ -394,14 +412,14 @@ int run_tcp_node(const TcpNodeOptions& options) {
               std::to_string(seed) + " (a node takes the launcher's seed; leave --seed out)";
   }
   if (!refusal.empty()) {
-    link->send({{"event", "refused"}, {"why", refusal}});
+    link->send(control::Refused{refusal});
     net::wait_on_main(clock, [&] { return link->drained() || control.link_closed; }, clock.now() + std::chrono::seconds(5));
     throw errors::invalid_argument(refusal);
   }
   const Scenario scenario =
-      own ? std::move(*own) : parse_scenario(setup.value("scenario", ""), setup.value("file", std::string("scenario")));
+      own ? std::move(*own) : parse_scenario(setup.scenario, setup.file.empty() ? std::string("scenario") : setup.file);
   // Numbered within the launcher's run, persisted before the node opens any connection to a peer.
-  const uint32_t incarnation = next_incarnation(options.records_dir, options.node_name, setup.value("run", std::string()));
+  const uint32_t incarnation = next_incarnation(options.records_dir, options.node_name, setup.run);
   const std::string label = options.node_name + "." + std::to_string(incarnation);
   fs::create_directories(fs::path(options.records_dir) / "logs");
   FileLog log((fs::path(options.records_dir) / "logs" / (label + ".log")).string(), label);
@@ -439,7 +457,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
   t.on_failure = [&](WorkerId peer, const std::string& reason) {
     if (finished) return;
     log.event("net.connection_failed", reason);
-    link->send({{"event", "connection_failed"}, {"peer", peer}, {"time_ns", (clock.wall_now() - TimePoint{}).count()}});
+    link->send(control::ConnectionFailed{peer, (clock.wall_now() - TimePoint{}).count()});
   };
   net::TcpTransport transport(io, std::move(acceptor), t);
 
@@ -451,45 +469,40 @@ int run_tcp_node(const TcpNodeOptions& options) {
   ProcessNode node(options.node_name, static_cast<WorkerId>(index), incarnation, seed, clock, transport, log,
                    [&](const runtime::FiberContext& fiber, std::string what) {
                      const TimePoint start = runtime_ptr ? (*runtime_ptr)->start_wall() : TimePoint{};
-                     link->send({{"event", "failure"},
-                                 {"time_ns", (clock.wall_now() - start).count()},
-                                 {"fiber", fiber.fiber_name},
-                                 {"what", what}});
+                     link->send(control::Failure{(clock.wall_now() - start).count(), fiber.fiber_name, std::move(what)});
                    });
   if (gpus != nullptr) node.fibers().set_devices(gpus.get());
   // Messages name peers as the scenario does ("worker3"), as in the simulator.
   node.env().name_of = [&cluster = scenario.cluster](WorkerId id) {
     return id < cluster.nodes ? cluster.node_name(id) : "node " + std::to_string(id);
   };
-  ProcessRuntime runtime(node, io, scenario.faults, [&](const json& m) { link->send(m); });
+  ProcessRuntime runtime(node, io, scenario.faults, [&](const control::Event& m) { link->send(m); });
   runtime_ptr = &runtime;
   NodeRecord record{index, incarnation};
   NodeContext context(runtime, node.env(), record.data);
 
-  link->send({{"event", "hello"}, {"node", index}, {"incarnation", incarnation}, {"pid", ::getpid()}});
+  link->send(control::Hello{index, incarnation, ::getpid()});
 
   // The record, rewritten when it changed.
   std::string last_written;
   // The transport's figures, sent with each record: a killed incarnation's count too.
-  auto stats_json = [&] {
+  auto stats_now = [&] {
     const net::TcpTransportStats s = transport.stats();
-    return json{{"sent", s.sent}, {"delivered", s.delivered}, {"dropped", s.dropped},
-                {"connection_failures", s.connection_failures}, {"refused", s.refused},
-                {"bytes_sent", s.bytes_sent}, {"writes", s.writes}};
+    return control::NodeStats{s.sent, s.delivered, s.dropped, s.connection_failures, s.refused, s.bytes_sent, s.writes};
   };
-  std::string last_stats;
+  std::optional<control::NodeStats> last_stats;
   auto flush_stats = [&] {
-    json now = stats_json();
-    if (now.dump() == last_stats) return;
-    last_stats = now.dump();
-    link->send({{"event", "stats"}, {"stats", std::move(now)}});
+    const control::NodeStats now = stats_now();
+    if (last_stats == now) return;
+    last_stats = now;
+    link->send(control::Stats{now});
   };
   // The launcher writes it (nodes/NAME.INC.json beside the run's other records), whichever host
   // this node runs on.
   auto flush_record = [&] {
     std::string now = record.data.dump();
     if (now == last_written) return;
-    link->send({{"event", "record"}, {"data", record.data}});
+    link->send(control::Record{record.data});
     last_written = std::move(now);
   };
   std::function<void()> arm_tick = [&] {
@@ -505,7 +518,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
 
   bool crashed = false, started = false, exit_requested = false;
   while (!exit_requested) {
-    json command;
+    control::Command command;
     {
       std::unique_lock lock(control.mutex);
       control.cv.wait(lock, [&] { return !control.commands.empty() || control.link_closed || control.tick; });
@@ -521,39 +534,44 @@ int run_tcp_node(const TcpNodeOptions& options) {
       command = std::move(control.commands.front());
       control.commands.pop_front();
     }
-    const std::string op = command.value("op", "");
-    if (op == "start" && !started) {
-      started = true;
-      runtime.start(TimePoint{runtime::Duration{command.value("start_wall_ns", int64_t{0})}}, context, *workload);
-    } else if (op == "kill") {
-      ::kill(::getpid(), SIGKILL);  // a process death, as a SIGKILL from the launcher's host
-    } else if (op == "crash") {
-      flush_record();
-      crashed = true;
-      transport.silence();
-      node.fibers().kill();
-    } else if (op == "block") {
-      const uint32_t peer = command.value("peer", uint32_t{0});
-      if (peer < scenario.cluster.nodes && peer != index) transport.block(static_cast<WorkerId>(peer), command.value("blocked", false));
-    } else if (op == "finish") {
-      const TimePoint deadline = clock.now() + std::chrono::milliseconds(command.value("drain_ms", int64_t{0}));
-      if (!crashed) {
-        wait_until([&] { return workload->settled(index) && transport.idle(); }, deadline);
-        context.run_at_end();
-        flush_record();
-      }
-      finished = true;
-      link->send({{"event", "finished"}, {"stats", stats_json()}});
-    } else if (op == "struck") {
-      // The answer to a workload event (ProcessRuntime::report); the kind is the report's own.
-      const auto id = command.find("id");
-      if (id != command.end() && id->is_number_unsigned()) {
-        runtime.answer(id->get<uint64_t>(), command.value("more", true));
-      }
-    } else if (op == "exit") {
-      exit_requested = true;
-    }
+    std::visit(
+        control::Overloaded{
+            [&](const control::Start& start) {
+              if (started) return;
+              started = true;
+              runtime.start(TimePoint{runtime::Duration{start.start_wall_ns}}, context, *workload);
+            },
+            [&](const control::Kill&) {
+              ::kill(::getpid(), SIGKILL);  // a process death, as a SIGKILL from the launcher's host
+            },
+            [&](const control::Crash&) {
+              flush_record();
+              crashed = true;
+              transport.silence();
+              node.fibers().kill();
+            },
+            [&](const control::Block& block) {
+              if (block.peer < scenario.cluster.nodes && block.peer != index) transport.block(static_cast<WorkerId>(block.peer), block.blocked);
+            },
+            [&](const control::Finish& finish) {
+              const TimePoint deadline = clock.now() + std::chrono::milliseconds(finish.drain_ms);
+              if (!crashed) {
+                wait_until([&] { return workload->settled(index) && transport.idle(); }, deadline);
+                context.run_at_end();
+                flush_record();
+              }
+              finished = true;
+              link->send(control::Finished{stats_now()});
+            },
+            [&](const control::Struck& struck) {
+              // The answer to a workload event (ProcessRuntime::report); the kind is the report's own.
+              runtime.answer(struck.id, struck.more);
+            },
+            [&](const control::Exit&) { exit_requested = true; },
+            [&](const control::Setup&) { log.event("control.setup_again", "a second setup from the launcher, ignored"); }},
+        command);
   }
+  if (!protocol_error.empty()) log.event("control.protocol_error", protocol_error);
   // Shut down: no more traffic, every fiber unwinds (node_killed at its blocking point).
   transport.close();
   node.fibers().kill();

@@ -43,10 +43,11 @@ class Workload {
   // How long the run keeps going after the workload ended, before the end (traffic the workload
   // left in flight, such as context releases, drains meanwhile).
   virtual Duration drain_time() const { return Duration{0}; }
-  // Over TCP, the run ends as soon as every node's cleanup is done, not after drain_time: a node
-  // is settled when this holds (no distributed autograd context left, say) and nothing it sent is
-  // still queued. drain_time stays the bound. The simulator always waits drain_time, which keeps
-  // its runs a function of the seed. Called on the node's thread, between its fibers.
+  // On both runtimes the run ends as soon as every node's cleanup is done, not after drain_time: a
+  // node is settled when this holds (no distributed autograd context left, say) and nothing it
+  // sent is still queued. drain_time stays the bound. The simulator looks every millisecond of
+  // virtual time (scenarios/run/runner.cc), so its runs stay a function of the seed. Called on the
+  // node's thread, between its fibers.
   virtual bool settled(uint32_t node) const { return true; }
   // Called once the nodes have stopped: drop anything bound to them.
   virtual void release_nodes() {}

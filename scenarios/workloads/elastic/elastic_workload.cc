@@ -2,6 +2,7 @@
 #include "scenarios/workloads/elastic/elastic_workload.h"
 
 #include "core/base/assert.h"
+#include "core/elastic/agent_life.h"
 #include "core/rendezvous/rendezvous_backend.h"
 #include "core/runtime/cancel_scope.h"
 #include "scenarios/workloads/program/program.h"
@@ -190,34 +191,41 @@ void ElasticWorkload::run_agent(NodeContext& node, Life& life) {
     });
   }
   node.spawn_foreground("elastic agent", [this, &node, &env, &life, &record, join_at, now] {
-    nlohmann::json result;
-    try {
-      runtime::CancelScope::Enter in(*life.agent_scope);
-      if (join_at) {
+    if (join_at) {
+      runtime::CancelScope::Enter in(*life.agent_scope);  // a leave before the join is a SIGTERM too
+      try {
         while (node.scenario_now() < TimePoint{*join_at}) env.clock.sleep(TimePoint{*join_at} - node.scenario_now());
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::cancelled || !life.agent_scope->cancelled()) throw;  // the node died
       }
-      record["started"] = now();
-      const elastic::AgentResult r = life.elastic->run();
+    }
+    record["started"] = now();
+    // The whole life, as `dagsim launch` lives it (core/elastic/agent_life.h): the close rule, the
+    // exit op and the departure are the launcher's own code. The store is a node of its own here,
+    // so this agent does not linger for the others.
+    elastic::AgentLife agent_life(env, *life.elastic, *life.handler, *life.client);
+    int64_t ended_at = 0;  // when run() ended: the record's time, as before the close and the exit op
+    const elastic::AgentLifeEnd end = agent_life.live(*life.agent_scope, [&] {
+      ended_at = now();
+      // The agent's process exits, and its workers with it: calls to this node fail from now on,
+      // so a group that still counts on it fails and re-forms, as PyTorch's do when a node is gone.
+      life.agent->refuse_calls(scenario_.cluster.node_name(node.index()) + "'s agent has ended: its workers are gone");
+    });
+    nlohmann::json result;
+    if (end.result) {
+      const elastic::AgentResult& r = *end.result;
       result = {{"outcome", elastic::outcome_name(r.outcome)}, {"restarts", r.restarts}, {"rounds", r.rounds}};
       if (r.error) {
         result["error"] = r.error->what();
         result["code"] = std::string(error_name(r.error->code()));
       }
       if (r.barrier_timed_out) result["barrier_timed_out"] = true;
-      // The launcher's part: a job that ended (done, or failed for good) is closed for everyone.
-      const bool job_ended = r.outcome == elastic::AgentOutcome::succeeded ||
-                             (r.error && r.error->code() == ErrorCode::worker_group_failed);
-      if (job_ended) result["closed_job"] = life.elastic->close_job();
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::cancelled || !life.agent_scope->cancelled()) throw;  // the node died
+      if (elastic::closes_job(r)) result["closed_job"] = end.closed_job;
+    } else {
       result = {{"outcome", "left"}};
     }
-    result["t"] = now();
+    result["t"] = ended_at;
     record["result"] = std::move(result);
-    // The agent's process exits, and its workers with it: calls to this node fail from now on, so
-    // a group that still counts on it fails and re-forms, as PyTorch's do when a node is gone.
-    life.agent->refuse_calls(scenario_.cluster.node_name(node.index()) + "'s agent has ended: its workers are gone");
-    life.handler->shutdown();  // leave; never a close (PyTorch #67742)
   });
 }
 

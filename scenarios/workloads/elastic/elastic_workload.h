@@ -3,9 +3,10 @@
 // RendezvousHandler, with an RPC agent, distributed autograd and an optimizer host that its worker
 // groups train on (elastic_training.h). A node joins at once, or at its join action's time; a leave
 // action is SIGTERM: the agent is cancelled, its group stopped, and it leaves the rendezvous
-// without closing it for the others (PyTorch #67742). When an agent's run ends with the job's end
-// (success, or a failure with max_restarts spent) it closes the rendezvous for every node, as
-// PyTorch's launcher does; otherwise (closed, a rendezvous error) it only leaves.
+// without closing it for the others (PyTorch #67742). Each agent lives the life `dagsim launch`
+// lives (core/elastic/agent_life.h): when its run ends with the job's end (the close rule: success,
+// or a failure with max_restarts spent) it closes the rendezvous for every node; in every case it
+// then leaves (the exit op) and departs from its last round.
 //
 // Records, all on the scenario's clock:
 //  - the store node: "checkpoints", each committed write of the checkpoint key ({"t", "v", "step",
@@ -15,7 +16,8 @@
 //    "rank", "world", "waiting"?, "remaining"?, "detail"?}), "groups" ({"t", "round", "rank",
 //    "world", "members", "start_step"?} per group started; start_step from rank 0), "commits"
 //    ({"t", "step", "round", "v", "loss"}, rank 0's) and "result" ({"outcome", "restarts",
-//    "rounds", "error"?, "code"?}, or {"outcome": "left"} after a leave), absent while it ran;
+//    "rounds", "error"?, "code"?, "closed_job"? (present when the close rule held: whether the
+//    close succeeded)}, or {"outcome": "left"} after a leave), absent while it ran;
 //    and "final", as the store node's, the last commit its rank 0 made (when the job's last step
 //    commits, and at the end while the incarnation lives): the committed parameters outlive a
 //    store that dies.

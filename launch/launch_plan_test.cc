@@ -1,6 +1,6 @@
 // Tests of LaunchPlan: each of torchrun's flags means what torchrun's does, and each bad value is
 // refused naming the flag before anything starts.
-#include "scenarios/launch/launch_plan.h"
+#include "launch/launch_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-cli::LaunchArgs c10d(std::string endpoint = "node0:1234") {
-  cli::LaunchArgs args;
+LaunchArgs c10d(std::string endpoint = "node0:1234") {
+  LaunchArgs args;
   args.rdzv_backend = "c10d";
   args.rdzv_endpoint = std::move(endpoint);
   args.rdzv_id = "job1";
@@ -20,7 +20,7 @@ cli::LaunchArgs c10d(std::string endpoint = "node0:1234") {
   return args;
 }
 
-std::string refusal(const cli::LaunchArgs& args) {
+std::string refusal(const LaunchArgs& args) {
   try {
     plan_launch(args, 8);
   } catch (const Error& e) {
@@ -51,7 +51,7 @@ TEST(LaunchPlan, TorchrunsDefaultsAndTheCommandAsTorchrunRunsIt) {
 }
 
 TEST(LaunchPlan, NnodesNprocAndTheEndpointsDefaultPorts) {
-  cli::LaunchArgs args = c10d("node0");
+  LaunchArgs args = c10d("node0");
   args.nnodes = "2:4";
   args.nproc_per_node = "auto";
   LaunchPlan plan = plan_launch(args, 6);
@@ -82,7 +82,7 @@ TEST(LaunchPlan, NnodesNprocAndTheEndpointsDefaultPorts) {
 }
 
 TEST(LaunchPlan, RdzvConfSetsTimeoutsAndIsHostAndWarnsOfWhatItIgnores) {
-  cli::LaunchArgs args = c10d();
+  LaunchArgs args = c10d();
   args.rdzv_conf = "join_timeout=20,last_call_timeout=0.5,read_timeout=7,is_host=False,store_type=TCP,"
                    "keep_alive_interval=1,keep_alive_max_attempt=2,timeout=9";
   const LaunchPlan plan = plan_launch(args, 1);
@@ -100,7 +100,7 @@ TEST(LaunchPlan, RdzvConfSetsTimeoutsAndIsHostAndWarnsOfWhatItIgnores) {
 // c10d's store_type file: the endpoint is the file's path (not HOST:PORT), and read_timeout is
 // the TCPStore's only (a file store waits up to 300 s, PyTorch's default).
 TEST(LaunchPlan, StoreTypeFileTakesTheEndpointAsAPath) {
-  cli::LaunchArgs args = c10d("/shared/jobs/job1.store");
+  LaunchArgs args = c10d("/shared/jobs/job1.store");
   args.rdzv_conf = "store_type=FILE,read_timeout=7";
   const LaunchPlan plan = plan_launch(args, 1);
   EXPECT_TRUE(plan.target.file_store);
@@ -109,7 +109,7 @@ TEST(LaunchPlan, StoreTypeFileTakesTheEndpointAsAPath) {
 }
 
 TEST(LaunchPlan, StandaloneHostsAFreshRunOnAFreePort) {
-  cli::LaunchArgs args;
+  LaunchArgs args;
   args.standalone = true;
   args.command = {"x.py"};
   const LaunchPlan a = plan_launch(args, 1);
@@ -122,7 +122,7 @@ TEST(LaunchPlan, StandaloneHostsAFreshRunOnAFreePort) {
 }
 
 TEST(LaunchPlan, NoPythonAndModuleBuildTheCommandAsTorchrunDoes) {
-  cli::LaunchArgs args = c10d();
+  LaunchArgs args = c10d();
   args.no_python = true;
   EXPECT_EQ(plan_launch(args, 1).argv, (std::vector<std::string>{"train.py", "--lr", "0.1"}));
   args.no_python = false;
@@ -133,7 +133,7 @@ TEST(LaunchPlan, NoPythonAndModuleBuildTheCommandAsTorchrunDoes) {
 }
 
 TEST(LaunchPlan, RedirectsAndTeeTakeTorchrunsForms) {
-  cli::LaunchArgs args = c10d();
+  LaunchArgs args = c10d();
   args.redirects = "3";
   args.tee = "0:1,2:2";
   const LaunchPlan plan = plan_launch(args, 1);
@@ -146,35 +146,35 @@ TEST(LaunchPlan, RedirectsAndTeeTakeTorchrunsForms) {
 
 TEST(LaunchPlan, EveryBadValueIsRefusedNamingItsFlag) {
   const auto refused = [](auto edit, const std::string& expected) {
-    cli::LaunchArgs args = c10d();
+    LaunchArgs args = c10d();
     edit(args);
     const std::string what = refusal(args);
     EXPECT_NE(what.find(expected), std::string::npos) << "expected " << expected << " in: " << what;
   };
-  refused([](cli::LaunchArgs& a) { a.nnodes = "4:2"; }, "--nnodes \"4:2\"");
-  refused([](cli::LaunchArgs& a) { a.nnodes = "0"; }, "--nnodes");
-  refused([](cli::LaunchArgs& a) { a.nnodes = "two"; }, "--nnodes");
-  refused([](cli::LaunchArgs& a) { a.nnodes = "2:20:30"; }, "--nnodes \"2:20:30\"");  // run_test.py's min_max parse
-  refused([](cli::LaunchArgs& a) { a.nproc_per_node = "0"; }, "--nproc_per_node");
-  refused([](cli::LaunchArgs& a) { a.nproc_per_node = "gpu"; }, "no GPUs");
-  refused([](cli::LaunchArgs& a) { a.nproc_per_node = "unknown"; }, "--nproc_per_node \"unknown\"");  // run_test.py's
-  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "--rdzv_backend \"static\": The rendezvous backend 'static'");
-  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "static"; }, "use c10d with an endpoint HOST:PORT");
-  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "zk"; }, "dagsim has c10d, dagsim, etcd and etcd-v2");
-  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = "h:99999"; }, "--rdzv_endpoint \"h:99999\": The port number");
-  refused([](cli::LaunchArgs& a) { a.rdzv_endpoint = ":80"; }, "--rdzv_endpoint \":80\": The hostname");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "join_timeout=-1"; }, "--rdzv_conf \"join_timeout=-1\": The join timeout (-1s) must be positive.");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "read_timeout=0"; }, "The read timeout must be a positive integer.");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "is_host=maybe"; }, "'is_host' does not represent a valid boolean value");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "store_type=zk"; }, "Invalid store type given.");
-  refused([](cli::LaunchArgs& a) { a.rdzv_conf = "novalue"; }, "'novalue' must have a value specified");
-  refused([](cli::LaunchArgs& a) { a.rdzv_backend = "etcd"; a.rdzv_conf = "protocol=ftp"; }, "The protocol must be HTTP or HTTPS.");
-  refused([](cli::LaunchArgs& a) { a.rdzv_id = ""; }, "--rdzv_id \"\": The run id must be a non-empty string.");
-  refused([](cli::LaunchArgs& a) { a.monitor_interval_s = 0; }, "--monitor_interval");
-  refused([](cli::LaunchArgs& a) { a.role = "two words"; }, "--role");
-  refused([](cli::LaunchArgs& a) { a.redirects = "4"; }, "--redirects \"4\"");
-  refused([](cli::LaunchArgs& a) { a.tee = "x:1"; }, "--tee");
-  refused([](cli::LaunchArgs& a) { a.command.clear(); }, "needs the training script");
+  refused([](LaunchArgs& a) { a.nnodes = "4:2"; }, "--nnodes \"4:2\"");
+  refused([](LaunchArgs& a) { a.nnodes = "0"; }, "--nnodes");
+  refused([](LaunchArgs& a) { a.nnodes = "two"; }, "--nnodes");
+  refused([](LaunchArgs& a) { a.nnodes = "2:20:30"; }, "--nnodes \"2:20:30\"");  // run_test.py's min_max parse
+  refused([](LaunchArgs& a) { a.nproc_per_node = "0"; }, "--nproc_per_node");
+  refused([](LaunchArgs& a) { a.nproc_per_node = "gpu"; }, "no GPUs");
+  refused([](LaunchArgs& a) { a.nproc_per_node = "unknown"; }, "--nproc_per_node \"unknown\"");  // run_test.py's
+  refused([](LaunchArgs& a) { a.rdzv_backend = "static"; }, "--rdzv_backend \"static\": The rendezvous backend 'static'");
+  refused([](LaunchArgs& a) { a.rdzv_backend = "static"; }, "use c10d with an endpoint HOST:PORT");
+  refused([](LaunchArgs& a) { a.rdzv_backend = "zk"; }, "dagsim has c10d, dagsim, etcd and etcd-v2");
+  refused([](LaunchArgs& a) { a.rdzv_endpoint = "h:99999"; }, "--rdzv_endpoint \"h:99999\": The port number");
+  refused([](LaunchArgs& a) { a.rdzv_endpoint = ":80"; }, "--rdzv_endpoint \":80\": The hostname");
+  refused([](LaunchArgs& a) { a.rdzv_conf = "join_timeout=-1"; }, "--rdzv_conf \"join_timeout=-1\": The join timeout (-1s) must be positive.");
+  refused([](LaunchArgs& a) { a.rdzv_conf = "read_timeout=0"; }, "The read timeout must be a positive integer.");
+  refused([](LaunchArgs& a) { a.rdzv_conf = "is_host=maybe"; }, "'is_host' does not represent a valid boolean value");
+  refused([](LaunchArgs& a) { a.rdzv_conf = "store_type=zk"; }, "Invalid store type given.");
+  refused([](LaunchArgs& a) { a.rdzv_conf = "novalue"; }, "'novalue' must have a value specified");
+  refused([](LaunchArgs& a) { a.rdzv_backend = "etcd"; a.rdzv_conf = "protocol=ftp"; }, "The protocol must be HTTP or HTTPS.");
+  refused([](LaunchArgs& a) { a.rdzv_id = ""; }, "--rdzv_id \"\": The run id must be a non-empty string.");
+  refused([](LaunchArgs& a) { a.monitor_interval_s = 0; }, "--monitor_interval");
+  refused([](LaunchArgs& a) { a.role = "two words"; }, "--role");
+  refused([](LaunchArgs& a) { a.redirects = "4"; }, "--redirects \"4\"");
+  refused([](LaunchArgs& a) { a.tee = "x:1"; }, "--tee");
+  refused([](LaunchArgs& a) { a.command.clear(); }, "needs the training script");
 }
 
 }  // namespace

@@ -1,15 +1,6 @@
-// `dagsim launch`: torchrun's interface on dagsim's elastic agent. One agent per host: it joins
-// the rendezvous (c10d on a TCPStore server it hosts or reaches, or etcd), runs the job's worker
-// processes with torchrun's environment (net/process_worker_group.h), restarts them as torchrun
-// does, and leaves. What the agent does is core/elastic/elastic_agent.h, the same code the
-// simulator proves with simulated worker processes.
-//
-// What an operator sees: one line on standard error per agent event, `--events FILE` for the same
-// as JSON lines, per-rank logs and error files under the log folder (its path is printed first).
-// Exit: 0 the job succeeded; 1 it failed (workers failed with max_restarts spent, the rendezvous
-// timed out, closed or its store was unreachable); 2 bad usage; 128+N stopped by signal N
-// (SIGTERM, SIGINT, SIGHUP): the workers get SIGTERM, then SIGKILL after --stop-grace, and the
-// agent leaves the rendezvous without closing it, as torchrun's does, so the others re-form.
+// Launcher (launcher.h): the plan, the store host, signals and events around one AgentLife.
+#include "launch/launcher.h"
+
 #include <boost/asio/ip/tcp.hpp>
 #include <nlohmann/json.hpp>
 
@@ -25,19 +16,19 @@
 #include <vector>
 
 #include "core/base/printable.h"
+#include "core/elastic/agent_life.h"
 #include "core/elastic/elastic_agent.h"
 #include "core/rendezvous/rendezvous_handler.h"
 #include "core/runtime/cancel_scope.h"
+#include "launch/launch_plan.h"
 #include "net/process_worker_group.h"
 #include "net/rdzv/host_names.h"
 #include "net/rdzv/rendezvous_registry.h"
 #include "net/tcpstore/store_host.h"
-#include "scenarios/cli/commands.h"
-#include "scenarios/launch/launch_plan.h"
 
 extern char** environ;
 
-namespace dagsim::cli {
+namespace dagsim::launch {
 
 namespace {
 
@@ -70,43 +61,20 @@ std::string describe(const elastic::AgentEvent& e) {
   return line;
 }
 
-// An agent that serves the store outlives its job's use of it: the others may still be reading
-// the exit barrier, closing or leaving when it is done, and a store gone under them costs each a
-// timeout per call (minutes, where torchrun's agents log errors). Every agent counts itself out of
-// its last round; the one that serves the store waits (at most kLingerForOthers) until all of
-// that round have.
-constexpr runtime::Duration kLingerForOthers = std::chrono::seconds(60);
-
-void depart(runtime::Clock& clock, store::Store& store, const elastic::ElasticAgent& agent, bool serving) {
-  if (!agent.group_spec()) return;  // never in a round
-  const rendezvous::RendezvousInfo& info = agent.group_spec()->info;
-  const std::string key = "torchelastic/agent/" + agent.group_spec()->round.run_id + "/round/" + std::to_string(info.round) + "/departed";
-  store.set_timeout(std::chrono::seconds(5));  // its last use: a store already gone costs little
-  try {
-    int64_t departed = store.add(key, 1);
-    const runtime::TimePoint until = clock.now() + kLingerForOthers;
-    while (serving && departed < static_cast<int64_t>(info.world_size) && clock.now() < until) {
-      clock.sleep(std::chrono::milliseconds(50));
-      departed = store.add(key, 0);
-    }
-  } catch (const Error& e) {
-    runtime::rethrow_if_unwinding(e);  // a store already gone: nothing to wait for
-  }
-}
-
 }  // namespace
 
-int launch_command(const LaunchArgs& args) {
+int Launcher::run() {
+  const LaunchArgs& args = args_;
   namespace asio = boost::asio;
   using asio::ip::tcp;
-  launch::LaunchPlan plan;
+  LaunchPlan plan;
   std::string run_log_dir;
   try {
-    plan = launch::plan_launch(args, std::max(1u, std::thread::hardware_concurrency()));
+    plan = plan_launch(args, std::max(1u, std::thread::hardware_concurrency()));
     run_log_dir = net::make_run_log_dir(plan.log_dir.empty() ? temporary_log_dir() : plan.log_dir, plan.settings.run_id);
   } catch (const Error& e) {
     std::cerr << "dagsim launch: " << e.what() << "\n";
-    return kBadInput;
+    return kBadUsage;
   }
   for (const std::string& warning : plan.warnings) std::cerr << "dagsim launch: warning: " << warning << "\n";
   std::ofstream events;
@@ -114,22 +82,26 @@ int launch_command(const LaunchArgs& args) {
     events.open(args.events_path, std::ios::app);
     if (!events) {
       std::cerr << "dagsim launch: cannot write the events to " << quote(args.events_path) << "\n";
-      return kBadInput;
+      return kBadUsage;
     }
   }
-  const std::string self = net::machine_fqdn();
+  // torchrun's getfqdn(), unless that name would send the other hosts to their own loopback.
+  const net::NodeAddress address =
+      net::node_address(plan.target.file_store ? std::nullopt : std::make_optional(plan.target.endpoint));
+  if (!address.warning.empty()) std::cerr << "dagsim launch: warning: " << address.warning << "\n";
+  const std::string self = address.host;
   std::cerr << "dagsim launch: run " << plan.settings.run_id << ", " << plan.agent.local_world_size
             << " worker(s) here, logs in " << run_log_dir << "\n";
 
   net::tcpstore::StoreHost host("launch");
-  const rendezvous::NodeDesc node = net::NodeDescGenerator().generate();
+  const rendezvous::NodeDesc node = net::NodeDescGenerator(self).generate();
   const net::RendezvousContext context{&host, node, [](const std::string& line) { std::cerr << "dagsim launch: " << line << "\n"; }};
   std::unique_ptr<net::Rendezvous> rdzv;
   try {
     rdzv = host.run([&] { return net::default_rendezvous_registry().create_handler(*plan.params, context); });
   } catch (const Error& e) {
     std::cerr << "dagsim launch: " << e.what() << "\n";
-    return e.code() == ErrorCode::invalid_argument ? kBadInput : kCheckFailed;
+    return e.code() == ErrorCode::invalid_argument ? kBadUsage : kFailed;
   }
   rendezvous::RendezvousHandler& handler = rdzv->handler();
   store::Store& store = rdzv->store();
@@ -179,7 +151,11 @@ int launch_command(const LaunchArgs& args) {
   sigemptyset(&action.sa_mask);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &action, nullptr);
 
-  std::optional<elastic::AgentResult> result;
+  // The agent's whole life (core/elastic/agent_life.h): this agent serves the store when its
+  // rendezvous runs the server, and then lingers for the others' last calls.
+  elastic::AgentLifeOptions life_options;
+  life_options.serves_store = rdzv->server() != nullptr;
+  std::optional<elastic::AgentLifeEnd> end;
   std::string internal;
   host.run([&] {
     runtime::CancelScope scope("agent", host.spawner());
@@ -188,36 +164,28 @@ int launch_command(const LaunchArgs& args) {
       while (stop_signal == 0) host.clock().sleep(std::chrono::milliseconds(20));
       scope.cancel();
     });
+    elastic::AgentLife life(host.env(), agent, handler, store, life_options);
     try {
-      runtime::CancelScope::Enter in(scope);
-      result = agent.run();
+      end = life.live(scope, [&] {
+        watcher.cancel();
+        watcher.join();
+        // Workers of a group the agent dropped while unwinding: SIGTERM, the grace, SIGKILL.
+        for (auto& workers : *config.orphans) workers->stop(host.clock(), config.grace);
+        config.orphans->clear();
+      });
     } catch (const Error& e) {
       if (!runtime::is_unwinding(e)) internal = e.what();
     }
-    watcher.cancel();
-    watcher.join();
-    // Workers of a group the agent dropped while unwinding: SIGTERM, the grace, SIGKILL.
-    for (auto& workers : *config.orphans) workers->stop(host.clock(), config.grace);
-    config.orphans->clear();
-    if (stop_signal != 0) {
-      handler.shutdown();  // leave; the others re-form without this node
-      return;
-    }
-    // The job ended, well or not: close the rendezvous for everyone (torchrun's launcher does).
-    if (result && (result->outcome == elastic::AgentOutcome::succeeded || result->outcome == elastic::AgentOutcome::failed)) {
-      agent.close_job();
-    }
-    handler.shutdown();
-    depart(host.clock(), store, agent, rdzv->server() != nullptr);
   });
+  const std::optional<elastic::AgentResult> result = end ? end->result : std::nullopt;
   rdzv.reset();  // the handler, the client, then the store this agent served
-  if (stop_signal != 0) {
+  if (end && end->left) {
     std::cerr << "dagsim launch: stopped by signal " << stop_signal << "; workers stopped, rendezvous left\n";
-    return 128 + stop_signal;
+    return kSignalBase + stop_signal;
   }
   if (!result) {
     std::cerr << "dagsim launch: internal error: " << internal << "\n";
-    return kInternalError;
+    return kInternal;
   }
   if (events.is_open() && agent.group_spec()) {
     // PyTorch's _record_worker_events: one WORKER event per local worker of the last group, in its
@@ -247,7 +215,7 @@ int launch_command(const LaunchArgs& args) {
             << "\n";
   // A spare that found the rendezvous closed ends well, as torchrun's does (its run returns None).
   const bool ok = result->outcome == elastic::AgentOutcome::succeeded || result->outcome == elastic::AgentOutcome::graceful_exit;
-  return ok ? kPassed : kCheckFailed;
+  return ok ? kSucceeded : kFailed;
 }
 
-}  // namespace dagsim::cli
+}  // namespace dagsim::launch

@@ -1,5 +1,5 @@
 // LaunchPlan (launch_plan.h): torchrun's flags, checked, into the launch's parts.
-#include "scenarios/launch/launch_plan.h"
+#include "launch/launch_plan.h"
 
 #include <unistd.h>
 
@@ -57,7 +57,7 @@ bool known_conf_key(const std::string& key) {
 
 }  // namespace
 
-LaunchPlan plan_launch(const cli::LaunchArgs& args, uint32_t cores) {
+LaunchPlan plan_launch(const LaunchArgs& args, uint32_t cores) {
   LaunchPlan plan;
   parse_nnodes(args.nnodes, plan.settings);
   plan.agent.local_world_size = parse_nproc(args.nproc_per_node, cores);

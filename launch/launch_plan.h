@@ -26,7 +26,7 @@
 #include "core/rendezvous/rendezvous_settings.h"
 #include "net/process_worker_group.h"
 #include "net/rdzv/rendezvous_registry.h"
-#include "scenarios/cli/commands.h"
+#include "launch/launch_args.h"
 
 namespace dagsim::launch {
 
@@ -46,6 +46,6 @@ struct LaunchPlan {
 };
 
 // `cores`: what auto and cpu mean here.
-LaunchPlan plan_launch(const cli::LaunchArgs& args, uint32_t cores);
+LaunchPlan plan_launch(const LaunchArgs& args, uint32_t cores);
 
 }  // namespace dagsim::launch

@@ -13,8 +13,9 @@
 //    blocks), then SIGKILLs the groups still there and reaps them. torchrun's default grace is
 //    30 s.
 //  - Nothing is left behind: the destructor SIGKILLs and reaps whatever still runs, and each worker
-//    dies with the thread that started it (PR_SET_PDEATHSIG, SIGKILL), so even a SIGKILLed agent
-//    leaves no worker holding its peers in a collective (torchrun's workers outlive it).
+//    is started through net/process (process.h), so a SIGKILLed agent leaves no worker holding its
+//    peers in a collective (torchrun's workers outlive it), nor anything a worker started (a
+//    DataLoader's worker processes): a worker's leftovers also die when the worker ends.
 //  - A worker that cannot start (no such program, not executable) fails the constructor with
 //    invalid_argument naming the program and why, after the workers already started are killed
 //    and reaped. An output file that cannot be opened is the same.
@@ -31,6 +32,7 @@
 
 #include "core/elastic/worker_group.h"
 #include "core/runtime/clock.h"
+#include "net/process/process.h"
 
 namespace dagsim::net {
 
@@ -70,9 +72,8 @@ class WorkerProcesses {
 
  private:
   void reap(bool block);
-  void kill_all(int sig);
 
-  std::vector<pid_t> pids_;  // [local rank]; 0 once reaped
+  std::vector<Process> processes_;  // [local rank]
   std::vector<WorkerExit> exited_;
 };
 

@@ -1,11 +1,8 @@
-// EtcdProcess's implementation: fork and exec with the log in the data directory's parent, free
+// EtcdProcess's implementation: started through net/process with the log in the data directory's parent, free
 // ports from the kernel, readiness polled with plain blocking sockets (it runs before any fiber).
 #include "net/etcd/etcd_process.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -14,13 +11,15 @@
 
 #include <array>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "core/base/error.h"
 
 namespace dagsim::net::etcd {
 
@@ -63,9 +62,11 @@ std::optional<std::string> EtcdProcess::unavailable() {
 }
 
 EtcdProcess::EtcdProcess() {
-  if (const auto why = unavailable()) throw std::runtime_error(*why);
+  if (const auto why = unavailable()) throw errors::invalid_argument(*why);
   std::string pattern = (std::filesystem::temp_directory_path() / "dagsim-etcd-XXXXXX").string();
-  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw errors::invalid_argument("cannot create etcd's directory " + pattern + ": " + std::strerror(errno));
+  }
   dir_ = pattern;
   restart();
 }
@@ -82,7 +83,7 @@ void EtcdProcess::restart() {
     if (start_once(/*fresh=*/true)) return;
     kill();  // most likely a port taken between free_ports() and etcd's bind: fresh ports
   }
-  throw std::runtime_error("etcd did not get ready; its log ends with:\n" + log_tail());
+  throw errors::timed_out("etcd did not get ready; its log ends with:\n" + log_tail());
 }
 
 void EtcdProcess::restart_keeping_data() {
@@ -91,7 +92,7 @@ void EtcdProcess::restart_keeping_data() {
     if (start_once(/*fresh=*/false)) return;
     kill();  // a port taken meanwhile, or etcd not yet letting go of its data: try again
   }
-  throw std::runtime_error("etcd did not come back on its ports; its log ends with:\n" + log_tail());
+  throw errors::timed_out("etcd did not come back on its ports; its log ends with:\n" + log_tail());
 }
 
 bool EtcdProcess::start_once(bool fresh) {
@@ -117,34 +118,20 @@ bool EtcdProcess::start_once(bool fresh) {
                                    "--initial-advertise-peer-urls=" + peer_url,
                                    "--initial-cluster=dagsim-test=" + peer_url,
                                    "--initial-cluster-state=new"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const int log_fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) throw std::runtime_error("cannot open " + log_path_);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // The child: only async-signal-safe calls until exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    ::execv(kBinary, argv.data());
-    ::_exit(127);
-  }
-  ::close(log_fd);
-  if (pid < 0) throw std::runtime_error("fork failed");
-  pid_ = pid;
+  ProcessSpec spec;
+  spec.argv = std::move(args);
+  spec.env = current_environment();
+  spec.stdout_path = log_path_;
+  spec.stderr_path = log_path_;
+  spec.name = "etcd";
+  process_ = spawn(spec);
   return wait_ready(7000);
 }
 
 bool EtcdProcess::wait_ready(int milliseconds) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(milliseconds);
   while (std::chrono::steady_clock::now() < until) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;  // it exited (a port taken?): the caller tries again
-      return false;
-    }
+    if (process_.poll()) return false;  // it exited (a port taken?): the caller tries again
     if (healthy(endpoint_)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -152,27 +139,16 @@ bool EtcdProcess::wait_ready(int milliseconds) {
 }
 
 void EtcdProcess::kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
+  if (!process_.running()) return;
+  process_.kill();
+  process_.wait();
 }
 
-void EtcdProcess::pause() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGSTOP);
-  // kill() only queues the stop: on a busy machine etcd may answer a request or two before every
-  // one of its threads has stopped. Returns once the whole process is stopped (WNOWAIT leaves the
-  // stop to be seen again; a continued process is no longer reported as stopped).
-  siginfo_t info{};
-  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, WSTOPPED | WNOWAIT) != 0 && errno == EINTR) {
-  }
-}
+// Returns once the whole process is stopped (Process::signal waits for the stop): on a busy machine
+// etcd could otherwise answer a request or two before every one of its threads has stopped.
+void EtcdProcess::pause() { process_.signal(SIGSTOP); }
 
-void EtcdProcess::resume() {
-  if (pid_ > 0) ::kill(pid_, SIGCONT);
-}
+void EtcdProcess::resume() { process_.signal(SIGCONT); }
 
 std::string EtcdProcess::log_tail(size_t bytes) const {
   std::ifstream in(log_path_);

@@ -5,9 +5,8 @@
 // when the object goes. Tests call unavailable() first and skip, naming the reason, where etcd is
 // not installed.
 //
-// The child asks the kernel to kill it when the thread that started it exits (PR_SET_PDEATHSIG),
-// so a crashed test leaves no etcd behind; start it from a thread that outlives its use (the test's
-// main thread, not a short-lived runtime thread).
+// It is started through net/process (process.h): it dies with the process that started it, SIGKILL
+// included, so a crashed test or node leaves no etcd behind.
 //
 // Threading: construct, restart and destroy on one thread at a time (a test's operator thread may
 // restart it while the runtime's thread uses it); kill(), pause(), resume() and endpoint() from any.
@@ -19,6 +18,7 @@
 #include <string>
 
 #include "net/etcd/etcd_http.h"
+#include "net/process/process.h"
 
 namespace dagsim::net::etcd {
 
@@ -29,15 +29,16 @@ class EtcdProcess {
   // Why no etcd can start here ("/usr/bin/etcd is not installed (scripts/deps.sh test)"), or nullopt.
   static std::optional<std::string> unavailable();
 
-  // Starts etcd and waits until it is ready. Throws std::runtime_error with the tail of etcd's log
-  // when it does not get ready within about 20 s (three tries, fresh ports each).
+  // Starts etcd and waits until it is ready. Throws dagsim::Error: invalid_argument when etcd is
+  // not installed or cannot start (naming why), timed_out with the tail of etcd's log when it does
+  // not get ready within about 20 s (three tries, fresh ports each).
   EtcdProcess();
   ~EtcdProcess();
   EtcdProcess(const EtcdProcess&) = delete;
   EtcdProcess& operator=(const EtcdProcess&) = delete;
 
   const EtcdEndpoint& endpoint() const { return endpoint_; }
-  bool alive() const { return pid_ > 0; }
+  bool alive() const { return process_.running(); }
   // SIGKILL, then reaps it: the client port refuses connections from here on. Idempotent.
   void kill();
   // SIGSTOP / SIGCONT: a hung server, whose connections accept nothing and answer nothing.
@@ -60,7 +61,7 @@ class EtcdProcess {
   std::string log_path_;
   EtcdEndpoint endpoint_;
   uint16_t peer_port_ = 0;
-  pid_t pid_ = -1;
+  Process process_;
 };
 
 }  // namespace dagsim::net::etcd

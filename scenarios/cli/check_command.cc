@@ -3,8 +3,6 @@
 // run. Prints each failing seed with the command that replays it, and a summary line; shows its
 // progress on stderr; writes JUnit XML for CI when asked. Interrupted (SIGINT, SIGTERM, SIGHUP), it
 // stops its seeds, prints the partial summary of those that finished, and dies of the signal.
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,12 +24,11 @@
 
 #include "scenarios/cli/commands.h"
 #include "core/base/printable.h"
+#include "net/process/process.h"
 #include "scenarios/cli/check_report.h"
 #include "scenarios/cli/report.h"
 #include "scenarios/cli/run_limits.h"
 #include "scenarios/format/scenario_loader.h"
-
-extern char** environ;
 
 namespace dagsim::cli {
 
@@ -78,6 +75,7 @@ struct Child {
   std::string out_path;
   std::string err_path;
   std::chrono::steady_clock::time_point started;
+  net::Process process;  // started through net/process: nothing it starts outlives the check
 };
 
 // A seed's run stops itself at its wall-time limit (run_limits.h); one still running this long
@@ -195,12 +193,6 @@ int check_command(const CheckArgs& args) {
   sigaddset(&waited, SIGCHLD);
   sigset_t before;
   sigprocmask(SIG_BLOCK, &waited, &before);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  posix_spawnattr_setsigmask(&attributes, &before);  // children take signals as we were given them
-  sigset_t defaults = stop_signals();
-  posix_spawnattr_setsigdefault(&attributes, &defaults);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
   const unsigned jobs = std::max(1u, args.jobs);
   const std::string timestamp = utc_timestamp();
@@ -213,9 +205,10 @@ int check_command(const CheckArgs& args) {
   bool spawn_failed = false;
   int stopped_by = 0;
   const sigset_t stop_set = stop_signals();
+  const std::vector<std::string> environment = net::current_environment();  // each seed's, whole
   Progress progress(args.progress, count);
   auto finish = [&](pid_t pid, int status) {
-    Child child = running.at(pid);
+    Child child = std::move(running.at(pid));
     running.erase(pid);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : kInternalError;
     SeedOutcome outcome{child.seed, code, "", std::chrono::duration<double>(std::chrono::steady_clock::now() - child.started).count(),
@@ -242,11 +235,7 @@ int check_command(const CheckArgs& args) {
     while (more() && running.size() < jobs && !spawn_failed && stopped_by == 0) {
       const uint64_t seed = range->first + started++;
       Child child{seed, std::string(dir) + "/" + std::to_string(seed) + ".json",
-                  std::string(dir) + "/" + std::to_string(seed) + ".err", std::chrono::steady_clock::now()};
-      posix_spawn_file_actions_t actions;
-      posix_spawn_file_actions_init(&actions);
-      posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, child.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, child.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+                  std::string(dir) + "/" + std::to_string(seed) + ".err", std::chrono::steady_clock::now(), {}};
       const std::string seed_text = std::to_string(seed);
       std::vector<std::string> argv_s = {args.self_path, "run", args.file, "--seed", seed_text, "--json"};
       if (args.max_wall_time_s > 0) {
@@ -256,28 +245,30 @@ int check_command(const CheckArgs& args) {
         argv_s.insert(argv_s.end(), {"--max-wall-time", s.str()});
       }
       if (args.max_memory_mib > 0) argv_s.insert(argv_s.end(), {"--max-memory", std::to_string(args.max_memory_mib)});
-      std::vector<char*> argv;
-      for (std::string& a : argv_s) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      pid_t pid = 0;
-      const int rc = posix_spawn(&pid, args.self_path.c_str(), &actions, &attributes, argv.data(), environ);
-      posix_spawn_file_actions_destroy(&actions);
-      if (rc != 0) {
-        std::cerr << "dagsim check: cannot start " << args.self_path << ": " << std::strerror(rc) << "\n";
+      net::ProcessSpec spec;
+      spec.argv = std::move(argv_s);
+      spec.env = environment;
+      spec.stdout_path = child.out_path;
+      spec.stderr_path = child.err_path;
+      spec.name = "seed " + seed_text;
+      try {
+        child.process = net::spawn(spec);
+      } catch (const Error& e) {
+        std::cerr << "dagsim check: " << e.detail() << "\n";
         spawn_failed = true;
         break;
       }
-      running.emplace(pid, child);
+      const pid_t pid = child.process.pid();
+      running.emplace(pid, std::move(child));
     }
     if (running.empty()) break;
     // Reap every finished child (one SIGCHLD may stand for several), then wait for the next event.
-    int status = 0;
-    pid_t pid = 0;
-    bool reaped = false;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-      if (running.count(pid)) finish(pid, status);
-      reaped = true;
+    std::vector<std::pair<pid_t, int>> ended;
+    for (auto& [child_pid, child] : running) {
+      if (const std::optional<net::ProcessExit> exit = child.process.poll()) ended.push_back({child_pid, exit->status});
     }
+    for (const auto& [child_pid, status] : ended) finish(child_pid, status);
+    bool reaped = !ended.empty();
     if (reaped) continue;
     if (limits.wall_s) {
       // A seed stops itself at its wall-time limit; one that outlives its own watchdog by the
@@ -285,8 +276,8 @@ int check_command(const CheckArgs& args) {
       const auto deadline = std::chrono::duration<double>(*limits.wall_s) + kWatchdogGrace;
       for (auto& [child_pid, child] : running) {
         if (std::chrono::steady_clock::now() - child.started < deadline) continue;
-        kill(child_pid, SIGKILL);
-        waitpid(child_pid, &status, 0);
+        child.process.kill();
+        child.process.wait();
         const uint64_t seed = child.seed;
         std::remove(child.out_path.c_str());
         std::remove(child.err_path.c_str());
@@ -308,10 +299,9 @@ int check_command(const CheckArgs& args) {
     const int signal = limits.wall_s ? sigtimedwait(&waited, &info, &tick) : sigwaitinfo(&waited, &info);
     if (signal > 0 && signal != SIGCHLD && stopped_by == 0) {
       stopped_by = signal;
-      for (const auto& [child_pid, child] : running) kill(child_pid, SIGTERM);
+      for (auto& [child_pid, child] : running) child.process.signal(SIGTERM);
     }
   }
-  posix_spawnattr_destroy(&attributes);
   rmdir(dir);
   progress.clear();
   std::sort(outcomes.begin(), outcomes.end(), [](const SeedOutcome& a, const SeedOutcome& b) { return a.seed < b.seed; });

@@ -202,8 +202,10 @@ TEST_P(LauncherSignals, LeaveNoNodeProcessBehind) {
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
   ASSERT_EQ(posix_spawn(&launcher, DAGSIM_BINARY, &actions, nullptr, argv.data(), environ), 0);
   posix_spawn_file_actions_destroy(&actions);
-  const std::vector<int> before = wait_for_processes(records, 4);
-  ASSERT_EQ(before.size(), 4u) << "the launcher and its three node processes";
+  // The launcher, and for each of the three nodes its process and the guard that started it (a
+  // fork of the launcher: net/process/guard.h), all naming the records folder.
+  const std::vector<int> before = wait_for_processes(records, 7);
+  ASSERT_EQ(before.size(), 7u) << "the launcher, and three node processes with their guards";
   ::kill(launcher, signal);
   int status = 0;
   ::waitpid(launcher, &status, 0);

@@ -384,11 +384,16 @@ def launch_test(dagsim):
         check_against_reference(out, STEPS)
         print("PASS")
     finally:
-        hosts.destroy()
-        if os.environ.get("DAGSIM_MULTIHOST_KEEP"):
-            print("kept: " + out)
-        else:
-            shutil.rmtree(out, ignore_errors=True)
+        tear_down(hosts, out)
+
+
+def tear_down(hosts, out):
+    """The namespaces go; the output folder too, unless DAGSIM_MULTIHOST_KEEP asks to keep it."""
+    hosts.destroy()
+    if os.environ.get("DAGSIM_MULTIHOST_KEEP"):
+        print("kept: " + out)
+    else:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def doc_section(path, title):
@@ -466,11 +471,7 @@ def tcp_test(dagsim):
             fail("dagsim judge run/ does not pass the gathered records")
         print("PASS: docs/tcp.md's Across hosts procedure, run as written across %s and %s" % (hosts.addr(0), hosts.addr(1)))
     finally:
-        hosts.destroy()
-        if os.environ.get("DAGSIM_MULTIHOST_KEEP"):
-            print("kept: " + out)
-        else:
-            shutil.rmtree(out, ignore_errors=True)
+        tear_down(hosts, out)
 
 
 def main():

@@ -12,6 +12,7 @@
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/fault_triggers.h"
 #include "scenarios/run/node_gpus.h"
+#include "scenarios/run/run_driver.h"
 #include "scenarios/workloads/registry.h"
 #include "sim/sim_network.h"
 #include "sim/trace.h"
@@ -61,23 +62,132 @@ sim::SimOptions world_options(const Scenario& scenario, const RunOptions& option
 // virtual instant (or its `after`), once the node's fibers yield to the driver.
 class SimRuntime final : public NodeRuntime {
  public:
-  SimRuntime(SimWorld& world, FaultTriggers& triggers) : world_(world), triggers_(triggers) {}
+  explicit SimRuntime(SimWorld& world) : world_(world) {}
+  void set_triggers(FaultTriggers& triggers) { triggers_ = &triggers; }
 
   TimePoint scenario_now() const override { return world_.now(); }
   void spawn_foreground(WorkerId node, std::string name, std::function<void()> fn) override {
     world_.spawn_foreground(node, std::move(name), std::move(fn));
   }
-  bool wants(WorkloadEvent event) const override { return triggers_.wants(event); }
+  bool wants(WorkloadEvent event) const override { return triggers_ != nullptr && triggers_->wants(event); }
   void report(WorkerId node, WorkloadEvent event, uint64_t value) override {
-    if (!triggers_.wants(event)) return;
-    for (FaultTriggers::Strike& strike : triggers_.observe(world_, node, event, value)) {
+    if (!wants(event)) return;
+    for (FaultTriggers::Strike& strike : triggers_->observe(world_, node, event, value)) {
       world_.at(world_.now(), std::move(strike.what), std::move(strike.fn));
     }
   }
 
  private:
   SimWorld& world_;
-  FaultTriggers& triggers_;
+  FaultTriggers* triggers_ = nullptr;  // set when the run starts, before any node does
+};
+
+// The simulator as the run driver's cluster (run_driver.h): a SimWorld with one NodeContext per
+// node incarnation, the records they leave, and the world's trace and figures.
+class SimCluster final : public DrivenCluster {
+ public:
+  SimCluster(const Scenario& scenario, Workload& workload, const RunOptions& options)
+      : scenario_(scenario), workload_(workload), options_(options), world_(world_options(scenario, options)), runtime_(world_) {
+    if (options.progress) world_.set_progress(options.progress);
+    for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
+      world_.add_node(scenario.cluster.node_name(i), [this, i](runtime::Env& env) {
+        NodeRecord& record = node_records_.emplace_back(NodeRecord{i, env.incarnation});
+        NodeContext& context = contexts_.emplace_back(runtime_, env, record.data);
+        workload_.node_main(context);
+      });
+    }
+    for (uint32_t i = 0; i < scenario.cluster.nodes && scenario.devices.gpus > 0; ++i) {
+      node_devices_.push_back(
+          make_node_gpus(scenario, i, options.seed, world_.node_clock(i), options.gpus, options.make_cuda_gpu));
+      world_.set_devices(i, node_devices_.back().get());
+    }
+  }
+  // Whatever the workload binds to nodes goes before the world does.
+  ~SimCluster() override {
+    world_.shutdown();
+    workload_.release_nodes();
+  }
+
+  void start_all(const std::vector<FaultSpec>& faults, FaultTriggers& triggers) override {
+    runtime_.set_triggers(triggers);
+    for (uint32_t i = 0; i < scenario_.cluster.nodes; ++i) world_.start(i);
+    install_faults(world_, faults);
+  }
+
+  WorkEnd run_work(std::optional<TimePoint> end_time, TimePoint max_time) override {
+    const SimWorld::Outcome outcome = world_.run({.stop_at = end_time, .max_virtual_time = max_time});
+    WorkEnd end{outcome_name(outcome), {}};
+    if (outcome == SimWorld::Outcome::time_limit || outcome == SimWorld::Outcome::deadlock ||
+        outcome == SimWorld::Outcome::livelock) {
+      end.stuck_report = world_.stuck_report();
+    }
+    return end;
+  }
+
+  void settle(runtime::Duration drain, TimePoint max_time) override {
+    // Looked at every kSettleCheck of virtual time between driver steps, so the end is still a
+    // function of the seed.
+    const TimePoint drained = std::min(world_.now() + drain, max_time);
+    while (world_.now() < drained && !settled()) {
+      const SimWorld::Outcome step = world_.run({.stop_at = std::min(world_.now() + kSettleCheck, drained), .max_virtual_time = max_time});
+      if (step != SimWorld::Outcome::finished) break;  // nothing can happen any more, or a limit
+    }
+    // Final snapshots, from the incarnations still running: a node's last word before it stops.
+    for (NodeContext& context : contexts_) {
+      const runtime::NodeState state = world_.state(context.index());
+      const bool running = state == runtime::NodeState::up || state == runtime::NodeState::paused;
+      if (running && world_.incarnation(context.index()) == context.incarnation()) context.run_at_end();
+    }
+  }
+
+  void stop_all() override {
+    for (uint32_t i = 0; i < scenario_.cluster.nodes; ++i) final_states_.push_back(world_.state(i));
+    // Background fibers end with the workload; exceptions thrown while they unwind count too.
+    world_.shutdown();
+  }
+
+  void gather(RunRecords& records) override {
+    for (uint32_t i = 0; i < scenario_.cluster.nodes; ++i) records.node_names.push_back(world_.node_name(i));
+    records.final_states = final_states_;
+    for (const sim::FiberFailure& f : world_.failures()) records.failures.push_back({f.time, f.node, f.fiber, f.what});
+    records.fault_history = world_.fault_history();
+    records.stats.trace_hash = world_.trace().hash();
+    records.stats.trace_events = world_.trace().count();
+    const sim::NetworkStats& stats = world_.network().stats();
+    records.stats.messages = stats.sent;
+    records.stats.messages_delivered = stats.delivered;
+    records.stats.messages_dropped = stats.dropped;
+    records.stats.connection_failures = stats.connection_failures;
+    if (options_.keep_trace) records.trace = std::make_shared<const sim::Trace>(world_.trace());
+    if (options_.inspect_trace) options_.inspect_trace(world_.trace(), world_.node_names());
+    records.nodes.assign(node_records_.begin(), node_records_.end());
+  }
+
+  TimePoint now() const override { return world_.now(); }
+
+ private:
+  // Every running node's workload is settled and nothing sent is still on the wire.
+  bool settled() {
+    const sim::NetworkStats& net = world_.network().stats();
+    if (net.sent != net.delivered + net.dropped) return false;
+    for (uint32_t i = 0; i < scenario_.cluster.nodes; ++i) {
+      const runtime::NodeState state = world_.state(i);
+      if ((state == runtime::NodeState::up || state == runtime::NodeState::paused) && !workload_.settled(i)) return false;
+    }
+    return true;
+  }
+
+  const Scenario& scenario_;
+  Workload& workload_;
+  const RunOptions& options_;
+  // Deques: records and contexts keep their addresses while incarnations are added.
+  std::deque<NodeRecord> node_records_;
+  std::deque<NodeContext> contexts_;
+  // Each node's simulated GPUs ([devices]): they outlive the world and whatever holds their tensors.
+  std::vector<std::unique_ptr<DeviceSet>> node_devices_;
+  SimWorld world_;
+  SimRuntime runtime_;
+  std::vector<runtime::NodeState> final_states_;
 };
 
 }  // namespace
@@ -88,112 +198,8 @@ RunRecords record_scenario(const Scenario& scenario, const RunOptions& options) 
 }
 
 RunRecords record_workload(const Scenario& scenario, Workload& workload, const RunOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  RunRecords records;
-  records.scenario_file = scenario.file;
-  records.seed = options.seed;
-  records.transport = "sim";
-
-  const TimePoint max_time{scenario.max_virtual_time};
-  const std::optional<TimePoint> end = workload.end_time();
-  // Random faults stop with the workload, and never outlast max_virtual_time, which the loader
-  // bounded their rates by (a workload may legally claim to run past it; the run stops there).
-  const std::vector<FaultSpec> faults = fault_timeline(scenario, options.seed, std::min(end.value_or(max_time), max_time));
-  FaultTriggers triggers(faults);
-
-  // Deques: records and contexts keep their addresses while incarnations are added.
-  std::deque<NodeRecord> node_records;
-  std::deque<NodeContext> contexts;
-  // Each node's simulated GPUs ([devices]): they outlive the world and whatever holds their tensors.
-  std::vector<std::unique_ptr<DeviceSet>> node_devices;
-  SimWorld world(world_options(scenario, options));
-  SimRuntime runtime(world, triggers);
-  // Whatever the workload binds to nodes goes before the world does.
-  struct Release {
-    Workload& workload;
-    SimWorld& world;
-    ~Release() {
-      world.shutdown();
-      workload.release_nodes();
-    }
-  } release{workload, world};
-  if (options.progress) world.set_progress(options.progress);
-  for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
-    world.add_node(scenario.cluster.node_name(i), [&, i](runtime::Env& env) {
-      NodeRecord& record = node_records.emplace_back(NodeRecord{i, env.incarnation});
-      NodeContext& context = contexts.emplace_back(runtime, env, record.data);
-      workload.node_main(context);
-    });
-  }
-  for (uint32_t i = 0; i < scenario.cluster.nodes && scenario.devices.gpus > 0; ++i) {
-    node_devices.push_back(make_node_gpus(scenario, i, options.seed, world.node_clock(i), options.gpus, options.make_cuda_gpu));
-    world.set_devices(i, node_devices.back().get());
-  }
-  for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) world.start(i);
-
-  install_faults(world, faults);
-
-  const SimWorld::Outcome outcome = world.run({.stop_at = end, .max_virtual_time = max_time});
-  if (outcome == SimWorld::Outcome::finished) records.workload_end = world.now();
-  if (outcome == SimWorld::Outcome::finished && workload.drain_time() > runtime::Duration{0}) {
-    // The drain ends early, as over TCP, once every running node is settled (Workload::settled)
-    // and nothing sent is still on the wire; drain_time stays the bound. Looked at every
-    // kSettleCheck of virtual time, so the end is still a function of the seed.
-    const TimePoint drained = std::min(world.now() + workload.drain_time(), max_time);
-    const auto settled = [&] {
-      const sim::NetworkStats& net = world.network().stats();
-      if (net.sent != net.delivered + net.dropped) return false;
-      for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
-        const runtime::NodeState state = world.state(i);
-        if ((state == runtime::NodeState::up || state == runtime::NodeState::paused) && !workload.settled(i)) return false;
-      }
-      return true;
-    };
-    while (world.now() < drained && !settled()) {
-      const SimWorld::Outcome step = world.run({.stop_at = std::min(world.now() + kSettleCheck, drained), .max_virtual_time = max_time});
-      if (step != SimWorld::Outcome::finished) break;  // nothing can happen any more, or a limit
-    }
-  }
-  records.outcome = outcome_name(outcome);
-  records.end = world.now();
-  if (outcome == SimWorld::Outcome::time_limit || outcome == SimWorld::Outcome::deadlock ||
-      outcome == SimWorld::Outcome::livelock) {
-    records.stuck_report = world.stuck_report();
-  }
-  // Final snapshots, from the incarnations still running: a node's last word before it stops.
-  for (NodeContext& context : contexts) {
-    const runtime::NodeState state = world.state(context.index());
-    const bool running = state == runtime::NodeState::up || state == runtime::NodeState::paused;
-    if (running && world.incarnation(context.index()) == context.incarnation()) context.run_at_end();
-  }
-  for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
-    records.node_names.push_back(world.node_name(i));
-    records.final_states.push_back(world.state(i));
-  }
-  // Background fibers end with the workload; exceptions thrown while they unwind count too.
-  world.shutdown();
-  for (const sim::FiberFailure& f : world.failures()) records.failures.push_back({f.time, f.node, f.fiber, f.what});
-  records.fault_history = world.fault_history();
-  records.fault_timeline = faults_to_json(scenario, faults);
-  triggers.mark(records.fault_timeline);
-
-  records.stats.trace_hash = world.trace().hash();
-  records.stats.trace_events = world.trace().count();
-  const sim::NetworkStats& stats = world.network().stats();
-  records.stats.messages = stats.sent;
-  records.stats.messages_delivered = stats.delivered;
-  records.stats.messages_dropped = stats.dropped;
-  records.stats.connection_failures = stats.connection_failures;
-  if (options.keep_trace) records.trace = std::make_shared<const sim::Trace>(world.trace());
-  if (options.inspect_trace) options.inspect_trace(world.trace(), world.node_names());
-  // Records in (node, incarnation) order, whatever order the incarnations started in.
-  records.nodes.assign(node_records.begin(), node_records.end());
-  std::stable_sort(records.nodes.begin(), records.nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {
-    return std::tie(a.node, a.incarnation) < std::tie(b.node, b.incarnation);
-  });
-  records.stats.wall_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_start).count();
-  return records;
+  SimCluster cluster(scenario, workload, options);
+  return drive_run(scenario, options.seed, "sim", workload, cluster);
 }
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {

@@ -31,6 +31,7 @@
 #include "scenarios/run/control_link.h"
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/fault_triggers.h"
+#include "scenarios/run/run_driver.h"
 #include "scenarios/run/tcp_peers.h"
 #include "scenarios/workloads/registry.h"
 
@@ -64,7 +65,7 @@ struct RunDir {
   }
 };
 
-class TcpCluster final : public runtime::Cluster {
+class TcpCluster final : public runtime::Cluster, public DrivenCluster {
  public:
   TcpCluster(const Scenario& scenario, const TcpRunOptions& options, const std::string& dir, const std::string& peers_file,
              std::map<std::string, std::string> child_env)
@@ -110,7 +111,12 @@ class TcpCluster final : public runtime::Cluster {
     return ports;
   }
 
-  RunRecords run(Workload& workload);
+  // DrivenCluster (run_driver.h) -----------------------------------------------------------------
+  void start_all(const std::vector<FaultSpec>& faults, FaultTriggers& triggers) override;
+  WorkEnd run_work(std::optional<TimePoint> end_time, TimePoint max_time) override;
+  void settle(runtime::Duration drain, TimePoint max_time) override;
+  void stop_all() override;
+  void gather(RunRecords& records) override;
 
   // runtime::Cluster ---------------------------------------------------------------------------
   size_t num_nodes() const override { return nodes_.size(); }
@@ -371,7 +377,8 @@ class TcpCluster final : public runtime::Cluster {
   int64_t start_wall_ns_ = 0;
   std::vector<Pending> pending_;
   std::vector<FaultEvent> history_;
-  std::unique_ptr<FaultTriggers> triggers_;  // the run's faults that strike on workload events
+  FaultTriggers* triggers_ = nullptr;  // the run's faults that strike on workload events (the driver's)
+  std::function<void()> progress_;     // the progress tick, re-armed every 100 ms
   // This run's name for its nodes: incarnations count within it (next_incarnation), so a node
   // started by hand with a records folder of an earlier run begins at 0 again.
   const std::string run_id_ = net::hex_of(net::random_bytes(8));
@@ -612,20 +619,8 @@ void TcpCluster::accept_node() {
   });
 }
 
-RunRecords TcpCluster::run(Workload& workload) {
-  const auto wall_start = SteadyClock::now();
+void TcpCluster::start_all(const std::vector<FaultSpec>& faults, FaultTriggers& triggers) {
   watch_signals();
-  RunRecords records;
-  records.scenario_file = scenario_.file;
-  records.seed = options_.seed;
-  records.transport = "tcp";
-
-  const std::optional<TimePoint> end_time = workload.end_time();
-  const TimePoint max_time{scenario_.max_virtual_time};
-  const std::vector<FaultSpec> faults =
-      fault_timeline(scenario_, options_.seed, std::min(end_time.value_or(max_time), max_time));
-  records.fault_timeline = faults_to_json(scenario_, faults);
-
   for (WorkerId i = 0; i < nodes_.size(); ++i) start(i);
   const bool ready = run_until([this] {
     if (join_fatal_ || (join_deadline_ && SteadyClock::now() >= *join_deadline_)) return true;
@@ -650,47 +645,56 @@ RunRecords TcpCluster::run(Workload& workload) {
   start_wall_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (FaultEvent& e : history_) e.time = TimePoint{};
   install_faults(*this, faults);  // at() arms each event from now on
-  triggers_ = std::make_unique<FaultTriggers>(faults);
+  triggers_ = &triggers;
   for (Node& n : nodes_) {
     n.link->send(control::Start{start_wall_ns_});
     n.started = true;
   }
-  std::function<void()> progress = [&] {
+  progress_ = [this] {
     tick_.expires_after(std::chrono::milliseconds(100));
-    tick_.async_wait([&](const boost::system::error_code& ec) {
+    tick_.async_wait([this](const boost::system::error_code& ec) {
       if (ec) return;
       if (options_.progress) options_.progress(now());
-      progress();
+      progress_();
     });
   };
-  progress();
+  progress_();
+}
 
+DrivenCluster::WorkEnd TcpCluster::run_work(std::optional<TimePoint> end_time, TimePoint) {
+  // max_virtual_time bounds the run's wall time: scenario time is wall time here.
   const bool done = run_until([&] { return work_done(end_time); }, start_steady_ + scenario_.max_virtual_time);
-  records.outcome = done ? "finished" : "time_limit";
+  WorkEnd end{done ? "finished" : "time_limit", {}};
   if (!done) {
     for (const Node& n : nodes_) {
       if ((n.state == NodeState::up || n.state == NodeState::paused) && !n.idle) {
-        records.stuck_report += "  node " + n.name + ": its foreground work had not ended at max_virtual_time\n";
+        end.stuck_report += "  node " + n.name + ": its foreground work had not ended at max_virtual_time\n";
       }
     }
   }
-  // Cleanup: every process still running settles, takes its final snapshot and writes its record.
-  if (done) records.workload_end = now();
+  return end;
+}
+
+void TcpCluster::settle(runtime::Duration drain, TimePoint) {
+  // Every process still running settles (the node checks Workload::settled and its queues between
+  // its fibers), takes its final snapshot and writes its record.
   ending_ = true;
   tick_.cancel();
-  const auto drain = std::chrono::duration_cast<std::chrono::milliseconds>(workload.drain_time());
+  const auto drain_ms = std::chrono::duration_cast<std::chrono::milliseconds>(drain);
   for (Node& n : nodes_) {
     if (!has_process(n) || n.state == NodeState::killed) continue;
     signal_process(n, SIGCONT);  // a paused node still takes its final snapshot, as in the simulator
-    n.link->send(control::Finish{drain.count()});
+    n.link->send(control::Finish{drain_ms.count()});
   }
   run_until([this] {
     for (const Node& n : nodes_) {
       if (has_process(n) && n.state != NodeState::killed && !n.finished) return false;
     }
     return true;
-  }, SteadyClock::now() + drain + kFinishGrace);
-  records.end = now();
+  }, SteadyClock::now() + drain_ms + kFinishGrace);
+}
+
+void TcpCluster::stop_all() {
   for (Node& n : nodes_) {
     if (has_process(n) && n.link) n.link->send(control::Exit{});
   }
@@ -702,18 +706,15 @@ RunRecords TcpCluster::run(Workload& workload) {
     return pids_.empty();
   }, SteadyClock::now() + kExitGrace);
   kill_group();
+}
 
+void TcpCluster::gather(RunRecords& records) {
   for (const Node& n : nodes_) {
     records.node_names.push_back(n.name);
     records.final_states.push_back(n.state);
   }
   records.fault_history = history_;
-  triggers_->mark(records.fault_timeline);
-  std::stable_sort(records.fault_history.begin(), records.fault_history.end(),
-                   [](const FaultEvent& a, const FaultEvent& b) { return a.time < b.time; });
-  for (FaultEvent& e : records.fault_history) e.time = std::min(e.time, records.end);
   records.failures = failures_;
-  for (FiberFailureRecord& f : records.failures) f.time = std::clamp(f.time, TimePoint{}, records.end);
   records.nodes = read_node_records(dir_, records.node_names);
   // An incarnation killed before its first record was written observed nothing: an empty record,
   // as the simulator keeps one for every incarnation.
@@ -724,17 +725,12 @@ RunRecords TcpCluster::run(Workload& workload) {
       if (!have) records.nodes.push_back(NodeRecord{i, inc, json::object()});
     }
   }
-  std::sort(records.nodes.begin(), records.nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {
-    return std::tie(a.node, a.incarnation) < std::tie(b.node, b.incarnation);
-  });
   for (const auto& [who, st] : stats_of_) {
     records.stats.messages += st.sent;
     records.stats.messages_delivered += st.delivered;
     records.stats.messages_dropped += st.dropped;
     records.stats.connection_failures += st.connection_failures;
   }
-  records.stats.wall_ms = std::chrono::duration<double, std::milli>(SteadyClock::now() - wall_start).count();
-  return records;
 }
 
 }  // namespace
@@ -775,7 +771,7 @@ RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& op
     TcpCluster cluster(scenario, options, dir.path, options.peers_file, {});
     const uint16_t port = cluster.listen_for_nodes(peers.cluster_id, secret.bytes);
     if (options.on_control_port) options.on_control_port(port);
-    return cluster.run(*workload);
+    return drive_run(scenario, options.seed, "tcp", *workload, cluster);
   }
   std::map<std::string, std::string> child_env;
   const char* secret = std::getenv("DAGSIM_SECRET");
@@ -800,7 +796,7 @@ RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& op
   for (uint8_t b : id) peers.cluster_id = (peers.cluster_id << 8) | b;
   for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) peers.nodes.push_back({scenario.cluster.node_name(i), "127.0.0.1", ports[i]});
   write_peers_file(peers_path, peers);
-  return cluster.run(*workload);
+  return drive_run(scenario, options.seed, "tcp", *workload, cluster);
 }
 
 }  // namespace dagsim::scenarios

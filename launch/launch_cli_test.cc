@@ -273,6 +273,29 @@ TEST_F(LaunchCli, TwoAgentsFormOneWorldOfEight) {
   EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
 }
 
+// The close rule on real processes (docs/invariants.md, "When the job is closed", the same
+// AgentLife the simulator proves): an agent whose join timed out fails (exit 1) but does not close
+// the job, so the agents that come later form it with the one still waiting and finish. Under
+// torchrun's rule (close on every end but a signal) the waiting agent would end with the
+// rendezvous closed and the later ones would find it closed.
+TEST_F(LaunchCli, AnAgentWhoseJoinTimedOutLeavesTheJobOpenForTheOthers) {
+  const uint16_t port = free_port();
+  std::vector<std::string> host = c10d(port, true, "join_timeout=120"), early = c10d(port, false, "join_timeout=2");
+  for (auto* f : {&host, &early}) f->insert(f->end(), {"--nnodes", "3"});
+  Launch a(with(host));
+  Launch timed_out(with(early));
+  ASSERT_EQ(timed_out.wait(), 1) << timed_out.err();
+  EXPECT_NE(timed_out.err().find("failed after"), std::string::npos) << timed_out.err();
+  std::vector<std::string> late = c10d(port, false, "join_timeout=120");
+  late.insert(late.end(), {"--nnodes", "3"});
+  Launch b(with(late));
+  Launch c(with(late));
+  EXPECT_EQ(a.wait(), 0) << a.err();
+  EXPECT_EQ(b.wait(), 0) << b.err();
+  EXPECT_EQ(c.wait(), 0) << c.err();
+  EXPECT_EQ(ranks().size(), 3u);
+}
+
 // test_launch_user_script_python: four workers on an etcd rendezvous (Debian's etcd-server).
 TEST_F(LaunchCli, FourWorkersOnEtcd) {
   if (const auto why = net::etcd::EtcdProcess::unavailable()) GTEST_SKIP() << *why;

@@ -12,6 +12,9 @@
 #include "core/rpc/rpc_agent.h"
 #include "core/store/store_client.h"
 #include "core/store/store_service.h"
+#include "scenarios/workloads/rendezvous/recording_store.h"
+#include "scenarios/workloads/rendezvous/rendezvous_history.h"
+#include "scenarios/workloads/rendezvous/rendezvous_invariants.h"
 
 namespace dagsim::conformance {
 
@@ -82,6 +85,9 @@ LifeRun run_life_case(const LifeCase& c, Duration horizon) {
   std::vector<std::unique_ptr<rpc::RpcAgent>> rpc_agents;
   std::unique_ptr<store::StoreService> service;
   std::vector<std::unique_ptr<store::StoreClient>> clients;
+  std::vector<std::unique_ptr<scenarios::RecordingStore>> recorders;  // the handlers' stores
+  run.store_record = {{"history", nlohmann::json::array()}};
+  run.agent_records.assign(c.agents.size(), nlohmann::json::object());
   std::vector<std::unique_ptr<rendezvous::RendezvousHandler>> handlers;
   std::vector<std::unique_ptr<elastic::ElasticAgent>> agents;
   std::vector<std::unique_ptr<runtime::CancelScope>> scopes;
@@ -94,7 +100,11 @@ LifeRun run_life_case(const LifeCase& c, Duration horizon) {
       service = std::make_unique<store::StoreService>(*rpc_agents.back());
       const std::string state = rendezvous::state_key(settings.run_id);
       service->set_write_observer([&run, &rt, state](const std::string& key, const store::Versioned& now) {
-        if (key != state || now.version == 0 || run.close_t) return;
+        if (key != state) return;
+        run.store_record["history"].push_back({{"t", (rt.now() - TimePoint{}).count()},
+                                               {"v", now.version},
+                                               {"s", now.version == 0 ? nlohmann::json(nullptr) : nlohmann::json(scenarios::to_hex(now.value))}});
+        if (now.version == 0 || run.close_t) return;
         if (rendezvous::decode(now.value).closed) run.close_t = rt.now();
       });
     }
@@ -109,7 +119,14 @@ LifeRun run_life_case(const LifeCase& c, Duration horizon) {
     rendezvous::NodeDesc desc;
     desc.addr = env.name;
     desc.pid = env.incarnation;
-    handlers.push_back(std::make_unique<rendezvous::RendezvousHandler>(env, *clients.back(), settings, desc));
+    nlohmann::json& record_of = run.agent_records[i];
+    record_of["events"] = nlohmann::json::array();
+    record_of["writes"] = nlohmann::json::array();
+    recorders.push_back(std::make_unique<scenarios::RecordingStore>(*clients.back(), rendezvous::state_key(settings.run_id), env.clock,
+                                                                    record_of["writes"], [&rt] { return rt.now(); }));
+    handlers.push_back(std::make_unique<rendezvous::RendezvousHandler>(env, *recorders.back(), settings, desc));
+    const rendezvous::NodeDesc& named = handlers.back()->node();
+    record_of["node"] = {named.addr, named.pid, named.local_id};
     elastic::ElasticAgentOptions options;
     options.max_restarts = plan.max_restarts;
     options.exit_barrier_timeout = c.exit_barrier_timeout;
@@ -196,11 +213,33 @@ LifeRun run_life_case(const LifeCase& c, Duration horizon) {
   rt.run();
   scopes.clear();
   agents.clear();
+  handlers.clear();
+  recorders.clear();
   return run;
 }
 
 std::vector<std::string> judge_life(const LifeCase& c, const LifeRun& run) {
   std::vector<std::string> violations;
+  {
+    // The rendezvous itself, by the checker that judges real runs: every commit and every
+    // compare-and-set (the agents' calls, S8 and S9, are the events' business here).
+    scenarios::RendezvousHistory history;
+    history.store.push_back(scenarios::read_store_life(scenarios::NodeRecord{0, 0, run.store_record}, "store"));
+    for (size_t i = 0; i < run.agent_records.size(); ++i) {
+      history.agents.push_back(scenarios::read_agent_life(
+          scenarios::NodeRecord{static_cast<uint32_t>(i + 1), 0, run.agent_records[i]}, "agent " + std::to_string(i + 1)));
+    }
+    scenarios::RendezvousSpec spec;
+    spec.settings.run_id = "job";
+    spec.settings.min_nodes = c.min_nodes;
+    spec.settings.max_nodes = c.max_nodes;
+    spec.settings.timeout.join = c.join_timeout;
+    spec.settings.timeout.last_call = c.last_call;
+    spec.settings.keep_alive_interval = c.keep_alive_interval;
+    for (const scenarios::Violation& v : scenarios::check_safety(spec, history, run.store_killed_at.has_value())) {
+      violations.push_back("rendezvous invariant " + scenarios::to_string(v));
+    }
+  }
   const auto bad = [&](size_t i, const std::string& text) { violations.push_back("agent " + std::to_string(i + 1) + ": " + text); };
   if (!run.fiber_failures.empty()) violations.push_back("fibers failed: " + run.fiber_failures);
   const auto store_alive_at = [&](TimePoint t) { return !run.store_killed_at || *run.store_killed_at > t; };

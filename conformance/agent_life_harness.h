@@ -5,7 +5,9 @@
 // that dies. A case is data (LifeCase), so RapidCheck generates it and a failure prints it; a run
 // (LifeRun) is what each agent did and when, and what the store committed; judge_life() holds it to
 // the agent's rules, the close rule judged from the agents' events rather than from closes_job(),
-// so a planted change to that rule is caught (agent_life_planted_test.cc).
+// so a planted change to that rule is caught (agent_life_planted_test.cc); and every committed state
+// and compare-and-set is held to the same rendezvous invariant checker (S1-S7, S10) that judges
+// real runs from a store's record (`dagsim judge`), which reads the same facts.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,8 @@
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/elastic/agent_life.h"
 #include "core/elastic/simulated_worker_processes.h"
@@ -72,6 +76,12 @@ struct LifeRun {
   // What was blocked when nothing could wake any more (the runtime's stuck report): idle RPC
   // fibers once every life has ended, which is fine; a life among them is a hang.
   std::string stuck;
+  // The rendezvous as the invariant checker reads it (scenarios/workloads/rendezvous/
+  // rendezvous_history.h): the store's commits of the state key ({"history": ...}) and each
+  // agent's compare-and-sets ({"node", "events": [], "writes"}), in the rendezvous workload's
+  // record format.
+  nlohmann::json store_record;
+  std::vector<nlohmann::json> agent_records;  // [agent index]
 };
 
 // Runs the case to `horizon` of virtual time. Deterministic: the same case gives the same run.

@@ -2,7 +2,9 @@
 // with DAGSIM_PLANTED_CLOSE_RULE (1: a job is never closed; 2: PyTorch's launcher, closing on every
 // end but a signal) ahead of dagsim_core, whose own copy the linker then never pulls in. The
 // simulated launcher's judge reads the close rule from the agents' events, not from closes_job(),
-// so it must fail: on a case made for each plant, and somewhere in the generated cases.
+// so it must fail: on a case made for each plant, and somewhere in the generated cases. Built a
+// third time over rendezvous_ops.cc's planted rank bug (DAGSIM_PLANTED_RANK_CHECK), the
+// rendezvous invariant checker the harness runs must name S2.
 #include <gtest/gtest.h>
 
 #include <rapidcheck.h>
@@ -20,7 +22,17 @@ std::string joined(const std::vector<std::string>& lines) {
   return text;
 }
 
-#if DAGSIM_PLANTED_CLOSE_RULE == 1
+#if defined(DAGSIM_PLANTED_RANK_CHECK)
+TEST(AgentLifePlanted, RanksInReverseNodeOrderBreakS2InTheInvariantChecker) {
+  // rendezvous_ops.cc planted with DAGSIM_PLANTED_RANK_BUG: the simulated launcher's rendezvous is
+  // held to the same checker as real runs, which names S2.
+  LifeCase c;
+  c.min_nodes = c.max_nodes = 3;
+  c.agents.resize(3);
+  const std::string text = joined(judge_life(c, run_life_case(c)));
+  EXPECT_NE(text.find("rendezvous invariant S2"), std::string::npos) << text;
+}
+#elif DAGSIM_PLANTED_CLOSE_RULE == 1
 TEST(AgentLifePlanted, AJobThatIsNeverClosedIsCaught) {
   // Two agents whose workers succeed: the job ends, and the rendezvous must be closed.
   LifeCase c;
@@ -49,6 +61,7 @@ TEST(AgentLifePlanted, PyTorchsCloseOnARendezvousErrorIsCaught) {
 }
 #endif
 
+#if !defined(DAGSIM_PLANTED_RANK_CHECK)
 TEST(AgentLifePlanted, TheGeneratedCasesCatchIt) {
   // rc::check prints the counterexample it found; what matters here is that it found one. A
   // plant shows in about one case in 10 (never closing) to one in 60 (PyTorch's rule): up to ten
@@ -62,6 +75,7 @@ TEST(AgentLifePlanted, TheGeneratedCasesCatchIt) {
   }
   EXPECT_TRUE(caught) << "the planted close rule went unnoticed by the generated cases";
 }
+#endif
 
 }  // namespace
 }  // namespace dagsim::conformance

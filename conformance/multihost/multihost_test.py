@@ -38,6 +38,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -266,9 +267,11 @@ def check_store_record(hosts, out, run_id, cut_at, rejoin_at):
                 if pid is not None:
                     fail("the store found a local process (%s) behind a write of the state from %s" % (pid, ip))
                 state = bytes.fromhex(r["value"])
-                # An address followed by no further digit: 10.248.N.2 is not 10.248.N.254.
+                # A node's address travels as a string: its length (u32, little-endian) then its
+                # bytes (core/rpc/wire.h), so the prefix tells 10.248.N.2 from 10.248.N.254. (A
+                # look for "no digit after it" read the pid's first byte, 0x30 for pid 22064.)
                 writes.append((r["t"] / 1e9, ip, {a for a in map(hosts.addr, range(HOSTS))
-                                                  if re.search(re.escape(a.encode()) + rb"(?![0-9])", state)}))
+                                                  if struct.pack("<I", len(a)) + a.encode() in state}))
     expected = {hosts.addr(i) for i in range(HOSTS)}
     writers = {ip for _, ip, _ in writes}
     named = set().union(*(n for _, _, n in writes)) if writes else set()

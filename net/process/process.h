@@ -88,7 +88,8 @@ class Process {
   // Blocks until the program has ended and everything below it is gone.
   ProcessExit wait();
   // Sends `sig` to the program's group (no-op once reaped). SIGSTOP returns once it has stopped
-  // (at most 10 s: see above).
+  // (at most 10 s: see above); SIGKILL once the program is dead (at most 2 s), as a direct kill
+  // would: the guard's hop must not let it run on past the call.
   void signal(int sig);
   void kill();  // signal(SIGKILL)
   // SIGTERM, up to `grace` on `clock`, then SIGKILL; reaped when it returns.

@@ -51,6 +51,8 @@ rendezvous::RendezvousState decode_state(const runtime::Bytes& bytes, const std:
   }
 }
 
+}  // namespace
+
 StoreLife read_store_life(const NodeRecord& r, const std::string& what) {
   StoreLife life;
   life.incarnation = r.incarnation;
@@ -144,8 +146,6 @@ AgentLife read_agent_life(const NodeRecord& r, const std::string& what) {
   }
   return life;
 }
-
-}  // namespace
 
 std::string to_hex(const runtime::Bytes& bytes) {
   std::string out;

@@ -93,6 +93,12 @@ struct RendezvousHistory {
 };
 
 RendezvousHistory read_history(const Scenario& scenario, const RunRecords& records);
+// One incarnation's part of it, from its record as the rendezvous workload writes it: the store
+// node's "history" of commits, an agent's "node" descriptor, "events" and "writes". `what` names
+// the record in errors. (read_history reads each node with these; other harnesses that record the
+// same keys, such as the simulated launcher's, build a history with them.)
+StoreLife read_store_life(const NodeRecord& record, const std::string& what);
+AgentLife read_agent_life(const NodeRecord& record, const std::string& what);
 
 // When each incarnation of `node` ended by a fault (kill, crash, restart), from the fault history:
 // index i is incarnation i's end, nullopt while it never ended.

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh: builds the libFuzzer targets (net/fuzz/envelope_fuzz.cc, net/fuzz/handshake_fuzz.cc,
 # net/fuzz/tcpstore_fuzz.cc, net/fuzz/store_delta_fuzz.cc, scenarios/run/control_fuzz.cc (the TCP
-# launcher's control protocol), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
+# launcher's control protocol), launch/slurm_hostlist_fuzz.cc (Slurm's host lists and environment),
+# and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
 # op with all of core/ compiled in) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
 # (net/fuzz/corpus/<target>/). CTest runs it once per target (net/CMakeLists.txt, label fuzz).
 #
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
-#   TARGET     envelope, handshake, tcpstore, store_delta, control, execute or all (default all)
+#   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, execute or all
+#              (default all)
 #
 # Promises:
 #  - exit 0 only when every run ended clean; 1 on any crash, leak, sanitizer report, timeout
@@ -32,9 +34,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_delta | control | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_delta control execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -80,6 +82,7 @@ sources_of() {
     tcpstore) echo net/fuzz/tcpstore_fuzz.cc net/tcpstore/tcp_store_protocol.cc "${common_sources[@]}" ;;
     store_delta) echo net/fuzz/store_delta_fuzz.cc core/store/value_delta.cc "${common_sources[@]}" ;;
     control) echo scenarios/run/control_fuzz.cc scenarios/run/control_messages.cc "${common_sources[@]}" ;;
+    slurm_hostlist) echo launch/slurm_hostlist_fuzz.cc launch/slurm_env.cc core/base/printable.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
     execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;
   esac

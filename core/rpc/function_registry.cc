@@ -7,6 +7,7 @@
 #include "core/rpc/codec.h"
 #include "core/rpc/op_table.h"
 #include "core/rpc/rpc_agent.h"
+#include "core/tensor/allocation_budget.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::rpc {
@@ -60,10 +61,18 @@ RpcAgent& CallContext::agent() const {
   return *agent_or_null;
 }
 
-void FunctionRegistry::add(std::string name, RpcFunction function) {
+void FunctionRegistry::add(std::string name, RpcFunction function, uint64_t allocation_bound) {
   DAGSIM_ASSERT_MSG(!name.empty() && function, "a registered function needs a name and a body");
-  const bool inserted = functions_.emplace(name, std::move(function)).second;
+  RpcFunction checked = bounded(name, allocation_bound, std::move(function));
+  const bool inserted = functions_.emplace(name, std::move(checked)).second;
   DAGSIM_ASSERT_MSG(inserted, "function '" + name + "' registered twice");
+  bounds_.emplace(name, allocation_bound);
+}
+
+uint64_t FunctionRegistry::allocation_bound(std::string_view name) const {
+  auto it = bounds_.find(name);
+  DAGSIM_ASSERT_MSG(it != bounds_.end(), "no function '" + std::string(name) + "' registered");
+  return it->second;
 }
 
 bool FunctionRegistry::is_builtin(std::string_view name) const { return builtins_.find(name) != builtins_.end(); }
@@ -85,6 +94,41 @@ std::vector<std::string> FunctionRegistry::names() const {
 
 namespace {
 
+// A zero-element argument still has extents a kernel walks: [2^61, 1, 0, 2] is batches, rows or
+// lanes by the 2^61 (the execute fuzzer found matmul and softmax looping for ever on such), which
+// no allocation bound sees. An argument is held to what a reply could carry of it were its zeros
+// ones, whatever the function.
+void check_argument_extents(const std::string& function, const CallArgs& args) {
+  const uint64_t lanes = CodecLimits{}.max_frame_bytes / dtype_size(Dtype::float32);
+  for (size_t i = 0; i < args.tensors.size(); ++i) {
+    if (!args.tensors[i].defined()) continue;  // an absent optional (a bias)
+    const Shape& shape = args.tensors[i].shape();
+    uint64_t extent = 1;
+    for (int64_t s : shape) {
+      if (s != 0 && __builtin_mul_overflow(extent, static_cast<uint64_t>(s), &extent)) extent = lanes + 1;
+      if (extent > lanes) {
+        throw errors::invalid_argument(function + ": argument " + std::to_string(i) + " has shape " + shape_str(shape) +
+                                       ", whose sizes (zeros aside) multiply past the " + std::to_string(lanes) +
+                                       " a call may take");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+RpcFunction bounded(std::string name, uint64_t allocation_bound, RpcFunction function) {
+  DAGSIM_ASSERT(function != nullptr);
+  return [name = std::move(name), allocation_bound, function = std::move(function)](CallContext& context,
+                                                                                      const CallArgs& args) {
+    check_argument_extents(name, args);
+    allocation_budget::Scope budget(name, allocation_bound);
+    return function(context, args);
+  };
+}
+
+namespace {
+
 // A builtin op's results, known from its arguments' shapes before it runs, must fit a reply: a
 // peer's call on a zero-element tensor ([0, 2^40]: no bytes on the wire) may ask for a result of
 // any size ([2^40] from sum over dim 0, [2^20, 2^20] from mm of [2^20, 0] and [0, 2^20]), which
@@ -96,21 +140,6 @@ void check_result_size(const OpDef& op, const CallArgs& args) {
   for (const Tensor& t : args.tensors) {
     shapes.push_back(t.shape());
     if (t.dtype() == Dtype::float64) widest = Dtype::float64;
-  }
-  // A zero-element argument still has extents its op walks: [2^61, 1, 0, 2] is batches, rows or
-  // lanes by the 2^61 (the execute fuzzer found matmul and softmax looping for ever on such). An
-  // argument is held to what a reply could carry of it were its zeros ones.
-  const uint64_t lanes = CodecLimits{}.max_frame_bytes / dtype_size(Dtype::float32);
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    uint64_t extent = 1;
-    for (int64_t s : shapes[i]) {
-      if (s != 0 && __builtin_mul_overflow(extent, static_cast<uint64_t>(s), &extent)) extent = lanes + 1;
-      if (extent > lanes) {
-        throw errors::invalid_argument(op.name + ": argument " + std::to_string(i) + " has shape " + shape_str(shapes[i]) +
-                                       ", whose sizes (zeros aside) multiply past the " + std::to_string(lanes) +
-                                       " a call may take");
-      }
-    }
   }
   // The shape functions index their arguments: a wrong count is the op's own error to name.
   if (shapes.size() < op.min_tensors || (op.max_tensors != OpDef::kAny && shapes.size() > op.max_tensors)) return;

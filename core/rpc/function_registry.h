@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/base/ids.h"
+#include "core/rpc/codec.h"
 #include "core/rpc/rref.h"
 #include "core/runtime/transport.h"
 #include "core/tensor/tensor.h"
@@ -67,21 +68,38 @@ struct CallContext {
 
 using RpcFunction = std::function<std::vector<Tensor>(CallContext&, const CallArgs&)>;
 
+// The tensor bytes one call of a function may allocate in all (allocation_budget.h), unless it
+// declares its own bound: twice what a reply may carry, so a result of the largest size a reply
+// takes and one temporary as large (mlp_layer's linear before its activation) fit, and a call
+// whose result could never be sent back is refused before it allocates it.
+inline constexpr uint64_t kDefaultCallAllocationBytes = 2 * uint64_t{CodecLimits{}.max_frame_bytes};
+
+// `function` under the checks every callable function runs under, by construction (add() and
+// RpcAgent::add_local_function wrap what they are given in it): each argument's extents (zeros as
+// ones) held to what a reply could carry, and every tensor the call allocates, in the function or
+// in any kernel it calls, charged to a budget of `allocation_bound` bytes before it is allocated
+// (invalid_argument naming `name` past it).
+RpcFunction bounded(std::string name, uint64_t allocation_bound, RpcFunction function);
+
 class FunctionRegistry {
  public:
   // The built-in tensor ops: every op of the op table (op_table.h), and dagsim.parameter (a
   // fresh leaf that requires grad, for a model's parameter RRefs).
   static FunctionRegistry with_builtins();
 
-  // Asserts the name is new: two meanings for one name would be a programming error.
-  void add(std::string name, RpcFunction function);
+  // Asserts the name is new: two meanings for one name would be a programming error. The function
+  // is stored bounded() by `allocation_bound`, its declared bound: find() never returns it bare.
+  void add(std::string name, RpcFunction function, uint64_t allocation_bound = kDefaultCallAllocationBytes);
   const RpcFunction* find(std::string_view name) const;
+  // The declared bound of a registered function (asserts it is registered).
+  uint64_t allocation_bound(std::string_view name) const;
   std::vector<std::string> names() const;
   // A builtin op of with_builtins(), not a function added after it (a user function).
   bool is_builtin(std::string_view name) const;
 
  private:
   std::map<std::string, RpcFunction, std::less<>> functions_;
+  std::map<std::string, uint64_t, std::less<>> bounds_;
   std::set<std::string, std::less<>> builtins_;
 };
 

@@ -292,11 +292,13 @@ std::vector<Tensor> RpcAgent::run_function(WorkerId from, const Call& call) {
   return (*function)(context, args);
 }
 
-void RpcAgent::add_local_function(std::string name, RpcFunction function) {
+void RpcAgent::add_local_function(std::string name, RpcFunction function, uint64_t allocation_bound) {
   DAGSIM_ASSERT_MSG(!name.empty() && function != nullptr, "a local function needs a name and a body");
   DAGSIM_ASSERT_MSG(registry_.find(name) == nullptr && local_functions_.count(name) == 0,
                     "function '" + name + "' registered twice");
-  local_functions_.emplace(std::move(name), std::move(function));
+  // Under the same checks as the registry's functions: a peer calls it the same way.
+  RpcFunction checked = bounded(name, allocation_bound, std::move(function));
+  local_functions_.emplace(std::move(name), std::move(checked));
 }
 
 void RpcAgent::reply(WorkerId to, const Message& message, std::optional<runtime::TimePoint> room_by) {

@@ -123,8 +123,10 @@ class RpcAgent {
   std::vector<Tensor> owned_value(uint64_t rref_id);
   // The same value as a future (ready when its remote call ends), without waiting.
   Future<std::vector<Tensor>> owned_future(uint64_t rref_id) { return owned_slot(rref_id)->value; }
-  // A function only this node serves (a service's entry point, e.g. the optimizer host's).
-  void add_local_function(std::string name, RpcFunction function);
+  // A function only this node serves (a service's entry point, e.g. the optimizer host's), run
+  // bounded() as the registry's are.
+  void add_local_function(std::string name, RpcFunction function,
+                          uint64_t allocation_bound = kDefaultCallAllocationBytes);
 
   // A globally unique id (this node, its incarnation, a counter: ids.h) for something a caller
   // names on other nodes (RRefs, optimizers): exact, and never reused by a later life.

@@ -7,6 +7,7 @@
 #include "core/autograd/accumulate_grad.h"
 #include "core/autograd/engine.h"
 #include "core/autograd/node.h"
+#include "core/tensor/allocation_budget.h"
 #include "core/tensor/device_guard.h"
 #include "core/tensor/storage_pool.h"
 
@@ -52,14 +53,18 @@ size_t tensor_nbytes(const Shape& shape, Dtype dtype) {
 }
 
 Storage::Storage(size_t nbytes) : nbytes_(nbytes) {
+  allocation_budget::charge(nbytes);  // before any byte is taken: a refused size costs nothing
   data_ = nbytes <= kInlineBytes ? inline_ : static_cast<std::byte*>(storage_pool::allocate(nbytes));
+  allocation_budget::count(nbytes);
 }
 
 Storage::Storage(size_t nbytes, std::shared_ptr<DeviceBackend> backend)
     : nbytes_(nbytes), backend_(std::move(backend)) {
   DAGSIM_ASSERT(backend_ != nullptr);
   device_ = backend_->device();
+  allocation_budget::charge(nbytes);
   data_ = backend_->allocate(nbytes == 0 ? 1 : nbytes);
+  allocation_budget::count(nbytes);
 }
 
 Storage::~Storage() {

@@ -1,6 +1,9 @@
 // The program's functions (relays, mlp_layer) and its local oracle run (program.h).
 #include "scenarios/workloads/program/program.h"
 
+#include <cmath>
+#include <cstdio>
+#include <limits>
 #include <memory>
 
 #include "core/autograd/engine.h"
@@ -66,11 +69,29 @@ optim::OptimizerConfig optimizer_config(const ProgramOptimizer& o) {
           .adam = o.adam};
 }
 
+namespace {
+
+// A relay's `to`, a double on the wire: a worker id only when it is one exactly. A bare cast would
+// make 2^32, NaN and 1e300 (undefined behaviour) all worker 0.
+WorkerId relay_target(const std::string& function, const rpc::CallArgs& args) {
+  const double to = args.attribute(function, "to");
+  constexpr double kLast = std::numeric_limits<WorkerId>::max();
+  if (!(to >= 0 && to <= kLast) || to != std::floor(to)) {
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%.17g", to);
+    throw errors::invalid_argument(function + ": argument 'to' is " + shown +
+                                   ", not a worker id (an integer from 0 to " + std::to_string(std::numeric_limits<WorkerId>::max()) + ")");
+  }
+  return static_cast<WorkerId>(to);
+}
+
+}  // namespace
+
 void add_program_functions(rpc::FunctionRegistry& registry) {
   for (const char* op : {"add", "sub", "mul", "div"}) {
     const std::string name = std::string(kRelayPrefix) + op;
-    registry.add(name, [op](rpc::CallContext& ctx, const rpc::CallArgs& args) {
-      const auto to = static_cast<WorkerId>(args.attribute(std::string(kRelayPrefix) + op, "to"));
+    registry.add(name, [op, name](rpc::CallContext& ctx, const rpc::CallArgs& args) {
+      const WorkerId to = relay_target(name, args);
       rpc::CallArgs forwarded{args.tensors, {}};
       return ctx.agent().rpc_sync(to, op, forwarded);
     });

@@ -1,9 +1,6 @@
 // Bounded reading and the nesting pre-scan of a scenario's text (scenario_text.h).
 #include "scenarios/format/scenario_text.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -16,13 +13,6 @@ namespace dagsim::scenarios::detail {
 namespace {
 
 // Closes the descriptor on every path out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 bool is_key_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
          c == '+' || c == ':';  // numbers and times inside a chain ("1e+5", "12:00:00.5") only overcount
@@ -157,39 +147,6 @@ class DepthScan {
 };
 
 }  // namespace
-
-std::string read_bounded_file(const std::string& path, size_t max_bytes, ErrorCode code, std::string_view kind) {
-  const auto refuse = [&](const std::string& problem) {
-    throw Error(code, printable(path, kPathMax) + ": " + problem);
-  };
-  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below as not regular.
-  Fd file{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)};
-  if (file.fd < 0) refuse(std::string("cannot open: ") + std::strerror(errno));
-  struct stat info{};
-  if (::fstat(file.fd, &info) != 0) refuse(std::string("cannot open: ") + std::strerror(errno));
-  if (!S_ISREG(info.st_mode)) refuse(S_ISDIR(info.st_mode) ? "cannot read: is a directory" : "cannot read: not a regular file");
-  const std::string too_large = max_bytes >= (1u << 20)
-                                    ? "is larger than " + std::to_string(max_bytes >> 20) + " MiB, the limit of " + std::string(kind)
-                                    : "is larger than " + std::to_string(max_bytes) + " bytes, the limit of " + std::string(kind);
-  if (static_cast<uint64_t>(info.st_size) > max_bytes) refuse(too_large);
-  // Read at most one byte past the limit: a file that grows while read is still bounded.
-  std::string text;
-  text.resize(max_bytes + 1);
-  size_t size = 0;
-  while (size < text.size()) {
-    const ssize_t n = ::read(file.fd, text.data() + size, text.size() - size);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      refuse(std::string("cannot read: ") + std::strerror(errno));
-    }
-    size += static_cast<size_t>(n);
-  }
-  if (size > max_bytes) refuse(too_large);
-  text.resize(size);
-  text.shrink_to_fit();
-  return text;
-}
 
 std::string read_bounded_text(const std::string& path) {
   return read_bounded_file(path, kMaxScenarioBytes, ErrorCode::invalid_scenario, "a scenario file");

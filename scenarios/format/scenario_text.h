@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/bounded_file.h"
 #include "core/base/error.h"
 
 namespace dagsim::scenarios::detail {
@@ -20,10 +21,8 @@ inline constexpr size_t kMaxScenarioBytes = 4u << 20;  // 4 MiB
 // toml++ handles thousands, so this leaves room on both sides.
 inline constexpr int kMaxNestingDepth = 128;
 
-// Reads a regular file of at most `max_bytes`. Anything else (a directory, a device, a FIFO,
-// which is never waited on, a larger file) is refused with Error(code) naming the path and, for
-// size, the limit of `kind` ("a scenario file", "a peers file"). Every file argument reads this way.
-std::string read_bounded_file(const std::string& path, size_t max_bytes, ErrorCode code, std::string_view kind);
+// Every file argument reads through core/base/bounded_file.h.
+using dagsim::read_bounded_file;
 
 // read_bounded_file of a scenario: at most kMaxScenarioBytes, refused as invalid_scenario.
 std::string read_bounded_text(const std::string& path);

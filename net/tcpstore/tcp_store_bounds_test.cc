@@ -1,8 +1,8 @@
 // Tests of what bounds a TcpStoreServer's memory and keeps its doors open (issue 23, item 4): a
 // client that watches a key and never reads is closed once its unread events pass its share,
-// several such clients together never pass the total (the slowest reader goes first), and idle
-// connections held at the connection limit give way to new ones, while connections that wait
-// on a watch or a WAIT are kept.
+// several such clients together never pass the total (the slowest reader goes first), and
+// connections held at the connection limit give way to new ones: idle ones first, then waiters
+// (a WAIT or a watch), the address holding the most connections first (issue 49).
 #include <gtest/gtest.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -68,6 +68,20 @@ Query watch_query(const std::string& key) {
   q.type = QueryType::watch_key;
   q.keys = {key};
   return q;
+}
+
+// True once the server has closed `stream` (its unread bytes are skipped); false when it is still
+// open at `deadline`. A client learns of a close only by reading.
+bool closed_by_server(FiberStream& stream, runtime::TimePoint deadline) {
+  try {
+    for (;;) {
+      stream.consume(stream.data().size());
+      if (!stream.fill(1, deadline)) return false;
+    }
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::connection_failed) throw;
+    return true;
+  }
 }
 
 void on_thread(const std::function<void(StoreHost&)>& body) {
@@ -136,7 +150,7 @@ TEST(TcpStoreBounds, ManyNonReadingWatchersTogetherNeverPassTheTotalAndTheSlowes
   });
 }
 
-TEST(TcpStoreBounds, IdleConnectionsAtTheLimitGiveWayButWaitingOnesAreKept) {
+TEST(TcpStoreBounds, IdleConnectionsAtTheLimitGiveWayToHonestClients) {
   on_thread([](StoreHost& host) {
     Bounded f(host, 64 * kMiB, 64 * kMiB, /*max_connections=*/3);
     host.run([&] {
@@ -150,24 +164,97 @@ TEST(TcpStoreBounds, IdleConnectionsAtTheLimitGiveWayButWaitingOnesAreKept) {
         honest->set("k", Bytes{static_cast<uint8_t>(round)});
         EXPECT_EQ(honest->get("k"), Bytes{static_cast<uint8_t>(round)});
       }
-      EXPECT_GE(f.logs_with("this one was idle longest, waiting on nothing"), 1u);
+      EXPECT_GE(f.logs_with("waiting on nothing"), 1u);
       EXPECT_LE(f.server.connections(), 3u);
     });
   });
+}
+
+TEST(TcpStoreBounds, WaitersAtTheLimitGiveWayTooIdleOnesFirstThenTheWaiterIdleLongest) {
   on_thread([](StoreHost& host) {
-    Bounded f(host, 64 * kMiB, 64 * kMiB, /*max_connections=*/3);
+    Bounded f(host, 64 * kMiB, 64 * kMiB, /*max_connections=*/4);
     host.run([&] {
-      // Three watchers: each waits on something, so none is evicted and a fourth is refused.
+      // A WAIT on a key nobody sets, then two watchers, then one connection that only checks: the
+      // WAIT is idle longest, and the checker, waiting on nothing, is idle least.
+      Query wait;
+      wait.type = QueryType::wait;
+      wait.keys = {"/never"};
+      Query check;
+      check.type = QueryType::check;
+      check.keys = {"/never"};
+      auto waiter = f.silent(wait);
+      ASSERT_TRUE(host.wait_until([&] { return f.server.stats().queries == 1; }, host.clock().now() + 5s));
       std::vector<std::shared_ptr<FiberStream>> watching;
-      for (int i = 0; i < 3; ++i) watching.push_back(f.silent(watch_query("/w" + std::to_string(i))));
-      ASSERT_TRUE(host.wait_until([&] { return f.server.stats().queries == 3; }, host.clock().now() + 5s));
-      auto late = f.silent();
-      ASSERT_TRUE(host.wait_until([&] { return f.server.stats().refused == 1; }, host.clock().now() + 5s));
-      EXPECT_EQ(f.logs_with("each of them waiting on a watch or a WAIT"), 1u);
-      EXPECT_EQ(f.server.connections(), 3u);
-      // The watchers still get their events.
-      f.table->set("/w0", Bytes{1});
-      EXPECT_TRUE(watching[0]->fill(2, host.clock().now() + 5s));
+      for (int i = 0; i < 2; ++i) {
+        watching.push_back(f.silent(watch_query("/w" + std::to_string(i))));
+        ASSERT_TRUE(host.wait_until([&] { return f.server.stats().queries == 2u + i; }, host.clock().now() + 5s));
+      }
+      auto checker = f.silent(check);
+      ASSERT_TRUE(host.wait_until([&] { return f.server.stats().queries == 4; }, host.clock().now() + 5s));
+      // A client at the limit: the one waiting on nothing goes first, though it spoke last.
+      auto first = f.client();
+      first->set("k", Bytes{1});
+      EXPECT_EQ(first->get("k"), Bytes{1});
+      EXPECT_TRUE(closed_by_server(*checker, host.clock().now() + 5s));
+      EXPECT_EQ(f.logs_with("waiting on nothing"), 1u);
+      // The client leaves and a third watcher comes: every connection waits on something, and the
+      // next client displaces the waiter idle longest, the WAIT, and is served.
+      first.reset();
+      ASSERT_TRUE(host.wait_until([&] { return f.server.connections() == 3; }, host.clock().now() + 5s));
+      const uint64_t before = f.server.stats().queries;
+      watching.push_back(f.silent(watch_query("/w2")));
+      ASSERT_TRUE(host.wait_until([&] { return f.server.stats().queries == before + 1; }, host.clock().now() + 5s));
+      auto second = f.client();
+      second->set("k", Bytes{2});
+      EXPECT_EQ(second->get("k"), Bytes{2});
+      EXPECT_TRUE(closed_by_server(*waiter, host.clock().now() + 5s));
+      EXPECT_EQ(f.logs_with("waited on a watch or a WAIT (cancelled)"), 1u);
+      EXPECT_EQ(f.server.connections(), 4u);
+      // The watchers were kept and still get their events.
+      for (int i = 0; i < 3; ++i) f.table->set("/w" + std::to_string(i), Bytes{1});
+      for (auto& w : watching) EXPECT_TRUE(w->fill(2, host.clock().now() + 5s));
+    });
+  });
+}
+
+TEST(TcpStoreBounds, AFloodOfWaitersFromOneAddressDisplacesOnlyItsOwn) {
+  on_thread([](StoreHost& host) {
+    Bounded f(host, 64 * kMiB, 64 * kMiB, /*max_connections=*/5);
+    host.run([&] {
+      // An honest watcher from 127.0.0.1 first (so idle longest of all), then four WAITs from
+      // 127.0.0.2, which fill the store.
+      auto honest_watcher = f.silent(watch_query("/h"));
+      ASSERT_TRUE(host.wait_until([&] { return f.server.stats().queries == 1; }, host.clock().now() + 5s));
+      std::vector<std::shared_ptr<FiberStream>> flood;
+      for (int i = 0; i < 4; ++i) {
+        tcp::socket socket(host.io());
+        socket.open(tcp::v4());
+        socket.bind(tcp::endpoint(asio::ip::make_address("127.0.0.2"), 0));
+        socket.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), f.server.port()));
+        auto stream = std::make_shared<FiberStream>(std::move(socket), "flood");
+        Query wait;
+        wait.type = QueryType::wait;
+        wait.keys = {"/never" + std::to_string(i)};
+        stream->send(encode_query(wait));
+        flood.push_back(stream);
+        ASSERT_TRUE(host.wait_until([&] { return f.server.stats().queries == 2u + i; }, host.clock().now() + 5s));
+      }
+      // Two honest clients from 127.0.0.1, both kept open: each displaces a flooding WAIT, the
+      // oldest first, never the honest watcher nor the first client, though both are idle longer
+      // and the client waits on nothing.
+      std::vector<std::unique_ptr<TcpStoreClient>> clients;
+      for (int round = 0; round < 2; ++round) {
+        clients.push_back(f.client());
+        TcpStoreClient* honest = clients.back().get();
+        honest->set("k", Bytes{static_cast<uint8_t>(round)});
+        EXPECT_EQ(honest->get("k"), Bytes{static_cast<uint8_t>(round)});
+        EXPECT_TRUE(closed_by_server(*flood[static_cast<size_t>(round)], host.clock().now() + 5s)) << round;
+      }
+      EXPECT_EQ(f.logs_with("from 127.0.0.2, the address holding the most, and waited on a watch or a WAIT"), 2u);
+      EXPECT_FALSE(closed_by_server(*flood[2], host.clock().now() + 100ms));
+      EXPECT_EQ(clients[0]->get("k"), Bytes{1});
+      f.table->set("/h", Bytes{1});
+      EXPECT_TRUE(honest_watcher->fill(2, host.clock().now() + 5s));
     });
   });
 }

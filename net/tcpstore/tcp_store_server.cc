@@ -2,8 +2,10 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "core/base/assert.h"
@@ -50,15 +52,18 @@ struct TcpStoreServer::State : std::enable_shared_from_this<TcpStoreServer::Stat
   bool out_of_descriptors = false;  // the last accept failed for want of one (logged once a spell)
   uint64_t observer = 0;
   uint64_t next_id = 1;
-  // A connection and what keeps it from being evicted to make room: watches and pending waits,
-  // and how recently it sent a query (a tick of the server's own count, no clock needed).
+  // A connection and what decides whether it is evicted to make room (evict_one): its peer's
+  // address, whether it waits on something (watches and pending waits), and how recently it sent a
+  // query (a tick of the server's own count, no clock needed).
   struct Connection {
     std::shared_ptr<FiberStream> stream;
     uint64_t active = 0;
+    std::string address;  // the peer's IP address, without its port
     size_t watches = 0;
     size_t waits = 0;
   };
   std::map<uint64_t, Connection> connections;
+  std::map<std::string, size_t> per_address;  // open connections by peer address
   uint64_t tick = 0;
   // Bytes queued to every connection together (each FiberStream counts its own into it).
   std::shared_ptr<size_t> queued_total = std::make_shared<size_t>(0);
@@ -86,8 +91,8 @@ struct TcpStoreServer::State : std::enable_shared_from_this<TcpStoreServer::Stat
   // connection past max_queued_bytes, then the slowest readers while all together pass
   // max_total_queued_bytes. Every byte the server sends goes through here, whoever queues it.
   void deliver(uint64_t id, Bytes bytes);
-  // When full: closes the connection idle longest that waits on nothing (no watch, no WAIT) to make
-  // room for a new one; false when every connection waits on something.
+  // When full: closes one connection to make room for a new one (the rule: the header, "Room for
+  // honest clients"); false only when there is none to close.
   bool evict_one();
   void on_change(const KeyChange& c);
   // Blocks the calling fiber for `d` of real time.
@@ -122,8 +127,8 @@ void TcpStoreServer::State::accept_loop() {
     out_of_descriptors = false;
     boost::system::error_code endpoint_error;
     const tcp::endpoint remote = socket->remote_endpoint(endpoint_error);
-    const std::string peer =
-        endpoint_error ? "an unknown peer" : remote.address().to_string() + ":" + std::to_string(remote.port());
+    const std::string address = endpoint_error ? "an unknown peer" : remote.address().to_string();
+    const std::string peer = endpoint_error ? address : address + ":" + std::to_string(remote.port());
     std::optional<int64_t> peer_pid;
     if (options.recorder && !endpoint_error) {
       boost::system::error_code local_error;
@@ -132,14 +137,14 @@ void TcpStoreServer::State::accept_loop() {
     }
     auto stream = std::make_shared<FiberStream>(std::move(*socket), peer);
     if (connections.size() >= options.max_connections && !evict_one()) {
-      refuse(*stream, "over the limit of " + std::to_string(options.max_connections) +
-                          " connections, each of them waiting on a watch or a WAIT");
+      refuse(*stream, "over the limit of " + std::to_string(options.max_connections) + " connections");
       continue;
     }
     ++stats.accepted;
     const uint64_t id = next_id++;
     stream->count_queued_in(queued_total);
-    connections.emplace(id, Connection{stream, ++tick});
+    connections.emplace(id, Connection{stream, ++tick, address});
+    ++per_address[address];
     if (options.recorder) options.recorder->connected(id, peer, peer_pid);
     stream->set_on_close([weak = weak_from_this(), id] {
       if (auto self = weak.lock()) {
@@ -268,15 +273,29 @@ void TcpStoreServer::State::deliver(uint64_t id, Bytes bytes) {
 }
 
 bool TcpStoreServer::State::evict_one() {
-  auto idle = connections.end();
+  // The peer address holding the most connections gives one up, so a flood from one address
+  // displaces its own connections before anyone else's. Within it: the connection idle longest
+  // that waits on nothing, else the waiter idle longest (its WAIT or watch is cancelled; PyTorch's
+  // client then fails that call as it would on a store restart). Idle longest: by its last query,
+  // so a connection that keeps asking stays, and one that just came (and was served) is the last.
+  size_t most = 0;
+  for (const auto& [address, n] : per_address) most = std::max(most, n);
+  auto victim = connections.end();
+  const auto waiting = [](const Connection& c) { return c.watches != 0 || c.waits != 0; };
   for (auto c = connections.begin(); c != connections.end(); ++c) {
-    if (c->second.watches != 0 || c->second.waits != 0) continue;
-    if (idle == connections.end() || c->second.active < idle->second.active) idle = c;
+    if (per_address.at(c->second.address) != most) continue;
+    if (victim == connections.end() || std::pair(waiting(c->second), c->second.active) <
+                                           std::pair(waiting(victim->second), victim->second.active)) {
+      victim = c;
+    }
   }
-  if (idle == connections.end()) return false;
-  const std::shared_ptr<FiberStream> victim = idle->second.stream;
-  refuse(*victim, "the store holds its limit of " + std::to_string(options.max_connections) +
-                      " connections and a new one came: this one was idle longest, waiting on nothing");
+  if (victim == connections.end()) return false;
+  const bool waited = waiting(victim->second);
+  const std::shared_ptr<FiberStream> stream = victim->second.stream;  // refuse() erases the entry
+  refuse(*stream, "the store holds its limit of " + std::to_string(options.max_connections) +
+                      " connections and a new one came: this one was idle longest of the " + std::to_string(most) +
+                      " from " + victim->second.address + ", the address holding the most, " +
+                      (waited ? "and waited on a watch or a WAIT (cancelled)" : "waiting on nothing"));
   return true;
 }
 
@@ -321,7 +340,10 @@ void TcpStoreServer::State::on_change(const KeyChange& c) {
 }
 
 void TcpStoreServer::State::forget(uint64_t id) {
-  connections.erase(id);
+  if (const auto c = connections.find(id); c != connections.end()) {
+    if (const auto a = per_address.find(c->second.address); a != per_address.end() && --a->second == 0) per_address.erase(a);
+    connections.erase(c);
+  }
   for (auto it = watchers.begin(); it != watchers.end();) {
     std::erase(it->second, id);
     it = it->second.empty() ? watchers.erase(it) : std::next(it);

@@ -18,10 +18,14 @@
 //    log line naming it; while all connections together pass max_total_queued_bytes, the one with
 //    the most bytes unread (the slowest reader) is closed the same way. So a client that watches
 //    and never reads costs at most max_total_queued_bytes, however many such clients there are.
-//  - Room for honest clients: at max_connections, a new connection makes the server close the
-//    connection idle longest (by its last query) that waits on nothing (no watch, no WAIT), with a
-//    log line; only when every connection waits on something is the new one refused. Idle
-//    connections held open cannot lock others out.
+//  - Room for honest clients: at max_connections, a new connection is always let in, and the
+//    server closes one to make room, with a log line: the peer address holding the most
+//    connections gives one up, its connection idle longest (by its last query) that waits on
+//    nothing, else its waiter (a WAIT or a watch, cancelled) idle longest. Neither idle nor
+//    waiting connections held open can lock others out: a client is served as soon as it
+//    connects; a flood from one address displaces its own connections before any other
+//    address's (until it holds no more than they do); and within an address, a connection is
+//    closed only after every one of that address that went longer without a query.
 //  - There are no server-side timeouts, as in PyTorch: a client times out on its own. (PyTorch's
 //    1.13 server has no bounds either: it queues without limit and refuses nothing past its
 //    file-descriptor limit. We differ where that lets one client exhaust or lock out the others.)

@@ -5,15 +5,17 @@
 // on the same TCPStore writes its own canonical encoding there (rendezvous_state.h); both are read.
 //
 // Promises:
-//  - No code runs and nothing is imported: this is a restricted unpickler that knows the opcodes
-//    protocols 2-5 use for such a state, builds plain values, and accepts exactly three classes
-//    (_RendezvousState, _NodeDesc, datetime.datetime, naive, as PyTorch's utcnow() writes them).
-//    Any other global (os.system in a hostile pickle) is refused by name.
-//  - Bounded: the input is at most kMaxStateBytes; every count comes from bytes already read, so a
-//    value cannot ask for more memory than its own length; nesting is at most a few levels.
+//  - No code runs and nothing is imported: the pickle is read by the restricted unpickler
+//    (restricted_unpickler.h), which accepts exactly three classes (_RendezvousState, _NodeDesc,
+//    datetime.datetime, naive, as PyTorch's utcnow() writes them). Any other global (os.system in
+//    a hostile pickle) is refused by name.
+//  - Bounded: the input is at most kMaxStateBytes; the unpickler bounds the nesting, the memo and
+//    the decoded size by the input's (restricted_unpickler.h), so a value cannot make its reader
+//    build much more than its own length.
 //  - A value that is not such a state throws protocol_error naming what is wrong, never a crash.
 //  - Times: a datetime is PyTorch's naive UTC; it is returned as nanoseconds since the Unix epoch
-//    less `origin`, the judge's time zero (the store's start).
+//    less `origin`, the judge's time zero (the store's start); one too far from it to subtract
+//    is refused.
 #pragma once
 
 #include <cstdint>
@@ -22,16 +24,13 @@
 #include <string>
 
 #include "core/rendezvous/rendezvous_state.h"
+#include "scenarios/workloads/rendezvous/restricted_unpickler.h"
 
 namespace dagsim::scenarios {
 
 inline constexpr size_t kMaxStateBytes = size_t{64} << 20;
 // What PyTorch's C10dRendezvousBackend writes before any state exists.
 inline constexpr std::string_view kPyTorchNullSentinel = "Y2FuaW1hZGFt";
-
-// Nanoseconds since the Unix epoch of a civil UTC time (proleptic Gregorian).
-int64_t unix_ns(int year, unsigned month, unsigned day, unsigned hour, unsigned minute, unsigned second,
-                unsigned microsecond);
 
 // The state in pickle.dumps(_RendezvousState) (the bytes, not their base64).
 rendezvous::RendezvousState decode_pytorch_pickle(std::span<const uint8_t> pickle, int64_t origin_ns);

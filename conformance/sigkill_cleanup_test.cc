@@ -1,7 +1,8 @@
 // SIGKILL of a dagsim process that started children leaves nothing running, grandchildren
 // included (issue 48): `dagsim launch` with workers that ignore SIGTERM and fork a child of their
-// own (a DataLoader's worker processes, say), `dagsim run --transport tcp`, `dagsim check --jobs 2`
-// and a TCP run whose store node hosts etcd.
+// own (a DataLoader's worker processes, say), or whose children leave its session (setsid, a double
+// fork), `dagsim run --transport tcp`, `dagsim check --jobs 2` and a TCP run whose store node hosts
+// etcd (the node killed first, or the launcher alone).
 //
 // Method: the test makes itself a child subreaper, starts the dagsim process in a fresh session
 // (setsid in the test's child), and while it runs records every process group and session its
@@ -261,6 +262,49 @@ TEST(SigkillCleanup, LaunchAgentWithWorkersThatIgnoreSigtermAndForkAChild) {
                  });
 }
 
+// A worker's children that leave its process group and session (issue 49): a child that calls
+// setsid and starts one of its own (a daemonising helper, a DataLoader worker started by a
+// program that detaches it), and a grandchild orphaned at once by a double fork, in a session of
+// its own, whose parent is gone before the SIGKILL. Killing the worker's group reaches none of
+// them and the parent-death signal covers only the worker: only the guard, their subreaper, that
+// kills everything below it, does. The workers ignore SIGTERM, as in the test above.
+TEST(SigkillCleanup, LaunchAgentWithWorkersWhoseChildrenCallSetsid) {
+  if (::access("/usr/bin/python3", X_OK) != 0) GTEST_SKIP() << "python3 is not installed";
+  Scratch scratch;
+  const fs::path worker = scratch.path / "worker.py";
+  std::ofstream(worker) << "#!/usr/bin/python3\n"
+                           "import os, signal, sys, time\n"
+                           "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                           "def sleep_forever():\n"
+                           "    while True: time.sleep(60)\n"
+                           // A child in a session of its own, with a child of its own in that session.
+                           "if os.fork() == 0:\n"
+                           "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                           "    os.setsid()\n"
+                           "    if os.fork() == 0: sleep_forever()\n"
+                           "    sleep_forever()\n"
+                           // A double fork: the middle process leaves, the last is an orphan in a new session.
+                           "middle = os.fork()\n"
+                           "if middle == 0:\n"
+                           "    os.setsid()\n"
+                           "    if os.fork() == 0: sleep_forever()\n"
+                           "    os._exit(0)\n"
+                           "os.waitpid(middle, 0)\n"
+                           "path = os.path.join(sys.argv[1], 'ready_' + os.environ['LOCAL_RANK'])\n"
+                           "with open(path + '.tmp', 'w') as f: f.write('ready')\n"
+                           "os.rename(path + '.tmp', path)\n"
+                           "sleep_forever()\n";
+  fs::permissions(worker, fs::perms::owner_all);
+  kill_and_check({"launch", "--standalone", "--nproc_per_node", "2", "--monitor_interval", "0.2", "--no_python",
+                  worker.string(), scratch.path.string()},
+                 scratch.path / "launch.log", [&](const Seen& seen) {
+                   // The agent, a guard per rank, its worker, the worker's setsid child and that
+                   // child's own (depth 4), and the orphan, now the guard's (depth 2).
+                   return fs::exists(scratch.path / "ready_0") && fs::exists(scratch.path / "ready_1") &&
+                          seen.at_depth(4) >= 2 && seen.at_depth(2) >= 4;
+                 });
+}
+
 // An example with a line of its own first (`before`) and blocks of its own last (`after`).
 fs::path scenario(const fs::path& dir, const std::string& example, const std::string& before, const std::string& after,
                   const std::string& replace = "", const std::string& with = "") {
@@ -312,6 +356,17 @@ TEST(SigkillCleanup, RunOverTcpWhoseStoreNodeHostsEtcd) {
                    }
                    return pid_t{0};
                  });
+}
+
+// The launcher alone SIGKILLed while a node runs etcd (issue 49): etcd and its guard are in a
+// session of their own below the node, which neither the node's group nor its parent-death signal
+// reaches; the node's guard (their subreaper once the node is gone) and etcd's own guard must.
+TEST(SigkillCleanup, RunOverTcpWhoseLauncherIsKilledWhileANodeHostsEtcd) {
+  if (::access("/usr/bin/etcd", X_OK) != 0) GTEST_SKIP() << "/usr/bin/etcd is not installed (Debian's etcd-server: scripts/deps.sh test)";
+  Scratch scratch;
+  kill_and_check({"run", std::string(DAGSIM_EXAMPLES) + "/tcp/rendezvous_etcd_formation.toml", "--transport", "tcp",
+                  "--records", (scratch.path / "records").string()},
+                 scratch.path / "etcd.log", [](const Seen& seen) { return seen.deepest() >= 4; });
 }
 
 }  // namespace

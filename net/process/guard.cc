@@ -2,6 +2,7 @@
 // calls only, no allocation, no stdio, no locks; every buffer is on the stack or in the plan.
 #include "net/process/guard.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -112,11 +113,22 @@ void signal_worker(pid_t worker, int sig) {
   if (::getpgid(worker) != worker) ::kill(worker, sig);
 }
 
-// Reads the pids of G's children from /proc and SIGKILLs each. They are G's unreaped children, so
-// no pid here can name another process.
-void kill_children() {
+// Whether `text` (a /proc entry's name) is a pid, and which.
+pid_t pid_of(const char* text) {
+  pid_t pid = 0;
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (*c < '0' || *c > '9' || pid > 100'000'000) return 0;
+    pid = pid * 10 + (*c - '0');
+  }
+  return pid;
+}
+
+// Reads the pids of G's children from /proc/thread-self/children and SIGKILLs each. They are G's
+// unreaped children, so no pid here can name another process. False when the file cannot be
+// opened: a kernel built without CONFIG_PROC_CHILDREN has none.
+bool kill_listed_children() {
   const int fd = ::open("/proc/thread-self/children", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return false;
   char buffer[512];
   pid_t pid = 0;
   for (;;) {
@@ -134,6 +146,71 @@ void kill_children() {
   }
   if (pid > 0) ::kill(pid, SIGKILL);
   ::close(fd);
+  return true;
+}
+
+// The parent of `pid` as /proc/PID/stat says, or 0 when it cannot be read (gone meanwhile).
+pid_t parent_of(pid_t pid) {
+  // "/proc/" + up to 10 digits + "/stat", written by hand: no snprintf in a fork.
+  char path[32] = "/proc/";
+  char digits[12];
+  int n = 0;
+  for (pid_t rest = pid; rest > 0 && n < 11; rest /= 10) digits[n++] = static_cast<char>('0' + rest % 10);
+  int at = 6;
+  while (n > 0) path[at++] = digits[--n];
+  for (const char* tail = "/stat"; *tail != '\0'; ++tail) path[at++] = *tail;
+  path[at] = '\0';
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  // "pid (comm) S ppid ...": comm is at most 64 bytes here (TASK_COMM_LEN 16, or a kernel
+  // thread's longer name), so the fields after it fit.
+  char text[256];
+  ssize_t got = 0;
+  do {
+    got = ::read(fd, text, sizeof text - 1);
+  } while (got < 0 && errno == EINTR);
+  ::close(fd);
+  if (got <= 0) return 0;
+  text[got] = '\0';
+  // The state follows the last ')' (a command may hold parentheses), the parent after it.
+  const char* close = nullptr;
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (*c == ')') close = c;
+  }
+  if (close == nullptr || close[1] != ' ' || close[2] == '\0' || close[3] != ' ') return 0;
+  pid_t parent = 0;
+  for (const char* c = close + 4; *c >= '0' && *c <= '9'; ++c) parent = parent * 10 + (*c - '0');
+  return parent;
+}
+
+}  // namespace
+
+// The same as kill_listed_children, found the slow way: every process /proc lists whose parent is
+// this process. Still no pid of another process: only this process's unreaped children name it
+// as their parent.
+void kill_children_by_scan() {
+  const int fd = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  const pid_t self = ::getpid();
+  alignas(8) char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::getdents64(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    for (ssize_t at = 0; at < n;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buffer + at);
+      at += entry->d_reclen;
+      const pid_t pid = pid_of(entry->d_name);
+      if (pid > 0 && pid != self && parent_of(pid) == self) ::kill(pid, SIGKILL);
+    }
+  }
+  ::close(fd);
+}
+
+namespace {
+
+void kill_children() {
+  if (!kill_listed_children()) kill_children_by_scan();
 }
 
 // After W: every process below G is killed and reaped. Orphans keep coming to G (it is their

@@ -26,7 +26,11 @@
 //  5. When W ends, G SIGKILLs group Q before reaping W (so Q cannot name another group yet), then
 //     SIGKILLs every process still below it, until it has no child left, and exits as W did: with
 //     its exit code, or killed by the same signal (no core file). The caller's waitpid on G sees
-//     W's end.
+//     W's end. "Below it" is whatever the kernel reparents to G: processes that left Q, moved to
+//     a session of their own (setsid) or lost their parent (a double fork) are G's once their
+//     parents are gone, so killing G's children over and over reaches the last of them. G's
+//     children are read from /proc/thread-self/children, or, on a kernel without that file
+//     (CONFIG_PROC_CHILDREN), found by walking /proc for the processes whose parent is G.
 //
 // What escapes: a process that is not below G (one started through another service: a login,
 // systemd-run, a daemon over a socket), and W's descendants if G itself is SIGKILLed by someone
@@ -78,6 +82,12 @@ struct GuardPlan {
 
 // The signal the caller queues to G for a request (SIGRTMIN: real-time, so queued, never merged).
 int request_signal();
+
+// SIGKILLs every child of the calling process, found by walking /proc (each /proc/PID/stat's
+// parent): G's fallback where /proc/thread-self/children is missing, public for its test. Safe
+// in a fork of a multithreaded process (system calls only). A child of the caller is never reaped
+// by this, so no pid it kills can name another process.
+void kill_children_by_scan();
 
 // Runs G in the child of the caller's fork. The caller's signal mask at the fork must block every
 // signal (so no handler of the caller runs in G). Never returns.

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/base/throws_error_test_util.h"
+#include "net/process/guard.h"
 #include "net/tcpstore/store_host.h"
 
 namespace dagsim::net {
@@ -265,6 +266,79 @@ TEST(Process, EverythingDiesWithACallerThatIsSigkilled) {
       << "worker " << w << " or its child " << g << " outlived their SIGKILLed caller";
   if (!dead(w)) ::kill(w, SIGKILL);
   if (!dead(g)) ::kill(g, SIGKILL);
+}
+
+TEST(Process, WhatLeftTheProgramsSessionDiesWithACallerThatIsSigkilled) {
+  // Issue 49: a child that calls setsid, and an orphan of a double fork in a session of its own,
+  // are in no group or session of the program's: only the guard, their subreaper, reaches them.
+  TempDir dir;
+  const fs::path worker = dir.path / "worker", detached = dir.path / "detached", orphan = dir.path / "orphan";
+  const auto write_pid = [](const fs::path& path) { return "echo $$ > " + path.string() + ".tmp; mv " + path.string() + ".tmp " + path.string(); };
+  const pid_t caller = ::fork();
+  ASSERT_GE(caller, 0);
+  if (caller == 0) {
+    Process p = spawn(shell("trap '' TERM; setsid sh -c '" + write_pid(detached) + "; exec sleep 600' & " +
+                            "setsid sh -c 'sh -c \"echo \\$$ > " + orphan.string() + ".tmp; mv " + orphan.string() + ".tmp " +
+                            orphan.string() + "; exec sleep 600\" & exit 0'; " +
+                            write_pid(worker) + "; while :; do sleep 1; done"));
+    for (;;) ::pause();
+  }
+  const pid_t w = read_pid(worker), d = read_pid(detached), o = read_pid(orphan);
+  ASSERT_GT(w, 0);
+  ASSERT_GT(d, 0);
+  ASSERT_GT(o, 0);
+  // The orphan's parent left at once: it is the guard's now (the worker's parent), the subreaper's.
+  ASSERT_TRUE(eventually([&] { return stat_fields(o).size() > 1 && stat_fields(o)[1] == stat_fields(w).at(1); }));
+  EXPECT_NE(stat_fields(d).at(3), stat_fields(w).at(3)) << "the detached child is in the worker's session";
+  EXPECT_NE(stat_fields(o).at(3), stat_fields(w).at(3)) << "the orphan is in the worker's session";
+  ::kill(caller, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(caller, &status, 0), caller);
+  EXPECT_TRUE(eventually([&] { return dead(w) && dead(d) && dead(o); }))
+      << "worker " << w << ", its setsid child " << d << " or the orphan " << o << " outlived their SIGKILLed caller";
+  for (pid_t pid : {w, d, o}) {
+    if (!dead(pid)) ::kill(pid, SIGKILL);
+  }
+}
+
+TEST(Process, TheScanKillsTheCallersChildrenAndNothingElse) {
+  // The guard's fallback for a kernel without /proc/thread-self/children (guard.h), run in a
+  // child of the test so that only that child's children are at stake; the test's own sleeper,
+  // a sibling of that child's, must live on.
+  Process bystander = spawn(command({"sleep", "600"}));
+  const pid_t scanner = ::fork();
+  ASSERT_GE(scanner, 0);
+  if (scanner == 0) {
+    pid_t children[3] = {};
+    for (int i = 0; i < 3; ++i) {
+      children[i] = ::fork();
+      if (children[i] == 0) {
+        if (i == 1) ::setsid();  // a session of its own changes nothing: its parent is the scanner
+        for (;;) ::pause();
+      }
+    }
+    process_detail::kill_children_by_scan();
+    // Each must be dead within moments; one the scan missed is killed here and fails the test.
+    int failed = 0;
+    for (pid_t child : children) {
+      int status = 0;
+      const auto until = SteadyClock::now() + 10s;
+      pid_t got = 0;
+      while ((got = ::waitpid(child, &status, WNOHANG)) == 0 && SteadyClock::now() < until) ::usleep(1000);
+      if (got == 0) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, &status, 0);
+        failed = 1;
+      } else if (got != child || !WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL) {
+        failed = 1;
+      }
+    }
+    ::_exit(failed);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(scanner, &status, 0), scanner);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a child of the scanner was not SIGKILLed by the scan";
+  EXPECT_FALSE(bystander.poll().has_value()) << "the scan killed a process that was not the scanner's child";
 }
 
 TEST(Process, TheThreadThatSpawnedItMayEnd) {

@@ -4,13 +4,13 @@
 // (c10d_rendezvous_backend.py's _create_file_store; docs/elastic_parity.md).
 //
 // The file is dagsim's own format, not PyTorch's: a dagsim FileStore and a PyTorch one cannot share
-// a file. It holds the whole table: "DGFS0001", the last version given (u64), the key count
-// (u64), then per key its version (u64), key length (u32), value length (u64), key, value (all
-// little-endian). Every call locks the file (flock: shared to read, exclusive to change), reads
-// it whole and, for a change, writes it whole before unlocking, so each call is atomic across
-// processes and the file is never seen half written. Versions rise with every change to any key
-// (a key's version is the one its last change got; 0 is absent), so compare_set_version and
-// watch work across processes as on the built-in store.
+// a file. It holds the whole table (file_store_format.h: the layout and its bounds, 512 MiB a
+// file). Every call locks the file (flock: shared to read, exclusive to change), reads it whole
+// (in pieces, never more than the bound: a sparse or growing file costs no more) and, for a
+// change, writes it whole before unlocking, so each call is atomic across processes and the file
+// is never seen half written. Versions rise with every change to any key (a key's version is the
+// one its last change got; 0 is absent), so compare_set_version and watch work across processes
+// as on the built-in store; they never wrap (a file whose last version is 2^64-1 takes no change).
 //
 // Waiting calls (get, wait, multi_get, watch) poll the file every kPollInterval on the caller's
 // Clock until timeout() (PyTorch's FileStore default, 300 s, unless set); watch_at_most until its
@@ -18,10 +18,12 @@
 // is empty and else answers `expected`; add reads the held text as std::stoll does and wraps
 // (store_integer.h).
 //
-// Errors: a path that cannot be opened or created is connection_failed naming it and the OS's
-// reason (at construction); an I/O failure later likewise; a file that is not this format, or
-// whose lengths run past its end, is protocol_error naming the path and the field; a wait that
-// ends is timed_out naming the keys.
+// Errors: a path that cannot be opened or created, or that is not a regular file (a FIFO, a
+// device, a directory: never read, never waited on), is connection_failed naming it and why (at
+// construction); an I/O failure later likewise; a file that is not this format, breaks a bound or
+// whose lengths run past its end is protocol_error naming the path and the field; a change that
+// would break a bound is invalid_argument; a wait that ends is timed_out naming the keys. Paths
+// and keys in messages are printable() (the file's author chooses its keys).
 //
 // Threading: one fiber at a time per object (calls block the thread only while the file is
 // locked: microseconds). Several objects, in any processes, may share one path.
@@ -32,6 +34,7 @@
 
 #include "core/runtime/clock.h"
 #include "core/store/store.h"
+#include "net/file_store_format.h"
 
 namespace dagsim::net {
 
@@ -63,11 +66,7 @@ class FileStore final : public store::Store {
   store::Versioned watch_at_most(const std::string& key, uint64_t known_version, runtime::Duration timeout) override;
 
  private:
-  struct Table {
-    uint64_t last_version = 0;
-    std::map<std::string, store::Versioned> keys;
-    void put(const std::string& key, store::Bytes value) { keys[key] = {std::move(value), ++last_version}; }
-  };
+  using Table = FileStoreTable;
   class Lock;
   Table load(const Lock& lock) const;
   void save(const Lock& lock, const Table& table) const;

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/stat.h>
+
 #include "core/base/throws_error_test_util.h"
 #include "core/fibers/local_runtime.h"
 
@@ -118,6 +120,42 @@ TEST_F(FileStoreTest, ACorruptFileAndAnUnopenablePathAreNamedErrors) {
   rt_.run_on(0, [&] { EXPECT_TRUE(throws_error([&] { a->num_keys(); }, ErrorCode::protocol_error, {"past the end"})); });
   EXPECT_TRUE(throws_error([&] { FileStore("/nonexistent-dagsim-dir/store", rt_.env(0).clock); }, ErrorCode::connection_failed,
                            {"/nonexistent-dagsim-dir/store", "No such file"}));
+}
+
+// A store file is anyone's to write on the host: a sparse file of 64 GiB (one truncate, no disk)
+// is refused by its size before a byte is read, naming the path and the bound.
+TEST_F(FileStoreTest, AFileOverTheBoundIsRefusedBeforeItIsRead) {
+  auto a = open(0);
+  fs::resize_file(path_, uint64_t{64} << 30);
+  rt_.run_on(0, [&] {
+    EXPECT_TRUE(throws_error([&] { a->get_versioned("k"); }, ErrorCode::protocol_error,
+                             {path_.string(), "68719476736 bytes, over the limit of 512 MiB"}));
+  });
+}
+
+// A FIFO, a device or a directory at the path is refused at once, never read or waited on.
+TEST_F(FileStoreTest, ASpecialFileIsRefusedAtOnce) {
+  ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+  EXPECT_TRUE(throws_error([&] { FileStore(path_.string(), rt_.env(0).clock); }, ErrorCode::connection_failed,
+                           {path_.string(), "not a regular file"}));
+  EXPECT_TRUE(throws_error([&] { FileStore("/dev/null", rt_.env(0).clock); }, ErrorCode::connection_failed,
+                           {"/dev/null", "not a regular file"}));
+  EXPECT_TRUE(throws_error([&] { FileStore(::testing::TempDir(), rt_.env(0).clock); }, ErrorCode::connection_failed));
+}
+
+// A last version of 2^64-1 (anyone may write it): reads go on, a change is refused by name and
+// the file is left as it was, never a version that wraps to 0.
+TEST_F(FileStoreTest, AVersionAtTheTopIsNeverWrapped) {
+  std::string bytes = "DGFS0001" + std::string(8, '\xff') + std::string(8, '\0');
+  std::ofstream(path_, std::ios::binary) << bytes;
+  auto a = open(0);
+  rt_.run_on(0, [&] {
+    EXPECT_EQ(a->num_keys(), 0);
+    EXPECT_TRUE(throws_error([&] { a->set("k", b("v")); }, ErrorCode::protocol_error, {path_.string(), "2^64-1"}));
+    EXPECT_TRUE(throws_error([&] { (void)a->compare_set_version("k", 0, b("v")); }, ErrorCode::protocol_error, {"2^64-1"}));
+    EXPECT_FALSE(a->check({"k"}));
+  });
+  EXPECT_EQ(fs::file_size(path_), bytes.size());
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ uint8_t parse_std_digit(const std::string& flag, const std::string& text, const 
 
 void make_dir(const std::string& path) {
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    throw errors::invalid_argument("cannot make the log folder " + printable(path) + ": " + std::strerror(errno));
+    throw errors::invalid_argument("cannot make the log folder " + printable(path, kPathMax) + ": " + std::strerror(errno));
   }
 }
 
@@ -90,10 +90,15 @@ StdStreams parse_std_streams(const std::string& flag, const std::string& text) {
 
 std::string make_run_log_dir(const std::string& log_dir, const std::string& run_id) {
   DAGSIM_ASSERT(!log_dir.empty());
+  // The id is one path component: a '/' would make the folder somewhere else (launch refuses
+  // such an id first, naming the flag).
+  if (run_id.empty() || run_id.find('/') != std::string::npos || run_id.find('\0') != std::string::npos) {
+    throw errors::invalid_argument("the run id " + quote(run_id) + " cannot name a folder: it must be non-empty, without '/'");
+  }
   make_dir(log_dir);
   std::string pattern = log_dir + "/" + run_id + "_XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
-    throw errors::invalid_argument("cannot make a run folder in " + printable(log_dir) + ": " + std::strerror(errno));
+    throw errors::invalid_argument("cannot make a run folder in " + printable(log_dir, kPathMax) + ": " + std::strerror(errno));
   }
   return pattern;
 }

@@ -59,8 +59,9 @@ struct ProcessWorkerConfig {
   std::shared_ptr<std::vector<std::unique_ptr<WorkerProcesses>>> orphans;
 };
 
-// Makes <log dir>/<run id>_<8 random characters> (and <log dir> itself); throws invalid_argument
-// naming the folder when it cannot.
+// Makes <log dir>/<run id>_<6 random characters> (and <log dir> itself); throws invalid_argument
+// naming the folder when it cannot, and naming the id when it is empty or holds a '/' (the folder
+// must be inside <log dir>: "../../x" is refused before anything is made).
 std::string make_run_log_dir(const std::string& log_dir, const std::string& run_id);
 
 class ProcessWorkerGroup final : public elastic::WorkerGroup {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/base/error.h"
 #include "net/tcpstore/store_host.h"
 
 namespace dagsim::net {
@@ -72,6 +73,29 @@ std::string read_file(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+TEST(ProcessWorkerGroup, TheRunFolderIsAlwaysInsideTheLogFolder) {
+  // The run id is one path component (issue 49: "--rdzv_id ../../x" wrote above the log folder).
+  TempDir dir;
+  const fs::path logs = dir.path / "a" / "b";
+  for (const std::string id : {"../../x", "/tmp/x", "a/b", ""}) {
+    try {
+      make_run_log_dir(logs.string(), id);
+      ADD_FAILURE() << "the run id " << id << " made a folder";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("cannot name a folder"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(fs::exists(logs)) << "a refused id made the log folder";
+  std::vector<fs::path> made;
+  for (const std::string id : {"..", ".", "job\nx"}) made.push_back(make_run_log_dir(logs.string(), id));
+  for (const fs::path& folder : made) {
+    EXPECT_EQ(fs::canonical(folder).parent_path(), fs::canonical(logs)) << folder;
+    EXPECT_TRUE(fs::is_directory(folder));
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}), 1) << "something was made beside the log folder";
 }
 
 TEST(ProcessWorkerGroup, AFailedWorkersErrorFileIsQuotedInTheFailureAndLogsAreInTorchrunsLayout) {

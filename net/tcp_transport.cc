@@ -21,6 +21,8 @@
 #include "core/base/error.h"
 #include "core/runtime/fiber_context.h"
 #include "net/handshake.h"
+#include "net/opening.h"
+#include "net/secure_channel.h"
 
 namespace dagsim::net {
 
@@ -43,7 +45,8 @@ struct Writing {
   std::array<uint8_t, kEnvelopeMacBytes> mac{};
   size_t mac_bytes = 0;
   bool envelope = false;  // a message (counted when lost), not handshake bytes
-  size_t maced = 0;       // payload bytes MACed and handed to the socket (Note [MAC as it goes])
+  size_t maced = 0;       // payload bytes MACed (or encrypted) and handed on (Note [MAC as it goes])
+  uint64_t padded = 0;    // padding bytes encrypted and handed on (TLS)
 };
 
 // Note [MAC as it goes]: an envelope's MAC trails its payload, so a sender need not MAC a whole
@@ -52,6 +55,12 @@ struct Writing {
 // pieces while the sender still MACs the rest. MACing 1 MiB whole first added its full cost to
 // every large message's latency. Small envelopes still leave many per write.
 constexpr size_t kMacAheadBytes = 128 * 1024;
+// The same bound for TLS: a connection encrypts at most this much ahead of the socket, so a
+// large message's first records are on their way (and being decrypted) while the rest is
+// encrypted, and what waits encrypted stays small whatever the message or its padding.
+constexpr size_t kEncryptAheadBytes = 128 * 1024;
+// TLS reads go through this much buffer (records are at most 16 KiB of plaintext).
+constexpr size_t kCipherReadBytes = 64 * 1024;
 
 struct Outgoing {
   runtime::Bytes payload;
@@ -147,6 +156,10 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
   std::string name(WorkerId w) const;
   std::string where(WorkerId w) const;
   HandshakeParams handshake_params() const;
+  ChannelParams channel_params() const;
+  // How a new connection opens: TLS when the node has a certificate, else the shared secret.
+  Opening dial_opening(WorkerId peer) const;
+  Opening accept_opening() const;
   void log(const std::string& line) const {
     if (options_.log) options_.log(line);
   }
@@ -159,10 +172,12 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
 // hold the connection alive and call back into the transport only while it exists.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(std::weak_ptr<TcpTransport::Impl> owner, tcp::socket socket, Handshake handshake,
+  Connection(std::weak_ptr<TcpTransport::Impl> owner, tcp::socket socket, Opening opening,
              runtime::Duration timeout, EnvelopeLimits limits, bool trusted)
-      : owner_(std::move(owner)), socket_(std::move(socket)), handshake_(std::move(handshake)),
-        timer_(socket_.get_executor()), timeout_(timeout), limits_(limits), trusted_(trusted) {}
+      : owner_(std::move(owner)), socket_(std::move(socket)), handshake_(std::move(opening)),
+        timer_(socket_.get_executor()), timeout_(timeout), limits_(limits), trusted_(trusted) {
+    if (handshake_.tls()) cipher_in_.resize(kCipherReadBytes);
+  }
 
   // Starts the handshake: what it has to say, then reads, within `handshake_timeout`.
   void start(runtime::Duration handshake_timeout) {
@@ -175,6 +190,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   bool established() const { return handshake_.status() == Handshake::Status::established; }
+  // The name in the peer's certificate ("" before TLS saw it, or with a shared secret).
+  std::string certificate_name() {
+    return handshake_.tls() ? handshake_.tls()->peer_certificate_name() : std::string();
+  }
   bool closed() const { return closed_; }
   Handshake::Role role() const { return handshake_.role(); }
   const PeerIdentity& peer() const { return handshake_.peer(); }
@@ -207,7 +226,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     in_flight_.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(queue_.end()));
     queue_.clear();
     next_ = 0;
-    const size_t mac_bytes = sealer_ && sealer_->macs() ? kEnvelopeMacBytes : 0;
+    const size_t mac_bytes = sealer_ && sealer_->macs() ? kEnvelopeMacBytes : 0;  // TLS: counted as plaintext
     for (const Writing& w : in_flight_) {
       stats.bytes_sent += w.envelope ? kEnvelopeHeaderBytes + w.payload.size() + w.padding + mac_bytes : w.head.size();
     }
@@ -223,6 +242,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     DAGSIM_ASSERT(written_buffers_ == buffers_.size() && next_ < in_flight_.size());
     buffers_.clear();
     written_buffers_ = 0;
+    if (encrypted()) return gather_encrypted();
     size_t budget = sealer_ && sealer_->macs() ? kMacAheadBytes : SIZE_MAX;
     for (; next_ < in_flight_.size(); ++next_) {
       Writing& w = in_flight_[next_];
@@ -254,6 +274,52 @@ class Connection : public std::enable_shared_from_this<Connection> {
       w.mac_bytes = sealed.mac_bytes;
       if (w.mac_bytes > 0) buffers_.emplace_back(w.mac.data(), w.mac_bytes);
     }
+  }
+
+  // gather() for TLS: the next records, encrypted into cipher_out_, at most kEncryptAheadBytes of
+  // plaintext at a time; handshake bytes (already TLS's own records) pass as they are, in order.
+  void gather_encrypted() {
+    SecureChannel& tls = *handshake_.tls();
+    cipher_out_.clear();
+    size_t budget = kEncryptAheadBytes;
+    for (; next_ < in_flight_.size() && budget > 0; ++next_) {
+      Writing& w = in_flight_[next_];
+      if (!w.envelope) {
+        tls.take_output(cipher_out_);
+        cipher_out_.insert(cipher_out_.end(), w.head.begin(), w.head.end());
+        continue;
+      }
+      if (w.head.empty()) {
+        const auto header = sealer_->begin(w.payload.size(), w.padding);
+        w.head.assign(header.begin(), header.end());
+        tls.write(w.head);
+      }
+      const size_t n = std::min(budget, w.payload.size() - w.maced);
+      if (n > 0) {
+        const std::span<const uint8_t> piece = std::span<const uint8_t>(w.payload).subspan(w.maced, n);
+        sealer_->update(piece);  // no MAC under TLS: only counts what the envelope has had
+        tls.write(piece);
+        w.maced += n;
+        budget -= n;
+      }
+      while (w.maced == w.payload.size() && w.padded < w.padding && budget > 0) {
+        const size_t k = static_cast<size_t>(std::min<uint64_t>({w.padding - w.padded, kZeroPageBytes, budget}));
+        tls.write(std::span<const uint8_t>(kZeroPage.data(), k));
+        w.padded += k;
+        budget -= k;
+      }
+      if (w.maced < w.payload.size() || w.padded < w.padding) break;  // the rest after these bytes
+      sealer_->finish();
+    }
+    tls.take_output(cipher_out_);
+    buffers_.emplace_back(cipher_out_.data(), cipher_out_.size());
+  }
+
+  // True once a TLS connection is established and not plain (--trusted-network): every byte then
+  // goes through the channel's encryption.
+  bool encrypted() {
+    SecureChannel* tls = handshake_.tls();
+    return tls != nullptr && tls->status() == Handshake::Status::established && !tls->plain();
   }
 
   // Hands the kernel as much of buffers_ as it takes, until all of in_flight_ is written. Not
@@ -328,7 +394,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void read() {
     if (closed_) return;
-    std::span<uint8_t> into = decoder_ ? decoder_->next_buffer() : std::span<uint8_t>(handshake_buffer_);
+    std::span<uint8_t> into = decoder_ && !encrypted() ? decoder_->next_buffer()
+                              : handshake_.tls()         ? std::span<uint8_t>(cipher_in_)
+                                                         : std::span<uint8_t>(handshake_buffer_);
     socket_.async_read_some(asio::buffer(into.data(), into.size()),
                             [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
                               if (self->closed_) return;
@@ -342,21 +410,34 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (!owner) return;
     try {
       if (!decoder_) {
-        const std::span<const uint8_t> got(handshake_buffer_.data(), n);
+        const std::span<const uint8_t> got(handshake_.tls() ? cipher_in_.data() : handshake_buffer_.data(), n);
         const size_t used = handshake_.feed(got);
         queue_raw(handshake_.take_output());
         if (handshake_.status() == Handshake::Status::refused) return owner->on_refused(shared_from_this(), handshake_.error());
         if (handshake_.status() == Handshake::Status::established) {
           timer_.cancel();
-          const SessionKeys& keys = handshake_.keys();
-          sealer_.emplace(trusted_ ? std::nullopt : std::optional<Digest>(keys.send));
-          decoder_.emplace(trusted_ ? std::nullopt : std::optional<Digest>(keys.receive), limits_);
+          // TLS authenticates every byte itself: envelopes then carry no MAC of their own.
+          const Handshake* secret = handshake_.shared_secret();
+          const bool macs = secret != nullptr && !trusted_;
+          sealer_.emplace(macs ? std::optional<Digest>(secret->keys().send) : std::nullopt);
+          decoder_.emplace(macs ? std::optional<Digest>(secret->keys().receive) : std::nullopt, limits_);
           owner->on_established(shared_from_this());
           if (closed_) return;
-          decoder_->push(got.subspan(used));
+          if (secret != nullptr) {
+            decoder_->push(got.subspan(used));
+          } else if (handshake_.tls()->plain()) {
+            decoder_->push(handshake_.tls()->take_unread());
+          }
         }
+      } else if (encrypted()) {
+        handshake_.tls()->feed({cipher_in_.data(), n});
       } else {
         decoder_->commit(n);
+      }
+      if (decoder_ && encrypted()) {
+        // Decrypts straight into where the decoder wants its next bytes (a large payload's buffer).
+        SecureChannel& tls = *handshake_.tls();
+        while (size_t k = tls.read(decoder_->next_buffer())) decoder_->commit(k);
       }
       if (decoder_) {
         while (std::optional<ReceivedEnvelope> e = decoder_->pop()) {
@@ -397,7 +478,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::weak_ptr<TcpTransport::Impl> owner_;
   tcp::socket socket_;
-  Handshake handshake_;
+  Opening handshake_;
   asio::steady_timer timer_;
   runtime::Duration timeout_;
   EnvelopeLimits limits_;
@@ -405,6 +486,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<EnvelopeSealer> sealer_;
   std::optional<EnvelopeDecoder> decoder_;
   std::array<uint8_t, 256> handshake_buffer_{};
+  std::vector<uint8_t> cipher_in_;   // TLS: what the socket read, before decryption
+  std::vector<uint8_t> cipher_out_;  // TLS: encrypted records being written
   std::deque<Writing> queue_;
   std::vector<Writing> in_flight_;
   size_t next_ = 0;  // in_flight_[next_] is the first not wholly in buffers_ yet
@@ -449,6 +532,27 @@ HandshakeParams TcpTransport::Impl::handshake_params() const {
   return p;
 }
 
+ChannelParams TcpTransport::Impl::channel_params() const {
+  ChannelParams p;
+  p.cluster_id = options_.cluster_id;
+  p.self = options_.self;
+  p.incarnation = options_.incarnation;
+  p.names = options_.names;
+  p.plain_after_handshake = options_.trusted_network;
+  if (options_.protocol_version != 0) p.version = options_.protocol_version;
+  return p;
+}
+
+Opening TcpTransport::Impl::dial_opening(WorkerId peer) const {
+  if (options_.tls) return Opening(SecureChannel::dial(options_.tls, channel_params(), peer));
+  return Opening(Handshake::dial(handshake_params(), peer, fresh_nonce()));
+}
+
+Opening TcpTransport::Impl::accept_opening() const {
+  if (options_.tls) return Opening(SecureChannel::accept(options_.tls, channel_params()));
+  return Opening(Handshake::accept(handshake_params(), fresh_nonce()));
+}
+
 void TcpTransport::Impl::start() { accept_next(); }
 
 void TcpTransport::Impl::accept_next() {
@@ -464,7 +568,7 @@ void TcpTransport::Impl::accept_next() {
                 std::to_string(self->inbound_) + " inbound connections (the limit)");
       socket.close(ignored);
     } else {
-      auto c = std::make_shared<Connection>(weak, std::move(socket), Handshake::accept(self->handshake_params(), fresh_nonce()),
+      auto c = std::make_shared<Connection>(weak, std::move(socket), self->accept_opening(),
                                             self->options_.connection_timeout, self->options_.limits,
                                             self->options_.trusted_network);
       c->counted_inbound = true;
@@ -620,7 +724,7 @@ void TcpTransport::Impl::connect(WorkerId peer) {
     if (!l.dialing || l.attempt_id != attempt) return;
     if (ec2) return self->dial_failed(peer, ec2.message(), ec2 == asio::error::connection_refused);
     auto c = std::make_shared<Connection>(weak, std::move(*socket),
-                                          Handshake::dial(self->handshake_params(), peer, fresh_nonce()),
+                                          self->dial_opening(peer),
                                           self->options_.connection_timeout, self->options_.limits,
                                           self->options_.trusted_network);
     c->set_socket_options(self->options_.connection_timeout);

@@ -43,6 +43,7 @@
 #include "core/runtime/network_model.h"
 #include "core/runtime/transport.h"
 #include "net/envelope.h"
+#include "net/secure_channel.h"
 
 namespace dagsim::net {
 
@@ -57,8 +58,12 @@ struct TcpTransportOptions {
   uint64_t cluster_id = 0;
   std::vector<std::string> names;    // by worker id, for messages
   std::vector<TcpEndpoint> peers;    // by worker id (this node's own entry is not dialled)
+  // The node's own TLS credential and the run's CA (secure_channel.h): every connection is mutual
+  // TLS 1.3 and each peer is checked against the name in its certificate. Null: the operator
+  // chose a shared secret instead (`secret`, handshake.h), one identity for the whole run.
+  std::shared_ptr<const TlsContext> tls;
   std::vector<uint8_t> secret;
-  bool trusted_network = false;      // no MACs after the handshake (documented, off by default)
+  bool trusted_network = false;      // plain after the handshake (documented, off by default)
   runtime::Duration connection_timeout = std::chrono::seconds(5);
   runtime::Duration handshake_timeout = std::chrono::seconds(2);
   size_t max_inbound = 256;

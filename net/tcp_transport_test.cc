@@ -13,6 +13,7 @@
 #include "core/runtime/fiber_context.h"
 #include "net/io_scheduler.h"
 #include "net/real_clock.h"
+#include "net/secure_channel.h"
 
 namespace dagsim::net {
 namespace {
@@ -292,6 +293,62 @@ TEST(TcpTransport, TheDelayLayerKeepsEachLinkInOrder) {
     }
     for (uint8_t i = 0; i < 50; ++i) nodes[0]->send(1, {i});
     for (uint8_t i = 0; i < 50; ++i) EXPECT_EQ(pop(*nodes[1]).payload, runtime::Bytes{i});
+  });
+}
+
+// Mutual TLS with per-node certificates (issue 49): what the shared-secret tests above show, over
+// TLS, and a node that holds its own certificate but claims another node's id is refused by name.
+struct Credentials {
+  CertificateAuthority ca = CertificateAuthority::create("test run CA");
+  std::vector<std::shared_ptr<const TlsContext>> nodes;
+  explicit Credentials(size_t n) {
+    for (size_t i = 0; i < n; ++i) nodes.push_back(std::make_shared<TlsContext>(ca.issue("worker" + std::to_string(i))));
+  }
+};
+
+TEST(TcpTransport, OverTlsMessagesAndTheirPaddingArriveWholeAndInOrder) {
+  on_io_thread([](asio::io_context& io) {
+    Credentials credentials(2);
+    Cluster c(io, 2, 1s, {}, [&](TcpTransportOptions& o) { o.tls = credentials.nodes[o.self]; });
+    const std::vector<size_t> sizes = {1, 64, 4096, 3 << 20, 0, 17};
+    for (size_t round = 0; round < 5; ++round) {
+      for (size_t i = 0; i < sizes.size(); ++i) c[0].send(1, bytes_of(sizes[i], static_cast<uint8_t>(round + i)), i * 100000);
+    }
+    for (size_t round = 0; round < 5; ++round) {
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        const Delivery d = pop(c[1]);
+        ASSERT_EQ(d.kind, Delivery::Kind::message) << d.reason;
+        EXPECT_EQ(d.peer_incarnation, 3u);
+        EXPECT_EQ(d.payload, bytes_of(sizes[i], static_cast<uint8_t>(round + i)));
+        EXPECT_EQ(d.padding, i * 100000);
+      }
+    }
+    c[1].send(0, bytes_of(10, 9));
+    EXPECT_EQ(pop(c[0]).payload, bytes_of(10, 9));
+    EXPECT_EQ(c[0].stats().refused + c[1].stats().refused, 0u);
+  });
+}
+
+TEST(TcpTransport, OverTlsANodeClaimingAnotherNodesIdIsRefusedByNameWhileTheOthersKeepWorking) {
+  on_io_thread([](asio::io_context& io) {
+    Credentials credentials(3);
+    // worker2's process, holding its own certificate, says it is worker1.
+    Cluster c(io, 3, 1s, {}, [&](TcpTransportOptions& o) {
+      o.tls = credentials.nodes[o.self];
+      if (o.self == 2) o.self = 1;
+    });
+    c[2].send(0, bytes_of(8, 1));  // from the impostor
+    c[1].send(0, bytes_of(8, 2));  // from the real worker1
+    const Delivery d = pop(c[0]);
+    ASSERT_EQ(d.kind, Delivery::Kind::message) << d.reason;
+    EXPECT_EQ(d.payload, bytes_of(8, 2));
+    EXPECT_FALSE(c[0].inbox().try_pop().has_value()) << "the impostor's message was delivered";
+    bool named = false;
+    for (const std::string& line : c.logs) {
+      named = named || (line.starts_with("worker0: ") && line.find("certificate names \"worker2\"") != std::string::npos &&
+                        line.find("claims to be \"worker1\"") != std::string::npos);
+    }
+    EXPECT_TRUE(named) << ::testing::PrintToString(c.logs);
   });
 }
 

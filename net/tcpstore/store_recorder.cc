@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "net/crypto.h"
 
 namespace dagsim::net::tcpstore {
@@ -22,7 +24,17 @@ int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-nlohmann::json hex_or_null(const std::optional<Bytes>& bytes) { return bytes ? nlohmann::json(hex_of(*bytes)) : nlohmann::json(); }
+// Room kept at the cap for the closing line (cut or stop: under 100 bytes).
+constexpr uint64_t kClosingRoom = 256;
+
+nlohmann::json value_or_null(const std::optional<Bytes>& bytes, size_t whole_max) {
+  return bytes ? recorded_value(*bytes, whole_max) : nlohmann::json();
+}
+
+bool is_state_key(const std::string& key) {
+  const std::string_view k = key.starts_with('/') ? std::string_view(key).substr(1) : std::string_view(key);
+  return key.size() <= kRecordKeyMax && k.starts_with(kRecordStatePrefix);
+}
 
 // An endpoint as the kernel's /proc/net/tcp{,6} print it: the address as 32-bit words in host
 // (little-endian) order, then the port, all upper-case hex.
@@ -79,6 +91,23 @@ const char* op_name(QueryType type) {
 
 }  // namespace
 
+nlohmann::json recorded_value(std::span<const uint8_t> value, size_t whole_max) {
+  if (value.size() <= whole_max) return hex_of(value);
+  return {{"bytes", value.size()}, {"sha256", sha256_hex(value)}};
+}
+
+nlohmann::json recorded_key(const std::string& key) {
+  if (key.size() <= kRecordKeyMax) {
+    nlohmann::json text = key;
+    try {
+      (void)text.dump();  // JSON's strings are UTF-8: anything else does not dump
+      return text;
+    } catch (const nlohmann::json::type_error&) {
+    }
+  }
+  return recorded_value(std::span(reinterpret_cast<const uint8_t*>(key.data()), key.size()), 0);
+}
+
 std::optional<int64_t> local_peer_pid(const boost::asio::ip::tcp::endpoint& client, const boost::asio::ip::tcp::endpoint& server) {
   // The client's socket, seen from its own side: local = the client, remote = the store.
   std::optional<std::string> inode;
@@ -112,27 +141,51 @@ std::optional<int64_t> local_peer_pid(const boost::asio::ip::tcp::endpoint& clie
   return std::nullopt;
 }
 
-StoreRecorder::StoreRecorder(const std::string& path) : path_(path), out_(path, std::ios::out | std::ios::trunc) {
-  if (!out_) throw errors::invalid_argument("cannot write the store's record " + path);
-  write(nlohmann::json{{"op", "start"}, {"t", wall_ns()}, {"pid", static_cast<int64_t>(getpid())}}.dump());
+StoreRecorder::StoreRecorder(const std::string& path, RecorderLimits limits, std::function<void(const std::string&)> log)
+    : path_(path), limits_(limits), log_(std::move(log)) {
+  if (limits_.max_bytes < kRecordMinBytes) {
+    throw errors::invalid_argument("the store's record cap of " + std::to_string(limits_.max_bytes) +
+                                   " bytes is below the " + std::to_string(kRecordMinBytes) + " a record needs");
+  }
+  if (limits_.value_bytes > kRecordStateMax) {
+    throw errors::invalid_argument("values of up to " + std::to_string(limits_.value_bytes) +
+                                   " bytes written whole: more than the record's most, " + std::to_string(kRecordStateMax));
+  }
+  out_.open(path, std::ios::out | std::ios::trunc);
+  if (!out_) throw errors::invalid_argument("cannot write the store's record " + printable(path, kPathMax));
+  write(nlohmann::json{{"op", "start"}, {"t", wall_ns()}, {"pid", static_cast<int64_t>(getpid())}});
 }
 
 StoreRecorder::~StoreRecorder() = default;
 
-void StoreRecorder::write(const std::string& line) {
-  if (!error_.empty()) return;
-  out_ << line << '\n';
-  if (!out_) error_ = "cannot write the store's record " + path_;
+void StoreRecorder::write(const nlohmann::json& line, bool closing) {
+  if (!error_.empty() || cut_) return;
+  // Keys are UTF-8 by now (recorded_key); `replace` only keeps a surprise from throwing here.
+  const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+  if (!closing && written_ + text.size() + kClosingRoom > limits_.max_bytes) {
+    // The cap: this line and every later one are left out, and the record says where it ends.
+    const int64_t t = line.contains("t") ? line.at("t").get<int64_t>() : wall_ns();
+    write(nlohmann::json{{"op", "cut"}, {"t", t}, {"max_bytes", limits_.max_bytes}}, true);
+    out_.flush();
+    cut_ = true;
+    if (log_) {
+      log_("the record " + printable(path_, kPathMax) + " reached its cap of " + std::to_string(limits_.max_bytes) +
+           " bytes (--record-max-bytes): recording stopped, the store serves on");
+    }
+    return;
+  }
+  out_ << text;
+  written_ += text.size();
+  if (!out_) error_ = "cannot write the store's record " + printable(path_, kPathMax);
 }
 
 void StoreRecorder::connected(uint64_t conn, const std::string& peer, std::optional<int64_t> pid) {
   write(nlohmann::json{{"op", "connect"}, {"t", wall_ns()}, {"conn", conn}, {"peer", peer},
-                       {"pid", pid ? nlohmann::json(*pid) : nlohmann::json()}}
-            .dump());
+                       {"pid", pid ? nlohmann::json(*pid) : nlohmann::json()}});
 }
 
 void StoreRecorder::closed(uint64_t conn) {
-  write(nlohmann::json{{"op", "close"}, {"t", wall_ns()}, {"conn", conn}}.dump());
+  write(nlohmann::json{{"op", "close"}, {"t", wall_ns()}, {"conn", conn}});
   out_.flush();  // a connection's end is a natural point to make the record durable
 }
 
@@ -143,51 +196,60 @@ StoreRecorder::Pending StoreRecorder::begin(uint64_t conn, const Query& q, const
 }
 
 void StoreRecorder::end(const Pending& p, const store::KeyValueTable& table) {
+  if (cut_ || !error_.empty()) return;  // nothing more is written: spare the hex and digests
   const Query& q = p.query;
   nlohmann::json line = {{"op", op_name(q.type)}, {"t", p.t}, {"conn", p.conn}};
+  // What the store answered is summarised past the limit; what a client wrote to a state key is
+  // kept whole for the judge (the client sent every byte of it).
+  const size_t answered = limits_.value_bytes;
+  const size_t sent = !q.keys.empty() && is_state_key(q.keys[0]) ? std::max(kRecordStateMax, answered) : answered;
   switch (q.type) {
     case QueryType::set:
-      line["key"] = q.keys[0];
-      line["value"] = hex_of(q.values[0]);
+      line["key"] = recorded_key(q.keys[0]);
+      line["value"] = recorded_value(q.values[0], sent);
       break;
     case QueryType::compare_set: {
-      line["key"] = q.keys[0];
-      line["expected"] = hex_of(q.values[0]);
-      line["desired"] = hex_of(q.values[1]);
+      line["key"] = recorded_key(q.keys[0]);
+      line["expected"] = recorded_value(q.values[0], sent);
+      line["desired"] = recorded_value(q.values[1], sent);
       const std::optional<Bytes> after = table.get(q.keys[0]);
       // PyTorch's rule (key_value_table.h): the key is set when it holds `expected`, or is absent
       // and `expected` is empty. Rewriting the same bytes is a write too.
-      line["written"] = p.before ? *p.before == q.values[0] : q.values[0].empty();
-      line["value"] = hex_or_null(after);
+      const bool written = p.before ? *p.before == q.values[0] : q.values[0].empty();
+      line["written"] = written;
+      line["value"] = value_or_null(after, written ? sent : answered);
       break;
     }
     case QueryType::get:
-      line["key"] = q.keys[0];
-      line["value"] = hex_or_null(table.get(q.keys[0]));
+      line["key"] = recorded_key(q.keys[0]);
+      line["value"] = value_or_null(table.get(q.keys[0]), answered);
       break;
     case QueryType::add:
-      line["key"] = q.keys[0];
+      line["key"] = recorded_key(q.keys[0]);
       line["delta"] = q.delta;
-      line["value"] = hex_or_null(table.get(q.keys[0]));
+      line["value"] = value_or_null(table.get(q.keys[0]), answered);
       break;
     case QueryType::delete_key:
-      line["key"] = q.keys[0];
+      line["key"] = recorded_key(q.keys[0]);
       line["deleted"] = p.before.has_value() && !table.get(q.keys[0]).has_value();
       break;
     case QueryType::check:
     case QueryType::wait:
     case QueryType::watch_key:
-    case QueryType::get_num_keys:
-      line["keys"] = q.keys;
+    case QueryType::get_num_keys: {
+      nlohmann::json keys = nlohmann::json::array();
+      for (const std::string& k : q.keys) keys.push_back(recorded_key(k));
+      line["keys"] = std::move(keys);
       break;
+    }
   }
-  write(line.dump());
+  write(line);
 }
 
 void StoreRecorder::stop() {
-  write(nlohmann::json{{"op", "stop"}, {"t", wall_ns()}}.dump());
+  write(nlohmann::json{{"op", "stop"}, {"t", wall_ns()}}, true);
   out_.flush();
-  if (!out_ && error_.empty()) error_ = "cannot write the store's record " + path_;
+  if (!out_ && error_.empty()) error_ = "cannot write the store's record " + printable(path_, kPathMax);
 }
 
 }  // namespace dagsim::net::tcpstore

@@ -112,9 +112,21 @@ struct StoreArgs {
   uint16_t port = 0;               // 0: the OS picks
   size_t max_connections = 0;      // 0: as many as the file-descriptor limit allows
   std::string record;              // --record FILE: every client operation, a JSON line each
+  uint64_t record_max_bytes = uint64_t{1} << 30;  // --record-max-bytes: the record's cap
+  size_t record_value_bytes = 1024;               // --record-value-bytes: longer values summarised
 };
 // Serves the built-in store over PyTorch 1.13's TCPStore protocol until SIGTERM or SIGINT.
 int store_command(const StoreArgs& args);
+
+struct CredentialsArgs {
+  std::string action;  // ca | issue | revoke
+  std::string ca_dir;
+  std::string out_dir;
+  std::vector<std::string> names;
+  int days = 30;
+};
+// `dagsim credentials` (credentials_command.cc).
+int credentials_command(const CredentialsArgs& args);
 
 // `dagsim launch`: launch/launcher.h (its flags are launch::LaunchArgs, parsed in main.cc).
 using LaunchArgs = launch::LaunchArgs;

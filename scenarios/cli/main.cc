@@ -155,8 +155,9 @@ int main(int argc, char** argv) {
 
   dagsim::cli::NodeArgs node;
   CLI::App* node_cmd = app.add_subcommand(
-      "node", "Run one node of a scenario over TCP (started by `dagsim run --transport tcp`; docs/tcp.md). The shared "
-              "secret comes from DAGSIM_SECRET or DAGSIM_SECRET_FILE, never the command line");
+      "node", "Run one node of a scenario over TCP (started by `dagsim run --transport tcp`; docs/tcp.md). Its "
+              "credentials come from DAGSIM_CREDENTIALS (or a shared secret from DAGSIM_SECRET or DAGSIM_SECRET_FILE), "
+              "never the command line");
   node_cmd->add_option("--scenario", node.scenario_file,
                        "This host's copy of the launcher's scenario (needed with --control; refused unless its "
                        "SHA-256 is the launcher's)");
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
   node_cmd->add_option("--gpus", node.gpus, "What this node's GPUs ([devices]) are: sim, sim-kernels or cuda (as dagsim run's)")
       ->check(CLI::IsMember({"sim", "sim-kernels", "cuda"}))
       ->capture_default_str();
-  node_cmd->add_flag("--trusted-network", node.trusted_network, "No per-frame MACs after the handshake");
+  node_cmd->add_flag("--trusted-network", node.trusted_network, "Plain frames after the authenticated handshake");
 
   dagsim::cli::StoreArgs store;
   CLI::App* store_cmd = app.add_subcommand(
@@ -184,6 +185,27 @@ int main(int argc, char** argv) {
                         "limit, less 64)");
   store_cmd->add_option("--record", store.record,
                         "Write every client operation to FILE, one JSON line each (docs/cli.md; dagsim judge reads it)");
+  store_cmd->add_option("--record-max-bytes", store.record_max_bytes,
+                        "The record's cap: at this size it ends with a cut line and recording stops (at least 4096)")
+      ->capture_default_str();
+  store_cmd->add_option("--record-value-bytes", store.record_value_bytes,
+                        "Values longer than this are recorded as their length and SHA-256, except the rendezvous "
+                        "states clients write (at most 16 MiB)")
+      ->capture_default_str();
+
+  dagsim::cli::CredentialsArgs credentials;
+  CLI::App* credentials_cmd = app.add_subcommand(
+      "credentials", "Make a run's CA and its nodes' credentials, for nodes started by hand (docs/tcp.md): "
+                     "ca --ca DIR; issue --ca DIR --out DIR NAME...; revoke --ca DIR NAME...");
+  credentials_cmd->add_option("action", credentials.action, "ca, issue or revoke")
+      ->required()
+      ->check(CLI::IsMember({"ca", "issue", "revoke"}));
+  credentials_cmd->add_option("names", credentials.names, "Node names (as in the peers file), or launcher");
+  credentials_cmd->add_option("--ca", credentials.ca_dir, "The CA's directory (ca.crt, ca.key)")->required();
+  credentials_cmd->add_option("--out", credentials.out_dir, "issue: one directory per name is made here");
+  credentials_cmd->add_option("--days", credentials.days, "How long certificates are valid")
+      ->check(CLI::Range(1, 3650))
+      ->capture_default_str();
 
   dagsim::cli::LaunchArgs launch;
   CLI::App* launch_cmd = app.add_subcommand(
@@ -275,6 +297,7 @@ int main(int argc, char** argv) {
     if (*report_cmd) code = dagsim::cli::report_command(report);
     if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);
     if (*store_cmd) code = dagsim::cli::store_command(store);
+    if (*credentials_cmd) code = dagsim::cli::credentials_command(credentials);
     if (*launch_cmd) {
       launch.command = launch_cmd->remaining();
       if (!launch.command.empty() && launch.command.front() == "--") launch.command.erase(launch.command.begin());

@@ -2,9 +2,10 @@
 // carrying one message of control_messages.h (its one definition and codec) per envelope. Locally
 // it is a Unix socket pair the launcher makes and
 // the child inherits (no peer can reach it); for a node on another host it is a TCP connection the
-// node opens to the launcher's control port, authenticated with the cluster's secret by the same
-// handshake as the data plane (the launcher takes the worker id after the last node's), and every
-// message then carries a MAC under the session key. Messages travel as envelopes (net/envelope.h)
+// node opens to the launcher's control port, opened as the data plane's connections are
+// (net/opening.h: mutual TLS, each end checked against the name in its certificate, the launcher
+// being "launcher" and taking the worker id after the last node's; or the shared secret's
+// handshake), and every message is then encrypted by TLS (or carries a MAC under the session key). Messages travel as envelopes (net/envelope.h)
 // whose payload is the message's JSON text. Nothing on it is ever executed.
 //
 // Promises: messages arrive whole and in order; one larger than kMaxControlMessage, one that is not
@@ -25,6 +26,7 @@
 
 #include "net/envelope.h"
 #include "net/handshake.h"
+#include "net/opening.h"
 #include "scenarios/run/control_messages.h"
 
 namespace dagsim::scenarios {
@@ -37,8 +39,8 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
   using OnClosed = std::function<void(const std::string& why)>;
 
   // Takes ownership of `fd`, a connected stream socket of `family` (AF_UNIX, AF_INET, AF_INET6).
-  // `keys`: the session keys of its handshake (nullopt: a socket pair, no MACs).
-  ControlLink(boost::asio::io_context& io, int fd, int family, std::optional<net::SessionKeys> keys);
+  // `opening`: how it was opened, established (nullopt: a socket pair, nothing to authenticate).
+  ControlLink(boost::asio::io_context& io, int fd, int family, std::optional<net::Opening> opening);
 
   // Starts reading; callbacks until on_closed, which is called once. `already_read`: bytes that
   // came in the same read as the handshake's last message (the peer's first messages).
@@ -54,6 +56,7 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
   struct Outgoing {
     net::SealedEnvelope sealed;
     std::string text;
+    std::vector<uint8_t> records;  // TLS: the envelope, encrypted (header and text then unused)
   };
   void send_json(const nlohmann::json& message);
   void read();
@@ -62,7 +65,12 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
   void write();
   void closed(const std::string& why);
 
+  // TLS: decrypts what was fed into the decoder; false (after closed()) on a bad record.
+  bool decrypt();
+
   boost::asio::generic::stream_protocol::socket socket_;
+  std::optional<net::Opening> opening_;
+  std::vector<uint8_t> cipher_in_;  // TLS: the socket's bytes before decryption
   net::EnvelopeSealer sealer_;
   net::EnvelopeDecoder decoder_;
   std::deque<Outgoing> output_;
@@ -75,5 +83,12 @@ class ControlLink : public std::enable_shared_from_this<ControlLink> {
 // The control link's handshake parameters: the cluster's, with the launcher as worker `nodes`.
 net::HandshakeParams control_handshake_params(uint64_t cluster_id, uint32_t nodes, WorkerId self,
                                               std::vector<uint8_t> secret);
+// The same for TLS: `names` are the nodes', the launcher's ("launcher") is added after them.
+net::ChannelParams control_channel_params(uint64_t cluster_id, std::vector<std::string> names, WorkerId self);
+// How a control connection opens: TLS when `tls` is set, else the shared secret.
+net::Opening control_dial(uint64_t cluster_id, const std::vector<std::string>& names, WorkerId self,
+                          const std::shared_ptr<const net::TlsContext>& tls, const std::vector<uint8_t>& secret);
+net::Opening control_accept(uint64_t cluster_id, const std::vector<std::string>& names,
+                            const std::shared_ptr<const net::TlsContext>& tls, const std::vector<uint8_t>& secret);
 
 }  // namespace dagsim::scenarios

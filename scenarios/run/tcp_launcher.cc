@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -26,7 +27,10 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/printable.h"
+#include "net/credentials.h"
 #include "net/crypto.h"
+#include "net/run_identity.h"
 #include "net/process/process.h"
 #include "scenarios/run/control_link.h"
 #include "scenarios/run/fault_schedule.h"
@@ -54,6 +58,19 @@ constexpr auto kFinishGrace = std::chrono::seconds(10);
 constexpr auto kExitGrace = std::chrono::seconds(5);
 // How long the launcher still waits for the nodes after one failed to join.
 constexpr auto kJoinGrace = std::chrono::seconds(10);
+// Control connections still opening at once: more are closed as they come (an honest run needs
+// one per node, and each opens within milliseconds).
+constexpr size_t kMaxOpeningControl = 64;
+
+// A listening process may hold as many descriptors as its hard limit allows (Debian's soft limit
+// is 1,024): a control port under a flood then reaches EMFILE later, and recovers when it passes.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 
 // The records folder's parts the launcher itself makes (the nodes make the rest).
 struct RunDir {
@@ -78,10 +95,13 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) nodes_[i].name = scenario.cluster.node_name(i);
   }
 
-  // Remote nodes: listens on the control port for them, each proving the cluster's secret.
-  uint16_t listen_for_nodes(uint64_t cluster_id, std::vector<uint8_t> secret) {
+  // Remote nodes: listens on the control port for them, each opening its link as itself (its
+  // certificate, or the shared secret).
+  uint16_t listen_for_nodes(uint64_t cluster_id, net::RunIdentity identity) {
     cluster_id_ = cluster_id;
-    secret_ = std::move(secret);
+    identity_ = std::move(identity);
+    raise_open_file_limit();
+    accept_retry_ = std::make_unique<asio::steady_timer>(io_);
     control_acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(
         io_, asio::ip::tcp::endpoint(asio::ip::tcp::v4(), options_.control_port));
     ::fcntl(control_acceptor_->native_handle(), F_SETFD, FD_CLOEXEC);
@@ -90,6 +110,9 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
   }
 
   ~TcpCluster() override { kill_group(); }
+
+  // A local run's credentials: one directory per node, by name, each handed only to its node.
+  void set_credentials_dir(std::string dir) { credentials_dir_ = std::move(dir); }
 
   // Binds every node's listening socket (127.0.0.1, a port the OS picks), without listening yet: a
   // node's address refuses connections until its process starts (launch), and again from its death
@@ -355,7 +378,24 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
   bool remote_ = false;
   std::string digest_;  // the scenario's SHA-256
   uint64_t cluster_id_ = 0;
-  std::vector<uint8_t> secret_;
+  net::RunIdentity identity_;  // the launcher's, for its control port
+  std::string credentials_dir_;
+  size_t opening_control_ = 0;  // control connections not yet opened
+  std::unique_ptr<asio::steady_timer> accept_retry_;  // made with the control port
+  // Refusals of connections nobody vouched for: at most one line a second, with how many more.
+  void log_unauthenticated(const std::string& line) {
+    const auto now = SteadyClock::now();
+    if (now < quiet_until_) {
+      ++unlogged_;
+      return;
+    }
+    std::string more = unlogged_ > 0 ? " (and " + std::to_string(unlogged_) + " more refusals since the last line)" : "";
+    std::fprintf(stderr, "dagsim run: %s%s\n", printable(line, 400).c_str(), more.c_str());
+    unlogged_ = 0;
+    quiet_until_ = now + std::chrono::seconds(1);
+  }
+  SteadyClock::time_point quiet_until_{};
+  uint64_t unlogged_ = 0;
   asio::io_context io_;
   // After io_: an acceptor's destructor uses its io_context's services (the sanitizer tier caught
   // the reverse order as a use after free).
@@ -421,6 +461,11 @@ void TcpCluster::launch(WorkerId node) {
     if (!child_env_.contains(key)) env_strings.push_back(entry);
   }
   for (const auto& [k, v] : child_env_) env_strings.push_back(k + "=" + v);
+  // Each node holds only its own credential; the operator's, if any, is not passed on.
+  std::erase_if(env_strings, [](const std::string& e) { return e.starts_with(std::string(net::kCredentialsVariable) + "="); });
+  if (!credentials_dir_.empty()) {
+    env_strings.push_back(std::string(net::kCredentialsVariable) + "=" + (fs::path(credentials_dir_) / n.name).string());
+  }
   // Its own process group, dead with the launcher however it dies, and so is all it starts
   // (net/process); fd 3 is its listening socket, fd 4 its end of the control link.
   net::ProcessSpec spec;
@@ -552,66 +597,108 @@ void TcpCluster::on_child_exit(int pid, int status) {
   if (n.state == NodeState::up || n.state == NodeState::paused) n.state = NodeState::killed;
 }
 
-// A remote node's control connection: the handshake (the launcher is worker `nodes`), then the
-// link. A connection that does not prove the secret within 5 s is closed and logged.
+// A remote node's control connection: the opening (TLS, or the shared secret's handshake; the
+// launcher is worker `nodes`), then the link. The port is open to anyone, so nothing an
+// unauthenticated connection does can end the run or stop the port: a connection that has not
+// opened within 5 s is closed; at most kMaxOpeningControl open at once (more are closed at
+// once); one that fails before its peer proved itself (a prober, garbage, a node with another CA
+// or secret, whose own message is on its host) is logged, rate-limited; only a peer that proved it
+// belongs to the run and was then refused (another cluster id, say) counts as a node that could
+// not join. An accept error (EMFILE, ENFILE, ENOBUFS) is logged and accepting resumes 100 ms later.
 void TcpCluster::accept_node() {
   control_acceptor_->async_accept([this](const boost::system::error_code& ec, asio::ip::tcp::socket socket) {
-    if (ec) return;
+    if (ec == asio::error::operation_aborted || !control_acceptor_->is_open()) return;
+    if (ec) {
+      log_unauthenticated("the control port could not accept a connection: " + ec.message() + " (accepting again in 100 ms)");
+      accept_retry_->expires_after(std::chrono::milliseconds(100));
+      accept_retry_->async_wait([this](const boost::system::error_code& e) {
+        if (!e) accept_node();
+      });
+      return;
+    }
     accept_node();
+    boost::system::error_code ignored;
+    const std::string from = socket.remote_endpoint(ignored).address().to_string();
+    if (opening_control_ >= kMaxOpeningControl) {
+      log_unauthenticated("closed a control connection from " + from + ": already " + std::to_string(opening_control_) +
+                          " connections opening (the limit)");
+      socket.close(ignored);
+      return;
+    }
     struct Pending {
-      explicit Pending(asio::ip::tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+      Pending(asio::ip::tcp::socket s, size_t& count) : socket(std::move(s)), timer(socket.get_executor()), count(count) {
+        ++count;
+      }
+      ~Pending() { --count; }
       asio::ip::tcp::socket socket;
       asio::steady_timer timer;
-      std::optional<net::Handshake> handshake;
-      std::array<uint8_t, 256> buffer{};
+      std::optional<net::Opening> opening;
+      std::array<uint8_t, 16384> buffer{};
+      size_t& count;
     };
-    auto p = std::make_shared<Pending>(std::move(socket));
-    net::Nonce nonce{};
-    const std::vector<uint8_t> random = net::random_bytes(nonce.size());
-    std::copy(random.begin(), random.end(), nonce.begin());
-    p->handshake.emplace(net::Handshake::accept(
-        control_handshake_params(cluster_id_, static_cast<uint32_t>(nodes_.size()), static_cast<WorkerId>(nodes_.size()), secret_),
-        nonce));
+    auto p = std::make_shared<Pending>(std::move(socket), opening_control_);
+    std::vector<std::string> names;
+    for (const Node& n : nodes_) names.push_back(n.name);
+    p->opening.emplace(control_accept(cluster_id_, names, identity_.tls, identity_.secret));
     p->timer.expires_after(std::chrono::seconds(5));
-    p->timer.async_wait([p](const boost::system::error_code& e) {
-      if (!e) p->socket.close();
+    p->timer.async_wait([this, p, from](const boost::system::error_code& e) {
+      if (e) return;
+      log_unauthenticated("closed a control connection from " + from + ": it did not open within 5 s");
+      p->socket.close();
     });
     // Each read re-arms the next through `step`; only a pending read holds it (the function holds
     // itself weakly: a strong self-reference was a cycle, leaked with every hand-started node).
     auto step = std::make_shared<std::function<void()>>();
-    *step = [this, p, weak = std::weak_ptr<std::function<void()>>(step)] {
+    *step = [this, p, from, weak = std::weak_ptr<std::function<void()>>(step)] {
       const std::shared_ptr<std::function<void()>> step = weak.lock();
       if (!step) return;
-      p->socket.async_read_some(asio::buffer(p->buffer), [this, p, step](const boost::system::error_code& e, size_t n) {
+      p->socket.async_read_some(asio::buffer(p->buffer), [this, p, from, step](const boost::system::error_code& e, size_t n) {
         if (e) {
-          // The node gave up half-way: it could not verify our proof of the secret (another
-          // secret), or it failed some other way. Its own message is on its host; ours is here.
           if (e != asio::error::operation_aborted) {
-            join_refused("a control connection closed during its handshake (" + e.message() +
-                         "): a node with another secret or of another cluster? (its own message is on its host)");
+            p->timer.cancel();
+            log_unauthenticated("a control connection from " + from + " closed before it opened (" + e.message() +
+                                "): a node with another CA or secret? (its own message is on its host)");
           }
           return;
         }
-        const size_t used = p->handshake->feed({p->buffer.data(), n});
-        const std::vector<uint8_t> out = p->handshake->take_output();
-        boost::system::error_code ignored;
-        if (!out.empty()) asio::write(p->socket, asio::buffer(out), ignored);
-        if (p->handshake->status() == net::Handshake::Status::refused) {
-          join_refused("refused a control connection: " + p->handshake->error());
+        size_t used = 0;
+        try {
+          used = p->opening->feed({p->buffer.data(), n});
+        } catch (const Error& error) {
+          p->timer.cancel();
+          log_unauthenticated("refused a control connection from " + from + ": " + error.detail());
           p->socket.close();
           return;
         }
-        if (p->handshake->status() == net::Handshake::Status::in_progress) return (*step)();
+        const std::vector<uint8_t> out = p->opening->take_output();
+        boost::system::error_code ignored;
+        if (!out.empty()) asio::write(p->socket, asio::buffer(out), ignored);
+        if (p->opening->status() == net::Handshake::Status::refused) {
+          p->timer.cancel();
+          // Past TLS's certificate check the peer is a node of this run, misconfigured: its
+          // refusal is the run's news. Before it, anyone's.
+          const bool proven = p->opening->tls() != nullptr && !p->opening->tls()->peer_certificate_name().empty() &&
+                              p->opening->error().find("refused the certificate") == std::string::npos;
+          if (proven) {
+            join_refused("refused a control connection from " + from + ": " + p->opening->error());
+          } else {
+            log_unauthenticated("refused a control connection from " + from + ": " + p->opening->error());
+          }
+          p->socket.close();
+          return;
+        }
+        if (p->opening->status() == net::Handshake::Status::in_progress) return (*step)();
         p->timer.cancel();
-        const WorkerId node = p->handshake->peer().worker;
+        const WorkerId node = p->opening->peer().worker;
         const int family = p->socket.local_endpoint().protocol().family();
-        auto link = std::make_shared<ControlLink>(io_, p->socket.release(), family, p->handshake->keys());
+        auto link = std::make_shared<ControlLink>(io_, p->socket.release(), family, std::move(*p->opening));
         nodes_.at(node).link = link;
         // The node's first messages may have come in the same read as its response.
         const ControlLink* raw = link.get();  // not the shared_ptr: the callbacks live in the link
+        const bool tls = identity_.tls != nullptr;  // TLS: they are inside the link's channel
         link->start([this, node, raw](const json& m) { on_message(node, raw, m); },
                     [this, node, raw](const std::string& why) { on_link_closed(node, raw, why); },
-                    std::span<const uint8_t>(p->buffer.data() + used, n - used));
+                    tls ? std::span<const uint8_t>() : std::span<const uint8_t>(p->buffer.data() + used, n - used));
         send_setup(*link);
       });
     };
@@ -767,29 +854,37 @@ RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& op
       }
     }
     const PeersFile peers = read_peers_file(options.peers_file, scenario);
-    const net::Secret secret = net::secret_from_environment();
+    net::RunIdentity identity = net::identity_from_environment(net::kLauncherName);
+    if (!identity.tls) std::fprintf(stderr, "%s\n", net::shared_secret_warning().c_str());
     TcpCluster cluster(scenario, options, dir.path, options.peers_file, {});
-    const uint16_t port = cluster.listen_for_nodes(peers.cluster_id, secret.bytes);
+    const uint16_t port = cluster.listen_for_nodes(peers.cluster_id, std::move(identity));
     if (options.on_control_port) options.on_control_port(port);
     return drive_run(scenario, options.seed, "tcp", *workload, cluster);
   }
   std::map<std::string, std::string> child_env;
+  // A local run's identities: unless the operator chose a shared secret, a CA of the run's own
+  // (in a private temporary folder, gone with the run) and a certificate for each node, each
+  // node process given only its own directory (TcpCluster::launch).
+  RunDir credentials;
   const char* secret = std::getenv("DAGSIM_SECRET");
   const char* secret_file = std::getenv("DAGSIM_SECRET_FILE");
-  if ((secret == nullptr || *secret == '\0') && (secret_file == nullptr || *secret_file == '\0')) {
-    // A local run needs no operator's secret: a fresh one, readable by this user only.
-    const fs::path path = fs::path(dir.path) / "secret";
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) throw errors::invalid_argument(path.string() + ": cannot write the run's secret");
-    const std::string hex = net::hex_of(net::random_bytes(32));
-    const bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
-    ::close(fd);
-    if (!ok) throw errors::invalid_argument(path.string() + ": cannot write the run's secret");
-    child_env["DAGSIM_SECRET_FILE"] = path.string();
-    child_env["DAGSIM_SECRET"] = "";
+  const bool shared_secret = (secret != nullptr && *secret != '\0') || (secret_file != nullptr && *secret_file != '\0');
+  if (shared_secret) {
+    std::fprintf(stderr, "%s\n", net::shared_secret_warning().c_str());
+  } else {
+    std::string pattern = (fs::temp_directory_path() / "dagsim-credentials-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw errors::invalid_argument("cannot make a private folder for the run's credentials");
+    credentials.path = pattern;
+    credentials.temporary = true;
+    net::CertificateAuthority ca = net::CertificateAuthority::create("dagsim run CA");
+    for (uint32_t i = 0; i < scenario.cluster.nodes; ++i) {
+      const std::string name = scenario.cluster.node_name(i);
+      ca.issue(name, 2).save((fs::path(credentials.path) / name).string());
+    }
   }
   const std::string peers_path = (fs::path(dir.path) / "peers.json").string();
   TcpCluster cluster(scenario, options, dir.path, peers_path, child_env);
+  if (!shared_secret) cluster.set_credentials_dir(credentials.path);
   const std::vector<uint16_t> ports = cluster.bind_ports();
   PeersFile peers;
   const std::vector<uint8_t> id = net::random_bytes(8);

@@ -1,6 +1,7 @@
 // The node process of a TCP run (tcp_node.h).
 #include "scenarios/run/tcp_node.h"
 
+
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@
 #include "net/etcd/etcd_store.h"
 #include "net/io_scheduler.h"
 #include "net/process_node.h"
+#include "net/run_identity.h"
 #include "net/real_clock.h"
 #include "net/tcp_transport.h"
 #include "scenarios/format/scenario_loader.h"
@@ -208,10 +210,11 @@ class ProcessRuntime final : public NodeRuntime, public OutsideWorld {
 
 
 // Opens the control link to a launcher on another host: connects (retrying while the launcher is
-// not up yet, for kConnectTimeout), proves the cluster's secret in the handshake, and hands the
-// socket to a ControlLink with the session keys.
+// not up yet, for kConnectTimeout), opens it as its own node (TLS with its certificate, or the
+// shared secret), and hands the socket to a ControlLink with what the opening established.
 std::shared_ptr<ControlLink> connect_to_launcher(asio::io_context& io, const std::string& address, uint64_t cluster_id,
-                                                 uint32_t nodes, WorkerId self, const std::vector<uint8_t>& secret) {
+                                                 const std::vector<std::string>& names, WorkerId self,
+                                                 const net::RunIdentity& identity) {
   const HostPort launcher = parse_host_port(address, "--control");
   asio::ip::tcp::resolver resolver(io);
   boost::system::error_code ec;
@@ -240,12 +243,8 @@ std::shared_ptr<ControlLink> connect_to_launcher(asio::io_context& io, const std
     std::this_thread::sleep_for(std::chrono::milliseconds(200));  // before the node's fibers exist
   }
   socket.set_option(asio::ip::tcp::no_delay(true));
-  net::Nonce nonce{};
-  const std::vector<uint8_t> random = net::random_bytes(nonce.size());
-  std::copy(random.begin(), random.end(), nonce.begin());
-  net::Handshake handshake =
-      net::Handshake::dial(control_handshake_params(cluster_id, nodes, self, secret), static_cast<WorkerId>(nodes), nonce);
-  std::array<uint8_t, 256> buffer{};
+  net::Opening handshake = control_dial(cluster_id, names, self, identity.tls, identity.secret);
+  std::array<uint8_t, 16384> buffer{};
   // Something that accepts and never answers (not a launcher, or a stopped one) must not hold the
   // node for ever: each read waits at most until the handshake's deadline.
   const auto handshake_by = std::chrono::steady_clock::now() + kControlHandshakeTimeout;
@@ -289,7 +288,7 @@ std::shared_ptr<ControlLink> connect_to_launcher(asio::io_context& io, const std
   asio::write(socket, asio::buffer(out), ec);
   if (ec) throw errors::invalid_argument("--control " + address + ": " + ec.message());
   const int family = socket.local_endpoint().protocol().family();
-  return std::make_shared<ControlLink>(io, socket.release(), family, handshake.keys());
+  return std::make_shared<ControlLink>(io, socket.release(), family, std::move(handshake));
 }
 
 }  // namespace
@@ -354,7 +353,8 @@ int run_tcp_node(const TcpNodeOptions& options) {
     throw errors::invalid_argument("--control " + options.control_address +
                                    " needs --scenario FILE: this host's copy of the launcher's scenario");
   }
-  const net::Secret secret = net::secret_from_environment();
+  const net::RunIdentity identity = net::identity_from_environment(options.node_name);
+  if (!identity.tls && options.control_fd < 0) std::fprintf(stderr, "%s\n", net::shared_secret_warning().c_str());
 
   net::IoScheduler& scheduler = net::IoScheduler::for_this_thread();
   asio::io_context& io = scheduler.io();
@@ -365,9 +365,10 @@ int run_tcp_node(const TcpNodeOptions& options) {
     link = std::make_shared<ControlLink>(io, options.control_fd, AF_UNIX, std::nullopt);
   } else {
     const PeersFile own_peers = read_peers_file(options.peers_file, *own);
-    link = connect_to_launcher(io, options.control_address, own_peers.cluster_id, own->cluster.nodes,
-                               static_cast<WorkerId>(node_index(*own, options.node_name, options.scenario_file)),
-                               secret.bytes);
+    std::vector<std::string> names;
+    for (const PeerAddress& p : own_peers.nodes) names.push_back(p.name);
+    link = connect_to_launcher(io, options.control_address, own_peers.cluster_id, names,
+                               static_cast<WorkerId>(node_index(*own, options.node_name, options.scenario_file)), identity);
   }
   // A command that does not decode is a launcher out of protocol: the node stops listening to it,
   // as to a launcher gone (the link closed), and says why in its log.
@@ -446,7 +447,8 @@ int run_tcp_node(const TcpNodeOptions& options) {
     t.names.push_back(p.name);
     t.peers.push_back({p.host, p.port});
   }
-  t.secret = secret.bytes;
+  t.tls = identity.tls;
+  t.secret = identity.secret;
   t.trusted_network = options.trusted_network;
   t.connection_timeout = scenario.network.connection_timeout;
   t.handshake_timeout = std::min<runtime::Duration>(scenario.network.connection_timeout, std::chrono::seconds(2));

@@ -252,6 +252,45 @@ TEST_F(LaunchCli, AnAgentThatCannotReachItsStoreFailsNamingTheEndpoint) {
   EXPECT_TRUE(ranks().empty()) << "no worker started";
 }
 
+// Issue 49: --rdzv_id names the run's log folder, <log_dir>/<id>_<random>; torchrun's "../../x"
+// writes above the log folder. Refused here with exit 2 naming the flag, before any folder or
+// worker exists.
+TEST_F(LaunchCli, APathLikeRdzvIdIsRefusedBeforeAnythingIsMade) {
+  const fs::path logs = out_ / "logs" / "deep";
+  for (const std::string id : {"../../x", "/x", "sub/x"}) {
+    std::vector<std::string> flags = c10d(free_port(), true);
+    flags[5] = id;  // c10d()'s --rdzv_id value
+    flags.insert(flags.end(), {"--log_dir", logs.string()});
+    Launch launch(with(flags));
+    EXPECT_EQ(launch.wait(), 2) << launch.err();
+    EXPECT_NE(launch.err().find("--rdzv_id \"" + id + "\": the run id names the log folder"), std::string::npos) << launch.err();
+  }
+  EXPECT_FALSE(fs::exists(out_ / "logs")) << "a log folder was made";
+  for (const auto& entry : fs::directory_iterator(out_)) ADD_FAILURE() << "made: " << entry.path();
+}
+
+// Issue 49: a run id (or any text a flag chose) reaches the terminal escaped, never as the bytes a
+// terminal acts on; the workers still get it byte for byte (it is the store's key prefix too).
+TEST_F(LaunchCli, ARdzvIdWithControlCharactersIsPrintedEscapedAndGivenToWorkersAsIs) {
+  const std::string id = "job\x1b]0;owned\x07\x1b[31mred";
+  std::vector<std::string> flags = c10d(free_port(), true);
+  flags[5] = id;
+  flags.insert(flags.end(), {"--log_dir", (out_ / "logs").string()});
+  Launch launch(with(flags));
+  ASSERT_EQ(launch.wait(), 0) << launch.err();
+  const std::string err = launch.err();
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << "a raw escape reached the terminal: " << err;
+  EXPECT_EQ(err.find('\x07'), std::string::npos) << err;
+  EXPECT_NE(err.find("run \"job\\u001b]0;owned\\u0007\\u001b[31mred\""), std::string::npos) << err;
+  const auto r = ranks();
+  ASSERT_EQ(r.size(), 1u) << err;
+  EXPECT_EQ(r.at(0).at("TORCHELASTIC_RUN_ID"), id);
+  // Its log folder is inside --log_dir, named by the id as it is.
+  size_t folders = 0;
+  for (const auto& entry : fs::directory_iterator(out_ / "logs")) folders += entry.path().filename().string().starts_with(id + "_");
+  EXPECT_EQ(folders, 1u);
+}
+
 // test_launch_elastic_multiple_agents: two agents x four workers form one world of eight, with
 // group ranks 0 and 1 and global ranks 0..7.
 TEST_F(LaunchCli, TwoAgentsFormOneWorldOfEight) {

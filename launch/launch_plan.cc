@@ -90,6 +90,14 @@ LaunchPlan plan_launch(const LaunchArgs& args, uint32_t cores) {
     run_id.clear();
     for (uint8_t b : id) run_id += {hex[b >> 4], hex[b & 15]};
   }
+  // The run id names this agent's log folder, <log_dir>/<id>_<random>, as torchrun's mkdtemp
+  // prefix does: a '/' would put the folder elsewhere ("../../x" above the log folder, "/etc/x"
+  // anywhere). torchrun writes where such an id points; it is refused here, before any folder is
+  // made. Any other byte is kept (the id is also the store's key prefix, which other agents,
+  // torchrun's included, must share), and printed escaped.
+  if (run_id.find('/') != std::string::npos || run_id.find('\0') != std::string::npos) {
+    throw bad("--rdzv_id", run_id, "the run id names the log folder (<log_dir>/<id>_<random>) and cannot hold a '/'");
+  }
   for (const auto& [key, value] : conf) {
     if (!known_conf_key(key)) plan.warnings.push_back("--rdzv_conf " + quote(key) + " is not used by dagsim launch");
   }

@@ -12,6 +12,8 @@
 //    store_type, protocol; checked here as the backend will check them at creation
 //    (net/rdzv/rendezvous_registry.h), so nothing starts with a value that would be refused;
 //  - the command: `python3 -u [-m] SCRIPT ARGS`, or SCRIPT ARGS with --no_python.
+// One rule of dagsim's own: --rdzv_id may not hold a '/' (it names the log folder; torchrun's
+// "../../x" writes above it).
 // Backends: c10d and dagsim (the same: a TCPStore server, PyTorch's or `dagsim store` or hosted
 // here), etcd and etcd-v2 (an etcd server, v3 API). static is refused with what to use instead.
 // Every refusal is invalid_argument naming the flag and the value, then PyTorch's words.

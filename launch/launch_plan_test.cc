@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/base/printable.h"
 #include "core/base/throws_error_test_util.h"
 
 namespace dagsim::launch {
@@ -175,6 +176,23 @@ TEST(LaunchPlan, EveryBadValueIsRefusedNamingItsFlag) {
   refused([](LaunchArgs& a) { a.redirects = "4"; }, "--redirects \"4\"");
   refused([](LaunchArgs& a) { a.tee = "x:1"; }, "--tee");
   refused([](LaunchArgs& a) { a.command.clear(); }, "needs the training script");
+}
+
+TEST(LaunchPlan, ARunIdThatIsAPathIsRefusedAndAnyOtherKeptAsIs) {
+  // The id names the log folder, <log_dir>/<id>_<random>: a '/' would put it elsewhere.
+  for (const std::string& id : std::vector<std::string>{"../../x", "/etc/cron.d/x", "a/b", "x/", std::string("a\0/b", 4)}) {
+    LaunchArgs args = c10d();
+    args.rdzv_id = id;
+    const std::string what = refusal(args);
+    EXPECT_NE(what.find("--rdzv_id " + quote(id) + ": the run id names the log folder"), std::string::npos) << what;
+  }
+  // Anything else is kept byte for byte: other agents (torchrun's too) share it as the store's
+  // key prefix. "..", a dot and control characters make no path: "<log_dir>/.._abc123".
+  for (const std::string id : {"..", ".", "job 1", "job\x1b[31m\n", "sl\xc3\xbcrm-42"}) {
+    LaunchArgs args = c10d();
+    args.rdzv_id = id;
+    EXPECT_EQ(plan_launch(args, 8).settings.run_id, id);
+  }
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -46,9 +48,17 @@ uint16_t free_port() {
 std::string temporary_log_dir() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/torchelastic_XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) throw errors::invalid_argument("cannot make a log folder in " + pattern);
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw errors::invalid_argument("cannot make a log folder in " + printable(pattern, kPathMax) + ": " + std::strerror(errno));
+  }
   return pattern;
 }
+
+// One line for the operator on standard error. What a flag, the store or a worker chose is made
+// printable where it enters a message; this is the last guard for anything that was not: a line
+// holding a control character is printed escaped and quoted (printable.h), never as the raw
+// bytes a terminal would act on.
+void say(const std::string& line) { std::cerr << "dagsim launch: " << printable(line, kPathMax) << "\n"; }
 
 std::string describe(const elastic::AgentEvent& e) {
   std::string line = "round " + std::to_string(e.info.round) + ": " + elastic::event_name(e.kind);
@@ -73,34 +83,34 @@ int Launcher::run() {
     plan = plan_launch(args, std::max(1u, std::thread::hardware_concurrency()));
     run_log_dir = net::make_run_log_dir(plan.log_dir.empty() ? temporary_log_dir() : plan.log_dir, plan.settings.run_id);
   } catch (const Error& e) {
-    std::cerr << "dagsim launch: " << e.what() << "\n";
+    say(e.what());
     return kBadUsage;
   }
-  for (const std::string& warning : plan.warnings) std::cerr << "dagsim launch: warning: " << warning << "\n";
+  for (const std::string& warning : plan.warnings) say("warning: " + warning);
   std::ofstream events;
   if (!args.events_path.empty()) {
     events.open(args.events_path, std::ios::app);
     if (!events) {
-      std::cerr << "dagsim launch: cannot write the events to " << quote(args.events_path) << "\n";
+      say("cannot write the events to " + quote(args.events_path, kPathMax));
       return kBadUsage;
     }
   }
   // torchrun's getfqdn(), unless that name would send the other hosts to their own loopback.
   const net::NodeAddress address =
       net::node_address(plan.target.file_store ? std::nullopt : std::make_optional(plan.target.endpoint));
-  if (!address.warning.empty()) std::cerr << "dagsim launch: warning: " << address.warning << "\n";
+  if (!address.warning.empty()) say("warning: " + address.warning);
   const std::string self = address.host;
-  std::cerr << "dagsim launch: run " << plan.settings.run_id << ", " << plan.agent.local_world_size
-            << " worker(s) here, logs in " << run_log_dir << "\n";
+  say("run " + printable(plan.settings.run_id) + ", " + std::to_string(plan.agent.local_world_size) + " worker(s) here, logs in " +
+      printable(run_log_dir, kPathMax));
 
   net::tcpstore::StoreHost host("launch");
   const rendezvous::NodeDesc node = net::NodeDescGenerator(self).generate();
-  const net::RendezvousContext context{&host, node, [](const std::string& line) { std::cerr << "dagsim launch: " << line << "\n"; }};
+  const net::RendezvousContext context{&host, node, [](const std::string& line) { say(line); }};
   std::unique_ptr<net::Rendezvous> rdzv;
   try {
     rdzv = host.run([&] { return net::default_rendezvous_registry().create_handler(*plan.params, context); });
   } catch (const Error& e) {
-    std::cerr << "dagsim launch: " << e.what() << "\n";
+    say(e.what());
     return e.code() == ErrorCode::invalid_argument ? kBadUsage : kFailed;
   }
   rendezvous::RendezvousHandler& handler = rdzv->handler();
@@ -133,7 +143,7 @@ int Launcher::run() {
                           {"agent_restarts", plan.agent.max_restarts - agent.remaining_restarts()}};
   };
   agent.set_listener([&](const elastic::AgentEvent& e) {
-    std::cerr << "dagsim launch: " << describe(e) << "\n";
+    say(describe(e));
     if (!events.is_open()) return;
     nlohmann::json j = event_line(elastic::event_name(e.kind), "AGENT");
     j["round"] = e.info.round;
@@ -180,11 +190,11 @@ int Launcher::run() {
   const std::optional<elastic::AgentResult> result = end ? end->result : std::nullopt;
   rdzv.reset();  // the handler, the client, then the store this agent served
   if (end && end->left) {
-    std::cerr << "dagsim launch: stopped by signal " << stop_signal << "; workers stopped, rendezvous left\n";
+    say("stopped by signal " + std::to_string(stop_signal) + "; workers stopped, rendezvous left");
     return kSignalBase + stop_signal;
   }
   if (!result) {
-    std::cerr << "dagsim launch: internal error: " << internal << "\n";
+    say("internal error: " + internal);
     return kInternal;
   }
   if (events.is_open() && agent.group_spec()) {
@@ -210,9 +220,8 @@ int Launcher::run() {
     j["metrics"] = result->metrics;
     events << j.dump() << std::endl;
   }
-  std::cerr << "dagsim launch: " << elastic::outcome_name(result->outcome) << " after " << result->rounds << " round(s), "
-            << result->restarts << " restart(s) counted" << (result->error ? std::string(": ") + result->error->what() : "")
-            << "\n";
+  say(std::string(elastic::outcome_name(result->outcome)) + " after " + std::to_string(result->rounds) + " round(s), " +
+      std::to_string(result->restarts) + " restart(s) counted" + (result->error ? std::string(": ") + result->error->what() : ""));
   // A spare that found the rendezvous closed ends well, as torchrun's does (its run returns None).
   const bool ok = result->outcome == elastic::AgentOutcome::succeeded || result->outcome == elastic::AgentOutcome::graceful_exit;
   return ok ? kSucceeded : kFailed;

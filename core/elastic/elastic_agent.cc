@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "core/base/assert.h"
+#include "core/base/printable.h"
 
 namespace dagsim::elastic {
 
@@ -293,7 +294,7 @@ AgentResult ElasticAgent::run() {
           const uint64_t waiting = handler_.num_nodes_waiting();
           if (handler_.last_state().closed) {
             return finish(AgentOutcome::closed,
-                          errors::rendezvous_closed("the rendezvous of run " + run_id_ + " was closed while round " +
+                          errors::rendezvous_closed("the rendezvous of run " + printable(run_id_) + " was closed while round " +
                                                     std::to_string(info.round) + " trained"));
           }
           if (waiting > 0) {

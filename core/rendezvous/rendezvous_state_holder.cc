@@ -1,6 +1,7 @@
 #include "core/rendezvous/rendezvous_state_holder.h"
 
 #include "core/base/assert.h"
+#include "core/base/printable.h"
 
 namespace dagsim::rendezvous {
 
@@ -75,9 +76,9 @@ void RendezvousStateHolder::take(const std::optional<FetchedState>& fetched) {
     state_ = std::make_shared<const RendezvousState>(sanitize(*state_, settings_, wall_now, &dead_nodes_));
   }
   if (!dead_nodes_.empty()) {
-    std::string detail = "run " + settings_.run_id + " round " + std::to_string(state_->round) + " seen by " +
+    std::string detail = "run " + printable(settings_.run_id) + " round " + std::to_string(state_->round) + " seen by " +
                          env_.name + ":";
-    for (const NodeDesc& node : dead_nodes_) detail += " " + to_string(node);
+    for (const NodeDesc& node : dead_nodes_) detail += " " + printable(to_string(node));
     env_.log.event("rendezvous.dead_nodes", detail);
   }
 }

@@ -2,7 +2,9 @@
 // launcher's scenario and seed are the run's, a node with another copy refuses naming both digests
 // and the launcher ends the run at once, and a node's death is heard through its control link and
 // judged as a local child's death is. Every "host" is loopback here; each node has its own records
-// folder, as it would on its own host.
+// folder, as it would on its own host, and its own credential directory (`dagsim credentials`, as
+// docs/tcp.md says; issue 49): nothing without a certificate of the run's CA naming a node of the
+// run reaches any port of it, the control port included. One run uses a shared secret instead.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -13,32 +15,53 @@
 #include <chrono>
 #include <csignal>
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+
+#include <thread>
+
 #include "conformance/transport_test_util.h"
+#include "net/credentials.h"
 
 namespace dagsim::cli::testing {
 namespace {
 
-const std::string kEnv = "DAGSIM_SECRET=a-secret-both-hosts-share ";
+const std::string kSecretEnv = "DAGSIM_SECRET=a-secret-both-hosts-share ";
 
-// One run across two "hosts": a peers file with two free ports and a control port.
+// One run across two "hosts": a peers file with two free ports and a control port, and a CA with a
+// credential directory for worker0, worker1 and the launcher (or a shared secret).
 struct TwoHosts {
-  explicit TwoHosts(const std::string& name) : dir(temp_dir() / name), control(free_port()) {
+  explicit TwoHosts(const std::string& name, bool shared_secret = false)
+      : dir(temp_dir() / name), control(free_port()), shared_secret(shared_secret) {
+    fs::remove_all(dir);
     fs::create_directories(dir);
     peers = (dir / "peers.json").string();
+    ports = {free_port(), free_port()};
     std::ofstream(peers) << R"({"cluster_id": "0x0123456789abcdef", "nodes": [)"
-                         << R"({"name": "worker0", "host": "127.0.0.1", "port": )" << free_port() << "},"
-                         << R"({"name": "worker1", "host": "127.0.0.1", "port": )" << free_port() << "}]}";
+                         << R"({"name": "worker0", "host": "127.0.0.1", "port": )" << ports[0] << "},"
+                         << R"({"name": "worker1", "host": "127.0.0.1", "port": )" << ports[1] << "}]}";
+    if (!shared_secret) {
+      const std::string ca = (dir / "ca").string();
+      EXPECT_EQ(dagsim("credentials ca --ca " + ca).exit_code, 0);
+      EXPECT_EQ(dagsim("credentials issue --ca " + ca + " --out " + (dir / "creds").string() + " worker0 worker1 launcher").exit_code, 0);
+    }
+  }
+  // The environment `name`'s process is started with: its own credential directory only.
+  std::string env(const std::string& name) const {
+    return shared_secret ? kSecretEnv : "DAGSIM_CREDENTIALS=" + (dir / "creds" / name).string() + " ";
   }
   // `dagsim node` as the operator of `name`'s host starts it, with that host's copy of the scenario.
   std::string node(const std::string& name, const std::string& scenario) const {
-    return kEnv + DAGSIM_BINARY + " node --scenario " + scenario + " --peers " + peers + " --control 127.0.0.1:" +
+    return env(name) + DAGSIM_BINARY + " node --scenario " + scenario + " --peers " + peers + " --control 127.0.0.1:" +
            std::to_string(control) + " --name " + name + " --records " + (dir / ("host-" + name)).string() + " 2>" +
            (dir / (name + ".err")).string();
   }
   // The launcher: its report in out.json, its stderr in err.txt, its exit code in code, how long it
   // ran (ms) in elapsed.
   std::string launcher(const std::string& scenario, const std::string& flags) const {
-    return "start=$(date +%s%N); " + kEnv + "timeout 120 " + DAGSIM_BINARY + " run " + scenario + " --transport tcp --json --peers " + peers +
+    return "start=$(date +%s%N); " + env("launcher") + "timeout 120 " + DAGSIM_BINARY + " run " + scenario + " --transport tcp --json --peers " + peers +
            " --control-port " + std::to_string(control) + " --records " + (dir / "run").string() + flags + " > " +
            (dir / "out.json").string() + " 2>" + (dir / "err.txt").string() + "; echo $? > " + (dir / "code").string() +
            "; echo $(( ($(date +%s%N) - start) / 1000000 )) > " + (dir / "elapsed").string();
@@ -48,7 +71,9 @@ struct TwoHosts {
 
   fs::path dir;
   uint16_t control;
+  bool shared_secret;
   std::string peers;
+  std::vector<uint16_t> ports;
 };
 
 std::string sha256_of(const std::string& file) {
@@ -86,6 +111,113 @@ TEST(HandStartedNodes, JoinALauncherThroughItsControlPortAndRunItsSeed) {
     SCOPED_TRACE("run " + std::to_string(run));
     join_and_run_seed_42(hosts, file, command);
   }
+}
+
+// The same with the shared secret the operator may still choose (one identity for the run).
+TEST(HandStartedNodes, JoinWithASharedSecretInstead) {
+  const TwoHosts hosts("two-hosts-secret", true);
+  const std::string file = example("seed_example");
+  join_and_run_seed_42(hosts, file, "(" + hosts.node("worker0", file) + " & " + hosts.node("worker1", file) + " & " +
+                                        hosts.launcher(file, " --seed 42") + "; wait)");
+  EXPECT_NE(slurp(hosts.dir / "err.txt").find("every process holding it can speak as any other"), std::string::npos);
+}
+
+// A connection to `port` on loopback that speaks TLS 1.3 with `credential` (none: no certificate)
+// and then waits: true if the peer is still talking to it 3 s later (it was let in), false once it
+// refused (an alert, or the connection closed). Garbage instead of TLS when `garbage`.
+bool let_in(uint16_t port, const std::optional<net::NodeCredential>& credential, bool garbage = false) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(port);
+  at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&at), sizeof(at)) != 0) {
+    ADD_FAILURE() << "nothing listens on port " << port << ": the probe proves nothing";
+    ::close(fd);
+    return false;
+  }
+  const auto closed_within_3s = [fd](SSL* ssl) {
+    for (int i = 0; i < 30; ++i) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char byte;
+      if (ssl == nullptr) return ::recv(fd, &byte, 1, 0) <= 0;
+      if (SSL_read(ssl, &byte, 1) <= 0) return true;  // an alert, or the end
+    }
+    return false;
+  };
+  bool refused = false;
+  if (garbage) {
+    const std::string hello(64, 'x');
+    (void)!::write(fd, hello.data(), hello.size());
+    refused = closed_within_3s(nullptr);
+  } else {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    if (credential) {
+      BIO* b = BIO_new_mem_buf(credential->certificate_pem.data(), static_cast<int>(credential->certificate_pem.size()));
+      X509* cert = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
+      BIO_free(b);
+      b = BIO_new_mem_buf(credential->key_pem.data(), static_cast<int>(credential->key_pem.size()));
+      EVP_PKEY* key = PEM_read_bio_PrivateKey(b, nullptr, nullptr, nullptr);
+      BIO_free(b);
+      SSL_CTX_use_certificate(ctx, cert);
+      SSL_CTX_use_PrivateKey(ctx, key);
+      X509_free(cert);
+      EVP_PKEY_free(key);
+    }
+    SSL* ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    refused = SSL_connect(ssl) != 1 || closed_within_3s(ssl);
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    ERR_clear_error();
+  }
+  ::close(fd);
+  return !refused;
+}
+
+// The issue's test: while a run of hand-started nodes goes on, every port of it (both nodes' and
+// the launcher's control port) refuses a peer with no certificate, one from another CA, and one of
+// the run's own CA naming no node of the run, and garbage; the run is not disturbed.
+TEST(HandStartedNodes, NothingWithoutTheRunsCredentialsReachesAnyPortOfIt) {
+  const TwoHosts hosts("no-credentials");
+  // Long enough for every probe (one that is let in takes 3 s to tell).
+  const std::string file = write_scenario("probed.toml", R"(name = "probed"
+[cluster]
+nodes = 2
+[heartbeat]
+monitor = "worker0"
+interval_ms = 100
+max_attempts = 3
+duration_ms = 8000
+)").string();
+  ASSERT_EQ(dagsim("credentials issue --ca " + (hosts.dir / "ca").string() + " --out " + (hosts.dir / "creds").string() +
+                   " mallory").exit_code, 0);
+  const net::NodeCredential mallory = net::NodeCredential::load((hosts.dir / "creds" / "mallory").string());
+  net::CertificateAuthority other = net::CertificateAuthority::create("another CA");
+  const net::NodeCredential foreign = other.issue("worker1");
+  std::map<std::string, bool> let_in_by;
+  std::thread prober([&] {
+    if (wait_for_processes("--name worker1 --records " + (hosts.dir / "host-worker1").string(), 1).empty()) return;
+    std::this_thread::sleep_for(500ms);
+    const std::vector<std::pair<std::string, uint16_t>> ports = {
+        {"worker0", hosts.ports[0]}, {"worker1", hosts.ports[1]}, {"control", hosts.control}};
+    for (const auto& [name, port] : ports) {
+      let_in_by[name + " without a certificate"] = let_in(port, std::nullopt);
+      let_in_by[name + " with another CA's"] = let_in(port, foreign);
+      let_in_by[name + " with mallory's"] = let_in(port, mallory);
+      let_in_by[name + " with garbage"] = let_in(port, std::nullopt, true);
+    }
+  });
+  std::system(("(" + hosts.node("worker0", file) + " & " + hosts.node("worker1", file) + " & " +
+               hosts.launcher(file, "") + "; wait)").c_str());
+  prober.join();
+  ASSERT_EQ(let_in_by.size(), 12u);
+  for (const auto& [probe, in] : let_in_by) EXPECT_FALSE(in) << probe << " was let in";
+  EXPECT_EQ(hosts.code(), "0\n") << slurp(hosts.dir / "err.txt");
+  const std::string launcher_err = slurp(hosts.dir / "err.txt");
+  EXPECT_NE(launcher_err.find("refused a control connection"), std::string::npos) << launcher_err;
 }
 
 // worker1's host has an edited copy: it refuses to run, naming both digests, and the launcher ends
@@ -196,7 +328,7 @@ TEST(HandStartedNodes, ANodeWhoseLauncherNeverAnswersGivesUpNamingIt) {
   ASSERT_EQ(::listen(silent, 8), 0);  // connections complete in the backlog; nothing is said
   const auto start = std::chrono::steady_clock::now();
   std::string command = hosts.node("worker0", example("seed_example"));
-  command.insert(kEnv.size(), "timeout 60 ");  // after the environment it sets
+  command.insert(hosts.env("worker0").size(), "timeout 60 ");  // after the environment it sets
   const int code = std::system(command.c_str());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::close(silent);

@@ -2,6 +2,8 @@
 // secure_channel.h.
 #include "net/secure_channel.h"
 
+#include <algorithm>
+
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -184,6 +186,11 @@ struct SecureChannel::State {
       X509* cert = SSL_get0_peer_certificate(ssl);
       if (cert == nullptr) return refuse("refused a peer without a certificate");  // FAIL_IF_NO_PEER_CERT holds this
       peer_name = common_name(cert);
+      // A certificate of the run's CA that names no process of the run: refused at once, by name,
+      // before it may say anything.
+      if (std::find(params.names.begin(), params.names.end(), peer_name) == params.names.end()) {
+        return refuse("refused the node whose certificate names " + quote(peer_name) + ": no process of this run has that name");
+      }
     }
     if (role == Role::dialer && !sent_identity) {
       if (peer_name != params.names[*target]) {

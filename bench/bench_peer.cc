@@ -62,14 +62,15 @@ int raw_sink(uint16_t port, size_t ack_bytes) {
   }
 }
 
-int node(int fd, uint16_t port0, uint16_t port1, bool trusted, dagsim::bench::BenchGpu gpu) {
+int node(int fd, uint16_t port0, uint16_t port1, dagsim::bench::BenchChannel channel, dagsim::bench::BenchGpu gpu,
+         const std::string& credentials) {
   using namespace dagsim;
   asio::io_context& io = net::IoScheduler::for_this_thread().io();
   tcp::acceptor acceptor(io);
   acceptor.assign(tcp::v4(), fd);
   bench::MlpModels models;
   const rpc::FunctionRegistry registry = bench::bench_registry(models);
-  bench::BenchNode node(1, std::move(acceptor), port0, port1, trusted, registry, gpu);
+  bench::BenchNode node(1, std::move(acceptor), port0, port1, channel, credentials, registry, gpu);
   if (gpu != bench::BenchGpu::none) models.place_on(Device::cuda(0));
   node.start();
   // Serve until the parent closes our standard input.
@@ -96,14 +97,15 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 3 && args[0] == "raw-echo") return raw_echo(static_cast<uint16_t>(std::stoi(args[1])), std::stoul(args[2]));
   if (args.size() == 3 && args[0] == "raw-sink") return raw_sink(static_cast<uint16_t>(std::stoi(args[1])), std::stoul(args[2]));
-  if ((args.size() == 5 || args.size() == 6) && args[0] == "node") {
-    const auto gpu = args.size() == 6 ? dagsim::bench::parse_bench_gpu(args[5]) : dagsim::bench::BenchGpu::none;
+  if (args.size() >= 5 && args.size() <= 7 && args[0] == "node" && (args[4] == "0" || args[4] == "1" || args[4] == "2")) {
+    const auto gpu = args.size() >= 6 ? dagsim::bench::parse_bench_gpu(args[5]) : dagsim::bench::BenchGpu::none;
     if (gpu.has_value()) {
-      return node(std::stoi(args[1]), static_cast<uint16_t>(std::stoi(args[2])),
-                  static_cast<uint16_t>(std::stoi(args[3])), args[4] == "1", *gpu);
+      return node(std::stoi(args[1]), static_cast<uint16_t>(std::stoi(args[2])), static_cast<uint16_t>(std::stoi(args[3])),
+                  static_cast<dagsim::bench::BenchChannel>(std::stoi(args[4])), *gpu, args.size() == 7 ? args[6] : "");
     }
   }
   std::fprintf(stderr,
-               "usage: dagsim_bench_peer raw-echo PORT BYTES | raw-sink PORT ACK_BYTES | node FD PORT0 PORT1 TRUSTED [GPU]\n");
+               "usage: dagsim_bench_peer raw-echo PORT BYTES | raw-sink PORT ACK_BYTES | "
+               "node FD PORT0 PORT1 CHANNEL [GPU [CREDENTIALS]]\n");
   return 2;
 }

@@ -19,6 +19,7 @@
 
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <thread>
 
 #include "bench/transport_bench.h"
@@ -127,19 +128,35 @@ BENCHMARK(BM_RawStream)->Arg(kStreamBytes)->UseRealTime()->Unit(benchmark::kMicr
 
 // Runs `body` with node 0 of a pair whose node 1 is a peer process, both connected already; with
 // `gpu`, each node has it as cuda:0, mapped to the other's, and a copy of the models there.
-void with_tcp_pair(bool trusted, const std::function<void(BenchNode&, const MlpModels&)>& body,
+void with_tcp_pair(BenchChannel channel, const std::function<void(BenchNode&, const MlpModels&)>& body,
                    BenchGpu gpu = BenchGpu::none) {
+  // TLS: both nodes' credentials under a fresh CA, in a private folder gone after the pair.
+  std::string credentials;
+  if (channel == BenchChannel::tls) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "dagsim-bench-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw errors::internal_error("no folder for the bench's credentials");
+    credentials = pattern;
+    make_bench_credentials(credentials);
+  }
+  struct RemoveCredentials {
+    const std::string& dir;
+    ~RemoveCredentials() {
+      std::error_code ignored;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ignored);
+    }
+  } remove_credentials{credentials};
   on_own_thread([&] {
     asio::io_context& io = net::IoScheduler::for_this_thread().io();
     tcp::acceptor a0 = loopback_acceptor(io), a1 = loopback_acceptor(io);
     const uint16_t port0 = a0.local_endpoint().port(), port1 = a1.local_endpoint().port();
-    Peer peer({"node", "3", std::to_string(port0), std::to_string(port1), trusted ? "1" : "0", bench_gpu_name(gpu)},
+    Peer peer({"node", "3", std::to_string(port0), std::to_string(port1), std::to_string(static_cast<int>(channel)),
+               bench_gpu_name(gpu), credentials},
               a1.native_handle());
     a1.close();
     MlpModels models;
     const rpc::FunctionRegistry registry = bench_registry(models);
     {
-      BenchNode node(0, std::move(a0), port0, port1, trusted, registry, gpu);
+      BenchNode node(0, std::move(a0), port0, port1, channel, credentials, registry, gpu);
       if (gpu != BenchGpu::none) models.place_on(Device::cuda(0));
       struct ReleaseGpu {  // GPU tensors go before the node's GPU and clock, whatever happens
         MlpModels& models;
@@ -156,7 +173,7 @@ Tensor tensor_of_bytes(size_t bytes) { return full({static_cast<int64_t>(std::ma
 
 void BM_TcpRpc(benchmark::State& state) {
   const auto bytes = static_cast<size_t>(state.range(0));
-  with_tcp_pair(state.range(1) == 1, [&](BenchNode& node, const MlpModels&) {
+  with_tcp_pair(static_cast<BenchChannel>(state.range(1)), [&](BenchNode& node, const MlpModels&) {
     const Tensor t = tensor_of_bytes(bytes);
     for (auto _ : state) {
       std::vector<Tensor> back = node.agent().rpc_sync(1, "echo", {{t}, {}});
@@ -165,11 +182,12 @@ void BM_TcpRpc(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * bytes));
   });
 }
-BENCHMARK(BM_TcpRpc)->ArgsProduct({{64, 4096, 1 << 20}, {0, 1}})->UseRealTime()->Unit(benchmark::kMicrosecond);
+// range(1): the channel (BenchChannel: 0 shared secret with MACs, 1 trusted, 2 TLS).
+BENCHMARK(BM_TcpRpc)->ArgsProduct({{64, 4096, 1 << 20}, {0, 1, 2}})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 void BM_TcpStream(benchmark::State& state) {
   const auto bytes = static_cast<size_t>(state.range(0));
-  with_tcp_pair(state.range(1) == 1, [&](BenchNode& node, const MlpModels&) {
+  with_tcp_pair(static_cast<BenchChannel>(state.range(1)), [&](BenchNode& node, const MlpModels&) {
     const Tensor t = tensor_of_bytes(bytes);
     std::deque<runtime::Future<std::vector<Tensor>>> window;
     for (auto _ : state) {
@@ -186,7 +204,7 @@ void BM_TcpStream(benchmark::State& state) {
     state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
   });
 }
-BENCHMARK(BM_TcpStream)->ArgsProduct({{kStreamBytes}, {0, 1}})->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TcpStream)->ArgsProduct({{kStreamBytes}, {0, 1, 2}})->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // The seed example's step: context, rpc_sync(add), mul, sum, distributed backward, gradients.
 void seed_step(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd, const Tensor& t1, const Tensor& t2,
@@ -209,12 +227,12 @@ struct SeedTensors {
 };
 
 void BM_TcpSeedStep(benchmark::State& state) {
-  with_tcp_pair(state.range(0) == 1, [&](BenchNode& node, const MlpModels&) {
+  with_tcp_pair(static_cast<BenchChannel>(state.range(0)), [&](BenchNode& node, const MlpModels&) {
     const SeedTensors s;
     for (auto _ : state) seed_step(node.agent(), node.autograd(), s.t1, s.t2, s.t4);
   });
 }
-BENCHMARK(BM_TcpSeedStep)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TcpSeedStep)->Arg(0)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 // One distributed step of the MLP: node 1 runs every other layer. With `read_back`, the step ends
 // by reading one value of the gradients to the host (a GPU's queued work finishes first); returns
@@ -237,7 +255,7 @@ double mlp_step(rpc::RpcAgent& agent, dist_autograd::DistAutograd& autograd, con
 
 // range(0): trusted network (no MACs); range(1): float32 (PyTorch users' dtype) or float64.
 void BM_TcpMlpStep(benchmark::State& state) {
-  with_tcp_pair(state.range(0) == 1, [&](BenchNode& node, const MlpModels& models) {
+  with_tcp_pair(static_cast<BenchChannel>(state.range(0)), [&](BenchNode& node, const MlpModels& models) {
     const MlpWeights& mlp = models.of(state.range(1) == 1 ? Dtype::float32 : Dtype::float64);
     for (auto _ : state) mlp_step(node.agent(), node.autograd(), mlp);
   });
@@ -257,7 +275,7 @@ void BM_TcpMlpStepOnGpus(benchmark::State& state) {
     state.SkipWithError(("needs a CUDA GPU: " + why).c_str());
     return;
   }
-  with_tcp_pair(/*trusted=*/true, [&](BenchNode& node, const MlpModels& models) {
+  with_tcp_pair(BenchChannel::trusted, [&](BenchNode& node, const MlpModels& models) {
     const MlpWeights& mlp = models.of(state.range(1) == 1 ? Dtype::float32 : Dtype::float64, Device::cuda(0));
     for (auto _ : state) benchmark::DoNotOptimize(mlp_step(node.agent(), node.autograd(), mlp, /*read_back=*/true));
   }, gpu);

@@ -28,7 +28,9 @@
 #include "core/tensor/ops.h"
 #include "net/io_scheduler.h"
 #include "net/process_node.h"
+#include "net/credentials.h"
 #include "net/real_clock.h"
+#include "net/secure_channel.h"
 #include "net/tcp_transport.h"
 #ifdef DAGSIM_HAVE_CUDA
 #include "core/device/cuda/cuda_gpu.h"
@@ -37,6 +39,18 @@
 namespace dagsim::bench {
 
 inline const std::string kBenchSecret = "dagsim-benchmark-shared-secret";
+
+// How the pair's connections are authenticated (the benchmarks' last argument): the shared
+// secret's handshake and a Poly1305 MAC on every envelope (the channel before issue 49), the same
+// handshake and then plain frames (--trusted-network), or mutual TLS 1.3 with a certificate per node
+// (the default since issue 49).
+enum class BenchChannel : int { shared_secret = 0, trusted = 1, tls = 2 };
+
+// Credentials for both nodes of a pair, under a fresh CA: `dir`/bench0 and `dir`/bench1.
+inline void make_bench_credentials(const std::string& dir) {
+  net::CertificateAuthority ca = net::CertificateAuthority::create("dagsim bench CA");
+  for (const char* name : {"bench0", "bench1"}) ca.issue(name).save(dir + "/" + name);
+}
 
 inline rpc::FunctionRegistry bench_registry(const MlpModels& models) {
   rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
@@ -95,10 +109,11 @@ inline std::unique_ptr<DeviceSet> make_bench_gpus(BenchGpu gpu, runtime::Clock& 
 // scheduler than IoScheduler.
 class BenchNode {
  public:
-  BenchNode(WorkerId self, boost::asio::ip::tcp::acceptor acceptor, uint16_t port0, uint16_t port1, bool trusted,
-            const rpc::FunctionRegistry& registry, BenchGpu gpu = BenchGpu::none)
+  // `credentials`: the directory make_bench_credentials filled (TLS only).
+  BenchNode(WorkerId self, boost::asio::ip::tcp::acceptor acceptor, uint16_t port0, uint16_t port1, BenchChannel channel,
+            const std::string& credentials, const rpc::FunctionRegistry& registry, BenchGpu gpu = BenchGpu::none)
       : io_(net::IoScheduler::for_this_thread().io()), clock_(io_), gpus_(make_bench_gpus(gpu, clock_)),
-        transport_(io_, std::move(acceptor), options(self, port0, port1, trusted)),
+        transport_(io_, std::move(acceptor), options(self, port0, port1, channel, credentials)),
         node_(self == 0 ? "bench0" : "bench1", self, 0, 1, clock_, transport_, log_, [](const runtime::FiberContext&, std::string what) {
           std::fprintf(stderr, "bench node fiber failed: %s\n", what.c_str());
         }),
@@ -129,14 +144,18 @@ class BenchNode {
   net::TcpTransport& transport() { return transport_; }
 
  private:
-  static net::TcpTransportOptions options(WorkerId self, uint16_t port0, uint16_t port1, bool trusted) {
+  static net::TcpTransportOptions options(WorkerId self, uint16_t port0, uint16_t port1, BenchChannel channel,
+                                         const std::string& credentials) {
     net::TcpTransportOptions o;
     o.self = self;
     o.cluster_id = 0xbe7c;
     o.names = {"bench0", "bench1"};
     o.peers = {{"127.0.0.1", port0}, {"127.0.0.1", port1}};
     o.secret.assign(kBenchSecret.begin(), kBenchSecret.end());
-    o.trusted_network = trusted;
+    o.trusted_network = channel == BenchChannel::trusted;
+    if (channel == BenchChannel::tls) {
+      o.tls = std::make_shared<const net::TlsContext>(net::NodeCredential::load(credentials + "/" + o.names[self]));
+    }
     o.connection_timeout = std::chrono::seconds(10);
     return o;
   }

@@ -85,7 +85,6 @@ TlsContext::TlsContext(const NodeCredential& credential) : name_(credential.name
   SSL_CTX_set_num_tickets(ctx_, 0);
   SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET);
-  SSL_CTX_set_mode(ctx_, SSL_MODE_RELEASE_BUFFERS);
   BIO* bio = BIO_new_mem_buf(credential.certificate_pem.data(), static_cast<int>(credential.certificate_pem.size()));
   X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
   BIO_free(bio);

@@ -2,14 +2,16 @@
 # scripts/fuzz.sh: builds the libFuzzer targets (net/fuzz/envelope_fuzz.cc, net/fuzz/handshake_fuzz.cc,
 # net/fuzz/tcpstore_fuzz.cc, net/fuzz/store_delta_fuzz.cc, scenarios/run/control_fuzz.cc (the TCP
 # launcher's control protocol), launch/slurm_hostlist_fuzz.cc (Slurm's host lists and environment),
-# and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
+# net/fuzz/file_store_fuzz.cc (FileStore's files), net/fuzz/secure_channel_fuzz.cc (mutual TLS and the
+# identity exchange of every connection), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
 # op with all of core/ compiled in) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
 # (net/fuzz/corpus/<target>/). CTest runs it once per target (net/CMakeLists.txt, label fuzz).
 #
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
-#   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, execute or all
+#   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, secure_channel,
+#              execute or all
 #              (default all)
 #
 # Promises:
@@ -34,9 +36,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | file_store | secure_channel | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist file_store secure_channel execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, secure_channel, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -83,6 +85,8 @@ sources_of() {
     store_delta) echo net/fuzz/store_delta_fuzz.cc core/store/value_delta.cc "${common_sources[@]}" ;;
     control) echo scenarios/run/control_fuzz.cc scenarios/run/control_messages.cc "${common_sources[@]}" ;;
     slurm_hostlist) echo launch/slurm_hostlist_fuzz.cc launch/slurm_env.cc core/base/printable.cc "${common_sources[@]}" ;;
+    secure_channel) echo net/fuzz/secure_channel_fuzz.cc net/secure_channel.cc net/credentials.cc core/base/printable.cc core/base/bounded_file.cc "${common_sources[@]}" ;;
+    file_store) echo net/fuzz/file_store_fuzz.cc net/file_store_format.cc core/base/printable.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
     execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;
   esac
@@ -91,6 +95,7 @@ sources_of() {
 libs_of() {
   case "$1" in
     execute) echo "$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lsleef -ldnnl -ldl -lboost_fiber -lboost_context -lxxhash -lpthread" ;;
+    secure_channel) echo "-lssl -lcrypto" ;;
     *) echo "-lcrypto" ;;
   esac
 }

@@ -1,7 +1,11 @@
 // scenarios/run/control_fuzz.cc: the libFuzzer target for the control protocol's one codec
 // (control_messages.h), built and run by scripts/fuzz.sh (target "control"). The input is the text
-// of one control message as it would arrive on a link. It promises to report (abort, so libFuzzer
-// saves the input) any of:
+// of one control message as it would arrive on a link, in either direction: every input goes
+// through both decoders, decode_command (what a node reads from the launcher) and decode_event
+// (what the launcher reads from a node), and the seed corpus (net/fuzz/corpus/control/) holds one
+// message of every command and every event kind. The link's framing and authentication below the
+// message are not this target's (net/fuzz/envelope_fuzz.cc, handshake_fuzz.cc, and TLS's own). It
+// promises to report (abort, so libFuzzer saves the input) any of:
 //  - parse_message, decode_command or decode_event throwing anything but Error(protocol_error), or
 //    crashing, leaking, or tripping ASan, UBSan or an assert, on any bytes (deep nesting included);
 //  - a message that decodes whose encoding does not decode back to the same message, or whose

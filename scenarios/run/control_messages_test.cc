@@ -4,12 +4,18 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+
 #include "core/base/error.h"
 
 namespace dagsim::scenarios::control {
 namespace {
 
 using json = nlohmann::json;
+namespace fs = std::filesystem;
 
 std::string refusal_of(const std::function<void()>& fn) {
   try {
@@ -79,6 +85,31 @@ TEST(ControlMessages, TextIsBoundedBeforeAnythingWalksIt) {
   const std::string huge(kMaxControlString + 1, 'a');
   EXPECT_NE(refusal_of([&] { decode_event(json{{"event", "refused"}, {"why", huge}}); }).find("over 16777216 bytes"),
             std::string::npos);
+}
+
+// The fuzz target (control_fuzz.cc) runs every input through both decoders; its seeds must start
+// it from every message of both directions, or a kind added later goes unfuzzed until libFuzzer
+// happens on its name. Every seed but the nesting one decodes as a command or an event.
+TEST(ControlMessages, TheFuzzSeedsHoldEveryCommandAndEveryEvent) {
+  const fs::path corpus = fs::path(__FILE__).parent_path().parent_path().parent_path() / "net" / "fuzz" / "corpus" / "control";
+  ASSERT_TRUE(fs::is_directory(corpus)) << corpus;
+  std::set<size_t> commands, events;
+  for (const auto& entry : fs::directory_iterator(corpus)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (entry.path().filename() == "deep") {
+      refusal_of([&] { parse_message(text); });
+      continue;
+    }
+    const json message = parse_message(text);
+    if (message.contains("op")) {
+      commands.insert(decode_command(message).index());
+    } else {
+      events.insert(decode_event(message).index());
+    }
+  }
+  EXPECT_EQ(commands.size(), std::variant_size_v<Command>) << "a command kind has no seed in " << corpus;
+  EXPECT_EQ(events.size(), std::variant_size_v<Event>) << "an event kind has no seed in " << corpus;
 }
 
 }  // namespace

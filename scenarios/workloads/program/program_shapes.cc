@@ -8,7 +8,6 @@
 
 namespace dagsim::scenarios {
 
-
 int64_t saturating_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -20,6 +19,18 @@ int64_t saturating_numel(const Shape& shape) {
   }
   return n;
 }
+
+int64_t saturating_extent(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return std::numeric_limits<int64_t>::max();
+    if (d == 0) continue;
+    n = n > std::numeric_limits<int64_t>::max() / d ? std::numeric_limits<int64_t>::max() : n * d;
+  }
+  return n;
+}
+
+bool within_shape_limit(const Shape& shape) { return saturating_extent(shape) <= kProgramMaxNumel; }
 
 rpc::OpShapes infer_result_shapes(const std::string& call, const std::vector<Shape>& s,
                                   const std::map<std::string, double>& attributes) {

@@ -24,6 +24,16 @@ inline constexpr int64_t kProgramMaxNumel = 10'000'000;
 
 // Elements of `shape`, saturating at INT64_MAX (so 10^7 × 10^7 × 10^7 cannot wrap).
 int64_t saturating_numel(const Shape& shape);
+// Its sizes multiplied with zeros counted as ones (the extents a kernel walks and the strides it
+// computes, empty or not), saturating at INT64_MAX. At least saturating_numel(shape).
+int64_t saturating_extent(const Shape& shape);
+
+// The one rule every shape of a program is held to, a leaf's and each inferred statement result's,
+// by the loader that both `dagsim validate` and `dagsim run` use, so they refuse the same files:
+// its extent (above) is at most kProgramMaxNumel. Holding the extent, not only the elements, is
+// what makes every accepted leaf creatable in the run: [0, 10^7, 10^7, 10^7] has no elements, but
+// the tensor code refuses a product of sizes past 2^63 and the RPC path one past a reply's lanes.
+bool within_shape_limit(const Shape& shape);
 
 // The shapes `call` gives (one per result) for arguments of `shapes` (tensors, then RRef values)
 // and `attributes`; nullopt when it does not know or the arguments do not fit.

@@ -164,15 +164,14 @@ LeafValues read_leaf_values(const TomlReader& reader, const Table& t) {
   if (static_cast<int64_t>(dims.size()) > kMaxRank) {
     reader.fail(dims, shape_path, "rank " + std::to_string(dims.size()) + " is more than " + std::to_string(kMaxRank));
   }
-  // Saturates just above the limit, so a huge shape cannot overflow and a 0 still gives 0.
-  int64_t numel = 1;
   for (size_t i = 0; i < dims.size(); ++i) {
-    const int64_t dim = reader.integer(dims[i], index_path(shape_path, i), 0, kMaxNumel);
-    out.shape.push_back(dim);
-    numel = std::min(numel * dim, kMaxNumel + 1);
+    out.shape.push_back(reader.integer(dims[i], index_path(shape_path, i), 0, kMaxNumel));
   }
-  if (numel > kMaxNumel) {
-    reader.fail(dims, shape_path, shape_str(out.shape) + " has more than " + std::to_string(kMaxNumel) + " elements");
+  const int64_t numel = saturating_numel(out.shape);
+  if (!within_shape_limit(out.shape)) {
+    reader.fail(dims, shape_path,
+                shape_str(out.shape) + " has more than " + std::to_string(kMaxNumel) + " elements" +
+                    (numel > kMaxNumel ? "" : " counting its zeros as ones (an empty tensor's sizes are held too)"));
   }
 
   const toml::node* values = t.get("values");
@@ -375,12 +374,13 @@ void check_result_sizes(const TomlReader& reader, const std::vector<const toml::
     const Statement& s = program.statements[i];
     for (size_t k = 0; k < shapes[i]->size(); ++k) {
       const Shape& shape = (*shapes[i])[k];
-      const int64_t n = saturating_numel(shape);
-      if (n <= kMaxNumel) continue;
+      if (within_shape_limit(shape)) continue;
+      const int64_t n = saturating_numel(shape) == 0 ? saturating_extent(shape) : saturating_numel(shape);
       reader.fail(*tables[i], index_path("program", i),
                   quote(s.outs.at(k)) + " = " + s.call + "(...) has shape " + shape_str(shape) + ", " +
                       (n == std::numeric_limits<int64_t>::max() ? "over 2^63" : std::to_string(n)) +
-                      " elements; a tensor has at most " + std::to_string(kMaxNumel));
+                      (saturating_numel(shape) == 0 ? " elements counting its zeros as ones" : " elements") +
+                      "; a tensor has at most " + std::to_string(kMaxNumel));
     }
   }
 }

@@ -238,9 +238,22 @@ TEST(ScenarioProgram, ShapesAreBounded) {
             "bad.toml:2: tensors[0].shape: rank 9 is more than 8");
   EXPECT_EQ(error_of(program(R"({ name = "a", shape = [10000, 10000, 10000] })")),
             "bad.toml:2: tensors[0].shape: [10000, 10000, 10000] has more than 10000000 elements");
-  // Zero elements is a valid shape, however large the other dimensions.
-  EXPECT_EQ(error_of(program(R"({ name = "a", shape = [10000000, 10000000, 0] }, { name = "b", shape = [2] })")),
+  // Zero elements is a valid shape, its other sizes held to the limit as if each 0 were a 1 (the
+  // one rule, within_shape_limit, so `validate` and `run` agree: [0, 10^7, 10^7, 10^7] once
+  // validated and then failed the run's tensor code with exit 3).
+  EXPECT_EQ(error_of(program(R"({ name = "a", shape = [10000, 1000, 0] }, { name = "b", shape = [2] })")),
             "no error");
+  EXPECT_EQ(error_of(program(R"({ name = "a", shape = [10000000, 10000000, 0] })")),
+            "bad.toml:2: tensors[0].shape: [10000000, 10000000, 0] has more than 10000000 elements counting its zeros "
+            "as ones (an empty tensor's sizes are held too)");
+  EXPECT_EQ(error_of(program(R"({ name = "x", shape = [0, 10000000, 10000000, 10000000] })")),
+            "bad.toml:2: tensors[0].shape: [0, 10000000, 10000000, 10000000] has more than 10000000 elements counting "
+            "its zeros as ones (an empty tensor's sizes are held too)");
+  // A statement's inferred result is held by the same rule.
+  EXPECT_EQ(error_of(program(R"({ name = "a", shape = [10000, 1, 0] }, { name = "b", shape = [1, 10000, 1] })",
+                             R"({ out = "c", call = "add", args = ["a", "b"] })", R"({ roots = ["c"] })")),
+            "bad.toml:3: program[0]: \"c\" = add(...) has shape [10000, 10000, 0], 100000000 elements counting its "
+            "zeros as ones; a tensor has at most 10000000");
 }
 
 TEST(ScenarioProgram, ValuesMatchTheShapeAndExcludeInit) {

@@ -22,7 +22,8 @@ does: the case where a node named by its host name would send every other host t
                   4. the three agents exit 0 and the parameters equal an uninterrupted run's.
   tcp DAGSIM      docs/tcp.md's "Across hosts" procedure, its commands taken from the document
                   itself: the cluster id, the peers file (its addresses replaced by the
-                  namespaces'), the secret file (in a temporary folder rather than /etc/dagsim), the
+                  namespaces'), the CA and credential directories (made as written, each copied to
+                  the "host" whose commands name it, and to no other), the
                   launcher and worker0 in the first namespace, worker1 in the second, each "host"
                   in a folder of its own holding copies of the scenario and the peers file. The
                   run must pass, and `dagsim judge run/` must agree.
@@ -416,21 +417,21 @@ def tcp_test(dagsim):
     section = doc_section(os.path.join(ROOT, "docs", "tcp.md"), "Across hosts")
     cluster_id_cmd = re.search(r"`(printf '0x%s\\n' [^`]+)`", section).group(1)
     (peers_doc,) = fenced(section, "json")
-    secret_sh, hosts_sh = fenced(section, "sh")
+    credentials_sh, hosts_sh = fenced(section, "sh")
     doc_hosts = re.findall(r"\d+\.\d+\.\d+\.\d+", peers_doc)[:2]  # the document's two hosts
     hosts = Hosts()
     out = tempfile.mkdtemp(prefix="dagsim_multihost_tcp_")
     os.chmod(out, 0o755)
     try:
         hosts.create()
-        secret = os.path.join(out, "secret")
         # `dagsim` in the commands is this build's.
         env = dict(os.environ, PATH=os.path.dirname(os.path.abspath(dagsim)) + ":" + os.environ.get("PATH", ""))
-        place = lambda text: (text.replace(doc_hosts[0], hosts.addr(0)).replace(doc_hosts[1], hosts.addr(1))
-                              .replace("/etc/dagsim/secret", secret))
-        made = subprocess.run(["bash", "-euc", place(secret_sh)], capture_output=True, text=True, env=env)
-        if made.returncode != 0 or oct(os.stat(secret).st_mode & 0o777) != "0o600":
-            fail("the secret's commands failed: %s" % made.stderr)
+        env.pop("DAGSIM_SECRET", None)
+        env.pop("DAGSIM_SECRET_FILE", None)
+        place = lambda text: text.replace(doc_hosts[0], hosts.addr(0)).replace(doc_hosts[1], hosts.addr(1))
+        made = subprocess.run(["bash", "-euc", place(credentials_sh)], capture_output=True, text=True, env=env, cwd=out)
+        if made.returncode != 0 or oct(os.stat(os.path.join(out, "ca", "ca.key")).st_mode & 0o777) != "0o600":
+            fail("the credentials' commands failed: %s" % made.stderr)
         cluster_id = subprocess.run(["bash", "-c", cluster_id_cmd], capture_output=True, text=True, check=True).stdout.strip()
         peers = json.loads(place(peers_doc))
         peers["cluster_id"] = cluster_id
@@ -446,6 +447,9 @@ def tcp_test(dagsim):
             shutil.copy(os.path.join(ROOT, "scenarios", "examples", "seed_example.toml"), home)
             with open(os.path.join(home, "peers.json"), "w") as f:
                 json.dump(peers, f)
+            # "copy each directory to its process's host only": the ones this host's commands name.
+            for path in re.findall(r"DAGSIM_CREDENTIALS=(\S+)", block):
+                shutil.copytree(os.path.join(out, path), os.path.join(home, path))
             # As written; then the exit codes of what it started in the foreground and background.
             script = block + '\nnode=$?\nlauncher=0\nif [ -n "${!:-}" ]; then wait $!; launcher=$?; fi\n' \
                              'echo "exit codes: node $node launcher $launcher" >&2\n[ $node = 0 ] && [ $launcher = 0 ]\n'

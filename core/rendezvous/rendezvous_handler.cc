@@ -19,12 +19,17 @@ RendezvousSettings validated(RendezvousSettings settings, const RendezvousHandle
   return settings;
 }
 
+// PyTorch's RendezvousError family, which shutdown() and the keep-alive log instead of raising:
+// protocol_error is a corrupt state in the store (its RendezvousStateError), written by any client
+// of the store; it ends the job through the op that meets it (next_rendezvous, num_nodes_waiting,
+// exit 1 from dagsim launch), never as an error out of a shutdown or a keep-alive fiber.
 bool is_rendezvous_error(const Error& e) {
   switch (e.code()) {
     case ErrorCode::rendezvous_closed:
     case ErrorCode::rendezvous_timeout:
     case ErrorCode::rendezvous_graceful_exit:
     case ErrorCode::rendezvous_connection_failed:
+    case ErrorCode::protocol_error:
       return true;
     default:
       return false;

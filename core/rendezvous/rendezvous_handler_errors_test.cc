@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/fibers/local_runtime.h"
+#include "core/rendezvous/rendezvous_backend.h"
 #include "core/rendezvous/rendezvous_handler.h"
 #include "core/rendezvous/rendezvous_test_cluster.h"
 
@@ -105,6 +106,33 @@ TEST_F(HandlerErrors, TheKeepAliveSwallowsRendezvousErrors) {
   run_until(at(90s));
   EXPECT_EQ(handler(1).keep_alives(), before) << "no beat can succeed without a store";
   EXPECT_GE(handler(1).keep_alive_failures(), 2u) << "it kept trying";
+  EXPECT_TRUE(rt_.failures().empty()) << rt_.failures().front().what;
+}
+
+// A corrupt state (any client of the store can write one) is a RendezvousStateError in PyTorch, one
+// of the rendezvous errors: the keep-alive counts and logs its beats failing, its fiber lives on,
+// and shutdown says false instead of throwing; the op a caller makes names the key and what is
+// wrong (issue 49, launch_corrupt_state_exit3).
+TEST_F(HandlerErrors, ACorruptStateIsARendezvousErrorToTheKeepAliveAndShutdown) {
+  start(1, job(1, 1));
+  join_at(1, at(0ms));
+  run_until(at(1s));
+  ASSERT_TRUE(result(1).info.has_value()) << result(1).what;
+  at_time(1, at(2s), [&] { clients_[0]->set(state_key("job"), store::Bytes{'g', 'a', 'r', 'b', 'a', 'g', 'e'}); });
+  run_until(at(30s));
+  EXPECT_GE(handler(1).keep_alive_failures(), 2u) << "it kept trying";
+  EXPECT_TRUE(rt_.failures().empty()) << rt_.failures().front().what;
+  std::optional<ErrorCode> waiting_error, shutdown_error;
+  std::string waiting_what, shutdown_what;
+  std::optional<bool> left;
+  call_at(1, at(31s), [&] { (void)handler(1).num_nodes_waiting(); }, waiting_error, waiting_what);
+  call_at(1, at(32s), [&] { left = handler(1).shutdown(); }, shutdown_error, shutdown_what);
+  (void)rt_.run(at(40s));  // idle after the shutdown
+  EXPECT_EQ(waiting_error, ErrorCode::protocol_error) << waiting_what;
+  EXPECT_NE(waiting_what.find("the state under key torch.rendezvous.job (version"), std::string::npos) << waiting_what;
+  EXPECT_NE(waiting_what.find("is corrupt"), std::string::npos) << waiting_what;
+  EXPECT_EQ(shutdown_error, std::nullopt) << shutdown_what;
+  EXPECT_EQ(left, false);
   EXPECT_TRUE(rt_.failures().empty()) << rt_.failures().front().what;
 }
 

@@ -10,14 +10,15 @@
 //    re-rendezvous is requested: Note [re-rendezvous on expiry]).
 //  - set_closed(): the close op within the close timeout.
 //  - shutdown(): stops the keep-alive and runs the exit op within the close timeout; false if it
-//    failed with a rendezvous error (PyTorch's contract).
+//    failed with a rendezvous error (PyTorch's contract; a corrupt state, protocol_error, counts as
+//    one, as PyTorch's RendezvousStateError is a RendezvousError).
 //
 // The keep-alive: one fiber per round, spawned with the node's Spawner into a CancelScope of its
 // own; every keep_alive_interval it runs the keep-alive op (heartbeat timeout). The scope is
 // cancelled and joined at the next next_rendezvous() and at shutdown() (cancelled when the handler
 // is destroyed), so no keep-alive op of an old round starts after the node moved on; a write already
 // in flight is at worst a stale-token write the store refuses or one the next op reads. Its rendezvous errors (a store
-// that is down) are logged ("rendezvous.keep_alive_failed") and it tries again next interval, as
+// that is down, a corrupt state) are logged ("rendezvous.keep_alive_failed") and it tries again next interval, as
 // PyTorch's heartbeat job warns and goes on.
 //
 // Ops are serialised by one mutex (PyTorch's heartbeat lock), so the keep-alive never interleaves

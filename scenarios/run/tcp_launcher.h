@@ -13,9 +13,10 @@
 // bound by number) and hands it to that node's process, listening, when the process starts. From a
 // node's death until its restart the launcher holds no socket there, so its address refuses
 // connections as a dead host's does; the restart binds the same port again (docs/tcp.md's table).
-// The scenario's bytes, their SHA-256 and the seed reach every node over its control link. The shared secret
-// is DAGSIM_SECRET / DAGSIM_SECRET_FILE if set, else a fresh random one in a file only the user
-// can read. Each node process is started through net/process (process.h), in a process group
+// The scenario's bytes, their SHA-256 and the seed reach every node over its control link. Each node process
+// holds its own certificate of a CA the launcher makes for the run (in a private temporary folder,
+// gone with the run; net/credentials.h), unless DAGSIM_SECRET / DAGSIM_SECRET_FILE chose a shared
+// secret. Each node process is started through net/process (process.h), in a process group
 // of its own: it and all it starts die with the launcher, SIGKILL included, and are killed on
 // SIGTERM, SIGINT, errors and at the end; none is left behind.
 //
@@ -52,7 +53,8 @@ struct TcpRunOptions {
   // Nodes on other hosts (docs/tcp.md): a peers file naming where every node listens. The launcher
   // then starts no process: each node is started on its host with `dagsim node ... --control
   // THIS_HOST:PORT` and connects to `control_port` (0: one the OS picks, told to on_control_port).
-  // The secret must come from DAGSIM_SECRET or DAGSIM_SECRET_FILE, the same on every host. Kills,
+  // The launcher's credentials come from DAGSIM_CREDENTIALS (a certificate naming "launcher" of the
+  // nodes' CA), or a shared secret from DAGSIM_SECRET or DAGSIM_SECRET_FILE, the same on every host. Kills,
   // crashes and partitions apply as locally; pauses and restarts need the node's host and are
   // refused before the run.
   std::string peers_file;

@@ -85,41 +85,26 @@ TlsContext::TlsContext(const NodeCredential& credential) : name_(credential.name
   SSL_CTX_set_num_tickets(ctx_, 0);
   SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET);
-  BIO* bio = BIO_new_mem_buf(credential.certificate_pem.data(), static_cast<int>(credential.certificate_pem.size()));
-  X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-  BIO_free(bio);
-  if (cert == nullptr || SSL_CTX_use_certificate(ctx_, cert) != 1) {
-    X509_free(cert);
-    refuse("its certificate does not load");
-  }
-  X509_free(cert);
-  bio = BIO_new_mem_buf(credential.key_pem.data(), static_cast<int>(credential.key_pem.size()));
-  EVP_PKEY* key = PEM_read_bio_PrivateKey(bio, nullptr, nullptr, nullptr);
-  BIO_free(bio);
-  if (key == nullptr || SSL_CTX_use_PrivateKey(ctx_, key) != 1) {
-    EVP_PKEY_free(key);
-    refuse("its key does not load");
-  }
-  EVP_PKEY_free(key);
-  if (SSL_CTX_check_private_key(ctx_) != 1) refuse("its key is not its certificate's");
-  X509_STORE* store = SSL_CTX_get_cert_store(ctx_);
-  bio = BIO_new_mem_buf(credential.ca_pem.data(), static_cast<int>(credential.ca_pem.size()));
-  X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
-  BIO_free(bio);
-  if (ca == nullptr || X509_STORE_add_cert(store, ca) != 1) {
-    X509_free(ca);
-    refuse("the CA's certificate does not load");
-  }
-  X509_free(ca);
-  if (!credential.crl_pem.empty()) {
-    bio = BIO_new_mem_buf(credential.crl_pem.data(), static_cast<int>(credential.crl_pem.size()));
-    X509_CRL* crl = PEM_read_bio_X509_CRL(bio, nullptr, nullptr, nullptr);
+  // Each piece of PEM through one reader; `install` takes it (false: refused).
+  const auto install = [&](const std::string& pem, auto reader, auto free, auto use, const char* what) {
+    BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    auto* object = bio == nullptr ? nullptr : reader(bio, nullptr, nullptr, nullptr);
     BIO_free(bio);
-    if (crl == nullptr || X509_STORE_add_crl(store, crl) != 1) {
-      X509_CRL_free(crl);
-      refuse("the revocation list does not load");
-    }
-    X509_CRL_free(crl);
+    const bool ok = object != nullptr && use(object);
+    free(object);
+    if (!ok) refuse(what);
+  };
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx_);
+  install(credential.certificate_pem, PEM_read_bio_X509, X509_free,
+          [&](X509* cert) { return SSL_CTX_use_certificate(ctx_, cert) == 1; }, "its certificate does not load");
+  install(credential.key_pem, PEM_read_bio_PrivateKey, EVP_PKEY_free,
+          [&](EVP_PKEY* key) { return SSL_CTX_use_PrivateKey(ctx_, key) == 1; }, "its key does not load");
+  if (SSL_CTX_check_private_key(ctx_) != 1) refuse("its key is not its certificate's");
+  install(credential.ca_pem, PEM_read_bio_X509, X509_free,
+          [&](X509* ca) { return X509_STORE_add_cert(store, ca) == 1; }, "the CA's certificate does not load");
+  if (!credential.crl_pem.empty()) {
+    install(credential.crl_pem, PEM_read_bio_X509_CRL, X509_CRL_free,
+            [&](X509_CRL* crl) { return X509_STORE_add_crl(store, crl) == 1; }, "the revocation list does not load");
     X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
   }
   SSL_CTX_set_verify_depth(ctx_, 2);

@@ -233,6 +233,32 @@ TEST(SecureChannel, PlainAfterTheHandshakeNeedsBothEndsAndHandsBackTheFirstPlain
   EXPECT_NE(strict.error().find("--trusted-network"), std::string::npos) << strict.error();
 }
 
+TEST(Credentials, ACredentialThatDoesNotLoadIsRefusedNamingWhatFailed) {
+  CertificateAuthority ca = CertificateAuthority::create("dagsim test CA");
+  const NodeCredential good = ca.issue("worker0");
+  const auto error_of = [](const NodeCredential& c) -> std::string {
+    try {
+      TlsContext context(c);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  NodeCredential bad = good;
+  bad.certificate_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n";
+  EXPECT_NE(error_of(bad).find("its certificate does not load"), std::string::npos) << error_of(bad);
+  bad = good;
+  bad.key_pem = ca.issue("worker1").key_pem;  // another node's key
+  EXPECT_NE(error_of(bad).find("its key does not load (key values mismatch)"), std::string::npos) << error_of(bad);
+  bad = good;
+  bad.ca_pem.clear();
+  EXPECT_NE(error_of(bad).find("the CA's certificate does not load"), std::string::npos) << error_of(bad);
+  bad = good;
+  bad.crl_pem = "garbage";
+  EXPECT_NE(error_of(bad).find("the revocation list does not load"), std::string::npos) << error_of(bad);
+  EXPECT_EQ(error_of(good), "");
+}
+
 TEST(Credentials, DirectoriesRoundTripAndAReadableKeyIsRefused) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "dagsim_credentials_test";
   std::filesystem::remove_all(dir);

@@ -354,7 +354,6 @@ int run_tcp_node(const TcpNodeOptions& options) {
                                    " needs --scenario FILE: this host's copy of the launcher's scenario");
   }
   const net::RunIdentity identity = net::identity_from_environment(options.node_name);
-  if (!identity.tls && options.control_fd < 0) std::fprintf(stderr, "%s\n", net::shared_secret_warning().c_str());
 
   net::IoScheduler& scheduler = net::IoScheduler::for_this_thread();
   asio::io_context& io = scheduler.io();
@@ -369,6 +368,8 @@ int run_tcp_node(const TcpNodeOptions& options) {
     for (const PeerAddress& p : own_peers.nodes) names.push_back(p.name);
     link = connect_to_launcher(io, options.control_address, own_peers.cluster_id, names,
                                static_cast<WorkerId>(node_index(*own, options.node_name, options.scenario_file)), identity);
+    // Said once the node is in the run (a node refused earlier says only why).
+    if (!identity.tls) std::fprintf(stderr, "%s\n", net::shared_secret_warning().c_str());
   }
   // A command that does not decode is a launcher out of protocol: the node stops listening to it,
   // as to a launcher gone (the link closed), and says why in its log.

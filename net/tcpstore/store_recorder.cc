@@ -27,10 +27,6 @@ int64_t wall_ns() {
 // Room kept at the cap for the closing line (cut or stop: under 100 bytes).
 constexpr uint64_t kClosingRoom = 256;
 
-nlohmann::json value_or_null(const std::optional<Bytes>& bytes, size_t whole_max) {
-  return bytes ? recorded_value(*bytes, whole_max) : nlohmann::json();
-}
-
 bool is_state_key(const std::string& key) {
   const std::string_view k = key.starts_with('/') ? std::string_view(key).substr(1) : std::string_view(key);
   return key.size() <= kRecordKeyMax && k.starts_with(kRecordStatePrefix);
@@ -144,12 +140,13 @@ std::optional<int64_t> local_peer_pid(const boost::asio::ip::tcp::endpoint& clie
 StoreRecorder::StoreRecorder(const std::string& path, RecorderLimits limits, std::function<void(const std::string&)> log)
     : path_(path), limits_(limits), log_(std::move(log)) {
   if (limits_.max_bytes < kRecordMinBytes) {
-    throw errors::invalid_argument("the store's record cap of " + std::to_string(limits_.max_bytes) +
-                                   " bytes is below the " + std::to_string(kRecordMinBytes) + " a record needs");
+    throw errors::invalid_argument("a record cap of " + std::to_string(limits_.max_bytes) + " bytes (--record-max-bytes) is below the " +
+                                   std::to_string(kRecordMinBytes) + " a record needs");
   }
   if (limits_.value_bytes > kRecordStateMax) {
     throw errors::invalid_argument("values of up to " + std::to_string(limits_.value_bytes) +
-                                   " bytes written whole: more than the record's most, " + std::to_string(kRecordStateMax));
+                                   " bytes recorded whole (--record-value-bytes): more than the most, " +
+                                   std::to_string(kRecordStateMax));
   }
   out_.open(path, std::ios::out | std::ios::trunc);
   if (!out_) throw errors::invalid_argument("cannot write the store's record " + printable(path, kPathMax));
@@ -212,22 +209,21 @@ void StoreRecorder::end(const Pending& p, const store::KeyValueTable& table) {
       line["key"] = recorded_key(q.keys[0]);
       line["expected"] = recorded_value(q.values[0], sent);
       line["desired"] = recorded_value(q.values[1], sent);
-      const std::optional<Bytes> after = table.get(q.keys[0]);
       // PyTorch's rule (key_value_table.h): the key is set when it holds `expected`, or is absent
       // and `expected` is empty. Rewriting the same bytes is a write too.
       const bool written = p.before ? *p.before == q.values[0] : q.values[0].empty();
       line["written"] = written;
-      line["value"] = value_or_null(after, written ? sent : answered);
+      line["value"] = value_now(q.keys[0], table, written ? sent : answered);
       break;
     }
     case QueryType::get:
       line["key"] = recorded_key(q.keys[0]);
-      line["value"] = value_or_null(table.get(q.keys[0]), answered);
+      line["value"] = value_now(q.keys[0], table, answered);
       break;
     case QueryType::add:
       line["key"] = recorded_key(q.keys[0]);
       line["delta"] = q.delta;
-      line["value"] = value_or_null(table.get(q.keys[0]), answered);
+      line["value"] = value_now(q.keys[0], table, answered);
       break;
     case QueryType::delete_key:
       line["key"] = recorded_key(q.keys[0]);
@@ -244,6 +240,21 @@ void StoreRecorder::end(const Pending& p, const store::KeyValueTable& table) {
     }
   }
   write(line);
+}
+
+nlohmann::json StoreRecorder::value_now(const std::string& key, const store::KeyValueTable& table, size_t whole_max) {
+  const uint64_t version = table.version_of(key);
+  const Bytes* value = version == 0 ? nullptr : table.value_at(key, version);
+  if (value == nullptr) return nullptr;
+  if (value->size() <= whole_max || key.size() > kRecordKeyMax) return recorded_value(*value, whole_max);
+  // A version is one value of the key for good, so its digest is worked out once.
+  if (digests_.size() >= kDigestsKept && !digests_.contains(key)) digests_.clear();
+  auto& [seen, digest] = digests_[key];
+  if (seen != version) {
+    digest = sha256_hex(*value);
+    seen = version;
+  }
+  return {{"bytes", value->size()}, {"sha256", digest}};
 }
 
 void StoreRecorder::stop() {

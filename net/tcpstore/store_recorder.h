@@ -60,6 +60,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 
 #include "core/store/key_value_table.h"
 #include "net/tcpstore/tcp_store_protocol.h"
@@ -127,6 +129,10 @@ class StoreRecorder {
  private:
   // `closing`: the cut or stop line, written into the room kept for it.
   void write(const nlohmann::json& line, bool closing = false);
+  // What `key` holds now, as the record gives it (null when absent). A client that reads a large
+  // value again and again costs one SHA-256 of it, not one per read.
+  nlohmann::json value_now(const std::string& key, const store::KeyValueTable& table, size_t whole_max);
+  static constexpr size_t kDigestsKept = 1024;
 
   std::string path_;
   RecorderLimits limits_;
@@ -135,6 +141,7 @@ class StoreRecorder {
   std::string error_;
   uint64_t written_ = 0;
   bool cut_ = false;
+  std::unordered_map<std::string, std::pair<uint64_t, std::string>> digests_;  // key: its version's digest
 };
 
 }  // namespace dagsim::net::tcpstore

@@ -3,8 +3,10 @@
 // (torch.distributed.TCPStore(host, port, is_master=False)) and dagsim ones share one store. The
 // bound port goes to standard output alone on the first line (with --port 0 the OS picks it), for
 // scripts to read; everything else goes to standard error. --record FILE writes every client
-// operation as a JSON line (net/tcpstore/store_recorder.h), for `dagsim judge`. Exit 0 after a signal, 2 when it cannot
-// listen (naming the address and why) or --max-connections is past the file-descriptor limit.
+// operation as a JSON line (net/tcpstore/store_recorder.h), for `dagsim judge`, bounded by
+// --record-max-bytes and --record-value-bytes. Exit 0 after a signal, 2 when it cannot listen
+// (naming the address and why), --max-connections is past the file-descriptor limit, or the
+// record cannot be written or its limits are out of range.
 #include <boost/asio/ip/tcp.hpp>
 
 #include <sys/resource.h>
@@ -17,6 +19,7 @@
 #include <string>
 
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "net/tcpstore/store_host.h"
 #include "net/tcpstore/tcp_store_server.h"
 #include "scenarios/cli/commands.h"
@@ -73,7 +76,7 @@ int store_command(const StoreArgs& args) {
     return kBadInput;
   }
   net::tcpstore::StoreHost host("store");
-  const std::string where = args.host + ":" + std::to_string(args.port);
+  const std::string where = printable(args.host + ":" + std::to_string(args.port));
   tcp::acceptor acceptor(host.io());
   try {
     const tcp::endpoint endpoint(asio::ip::make_address(args.host), args.port);
@@ -89,7 +92,9 @@ int store_command(const StoreArgs& args) {
   options.max_connections = *max_connections;
   if (!args.record.empty()) {
     try {
-      options.recorder = std::make_shared<net::tcpstore::StoreRecorder>(args.record);
+      const net::tcpstore::RecorderLimits limits{args.record_max_bytes, args.record_value_bytes};
+      options.recorder = std::make_shared<net::tcpstore::StoreRecorder>(
+          args.record, limits, [](const std::string& line) { std::cerr << "dagsim store: " << line << "\n"; });
     } catch (const Error& e) {
       if (e.code() != ErrorCode::invalid_argument) throw;
       std::cerr << "dagsim store: " << e.detail() << "\n";
@@ -105,7 +110,7 @@ int store_command(const StoreArgs& args) {
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
   std::cout << server.port() << std::endl;
-  std::cerr << "dagsim store: serving PyTorch 1.13's TCPStore protocol on " << args.host << ":" << server.port()
+  std::cerr << "dagsim store: serving PyTorch 1.13's TCPStore protocol on " << printable(args.host) << ":" << server.port()
             << " to at most " << *max_connections << " connections until SIGTERM or SIGINT\n";
   host.wait_until([] { return stop_requested != 0; }, runtime::TimePoint::max(), std::chrono::milliseconds(50));
   const net::tcpstore::TcpStoreServerStats stats = server.stats();

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -36,11 +37,15 @@ std::string read_bounded_file(const std::string& path, size_t max_bytes, ErrorCo
                                     ? "is larger than " + std::to_string(max_bytes >> 20) + " MiB, the limit of " + std::string(kind)
                                     : "is larger than " + std::to_string(max_bytes) + " bytes, the limit of " + std::string(kind);
   if (static_cast<uint64_t>(info.st_size) > max_bytes) refuse(too_large);
-  // Read at most one byte past the limit: a file that grows while read is still bounded.
+  // Read at most one byte past the limit: a file that grows while read is still bounded. The
+  // buffer starts at the file's size (plus the byte that shows growth), not the bound, so a small
+  // file read under a large bound costs its own size; it grows, doubling, only if the file does.
+  const size_t cap = max_bytes + 1;
   std::string text;
-  text.resize(max_bytes + 1);
+  text.resize(std::min(cap, static_cast<size_t>(info.st_size) + 1));
   size_t size = 0;
-  while (size < text.size()) {
+  while (size < cap) {
+    if (size == text.size()) text.resize(std::min(cap, 2 * text.size()));
     const ssize_t n = ::read(file.fd, text.data() + size, text.size() - size);
     if (n == 0) break;
     if (n < 0) {

@@ -195,18 +195,17 @@ std::string run_report_html(const scenarios::Scenario& scenario, const std::stri
   return page("dagsim: " + result.scenario + " seed " + std::to_string(result.seed), body);
 }
 
-std::string sweep_report_html(const nlohmann::json& summary) {
-  const std::string file = summary.value("file", std::string("?"));
-  const size_t runs = summary.value("runs", size_t{0}), passed = summary.value("passed", size_t{0});
-  std::string body = "<h1>" + esc(file) + ": seeds " + esc(summary.value("seeds", std::string("?"))) + "</h1>\n";
+std::string sweep_report_html(const SweepSummary& summary) {
+  const std::string& file = summary.file;
+  const uint64_t runs = summary.runs, passed = summary.passed;
+  std::string body = "<h1>" + esc(file) + ": seeds " + esc(summary.seeds) + "</h1>\n";
   body += "<p id=\"verdict\" class=\"" + std::string(passed == runs ? "pass" : "fail") + "\">" + std::to_string(passed) + " of " +
           std::to_string(runs) + " seeds passed</p>\n";
   body += "<table id=\"seeds\"><tr><th>seed</th><th>verdict</th><th>seconds</th><th>why</th><th>replay</th></tr>\n";
-  for (const nlohmann::json& s : summary.value("results", nlohmann::json::array())) {
-    const std::string verdict = s.value("verdict", std::string("?"));
-    body += "<tr class=\"seed " + std::string(verdict == "PASSED" ? "pass" : "fail") + "\"><td>" + std::to_string(s.value("seed", uint64_t{0})) +
-            "</td><td>" + esc(verdict) + "</td><td>" + number(s.value("seconds", 0.0), "%.2f") + "</td><td class=\"mono\">" +
-            esc(s.value("summary", std::string())) + "</td><td><code>" + esc(s.value("replay", std::string())) + "</code></td></tr>\n";
+  for (const SweepSeed& s : summary.results) {
+    body += "<tr class=\"seed " + std::string(s.verdict == "PASSED" ? "pass" : "fail") + "\"><td>" + std::to_string(s.seed) +
+            "</td><td>" + esc(s.verdict) + "</td><td>" + number(s.seconds, "%.2f") + "</td><td class=\"mono\">" +
+            esc(s.summary) + "</td><td><code>" + esc(s.replay) + "</code></td></tr>\n";
   }
   body += "</table>\n";
   return page("dagsim check: " + file, body);

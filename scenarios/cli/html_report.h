@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "scenarios/cli/sweep_summary.h"
 #include "scenarios/run/runner.h"
 
 namespace dagsim::cli {
@@ -23,7 +24,7 @@ namespace dagsim::cli {
 std::string run_report_html(const scenarios::Scenario& scenario, const std::string& file,
                             const scenarios::RunResult& result);
 
-// A sweep's page, from `dagsim check --json`'s summary.
-std::string sweep_report_html(const nlohmann::json& summary);
+// A sweep's page, from `dagsim check --json`'s summary (read and type-checked by sweep_summary.h).
+std::string sweep_report_html(const SweepSummary& summary);
 
 }  // namespace dagsim::cli

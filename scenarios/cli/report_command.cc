@@ -5,11 +5,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
+#include "core/base/error.h"
 #include "core/base/printable.h"
 #include "scenarios/cli/commands.h"
 #include "scenarios/cli/html_report.h"
+#include "scenarios/cli/sweep_summary.h"
 
 namespace dagsim::cli {
 
@@ -23,27 +24,17 @@ int report_command(const ReportArgs& args) {
     if (!run) return kBadInput;
     html = run_report_html(run->scenario, run->file, run->result);
   } else {
-    std::ifstream in(args.path, std::ios::binary);
-    if (!in) {
-      std::cerr << "dagsim report: " << printable(args.path, kPathMax)
-                << ": cannot read it (expected a records directory or a `dagsim check --json` summary)\n";
-      return kBadInput;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    nlohmann::json summary;
+    // Read as any file argument is (a FIFO or device refused at once, a size bound), every field
+    // the page uses type-checked: a bad file is exit 2 naming it, and the field.
     try {
-      summary = nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::exception& e) {
-      std::cerr << "dagsim report: " << printable(args.path, kPathMax) << ": not JSON: " << e.what() << "\n";
+      html = sweep_report_html(read_sweep_summary(args.path));
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::invalid_argument) throw;
+      const bool missing = e.detail().find(": cannot open") != std::string::npos;
+      std::cerr << "dagsim report: " << e.detail()
+                << (missing ? " (expected a records directory or a `dagsim check --json` summary)" : "") << "\n";
       return kBadInput;
     }
-    if (!summary.is_object() || !summary.contains("results") || !summary["results"].is_array()) {
-      std::cerr << "dagsim report: " << printable(args.path, kPathMax)
-                << ": not a `dagsim check --json` summary (no \"results\" list)\n";
-      return kBadInput;
-    }
-    html = sweep_report_html(summary);
   }
   std::ofstream out(args.out, std::ios::binary | std::ios::trunc);
   out << html;

@@ -8,7 +8,10 @@
 #include <sstream>
 
 #include "core/base/assert.h"
+#include "core/base/bounded_file.h"
 #include "core/base/error.h"
+#include "scenarios/format/bounded_json.h"
+#include "scenarios/format/scenario_text.h"
 
 namespace dagsim::scenarios {
 
@@ -77,14 +80,13 @@ struct Reader {
   }
 };
 
+// Every record file is read here (and scenario.toml below), as every file argument is: through
+// read_bounded_file, so a FIFO, a device or a socket in a records directory is refused at once
+// (it once blocked `judge` and `report` for ever) and a file past the bound is refused unread;
+// and parsed with a nesting bound.
 json parse_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw errors::invalid_records(path.string() + ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw errors::invalid_records(path.string() + ": not JSON: " + e.what());
-  }
+  const std::string text = read_bounded_file(path.string(), kMaxRecordFileBytes, ErrorCode::invalid_records, "a record file");
+  return parse_bounded_json(text, kMaxRecordFileDepth, ErrorCode::invalid_records, path.string());
 }
 
 void write_file(const fs::path& path, const std::string& text) {
@@ -310,13 +312,8 @@ RecordsDir read_records_dir_unchecked(const std::string& dir) {
     throw errors::invalid_records(dir + ": not a records directory (dagsim run --records DIR)");
   }
   RecordsDir out;
-  {
-    std::ifstream in(root / "scenario.toml", std::ios::binary);
-    if (!in) throw errors::invalid_records((root / "scenario.toml").string() + ": cannot open");
-    std::ostringstream text;
-    text << in.rdbuf();
-    out.scenario_text = text.str();
-  }
+  out.scenario_text = read_bounded_file((root / "scenario.toml").string(), detail::kMaxScenarioBytes,
+                                        ErrorCode::invalid_records, "a scenario file");
   RunRecords& records = out.records;
   const fs::path run_path = root / "run.json";
   read_run_json(Reader{run_path.string()}, parse_file(run_path), records);

@@ -14,7 +14,9 @@
 //   nodes/NAME.INC.json    one per node incarnation: {"node", "incarnation", "data"}
 //                          (worker1.0.json: worker1's first life)
 // Reading trusts nothing: a missing file, malformed JSON or a missing or mistyped key is
-// Error(invalid_records) naming the file and the key.
+// Error(invalid_records) naming the file and the key. Each file is read through
+// read_bounded_file (a regular file only: a FIFO, device or socket is refused at once, never
+// waited on) and holds at most kMaxRecordFileBytes, nested at most kMaxRecordFileDepth deep.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,11 @@
 #include "core/runtime/cluster.h"
 
 namespace dagsim::scenarios {
+
+// Bounds on one records file: larger is refused unread, so a sparse or endless file costs nothing;
+// the records a run writes nest a handful deep.
+inline constexpr size_t kMaxRecordFileBytes = size_t{1} << 30;
+inline constexpr size_t kMaxRecordFileDepth = 64;
 
 // What one incarnation of one node observed: the workload's data, as JSON.
 struct NodeRecord {

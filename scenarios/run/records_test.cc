@@ -3,6 +3,7 @@
 #include "scenarios/run/records.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
@@ -150,6 +151,33 @@ TEST(Records, DamagedDirectoriesAreRejectedNamingTheFileAndKey) {
   write_records_dir(dir.string(), sample(), "x");
   EXPECT_FALSE(fs::exists(dir / "nodes" / "worker9.0.json"));
   EXPECT_EQ(read_records_dir(dir.string()).records.nodes.size(), 3u);
+  fs::remove_all(dir);
+}
+
+// Every file of a records directory is read bounded: a FIFO (which once blocked `judge` and
+// `report` for ever), a device or a socket is refused at once, naming the file; so is a file past
+// the size bound, unread, and JSON nested past the depth bound.
+TEST(Records, SpecialFilesAndUnboundedFilesAreRefusedAtOnce) {
+  const fs::path dir = fresh_dir("special");
+  write_records_dir(dir.string(), sample(), "x");
+  fs::remove(dir / "run.json");
+  ASSERT_EQ(::mkfifo((dir / "run.json").c_str(), 0600), 0);
+  EXPECT_EQ(invalid_records_detail(dir), (dir / "run.json").string() + ": cannot read: not a regular file");
+  fs::remove(dir / "run.json");  // writing the next records would wait on the FIFO for a reader
+
+  write_records_dir(dir.string(), sample(), "x");
+  fs::remove(dir / "scenario.toml");
+  fs::create_symlink("/dev/zero", dir / "scenario.toml");
+  EXPECT_EQ(invalid_records_detail(dir), (dir / "scenario.toml").string() + ": cannot read: not a regular file");
+  fs::remove(dir / "scenario.toml");  // not /dev/zero, the link
+
+  write_records_dir(dir.string(), sample(), "x");
+  fs::resize_file(dir / "faults.json", kMaxRecordFileBytes + 1);  // sparse: nothing is written
+  EXPECT_EQ(invalid_records_detail(dir), (dir / "faults.json").string() + ": is larger than 1024 MiB, the limit of a record file");
+
+  write_records_dir(dir.string(), sample(), "x");
+  std::ofstream(dir / "faults.json", std::ios::trunc) << std::string(100000, '[') << std::string(100000, ']');
+  EXPECT_EQ(invalid_records_detail(dir), (dir / "faults.json").string() + ": nested deeper than 64 arrays or objects, the limit of this file");
   fs::remove_all(dir);
 }
 

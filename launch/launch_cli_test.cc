@@ -6,6 +6,7 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
@@ -310,6 +311,50 @@ TEST_F(LaunchCli, TwoAgentsFormOneWorldOfEight) {
     groups.insert(vars.at("GROUP_RANK"));
   }
   EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
+}
+
+// What a store holds is anyone's to write (a TCPStore has no authentication, a file store is a
+// file): a value that does not read is the job's failure, exit 1 naming it, never exit 3 and no
+// worker started (issue 49: launch_corrupt_state_exit3, filestore_sparse_bad_alloc). Here through
+// a file store, whose content the test writes: a corrupt rendezvous state, a last version at
+// 2^64-1, a sparse 64 GiB file, a FIFO.
+TEST_F(LaunchCli, ABadValueInTheStoreFailsTheLaunchNamingIt) {
+  const auto store_file = [](uint64_t last_version, const std::string& key, const std::string& value) {
+    const auto u64 = [](std::string& out, uint64_t v) {
+      for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+    };
+    std::string out = "DGFS0001";
+    u64(out, last_version);
+    u64(out, key.empty() ? 0 : 1);
+    if (!key.empty()) {
+      u64(out, last_version);
+      for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>(key.size() >> (8 * i)));
+      u64(out, value.size());
+      out += key + value;
+    }
+    return out;
+  };
+  const fs::path corrupt = out_ / "corrupt", top = out_ / "top", sparse = out_ / "sparse", fifo = out_ / "fifo";
+  std::ofstream(corrupt, std::ios::binary) << store_file(1, "torch.rendezvous.job", "garbage");
+  std::ofstream(top, std::ios::binary) << store_file(UINT64_MAX, "", "");
+  std::ofstream(sparse).close();
+  fs::resize_file(sparse, uint64_t{64} << 30);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<fs::path, std::vector<std::string>> cases[] = {
+      {corrupt, {"the state under key torch.rendezvous.job (version 1) is corrupt"}},
+      {top, {"file store " + top.string(), "its last version is 2^64-1"}},
+      {sparse, {"file store " + sparse.string(), "68719476736 bytes, over the limit of 512 MiB"}},
+      {fifo, {"file store " + fifo.string(), "not a regular file"}},
+  };
+  for (const auto& [path, says] : cases) {
+    Launch launch(with({"--rdzv_backend", "c10d", "--rdzv_endpoint", path.string(), "--rdzv_id", "job", "--rdzv_conf",
+                        "store_type=file,join_timeout=8"}));
+    EXPECT_EQ(launch.wait(), 1) << launch.err();
+    const std::string err = launch.err();
+    for (const std::string& s : says) EXPECT_NE(err.find(s), std::string::npos) << path << ": " << err;
+    EXPECT_EQ(err.find("internal error"), std::string::npos) << err;
+  }
+  EXPECT_TRUE(ranks().empty()) << "no worker started";
 }
 
 // The close rule on real processes (docs/invariants.md, "When the job is closed", the same

@@ -1,7 +1,6 @@
 #include "net/etcd/etcd_codec.h"
 
 #include <array>
-#include <charconv>
 
 #include "core/base/error.h"
 
@@ -72,20 +71,6 @@ Bytes base64_decode_bytes(std::string_view text) {
   return Bytes(s.begin(), s.end());
 }
 
-uint64_t json_uint(const Json& object, const char* field) {
-  if (!object.is_object()) throw errors::protocol_error(std::string("etcd reply: no object around ") + field);
-  const auto it = object.find(field);
-  if (it == object.end()) return 0;
-  if (it->is_number_unsigned()) return it->get<uint64_t>();
-  if (it->is_string()) {
-    const std::string& s = it->get_ref<const std::string&>();
-    uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec == std::errc() && end == s.data() + s.size()) return v;
-  }
-  throw errors::protocol_error(std::string("etcd reply: ") + field + " is not an unsigned number");
-}
-
 std::string prefix_end(std::string prefix) {
   while (!prefix.empty()) {
     if (static_cast<uint8_t>(prefix.back()) < 0xff) {
@@ -95,18 +80,6 @@ std::string prefix_end(std::string prefix) {
     prefix.pop_back();
   }
   return std::string(1, '\0');
-}
-
-KeyState first_kv(const Json& range_response) {
-  const auto kvs = range_response.find("kvs");
-  if (kvs == range_response.end() || kvs->empty()) return {};
-  if (!kvs->is_array() || !(*kvs)[0].is_object()) throw errors::protocol_error("etcd reply: kvs is not a list of objects");
-  const Json& kv = (*kvs)[0];
-  KeyState state;
-  state.value = base64_decode_bytes(kv.value("value", std::string()));
-  state.mod_revision = json_uint(kv, "mod_revision");
-  if (state.mod_revision == 0) throw errors::protocol_error("etcd reply: a key with no mod_revision");
-  return state;
 }
 
 Json range_request(const std::string& key, bool count_only) {

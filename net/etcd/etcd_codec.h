@@ -1,7 +1,8 @@
 // The JSON of etcd's v3 gateway, as EtcdStore speaks it: keys and values travel as base64, 64-bit
 // numbers as decimal strings (proto3's JSON mapping; a field at its default, 0 or false or empty,
 // is left out), and a key's range end is the prefix's successor. Pure functions, no I/O; every
-// reader refuses malformed input with protocol_error instead of guessing.
+// reader refuses malformed input with protocol_error instead of guessing. Reading replies:
+// etcd_reply.h.
 #pragma once
 
 #include <cstdint>
@@ -21,23 +22,9 @@ std::string base64_encode(const Bytes& bytes);
 std::string base64_decode(std::string_view text);
 Bytes base64_decode_bytes(std::string_view text);
 
-// The number in `field` of `object` (a string "123", or a JSON number); 0 when absent (proto3
-// leaves defaults out). Throws protocol_error for anything else.
-uint64_t json_uint(const Json& object, const char* field);
-
 // The smallest key greater than every key that starts with `prefix` (etcd's range_end for a
 // prefix); "\0" (every key) for an empty prefix or one of only 0xff bytes.
 std::string prefix_end(std::string prefix);
-
-// What a range found for one key: its value and mod revision, or absent (mod_revision 0).
-struct KeyState {
-  Bytes value;
-  uint64_t mod_revision = 0;
-  bool present() const { return mod_revision != 0; }
-};
-
-// The first kv of a RangeResponse (or a TxnResponse's response_range), absent when it has none.
-KeyState first_kv(const Json& range_response);
 
 // Request bodies. `key` is the full etcd key (prefix included).
 Json range_request(const std::string& key, bool count_only = false);

@@ -5,6 +5,7 @@
 
 #include "core/base/throws_error_test_util.h"
 #include "net/etcd/etcd_codec.h"
+#include "net/etcd/etcd_reply.h"
 
 namespace dagsim::net::etcd {
 namespace {
@@ -33,7 +34,7 @@ TEST(EtcdCodec, NumbersComeAsStringsOrNumbersAndDefaultToZero) {
   EXPECT_EQ(json_uint(j, "a"), 42u);
   EXPECT_EQ(json_uint(j, "b"), 7u);
   EXPECT_EQ(json_uint(j, "missing"), 0u);
-  EXPECT_TRUE(throws_error([&] { json_uint(j, "c"); }, ErrorCode::protocol_error, {"c is not an unsigned number"}));
+  EXPECT_TRUE(throws_error([&] { json_uint(j, "c"); }, ErrorCode::protocol_error, {"c is x, not an unsigned number"}));
   EXPECT_TRUE(throws_error([&] { json_uint(j, "d"); }, ErrorCode::protocol_error));
 }
 

@@ -10,7 +10,9 @@
 #include <mutex>
 
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "core/runtime/wait.h"
+#include "net/etcd/etcd_reply.h"
 
 namespace dagsim::net::etcd {
 
@@ -20,9 +22,6 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 namespace {
-
-// A whole (non-streaming) reply is one value at most, a few of them for a multi_get.
-constexpr uint64_t kMaxReplyBytes = 256 * 1024 * 1024;
 
 // One socket operation's outcome, shared with its handler, which may run after the fiber gave up
 // (it then finds nobody waiting and only sets the flag).
@@ -36,6 +35,23 @@ struct Completion {
 std::string error_text(const boost::system::error_code& ec) {
   if (ec == asio::error::eof || ec == http::error::end_of_stream) return "the connection was closed by etcd";
   return ec.message();
+}
+
+// Whether reading a reply failed on what the peer sent (not HTTP, or over a bound), rather than on
+// the connection: that is the peer's answer, and asking again would only fetch it again.
+bool refused_reply(const boost::system::error_code& ec) {
+  if (ec.category() != http::make_error_code(http::error::body_limit).category()) return false;
+  return ec != http::error::end_of_stream && ec != http::error::partial_message && ec != http::error::short_read &&
+         ec != http::error::need_more && ec != http::error::need_buffer;
+}
+
+// A field of an error reply, for its message only: any other type reads as absent.
+std::string error_field(const Json& reply, const char* field) {
+  const auto it = reply.find(field);
+  if (it == reply.end()) return "";
+  if (it->is_string()) return printable(it->get<std::string>(), 200);
+  if (it->is_number_integer()) return std::to_string(it->get<int64_t>());
+  return "";
 }
 
 std::string ms(runtime::Duration d) {
@@ -155,7 +171,14 @@ Json EtcdHttp::post(const std::string& path, const Json& body, runtime::TimePoin
     c->start_request(endpoint_, path, payload);
     c->parser->body_limit(kMaxReplyBytes);
     auto ec = c->await([&](auto handler) { http::async_write(c->socket, c->request, std::move(handler)); }, deadline);
+    // The header first: a body over the limit is refused by its Content-Length (body_limit)
+    // before any of it is read or reserved. Boost 1.74's whole-message read instead reports such a
+    // body as a partial message once the peer closes, after reserving the length it claimed.
     if (ec && !*ec) {
+      ec = c->await([&](auto handler) { http::async_read_header(c->socket, c->buffer, *c->parser, std::move(handler)); },
+                    deadline);
+    }
+    if (ec && !*ec && !c->parser->is_done()) {
       ec = c->await([&](auto handler) { http::async_read(c->socket, c->buffer, *c->parser, std::move(handler)); },
                     deadline);
     }
@@ -166,6 +189,10 @@ Json EtcdHttp::post(const std::string& path, const Json& body, runtime::TimePoin
       // is sent again (the property test found a compare-and-set told "not written" by its own
       // resent copy, which failed on the version its first copy had made).
       if (idempotent && c->reused && attempt == 0 && !c->parser->got_some()) continue;
+      if (refused_reply(*ec)) {
+        throw errors::protocol_error(fail_text(what, "a reply refused: " + error_text(*ec) + " (the limit of a reply is " +
+                                                         std::to_string(kMaxReplyBytes >> 20) + " MiB)"));
+      }
       throw errors::connection_failed(fail_text(what, error_text(*ec)));
     }
     http::response<http::string_body>& reply = c->parser->get();
@@ -177,16 +204,21 @@ Json EtcdHttp::post(const std::string& path, const Json& body, runtime::TimePoin
     } else {
       c->close();
     }
-    Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded() || !parsed.is_object()) {
-      throw errors::protocol_error(fail_text(what, "HTTP " + std::to_string(status) + " with a reply that is not a JSON object"));
+    Json parsed;
+    try {
+      parsed = parse_reply(text);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::protocol_error) throw;
+      throw errors::protocol_error(fail_text(what, "HTTP " + std::to_string(status) + " with " + e.detail()));
     }
     if (status != 200) {
-      const std::string message = parsed.value("message", parsed.value("error", std::string("no message")));
-      const int code = parsed.value("code", 0);
+      std::string message = error_field(parsed, "message");
+      if (message.empty()) message = error_field(parsed, "error");
+      if (message.empty()) message = "no message";
+      const std::string code = error_field(parsed, "code");
       // gRPC's Unavailable (14) and DeadlineExceeded (4): etcd is there but cannot serve (no
       // leader, no quorum), which a caller treats as an unreachable store.
-      if (status == 503 || status == 504 || code == 14 || code == 4) {
+      if (status == 503 || status == 504 || code == "14" || code == "4") {
         throw errors::connection_failed(fail_text(what, "etcd cannot serve: " + message));
       }
       throw errors::protocol_error(fail_text(what, "HTTP " + std::to_string(status) + ": " + message));
@@ -208,6 +240,7 @@ std::unique_ptr<EtcdHttp::Stream> EtcdHttp::open_stream(const std::string& path,
                   deadline);
   }
   if (!ec) throw errors::timed_out(fail_text(what, "no answer within " + ms(clock_.now() - start)));
+  if (*ec && refused_reply(*ec)) throw errors::protocol_error(fail_text(what, "a reply refused: " + error_text(*ec)));
   if (*ec) throw errors::connection_failed(fail_text(what, error_text(*ec)));
   if (c->parser->get().result_int() != 200) {
     const unsigned status = c->parser->get().result_int();
@@ -230,11 +263,14 @@ std::optional<Json> EtcdHttp::Stream::next(runtime::TimePoint deadline) {
     body.clear();
     const size_t end = pending_.find('\n');
     if (end != std::string::npos) {
-      Json message = Json::parse(pending_.substr(0, end), nullptr, /*allow_exceptions=*/false);
-      pending_.erase(0, end + 1);
-      if (message.is_discarded() || !message.is_object()) {
-        throw errors::protocol_error(owner_.fail_text(what_, "a watch message that is not a JSON object"));
+      Json message;
+      try {
+        message = parse_reply(std::string_view(pending_).substr(0, end));
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::protocol_error) throw;
+        throw errors::protocol_error(owner_.fail_text(what_, "a watch message: " + e.detail()));
       }
+      pending_.erase(0, end + 1);
       return message;
     }
     if (pending_.size() > kMaxStreamMessageBytes) {
@@ -244,6 +280,7 @@ std::optional<Json> EtcdHttp::Stream::next(runtime::TimePoint deadline) {
     const auto ec = c.await([&](auto handler) { http::async_read_some(c.socket, c.buffer, *c.parser, std::move(handler)); },
                             deadline);
     if (!ec) return std::nullopt;
+    if (*ec && refused_reply(*ec)) throw errors::protocol_error(owner_.fail_text(what_, "a watch stream refused: " + error_text(*ec)));
     if (*ec) throw errors::connection_failed(owner_.fail_text(what_, error_text(*ec)));
   }
 }

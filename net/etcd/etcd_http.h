@@ -10,7 +10,10 @@
 //    to kLastBackoff), until the deadline, since nothing was sent; connection_failed when the
 //    endpoint still cannot be reached by then or the connection breaks (a refused or timed-out connect, a reset, an early close), timed_out when
 //    it was sent but no answer came in time, protocol_error when etcd answered something other
-//    than a JSON reply; each error names the endpoint ("etcd at 127.0.0.1:2379") and the call.
+//    than a JSON reply within the bounds (not HTTP, a reply over kMaxReplyBytes or a message over
+//    kMaxStreamMessageBytes, JSON past etcd_reply.h's depth and size bounds, not an object; never
+//    asked again); each error names the endpoint ("etcd at 127.0.0.1:2379") and the call, and
+//    text from the reply is printable().
 //  - A fiber that unwinds (node_killed, cancelled) or times out closes the connection it used: a
 //    half-read reply never reaches the next caller. Finished connections are kept (up to
 //    kIdleConnections) and reused by the next call; a reused connection that the server had
@@ -50,6 +53,10 @@ inline constexpr runtime::Duration kFirstBackoff = std::chrono::milliseconds(25)
 inline constexpr runtime::Duration kLastBackoff = std::chrono::milliseconds(500);
 // A watch stream's message (one JSON line) may carry a whole value; past this it is refused.
 inline constexpr size_t kMaxStreamMessageBytes = 64 * 1024 * 1024;
+// A whole (non-streaming) reply holds a value at most, a few for a multi_get (etcd refuses a
+// request over 1.5 MiB by default): past this it is refused, by its Content-Length before its body
+// is read, or as its body passes the limit.
+inline constexpr uint64_t kMaxReplyBytes = 64 * 1024 * 1024;
 
 class HttpConnection;
 

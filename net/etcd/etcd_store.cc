@@ -31,20 +31,6 @@ Json txn(Json compares, Json success, Json failure) {
   return {{"compare", std::move(compares)}, {"success", std::move(success)}, {"failure", std::move(failure)}};
 }
 
-uint64_t revision_of(const Json& reply) { return json_uint(reply.value("header", Json::object()), "revision"); }
-
-// The i-th response of a txn reply, of `kind` ("response_range").
-const Json& txn_response(const Json& reply, size_t i, const char* kind) {
-  const auto responses = reply.find("responses");
-  if (responses == reply.end() || !responses->is_array() || responses->size() <= i || !(*responses)[i].is_object()) {
-    throw errors::protocol_error("etcd reply: a txn without its response " + std::to_string(i));
-  }
-  const Json& r = (*responses)[i];
-  const auto it = r.find(kind);
-  if (it == r.end()) throw errors::protocol_error(std::string("etcd reply: a txn response that is not a ") + kind);
-  return *it;
-}
-
 }  // namespace
 
 EtcdStore::EtcdStore(boost::asio::io_context& io, runtime::Clock& clock, EtcdStoreOptions options)
@@ -57,11 +43,11 @@ bool EtcdStore::back_off(runtime::Duration& backoff, runtime::TimePoint deadline
   return true;
 }
 
-Json EtcdStore::call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what, Resend resend) {
+Reply EtcdStore::call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what, Resend resend) {
   runtime::Duration backoff = kFirstBackoff;
   for (;;) {
     try {
-      return http_.post(path, body, deadline, what, /*idempotent=*/resend == Resend::yes);
+      return Reply(http_.post(path, body, deadline, what, /*idempotent=*/resend == Resend::yes), endpoint().name() + ": " + what);
     } catch (const Error& e) {
       runtime::rethrow_if_unwinding(e);
       if (e.code() != ErrorCode::connection_failed || resend == Resend::no || !back_off(backoff, deadline)) throw;
@@ -70,14 +56,14 @@ Json EtcdStore::call(const char* path, const Json& body, runtime::TimePoint dead
 }
 
 EtcdStore::Read EtcdStore::read(const std::string& key, runtime::TimePoint deadline, const std::string& what) {
-  const Json reply = call("/v3/kv/range", range_request(full(key)), deadline, what);
-  return {first_kv(reply), revision_of(reply)};
+  const Reply reply = call("/v3/kv/range", range_request(full(key)), deadline, what);
+  return {reply.first_kv(), reply.revision()};
 }
 
 KeyState EtcdStore::read_at(const std::string& key, uint64_t revision, runtime::TimePoint deadline, const std::string& what) {
   Json request = range_request(full(key));
   request["revision"] = std::to_string(revision);
-  return first_kv(call("/v3/kv/range", request, deadline, what));
+  return call("/v3/kv/range", request, deadline, what).first_kv();
 }
 
 KeyState EtcdStore::first_change_after(const std::string& key, uint64_t expected, const KeyState& current,
@@ -103,9 +89,9 @@ std::vector<KeyState> EtcdStore::read_all(const std::vector<std::string>& keys, 
   Json ranges = Json::array();
   for (const std::string& k : keys) ranges.push_back({{"request_range", range_request(full(k))}});
   // No compare: the success branch always runs, as one consistent read.
-  const Json reply = call("/v3/kv/txn", {{"success", std::move(ranges)}}, deadline, what);
+  const Reply reply = call("/v3/kv/txn", {{"success", std::move(ranges)}}, deadline, what);
   std::vector<KeyState> states;
-  for (size_t i = 0; i < keys.size(); ++i) states.push_back(first_kv(txn_response(reply, i, "response_range")));
+  for (size_t i = 0; i < keys.size(); ++i) states.push_back(reply.txn_range(i));
   return states;
 }
 
@@ -129,15 +115,15 @@ Bytes EtcdStore::compare_set(const std::string& key, const Bytes& expected, Byte
   const Json put = Json::array({{{"request_put", put_request(full(key), desired)}}});
   const Json range = Json::array({{{"request_range", range_request(full(key))}}});
   for (;;) {
-    const Json by_value = call("/v3/kv/txn", txn(Json::array({value_equals(full(key), expected)}), put, range), until, what);
-    if (by_value.value("succeeded", false)) return desired;
-    const KeyState current = first_kv(txn_response(by_value, 0, "response_range"));
+    const Reply by_value = call("/v3/kv/txn", txn(Json::array({value_equals(full(key), expected)}), put, range), until, what);
+    if (by_value.succeeded()) return desired;
+    const KeyState current = by_value.txn_range(0);
     if (current.present()) return current.value;
     if (!expected.empty()) return expected;  // PyTorch: an absent key answers `expected`
     // Absent, and an empty `expected` creates it: only if it is still absent.
-    const Json create = call("/v3/kv/txn", txn(Json::array({mod_revision_equals(full(key), 0)}), put, range), until, what);
-    if (create.value("succeeded", false)) return desired;
-    const KeyState now = first_kv(txn_response(create, 0, "response_range"));
+    const Reply create = call("/v3/kv/txn", txn(Json::array({mod_revision_equals(full(key), 0)}), put, range), until, what);
+    if (create.succeeded()) return desired;
+    const KeyState now = create.txn_range(0);
     if (now.present() && !now.value.empty()) return now.value;
     // Someone created it empty (which `expected` matches) or deleted it again: decide afresh.
     if (clock_.now() >= until) throw errors::timed_out(endpoint().name() + ": " + what + ": contended past " + ms(timeout()));
@@ -150,13 +136,13 @@ int64_t EtcdStore::add(const std::string& key, int64_t delta) {
   KeyState current = read(key, until, what).state;
   for (;;) {
     const int64_t sum = store::wrapping_add(current.present() ? store::stored_integer(key, current.value) : 0, delta);
-    const Json reply = call("/v3/kv/txn",
+    const Reply reply = call("/v3/kv/txn",
                             txn(Json::array({mod_revision_equals(full(key), current.mod_revision)}),
                                 Json::array({{{"request_put", put_request(full(key), text_bytes(std::to_string(sum)))}}}),
                                 Json::array({{{"request_range", range_request(full(key))}}})),
                             until, what, Resend::no);
-    if (reply.value("succeeded", false)) return sum;
-    current = first_kv(txn_response(reply, 0, "response_range"));  // the winner's value: try again from it
+    if (reply.succeeded()) return sum;
+    current = reply.txn_range(0);  // the winner's value: try again from it
     if (clock_.now() >= until) throw errors::timed_out(endpoint().name() + ": " + what + ": contended past " + ms(timeout()));
   }
 }
@@ -172,16 +158,21 @@ bool EtcdStore::check(const std::vector<std::string>& keys) {
 }
 
 bool EtcdStore::delete_key(const std::string& key) {
-  const Json reply = call("/v3/kv/deleterange", range_request(full(key)), deadline(), "store delete_key of key " + one_key(key));
-  return json_uint(reply, "deleted") > 0;
+  return call("/v3/kv/deleterange", range_request(full(key)), deadline(), "store delete_key of key " + one_key(key))
+             .number("deleted") > 0;
 }
 
 int64_t EtcdStore::num_keys() {
   Json count = range_request(prefix_, /*count_only=*/true);
   count["range_end"] = base64_encode(prefix_end(prefix_));
   if (prefix_.empty()) count["key"] = base64_encode(std::string(1, '\0'));
-  const Json reply = call("/v3/kv/range", count, deadline(), "store num_keys under prefix " + one_key(prefix_));
-  return static_cast<int64_t>(json_uint(reply, "count"));
+  const uint64_t count_of = call("/v3/kv/range", count, deadline(), "store num_keys under prefix " + one_key(prefix_)).number("count");
+  // etcd counts in int64: a larger count is no count etcd gives.
+  if (count_of > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    throw errors::protocol_error(endpoint().name() + ": store num_keys under prefix " + one_key(prefix_) + ": the reply's count is " +
+                                 std::to_string(count_of) + ", past int64");
+  }
+  return static_cast<int64_t>(count_of);
 }
 
 std::vector<Bytes> EtcdStore::multi_get(const std::vector<std::string>& keys) {
@@ -223,7 +214,7 @@ CasOutcome EtcdStore::compare_set_version(const std::string& key, uint64_t expec
   }
   runtime::Duration backoff = kFirstBackoff;
   for (;;) {
-    Json reply;
+    std::optional<Reply> reply;
     try {
       reply = call("/v3/kv/txn",
                    txn(Json::array({mod_revision_equals(full(key), expected_version)}),
@@ -249,8 +240,8 @@ CasOutcome EtcdStore::compare_set_version(const std::string& key, uint64_t expec
       return {false, {std::move(current.value), current.mod_revision}};
     }
     // A txn that wrote has the write's revision, which is the key's new mod_revision.
-    if (reply.value("succeeded", false)) return {true, {std::move(desired), revision_of(reply)}};
-    KeyState current = first_kv(txn_response(reply, 0, "response_range"));
+    if (reply->succeeded()) return {true, {std::move(desired), reply->revision()}};
+    KeyState current = reply->txn_range(0);
     return {false, {std::move(current.value), current.mod_revision}};
   }
 }
@@ -325,27 +316,19 @@ std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint
         break;  // the stream broke (etcd restarting): read again, and watch from that read
       }
       if (!message) return std::nullopt;
-      if (message->contains("error")) {
-        throw errors::connection_failed(endpoint().name() + ": " + what + ": the watch failed: " + (*message)["error"].dump());
-      }
-      const Json result = message->value("result", Json::object());
+      const WatchMessage m = Reply(std::move(*message), endpoint().name() + ": " + what).watch();
+      if (m.error) throw errors::connection_failed(endpoint().name() + ": " + what + ": the watch failed: " + *m.error);
       // Cancelled by etcd (its history was compacted past our revision): read again.
-      cancelled = result.value("canceled", false);
-      if (result.value("created", false)) {
+      cancelled = m.canceled;
+      if (m.created) {
         // A watch that starts in the past (a write landed between our read and the watch's
         // creation) gets that event from etcd's unsynced-watcher loop, which runs every 100 ms:
         // agents of a rendezvous returned 90 ms late. Now that the watch exists, read once more.
         Read again = read(key, request_until, what);
         if (again.state.mod_revision != known) return Versioned{std::move(again.state.value), again.state.mod_revision};
       }
-      for (const Json& event : result.value("events", Json::array())) {
-        const Json kv = event.value("kv", Json::object());
-        Versioned now;
-        if (event.value("type", std::string("PUT")) != "DELETE") {
-          now.value = base64_decode_bytes(kv.value("value", std::string()));
-          now.version = json_uint(kv, "mod_revision");
-        }
-        if (now.version != known) return now;
+      for (const KeyState& event : m.events) {
+        if (event.mod_revision != known) return Versioned{event.value, event.mod_revision};
       }
     }
   }

@@ -49,7 +49,9 @@
 //
 // Errors: connection_failed (cannot connect, connection lost, etcd without quorum), timed_out
 // (no answer, or a waiting call's keys never came), invalid_argument (bad arguments, add on a key
-// that holds no integer), protocol_error (a reply that makes no sense).
+// that holds no integer), protocol_error (a reply that makes no sense: over a bound, not JSON, a
+// field of the wrong type or out of range; named with the endpoint, the call and the field, never
+// asked again).
 //
 // Threading: all calls from fibers (started by a Spawner) of the thread whose io_context it was
 // given; several fibers may call at once. The Clock bounds every call.
@@ -64,6 +66,7 @@
 #include "core/store/store.h"
 #include "net/etcd/etcd_codec.h"
 #include "net/etcd/etcd_http.h"
+#include "net/etcd/etcd_reply.h"
 
 namespace dagsim::net::etcd {
 
@@ -117,7 +120,8 @@ class EtcdStore final : public store::Store {
   // Whether a request lost after it was sent may be sent again: reads and plain writes, yes; a
   // write whose effect depends on what it finds (add's compare-and-set), no.
   enum class Resend : uint8_t { yes, no };
-  Json call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what, Resend resend = Resend::yes);
+  // One request; its reply's readers name the endpoint and `what` (etcd_reply.h).
+  Reply call(const char* path, const Json& body, runtime::TimePoint deadline, const std::string& what, Resend resend = Resend::yes);
   // Sleeps `backoff` (then doubles it, up to kLastBackoff) and returns true when that leaves time
   // before `deadline`; false when the caller should give up.
   bool back_off(runtime::Duration& backoff, runtime::TimePoint deadline);

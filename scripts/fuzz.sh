@@ -2,7 +2,7 @@
 # scripts/fuzz.sh: builds the libFuzzer targets (net/fuzz/envelope_fuzz.cc, net/fuzz/handshake_fuzz.cc,
 # net/fuzz/tcpstore_fuzz.cc, net/fuzz/store_delta_fuzz.cc, scenarios/run/control_fuzz.cc (the TCP
 # launcher's control protocol), launch/slurm_hostlist_fuzz.cc (Slurm's host lists and environment),
-# net/fuzz/file_store_fuzz.cc (FileStore's files), net/fuzz/secure_channel_fuzz.cc (mutual TLS and the
+# net/fuzz/file_store_fuzz.cc (FileStore's files), net/fuzz/etcd_reply_fuzz.cc (etcd's replies), net/fuzz/secure_channel_fuzz.cc (mutual TLS and the
 # identity exchange of every connection), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
 # op with all of core/ compiled in) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
@@ -10,7 +10,7 @@
 #
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
-#   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, secure_channel,
+#   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel,
 #              execute or all
 #              (default all)
 #
@@ -36,9 +36,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | file_store | secure_channel | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist file_store secure_channel execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, secure_channel, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | file_store | etcd_reply | secure_channel | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist file_store etcd_reply secure_channel execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -87,6 +87,7 @@ sources_of() {
     slurm_hostlist) echo launch/slurm_hostlist_fuzz.cc launch/slurm_env.cc core/base/printable.cc "${common_sources[@]}" ;;
     secure_channel) echo net/fuzz/secure_channel_fuzz.cc net/secure_channel.cc net/credentials.cc core/base/printable.cc core/base/bounded_file.cc "${common_sources[@]}" ;;
     file_store) echo net/fuzz/file_store_fuzz.cc net/file_store_format.cc core/base/printable.cc "${common_sources[@]}" ;;
+    etcd_reply) echo net/fuzz/etcd_reply_fuzz.cc net/etcd/etcd_reply.cc net/etcd/etcd_codec.cc core/base/printable.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
     execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;
   esac

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -24,6 +25,22 @@ std::string cpu_model() {
     }
   }
   return "unknown";
+}
+
+// A check's detail or a warning, each line through printable(): records chose parts of them (a
+// node's name, a key), and none may put a control character on the terminal. Empty lines stay
+// empty; a line is never cut.
+std::string printable_lines(const std::string& text) {
+  constexpr size_t kNoCut = std::string::npos - 1;
+  std::string out;
+  for (size_t start = 0;;) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view line(text.data() + start, end - start);
+    if (!line.empty()) out += printable(line, kNoCut);
+    if (end == text.size()) return out;
+    out += '\n';
+    start = end + 1;
+  }
 }
 }  // namespace
 
@@ -112,9 +129,9 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
       if (line.is_string()) out << "  " << printable(line.get<std::string>(), 2000) << "\n";
     }
   }
-  for (const std::string& w : r.warnings) out << "  WARNING " << w << "\n";
+  for (const std::string& w : r.warnings) out << "  WARNING " << printable_lines(w) << "\n";
   for (const scenarios::CheckResult& c : r.checks) {
-    out << "  " << (c.passed ? "PASS " : "FAIL ") << c.name << ": " << c.detail;
+    out << "  " << (c.passed ? "PASS " : "FAIL ") << c.name << ": " << printable_lines(c.detail);
     if (c.detail.empty() || c.detail.back() != '\n') out << "\n";
   }
   if (r.passed) {

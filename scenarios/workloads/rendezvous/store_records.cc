@@ -8,11 +8,16 @@
 #include <optional>
 #include <set>
 
+#include "core/base/bounded_file.h"
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "core/rendezvous/rendezvous_backend.h"
 #include "core/rendezvous/rendezvous_state_holder.h"
 #include "scenarios/workloads/rendezvous/pytorch_state.h"
 #include "scenarios/workloads/rendezvous/rendezvous_judge.h"
+#include "net/tcpstore/store_recorder.h"
+#include "scenarios/format/bounded_json.h"
+#include "scenarios/workloads/rendezvous/store_record_reader.h"
 
 namespace dagsim::scenarios {
 
@@ -22,6 +27,10 @@ using rendezvous::NodeDesc;
 using rendezvous::RendezvousState;
 using runtime::Duration;
 using FaultKind = runtime::FaultEvent::Kind;
+
+// The reader takes every line the store writes, and every state it keeps whole decodes.
+static_assert(net::tcpstore::kRecordMaxLineBytes <= kMaxStoreRecordLineBytes);
+static_assert(net::tcpstore::kRecordStateMax <= kMaxStateBytes);
 
 double ms(TimePoint t) { return static_cast<double>(t.ns()) / 1e6; }
 
@@ -47,11 +56,11 @@ struct Job {
 };
 
 Job read_job(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw errors::invalid_records(path + ": cannot be read (the job's settings and faults; see docs/cli.md)");
-  nlohmann::json j;
+  const std::string name = printable(path, kPathMax);
+  const nlohmann::json j = parse_bounded_json(
+      read_bounded_file(path, kMaxStoreJobBytes, ErrorCode::invalid_records, "a job.json (the job's settings and faults; docs/cli.md)"),
+      kMaxStoreJobDepth, ErrorCode::invalid_records, path);
   try {
-    j = nlohmann::json::parse(in);
     Job job;
     rendezvous::RendezvousSettings& s = job.spec.settings;
     s.run_id = j.at("run_id").get<std::string>();
@@ -67,24 +76,29 @@ Job read_job(const std::string& path) {
       rendezvous::validate(s);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::invalid_argument) throw;
-      throw errors::invalid_records(path + ": " + e.detail());
+      throw errors::invalid_records(name + ": " + e.detail());
     }
     job.spec.monitor_interval = seconds(j, "monitor_interval_s", std::chrono::seconds(5));
     job.spec.poll_interval = seconds(j, "poll_interval_s", std::chrono::seconds(1));
-    if (j.contains("slack_ms")) job.slack = Duration{static_cast<int64_t>(j.at("slack_ms").get<double>() * 1e6)};
+    if (j.contains("slack_ms")) {
+      const double slack_ms = j.at("slack_ms").get<double>();
+      if (!(slack_ms >= 0 && slack_ms <= 1e9)) throw errors::invalid_records(name + ": slack_ms must be 0 to 1e9 milliseconds");
+      job.slack = Duration{static_cast<int64_t>(slack_ms * 1e6)};
+    }
     for (const nlohmann::json& f : j.value("faults", nlohmann::json::array())) {
       JobFault fault{f.at("t").get<int64_t>(), f.at("kind").get<std::string>(), std::nullopt};
       static const std::set<std::string> kKinds = {"kill", "pause", "resume", "store_pause", "store_resume"};
       if (!kKinds.contains(fault.kind)) {
-        throw errors::invalid_records(path + ": a fault of kind \"" + fault.kind +
-                                      "\" (kinds: kill, pause, resume, store_pause, store_resume)");
+        throw errors::invalid_records(name + ": a fault of kind " + quote(fault.kind) +
+                                      " (kinds: kill, pause, resume, store_pause, store_resume)");
       }
+      if (fault.t < 0) throw errors::invalid_records(name + ": a fault's time before the Unix epoch");
       if (!fault.kind.starts_with("store_")) fault.pid = f.at("pid").get<int64_t>();
       job.faults.push_back(fault);
     }
     return job;
   } catch (const nlohmann::json::exception& e) {
-    throw errors::invalid_records(path + ": " + e.what());
+    throw errors::invalid_records(name + ": " + printable(e.what(), 400));
   }
 }
 
@@ -111,8 +125,11 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
   out.spec = job.spec;
   const std::string key = rendezvous::state_key(job.spec.settings.run_id);
   const std::string path = dir + "/store.jsonl";
-  std::ifstream in(path);
-  if (!in) throw errors::invalid_records(path + ": cannot be read");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw errors::invalid_records(printable(path, kPathMax) + ": not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw errors::invalid_records(printable(path, kPathMax) + ": cannot be read");
+  StoreRecordReader reader(in, path);
 
   std::optional<int64_t> origin;
   int64_t last_t = 0;
@@ -123,9 +140,9 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
   std::map<runtime::Bytes, uint64_t> version_of;  // each value's newest version
   std::optional<runtime::Bytes> current;
   std::set<std::string> formats;
-  std::string line;
-  size_t line_no = 0;
-  const auto at = [&](const std::string& what) { return path + ":" + std::to_string(line_no) + ": " + what; };
+  std::optional<nlohmann::json> cut;
+  const auto at = [&](const std::string& what) { return reader.at(what); };
+  const std::string key_name = printable(key);
   const auto decode = [&](const runtime::Bytes& value) {
     std::string format;
     try {
@@ -134,17 +151,26 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
       return s;
     } catch (const Error& e) {
       if (e.code() != ErrorCode::protocol_error) throw;
-      throw errors::invalid_records(at("the state of " + key + " does not decode: " + e.detail()));
+      throw errors::invalid_records(at("the state of " + key_name + " does not decode: " + e.detail()));
     }
   };
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    nlohmann::json r;
+  // A value of the state key as the judge needs it: whole. The store keeps the states clients
+  // write whole up to 16 MiB (store_recorder.h); a summary is one past that, or a hand-made record.
+  const auto whole = [&](const nlohmann::json& v, const char* field) {
+    RecordedValue value = read_value(v, at(field));
+    if (!value.bytes) {
+      throw errors::invalid_records(at(std::string(field) + ": the state of " + key_name + " was recorded as a summary (" +
+                                       std::to_string(value.size) + " bytes, over what the store's record keeps whole): "
+                                       "it cannot be judged"));
+    }
+    return std::move(*value.bytes);
+  };
+  while (std::optional<nlohmann::json> line = reader.next()) {
+    const nlohmann::json& r = *line;
     try {
-      r = nlohmann::json::parse(line);
       const std::string op = r.at("op").get<std::string>();
       const int64_t t = r.at("t").get<int64_t>();
+      if (t < 0) throw errors::invalid_records(at("a time before the Unix epoch"));
       if (!origin) {
         if (op != "start") throw errors::invalid_records(at("the record does not begin with the store's start"));
         origin = t;
@@ -152,14 +178,18 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
       if (t < last_t) throw errors::invalid_records(at("time goes backwards"));
       last_t = t;
       const TimePoint when{Duration{t - *origin}};
+      if (op == "cut") {  // the store's cap: the record ends here, judged up to it
+        cut = nlohmann::json{{"at_ms", ms(when)}, {"max_bytes", r.at("max_bytes").get<uint64_t>()}, {"line", reader.line()}};
+        break;
+      }
       if (op == "connect") {
         conn_pid[r.at("conn").get<uint64_t>()] = r.at("pid").is_null() ? std::nullopt : std::optional(r.at("pid").get<int64_t>());
         continue;
       }
       // PyTorch's clients put "/" before every key on the wire (its PrefixStore); dagsim's do too.
       if (!r.contains("key")) continue;
-      const std::string k = r.at("key").get<std::string>();
-      if (k != key && k != "/" + key) continue;
+      const std::optional<std::string> k = read_key(r.at("key"), at("key"));
+      if (!k || (*k != key && *k != "/" + key)) continue;
       const uint64_t conn = r.at("conn").get<uint64_t>();
       const auto pid = conn_pid.find(conn);
       if (pid == conn_pid.end()) throw errors::invalid_records(at("connection " + std::to_string(conn) + " never connected"));
@@ -175,8 +205,8 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
         if (value) version_of[*value] = version;
       };
       if (op == "compare_set") {
-        const runtime::Bytes expected = from_hex(r.at("expected").get<std::string>(), at("expected"));
-        const runtime::Bytes desired = from_hex(r.at("desired").get<std::string>(), at("desired"));
+        const runtime::Bytes expected = whole(r.at("expected"), "expected");
+        const runtime::Bytes desired = whole(r.at("desired"), "desired");
         const bool written = r.at("written").get<bool>();
         if (!written && expected == desired) {  // a read that never writes (dagsim's probe)
           w.last_read = when;
@@ -198,17 +228,17 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
         w.writes.push_back(std::move(write));
         w.last_read = when;  // the reply is the key as it now is
       } else if (op == "set") {
-        commit(from_hex(r.at("value").get<std::string>(), at("value")));
+        commit(whole(r.at("value"), "value"));
       } else if (op == "get") {
         w.last_read = when;
       } else if (op == "delete_key" && r.at("deleted").get<bool>()) {
         commit(std::nullopt);
       }
     } catch (const nlohmann::json::exception& e) {
-      throw errors::invalid_records(at(e.what()));
+      throw errors::invalid_records(at(printable(e.what(), 400)));
     }
   }
-  if (!origin) throw errors::invalid_records(path + ": empty (no store start)");
+  if (!origin) throw errors::invalid_records(printable(path, kPathMax) + ": empty (no store start)");
 
   // PyTorch keeps no world size: a round's is its participants at completion.
   for (size_t i = 1; i < life.commits.size(); ++i) {
@@ -351,6 +381,8 @@ StoreRecordsJudgement judge_store_records(const std::string& dir) {
                 {"reformations", reformations},
                 {"live_expired", live_expired},
                 {"unattributed_connections", out.unattributed_connections},
+                // The store's cap ended the record here (store_recorder.h): what followed is not judged.
+                {"record_cut", cut ? *cut : nlohmann::json()},
                 {"not_judged", "S8, S9, L3, L4: what each agent's calls returned is not in a store's record"},
                 {"violations", violations}};
   return out;

@@ -23,8 +23,14 @@
 // num_nodes_waiting returned to each agent, and L3-L4 the agents' calls; those are not in a
 // store's record. Everything about the state itself (S1-S7, S10, L1, L2, L5, L6) is.
 //
-// Reading trusts nothing: a malformed line, a missing key, a state that does not decode, all throw
-// Error(invalid_records) naming the file and line.
+// Reading trusts nothing (any client of the store wrote most of the record): a malformed line, a
+// missing key, a state that does not decode, a line or job.json past its bounds
+// (store_record_reader.h), a pickle past the unpickler's (restricted_unpickler.h), all throw
+// Error(invalid_records) naming the file and line, every name a record chose escaped
+// (printable()). Values the store summarised (store_recorder.h) are judged as the whole ones
+// where the judge needs no more (answers, other keys); a state it must decode that was
+// summarised is refused naming the line. A record cut at the store's cap is judged up to the cut,
+// which the report's "record_cut" names ({"at_ms", "max_bytes", "line"}; null when whole).
 #pragma once
 
 #include <nlohmann/json.hpp>

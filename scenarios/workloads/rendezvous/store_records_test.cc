@@ -4,10 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include "core/base/error.h"
+#include "net/etcd/etcd_codec.h"
+#include "scenarios/workloads/rendezvous/store_record_reader.h"
 
 namespace dagsim::scenarios {
 namespace {
@@ -137,6 +141,103 @@ TEST_F(StoreRecords, BadRecordsAreErrorsNamingTheLine) {
   EXPECT_THROW((void)judge(), Error);
   job_.erase("run_id");
   EXPECT_THROW((void)judge(), Error);
+}
+
+// What the store's record summarises (store_recorder.h: long values it answered, long or binary
+// keys) the judge does not need: the same history judges the same with them.
+TEST_F(StoreRecords, SummarisedAnswersAndKeysJudgeAsTheWholeValuesDid) {
+  formation();
+  const nlohmann::json summary = {{"bytes", 20000}, {"sha256", std::string(64, 'a')}};
+  line({{"op", "get"}, {"t", kOrigin + 30 * kMs}, {"conn", 1}, {"key", "torch.rendezvous.job"}, {"value", summary}});
+  line({{"op", "set"}, {"t", kOrigin + 31 * kMs}, {"conn", 2}, {"key", summary}, {"value", summary}});
+  line({{"op", "set"}, {"t", kOrigin + 32 * kMs}, {"conn", 2}, {"key", "/other"}, {"value", summary}});
+  line({{"op", "wait"}, {"t", kOrigin + 33 * kMs}, {"conn", 2}, {"keys", {"/a", summary}}});
+  const StoreRecordsJudgement j = judge();
+  EXPECT_TRUE(j.violations.empty()) << all(j.violations);
+  EXPECT_EQ(j.report["commits"], 2);
+  EXPECT_TRUE(j.report["record_cut"].is_null());
+}
+
+TEST_F(StoreRecords, AStateRecordedAsASummaryIsRefusedNamingTheLine) {
+  formation();
+  line({{"op", "set"}, {"t", kOrigin + 40 * kMs}, {"conn", 1}, {"key", "/torch.rendezvous.job"},
+        {"value", {{"bytes", 17 << 20}, {"sha256", std::string(64, 'b')}}}});
+  try {
+    (void)judge();
+    FAIL() << "a summarised state was judged";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_records);
+    EXPECT_NE(e.detail().find("store.jsonl:6: value: the state of torch.rendezvous.job was recorded as a summary (17825792 bytes"),
+              std::string::npos) << e.detail();
+  }
+}
+
+TEST_F(StoreRecords, ACutRecordIsJudgedUpToItsCapAndSaysSo) {
+  formation();
+  line({{"op", "cut"}, {"t", kOrigin + 50 * kMs}, {"max_bytes", 4096}});
+  line({{"op", "nonsense after the cut"}});
+  const StoreRecordsJudgement j = judge();
+  EXPECT_TRUE(j.violations.empty()) << all(j.violations);
+  ASSERT_FALSE(j.report["record_cut"].is_null());
+  EXPECT_EQ(j.report["record_cut"]["max_bytes"], 4096);
+  EXPECT_EQ(j.report["record_cut"]["at_ms"], 50.0);
+  EXPECT_EQ(j.report["record_cut"]["line"], 6);
+}
+
+TEST_F(StoreRecords, HostileRecordsAreRefusedWithinBoundsNamingWhatAndWhere) {
+  const auto refusal = [&](const std::string& record, const nlohmann::json& job) {
+    lines_ = record;
+    job_ = job;
+    try {
+      (void)judge();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::invalid_records);
+      return e.detail();
+    }
+    return std::string("judged");
+  };
+  const nlohmann::json job = job_;
+  const std::string start = lines_;
+  // A pickle nesting a million tuples under the state key: the unpickler's limit, named with the line.
+  std::string nest = "\x80\x04N" + std::string(1'000'000, '\x85') + ".";
+  const std::string b64 = net::etcd::base64_encode(std::string_view(nest));
+  std::string e = refusal(start + nlohmann::json{{"op", "set"}, {"t", kOrigin}, {"conn", 1}, {"key", "torch.rendezvous.job"},
+                                                 {"value", hex(runtime::Bytes(b64.begin(), b64.end()))}}.dump() + "\n", job);
+  EXPECT_NE(e.find("store.jsonl:4: the state of torch.rendezvous.job does not decode: PyTorch rendezvous state: nested deeper than 32"),
+            std::string::npos) << e;
+  // JSON nested past the format's depth, and a line past the longest the store writes.
+  e = refusal(start + std::string(100, '[') + std::string(100, ']') + "\n", job);
+  EXPECT_NE(e.find("store.jsonl:4: nested deeper than 4 arrays or objects"), std::string::npos) << e;
+  e = refusal(start + std::string(kMaxStoreRecordLineBytes + 1, ' ') + "\n", job);
+  EXPECT_NE(e.find("store.jsonl:4: a line longer than"), std::string::npos) << e;
+  // Times before the epoch (they would overflow against a late start), values neither hex nor a summary.
+  e = refusal(start + R"({"op":"close","t":-9223372036854775807,"conn":1})" "\n", job);
+  EXPECT_NE(e.find("a time before the Unix epoch"), std::string::npos) << e;
+  e = refusal(start + R"({"op":"set","t":1700000000000000000,"conn":1,"key":"torch.rendezvous.job","value":{"bytes":1}})" "\n", job);
+  EXPECT_NE(e.find("store.jsonl:4: value: neither hex nor a summary"), std::string::npos) << e;
+  // A run id and a fault kind with control characters are escaped where they are named.
+  nlohmann::json hostile = job;
+  hostile["run_id"] = "a\x1b[2J";
+  e = refusal(start + nlohmann::json{{"op", "set"}, {"t", kOrigin}, {"conn", 1}, {"key", "torch.rendezvous.a\x1b[2J"},
+                                     {"value", "67"}}.dump() + "\n", hostile);
+  EXPECT_NE(e.find("the state of \"torch.rendezvous.a\\u001b[2J\" does not decode"), std::string::npos) << e;
+  hostile = job;
+  hostile["faults"] = {{{"t", 1}, {"kind", "\x07" "bell"}}};
+  e = refusal(start, hostile);
+  EXPECT_NE(e.find("a fault of kind \"\\u0007bell\""), std::string::npos) << e;
+  EXPECT_EQ(e.find('\x07'), std::string::npos);
+  // job.json past its size or depth, or not a regular file (a FIFO would block the judge).
+  e = refusal(start, nlohmann::json::parse(std::string(20, '[') + std::string(20, ']')));
+  EXPECT_NE(e.find("job.json: nested deeper than 8 arrays or objects"), std::string::npos) << e;
+  std::ofstream(dir_ / "store.jsonl") << start;
+  std::filesystem::remove(dir_ / "job.json");
+  ASSERT_EQ(mkfifo((dir_ / "job.json").c_str(), 0600), 0);
+  try {
+    (void)judge_store_records(dir_.string());
+    FAIL() << "a FIFO job.json was read";
+  } catch (const Error& err) {
+    EXPECT_NE(err.detail().find("not a regular file"), std::string::npos) << err.detail();
+  }
 }
 
 }  // namespace

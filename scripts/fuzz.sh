@@ -3,7 +3,9 @@
 # net/fuzz/tcpstore_fuzz.cc, net/fuzz/store_delta_fuzz.cc, scenarios/run/control_fuzz.cc (the TCP
 # launcher's control protocol), launch/slurm_hostlist_fuzz.cc (Slurm's host lists and environment),
 # net/fuzz/file_store_fuzz.cc (FileStore's files), net/fuzz/etcd_reply_fuzz.cc (etcd's replies), net/fuzz/secure_channel_fuzz.cc (mutual TLS and the
-# identity exchange of every connection), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
+# identity exchange of every connection), scenarios/workloads/rendezvous/pickle_fuzz.cc (dagsim judge's
+# restricted unpickler), scenarios/workloads/rendezvous/store_record_fuzz.cc (a store's record as
+# dagsim judge reads it), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
 # op with all of core/ compiled in) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
 # (net/fuzz/corpus/<target>/). CTest runs it once per target (net/CMakeLists.txt, label fuzz).
@@ -11,7 +13,7 @@
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
 #   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel,
-#              execute or all
+#              pickle, store_record, execute or all
 #              (default all)
 #
 # Promises:
@@ -36,9 +38,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | file_store | etcd_reply | secure_channel | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist file_store etcd_reply secure_channel execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | file_store | etcd_reply | secure_channel | pickle | store_record | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist file_store etcd_reply secure_channel pickle store_record execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel, pickle, store_record, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -77,6 +79,10 @@ cxxflags=(-std=c++20 -g -O1 -fno-omit-frame-pointer
 # Only what the two pieces need: core/rpc/wire.h's tensor code is inline and unused here, so no
 # core/ library (built by gcc, uninstrumented) is linked.
 common_sources=(net/crypto.cc core/base/error.cc core/base/assert.cc)
+# What dagsim judge decodes a rendezvous state with: the restricted unpickler, PyTorch's state read
+# from its values, dagsim's own encoding, base64.
+judge_sources=(scenarios/workloads/rendezvous/restricted_unpickler.cc scenarios/workloads/rendezvous/pytorch_state.cc
+  core/rendezvous/rendezvous_state.cc core/rendezvous/rendezvous_settings.cc net/etcd/etcd_codec.cc core/base/printable.cc)
 sources_of() {
   case "$1" in
     envelope) echo net/fuzz/envelope_fuzz.cc net/envelope.cc "${common_sources[@]}" ;;
@@ -88,6 +94,9 @@ sources_of() {
     secure_channel) echo net/fuzz/secure_channel_fuzz.cc net/secure_channel.cc net/credentials.cc core/base/printable.cc core/base/bounded_file.cc "${common_sources[@]}" ;;
     file_store) echo net/fuzz/file_store_fuzz.cc net/file_store_format.cc core/base/printable.cc "${common_sources[@]}" ;;
     etcd_reply) echo net/fuzz/etcd_reply_fuzz.cc net/etcd/etcd_reply.cc net/etcd/etcd_codec.cc core/base/printable.cc "${common_sources[@]}" ;;
+    pickle) echo scenarios/workloads/rendezvous/pickle_fuzz.cc "${judge_sources[@]}" "${common_sources[@]}" ;;
+    store_record) echo scenarios/workloads/rendezvous/store_record_fuzz.cc scenarios/workloads/rendezvous/store_record_reader.cc \
+      scenarios/format/bounded_json.cc "${judge_sources[@]}" "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
     execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;
   esac

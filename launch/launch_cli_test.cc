@@ -242,6 +242,18 @@ TEST_F(LaunchCli, AFailingWorkerFailsTheLaunchNamingItsRank) {
   EXPECT_EQ(metrics["metrics"]["workers.default.flakiness"], 100) << last;
 }
 
+// Issue 49: --events /dev/full exited 0 with every event lost. A write of the events that fails
+// is said at once naming the file, the job goes on (its workers run), and the launch exits 2, as
+// any output that cannot be written does (docs/cli.md).
+TEST_F(LaunchCli, EventsThatCannotBeWrittenFailTheLaunchNamingTheFile) {
+  Launch launch(with({"--standalone", "--nproc_per_node", "2", "--monitor_interval", "0.2", "--events", "/dev/full"}));
+  EXPECT_EQ(launch.wait(), 2) << launch.err();
+  const std::string err = launch.err();
+  EXPECT_NE(err.find("cannot write the events to \"/dev/full\": No space left on device"), std::string::npos) << err;
+  EXPECT_NE(err.find("exit 2: the events were not all written to \"/dev/full\""), std::string::npos) << err;
+  EXPECT_EQ(ranks().size(), 2u) << "the job itself went on";
+}
+
 // test_launch_elastic_agent_raise_exception: the agent's own failure (here: no store at the
 // endpoint) ends the launch with an error naming it.
 TEST_F(LaunchCli, AnAgentThatCannotReachItsStoreFailsNamingTheEndpoint) {

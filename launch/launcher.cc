@@ -95,6 +95,20 @@ int Launcher::run() {
       return kBadUsage;
     }
   }
+  // Each event is one line, flushed as written, so a reader (or a crash) sees whole events. A write
+  // that fails (a full disk, /dev/full) is said at once, naming the file, and makes the launch exit
+  // 2 at its end, as any output that cannot be written does (docs/cli.md): the job itself goes on,
+  // since the events are its record, not its work. Later events are not tried.
+  bool events_lost = false;
+  const auto write_event = [&](const nlohmann::json& j) {
+    if (!events.is_open() || events_lost) return;
+    errno = 0;
+    events << j.dump() << std::endl;
+    if (events) return;
+    events_lost = true;
+    say("cannot write the events to " + quote(args.events_path, kPathMax) +
+        (errno != 0 ? ": " + std::string(std::strerror(errno)) : "") + "; the job goes on, and launch will exit 2");
+  };
   // torchrun's getfqdn(), unless that name would send the other hosts to their own loopback.
   const net::NodeAddress address =
       net::node_address(plan.target.file_store ? std::nullopt : std::make_optional(plan.target.endpoint));
@@ -153,7 +167,7 @@ int Launcher::run() {
     if (e.kind == elastic::AgentEvent::Kind::nodes_waiting) j["waiting"] = e.waiting;
     if (e.kind == elastic::AgentEvent::Kind::group_failed) j["restarts_left"] = e.remaining;
     if (!e.detail.empty()) j["detail"] = e.detail;
-    events << j.dump() << std::endl;
+    write_event(j);
   });
 
   struct sigaction action{};
@@ -211,17 +225,28 @@ int Launcher::run() {
       j["group_rank"] = group.info.rank;
       j["state"] = state;
       if (result->error) j["raw_error"] = result->error->what();
-      events << j.dump() << std::endl;
+      write_event(j);
     }
   }
   if (events.is_open() && !result->metrics.empty()) {
     // The run's metrics as PyTorch's agent puts them (elastic_agent.h), the last value of each.
     nlohmann::json j = event_line("metrics", "AGENT");
     j["metrics"] = result->metrics;
-    events << j.dump() << std::endl;
+    write_event(j);
+  }
+  if (events.is_open() && !events_lost) {
+    events.close();  // a last chance for the file system to say no
+    if (!events) {
+      events_lost = true;
+      say("cannot write the events to " + quote(args.events_path, kPathMax));
+    }
   }
   say(std::string(elastic::outcome_name(result->outcome)) + " after " + std::to_string(result->rounds) + " round(s), " +
       std::to_string(result->restarts) + " restart(s) counted" + (result->error ? std::string(": ") + result->error->what() : ""));
+  if (events_lost) {
+    say("exit 2: the events were not all written to " + quote(args.events_path, kPathMax));
+    return kBadUsage;
+  }
   // A spare that found the rendezvous closed ends well, as torchrun's does (its run returns None).
   const bool ok = result->outcome == elastic::AgentOutcome::succeeded || result->outcome == elastic::AgentOutcome::graceful_exit;
   return ok ? kSucceeded : kFailed;

@@ -10,6 +10,7 @@
 #include "core/base/assert.h"
 #include "core/base/bounded_file.h"
 #include "core/base/error.h"
+#include "core/base/printable.h"
 #include "scenarios/format/bounded_json.h"
 #include "scenarios/format/scenario_text.h"
 
@@ -50,9 +51,11 @@ namespace {
 // Reading: every access names the file and key it failed on.
 struct Reader {
   std::string file;
+  // The file as messages name it: a records directory is any path the user gave.
+  std::string name() const { return printable(file, kPathMax); }
 
   const json& at(const json& object, const std::string& key) const {
-    if (!object.is_object() || !object.contains(key)) throw errors::invalid_records(file + ": missing key \"" + key + "\"");
+    if (!object.is_object() || !object.contains(key)) throw errors::invalid_records(name() + ": missing key \"" + key + "\"");
     return object.at(key);
   }
   template <typename T>
@@ -61,21 +64,21 @@ struct Reader {
     // Integers are checked for kind and range: nlohmann would cast -1 or 1.5 to any integer type.
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       try {
-        return integer_from_record<T>(value, file + ": key \"" + key + "\"");
+        return integer_from_record<T>(value, name() + ": key \"" + key + "\"");
       } catch (const Error&) {
-        throw errors::invalid_records(file + ": key \"" + key + "\" has the wrong type: " + value.dump());
+        throw errors::invalid_records(name() + ": key \"" + key + "\" has the wrong type: " + printable(value.dump()));
       }
     } else {
       try {
         return value.get<T>();
       } catch (const json::exception&) {
-        throw errors::invalid_records(file + ": key \"" + key + "\" has the wrong type: " + value.dump());
+        throw errors::invalid_records(name() + ": key \"" + key + "\" has the wrong type: " + printable(value.dump()));
       }
     }
   }
   const json& array(const json& object, const std::string& key) const {
     const json& value = at(object, key);
-    if (!value.is_array()) throw errors::invalid_records(file + ": key \"" + key + "\" must be an array");
+    if (!value.is_array()) throw errors::invalid_records(name() + ": key \"" + key + "\" must be an array");
     return value;
   }
 };
@@ -106,17 +109,17 @@ json fault_event_json(const FaultEvent& e) {
 FaultEvent fault_event_from(const Reader& r, const json& j) {
   FaultEvent e;
   const std::string kind = r.get<std::string>(j, "kind");
-  if (!runtime::parse_fault_event_kind(kind, e.kind)) throw errors::invalid_records(r.file + ": unknown fault kind " + kind);
+  if (!runtime::parse_fault_event_kind(kind, e.kind)) throw errors::invalid_records(r.name() + ": unknown fault kind " + printable(kind));
   e.time = TimePoint{runtime::Duration{r.get<int64_t>(j, "time_ns")}};
   e.node = r.get<WorkerId>(j, "node");
   e.peer = r.get<WorkerId>(j, "peer");
   e.partition = r.get<uint64_t>(j, "partition");
   for (const json& pair : r.array(j, "blocked")) {
     if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_unsigned() || !pair[1].is_number_unsigned()) {
-      throw errors::invalid_records(r.file + ": a blocked pair must be [from, to]: " + pair.dump());
+      throw errors::invalid_records(r.name() + ": a blocked pair must be [from, to]: " + printable(pair.dump()));
     }
-    e.blocked.emplace_back(integer_from_record<WorkerId>(pair[0], r.file + ": blocked"),
-                           integer_from_record<WorkerId>(pair[1], r.file + ": blocked"));
+    e.blocked.emplace_back(integer_from_record<WorkerId>(pair[0], r.name() + ": blocked"),
+                           integer_from_record<WorkerId>(pair[1], r.name() + ": blocked"));
   }
   return e;
 }
@@ -169,11 +172,11 @@ void read_run_json(const Reader& r, const json& j, RunRecords& out) {
   out.node_names = r.get<std::vector<std::string>>(j, "node_names");
   for (const std::string& name : r.get<std::vector<std::string>>(j, "final_states")) {
     runtime::NodeState state;
-    if (!runtime::parse_node_state(name, state)) throw errors::invalid_records(r.file + ": unknown node state " + name);
+    if (!runtime::parse_node_state(name, state)) throw errors::invalid_records(r.name() + ": unknown node state " + printable(name));
     out.final_states.push_back(state);
   }
   if (out.final_states.size() != out.node_names.size()) {
-    throw errors::invalid_records(r.file + ": final_states and node_names differ in length");
+    throw errors::invalid_records(r.name() + ": final_states and node_names differ in length");
   }
   out.fault_timeline = r.array(j, "fault_timeline");
   for (const json& f : r.array(j, "failures")) {
@@ -187,7 +190,7 @@ void read_run_json(const Reader& r, const json& j, RunRecords& out) {
     out.stats.trace_hash = std::stoull(hash, &used, 16);
     if (used != hash.size()) throw std::invalid_argument(hash);
   } catch (const std::exception&) {
-    throw errors::invalid_records(r.file + ": stats.trace_hash is not hexadecimal: " + hash);
+    throw errors::invalid_records(r.name() + ": stats.trace_hash is not hexadecimal: " + printable(hash));
   }
   out.stats.trace_events = r.get<uint64_t>(s, "trace_events");
   out.stats.messages = r.get<uint64_t>(s, "messages");
@@ -230,15 +233,15 @@ namespace {
 // Every time in the records lies in the run: [0, end]. Node indices name the run's nodes.
 void check_ranges(const std::string& dir, const RunRecords& r) {
   auto in_run = [&](runtime::TimePoint t, const std::string& what) {
-    if (t.ns() < 0 || t > r.end) throw errors::invalid_records(dir + ": " + what + " at " + std::to_string(t.ns()) + " ns, outside the run");
+    if (t.ns() < 0 || t > r.end) throw errors::invalid_records(printable(dir, kPathMax) + ": " + what + " at " + std::to_string(t.ns()) + " ns, outside the run");
   };
-  if (r.end.ns() < 0) throw errors::invalid_records(dir + ": run.json: end_ns is negative");
+  if (r.end.ns() < 0) throw errors::invalid_records(printable(dir, kPathMax) + ": run.json: end_ns is negative");
   const size_t nodes = r.node_names.size();
   for (const FaultEvent& e : r.fault_history) {
     in_run(e.time, "faults.json: an event");
     bool known = e.node < nodes && (e.kind != FaultEvent::Kind::connection_failed || e.peer < nodes);
     for (const auto& [from, to] : e.blocked) known = known && from < nodes && to < nodes;
-    if (!known) throw errors::invalid_records(dir + ": faults.json: an event names a node the run does not have");
+    if (!known) throw errors::invalid_records(printable(dir, kPathMax) + ": faults.json: an event names a node the run does not have");
   }
   for (const FiberFailureRecord& f : r.failures) in_run(f.time, "run.json: a failure");
 }
@@ -258,22 +261,22 @@ std::vector<NodeRecord> read_node_records(const std::string& dir, const std::vec
     const json j = parse_file(entry.path());
     const std::string name = r.get<std::string>(j, "node");
     const auto it = std::find(node_names.begin(), node_names.end(), name);
-    if (it == node_names.end()) throw errors::invalid_records(r.file + ": node " + name + " is not in run.json");
+    if (it == node_names.end()) throw errors::invalid_records(r.name() + ": node " + printable(name) + " is not in run.json");
     NodeRecord record;
     record.node = static_cast<uint32_t>(it - node_names.begin());
     record.incarnation = r.get<uint32_t>(j, "incarnation");
     record.data = r.at(j, "data");
-    if (!record.data.is_object()) throw errors::invalid_records(r.file + ": data must be an object");
+    if (!record.data.is_object()) throw errors::invalid_records(r.name() + ": data must be an object");
     nodes.push_back(std::move(record));
   }
-  if (error) throw errors::invalid_records((root / "nodes").string() + ": cannot list: " + error.message());
+  if (error) throw errors::invalid_records(printable((root / "nodes").string(), kPathMax) + ": cannot list: " + error.message());
   // Directory order is the file system's: the records' order is (node, incarnation).
   std::sort(nodes.begin(), nodes.end(), [](const NodeRecord& a, const NodeRecord& b) {
     return std::tie(a.node, a.incarnation) < std::tie(b.node, b.incarnation);
   });
   for (size_t i = 1; i < nodes.size(); ++i) {
     if (nodes[i].node == nodes[i - 1].node && nodes[i].incarnation == nodes[i - 1].incarnation) {
-      throw errors::invalid_records(dir + ": two records of " + node_names[nodes[i].node] + " incarnation " +
+      throw errors::invalid_records(printable(dir, kPathMax) + ": two records of " + printable(node_names[nodes[i].node]) + " incarnation " +
                                     std::to_string(nodes[i].incarnation));
     }
   }
@@ -299,7 +302,7 @@ RecordsDir read_records_dir(const std::string& dir) {
     check_ranges(dir, out.records);
     return out;
   } catch (const fs::filesystem_error& e) {
-    throw errors::invalid_records(dir + ": " + e.what());
+    throw errors::invalid_records(printable(dir, kPathMax) + ": " + printable(e.what(), 400));
   }
 }
 
@@ -309,7 +312,7 @@ RecordsDir read_records_dir_unchecked(const std::string& dir) {
   const fs::path root(dir);
   std::error_code not_there;
   if (!fs::is_directory(root, not_there)) {
-    throw errors::invalid_records(dir + ": not a records directory (dagsim run --records DIR)");
+    throw errors::invalid_records(printable(dir, kPathMax) + ": not a records directory (dagsim run --records DIR)");
   }
   RecordsDir out;
   out.scenario_text = read_bounded_file((root / "scenario.toml").string(), detail::kMaxScenarioBytes,
@@ -320,7 +323,7 @@ RecordsDir read_records_dir_unchecked(const std::string& dir) {
 
   const fs::path faults_path = root / "faults.json";
   const json faults = parse_file(faults_path);
-  if (!faults.is_array()) throw errors::invalid_records(faults_path.string() + ": must be an array of fault events");
+  if (!faults.is_array()) throw errors::invalid_records(printable(faults_path.string(), kPathMax) + ": must be an array of fault events");
   for (const json& e : faults) records.fault_history.push_back(fault_event_from(Reader{faults_path.string()}, e));
 
   records.nodes = read_node_records(dir, records.node_names);

@@ -146,6 +146,12 @@ TEST(Records, DamagedDirectoriesAreRejectedNamingTheFileAndKey) {
   write_records_dir(dir.string(), sample(), "x");
   rewrite(dir / "nodes" / "worker9.0.json", R"({"node": "worker9", "incarnation": 0, "data": {}})");
   EXPECT_NE(invalid_records_detail(dir).find("node worker9 is not in run.json"), std::string::npos);
+  // What a record chose is named escaped: no control character reaches a terminal.
+  rewrite(dir / "nodes" / "worker9.0.json", R"({"node": "w\u001b[2J", "incarnation": 0, "data": {}})");
+  const std::string escaped = invalid_records_detail(dir);
+  EXPECT_NE(escaped.find("node \"w\\u001b[2J\" is not in run.json"), std::string::npos) << escaped;
+  EXPECT_EQ(escaped.find('\x1b'), std::string::npos);
+  std::filesystem::remove(dir / "nodes" / "worker9.0.json");
 
   // Rewriting a directory drops an earlier run's incarnations.
   write_records_dir(dir.string(), sample(), "x");

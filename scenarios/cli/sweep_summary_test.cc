@@ -63,6 +63,11 @@ TEST(SweepSummary, AMistypedFieldIsNamedByItsPath) {
                            "while parsing object key - unexpected end of input; expected string literal");
 }
 
+TEST(SweepSummary, ANulByteIsNotTheEndOfTheFile) {
+  // The fuzz target found it: nlohmann stops at a NUL, so what follows one went unread.
+  EXPECT_EQ(error_of(std::string(R"({"results":[]})") + '\0' + "[[[[garbage"), "s.json: not JSON: a NUL byte at offset 14");
+}
+
 TEST(SweepSummary, NestingIsBounded) {
   const auto nested = [](size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); };
   EXPECT_NO_THROW(scenarios::parse_bounded_json(nested(3), 3, ErrorCode::invalid_argument, "n"));

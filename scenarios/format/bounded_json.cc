@@ -22,6 +22,11 @@ nlohmann::json parse_bounded_json(std::string_view text, size_t max_depth, Error
     }
     return true;
   };
+  // nlohmann takes a NUL byte for the end of the input and ignores what follows; JSON holds none
+  // (not even in a string), so one is refused rather than hiding the rest of the file.
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    throw Error(code, printable(what, kPathMax) + ": not JSON: a NUL byte at offset " + std::to_string(nul));
+  }
   try {
     return json::parse(text.begin(), text.end(), bound);
   } catch (const TooDeep&) {

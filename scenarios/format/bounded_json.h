@@ -8,7 +8,8 @@
 //
 // Promises: text nested deeper than `max_depth` (an array or object inside max_depth others) is
 // refused as soon as the parser reaches that depth, before it builds anything below it; text that
-// is not JSON is refused with the parser's message. Either is Error(code) starting "WHAT: ", with
+// is not JSON is refused with the parser's message, and so is text holding a NUL byte (which the
+// parser would take for the end, ignoring the rest). Either is Error(code) starting "WHAT: ", with
 // WHAT printable. Never throws anything else.
 #pragma once
 

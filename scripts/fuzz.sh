@@ -5,7 +5,8 @@
 # net/fuzz/file_store_fuzz.cc (FileStore's files), net/fuzz/etcd_reply_fuzz.cc (etcd's replies), net/fuzz/secure_channel_fuzz.cc (mutual TLS and the
 # identity exchange of every connection), scenarios/workloads/rendezvous/pickle_fuzz.cc (dagsim judge's
 # restricted unpickler), scenarios/workloads/rendezvous/store_record_fuzz.cc (a store's record as
-# dagsim judge reads it), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
+# dagsim judge reads it), scenarios/cli/sweep_summary_fuzz.cc (a sweep's summary as dagsim report reads
+# it), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
 # op with all of core/ compiled in) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
 # (net/fuzz/corpus/<target>/). CTest runs it once per target (net/CMakeLists.txt, label fuzz).
@@ -13,7 +14,7 @@
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
 #   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel,
-#              pickle, store_record, execute or all
+#              pickle, store_record, sweep_summary, execute or all
 #              (default all)
 #
 # Promises:
@@ -38,9 +39,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | file_store | etcd_reply | secure_channel | pickle | store_record | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist file_store etcd_reply secure_channel pickle store_record execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel, pickle, store_record, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist file_store etcd_reply secure_channel pickle store_record sweep_summary execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -97,6 +98,8 @@ sources_of() {
     pickle) echo scenarios/workloads/rendezvous/pickle_fuzz.cc "${judge_sources[@]}" "${common_sources[@]}" ;;
     store_record) echo scenarios/workloads/rendezvous/store_record_fuzz.cc scenarios/workloads/rendezvous/store_record_reader.cc \
       scenarios/format/bounded_json.cc "${judge_sources[@]}" "${common_sources[@]}" ;;
+    sweep_summary) echo scenarios/cli/sweep_summary_fuzz.cc scenarios/cli/sweep_summary.cc scenarios/format/bounded_json.cc \
+      core/base/bounded_file.cc core/base/printable.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
     execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;
   esac

@@ -1,0 +1,100 @@
+// scenarios/cli/sweep_summary_fuzz.cc: the libFuzzer target for the sweep summary reader
+// (sweep_summary.h), what `dagsim report SUMMARY.json` reads; built and run by scripts/fuzz.sh
+// (target "sweep_summary"). The file may have been written by anyone, so the reader trusts
+// nothing. The target reports (aborts, so libFuzzer saves the input) any of:
+//  - parse_sweep_summary throwing anything but Error(invalid_argument), or crashing, leaking, or
+//    tripping ASan, UBSan or an assert, on any bytes;
+//  - an error that does not start with the file's name or is not one printable line;
+//  - a summary accepted from text nested deeper than kMaxSweepSummaryDepth (counted here by its
+//    own scan of the brackets outside strings, apart from the parser's);
+//  - more seeds than the text could hold, or a summary that, written back as JSON with the fields
+//    `dagsim check --json` gives, does not read as itself.
+// Input: the file's bytes, as is.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/base/error.h"
+#include "net/fuzz/fuzz_util.h"
+#include "scenarios/cli/sweep_summary.h"
+
+namespace {
+
+using dagsim::cli::SweepSeed;
+using dagsim::cli::SweepSummary;
+
+constexpr const char* kName = "fuzz.json";
+
+// The deepest bracket outside strings, by a scan of its own.
+size_t bracket_depth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return deepest;
+}
+
+bool same(const SweepSummary& a, const SweepSummary& b) {
+  if (a.file != b.file || a.seeds != b.seeds || a.runs != b.runs || a.passed != b.passed) return false;
+  if (a.results.size() != b.results.size()) return false;
+  for (size_t i = 0; i < a.results.size(); ++i) {
+    const SweepSeed &x = a.results[i], &y = b.results[i];
+    if (x.seed != y.seed || x.verdict != y.verdict || x.seconds != y.seconds || x.summary != y.summary || x.replay != y.replay) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string written_back(const SweepSummary& s) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const SweepSeed& r : s.results) {
+    results.push_back({{"seed", r.seed}, {"verdict", r.verdict}, {"seconds", r.seconds}, {"summary", r.summary}, {"replay", r.replay}});
+  }
+  const nlohmann::json j{{"file", s.file}, {"seeds", s.seeds}, {"runs", s.runs}, {"passed", s.passed}, {"results", results}};
+  // Strings the parser accepted may hold bytes that are not UTF-8: kept as they are.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::ignore);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  SweepSummary summary;
+  try {
+    summary = dagsim::cli::parse_sweep_summary(text, kName);
+  } catch (const dagsim::Error& e) {
+    if (e.code() != dagsim::ErrorCode::invalid_argument) dagsim::net::fuzz::fail("another error than invalid_argument", e.what());
+    const std::string& d = e.detail();
+    DAGSIM_FUZZ_CHECK(d.rfind(std::string(kName) + ": ", 0) == 0);
+    for (char c : d) DAGSIM_FUZZ_CHECK(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f);
+    if (dagsim::net::fuzz::tracing()) std::fprintf(stderr, "refused: %s\n", d.c_str());
+    return 0;
+  }
+  DAGSIM_FUZZ_CHECK(bracket_depth(text) <= dagsim::cli::kMaxSweepSummaryDepth);
+  // Each seed is at least "{}" and a comma.
+  DAGSIM_FUZZ_CHECK(summary.results.size() <= size / 2);
+  const std::string again = written_back(summary);
+  try {
+    DAGSIM_FUZZ_CHECK(same(dagsim::cli::parse_sweep_summary(again, kName), summary));
+  } catch (const dagsim::Error& e) {
+    dagsim::net::fuzz::fail("the summary, written back, was refused", e.what());
+  }
+  if (dagsim::net::fuzz::tracing()) std::fprintf(stderr, "read %zu seeds\n", summary.results.size());
+  return 0;
+}

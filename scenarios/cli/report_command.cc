@@ -43,7 +43,7 @@ int report_command(const ReportArgs& args) {
     std::cerr << "dagsim report: -o " << printable(args.out, kPathMax) << ": cannot write it\n";
     return kBadInput;
   }
-  std::cout << args.out << "\n";
+  std::cout << printable(args.out, kPathMax) << "\n";  // the page written (a flag chose it: escaped)
   return kPassed;
 }
 

@@ -108,10 +108,10 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
 
 void print_report_text(std::ostream& out, const scenarios::RunResult& r, const std::string& file,
                        const std::optional<std::string>& replay_flags) {
-  out << "scenario " << printable(r.scenario) << " (" << printable(file, kPathMax) << "), seed " << r.seed << ", transport " << r.transport << "\n";
+  out << "scenario " << printable(r.scenario) << " (" << printable(file, kPathMax) << "), seed " << r.seed << ", transport " << printable(r.transport) << "\n";
   const bool sim = r.transport == "sim";
   // Over TCP the scenario's clock is real time since the run began, and there is no trace.
-  out << std::fixed << std::setprecision(3) << "  " << r.outcome << " at " << r.virtual_time_ms
+  out << std::fixed << std::setprecision(3) << "  " << printable(r.outcome) << " at " << r.virtual_time_ms
       << (sim ? " ms virtual" : " ms scenario time");
   // The workload's own end apart from the drain that follows it (traffic it left settles then).
   if (r.workload_end_ms && *r.workload_end_ms < r.virtual_time_ms) {
@@ -137,7 +137,7 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
   if (r.passed) {
     out << "passed\n";
   } else {
-    out << "FAILED; replay with: " << replay_command(file, r.seed, flags_of(r, replay_flags)) << "\n";
+    out << "FAILED; replay with: " << printable(replay_command(file, r.seed, flags_of(r, replay_flags)), kPathMax) << "\n";
   }
 }
 

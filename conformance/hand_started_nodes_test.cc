@@ -122,6 +122,13 @@ TEST(HandStartedNodes, JoinWithASharedSecretInstead) {
   EXPECT_NE(slurp(hosts.dir / "err.txt").find("every process holding it can speak as any other"), std::string::npos);
 }
 
+// A heartbeat run of two nodes lasting `duration_ms`, written as `name`.toml.
+std::string heartbeat_run(const std::string& name = "hand_kill", int duration_ms = 3000) {
+  return write_scenario(name + ".toml", "name = \"" + name + "\"\n[cluster]\nnodes = 2\n[heartbeat]\nmonitor = \"worker0\"\n"
+                                         "interval_ms = 100\nmax_attempts = 3\nduration_ms = " + std::to_string(duration_ms) + "\n")
+      .string();
+}
+
 // A connection to `port` on loopback that speaks TLS 1.3 with `credential` (none: no certificate)
 // and then waits: true if the peer is still talking to it 3 s later (it was let in), false once it
 // refused (an alert, or the connection closed). Garbage instead of TLS when `garbage`.
@@ -183,15 +190,7 @@ bool let_in(uint16_t port, const std::optional<net::NodeCredential>& credential,
 TEST(HandStartedNodes, NothingWithoutTheRunsCredentialsReachesAnyPortOfIt) {
   const TwoHosts hosts("no-credentials");
   // Long enough for every probe (one that is let in takes 3 s to tell).
-  const std::string file = write_scenario("probed.toml", R"(name = "probed"
-[cluster]
-nodes = 2
-[heartbeat]
-monitor = "worker0"
-interval_ms = 100
-max_attempts = 3
-duration_ms = 8000
-)").string();
+  const std::string file = heartbeat_run("probed", 8000);
   ASSERT_EQ(dagsim("credentials issue --ca " + (hosts.dir / "ca").string() + " --out " + (hosts.dir / "creds").string() +
                    " mallory").exit_code, 0);
   const net::NodeCredential mallory = net::NodeCredential::load((hosts.dir / "creds" / "mallory").string());
@@ -243,21 +242,9 @@ TEST(HandStartedNodes, ANodeWithAnotherScenarioCopyRefusesNamingBothDigests) {
   EXPECT_NE(slurp(hosts.dir / "worker1.err").find("sha256 " + theirs), std::string::npos) << slurp(hosts.dir / "worker1.err");
 }
 
-// A heartbeat run of three seconds in which worker1's process is killed (kill -9, by nobody the
-// scenario knows of) 1.5 s in.
-std::string heartbeat_run() {
-  return write_scenario("hand_kill.toml", R"(name = "hand_kill"
-[cluster]
-nodes = 2
-[heartbeat]
-monitor = "worker0"
-interval_ms = 100
-max_attempts = 3
-duration_ms = 3000
-)").string();
-}
-
-// The same death under the local launcher and with nodes started by hand: the same verdict, a
+// A heartbeat run of three seconds (heartbeat_run()) in which worker1's process is killed (kill -9,
+// by nobody the scenario knows of) 1.5 s in: the same death under the local launcher and with
+// nodes started by hand: the same verdict, a
 // failure naming worker1 (PyTorch's agent would call a worker that vanished a failure too).
 TEST(HandStartedNodes, AKillOfAHandStartedNodeIsJudgedAsUnderTheLocalLauncher) {
   const std::string file = heartbeat_run();

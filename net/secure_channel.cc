@@ -354,6 +354,7 @@ const std::string& SecureChannel::error() const { return state_->error; }
 std::optional<WorkerId> SecureChannel::claimed_peer() const { return state_->claimed; }
 const std::string& SecureChannel::peer_certificate_name() const { return state_->peer_name; }
 bool SecureChannel::plain() const { return state_->params.plain_after_handshake; }
+bool SecureChannel::peer_authenticated() const { return state_->handshaken; }
 
 const PeerIdentity& SecureChannel::peer() const {
   DAGSIM_ASSERT(state_->status == Status::established);

@@ -101,6 +101,9 @@ class SecureChannel {
   std::optional<WorkerId> claimed_peer() const;
   // The common name of the peer's certificate, once it sent one ("" before).
   const std::string& peer_certificate_name() const;
+  // True once TLS completed: the peer's certificate is the run's CA's, not revoked, and it proved
+  // it holds the key (a listener; a dialer learns of its own certificate's refusal later).
+  bool peer_authenticated() const;
   bool plain() const;
 
   // Established, not plain: encrypts `bytes` (their records are then in take_output()).

@@ -55,6 +55,7 @@ TEST(SecureChannel, TwoNodesOfARunConnectAndKnowEachOther) {
   EXPECT_EQ(listener.peer().incarnation, 3u);
   EXPECT_EQ(dialer.peer().worker, 1u);
   EXPECT_EQ(listener.peer_certificate_name(), "worker2");
+  EXPECT_TRUE(listener.peer_authenticated());
 
   // Data both ways, larger than a TLS record.
   std::vector<uint8_t> big(100000);
@@ -143,6 +144,7 @@ TEST(SecureChannel, ACertificateFromAnotherCaIsRefused) {
   SecureChannel listener = SecureChannel::accept(run.contexts[0], params(0));
   pump(dialer, listener);
   EXPECT_EQ(listener.status(), SecureChannel::Status::refused);
+  EXPECT_FALSE(listener.peer_authenticated()) << "another CA's certificate proves nothing";
   EXPECT_NE(dialer.status(), SecureChannel::Status::established);
 }
 

@@ -157,6 +157,7 @@ void ControlLink::send_json(const nlohmann::json& message) {
     tls.write(out.sealed.header);
     tls.write({reinterpret_cast<const uint8_t*>(out.text.data()), out.text.size()});
     tls.take_output(out.records);
+    out.text = std::string();  // its bytes are in the records now
   }
   output_.push_back(std::move(out));
   write();

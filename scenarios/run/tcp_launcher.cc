@@ -677,8 +677,7 @@ void TcpCluster::accept_node() {
           p->timer.cancel();
           // Past TLS's certificate check the peer is a node of this run, misconfigured: its
           // refusal is the run's news. Before it, anyone's.
-          const bool proven = p->opening->tls() != nullptr && !p->opening->tls()->peer_certificate_name().empty() &&
-                              p->opening->error().find("refused the certificate") == std::string::npos;
+          const bool proven = p->opening->tls() != nullptr && p->opening->tls()->peer_authenticated();
           if (proven) {
             join_refused("refused a control connection from " + from + ": " + p->opening->error());
           } else {

@@ -53,6 +53,11 @@ TEST(ReportStory, TheElasticReportShowsTheLossAgainstLocalTrainingTheLateJoinAnd
   EXPECT_EQ(r.workload["losses"].size(), 300u);
   EXPECT_EQ(r.workload["losses"], r.workload["local_losses"]);
   for (const nlohmann::json& loss : r.workload["losses"]) EXPECT_TRUE(loss.is_number() && loss.get<double>() > 0) << loss;
+  // The job learns: its targets are a teacher network's, so the loss at step 300 is less than half
+  // its loss at step 1 (with noise for targets it stayed where it began).
+  ASSERT_EQ(r.workload["losses"].size(), 300u);
+  EXPECT_LT(r.workload["losses"][299].get<double>(), 0.5 * r.workload["losses"][0].get<double>())
+      << r.workload["losses"][0] << " at step 1, " << r.workload["losses"][299] << " at step 300";
   // The rounds under the rendezvous workload's names.
   for (const nlohmann::json& round : r.workload["rendezvous"]) {
     EXPECT_TRUE(round.contains("world_size") && round.contains("completed_ms")) << round.dump();

@@ -15,6 +15,12 @@ namespace {
 
 constexpr uint64_t kParamStream = 0xe1a5'0001;
 constexpr uint64_t kBatchStream = 0xe1a5'0002;
+constexpr uint64_t kTeacherStream = 0xe1a5'0003;
+// The teacher's hidden width and its init gain: twice nn.Linear's bound, so that its tanh units
+// bend (a linear teacher would be learnt by the last layer alone) and its targets spread over
+// about [-1, 1], as the old noise targets did, while staying a function the student can learn.
+constexpr int64_t kTeacherHidden = 16;
+constexpr double kTeacherGain = 2.0;
 
 std::vector<double> uniform_values(Prng random, int64_t n, double bound) {
   std::vector<double> values(static_cast<size_t>(n));
@@ -70,6 +76,35 @@ Checkpoint decode_checkpoint(const rpc::Bytes& bytes, const ElasticSpec& spec) {
 
 ElasticModel::ElasticModel(const ElasticSpec& spec, uint64_t seed) : spec_(spec), seed_(seed) {
   DAGSIM_ASSERT(!spec.layers.empty());
+  const Prng base = Prng(seed_).fork(kTeacherStream);
+  const int64_t in = spec_.input, out = spec_.layers.back().out;
+  const double bound1 = kTeacherGain / std::sqrt(static_cast<double>(in));
+  const double bound2 = kTeacherGain / std::sqrt(static_cast<double>(kTeacherHidden));
+  teacher_.w1 = uniform_values(base.fork(0), kTeacherHidden * in, bound1);
+  teacher_.b1 = uniform_values(base.fork(1), kTeacherHidden, bound1);
+  teacher_.w2 = uniform_values(base.fork(2), out * kTeacherHidden, bound2);
+  teacher_.b2 = uniform_values(base.fork(3), out, bound2);
+}
+
+std::vector<double> ElasticModel::teach(const std::vector<double>& x) const {
+  const size_t in = spec_.input, out = spec_.layers.back().out, hidden = kTeacherHidden;
+  DAGSIM_ASSERT(x.size() % in == 0);
+  const size_t rows = x.size() / in;
+  std::vector<double> y(rows * out), h(hidden);
+  // Plain loops in a fixed order: the targets are data, the same bytes wherever they are drawn.
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t j = 0; j < hidden; ++j) {
+      double a = teacher_.b1[j];
+      for (size_t i = 0; i < in; ++i) a += teacher_.w1[j * in + i] * x[r * in + i];
+      h[j] = std::tanh(a);
+    }
+    for (size_t o = 0; o < out; ++o) {
+      double a = teacher_.b2[o];
+      for (size_t j = 0; j < hidden; ++j) a += teacher_.w2[o * hidden + j] * h[j];
+      y[r * out + o] = a;
+    }
+  }
+  return y;
 }
 
 std::string ElasticModel::param_name(size_t i) const {
@@ -91,8 +126,9 @@ std::vector<Tensor> ElasticModel::initial_params() const {
 std::pair<Tensor, Tensor> ElasticModel::batch(uint64_t step) const {
   const Prng base = Prng(seed_).fork(kBatchStream).fork(step);
   const int64_t batch = spec_.batch, out = spec_.layers.back().out;
-  return {from_values({batch, int64_t{spec_.input}}, uniform_values(base.fork(0), batch * spec_.input, 1.0)),
-          from_values({batch, out}, uniform_values(base.fork(1), batch * out, 1.0))};
+  std::vector<double> x = uniform_values(base.fork(0), batch * spec_.input, 1.0);
+  std::vector<double> y = teach(x);
+  return {from_values({batch, int64_t{spec_.input}}, std::move(x)), from_values({batch, out}, std::move(y))};
 }
 
 std::vector<Tensor> ElasticModel::train_locally(uint64_t steps, std::vector<double>* losses) const {

@@ -3,7 +3,9 @@
 //
 // The model is an MLP: parameters w1, b1, w2, b2, ... (nn.Linear's layout and init bound
 // 1/sqrt(in), seeded), layer i on rank i mod world. Step k trains on a batch seeded by the job's
-// seed and k alone: x [batch, input] and y [batch, out of the last layer], uniform in [-1, 1).
+// seed and k alone: x [batch, input] uniform in [-1, 1), and y [batch, out of the last layer] the
+// output of a fixed teacher network for x (one tanh layer of 16 units, seeded by the job's seed
+// on its own stream), so there is something to learn and the loss falls as training goes.
 // One step: h = mlp_layer(h, w_i, b_i) on each layer's owner by rpc_sync, loss = mse_loss(h, y) on
 // rank 0, backward in a distributed autograd context, DistributedOptimizer step.
 //
@@ -64,7 +66,7 @@ class ElasticModel {
   // "w1", "b1", ...
   std::string param_name(size_t i) const;
   std::vector<Tensor> initial_params() const;
-  // Step `step`'s batch: x, y.
+  // Step `step`'s batch: x, and the teacher's y for it.
   std::pair<Tensor, Tensor> batch(uint64_t step) const;
   // The rank that owns parameter i in a world of `world`.
   uint32_t owner_rank(size_t param, uint32_t world) const { return static_cast<uint32_t>((param / 2) % world); }
@@ -73,8 +75,16 @@ class ElasticModel {
   std::vector<Tensor> train_locally(uint64_t steps, std::vector<double>* losses = nullptr) const;
 
  private:
+  // The teacher's y for x (rows of spec.input values, row-major), rows of the last layer's width.
+  std::vector<double> teach(const std::vector<double>& x) const;
+
+  // The teacher: y = w2 tanh(w1 x + b1) + b2, row-major, drawn once from the seed.
+  struct Teacher {
+    std::vector<double> w1, b1, w2, b2;
+  };
   const ElasticSpec& spec_;
   uint64_t seed_;
+  Teacher teacher_;
 };
 
 // What a worker group's rank 0 reports as it goes (for the records).

@@ -1,6 +1,6 @@
-# `cmake --install` puts the `dagsim` command under bin/, the public headers under
-# include/dagsim/core/..., the library under lib/, and a CMake package, so another project can
-# `find_package(dagsim)` and link dagsim::core.
+# `cmake --install` puts the `dagsim` command under bin/ (its bash and zsh completion under
+# share/), the public headers under include/dagsim/core/..., the library under lib/, and a CMake
+# package, so another project can `find_package(dagsim)` and link dagsim::core.
 include(CMakePackageConfigHelpers)
 
 # A sanitized build's library needs the sanitizers' runtime wherever it is linked: a consumer of
@@ -10,6 +10,11 @@ if(DAGSIM_SANITIZE)
 endif()
 
 install(TARGETS dagsim RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# Shell completion, where bash-completion and zsh look for it (scripts/completion/dagsim.bash says
+# what it completes; both ask the installed dagsim for its commands and flags).
+install(FILES ${PROJECT_SOURCE_DIR}/scripts/completion/dagsim.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME dagsim)
+install(FILES ${PROJECT_SOURCE_DIR}/scripts/completion/_dagsim DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
 install(TARGETS dagsim_core dagsim_warnings EXPORT dagsimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

@@ -1,8 +1,11 @@
-// The docs cannot drift from the binary. docs/scenarios.md documents every key the loader accepts
-// (scenario_keys.h lists them where the loader checks them) in the section for its table, and no
-// key the loader refuses; docs/cli.md documents every command and every flag `dagsim --help`
-// lists, and no flag that does not exist; every docs/ file a help text names exists.
-// A failure names the file, the section and the key or flag, and says which way it drifted.
+// The docs cannot drift from the binary or the tree. docs/scenarios.md documents every key the
+// loader accepts (scenario_keys.h lists them where the loader checks them) in the section for its
+// table, and no key the loader refuses; docs/cli.md documents every command and every flag
+// `dagsim --help` lists, and no flag that does not exist; every docs/ file a help text names
+// exists; `dagsim help` lists the commands docs/cli.md's command table lists, with the same lines,
+// and `dagsim help COMMAND` is `dagsim COMMAND --help`; README.md's layout block names only folders
+// that exist, and every top-level folder of the tree.
+// A failure names the file, the section and the key, flag or folder, and says which way it drifted.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -264,7 +267,9 @@ std::vector<std::string> subcommands() {
   return names;
 }
 
-// Each flag of `dagsim COMMAND` as its aliases ({"--nproc-per-node", "--nproc_per_node"}).
+// Each flag of `dagsim COMMAND` as its aliases ({"--nproc-per-node", "--nproc_per_node"}). A flag
+// line starts with two spaces and a dash; its spellings are joined by ",", ", " (CLI11: "-o,--output",
+// torchrun's "-r, --redirects") or "/" (launch's "--log_dir/--log-dir").
 std::vector<std::vector<std::string>> flags_of(const std::string& command, std::string* help_text) {
   const Help help = run(command + " --help");
   EXPECT_EQ(help.exit_code, 0) << help.text;
@@ -272,12 +277,20 @@ std::vector<std::vector<std::string>> flags_of(const std::string& command, std::
   std::vector<std::vector<std::string>> flags;
   for (const std::string& line : lines_of(help.text)) {
     if (line.rfind("  -", 0) != 0) continue;
-    std::string names = line.substr(2, line.find(' ', 2) - 2);
     std::vector<std::string> aliases;
-    std::istringstream parts(names);
-    for (std::string alias; std::getline(parts, alias, ',');) {
-      alias = alias.substr(0, alias.find('{'));  // CLI11 shows a negated flag's default: --no-x{false}
-      if (alias.rfind("--", 0) == 0 && alias != "--help") aliases.push_back(alias);
+    size_t at = 2;
+    while (at < line.size() && line[at] == '-') {
+      const size_t end = std::min(line.find(' ', at), line.size());
+      std::string names = line.substr(at, end - at);
+      std::replace(names.begin(), names.end(), '/', ',');
+      std::istringstream parts(names);
+      for (std::string alias; std::getline(parts, alias, ',');) {
+        alias = alias.substr(0, alias.find('{'));  // CLI11 shows a negated flag's default: --no-x{false}
+        if (alias.rfind("--", 0) == 0 && alias != "--help") aliases.push_back(alias);
+      }
+      // "-r, --redirects": the next spelling follows one space after a comma.
+      if (names.empty() || names.back() != ',' || end + 1 >= line.size() || line[end + 1] != '-') break;
+      at = end + 1;
     }
     if (!aliases.empty()) flags.push_back(aliases);
   }
@@ -370,6 +383,141 @@ TEST(DocsDrift, EveryCommandAndFlagIsInCliMdAndNothingElse) {
   static const std::regex doc(R"(docs/[A-Za-z0-9_.-]+\.md)");
   for (auto it = std::sregex_iterator(all_help.begin(), all_help.end(), doc); it != std::sregex_iterator(); ++it) {
     EXPECT_TRUE(fs::exists(kRoot / it->str())) << "a help text points at " << it->str() << ", which does not exist";
+  }
+}
+
+// ---- dagsim help ---------------------------------------------------------------------------
+
+// `dagsim help`'s command list: each line under "Commands:" is two spaces, the name, two or more
+// spaces and the summary (scenarios/cli/help_command.h).
+std::vector<std::pair<std::string, std::string>> help_command_list() {
+  const Help help = run("help");
+  EXPECT_EQ(help.exit_code, 0) << help.text;
+  std::vector<std::pair<std::string, std::string>> out;
+  static const std::regex entry(R"(^  ([a-z][a-z0-9-]*)  +(\S.*)$)");
+  bool listing = false;
+  for (const std::string& line : lines_of(help.text)) {
+    if (line == "Commands:") listing = true;
+    else if (line.empty()) listing = false;
+    std::smatch m;
+    if (listing && std::regex_match(line, m, entry)) out.push_back({m[1].str(), m[2].str()});
+  }
+  return out;
+}
+
+TEST(DocsDrift, DagsimHelpListsTheCommandsAsCliMdsCommandTableDoes) {
+  const std::vector<std::pair<std::string, std::string>> listed = help_command_list();
+  std::vector<std::string> names;
+  for (const auto& [name, summary] : listed) names.push_back(name);
+  EXPECT_EQ(names, subcommands()) << "`dagsim help` and `dagsim --help` list different commands";
+
+  const std::vector<Section> sections = sections_of(slurp(kRoot / "docs" / "cli.md"));
+  const Section* table = find_section(sections, "Commands");
+  ASSERT_NE(table, nullptr) << "docs/cli.md has no section \"## Commands\"";
+  std::map<std::string, std::string> documented;
+  static const std::regex row(R"(^\| `([a-z][a-z0-9-]*)` \| (.*\S) *\|$)");
+  for (const std::string& line : table->lines) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) documented[m[1].str()] = m[2].str();
+  }
+  for (const auto& [name, summary] : listed) {
+    const auto it = documented.find(name);
+    if (it == documented.end()) {
+      ADD_FAILURE() << "docs/cli.md's command table leaves out `" << name << "`, which `dagsim help` lists";
+      continue;
+    }
+    EXPECT_EQ(it->second, summary) << "docs/cli.md's command table says of `" << name << "` what `dagsim help` does not";
+  }
+  for (const auto& [name, summary] : documented) {
+    EXPECT_TRUE(std::any_of(listed.begin(), listed.end(), [&](const auto& entry) { return entry.first == name; }))
+        << "docs/cli.md's command table lists `" << name << "`, which `dagsim help` does not";
+  }
+}
+
+TEST(DocsDrift, DagsimHelpCommandIsTheCommandsOwnHelp) {
+  const std::vector<std::string> commands = subcommands();
+  std::string joined;
+  for (const std::string& command : commands) joined += (joined.empty() ? "" : ", ") + command;
+  for (const std::string& command : commands) {
+    if (command == "help") continue;  // `dagsim help help` is `dagsim help --help`, a different text
+    const Help via_help = run("help " + command);
+    const Help own = run(command + " --help");
+    EXPECT_EQ(via_help.exit_code, 0) << "dagsim help " << command << ":\n" << via_help.text;
+    EXPECT_EQ(via_help.text, own.text) << "`dagsim help " << command << "` is not `dagsim " << command << " --help`";
+  }
+  const Help unknown = run("help frobnicate");
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.text;
+  EXPECT_EQ(unknown.text, "dagsim help: unknown command \"frobnicate\"; commands: " + joined + "\n");
+  const Help version = run("--version");
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(std::regex_match(version.text, std::regex(R"(dagsim \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown), .+\)\n)")))
+      << "dagsim --version: " << version.text;
+}
+
+// ---- README's layout block ----------------------------------------------------------------
+
+// A folder that holds a file somewhere below it (an empty folder left behind is not part of the
+// tree git would check out).
+bool holds_a_file(const fs::path& folder) {
+  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+    if (entry.is_regular_file()) return true;
+  }
+  return false;
+}
+
+// The tree's folders as the layout block describes them: the top-level ones (not hidden, not a
+// build folder) and each one's subfolders.
+std::map<std::string, std::set<std::string>> tree_folders() {
+  std::map<std::string, std::set<std::string>> tree;
+  for (const auto& top : fs::directory_iterator(kRoot)) {
+    const std::string name = top.path().filename().string();
+    if (!top.is_directory() || name[0] == '.' || name.rfind("build", 0) == 0 || !holds_a_file(top.path())) continue;
+    std::set<std::string>& subs = tree[name];
+    for (const auto& sub : fs::directory_iterator(top.path())) {
+      if (sub.is_directory() && holds_a_file(sub.path())) subs.insert(sub.path().filename().string());
+    }
+  }
+  return tree;
+}
+
+TEST(DocsDrift, ReadmesLayoutBlockIsTheTree) {
+  const std::vector<Section> sections = sections_of(slurp(kRoot / "README.md"));
+  const Section* layout = find_section(sections, "Layout");
+  ASSERT_NE(layout, nullptr) << "README.md has no section \"## Layout\"";
+  // The fenced block's folders: "name/" first on a line is a top-level folder, indented by two
+  // spaces a subfolder of the top-level folder above it.
+  std::map<std::string, std::set<std::string>> named;
+  std::string top;
+  bool fenced = false;
+  static const std::regex folder(R"(^(  )?([A-Za-z0-9_.-]+)/(\s|$))");
+  for (const std::string& line : layout->lines) {
+    if (line.rfind("```", 0) == 0) fenced = !fenced;
+    std::smatch m;
+    if (!fenced || !std::regex_search(line, m, folder)) continue;
+    if (!m[1].matched) {
+      top = m[2].str();
+      named[top];
+      EXPECT_TRUE(fs::is_directory(kRoot / top)) << "README.md's layout names " << top << "/, which does not exist";
+    } else {
+      ASSERT_FALSE(top.empty()) << "README.md's layout block starts with an indented line: " << line;
+      named[top].insert(m[2].str());
+      EXPECT_TRUE(fs::is_directory(kRoot / top / m[2].str()))
+          << "README.md's layout names " << top << "/" << m[2].str() << "/, which does not exist";
+    }
+  }
+  ASSERT_GE(named.size(), 8u) << "README.md's layout block names too few folders: has its format changed?";
+  for (const auto& [name, subs] : tree_folders()) {
+    const auto it = named.find(name);
+    if (it == named.end()) {
+      ADD_FAILURE() << "the tree has " << name << "/, which README.md's layout block does not name";
+      continue;
+    }
+    // A folder whose subfolders the block lists must list them all.
+    if (it->second.empty()) continue;
+    for (const std::string& sub : subs) {
+      EXPECT_TRUE(it->second.count(sub)) << "the tree has " << name << "/" << sub
+                                         << "/, which README.md's layout block does not name under " << name << "/";
+    }
   }
 }
 

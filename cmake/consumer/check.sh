@@ -12,4 +12,7 @@ cmake --build "$work/build" >/dev/null
 "$work/build/consumer"
 # The installed command runs a scenario on its own (it needs nothing from the build tree).
 "$work/prefix/bin/dagsim" --version
+# Its shell completion is where bash-completion and zsh look for it.
+test -f "$work/prefix/share/bash-completion/completions/dagsim"
+test -f "$work/prefix/share/zsh/site-functions/_dagsim"
 "$work/prefix/bin/dagsim" run "$source_dir/scenarios/examples/seed_example.toml" --seed 1 >/dev/null

@@ -10,14 +10,17 @@
 //        (one node of a TCP run on its host)
 //   dagsim store [--port P] [--host H]   (the built-in store for PyTorch's TCPStore clients)
 //   dagsim launch [torchrun's flags] SCRIPT ARGS   (torchrun's interface on dagsim's agent)
+//   dagsim help [COMMAND]   (the commands; with COMMAND, the same as dagsim COMMAND --help)
 // Exit codes: 0 passed, 1 a check failed, 2 bad usage or an invalid scenario, 3 an internal error
 // (an assert, an uncaught exception: a bug in dagsim, never a verdict on the scenario), 4 a host
 // limit (wall time, memory) stopped the run before it had a verdict.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <malloc.h>
 #include <cstdlib>
 #include <iostream>
+#include <string_view>
 #include <thread>
 #include <unistd.h>
 
@@ -25,7 +28,9 @@
 #include "core/tensor/vector_math.h"
 #include "launch/launcher.h"
 #include "launch/slurm_env.h"
+#include "scenarios/cli/build_info.h"
 #include "scenarios/cli/commands.h"
+#include "scenarios/cli/help_command.h"
 
 namespace {
 
@@ -70,7 +75,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"dagsim: deterministic simulator and conformance harness for distributed autograd and elastic rendezvous"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "dagsim 0.1.0");
+  app.set_version_flag("--version", dagsim::cli::version_line());
 
   dagsim::cli::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "Run one scenario with one seed and report which checks passed");
@@ -120,12 +125,19 @@ int main(int argc, char** argv) {
                     "tcp: no per-frame MACs after the authenticated handshake (only on a network nobody else can reach)");
 
   dagsim::cli::JudgeArgs judge;
-  CLI::App* judge_cmd =
-      app.add_subcommand("judge", "Judge a run from its records alone (dagsim run --records DIR), on any host");
-  judge_cmd->add_option("DIR", judge.dir, "Records directory")->required();
+  CLI::App* judge_cmd = app.add_subcommand(
+      "judge", "Judge from records alone, on any host. DIR is one of two kinds:\n"
+               "  a run's records (dagsim run --records DIR; the nodes/ of several hosts gathered into one): the "
+               "same checks and report as the run printed;\n"
+               "  a store's record: store.jsonl (dagsim store --record FILE) beside a job.json naming the run_id "
+               "and the rendezvous' settings: the rendezvous of torchrun's or dagsim launch's agents, held to "
+               "S1-S7, S10, L1, L2, L5, L6 (docs/cli.md, \"A rendezvous judged from its store's record\")");
+  judge_cmd->add_option("DIR", judge.dir, "A run's records directory, or a folder with store.jsonl and job.json")
+      ->required();
   judge_cmd->add_flag("--json", judge.json, "Print one JSON object instead of text");
   judge_cmd->add_flag("--full-tensors", judge.full_tensors,
-                      "Report every value of every tensor; by default tensors of more than 1000 elements are summarised");
+                      "A run's records: report every value of every tensor; by default tensors of more than 1000 "
+                      "elements are summarised");
 
   dagsim::cli::ReportArgs report;
   CLI::App* report_cmd = app.add_subcommand(
@@ -242,6 +254,12 @@ int main(int argc, char** argv) {
       ->envname("PET_NO_PYTHON");
   launch_cmd->add_flag("--module,-m", launch.module, "Run the script as a module: python3 -u -m MODULE")->envname("PET_MODULE");
 
+  // Registered last, so `dagsim --help` and `dagsim help` list it after the commands it explains.
+  std::string help_topic;
+  CLI::App* help_cmd = app.add_subcommand("help", "List the commands, or show one command's flags: dagsim help "
+                                                  "COMMAND is dagsim COMMAND --help");
+  help_cmd->add_option("COMMAND", help_topic, "The command whose flags to show");
+
   // A first argument that is neither an option nor a command is a mistyped command: say so, with
   // the commands, rather than CLI11's "A subcommand is required".
   std::string commands;
@@ -255,6 +273,20 @@ int main(int argc, char** argv) {
               << "Run with --help for more information.\n";
     return dagsim::cli::kBadInput;
   }
+  // `dagsim help COMMAND` becomes `dagsim COMMAND --help` before anything parses it, so a command
+  // with a parser of its own (launch's torchrun flags) prints the same help either way.
+  // (`dagsim help help` becomes `dagsim help --help`: CLI11's help for this command.)
+  char help_flag[] = "--help";
+  if (argc == 3 && std::string_view(argv[1]) == "help" && argv[2][0] != '-') {
+    const std::vector<CLI::App*> all = app.get_subcommands([](CLI::App*) { return true; });
+    const bool topic_known = std::any_of(all.begin(), all.end(), [&](const CLI::App* c) { return c->get_name() == argv[2]; });
+    if (!topic_known) {
+      std::cerr << "dagsim help: unknown command " << dagsim::quote(argv[2]) << "; commands: " << commands << "\n";
+      return dagsim::cli::kBadInput;
+    }
+    argv[1] = argv[2];
+    argv[2] = help_flag;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -262,6 +294,10 @@ int main(int argc, char** argv) {
     // CLI11's message may echo an argument: escape it, as every message does (printable.h).
     std::cerr << dagsim::printable(e.what(), 400) << "\nRun with --help for more information.\n";
     return dagsim::cli::kBadInput;
+  }
+  if (*help_cmd) {
+    dagsim::cli::print_command_list(app, std::cout);
+    return dagsim::cli::kPassed;
   }
   if (*run_cmd) {
     const std::optional<uint64_t> seed = dagsim::cli::parse_seed(seed_text);

@@ -45,10 +45,11 @@ std::string printable_lines(const std::string& text) {
 }  // namespace
 
 nlohmann::json provenance() {
-  return {{"dagsim_version", DAGSIM_VERSION},
-          {"git_commit", DAGSIM_GIT_COMMIT},
-          {"build_type", DAGSIM_BUILD_TYPE},
-          {"compiler", DAGSIM_COMPILER},
+  const BuildInfo& build = build_info();
+  return {{"dagsim_version", build.version},
+          {"git_commit", build.git_commit},
+          {"build_type", build.build_type},
+          {"compiler", build.compiler},
           {"blas", openblas_get_config()},
           {"blas_core", openblas_get_corename()},
           {"cpu", cpu_model()},

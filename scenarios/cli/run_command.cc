@@ -132,6 +132,7 @@ int run_command(const RunArgs& args) {
       return kBadInput;
     }
   }
+  for (const std::string& w : scenario.warnings) std::cerr << "dagsim run: warning: " << w << "\n";
   for (const std::string& w : scenarios::faults_that_cannot_fire(scenario)) std::cerr << "dagsim run: warning: " << w << "\n";
   if (const std::string clash = output_clash(args); !clash.empty()) {
     std::cerr << "dagsim run: " << clash << "\n";
@@ -276,6 +277,7 @@ int validate(const std::string& file, bool quiet) {
   try {
     const scenarios::Scenario s = scenarios::load_scenario_file(file);
     if (quiet) return kPassed;
+    for (const std::string& w : s.warnings) std::cerr << "warning: " << w << "\n";
     for (const std::string& w : scenarios::faults_that_cannot_fire(s)) std::cerr << "warning: " << w << "\n";
     std::cout << printable(file, kPathMax) << ": valid: scenario " << printable(s.name) << ", " << s.cluster.nodes << " nodes, workload "
               << scenarios::workload_type(s).summary(s) << ", "

@@ -174,6 +174,9 @@ struct Scenario {
   // command's flags, --max-wall-time and --max-memory, which take precedence).
   std::optional<Duration> max_wall_time = {};
   std::optional<uint64_t> max_memory_mib = {};
+  // What the loader found valid but likely not meant ("FILE:LINE: KEY: ..."): a round that can
+  // never reach max_nodes, say. `dagsim validate` and `dagsim run` print each before anything runs.
+  std::vector<std::string> warnings = {};
 };
 
 // max_memory_mib's range: below 64 MiB the binary and its stacks do not fit; 2^20 MiB is 1 TiB.

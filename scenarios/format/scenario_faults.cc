@@ -214,7 +214,14 @@ FaultSpec read_fault(const TomlReader& reader, const Table& t, Duration max_virt
 
   if (t.get("when") != nullptr) {
     if (t.get("at_ms") != nullptr) reader.fail(*t.get("at_ms"), t.key_path("at_ms"), "a fault takes at_ms or when, not both");
-    fault.when = read_trigger(reader, Table{reader.table(*t.get("when"), t.key_path("when")), t.key_path("when")});
+    const Table when{reader.table(*t.get("when"), t.key_path("when")), t.key_path("when")};
+    fault.when = read_trigger(reader, when);
+    // Its event comes at 0 at the earliest, so the fault strikes at after_ms at the earliest.
+    if (fault.when->after > max_virtual_time) {
+      reader.fail(*when.get("after_ms"), when.key_path("after_ms"),
+                  ms(fault.when->after) + " is after max_virtual_time_ms (" + ms(max_virtual_time) +
+                      "): the fault would strike after the run ends, so it can never fire");
+    }
   } else if (t.get("at_ms") == nullptr) {
     reader.fail(t.line(), t.key_path("at_ms"), "required (or when = { ... }, a workload event; docs/scenarios.md)");
   } else {
@@ -254,6 +261,8 @@ FaultSpec read_fault(const TomlReader& reader, const Table& t, Duration max_virt
 }
 
 }  // namespace
+
+std::string_view fault_kind_text(FaultSpec::Kind kind) { return kKindNames[static_cast<size_t>(kind)]; }
 
 std::vector<FaultSpec> read_faults(const TomlReader& reader, const toml::node& faults, Duration max_virtual_time) {
   std::vector<FaultSpec> out;

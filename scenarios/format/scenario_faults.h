@@ -4,12 +4,16 @@
 // names resolve against it) and max_virtual_time is read (no fault may be scheduled after it).
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "scenarios/format/scenario.h"
 #include "scenarios/format/toml_reader.h"
 
 namespace dagsim::scenarios::detail {
+
+// "kill", "partition": the kind as a scenario writes it.
+std::string_view fault_kind_text(FaultSpec::Kind kind);
 
 // The `faults` array, in file order (the runner sorts stably by time).
 std::vector<FaultSpec> read_faults(const TomlReader& reader, const toml::node& faults, Duration max_virtual_time);

@@ -326,6 +326,44 @@ CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadTyp
   return check;
 }
 
+// `when = { backward = "worker2", pass = 3 }`, as the file wrote it (defaults included).
+std::string trigger_text(const Scenario& scenario, const FaultTrigger& trigger) {
+  const auto node = [&] { return quote(scenario.cluster.node_name(trigger.node.value_or(0))); };
+  const std::string n = std::to_string(trigger.at_least);
+  std::string text;
+  switch (trigger.event) {
+    case WorkloadEvent::member: text = "member = " + node() + ", round = " + n; break;
+    case WorkloadEvent::step_committed: text = "step = " + n; break;
+    case WorkloadEvent::backward: text = "backward = " + node() + ", pass = " + n; break;
+    case WorkloadEvent::store_round: text = "store_round = " + n; break;
+  }
+  return "when = { " + text + " }";
+}
+
+// A trigger on an event the workload never reports, or one the scenario shows can never come
+// (WorkloadType::impossible_trigger), would wait forever: the fault is refused, naming why.
+void check_triggers(const TomlReader& reader, const WorkloadType& workload, const Scenario& scenario) {
+  for (size_t i = 0; i < scenario.faults.size(); ++i) {
+    const FaultSpec& f = scenario.faults[i];
+    if (!f.when) continue;
+    const std::string path = "faults[" + std::to_string(i) + "].when";
+    const std::string fault = "the " + std::string(detail::fault_kind_text(f.kind)) + " fault's ";
+    const auto& events = workload.events;
+    if (std::find(events.begin(), events.end(), f.when->event) == events.end()) {
+      std::string reported;
+      for (WorkloadEvent e : events) reported += (reported.empty() ? "" : ", ") + std::string(workload_event_name(e));
+      reader.fail(f.line, path,
+                  "the " + std::string(workload.name) + " workload never reports " +
+                      std::string(workload_event_name(f.when->event)) + " events, so this fault could never fire" +
+                      (reported.empty() ? " (it reports none: use at_ms)" : " (it reports: " + reported + ")"));
+    }
+    if (workload.impossible_trigger == nullptr) continue;
+    if (const std::string why = workload.impossible_trigger(scenario, *f.when); !why.empty()) {
+      reader.fail(f.line, path, fault + trigger_text(scenario, *f.when) + " can never fire: " + why);
+    }
+  }
+}
+
 Scenario read_scenario(const toml::table& root, std::string_view source_name) {
   TomlReader reader(source_name);
   const Table top{root, ""};
@@ -358,25 +396,14 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
     scenario.random_faults = detail::read_random_faults(reader, *random, scenario.max_virtual_time);
   }
   const WorkloadType& workload = read_workload(reader, top, scenario);
-  // A trigger on an event the workload never reports would wait forever.
-  for (size_t i = 0; i < scenario.faults.size(); ++i) {
-    const FaultSpec& f = scenario.faults[i];
-    if (!f.when) continue;
-    const auto& events = workload.events;
-    if (std::find(events.begin(), events.end(), f.when->event) != events.end()) continue;
-    std::string reported;
-    for (WorkloadEvent e : events) reported += (reported.empty() ? "" : ", ") + std::string(workload_event_name(e));
-    reader.fail(f.line, "faults[" + std::to_string(i) + "].when",
-                "the " + std::string(workload.name) + " workload never reports " +
-                    std::string(workload_event_name(f.when->event)) + " events, so this fault could never fire" +
-                    (reported.empty() ? " (it reports none: use at_ms)" : " (it reports: " + reported + ")"));
-  }
+  check_triggers(reader, workload, scenario);
   if (const toml::node* checks = top.get("checks")) {
     const std::vector<const toml::table*> tables = reader.tables(*checks, "checks");
     for (size_t i = 0; i < tables.size(); ++i) {
       scenario.checks.push_back(read_check(reader, Table{*tables[i], "checks[" + std::to_string(i) + "]"}, workload, scenario));
     }
   }
+  scenario.warnings = reader.warnings();
   return scenario;
 }
 

@@ -78,6 +78,9 @@ class TomlReader {
   // Throws "FILE:LINE: KEY: problem" ("FILE:LINE: problem" when key is empty).
   [[noreturn]] void fail(int line, std::string_view key, std::string_view problem) const;
   [[noreturn]] void fail(const toml::node& at, std::string_view key, std::string_view problem) const;
+  // Records "FILE:LINE: KEY: problem" for Scenario::warnings: valid, but likely not what was meant.
+  void warn(int line, std::string_view key, std::string_view problem) const;
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
   // Rejects the first key (in file order) of `t` that is not in `allowed`; the message lists
   // them: "unknown key; allowed <where>: a, b" (where = "keys in [cluster]").
@@ -148,6 +151,9 @@ class TomlReader {
   }
 
   std::string file_;
+  // Reads are const (a reader is passed around as const&); the warnings are their log, not state
+  // any read depends on.
+  mutable std::vector<std::string> warnings_;
   ClusterSpec cluster_;
   uint32_t gpus_ = 0;
 };

@@ -62,6 +62,12 @@ struct WorkloadType {
   Duration (*fixed_end)(const Scenario& scenario) = nullptr;
   // The events its nodes report (NodeContext::report), which faults may strike on (`when`).
   std::span<const WorkloadEvent> events;
+  // Why a fault on `trigger` (one of `events`) can never fire in `scenario`: its node never reports
+  // that event, or its number is past any the run reaches ("worker2 runs no backward pass: only the
+  // driver, worker0, does"). "" when it may. The loader refuses such a fault with the reason, so a
+  // run never ends with a fault that "never fired" for a reason the file alone showed. Null: every
+  // trigger on one of `events` may fire.
+  std::string (*impossible_trigger)(const Scenario& scenario, const FaultTrigger& trigger) = nullptr;
 
   const CheckKind* find_check(std::string_view kind) const;
 };

@@ -72,6 +72,21 @@ std::unique_ptr<Judge> make_judge(const Scenario& scenario, const RunRecords& re
   return std::make_unique<ElasticJudge>(scenario, records);
 }
 
+// The store node runs no agent: it is never a member and runs no step. Steps commit from 1 to
+// `steps`, so a later one never does.
+std::string impossible_trigger(const Scenario& scenario, const FaultTrigger& trigger) {
+  const ElasticSpec& spec = scenario.workload.as<ElasticSpec>();
+  if (trigger.node && !spec.is_agent(*trigger.node)) {
+    return scenario.cluster.node_name(*trigger.node) + " hosts the store and runs no agent, so it is never a member and runs no "
+           "backward pass";
+  }
+  if (trigger.event == WorkloadEvent::step_committed && trigger.at_least > spec.steps) {
+    return "the job has " + std::to_string(spec.steps) + " steps ([elastic] steps), so step " +
+           std::to_string(trigger.at_least) + " is never committed";
+  }
+  return "";
+}
+
 constexpr CheckKind kChecks[] = {
     {"params_match_local", false, true, false, &judge_by<ElasticJudge, &ElasticJudge::params_match_local>},
     {"no_step_twice", false, false, false, &judge_by<ElasticJudge, &ElasticJudge::no_step_twice>},
@@ -97,6 +112,7 @@ const WorkloadType kElasticWorkload = {
     .make_judge = &make_judge,
     .checks = kChecks,
     .events = kEvents,
+    .impossible_trigger = &impossible_trigger,
 };
 
 }  // namespace dagsim::scenarios

@@ -366,6 +366,23 @@ std::string needs_parameters(const Scenario& scenario) {
   return program_of(scenario).parameters.empty() ? "compares parameters, and this program has none" : "";
 }
 
+// Only the driver runs backward passes, once per call and repeat (run_program_distributed), and
+// only in its first incarnation: a trigger on another node, or on a later pass, waits forever.
+std::string impossible_trigger(const Scenario& scenario, const FaultTrigger& trigger) {
+  if (trigger.event != WorkloadEvent::backward) return "";
+  const Program& program = program_of(scenario);
+  const std::string driver = scenario.cluster.node_name(program.driver);
+  if (trigger.node && *trigger.node != program.driver) {
+    return scenario.cluster.node_name(*trigger.node) + " runs no backward pass: only the driver, " + driver + ", does";
+  }
+  const uint64_t passes = uint64_t{program.backward_calls} * program.backward_repeat;
+  if (trigger.at_least > passes) {
+    return "the driver, " + driver + ", runs " + std::to_string(passes) + " backward pass" + (passes == 1 ? "" : "es") +
+           ", so pass " + std::to_string(trigger.at_least) + " never begins";
+  }
+  return "";
+}
+
 constexpr CheckKind kChecks[] = {
     {"gradients_match_local", false, true, false, &judge_by<ProgramJudge, &ProgramJudge::gradients_match_local>},
     {"params_match_local", false, true, false, &judge_by<ProgramJudge, &ProgramJudge::params_match_local>,
@@ -391,6 +408,7 @@ const WorkloadType kProgramWorkload = {
     .checks = kChecks,
     .counted_bytes = &counted_bytes,
     .events = kEvents,
+    .impossible_trigger = &impossible_trigger,
 };
 
 const WorkloadType kModelWorkload = {
@@ -405,6 +423,7 @@ const WorkloadType kModelWorkload = {
     .checks = kChecks,
     .counted_bytes = &counted_bytes,
     .events = kEvents,
+    .impossible_trigger = &impossible_trigger,
 };
 
 }  // namespace dagsim::scenarios

@@ -101,8 +101,8 @@ backward = { roots = ["y"] }
 TEST(ScenarioRRef, ParameterKeys) {
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "to_here", args = ["p"] })", R"({ roots = ["y"] })",
                            R"({ name = "p", shape = [2], requires_grad = false })")),
-            "bad.toml:3: parameters[0].requires_grad: unknown key; allowed keys in parameters: name, shape, values, "
-            "init, scale, on, dtype, device");
+            "bad.toml:3: parameters[0].requires_grad: unknown key (requires_grad is a key of tensors); allowed keys in "
+            "parameters: name, shape, values, init, scale, on, dtype, device");
   // A parameter on a GPU of its owner's needs the nodes to have one ([devices], gpu_parameters.toml).
   EXPECT_EQ(error_of(rrefs(R"({ out = "y", call = "to_here", args = ["p"] })", R"({ roots = ["y"] })",
                            R"({ name = "p", shape = [2], on = "worker1", device = "cuda:0" })")),

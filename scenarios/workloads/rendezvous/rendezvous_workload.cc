@@ -442,6 +442,20 @@ RendezvousSpec read_rendezvous_table(const detail::TomlReader& reader, const tom
                     std::to_string(participants) + " besides the store node, which takes a node of its own; write [cluster] nodes = " +
                     std::to_string(s.min_nodes + 1) + " (or more) for " + std::to_string(s.min_nodes) + " agents");
   }
+  if (s.max_nodes > participants) {
+    // Valid (rounds form at last call with fewer), but torchrun's --nnodes counts agents and a
+    // cluster's nodes count the store's too: "nnodes = 4:6" beside "nodes = 6" meant 6 agents.
+    const toml::node* nnodes = t.get("nnodes");
+    const std::string key = nnodes != nullptr ? "nnodes" : "max_nodes";
+    const std::string written = nnodes != nullptr ? "nnodes = " + quote(nnodes->is_string() ? nnodes->as_string()->get()
+                                                                                              : std::to_string(s.max_nodes))
+                                                  : "max_nodes = " + std::to_string(s.max_nodes);
+    reader.warn(t.line(), t.key_path(key),
+                "[cluster] nodes = " + std::to_string(scenario.cluster.nodes) + " leaves " + std::to_string(participants) +
+                    " agent" + (participants == 1 ? "" : "s") + " (one node hosts the store), so a round never reaches max_nodes = " +
+                    std::to_string(s.max_nodes) + "; for " + written + " write [cluster] nodes = " +
+                    std::to_string(s.max_nodes + 1));
+  }
   if (const toml::node* actions = t.get("actions")) {
     const std::vector<const toml::table*> tables = reader.tables(*actions, t.key_path("actions"));
     for (size_t i = 0; i < tables.size(); ++i) {
@@ -499,6 +513,19 @@ std::unique_ptr<Judge> make_judge(const Scenario& scenario, const RunRecords& re
   return std::make_unique<RendezvousJudge>(scenario, records);
 }
 
+// The store node takes no part in the rendezvous, so it is never a member; an etcd backend's
+// rounds are not seen (only the built-in store reports the states it takes).
+std::string impossible_trigger(const Scenario& scenario, const FaultTrigger& trigger) {
+  const RendezvousSpec& spec = scenario.workload.as<RendezvousSpec>();
+  if (trigger.node && !spec.is_participant(*trigger.node)) {
+    return scenario.cluster.node_name(*trigger.node) + " hosts the store and takes no part in the rendezvous, so it is never a member";
+  }
+  if (trigger.event == WorkloadEvent::store_round && spec.backend == RendezvousSpec::Backend::etcd) {
+    return "with backend = \"etcd\" the rounds are etcd's, which no node reports (store_round is the built-in store's)";
+  }
+  return "";
+}
+
 constexpr CheckKind kChecks[] = {
     {"invariants", false, false, false, &judge_by<RendezvousJudge, &RendezvousJudge::invariants>},
     {"formed", true, false, false, &judge_by<RendezvousJudge, &RendezvousJudge::formed>},
@@ -522,6 +549,7 @@ const WorkloadType kRendezvousWorkload = {
     .make_judge = &make_judge,
     .checks = kChecks,
     .events = kEvents,
+    .impossible_trigger = &impossible_trigger,
 };
 
 }  // namespace dagsim::scenarios

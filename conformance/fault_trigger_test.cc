@@ -117,7 +117,9 @@ TEST_P(FaultTriggers, AMemberKilledHalfASecondIntoItsRounds) {
 INSTANTIATE_TEST_SUITE_P(Transports, FaultTriggers, ::testing::Values("sim", "tcp"));
 
 TEST(FaultTriggersReport, AFaultWhoseEventNeverComesIsMarkedNotFiredAndNamed) {
-  const std::string text = with_faults("elastic_store_outage", "when = { step = 100 }", "when = { step = 100000 }");
+  // A round so late the run never forms it (a step past [elastic] steps would be refused at load).
+  const std::string text =
+      with_faults("elastic_store_outage", "when = { step = 100 }", "when = { member = \"worker2\", round = 100000 }");
   const RunOutput r = run("never_fires", text, "sim");
   ASSERT_TRUE(r.report.is_object());
   ASSERT_EQ(r.report["faults"].size(), 1u);
@@ -125,12 +127,13 @@ TEST(FaultTriggersReport, AFaultWhoseEventNeverComesIsMarkedNotFiredAndNamed) {
   EXPECT_FALSE(r.report["faults"][0].contains("at_ms"));
   ASSERT_EQ(r.report["warnings"].size(), 1u) << r.report["warnings"].dump();
   EXPECT_NE(r.report["warnings"][0].get<std::string>().find(
-                "the pause of worker0 when step 100000 is committed (line 34) never fired: its event never came"),
+                "the pause of worker0 when worker2 is a member of a formed round (round 100000 or later) (line 34) never "
+                "fired: its event never came"),
             std::string::npos)
       << r.report["warnings"][0];
   // The text report says it too.
   const Output o = dagsim("run " + (temp_dir() / "never_fires.toml").string());
-  EXPECT_NE(o.out.find("WARNING the pause of worker0 when step 100000 is committed"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("WARNING the pause of worker0 when worker2 is a member of a formed round"), std::string::npos) << o.out;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "core/elastic/elastic_agent.h"
 #include "core/rendezvous/rendezvous_handler.h"
 #include "core/runtime/cancel_scope.h"
+#include "launch/launch_log.h"
 #include "launch/launch_plan.h"
 #include "net/process_worker_group.h"
 #include "net/rdzv/host_names.h"
@@ -54,11 +55,6 @@ std::string temporary_log_dir() {
   return pattern;
 }
 
-// One line for the operator on standard error. What a flag, the store or a worker chose is made
-// printable where it enters a message; this is the last guard for anything that was not: a line
-// holding a control character is printed escaped and quoted (printable.h), never as the raw
-// bytes a terminal would act on.
-void say(const std::string& line) { std::cerr << "dagsim launch: " << printable(line, kPathMax) << "\n"; }
 
 std::string describe(const elastic::AgentEvent& e) {
   std::string line = "round " + std::to_string(e.info.round) + ": " + elastic::event_name(e.kind);
@@ -69,6 +65,20 @@ std::string describe(const elastic::AgentEvent& e) {
   if (e.kind == elastic::AgentEvent::Kind::group_failed) line += " (" + counted(e.remaining, "restart") + " left)";
   if (!e.detail.empty()) line += ": " + e.detail;
   return line;
+}
+
+// Why a job whose c10d store was hosted by an agent cannot go on once that agent left: the store
+// lived in its process (Note [a store that served and now refuses], tcp_store_client.cc).
+std::string store_host_left(const net::Rendezvous& rdzv) {
+  const std::string where = rdzv.endpoint().host + ":" + std::to_string(rdzv.endpoint().port);
+  const std::string who = rdzv.store_host().empty() ? "the process that served the c10d store at " + printable(where)
+                                                     : "agent " + printable(rdzv.store_host(), 256) + ", which hosted the c10d store at " +
+                                                           printable(where) + ",";
+  return "the store host left: " + who +
+         " is gone, and the store died with it (a c10d store lives in the process of the agent that hosts it): the "
+         "rendezvous state, its rounds and the exit barrier went with it, so this job cannot go on. To survive the loss "
+         "of any agent, serve the store apart (`dagsim store`, then --rdzv_endpoint HOST:PORT with is_host=false on "
+         "every agent) or use --rdzv_backend etcd";
 }
 
 }  // namespace
@@ -145,8 +155,14 @@ int Launcher::run() {
   // (SimpleElasticAgent._construct_event).
   // Copied now: the WORKER events are written after rdzv.reset() has destroyed the handler.
   const std::string rdzv_backend = handler.get_backend();
+  // t_ms counts from this agent's start (steady); timestamp is PyTorch's Event.timestamp
+  // (milliseconds since the Unix epoch) and time the same instant in UTC, to line up several
+  // agents' events and their dated lines.
   const auto event_line = [&](const std::string& name, const char* source) {
+    const WallTime wall = std::chrono::system_clock::now();
     return nlohmann::json{{"t_ms", std::chrono::duration_cast<std::chrono::milliseconds>(host.clock().now() - started).count()},
+                          {"timestamp", std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count()},
+                          {"time", utc_iso(wall)},
                           {"event", name},
                           {"source", source},
                           {"run_id", plan.settings.run_id},
@@ -202,11 +218,16 @@ int Launcher::run() {
     }
   });
   const std::optional<elastic::AgentResult> result = end ? end->result : std::nullopt;
+  // Read before the store goes: whether the store this agent reached is gone with its host.
+  const std::string store_lost = rdzv->store_gone() ? store_host_left(*rdzv) : "";
+  const bool served_store = rdzv->server() != nullptr;
   rdzv.reset();  // the handler, the client, then the store this agent served
   if (end && end->left) {
-    say("stopped by signal " + std::to_string(stop_signal) + "; workers stopped, rendezvous left");
+    say("stopped by signal " + std::to_string(stop_signal) + "; workers stopped, rendezvous left" +
+        (served_store ? "; this agent served the rendezvous store, which closes with it: the other agents cannot go on" : ""));
     return kSignalBase + stop_signal;
   }
+  if (!store_lost.empty()) say(store_lost);
   if (!result) {
     say("internal error: " + internal);
     return kInternal;

@@ -124,6 +124,11 @@ Rendezvous::Rendezvous(std::unique_ptr<tcpstore::TcpStoreServer> server, std::un
   store_->set_timeout(read_timeout_);
 }
 
+bool Rendezvous::store_gone() const {
+  const auto* client = dynamic_cast<const tcpstore::TcpStoreClient*>(store_.get());
+  return client != nullptr && client->gone();
+}
+
 // The handler goes first (it holds the store), then the client, then the server.
 Rendezvous::~Rendezvous() {
   handler_.reset();
@@ -202,6 +207,10 @@ std::unique_ptr<Rendezvous> create_c10d_handler(const RendezvousParameters& para
       server = serve(context, endpoint.port);
       // Launchers and their scripts wait for these words (conformance/interop/launch_ddp.py).
       if (context.log) context.log("serving the rendezvous store on port " + std::to_string(server->port()));
+      // Before any client is answered (no fiber has run since the server was made), so a client's
+      // probe below finds it.
+      const std::string self = rendezvous::to_string(context.node);
+      server->table().set("/" + std::string(kStoreHostKey), store::Bytes(self.begin(), self.end()));
     } catch (const boost::system::system_error& e) {
       // Another process here hosts it (PyTorch's "edge case"): be its client, unless told to host.
       if (configured) throw connection_failed("the C10d store", "cannot serve on port " + std::to_string(endpoint.port) + ": " + e.code().message());
@@ -214,8 +223,22 @@ std::unique_ptr<Rendezvous> create_c10d_handler(const RendezvousParameters& para
   rendezvous::RendezvousEndpoint where = endpoint;
   if (server) where.port = server->port();
   auto store = std::make_unique<tcpstore::TcpStoreClient>(context.host->io(), client);
-  return finish(std::make_unique<Rendezvous>(std::move(server), std::move(store), where, target.read_timeout), params, context,
-                "the C10d store");
+  const bool hosted = server != nullptr;
+  std::unique_ptr<Rendezvous> made = finish(std::make_unique<Rendezvous>(std::move(server), std::move(store), where, target.read_timeout),
+                                            params, context, "the C10d store");
+  if (!hosted) {
+    // Who hosts the store, read now (without waiting: an external store has no such key), since
+    // once that host is gone nothing can be read. The probe above saw the store answer, and a
+    // host names itself before it answers anyone.
+    try {
+      const store::Versioned named = made->store().get_versioned(kStoreHostKey);
+      if (named.version != 0 && named.value.size() <= 256) made->set_store_host(std::string(named.value.begin(), named.value.end()));
+    } catch (const Error& e) {
+      runtime::rethrow_if_unwinding(e);
+      throw connection_failed("the C10d store", e.what());
+    }
+  }
+  return made;
 }
 
 std::unique_ptr<Rendezvous> create_etcd_handler(const RendezvousParameters& params, const RendezvousContext& context) {

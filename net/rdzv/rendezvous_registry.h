@@ -45,6 +45,9 @@ namespace dagsim::net {
 
 inline constexpr uint16_t kC10dDefaultPort = 29400;  // PyTorch's DEFAULT_PORT
 inline constexpr uint16_t kEtcdDefaultPort = 2379;
+// The key under which an agent that hosts a c10d store names itself (its node descriptor), set
+// before the store answers anyone, so its clients can name it once it is gone (store_host()).
+inline constexpr const char* kStoreHostKey = "dagsim/store_host";
 
 // What a creator is told beyond the parameters.
 struct RendezvousContext {
@@ -69,6 +72,15 @@ class Rendezvous {
   // Where the store is, as the parameters named it (a hosted store's real port when it was 0).
   const rendezvous::RendezvousEndpoint& endpoint() const { return endpoint_; }
   runtime::Duration read_timeout() const { return read_timeout_; }
+  // The agent that hosts the c10d store this process is a client of, as it named itself
+  // (kStoreHostKey; store text, not yet escaped, at most 256 bytes), or "" when unknown: an
+  // external store, a file or etcd, or this process hosts it.
+  const std::string& store_host() const { return store_host_; }
+  // True when this process's c10d store served it and then refused a connection: the process that
+  // served it ended, and the store's keys with it (TcpStoreClient::gone()). Never for etcd or a
+  // file store, which outlive any agent.
+  bool store_gone() const;
+  void set_store_host(std::string host) { store_host_ = std::move(host); }
   const std::string& get_backend() const { return handler_->get_backend(); }
   const std::string& get_run_id() const { return handler_->get_run_id(); }
 
@@ -80,6 +92,7 @@ class Rendezvous {
   std::unique_ptr<store::Store> store_;
   rendezvous::RendezvousEndpoint endpoint_;
   runtime::Duration read_timeout_;
+  std::string store_host_;
   std::unique_ptr<rendezvous::RendezvousHandler> handler_;
 };
 

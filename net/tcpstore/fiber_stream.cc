@@ -79,13 +79,14 @@ FiberStream::~FiberStream() {
 }
 
 std::shared_ptr<FiberStream> FiberStream::connect(asio::io_context& io, const std::string& host, uint16_t port,
-                                                  runtime::TimePoint deadline) {
+                                                  runtime::TimePoint deadline, bool retry_refused) {
   const std::string where = host + ":" + std::to_string(port);
   runtime::Clock& clock = fiber_clock();
   const std::vector<tcp::endpoint> endpoints = resolve(io, host, port, deadline, where);
   runtime::Duration backoff = std::chrono::milliseconds(10);
   std::string last_error;
   for (;;) {
+    bool all_refused = true;
     for (const tcp::endpoint& endpoint : endpoints) {
       auto socket = std::make_shared<tcp::socket>(io);
       const std::optional<boost::system::error_code> done =
@@ -99,6 +100,10 @@ std::shared_ptr<FiberStream> FiberStream::connect(asio::io_context& io, const st
       }
       if (!*done) return std::make_shared<FiberStream>(std::move(*socket), where);
       last_error = error_text(*done);
+      all_refused = all_refused && *done == asio::error::connection_refused;
+    }
+    if (!retry_refused && all_refused) {
+      throw errors::connection_failed("cannot connect to the store at " + where + ": " + last_error);
     }
     // Refused (nobody listens yet) or unreachable: try again until the deadline, as PyTorch does.
     if (clock.now() + backoff >= deadline) {

@@ -71,11 +71,14 @@ class FiberStream : public std::enable_shared_from_this<FiberStream> {
   FiberStream& operator=(const FiberStream&) = delete;
 
   // Connects to host:port. A refused connection is retried with back-off until `deadline` (the
-  // server may not listen yet; PyTorch's client does the same). Throws connection_failed naming
-  // host:port and the last error, or timed_out naming it when the deadline passes mid-attempt.
+  // server may not listen yet; PyTorch's client does the same), unless `retry_refused` is false:
+  // then a refusal from every address fails at once (a server that was there and now refuses is
+  // gone; see TcpStoreClient). Other errors (unreachable) are retried either way. Throws
+  // connection_failed naming host:port and the last error, or timed_out naming it when the
+  // deadline passes mid-attempt.
   // REQUIRES: a fiber with a Clock (started by a Spawner).
   static std::shared_ptr<FiberStream> connect(boost::asio::io_context& io, const std::string& host, uint16_t port,
-                                              runtime::TimePoint deadline);
+                                              runtime::TimePoint deadline, bool retry_refused = true);
 
   // Blocks until at least `n` bytes are buffered (true) or `deadline` passes (false). Throws
   // connection_failed naming the peer when the connection closed or closes first.

@@ -131,6 +131,29 @@ void TcpStoreClient::disconnect() {
   watch_.reset();
 }
 
+// Note [a store that served and now refuses]: a refused connect is retried until the call's
+// deadline because the server may not listen yet (agents start before their store host). Once the
+// server has answered this client, a refusal means its process ended: a TCPStore keeps its keys in
+// its process, so whatever listens on the port later is a new, empty store, and the rendezvous
+// state, its rounds and the agents' keys died with the old one. Waiting out the store's timeout
+// (60 s by default, per call) then only delays what the caller must learn: a launch whose store
+// host left sat silent for minutes where torchrun's client, which never reconnects, fails at
+// once. A refusal after a first answer therefore fails the call at once, and gone() says so, so
+// a caller can explain it without reading the message.
+std::shared_ptr<FiberStream> TcpStoreClient::connect(TimePoint deadline) {
+  try {
+    std::shared_ptr<FiberStream> stream = FiberStream::connect(io_, options_.host, options_.port, deadline, !served_);
+    served_ = true;
+    gone_ = false;
+    return stream;
+  } catch (const Error& e) {
+    runtime::rethrow_if_unwinding(e);
+    if (!served_ || e.code() != ErrorCode::connection_failed) throw;
+    gone_ = true;
+    throw errors::connection_failed(e.detail() + " (it served this client before: its server is gone, and its keys with it)");
+  }
+}
+
 // Runs `body` with the main connection held (connected first if need be). Any failure drops the
 // connection (a reply may still be on its way) and is rethrown naming the call and the server.
 template <typename F>
@@ -140,7 +163,7 @@ auto TcpStoreClient::exchange(const std::string& what, TimePoint deadline, runti
   }
   std::unique_lock<runtime::Mutex> held(mutex_, std::adopt_lock);
   try {
-    if (!stream_ || stream_->closed()) stream_ = FiberStream::connect(io_, options_.host, options_.port, deadline);
+    if (!stream_ || stream_->closed()) stream_ = connect(deadline);
     Call call(*stream_, deadline, budget, options_.limits);
     return body(call);
   } catch (const Error& e) {
@@ -343,7 +366,7 @@ Versioned TcpStoreClient::watch_until(const std::string& key, uint64_t known_ver
     uint64_t seen = 0;
     bool registered = false;
     try {
-      if (!watch_ || watch_->failed()) watch_ = WatchChannel::open(io_, options_.host, options_.port, deadline, options_.limits);
+      if (!watch_ || watch_->failed()) watch_ = WatchChannel::open(connect(deadline), options_.limits);
       // Registered before the read below, so a change after the read is an event.
       registered = watch_->register_key(wire, deadline);
       if (registered) seen = watch_->events(wire);

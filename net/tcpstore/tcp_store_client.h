@@ -6,7 +6,9 @@
 // the runtime's primitives, with the store's timeout() as each call's deadline on the fiber's
 // Clock. One query at a time on the main connection (replies carry no tag); watch() waits on a
 // second connection (WatchChannel), as PyTorch's callback socket. A connection is made on first
-// use and again after any failure; a refused connect is retried until the deadline. Errors name
+// use and again after any failure; a refused connect is retried until the deadline while this
+// client has never been served (the server may not listen yet). Once it has been, a refusal fails
+// the call at once and the client is gone() (Note [a store that served and now refuses]). Errors name
 // the server as host:port: connection_failed (unreachable, closed mid-call; PyTorch's server
 // closes a connection on a query it cannot answer, such as add on a key that holds no integer),
 // timed_out (a waiting call, or a reply that did not come). After a failure or timeout the
@@ -86,6 +88,9 @@ class TcpStoreClient final : public store::Store {
   const std::string& address() const { return address_; }
   // Drops the connections (the next call connects again).
   void disconnect();
+  // True when the server that served this client refused its last connection: its process ended,
+  // and a TCPStore's keys end with it. A later call that connects again clears it.
+  bool gone() const { return gone_; }
 
  private:
   class Call;
@@ -103,6 +108,8 @@ class TcpStoreClient final : public store::Store {
   uint64_t new_version(const std::string& key, const Bytes& value);
   const Bytes* remembered(const std::string& key, uint64_t version) const;
   std::string wire_key(const std::string& key) const { return options_.key_prefix + key; }
+  // A new connection to the server by `deadline`, retrying refusals only until it first answered.
+  std::shared_ptr<FiberStream> connect(runtime::TimePoint deadline);
 
   boost::asio::io_context& io_;
   TcpStoreClientOptions options_;
@@ -117,6 +124,8 @@ class TcpStoreClient final : public store::Store {
   };
   std::map<std::string, std::deque<Seen>> seen_;  // newest last, at most kRemembered per key
   uint64_t last_version_ = 0;
+  bool served_ = false;  // a connection to the server was ever made
+  bool gone_ = false;    // see gone()
 };
 
 }  // namespace dagsim::net::tcpstore

@@ -262,6 +262,17 @@ TEST(TcpStore, ADeadServerFailsACallNamingHostAndPortWithinItsTimeout) {
     host.wait_until([&] { return failed_at != runtime::TimePoint{}; }, host.clock().now() + 5s);
     EXPECT_TRUE(failed);
     EXPECT_LT(failed_at - closed_at, 500ms);
+    // The server served this client, so a refusal now means it is gone (its keys with it): the
+    // next call fails at once, not at its 5 s timeout, and the client says so. A client that was
+    // never served still waits out its deadline for a server that may not listen yet (above).
+    host.run([&] {
+      const runtime::TimePoint start = host.clock().now();
+      EXPECT_TRUE(throws_error([&] { waiter->set("k", {}); }, ErrorCode::connection_failed, {f.address(), "its server is gone"}));
+      EXPECT_LT(host.clock().now() - start, 1s);
+      EXPECT_TRUE(throws_error([&] { (void)waiter->watch_at_most("k", 0, 5s); }, ErrorCode::connection_failed, {f.address()}));
+      EXPECT_LT(host.clock().now() - start, 2s);
+    });
+    EXPECT_TRUE(waiter->gone());
   });
 }
 

@@ -47,13 +47,12 @@ WatchChannel::WatchChannel(std::shared_ptr<FiberStream> stream, WireLimits limit
 
 WatchChannel::~WatchChannel() { stream_->close("the watch channel closed"); }
 
-std::shared_ptr<WatchChannel> WatchChannel::open(boost::asio::io_context& io, const std::string& host, uint16_t port,
-                                                 runtime::TimePoint deadline, WireLimits limits) {
+std::shared_ptr<WatchChannel> WatchChannel::open(std::shared_ptr<FiberStream> stream, WireLimits limits) {
   runtime::FiberContext* self = runtime::current_fiber();
   if (self == nullptr || self->spawner == nullptr) {
     throw errors::internal_error("tcpstore: a watch needs a fiber started by a Spawner");
   }
-  std::shared_ptr<WatchChannel> channel(new WatchChannel(FiberStream::connect(io, host, port, deadline), limits));
+  std::shared_ptr<WatchChannel> channel(new WatchChannel(std::move(stream), limits));
   // In the node's lifetime, not the caller's scope: the channel serves every later watch.
   self->spawner->spawn("tcpstore watch " + channel->stream_->peer(), [channel] { Reader::run(channel); });
   return channel;

@@ -29,10 +29,9 @@ namespace dagsim::net::tcpstore {
 
 class WatchChannel {
  public:
-  // Connects to host:port by `deadline` and starts the reader. Throws as FiberStream::connect.
+  // Serves watches on `stream` (connected to the server, unused) and starts its reader.
   // REQUIRES: a fiber started by a Spawner.
-  static std::shared_ptr<WatchChannel> open(boost::asio::io_context& io, const std::string& host, uint16_t port,
-                                            runtime::TimePoint deadline, WireLimits limits);
+  static std::shared_ptr<WatchChannel> open(std::shared_ptr<FiberStream> stream, WireLimits limits);
   ~WatchChannel();
 
   // Registers `key` (once) and waits for the server's acknowledgement. False at the deadline (the

@@ -48,7 +48,7 @@ uint32_t parse_nproc(const std::string& text, uint32_t cores) {
 bool known_conf_key(const std::string& key) {
   static const char* const known[] = {"join_timeout", "last_call_timeout", "close_timeout", "heartbeat_timeout",
                                       "keep_alive_interval", "keep_alive_max_attempt", "read_timeout", "is_host",
-                                      "store_type", "protocol", "ssl_cert", "ssl_cert_key", "ca_cert"};
+                                      "store_type", "protocol", "ssl_cert", "ssl_cert_key", "ca_cert", "rank", "timeout"};
   for (const char* k : known) {
     if (key == k) return true;
   }
@@ -98,7 +98,31 @@ LaunchPlan plan_launch(const LaunchArgs& args, uint32_t cores) {
   if (run_id.find('/') != std::string::npos || run_id.find('\0') != std::string::npos) {
     throw bad("--rdzv_id", run_id, "the run id names the log folder (<log_dir>/<id>_<random>) and cannot hold a '/'");
   }
+  if (backend == "static") {
+    // torchrun's static backend (net/rdzv/static_rendezvous.h): each check here names the flag.
+    if (plan.settings.min_nodes != plan.settings.max_nodes) {
+      throw bad("--nnodes", args.nnodes, "the static backend (torchrun's default) takes a fixed N; for MIN:MAX use --rdzv_backend c10d");
+    }
+    if (args.node_rank >= plan.settings.max_nodes) {
+      throw bad("--node_rank", std::to_string(args.node_rank), "must be from 0 to " + std::to_string(plan.settings.max_nodes - 1) +
+                                                                  " (--nnodes " + std::to_string(plan.settings.max_nodes) + ")");
+    }
+    if (endpoint.empty()) {
+      if (args.master_port == 0) throw bad("--master_port", "0", "node rank 0 would serve a port the other agents cannot know");
+      endpoint = args.master_addr + ":" + std::to_string(args.master_port);  // torchrun's get_rdzv_endpoint
+    }
+    conf["rank"] = std::to_string(args.node_rank);
+  } else {
+    // torchrun reads these for the static backend only, and ignores them otherwise; said, not silent.
+    const LaunchArgs defaults;
+    if (args.node_rank != defaults.node_rank || args.master_addr != defaults.master_addr || args.master_port != defaults.master_port) {
+      plan.warnings.push_back("--node_rank, --master_addr and --master_port are read by the static backend only; " + backend +
+                              " ranks agents in the order it forms them");
+    }
+  }
   for (const auto& [key, value] : conf) {
+    if (key == "rank" && backend != "static") plan.warnings.push_back("--rdzv_conf \"rank\" is read by the static backend only");
+    if (key == "timeout" && backend != "static") plan.warnings.push_back("--rdzv_conf \"timeout\" is read by the static backend only");
     if (!known_conf_key(key)) plan.warnings.push_back("--rdzv_conf " + quote(key) + " is not used by dagsim launch");
   }
   plan.params.emplace(backend.empty() ? "c10d" : backend, endpoint, run_id, plan.settings.min_nodes,
@@ -109,6 +133,9 @@ LaunchPlan plan_launch(const LaunchArgs& args, uint32_t cores) {
   } catch (const Error& e) {
     const std::string& what = e.detail();
     if (what.rfind("The rendezvous backend", 0) == 0) throw bad("--rdzv_backend", backend, what);
+    if (backend == "static" && args.rdzv_endpoint.empty() && what.find("ndpoint") != std::string::npos) {
+      throw bad("--master_addr/--master_port", endpoint, what);
+    }
     if (what.find("rendezvous endpoint") != std::string::npos) throw bad("--rdzv_endpoint", endpoint, what);
     throw bad("--rdzv_conf", args.rdzv_conf, what);
   }
@@ -119,10 +146,21 @@ LaunchPlan plan_launch(const LaunchArgs& args, uint32_t cores) {
     throw bad(about_id ? "--rdzv_id" : "--rdzv_conf", about_id ? run_id : args.rdzv_conf, e.detail());
   }
   if (args.command.empty()) throw errors::invalid_argument("dagsim launch needs the training script (or, with --no_python, the program) to run");
-  if (args.no_python && args.module) throw errors::invalid_argument("--no_python and --module cannot be used together");
-  if (!args.no_python) {
-    plan.argv = {"python3", "-u"};
-    if (args.module) plan.argv.push_back("-m");
+  if (backend == "static") {
+    // The workers' master is the agents' store (PyTorch's _get_addr_and_port for static).
+    plan.static_master = plan.target.endpoint;
+    plan.agent.use_agent_store = true;
+  }
+  if (args.run_path) {
+    // torchrun's run_script_path in a worker process of its own: the script runs as __main__ with
+    // sys.argv = SCRIPT ARGS. It wins over --no_python and --module, as torchrun's does.
+    plan.argv = {args.python, "-u", "-c", std::string(kRunPathCode)};
+  } else {
+    if (args.no_python && args.module) throw errors::invalid_argument("--no_python and --module cannot be used together");
+    if (!args.no_python) {
+      plan.argv = {args.python, "-u"};
+      if (args.module) plan.argv.push_back("-m");
+    }
   }
   plan.argv.insert(plan.argv.end(), args.command.begin(), args.command.end());
   plan.redirects = net::parse_std_streams("--redirects", args.redirects);

@@ -133,6 +133,49 @@ TEST(LaunchPlan, NoPythonAndModuleBuildTheCommandAsTorchrunDoes) {
   EXPECT_NE(refusal(args).find("--no_python and --module"), std::string::npos);
 }
 
+// torchrun's default: --nnodes N, the store at MASTER_ADDR:MASTER_PORT (or --rdzv_endpoint), which
+// node rank 0 serves and where the workers meet (TORCHELASTIC_USE_AGENT_STORE).
+TEST(LaunchPlan, TheStaticBackendIsTorchrunsDefault) {
+  LaunchArgs args;
+  args.command = {"train.py"};
+  args.nnodes = "2";
+  args.node_rank = 1;
+  args.master_addr = "10.0.0.7";
+  args.master_port = 1234;
+  LaunchPlan plan = plan_launch(args, 1);
+  EXPECT_EQ(plan.params->backend(), "static");
+  EXPECT_EQ(plan.params->endpoint(), "10.0.0.7:1234");
+  EXPECT_EQ(plan.params->get("rank"), "1");
+  EXPECT_EQ(plan.target.is_host, false);
+  EXPECT_EQ(plan.static_master, (rendezvous::RendezvousEndpoint{"10.0.0.7", 1234}));
+  EXPECT_TRUE(plan.agent.use_agent_store);
+  EXPECT_TRUE(plan.warnings.empty());
+  args.node_rank = 0;
+  args.rdzv_endpoint = "store:99";  // an endpoint given wins, as torchrun's get_rdzv_endpoint
+  plan = plan_launch(args, 1);
+  EXPECT_EQ(plan.target.is_host, true);
+  EXPECT_EQ(plan.static_master, (rendezvous::RendezvousEndpoint{"store", 99}));
+  // Any other backend ignores the static flags, as torchrun does, with a warning.
+  args = c10d();
+  args.node_rank = 1;
+  plan = plan_launch(args, 1);
+  EXPECT_FALSE(plan.static_master);
+  EXPECT_FALSE(plan.agent.use_agent_store);
+  ASSERT_EQ(plan.warnings.size(), 1u);
+  EXPECT_NE(plan.warnings[0].find("static backend only"), std::string::npos);
+}
+
+TEST(LaunchPlan, PythonAndRunPathChooseTheWorkersCommand) {
+  LaunchArgs args = c10d();
+  args.python = "/opt/py/bin/python3";
+  EXPECT_EQ(plan_launch(args, 1).argv, (std::vector<std::string>{"/opt/py/bin/python3", "-u", "train.py", "--lr", "0.1"}));
+  args.run_path = true;
+  args.no_python = true;  // --run_path wins over both, as torchrun's
+  args.module = true;
+  EXPECT_EQ(plan_launch(args, 1).argv,
+            (std::vector<std::string>{"/opt/py/bin/python3", "-u", "-c", kRunPathCode, "train.py", "--lr", "0.1"}));
+}
+
 TEST(LaunchPlan, RedirectsAndTeeTakeTorchrunsForms) {
   LaunchArgs args = c10d();
   args.redirects = "3";
@@ -159,8 +202,13 @@ TEST(LaunchPlan, EveryBadValueIsRefusedNamingItsFlag) {
   refused([](LaunchArgs& a) { a.nproc_per_node = "0"; }, "--nproc_per_node");
   refused([](LaunchArgs& a) { a.nproc_per_node = "gpu"; }, "no GPUs");
   refused([](LaunchArgs& a) { a.nproc_per_node = "unknown"; }, "--nproc_per_node \"unknown\"");  // run_test.py's
-  refused([](LaunchArgs& a) { a.rdzv_backend = "static"; }, "--rdzv_backend \"static\": The rendezvous backend 'static'");
-  refused([](LaunchArgs& a) { a.rdzv_backend = "static"; }, "use c10d with an endpoint HOST:PORT");
+  const auto as_static = [](LaunchArgs& a) {
+    a.rdzv_backend = "static";
+    a.rdzv_endpoint = "";
+  };
+  refused([&](LaunchArgs& a) { as_static(a), a.nnodes = "1:2"; }, "--nnodes \"1:2\": the static backend");
+  refused([&](LaunchArgs& a) { as_static(a), a.nnodes = "2", a.node_rank = 2; }, "--node_rank \"2\": must be from 0 to 1");
+  refused([&](LaunchArgs& a) { as_static(a), a.master_port = 0; }, "--master_port \"0\"");
   refused([](LaunchArgs& a) { a.rdzv_backend = "zk"; }, "dagsim has c10d, dagsim, etcd and etcd-v2");
   refused([](LaunchArgs& a) { a.rdzv_endpoint = "h:99999"; }, "--rdzv_endpoint \"h:99999\": The port number");
   refused([](LaunchArgs& a) { a.rdzv_endpoint = ":80"; }, "--rdzv_endpoint \":80\": The hostname");

@@ -23,6 +23,7 @@
 #include "core/rendezvous/rendezvous_handler.h"
 #include "core/runtime/cancel_scope.h"
 #include "launch/launch_log.h"
+#include "launch/interpreter.h"
 #include "launch/launch_plan.h"
 #include "net/process_worker_group.h"
 #include "net/rdzv/host_names.h"
@@ -127,6 +128,12 @@ int Launcher::run() {
   say("run " + printable(plan.settings.run_id) + ", " + std::to_string(plan.agent.local_world_size) + " worker(s) here, logs in " +
       printable(run_log_dir, kPathMax));
 
+  if (!args.no_python || args.run_path) {
+    const char* path = std::getenv("PATH");
+    const std::optional<std::string> python = resolve_program(args.python, path != nullptr ? path : "");
+    say("workers run " + (python ? printable(*python, kPathMax) : printable(args.python, kPathMax) + " (not found on PATH)") +
+        (args.python == "python3" ? " (python3 from PATH; --python chooses another)" : ""));
+  }
   net::tcpstore::StoreHost host("launch");
   const rendezvous::NodeDesc node = net::NodeDescGenerator(self).generate();
   const net::RendezvousContext context{&host, node, [](const std::string& line) { say(line); }};
@@ -148,8 +155,24 @@ int Launcher::run() {
   config.grace = plan.grace;
   config.orphans = std::make_shared<std::vector<std::unique_ptr<net::WorkerProcesses>>>();
   plan.agent.master_endpoint = [self] { return std::make_pair(self, free_port()); };
-  elastic::ElasticAgent agent(host.env(), handler, store, plan.settings.run_id, plan.agent,
-                              net::process_worker_group(host.clock(), config));
+  if (plan.static_master) {
+    // static: the workers meet at the agents' store, MASTER_ADDR:MASTER_PORT, as torchrun's.
+    plan.agent.master_endpoint = [m = *plan.static_master] { return std::make_pair(m.host, m.port); };
+  }
+  // With the static backend a group rank is the node rank; two agents given the same one get a
+  // round whose ranks cannot all match: no worker starts then (net/rdzv/static_rendezvous.h).
+  elastic::WorkerGroupFactory workers = net::process_worker_group(host.clock(), config);
+  if (plan.static_master) {
+    workers = [workers, node_rank = args.node_rank](const elastic::WorkerGroupSpec& spec) {
+      if (spec.round.group_rank != node_rank) {
+        throw errors::invalid_argument("the static rendezvous gave this agent group rank " + std::to_string(spec.round.group_rank) +
+                                       ", not its --node_rank " + std::to_string(node_rank) +
+                                       ": two agents were given the same --node_rank");
+      }
+      return workers(spec);
+    };
+  }
+  elastic::ElasticAgent agent(host.env(), handler, store, plan.settings.run_id, plan.agent, workers);
   const runtime::TimePoint started = host.clock().now();
   // What every line of --events carries: when, what, whose, and PyTorch's event metadata
   // (SimpleElasticAgent._construct_event).
@@ -264,6 +287,12 @@ int Launcher::run() {
   }
   say(std::string(elastic::outcome_name(result->outcome)) + " after " + std::to_string(result->rounds) + " round(s), " +
       std::to_string(result->restarts) + " restart(s) counted" + (result->error ? std::string(": ") + result->error->what() : ""));
+  if (result->outcome == elastic::AgentOutcome::failed && (!args.no_python || args.run_path) && result->error) {
+    // Which Python the workers ran, and a missing module if a worker said so (launch/interpreter.h).
+    const char* path = std::getenv("PATH");
+    say(interpreter_note(args.python, resolve_program(args.python, path != nullptr ? path : ""),
+                         find_missing_module(run_log_dir, result->error->what())));
+  }
   if (events_lost) {
     say("exit 2: the events were not all written to " + quote(args.events_path, kPathMax));
     return kBadUsage;

@@ -161,6 +161,7 @@ bool ElasticAgent::initialize_workers(std::string& lost) {
   spec.round.local_world_size = options_.local_world_size;
   spec.round.restart_count = options_.max_restarts - remaining_;
   spec.round.max_restarts = options_.max_restarts;
+  spec.round.use_agent_store = options_.use_agent_store;
   if (!gather_round(spec, lost)) {
     AgentEvent event = event_of(AgentEvent::Kind::round_lost, spec.info);
     event.detail = lost;

@@ -62,6 +62,9 @@ struct ElasticAgentOptions {
   // agent's host and a free port), published to the round's other agents through the store. Unset:
   // no master is published and the workers get none (the simulated workloads need none).
   std::function<std::pair<std::string, uint16_t>()> master_endpoint = nullptr;
+  // The static backend's: the workers' master is the agents' own store (MASTER_ADDR:MASTER_PORT),
+  // and they are told so (TORCHELASTIC_USE_AGENT_STORE=True), as PyTorch's LocalElasticAgent does.
+  bool use_agent_store = false;
 };
 
 enum class AgentOutcome : uint8_t { succeeded, failed, closed, graceful_exit };

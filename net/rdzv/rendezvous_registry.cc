@@ -15,6 +15,7 @@
 #include "net/etcd/etcd_store.h"
 #include "net/file_store.h"
 #include "net/rdzv/host_names.h"
+#include "net/rdzv/static_rendezvous.h"
 #include "net/tcpstore/tcp_store_client.h"
 
 namespace dagsim::net {
@@ -78,14 +79,6 @@ std::unique_ptr<Rendezvous> finish(std::unique_ptr<Rendezvous> made, const Rende
       context.host->env(), made->store(), rendezvous::settings_from_parameters(params), context.node, options));
   return made;
 }
-
-Error static_refused() {
-  return errors::invalid_argument(
-      "The rendezvous backend 'static' (torchrun's --master_addr, --node_rank) is not supported by dagsim; use "
-      "c10d with an endpoint HOST:PORT, or --standalone for one node.");
-}
-
-std::unique_ptr<Rendezvous> refuse_static(const RendezvousParameters&, const RendezvousContext&) { throw static_refused(); }
 
 RendezvousTarget c10d_target(const RendezvousParameters& params) {
   const std::string store_type = lower_trimmed(params.get("store_type", "tcp"));
@@ -257,7 +250,7 @@ RendezvousTarget check_rendezvous_parameters(const RendezvousParameters& params)
   const std::string& backend = params.backend();
   if (backend == "c10d" || backend == "dagsim") return c10d_target(params);
   if (backend == "etcd" || backend == "etcd-v2") return etcd_target(params);
-  if (backend == "static") throw static_refused();
+  if (backend == "static") return check_static_parameters(params).store;
   throw errors::invalid_argument("The rendezvous backend '" + backend +
                                  "' is not registered (dagsim has c10d, dagsim, etcd and etcd-v2).");
 }
@@ -268,7 +261,7 @@ RendezvousHandlerRegistry default_rendezvous_registry() {
   registry.register_backend("dagsim", create_c10d_handler);
   registry.register_backend("etcd-v2", create_etcd_handler);
   registry.register_backend("etcd", create_etcd_handler);
-  registry.register_backend("static", refuse_static);
+  registry.register_backend("static", create_static_handler);
   return registry;
 }
 

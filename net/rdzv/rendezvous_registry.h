@@ -14,7 +14,8 @@
 //  - "etcd-v2" and "etcd": dagsim's etcd store (the v3 API) at the endpoint (port 2379 by
 //    default), protocol http. "etcd" names 1.13's older etcd rendezvous, a different algorithm;
 //    here it gives the same dynamic rendezvous as "etcd-v2", whose get_backend() says "etcd".
-//  - "static" is refused, naming what to use instead.
+//  - "static", torchrun's default: the c10d store at the endpoint, served by node rank 0, ranks in
+//    node-rank order (static_rendezvous.h).
 // Options read by every backend: read_timeout (whole seconds, 60 by default; each store call's
 // timeout) and the handler's (rendezvous_parameters.h).
 //
@@ -113,7 +114,7 @@ class RendezvousHandlerRegistry {
 
 // What one of the default backends will make of `params`, checked without I/O: the store's
 // endpoint (with the backend's default port), its read timeout, and is_host when it was given.
-// Throws invalid_argument as creating would; "static" and names no default backend has too.
+// Throws invalid_argument as creating would, and for names no default backend has.
 struct RendezvousTarget {
   rendezvous::RendezvousEndpoint endpoint;  // store_type file: the path in `host` ("": a temporary file)
   runtime::Duration read_timeout{};
@@ -122,7 +123,7 @@ struct RendezvousTarget {
 };
 RendezvousTarget check_rendezvous_parameters(const rendezvous::RendezvousParameters& params);
 
-// A registry holding c10d, dagsim, etcd-v2, etcd and static (refused), as torchrun's does.
+// A registry holding c10d, dagsim, etcd-v2, etcd and static, as torchrun's does.
 RendezvousHandlerRegistry default_rendezvous_registry();
 
 // The default creators, for a registry of one's own.

@@ -348,14 +348,6 @@ TEST(RendezvousHandlerRegistryTest, CreateHandlerRaisesErrorIfBackendIsUnknownOr
   });
 }
 
-TEST(RendezvousHandlerRegistryTest, TheDefaultRegistryRefusesStaticNamingWhatToUse) {
-  on_host([&](tcpstore::StoreHost&, const RendezvousContext& context) {
-    EXPECT_TRUE(throws_error(
-        [&] { default_rendezvous_registry().create_handler(RendezvousParameters("static", "", "r", 1, 1), context); },
-        ErrorCode::invalid_argument, {"'static'", "not supported by dagsim", "use c10d"}));
-  });
-}
-
 RendezvousParameters etcd_params(const std::string& backend, const etcd::EtcdEndpoint& endpoint,
                                  std::map<std::string, std::string> config) {
   return RendezvousParameters(backend, endpoint.host + ":" + std::to_string(endpoint.port), "dummy_run_id", 1, 1,

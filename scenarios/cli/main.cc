@@ -26,6 +26,7 @@
 
 #include "core/base/printable.h"
 #include "core/tensor/vector_math.h"
+#include "launch/launch_flags.h"
 #include "launch/launcher.h"
 #include "launch/slurm_env.h"
 #include "scenarios/cli/build_info.h"
@@ -47,6 +48,32 @@ std::string self_path(const char* argv0) {
   const ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
   if (n > 0) return std::string(buffer, static_cast<size_t>(n));
   return argv0;
+}
+
+// `dagsim launch`: torchrun's command line (launch/launch_flags.h), Slurm's defaults for what it
+// left out (launch/slurm_env.h), then the Launcher. Every refusal exits 2 before anything starts.
+int launch_main(int argc, char** argv) {
+  namespace launch = dagsim::launch;
+  launch::ParsedLaunch parsed;
+  try {
+    parsed = launch::parse_launch_flags(std::vector<std::string>(argv + 2, argv + argc), launch::process_environment());
+    if (parsed.help) {
+      std::cout << launch::launch_help();
+      return dagsim::cli::kPassed;
+    }
+    for (const std::string& line : launch::apply_slurm_defaults(parsed.args, parsed.given, launch::slurm_environment())) {
+      std::cerr << "dagsim launch: " << line << "\n";
+    }
+  } catch (const dagsim::Error& e) {
+    std::cerr << "dagsim launch: " << dagsim::printable(e.detail(), 1000) << "\nRun dagsim launch --help for the flags.\n";
+    return dagsim::cli::kBadInput;
+  }
+  try {
+    return launch::Launcher(std::move(parsed.args)).run();
+  } catch (const std::exception& e) {
+    std::cerr << "dagsim: internal error: " << e.what() << "\n";
+    return dagsim::cli::kInternalError;
+  }
 }
 
 // The handlers run on their own stack: a fiber that overflows its stack hits the guard page,
@@ -219,40 +246,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 3650))
       ->capture_default_str();
 
-  dagsim::cli::LaunchArgs launch;
   CLI::App* launch_cmd = app.add_subcommand(
       "launch", "torchrun's interface on dagsim's elastic agent: run a training script's worker processes on this "
                 "host, in an elastic job with the other hosts' agents (docs/cli.md, docs/torchrun.md)");
-  launch_cmd->prefix_command();  // the script and its arguments are the workers', untouched
-  // torchrun's flags, in both of its spellings, each also read from PET_<FLAG> as torchrun's are.
-  const auto flag = [&](const std::string& names, auto& into, const std::string& env, const std::string& help) {
-    return launch_cmd->add_option(names, into, help)->envname("PET_" + env)->capture_default_str();
-  };
-  CLI::Option* nnodes_opt = flag("--nnodes", launch.nnodes, "NNODES", "Number of agents: N, or MIN:MAX for an elastic job");
-  flag("--nproc-per-node,--nproc_per_node", launch.nproc_per_node, "NPROC_PER_NODE",
-       "Worker processes on this host: a number, or auto/cpu for this host's cores");
-  CLI::Option* backend_opt = flag("--rdzv-backend,--rdzv_backend", launch.rdzv_backend, "RDZV_BACKEND", "c10d, dagsim, etcd or etcd-v2");
-  CLI::Option* endpoint_opt = flag("--rdzv-endpoint,--rdzv_endpoint", launch.rdzv_endpoint, "RDZV_ENDPOINT",
-       "HOST[:PORT] of the rendezvous store (c10d: 29400 by default; etcd: 2379)");
-  CLI::Option* id_opt = flag("--rdzv-id,--rdzv_id", launch.rdzv_id, "RDZV_ID", "The job's id: agents with the same one form one job");
-  flag("--rdzv-conf,--rdzv_conf", launch.rdzv_conf, "RDZV_CONF",
-       "KEY=VALUE,...: join_timeout, last_call_timeout, close_timeout, read_timeout, is_host, store_type, "
-       "keep_alive_interval, keep_alive_max_attempt");
-  launch_cmd->add_flag("--standalone", launch.standalone, "One host: a c10d rendezvous this agent serves on a free port")
-      ->envname("PET_STANDALONE");
-  flag("--max-restarts,--max_restarts", launch.max_restarts, "MAX_RESTARTS", "Worker group failures before the job fails");
-  flag("--monitor-interval,--monitor_interval", launch.monitor_interval_s, "MONITOR_INTERVAL",
-       "Seconds between two looks at the workers");
-  flag("--role", launch.role, "ROLE", "The workers' role (ROLE_NAME)");
-  flag("--log-dir,--log_dir", launch.log_dir, "LOG_DIR", "Where the per-rank logs and error files go (default: a new temporary folder)");
-  flag("--redirects,-r", launch.redirects, "REDIRECTS",
-       "Worker streams written to files: 0 none, 1 stdout, 2 stderr, 3 both, or LOCAL_RANK:N,...");
-  flag("--tee,-t", launch.tee, "TEE", "Worker streams written to files and to this terminal (same values)");
-  flag("--events", launch.events_path, "EVENTS", "Append the agent's events here, one JSON object per line");
-  flag("--stop-grace,--stop_grace", launch.stop_grace_s, "STOP_GRACE", "Seconds from SIGTERM to SIGKILL when stopping workers");
-  launch_cmd->add_flag("--no-python,--no_python", launch.no_python, "Run the command itself, not python3 -u COMMAND")
-      ->envname("PET_NO_PYTHON");
-  launch_cmd->add_flag("--module,-m", launch.module, "Run the script as a module: python3 -u -m MODULE")->envname("PET_MODULE");
+  // Listed here for `dagsim --help` and `dagsim help`; its command line is read by
+  // launch/launch_flags.h as torchrun's argparse reads it (prefixes, REMAINDER), before CLI11 sees it.
+  launch_cmd->prefix_command();
+  launch_cmd->set_help_flag();
 
   // Registered last, so `dagsim --help` and `dagsim help` list it after the commands it explains.
   std::string help_topic;
@@ -287,6 +287,7 @@ int main(int argc, char** argv) {
     argv[1] = argv[2];
     argv[2] = help_flag;
   }
+  if (argc > 1 && std::string_view(argv[1]) == "launch") return launch_main(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -334,22 +335,6 @@ int main(int argc, char** argv) {
     if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);
     if (*store_cmd) code = dagsim::cli::store_command(store);
     if (*credentials_cmd) code = dagsim::cli::credentials_command(credentials);
-    if (*launch_cmd) {
-      launch.command = launch_cmd->remaining();
-      if (!launch.command.empty() && launch.command.front() == "--") launch.command.erase(launch.command.begin());
-      // Under Slurm, these four take the job's values unless given, as flags or PET_* (launch/slurm_env.h).
-      const dagsim::launch::GivenFlags given{nnodes_opt->count() > 0, backend_opt->count() > 0, endpoint_opt->count() > 0,
-                                             id_opt->count() > 0};
-      try {
-        for (const std::string& line : dagsim::launch::apply_slurm_defaults(launch, given, dagsim::launch::slurm_environment())) {
-          std::cerr << "dagsim launch: " << line << "\n";
-        }
-      } catch (const dagsim::Error& e) {
-        std::cerr << "dagsim launch: " << e.what() << "\n";
-        return dagsim::cli::kBadInput;
-      }
-      code = dagsim::launch::Launcher(launch).run();
-    }
     if (*check_cmd) {
       check.self_path = self_path(argv[0]);
       code = dagsim::cli::check_command(check);

@@ -1,0 +1,82 @@
+// The workers' interpreter (interpreter.h).
+#include "launch/interpreter.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/base/printable.h"
+
+namespace dagsim::launch {
+
+namespace {
+
+bool executable_file(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string read_head(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text(1 << 20, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> resolve_program(const std::string& program, const std::string& path_env) {
+  if (program.find('/') != std::string::npos) {
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(program, ec);
+    if (ec || !executable_file(absolute.string())) return std::nullopt;
+    return absolute.lexically_normal().string();
+  }
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = path_env.find(':', start);
+    std::string dir = path_env.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    if (dir.empty()) dir = ".";  // an empty PATH entry is the current folder, as for execvp
+    const std::string candidate = dir + "/" + program;
+    if (executable_file(candidate)) return resolve_program(candidate, "");
+    if (colon == std::string::npos) return std::nullopt;
+    start = colon + 1;
+  }
+}
+
+std::optional<std::string> missing_module(const std::string& text) {
+  const size_t at = text.find("No module named");
+  if (at == std::string::npos) return std::nullopt;
+  // With the exception's name when it comes just before (ModuleNotFoundError: No module named 'x').
+  const std::string name = "ModuleNotFoundError: ";
+  const size_t begin = at >= name.size() && text.compare(at - name.size(), name.size(), name) == 0 ? at - name.size() : at;
+  const size_t end = std::min(text.find_first_of("\r\n\"", at), at + 200);
+  return printable(text.substr(begin, (end == std::string::npos ? text.size() : end) - begin), 200);
+}
+
+std::optional<std::string> find_missing_module(const std::string& run_log_dir, const std::string& also) {
+  std::error_code ec;
+  std::filesystem::recursive_directory_iterator it(run_log_dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (it.depth() > 2 || !(name == "error.json" || name == "stderr.log")) continue;
+    if (std::optional<std::string> found = missing_module(read_head(it->path()))) return found;
+  }
+  return missing_module(also);
+}
+
+std::string interpreter_note(const std::string& python, const std::optional<std::string>& resolved,
+                             const std::optional<std::string>& missing) {
+  const std::string which = resolved ? printable(*resolved, kPathMax) + (*resolved != python ? " (" + printable(python, kPathMax) + ")" : "")
+                                     : printable(python, kPathMax) + " (not found on PATH)";
+  if (!missing) return "the workers ran " + which + "; --python PATH or DAGSIM_PYTHON chooses another interpreter";
+  return "a worker failed with \"" + *missing + "\": the workers ran " + which +
+         ", which lacks it; torchrun runs the Python that runs torchrun, dagsim runs --python (python3 from PATH "
+         "by default): give --python PATH (or DAGSIM_PYTHON) naming the Python that has it";
+}
+
+}  // namespace dagsim::launch

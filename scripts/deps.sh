@@ -5,8 +5,8 @@
 # plots (python3-matplotlib); `scripts/deps.sh test` adds the real counterparts the interop tests
 # run against (Debian's python3-torch for PyTorch's TCPStore, etcd-server for the etcd backend,
 # xmllint and python3-junitparser that read `dagsim check --junit` as CI tools do, headless
-# chromium that renders `dagsim report` pages, and slurm-wlm with munge for `srun dagsim launch`
-# on a one-host Slurm),
+# chromium that renders `dagsim report` pages, slurm-wlm with munge for `srun dagsim launch`
+# on a one-host Slurm, and zsh, whose completion for dagsim completion_test checks beside bash's),
 # which the test command installs and the main job does not. With no argument, only the packages
 # below.
 set -euo pipefail
@@ -23,7 +23,7 @@ packages=(
 case "${1:-}" in
   "") ;;
   report) packages+=(python3-matplotlib) ;;
-  test) packages+=(python3-torch etcd-server libxml2-utils python3-junitparser chromium slurm-wlm) ;;
+  test) packages+=(python3-torch etcd-server libxml2-utils python3-junitparser chromium slurm-wlm zsh) ;;
   *) echo "usage: scripts/deps.sh [report|test]" >&2; exit 2 ;;
 esac
 

@@ -25,6 +25,7 @@
 #include "launch/launch_log.h"
 #include "launch/interpreter.h"
 #include "launch/launch_plan.h"
+#include "launch/root_cause.h"
 #include "net/process_worker_group.h"
 #include "net/rdzv/host_names.h"
 #include "net/rdzv/rendezvous_registry.h"
@@ -154,6 +155,7 @@ int Launcher::run() {
   config.tee = plan.tee;
   config.grace = plan.grace;
   config.orphans = std::make_shared<std::vector<std::unique_ptr<net::WorkerProcesses>>>();
+  config.failures = std::make_shared<std::vector<net::WorkerFailureRecord>>();
   plan.agent.master_endpoint = [self] { return std::make_pair(self, free_port()); };
   if (plan.static_master) {
     // static: the workers meet at the agents' store, MASTER_ADDR:MASTER_PORT, as torchrun's.
@@ -287,6 +289,12 @@ int Launcher::run() {
   }
   say(std::string(elastic::outcome_name(result->outcome)) + " after " + std::to_string(result->rounds) + " round(s), " +
       std::to_string(result->restarts) + " restart(s) counted" + (result->error ? std::string(": ") + result->error->what() : ""));
+  if (result->outcome == elastic::AgentOutcome::failed && result->error && result->error->code() == ErrorCode::worker_group_failed &&
+      !config.failures->empty()) {
+    // The last failed group's workers, as torchrun's ChildFailedError reports them (root_cause.h).
+    const std::string name = args.command.empty() ? "the job" : args.command.front();
+    say_block("the workers failed; the root cause, as torchrun reports it:", format_root_cause(name, self, *config.failures));
+  }
   if (result->outcome == elastic::AgentOutcome::failed && (!args.no_python || args.run_path) && result->error) {
     // Which Python the workers ran, and a missing module if a worker said so (launch/interpreter.h).
     const char* path = std::getenv("PATH");

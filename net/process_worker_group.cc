@@ -1,8 +1,6 @@
 // ProcessWorkerGroup (process_worker_group.h): torchrun's worker processes, logs and error files.
 #include "net/process_worker_group.h"
 
-#include <nlohmann/json.hpp>
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,7 +19,6 @@ namespace dagsim::net {
 
 namespace {
 
-constexpr size_t kErrorFileMax = 64 * 1024;
 constexpr size_t kErrorMessageMax = 4096;
 
 uint8_t parse_std_digit(const std::string& flag, const std::string& text, const std::string& digit) {
@@ -38,24 +35,12 @@ void make_dir(const std::string& path) {
   }
 }
 
-// The message of a torchelastic error file ({"message": {"message": ...}} or {"message": "..."}),
-// else the file's text, cut; "" when there is none.
-std::string read_error_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::string text(kErrorFileMax, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.empty()) return "";
-  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  std::string message;
-  if (j.is_object() && j.contains("message")) {
-    const nlohmann::json& m = j["message"];
-    if (m.is_string()) message = m.get<std::string>();
-    if (m.is_object() && m.contains("message") && m["message"].is_string()) message = m["message"].get<std::string>();
-  }
-  if (message.empty()) message = text;
-  return printable(message, kErrorMessageMax);
+// The bytes a log file holds now (0 when there is none). A worker's streams are appended to its
+// files, and a restart for waiting nodes keeps the attempt's folder: its tee copies from here, so
+// an earlier group's lines are not printed a second time.
+std::streamoff file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::streamoff>(st.st_size) : 0;
 }
 
 }  // namespace
@@ -136,8 +121,8 @@ ProcessWorkerGroup::ProcessWorkerGroup(runtime::Clock& clock, const ProcessWorke
     if (to_files & StdStreams::kOut) process.stdout_path = dir + "/stdout.log";
     if (to_files & StdStreams::kErr) process.stderr_path = dir + "/stderr.log";
     const std::string prefix = "[" + spec.round.role + std::to_string(worker.local_rank) + "]:";
-    if (config.tee.of(worker.local_rank) & StdStreams::kOut) tees_.push_back({process.stdout_path, prefix, false});
-    if (config.tee.of(worker.local_rank) & StdStreams::kErr) tees_.push_back({process.stderr_path, prefix, true});
+    if (config.tee.of(worker.local_rank) & StdStreams::kOut) tees_.push_back({process.stdout_path, prefix, false, file_size(process.stdout_path)});
+    if (config.tee.of(worker.local_rank) & StdStreams::kErr) tees_.push_back({process.stderr_path, prefix, true, file_size(process.stderr_path)});
     processes.push_back(std::move(process));
   }
   processes_ = std::make_unique<WorkerProcesses>(processes);
@@ -177,9 +162,29 @@ elastic::WorkerGroupStatus ProcessWorkerGroup::poll() {
   elastic::WorkerGroupStatus status;
   status.state = p.state;
   if (p.first_failure) {
+    const auto error_file = [&](uint32_t local_rank) { return attempt_dir_ + "/" + std::to_string(local_rank) + "/error.json"; };
     const uint32_t rank = p.first_failure->local_rank;
-    const std::string message = read_error_file(attempt_dir_ + "/" + std::to_string(rank) + "/error.json");
-    status.failure = elastic::worker_failure(spec_, rank, p.first_failure->describe(), message);
+    const WorkerErrorFile error = read_worker_error_file(error_file(rank));
+    const std::string message = !error.message.empty() ? error.message : error.text;
+    status.failure = elastic::worker_failure(spec_, rank, p.first_failure->describe(), printable(message, kErrorMessageMax));
+    if (config_.failures) {
+      std::vector<WorkerFailureRecord> records;
+      const auto seen = std::chrono::system_clock::now();
+      for (const WorkerExit& exit : p.exited) {
+        if (!exit.failed()) continue;
+        WorkerFailureRecord r;
+        r.global_rank = spec_.workers.at(exit.local_rank).global_rank;
+        r.local_rank = exit.local_rank;
+        r.pid = exit.pid;
+        r.exit_code = exit.exit_code;
+        r.signal = exit.signal;
+        r.error = exit.local_rank == rank ? error : read_worker_error_file(error_file(exit.local_rank));
+        if (r.error.exists) r.error_file = error_file(exit.local_rank);
+        r.seen = seen;
+        records.push_back(std::move(r));
+      }
+      *config_.failures = std::move(records);
+    }
   }
   return status;
 }

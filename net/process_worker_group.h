@@ -11,8 +11,10 @@
 //
 // What it promises beyond WorkerProcesses:
 //  - A failed worker's error names its local and global rank, how it ended, and the message of
-//    its error file when it wrote one (read at most 64 KiB; a file that is not torchelastic's JSON
-//    is quoted as text, cut).
+//    its error file when it wrote one (read within bounds, worker_error_file.h; a file that is not
+//    torchelastic's JSON is quoted as text, cut). When the group fails, every worker of it that
+//    failed by then is recorded in `failures` (pid, ranks, exit, error file, when), replacing the
+//    records of an earlier failed group: what a root-cause report is made from.
 //  - --tee: the streams teed are copied, line by line with torchrun's "[<role><local rank>]:"
 //    prefix, to the agent's own standard output or error at each poll() and at stop().
 //  - Destroyed while its workers run (the agent unwinding from SIGTERM), it hands them to
@@ -30,6 +32,7 @@
 
 #include "core/elastic/worker_group.h"
 #include "core/runtime/clock.h"
+#include "net/worker_error_file.h"
 #include "net/worker_processes.h"
 
 namespace dagsim::net {
@@ -57,6 +60,8 @@ struct ProcessWorkerConfig {
   runtime::Duration grace = std::chrono::seconds(30);  // torchrun's
   // Where workers still running when their group is destroyed go (see above); may be null.
   std::shared_ptr<std::vector<std::unique_ptr<WorkerProcesses>>> orphans;
+  // The failures of the last group that failed (see above); may be null.
+  std::shared_ptr<std::vector<WorkerFailureRecord>> failures;
 };
 
 // Makes <log dir>/<run id>_<6 random characters> (and <log dir> itself); throws invalid_argument

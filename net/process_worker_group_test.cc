@@ -147,5 +147,27 @@ TEST(ProcessWorkerGroup, TeeCopiesEachLineWithTorchrunsPrefix) {
   EXPECT_NE(out.find("hello from 1\n"), std::string::npos) << out;
 }
 
+TEST(ProcessWorkerGroup, TeePrintsEachLineOnceWhenAGroupRestartsInTheSameAttempt) {
+  // A restart for waiting nodes keeps the restart count, so the second group's workers append to
+  // the first group's files: the tee must copy only what the second group wrote (issue 50: the
+  // first group's lines came again, same pid, same time).
+  TempDir dir;
+  ProcessWorkerConfig config = shell_config(dir, "echo started by pid $$");
+  config.tee = parse_std_streams("--tee", "1");
+  ::testing::internal::CaptureStdout();
+  const elastic::WorkerGroupStatus first = settle(config, spec_of(1));
+  const elastic::WorkerGroupStatus second = settle(config, spec_of(1));
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(first.state, elastic::WorkerState::succeeded);
+  EXPECT_EQ(second.state, elastic::WorkerState::succeeded);
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 2u) << "each group's one line, once: " << out;
+  EXPECT_NE(lines[0], lines[1]) << "the second group printed the first's line: " << out;
+  EXPECT_EQ(read_file(fs::path(config.run_log_dir) / "attempt_0" / "0" / "stdout.log"), lines[0].substr(11) + "\n" + lines[1].substr(11) + "\n")
+      << "the log keeps both groups' lines";
+}
+
 }  // namespace
 }  // namespace dagsim::net

@@ -39,7 +39,7 @@ void WorkerProcesses::reap(bool block) {
     if (!p.running()) continue;
     const std::optional<ProcessExit> end = block ? std::optional<ProcessExit>(p.wait()) : p.poll();
     if (!end) continue;
-    WorkerExit exit{rank};
+    WorkerExit exit{rank, p.pid()};
     if (end->signal() != 0) {
       exit.signal = end->signal();
     } else {

@@ -46,6 +46,7 @@ struct WorkerProcessSpec {
 // How a worker ended: an exit code, or the signal that ended it (then exit_code is -1).
 struct WorkerExit {
   uint32_t local_rank = 0;
+  pid_t pid = 0;
   int exit_code = -1;
   int signal = 0;
   bool failed() const { return signal != 0 || exit_code != 0; }

@@ -58,11 +58,18 @@ TEST(ReportStory, TheElasticReportShowsTheLossAgainstLocalTrainingTheLateJoinAnd
   ASSERT_EQ(r.workload["losses"].size(), 300u);
   EXPECT_LT(r.workload["losses"][299].get<double>(), 0.5 * r.workload["losses"][0].get<double>())
       << r.workload["losses"][0] << " at step 1, " << r.workload["losses"][299] << " at step 300";
-  // The rounds under the rendezvous workload's names.
+  // The rounds under the rendezvous workload's names, with who left each and why: worker3's kill
+  // ends its round 0, worker6's crash its round 2; the last round ends with everyone succeeded.
+  std::string left;
   for (const nlohmann::json& round : r.workload["rendezvous"]) {
     EXPECT_TRUE(round.contains("world_size") && round.contains("completed_ms")) << round.dump();
     EXPECT_EQ(round["members"].size(), round["world_size"].get<size_t>());
+    for (const nlohmann::json& gone : round.at("removed")) {
+      left += "round " + std::to_string(round["round"].get<uint64_t>()) + ": " + gone["node"].get<std::string>() + " " +
+              gone["why"].get<std::string>() + "; ";
+    }
   }
+  EXPECT_EQ(left, "round 0: worker3 killed; round 2: worker6 crashed; ");
 }
 
 TEST(ReportStory, AFaultLineNamesAPartitionsGroups) {

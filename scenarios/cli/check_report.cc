@@ -122,6 +122,12 @@ int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outco
   for (const SeedOutcome& o : outcomes) {
     nlohmann::json s = {{"seed", o.seed}, {"verdict", verdict_of(o)}, {"seconds", o.seconds}, {"replay", replay_command(args.file, o.seed)}};
     if (!o.summary.empty()) s["summary"] = o.summary;
+    // Each check it failed, by name, for the page's failures grouped by check and message.
+    nlohmann::json failed_checks = nlohmann::json::array();
+    for (const CheckVerdict& check : o.checks) {
+      if (!check.passed) failed_checks.push_back({{"check", check.name}, {"message", first_line(check.detail)}});
+    }
+    if (!failed_checks.empty()) s["failed_checks"] = std::move(failed_checks);
     seeds.push_back(std::move(s));
   }
   const std::string requested = count == 0 ? std::string("2^64") : std::to_string(count);

@@ -1,111 +1,72 @@
+// The run page of `dagsim report` (html_report.h): the verdict, the timeline (html_timeline.h),
+// the loss beside local training's and their difference, the rounds, the checks and the story.
 #include "scenarios/cli/html_report.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <map>
 #include <optional>
 #include <vector>
 
-#include "scenarios/cli/junit.h"
+#include "scenarios/cli/html_parts.h"
+#include "scenarios/cli/html_timeline.h"
 #include "scenarios/cli/report.h"
 
 namespace dagsim::cli {
 namespace {
 
-std::string esc(std::string_view text) { return xml_escape(text); }
+using html::esc;
+using html::number;
 
-std::string number(double v, const char* format = "%.3f") {
-  char text[48];
-  std::snprintf(text, sizeof(text), format, v);
-  return text;
+using Series = std::vector<std::optional<double>>;
+
+Series series_of(const nlohmann::json& values) {
+  Series out;
+  for (const nlohmann::json& v : values) out.push_back(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
+  return out;
 }
 
-constexpr const char* kStyle = R"(
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d2330; max-width: 1200px; }
-h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 16px; margin: 28px 0 8px; }
-.pass { color: #17803d; } .fail { color: #b3261e; }
-#verdict { font-weight: 600; }
-table { border-collapse: collapse; width: 100%; } td, th { border-bottom: 1px solid #e3e6ec; padding: 4px 8px;
-  text-align: left; vertical-align: top; } th { background: #f4f6f9; }
-code, .mono { font-family: ui-monospace, monospace; font-size: 12px; }
-td code { white-space: nowrap; }
-svg text { font: 11px system-ui, sans-serif; fill: #1d2330; }
-.round { fill: #9cc3e6; stroke: #3b78b0; stroke-width: 0.5; } .round.odd { fill: #b9e0b0; stroke: #4b8a3c; }
-.restart { fill: #f2b8b5; } .backward { fill: #6c5ba8; opacity: 0.55; } .call { fill: #d9c27a; }
-.fault { stroke: #b3261e; stroke-width: 1.5; } .fault-label { fill: #b3261e; }
-.node-row { fill: #f7f8fa; } .axis { stroke: #8a93a6; stroke-width: 1; }
-.loss-dagsim { fill: none; stroke: #3b78b0; stroke-width: 2; }
-.loss-local { fill: none; stroke: #e08a1e; stroke-width: 1.5; stroke-dasharray: 5 3; }
-ol.story li { font-family: ui-monospace, monospace; font-size: 12px; }
-)";
+// One chart of per-step series on a shared scale: axes, the extremes, the first and last step,
+// and a polyline per series (a point per step that has a finite value).
+struct Chart {
+  std::string id, label;
+  double left = 60, width = 700, top = 10, height = 220;
+  double lo = 0, hi = 1;
+  size_t steps = 2;
 
-std::string page(const std::string& title, const std::string& body) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) + "</title><style>" + kStyle +
-         "</style></head><body>\n" + body + "</body></html>\n";
-}
-
-// The nodes over time: one row per node, the workload's spans on it, the faults as marks.
-std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::RunResult& result) {
-  const uint32_t nodes = scenario.cluster.nodes;
-  const double end_ms = std::max(result.virtual_time_ms, 1.0);
-  const double left = 90, width = 1060, row = 22, top = 24;
-  const double height = top + row * nodes + 30;
-  auto x = [&](double ms) { return left + width * std::clamp(ms / end_ms, 0.0, 1.0); };
-  std::string svg = "<svg id=\"timeline-chart\" width=\"" + number(left + width + 20, "%.0f") + "\" height=\"" +
-                    number(height, "%.0f") + "\" role=\"img\" aria-label=\"nodes over time\">\n";
-  for (uint32_t n = 0; n < nodes; ++n) {
-    const double y = top + row * n;
-    svg += "<rect class=\"node-row\" data-node=\"" + esc(scenario.cluster.node_name(n)) + "\" x=\"" + number(left, "%.0f") +
-           "\" y=\"" + number(y + 2, "%.1f") + "\" width=\"" + number(width, "%.0f") + "\" height=\"" + number(row - 4, "%.0f") +
-           "\"/><text x=\"4\" y=\"" + number(y + row * 0.65, "%.1f") + "\">" + esc(scenario.cluster.node_name(n)) + "</text>\n";
+  std::string point(size_t i, double v) const {
+    return number(left + width * static_cast<double>(i) / static_cast<double>(steps - 1), "%.2f") + "," +
+           number(top + height * (1 - (v - lo) / (hi - lo)), "%.2f");
   }
-  for (const scenarios::WorkloadSpan& s : result.spans) {
-    if (s.node >= nodes || s.category == "step") continue;  // steps are too many to draw; the loss chart has them
-    std::string cls = s.category == "round" ? "round" : s.category == "restart" ? "restart"
-                      : s.category == "backward"                                ? "backward"
-                                                                                : "call";
-    if (cls == "round") {
-      // Alternate colours by round number, so consecutive rounds read apart.
-      const size_t space = s.name.find(' ');
-      const int round = space == std::string::npos ? 0 : std::atoi(s.name.c_str() + space + 1);
-      if (round % 2 == 1) cls += " odd";
+  std::string polyline(const Series& series, const char* cls) const {
+    std::string points;
+    for (size_t i = 0; i < series.size(); ++i) {
+      if (series[i] && std::isfinite(*series[i])) points += (points.empty() ? "" : " ") + point(i, *series[i]);
     }
-    const double y = top + row * s.node + (cls == "backward" ? 12 : 4);
-    const double h = cls == "backward" ? 6 : row - 8;
-    const double x0 = x(static_cast<double>(s.begin_ns) / 1e6), x1 = x(static_cast<double>(s.end_ns) / 1e6);
-    svg += "<rect class=\"" + cls + "\" x=\"" + number(x0, "%.2f") + "\" y=\"" + number(y, "%.1f") + "\" width=\"" +
-           number(std::max(x1 - x0, 0.6), "%.2f") + "\" height=\"" + number(h, "%.0f") + "\"><title>" + esc(s.name) + ": " +
-           esc(s.detail) + " (" + number(static_cast<double>(s.begin_ns) / 1e9) + " s to " +
-           number(static_cast<double>(s.end_ns) / 1e9) + " s)</title></rect>\n";
+    return "<polyline class=\"" + std::string(cls) + "\" points=\"" + points + "\"/>\n";
   }
-  for (const nlohmann::json& f : result.faults) {
-    if (!f.value("fired", false) || !f.contains("at_ms")) continue;
-    const double fx = x(f["at_ms"].get<double>());
-    const std::string what = f.value("kind", std::string("fault")) + (f.contains("node") && f["node"].is_string() ? " " + f["node"].get<std::string>() : "");
-    svg += "<line class=\"fault\" x1=\"" + number(fx, "%.2f") + "\" x2=\"" + number(fx, "%.2f") + "\" y1=\"" + number(top - 6, "%.0f") +
-           "\" y2=\"" + number(top + row * nodes, "%.0f") + "\"><title>" + esc(what) + " at " +
-           number(f["at_ms"].get<double>() / 1e3) + " s</title></line><text class=\"fault-label\" x=\"" + number(fx + 3, "%.1f") +
-           "\" y=\"" + number(top - 8, "%.0f") + "\">" + esc(what) + "</text>\n";
+  std::string open(const std::string& title) const {
+    std::string svg = "<svg id=\"" + id + "\" width=\"" + number(left + width + 20, "%.0f") + "\" height=\"" +
+                      number(top + height + 44, "%.0f") + "\" role=\"img\" aria-label=\"" + esc(label) + "\">\n";
+    svg += "<text class=\"title\" x=\"" + number(left, "%.0f") + "\" y=\"12\">" + esc(title) + "</text>\n";
+    svg += "<line class=\"axis\" x1=\"" + number(left, "%.0f") + "\" x2=\"" + number(left, "%.0f") + "\" y1=\"" + number(top, "%.0f") +
+           "\" y2=\"" + number(top + height, "%.0f") + "\"/><line class=\"axis\" x1=\"" + number(left, "%.0f") + "\" x2=\"" +
+           number(left + width, "%.0f") + "\" y1=\"" + number(top + height, "%.0f") + "\" y2=\"" + number(top + height, "%.0f") + "\"/>\n";
+    svg += "<text x=\"4\" y=\"" + number(top + 10, "%.0f") + "\">" + number(hi, "%.4g") + "</text><text x=\"4\" y=\"" +
+           number(top + height, "%.0f") + "\">" + number(lo, "%.4g") + "</text>\n";
+    svg += "<text x=\"" + number(left, "%.0f") + "\" y=\"" + number(top + height + 18, "%.0f") + "\">step 1</text><text x=\"" +
+           number(left + width - 60, "%.0f") + "\" y=\"" + number(top + height + 18, "%.0f") + "\">step " + std::to_string(steps) +
+           "</text>\n";
+    return svg;
   }
-  const double axis_y = top + row * nodes + 6;
-  svg += "<line class=\"axis\" x1=\"" + number(left, "%.0f") + "\" x2=\"" + number(left + width, "%.0f") + "\" y1=\"" +
-         number(axis_y, "%.0f") + "\" y2=\"" + number(axis_y, "%.0f") + "\"/>\n";
-  for (int tick = 0; tick <= 10; ++tick) {
-    const double ms = end_ms * tick / 10;
-    svg += "<text x=\"" + number(x(ms) - (tick == 10 ? 36 : 8), "%.1f") + "\" y=\"" + number(axis_y + 16, "%.0f") + "\">" +
-           number(ms / 1e3, "%.1f") + " s</text>\n";
-  }
-  return svg + "</svg>\n";
-}
+};
 
-// The loss per step, dagsim's beside local training's.
-std::string loss_svg(const nlohmann::json& losses, const nlohmann::json& local) {
-  std::vector<std::optional<double>> mine, theirs;
-  for (const nlohmann::json& v : losses) mine.push_back(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
-  for (const nlohmann::json& v : local) theirs.push_back(v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt);
+// The loss per step, dagsim's beside local training's, and beside them the difference of the two
+// per step: where the curves agree (they should) the one hides the other, so the difference is
+// what shows that they do.
+std::string loss_charts(const nlohmann::json& losses, const nlohmann::json& local) {
+  const Series mine = series_of(losses), theirs = series_of(local);
   double lo = INFINITY, hi = -INFINITY;
-  for (const auto* series : {&mine, &theirs}) {
+  for (const Series* series : {&mine, &theirs}) {
     for (const auto& v : *series) {
       if (v && std::isfinite(*v)) {
         lo = std::min(lo, *v);
@@ -114,34 +75,42 @@ std::string loss_svg(const nlohmann::json& losses, const nlohmann::json& local) 
     }
   }
   if (!std::isfinite(lo)) return "<p>No loss was recorded.</p>\n";
-  if (hi <= lo) hi = lo + 1e-12;
-  const double left = 60, width = 1060, top = 10, height = 220;
   const size_t steps = std::max<size_t>({mine.size(), theirs.size(), 2});
-  auto point = [&](size_t i, double v) {
-    return number(left + width * static_cast<double>(i) / static_cast<double>(steps - 1), "%.2f") + "," +
-           number(top + height * (1 - (v - lo) / (hi - lo)), "%.2f");
-  };
-  auto polyline = [&](const std::vector<std::optional<double>>& series, const char* cls) {
-    std::string points;
-    for (size_t i = 0; i < series.size(); ++i) {
-      if (series[i] && std::isfinite(*series[i])) points += (points.empty() ? "" : " ") + point(i, *series[i]);
-    }
-    return "<polyline class=\"" + std::string(cls) + "\" points=\"" + points + "\"/>\n";
-  };
-  std::string svg = "<svg id=\"loss-chart\" width=\"" + number(left + width + 20, "%.0f") + "\" height=\"" +
-                    number(top + height + 40, "%.0f") + "\" role=\"img\" aria-label=\"loss per step\">\n";
-  svg += "<line class=\"axis\" x1=\"" + number(left, "%.0f") + "\" x2=\"" + number(left, "%.0f") + "\" y1=\"" + number(top, "%.0f") +
-         "\" y2=\"" + number(top + height, "%.0f") + "\"/><line class=\"axis\" x1=\"" + number(left, "%.0f") + "\" x2=\"" +
-         number(left + width, "%.0f") + "\" y1=\"" + number(top + height, "%.0f") + "\" y2=\"" + number(top + height, "%.0f") + "\"/>\n";
-  svg += "<text x=\"4\" y=\"" + number(top + 10, "%.0f") + "\">" + number(hi, "%.4g") + "</text><text x=\"4\" y=\"" +
-         number(top + height, "%.0f") + "\">" + number(lo, "%.4g") + "</text>\n";
-  svg += "<text x=\"" + number(left, "%.0f") + "\" y=\"" + number(top + height + 18, "%.0f") + "\">step 1</text><text x=\"" +
-         number(left + width - 60, "%.0f") + "\" y=\"" + number(top + height + 18, "%.0f") + "\">step " + std::to_string(steps) + "</text>\n";
-  // Local training on top, dashed: where the two agree (they should) both stay visible.
-  svg += polyline(mine, "loss-dagsim") + polyline(theirs, "loss-local");
-  svg += "<text x=\"" + number(left + 10, "%.0f") + "\" y=\"" + number(top + height + 34, "%.0f") +
+  Chart loss{"loss-chart", "loss per step", 60, 640, 22, 220, std::min(lo, 0.0), hi > lo ? hi : lo + 1e-12, steps};
+  if (loss.hi <= loss.lo) loss.hi = loss.lo + 1e-12;
+  std::string svg = loss.open("loss per step");
+  // Local training on top, dashed: where the two agree both stay visible.
+  svg += loss.polyline(mine, "loss-dagsim") + loss.polyline(theirs, "loss-local");
+  svg += "<text x=\"" + number(loss.left + 10, "%.0f") + "\" y=\"" + number(loss.top + loss.height + 36, "%.0f") +
          "\"><tspan style=\"fill:#3b78b0\">&#8212; dagsim</tspan>   <tspan style=\"fill:#e08a1e\">- - local training</tspan></text>\n";
-  return svg + "</svg>\n";
+  svg += "</svg>\n";
+
+  // dagsim's minus local training's, step by step, on a scale symmetric about zero.
+  Series difference;
+  double largest = 0;
+  size_t compared = 0;
+  for (size_t i = 0; i < std::min(mine.size(), theirs.size()); ++i) {
+    if (mine[i] && theirs[i] && std::isfinite(*mine[i]) && std::isfinite(*theirs[i])) {
+      difference.push_back(*mine[i] - *theirs[i]);
+      largest = std::max(largest, std::fabs(*difference.back()));
+      ++compared;
+    } else {
+      difference.push_back(std::nullopt);
+    }
+  }
+  const double bound = largest > 0 ? largest : 1.0;
+  Chart diff{"loss-difference-chart", "dagsim's loss minus local training's, per step", 60, 320, 22, 220, -bound, bound, steps};
+  std::string d = diff.open("dagsim minus local training");
+  const double zero_y = diff.top + diff.height / 2;
+  d += "<line class=\"zero\" x1=\"" + number(diff.left, "%.0f") + "\" x2=\"" + number(diff.left + diff.width, "%.0f") + "\" y1=\"" +
+       number(zero_y, "%.1f") + "\" y2=\"" + number(zero_y, "%.1f") + "\"/>\n";
+  d += diff.polyline(difference, "loss-difference");
+  const std::string verdict = compared == 0 ? "no step to compare"
+                              : largest == 0 ? "0 at every one of " + std::to_string(compared) + " steps"
+                                             : "largest |difference| " + number(largest, "%.3g") + " over " + std::to_string(compared) + " steps";
+  d += "<text id=\"loss-difference-verdict\" x=\"" + number(diff.left + 10, "%.0f") + "\" y=\"" +
+       number(diff.top + diff.height + 36, "%.0f") + "\">" + esc(verdict) + "</text>\n</svg>\n";
+  return "<div class=\"charts\">\n" + svg + d + "</div>\n";
 }
 
 std::string rounds_table(const nlohmann::json& rounds) {
@@ -152,10 +121,14 @@ std::string rounds_table(const nlohmann::json& rounds) {
       members += (members.empty() ? "" : ", ") + esc(m.value("node", std::string("?"))) + " (" + std::to_string(m.value("rank", 0)) + ")";
     }
     for (const nlohmann::json& gone : r.value("removed", nlohmann::json::array())) {
-      left += (left.empty() ? "" : ", ") + esc(gone.value("node", std::string("?"))) + " (" + esc(gone.value("why", std::string("?"))) + ")";
+      // "worker3 (killed, 2.020 s)": who, why and when, as each workload records it.
+      std::string when;
+      if (gone.contains("at_ms") && gone["at_ms"].is_number()) when = ", " + number(gone["at_ms"].get<double>() / 1e3) + " s";
+      left += (left.empty() ? "" : ", ") + esc(gone.value("node", std::string("?"))) + " (" + esc(gone.value("why", std::string("?"))) +
+              when + ")";
     }
     html += "<tr><td>" + std::to_string(r.value("round", 0)) + (r.value("store_life", 0) > 0 ? " (store life " + std::to_string(r.value("store_life", 0) + 1) + ")" : "") +
-            "</td><td>" + number(r.value("completed_ms", 0.0) / 1e3) + " s</td><td>" + members + "</td><td>" + left + "</td></tr>\n";
+            "</td><td>" + number(r.value("completed_ms", 0.0) / 1e3) + " s</td><td>" + members + "</td><td class=\"left\">" + left + "</td></tr>\n";
   }
   return html + "</table>\n";
 }
@@ -174,7 +147,7 @@ std::string run_report_html(const scenarios::Scenario& scenario, const std::stri
           esc(replay_command(file, result.seed, result.transport == "sim" ? "" : " --transport " + result.transport)) + "</code></p>\n";
   body += "<h2>Timeline</h2>\n" + timeline_svg(scenario, result);
   if (w.contains("losses") && w["losses"].is_array() && !w["losses"].empty()) {
-    body += "<h2>Loss</h2>\n" + loss_svg(w["losses"], w.value("local_losses", nlohmann::json::array()));
+    body += "<h2>Loss</h2>\n" + loss_charts(w["losses"], w.value("local_losses", nlohmann::json::array()));
   }
   if (w.contains("rendezvous") && w["rendezvous"].is_array() && !w["rendezvous"].empty()) {
     body += "<h2>Rounds</h2>\n" + rounds_table(w["rendezvous"]);
@@ -192,23 +165,7 @@ std::string run_report_html(const scenarios::Scenario& scenario, const std::stri
     }
     body += "</ol>\n";
   }
-  return page("dagsim: " + result.scenario + " seed " + std::to_string(result.seed), body);
-}
-
-std::string sweep_report_html(const SweepSummary& summary) {
-  const std::string& file = summary.file;
-  const uint64_t runs = summary.runs, passed = summary.passed;
-  std::string body = "<h1>" + esc(file) + ": seeds " + esc(summary.seeds) + "</h1>\n";
-  body += "<p id=\"verdict\" class=\"" + std::string(passed == runs ? "pass" : "fail") + "\">" + std::to_string(passed) + " of " +
-          std::to_string(runs) + " seeds passed</p>\n";
-  body += "<table id=\"seeds\"><tr><th>seed</th><th>verdict</th><th>seconds</th><th>why</th><th>replay</th></tr>\n";
-  for (const SweepSeed& s : summary.results) {
-    body += "<tr class=\"seed " + std::string(s.verdict == "PASSED" ? "pass" : "fail") + "\"><td>" + std::to_string(s.seed) +
-            "</td><td>" + esc(s.verdict) + "</td><td>" + number(s.seconds, "%.2f") + "</td><td class=\"mono\">" +
-            esc(s.summary) + "</td><td><code>" + esc(s.replay) + "</code></td></tr>\n";
-  }
-  body += "</table>\n";
-  return page("dagsim check: " + file, body);
+  return html::page("dagsim: " + result.scenario + " seed " + std::to_string(result.seed), body);
 }
 
 }  // namespace dagsim::cli

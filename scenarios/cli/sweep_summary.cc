@@ -96,6 +96,19 @@ SweepSummary parse_sweep_summary(std::string_view text, const std::string& name)
     f.number("seconds", seed.seconds);
     f.text("summary", seed.summary);
     f.text("replay", seed.replay);
+    if (const json* failed = f.find("failed_checks")) {
+      if (!failed->is_array()) f.wrong("failed_checks", "an array", *failed);
+      for (size_t k = 0; k < failed->size(); ++k) {
+        const json& c = (*failed)[k];
+        const std::string at = path + ".failed_checks[" + std::to_string(k) + "]";
+        if (!c.is_object()) throw errors::invalid_argument(printable(name, kPathMax) + ": " + at + ": expected an object, got " + type_of(c));
+        const Fields cf{c, at, name};
+        SweepFailure failure;
+        cf.text("check", failure.check);
+        cf.text("message", failure.message);
+        seed.failed_checks.push_back(std::move(failure));
+      }
+    }
     out.results.push_back(std::move(seed));
   }
   return out;

@@ -26,12 +26,19 @@ inline constexpr size_t kMaxSweepSummaryBytes = size_t{512} << 20;
 // `check --json` nests four deep (the summary, results, a seed, its fields); room to spare.
 inline constexpr size_t kMaxSweepSummaryDepth = 16;
 
+// One check a seed failed, with its detail's first line.
+struct SweepFailure {
+  std::string check;
+  std::string message;
+};
+
 struct SweepSeed {
   uint64_t seed = 0;
   std::string verdict = "?";
   double seconds = 0;
   std::string summary;
   std::string replay;
+  std::vector<SweepFailure> failed_checks;  // empty in summaries older than the field
 };
 
 struct SweepSummary {

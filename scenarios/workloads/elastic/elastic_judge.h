@@ -15,7 +15,8 @@
 //    an agent ends failed with worker_group_failed exactly when a group failed with none left;
 //  - expect_error: the job ended with an agent's error containing `message`.
 // Results: `rendezvous` (the rounds, as the rendezvous workload reports them: store_life, round,
-// world, members as {node, rank}, and start_step, the committed step the round started from), `elastic` (steps, committed, agents' outcomes and restarts), `params` and
+// world, members as {node, rank}, removed as {node, at_ms, why}, and start_step, the committed
+// step the round started from), `elastic` (steps, committed, agents' outcomes and restarts), `params` and
 // `local_params`, and `timeline`, what happened round by round in words (the text report's).
 #pragma once
 
@@ -104,6 +105,10 @@ class ElasticJudge final : public Judge {
   // ended it. `rounds` as results() gathers them, by (store life, round).
   std::vector<std::pair<int64_t, std::string>> stall_lines(
       const std::map<std::pair<uint64_t, uint64_t>, nlohmann::json>& rounds) const;
+  // Who left `round` (as results() gathers it) while it was the newest, as the rendezvous workload
+  // names them (`removed`: node, at_ms, why): a member whose node was killed or crashed, whose
+  // agent ended other than succeeded (its outcome), or that `next` round left out.
+  nlohmann::json left_round(const nlohmann::json& round, const nlohmann::json* next) const;
 
   const Scenario& scenario_;
   const RunRecords& records_;

@@ -1,5 +1,5 @@
 // ElasticJudge::results (elastic_judge.h): an elastic run's results for the report: the rounds
-// (by store life and round), the job and its agents, each death's recovery, the trained and the
+// (by store life and round, with who left each and why), the job and its agents, each death's recovery, the trained and the
 // local parameters, and the timeline, the run told round by round in time order.
 #include <algorithm>
 #include <cmath>
@@ -39,10 +39,13 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
     }
   }
   nlohmann::json rendezvous = nlohmann::json::array();
-  for (auto& [key, r] : rounds) {
+  for (auto it = rounds.begin(); it != rounds.end(); ++it) {
+    const nlohmann::json& r = it->second;
     nlohmann::json shown = r;
     shown.erase("t");
     shown["completed_ms"] = static_cast<double>(r["t"].get<int64_t>()) / 1e6;  // the rendezvous workload's name
+    const auto next = std::next(it);
+    shown["removed"] = left_round(r, next == rounds.end() ? nullptr : &next->second);
     rendezvous.push_back(std::move(shown));
   }
 
@@ -193,6 +196,41 @@ nlohmann::json ElasticJudge::results(const ReportOptions& options) const {
   }
   out["timeline"] = timeline;
   return out;
+}
+
+nlohmann::json ElasticJudge::left_round(const nlohmann::json& round, const nlohmann::json* next) const {
+  // The round is the newest from its forming to the next round's (or the run's end).
+  const int64_t begin = round["t"].get<int64_t>();
+  const int64_t end = next != nullptr ? (*next)["t"].get<int64_t>() : records_.end.ns() + 1;
+  nlohmann::json removed = nlohmann::json::array();
+  for (const nlohmann::json& m : round["members"]) {
+    const std::string name = m["node"].get<std::string>();
+    std::optional<uint32_t> node;
+    for (uint32_t i = 0; i < scenario_.cluster.nodes; ++i) {
+      if (scenario_.cluster.node_name(i) == name) node = i;
+    }
+    if (!node) continue;
+    std::optional<std::pair<int64_t, std::string>> gone;  // (when, why)
+    for (const runtime::FaultEvent& f : records_.fault_history) {
+      using Kind = runtime::FaultEvent::Kind;
+      if (f.node != *node || f.time.ns() < begin || f.time.ns() >= end) continue;
+      if (f.kind == Kind::kill || f.kind == Kind::crash) {
+        gone = std::make_pair(f.time.ns(), f.kind == Kind::kill ? "killed" : "crashed");
+        break;
+      }
+    }
+    for (const AgentLife& a : agents_) {
+      if (gone || a.node != *node || !a.result || a.result->outcome == "succeeded") continue;
+      if (a.result->t >= begin && a.result->t < end) gone = std::make_pair(a.result->t, a.result->outcome);
+    }
+    if (!gone && next != nullptr) {
+      bool kept = false;
+      for (const nlohmann::json& later : (*next)["members"]) kept = kept || later["node"] == name;
+      if (!kept) gone = std::make_pair(end, "not in round " + std::to_string((*next)["round"].get<uint64_t>()));
+    }
+    if (gone) removed.push_back({{"node", name}, {"at_ms", static_cast<double>(gone->first) / 1e6}, {"why", gone->second}});
+  }
+  return removed;
 }
 
 std::vector<std::pair<int64_t, std::string>> ElasticJudge::stall_lines(

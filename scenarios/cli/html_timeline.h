@@ -1,0 +1,30 @@
+// html_timeline: a run's nodes over time as one inline SVG, the timeline of `dagsim report`'s run
+// page (html_report.h).
+//
+// Each node is a row. On it: the workload's spans (the rounds it was a member of, in colours that
+// alternate by round, restarts, backward passes and other calls), every fault that fired as a red
+// mark across the rows, and every partition as a band from its start to its heal (or the run's
+// end) with its groups tagged on their rows. A node the partition cut off is not drawn as training
+// while it lasts: the part of its round inside the band is drawn hatched ("cut off"), not in the
+// round's colour. A legend under the time axis names every kind of mark the chart drew.
+//
+// Which nodes a partition cuts off: for `groups`, every group but the largest (all of them when
+// two groups tie for largest: each is cut off from another as large); for `from`/`to`, the `from`
+// nodes, whose traffic is held.
+//
+// Promises: ids and classes a test can find: #timeline-chart, .node-row, .round, .restart,
+// .backward, .call (each span with data-node), .fault, .partition (one per partition, data-groups
+// naming its groups in full), .partition-group and .cut (data-node), #timeline-legend with
+// .legend-item[data-kind] for each kind drawn. Every text from
+// the run is escaped; the same result gives the same bytes.
+#pragma once
+
+#include <string>
+
+#include "scenarios/run/runner.h"
+
+namespace dagsim::cli {
+
+std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::RunResult& result);
+
+}  // namespace dagsim::cli

@@ -10,7 +10,11 @@ as JSON; the environments are compared by RANK. Differences allowed, and only th
 Everything else, including every variable a worker inherits, must be equal. Exit 0 when equal,
 1 naming each difference.
 
-Usage: launch_env.py DAGSIM NNODES   (with /usr/bin/python3, which has torch)
+With BACKEND static (torchrun's default), the agents get --node_rank 0..N-1 and --master_addr
+127.0.0.1 --master_port P instead of the c10d endpoint; each agent's environment also holds
+LAUNCH_ENV_NODE_RANK, its node rank, and every worker's GROUP_RANK must equal it under both.
+
+Usage: launch_env.py DAGSIM NNODES [c10d|static]   (with /usr/bin/python3, which has torch)
 """
 import json
 import os
@@ -33,18 +37,23 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run(launcher, nnodes, tmp, name):
+def run(launcher, nnodes, tmp, name, backend):
     out = os.path.join(tmp, name)
     logs = os.path.join(tmp, name + "_logs")
     os.makedirs(out)
     script = os.path.join(tmp, "worker.py")
     port = free_port()
-    flags = ["--nnodes", str(nnodes), "--nproc_per_node", "2", "--rdzv_backend", "c10d",
-             "--rdzv_endpoint", "localhost:%d" % port, "--rdzv_id", "envjob", "--max_restarts", "1",
-             "--log_dir", logs, "--redirects", "1", "--tee", "1", script, out]
+    rendezvous = ["--rdzv_backend", "c10d", "--rdzv_endpoint", "localhost:%d" % port]
+    if backend == "static":
+        rendezvous = ["--master_addr", "127.0.0.1", "--master_port", str(port)]
+    flags = ["--nnodes", str(nnodes), "--nproc_per_node", "2"] + rendezvous + [
+        "--rdzv_id", "envjob", "--max_restarts", "1", "--log_dir", logs, "--redirects", "1", "--tee", "1"]
     env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
-    agents = [subprocess.Popen(launcher + flags, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-              for _ in range(nnodes)]
+    agents = []
+    for node_rank in range(nnodes):
+        mine = flags + (["--node_rank", str(node_rank)] if backend == "static" else []) + [script, out]
+        agent_env = dict(env, LAUNCH_ENV_NODE_RANK=str(node_rank))
+        agents.append(subprocess.Popen(launcher + mine, env=agent_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
     for agent in agents:
         output, _ = agent.communicate(timeout=240)
         if agent.returncode != 0:
@@ -59,12 +68,19 @@ def run(launcher, nnodes, tmp, name):
 
 def main():
     dagsim, nnodes = sys.argv[1], int(sys.argv[2])
+    backend = sys.argv[3] if len(sys.argv) > 3 else "c10d"
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "worker.py"), "w") as f:
             f.write(WORKER)
-        ours, our_logs = run([dagsim, "launch"], nnodes, tmp, "dagsim")
-        theirs, their_logs = run(["/usr/bin/python3", "-m", "torch.distributed.run"], nnodes, tmp, "torchrun")
+        ours, our_logs = run([dagsim, "launch"], nnodes, tmp, "dagsim", backend)
+        theirs, their_logs = run(["/usr/bin/python3", "-m", "torch.distributed.run"], nnodes, tmp, "torchrun", backend)
         problems = []
+        if backend == "static":
+            for name, envs in (("dagsim", ours), ("torchrun", theirs)):
+                for rank, e in sorted(envs.items()):
+                    if e.get("GROUP_RANK") != e.get("LAUNCH_ENV_NODE_RANK"):
+                        problems.append("%s rank %s: GROUP_RANK %r under the agent given --node_rank %r"
+                                        % (name, rank, e.get("GROUP_RANK"), e.get("LAUNCH_ENV_NODE_RANK")))
         if sorted(ours) != sorted(theirs):
             problems.append("ranks: dagsim %s, torchrun %s" % (sorted(ours), sorted(theirs)))
         compared = 0
@@ -84,8 +100,8 @@ def main():
                     continue
                 if a.get(key) != b.get(key):
                     problems.append("rank %s %s: dagsim %r, torchrun %r" % (rank, key, a.get(key), b.get(key)))
-        print("launch_env: %d agents x 2 workers, %d variables compared, %d differences"
-              % (nnodes, compared, len(problems)))
+        print("launch_env: %s, %d agents x 2 workers, %d variables compared, %d differences"
+              % (backend, nnodes, compared, len(problems)))
         for p in problems:
             print("  " + p)
         sys.exit(1 if problems else 0)

@@ -8,8 +8,13 @@
 #                                           against `dagsim store`, compared
 #   run_interop.sh clients DAGSIM N M       N concurrent connections speaking the protocol, then M
 #                                           concurrent PyTorch clients, against `dagsim store`
-#   run_interop.sh launch-env DAGSIM N      a worker's environment under `dagsim launch` against
-#                                           torchrun's, N agents x 2 workers (launch_env.py)
+#   run_interop.sh launch-env DAGSIM N [static]  a worker's environment under `dagsim launch`
+#                                           against torchrun's, N agents x 2 workers, c10d or
+#                                           torchrun's default static backend (launch_env.py)
+#   run_interop.sh launch-static DAGSIM     the static backend on two agents, a DDP job under both
+#                                           launchers (launch_static.py)
+#   run_interop.sh launch-flags DAGSIM      every flag of torchrun --help under both launchers,
+#                                           side by side (launch_flags_table.py)
 #   run_interop.sh launch-ddp DAGSIM        an elastic DDP job under `dagsim launch` through a
 #                                           killed worker, a killed agent and a late joiner
 #                                           (launch_ddp.py)
@@ -89,7 +94,13 @@ case "$mode" in
     [ $rc -eq 0 ] && [ "$counted" = "$m" ] || { echo "FAIL: $m PyTorch clients, $counted counted (exit $rc)"; exit 1; }
     echo "PASS: $n concurrent connections and $m concurrent PyTorch clients, every add counted"; exit 0 ;;
   launch-env)
-    PATH=/usr/bin:$PATH timeout 280 "$python" "$here/launch_env.py" "${2:?dagsim binary}" "${3:?agents}"
+    PATH=/usr/bin:$PATH timeout 280 "$python" "$here/launch_env.py" "${2:?dagsim binary}" "${3:?agents}" "${4:-c10d}"
+    exit $? ;;
+  launch-static)
+    timeout 280 "$python" "$here/launch_static.py" "${2:?dagsim binary}"
+    exit $? ;;
+  launch-flags)
+    timeout 560 "$python" "$here/launch_flags_table.py" "${2:?dagsim binary}"
     exit $? ;;
   launch-ddp)
     timeout 440 "$python" "$here/launch_ddp.py" "${2:?dagsim binary}"

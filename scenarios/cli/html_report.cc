@@ -32,6 +32,7 @@ struct Chart {
   double left = 60, width = 700, top = 10, height = 220;
   double lo = 0, hi = 1;
   size_t steps = 2;
+  bool scale = true;  // label the extremes (a chart of zeros has no scale to label)
 
   std::string point(size_t i, double v) const {
     return number(left + width * static_cast<double>(i) / static_cast<double>(steps - 1), "%.2f") + "," +
@@ -51,8 +52,10 @@ struct Chart {
     svg += "<line class=\"axis\" x1=\"" + number(left, "%.0f") + "\" x2=\"" + number(left, "%.0f") + "\" y1=\"" + number(top, "%.0f") +
            "\" y2=\"" + number(top + height, "%.0f") + "\"/><line class=\"axis\" x1=\"" + number(left, "%.0f") + "\" x2=\"" +
            number(left + width, "%.0f") + "\" y1=\"" + number(top + height, "%.0f") + "\" y2=\"" + number(top + height, "%.0f") + "\"/>\n";
-    svg += "<text x=\"4\" y=\"" + number(top + 10, "%.0f") + "\">" + number(hi, "%.4g") + "</text><text x=\"4\" y=\"" +
-           number(top + height, "%.0f") + "\">" + number(lo, "%.4g") + "</text>\n";
+    if (scale) {
+      svg += "<text x=\"4\" y=\"" + number(top + 10, "%.0f") + "\">" + number(hi, "%.4g") + "</text><text x=\"4\" y=\"" +
+             number(top + height, "%.0f") + "\">" + number(lo, "%.4g") + "</text>\n";
+    }
     svg += "<text x=\"" + number(left, "%.0f") + "\" y=\"" + number(top + height + 18, "%.0f") + "\">step 1</text><text x=\"" +
            number(left + width - 60, "%.0f") + "\" y=\"" + number(top + height + 18, "%.0f") + "\">step " + std::to_string(steps) +
            "</text>\n";
@@ -100,8 +103,10 @@ std::string loss_charts(const nlohmann::json& losses, const nlohmann::json& loca
   }
   const double bound = largest > 0 ? largest : 1.0;
   Chart diff{"loss-difference-chart", "dagsim's loss minus local training's, per step", 60, 320, 22, 220, -bound, bound, steps};
+  diff.scale = largest > 0;
   std::string d = diff.open("dagsim minus local training");
   const double zero_y = diff.top + diff.height / 2;
+  d += "<text x=\"4\" y=\"" + number(zero_y + 4, "%.0f") + "\">0</text>\n";
   d += "<line class=\"zero\" x1=\"" + number(diff.left, "%.0f") + "\" x2=\"" + number(diff.left + diff.width, "%.0f") + "\" y1=\"" +
        number(zero_y, "%.1f") + "\" y2=\"" + number(zero_y, "%.1f") + "\"/>\n";
   d += diff.polyline(difference, "loss-difference");

@@ -218,10 +218,10 @@ std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::R
       {"call", "rendezvous call"},
       {"fault", "fault (kill, crash, pause, restart)"},
       {"partition", "partition, start to heal"},
-      {"partition-group g0", "its first group (from)"},
-      {"partition-group g1", "its second group (to)"},
-      {"partition-group g2", "its third group"},
-      {"partition-group g3", "a fourth or later group"},
+      {"partition-group g0", "partition group 1 (one-way: from)"},
+      {"partition-group g1", "partition group 2 (one-way: to)"},
+      {"partition-group g2", "partition group 3"},
+      {"partition-group g3", "partition group 4 or later"},
       {"cut", "cut off by a partition: not training"},
   };
   std::vector<html::LegendItem> items;

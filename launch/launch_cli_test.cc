@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "net/etcd/etcd_process.h"
+#include "launch/launch_test_util.h"
 #include "scenarios/cli/cli_test_util.h"
 
 namespace dagsim::cli {
@@ -42,66 +43,6 @@ const fs::path& worker_script() {
   }();
   return path;
 }
-
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// One `dagsim launch` process, started with extra environment variables and its own stderr file.
-class Launch {
- public:
-  Launch(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
-    static int counter = 0;
-    err_ = temp_dir() / ("launch_" + std::to_string(++counter) + ".err");
-    args.insert(args.begin(), {DAGSIM_BINARY, "launch"});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> envs;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::string_view(*e).starts_with("PET_")) continue;  // only what a test sets
-      envs.emplace_back(*e);
-    }
-    for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
-    std::vector<char*> envp;
-    for (std::string& e : envs) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    EXPECT_EQ(posix_spawn(&pid_, DAGSIM_BINARY, &actions, nullptr, argv.data(), envp.data()), 0);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~Launch() {
-    if (pid_ > 0 && code_ < 0) {
-      ::kill(pid_, SIGKILL);
-      (void)wait();
-    }
-  }
-  int wait() {
-    if (code_ < 0) {
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-      code_ = exit_code_of(status);
-    }
-    return code_;
-  }
-  std::string err() const { return slurp(err_); }
-
- private:
-  pid_t pid_ = -1;
-  int code_ = -1;
-  fs::path err_;
-};
 
 class LaunchCli : public ::testing::Test {
  protected:

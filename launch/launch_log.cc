@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -39,7 +40,9 @@ std::string utc_iso(WallTime t) { return formatted(t, "%Y-%m-%dT%H:%M:%S", true,
 std::string wall_clock(WallTime t) { return formatted(t, "%H:%M:%S", false, false, ','); }
 
 WallTime wall_time_of(runtime::Clock& clock, runtime::TimePoint at) {
-  return std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(at - clock.now());
+  // A deadline that saturated (TimePoint::max(): no timeout) is shown a century out, not overflowed.
+  const runtime::Duration ahead = std::min<runtime::Duration>(at - clock.now(), std::chrono::hours(24 * 365 * 100));
+  return std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(ahead);
 }
 
 void say(const std::string& line) {

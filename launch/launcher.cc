@@ -26,6 +26,7 @@
 #include "launch/interpreter.h"
 #include "launch/launch_plan.h"
 #include "launch/root_cause.h"
+#include "launch/wait_lines.h"
 #include "net/process_worker_group.h"
 #include "net/rdzv/host_names.h"
 #include "net/rdzv/rendezvous_registry.h"
@@ -225,8 +226,13 @@ int Launcher::run() {
   host.run([&] {
     runtime::CancelScope scope("agent", host.spawner());
     runtime::CancelScope watcher("signals", host.spawner());
+    // The same fiber says what the agent waits for, every few seconds of a wait (wait_lines.h).
+    WaitLines waits(host.clock(), handler, agent, [](const std::string& line) { say(line); });
     host.spawner().spawn(watcher, "signals", [&] {
-      while (stop_signal == 0) host.clock().sleep(std::chrono::milliseconds(20));
+      for (uint64_t beat = 0; stop_signal == 0; ++beat) {
+        if (beat % 25 == 0) waits.tick();
+        host.clock().sleep(std::chrono::milliseconds(20));
+      }
       scope.cancel();
     });
     elastic::AgentLife life(host.env(), agent, handler, store, life_options);

@@ -196,6 +196,11 @@ bool ElasticAgent::exit_barrier(const rendezvous::RendezvousInfo& info, std::str
   // Every member adds itself; the last one in marks the barrier passed; all wait for the mark.
   const std::string prefix = "torchelastic/agent/" + run_id_ + "/exit_barrier/" + std::to_string(info.round) + "/";
   const runtime::TimePoint deadline = env_.clock.now() + options_.exit_barrier_timeout;
+  barrier_deadline_ = deadline;
+  struct Passed {
+    std::optional<runtime::TimePoint>& deadline;
+    ~Passed() { deadline.reset(); }
+  } passed{barrier_deadline_};
   try {
     if (store_.add(prefix + "count", 1) == static_cast<int64_t>(info.world_size)) store_.set(prefix + "last", {'1'});
     while (env_.clock.now() < deadline) {

@@ -136,6 +136,9 @@ class ElasticAgent {
   WorkerState state() const { return state_; }
   // The spec of the last group started (its round, ranks and environment's facts).
   const std::optional<WorkerGroupSpec>& group_spec() const { return spec_; }
+  // While the exit barrier runs, its deadline; else nullopt. For an operator's "waiting until"
+  // line; nothing decides on it.
+  const std::optional<runtime::TimePoint>& exit_barrier_deadline() const { return barrier_deadline_; }
 
  private:
   struct Group;
@@ -173,6 +176,7 @@ class ElasticAgent {
   uint32_t rounds_ = 0;
   WorkerState state_ = WorkerState::init;
   std::optional<WorkerGroupSpec> spec_;
+  std::optional<runtime::TimePoint> barrier_deadline_;
   std::unique_ptr<Group> group_;
 };
 

@@ -58,6 +58,11 @@ RendezvousInfo RendezvousHandler::next_rendezvous() {
   std::lock_guard guard(*ops_lock_);
   // One deadline for both ops, as PyTorch: leaving the old round counts against the join timeout.
   const TimePoint deadline = env_.clock.now() + settings_.timeout.join;
+  join_deadline_ = deadline;
+  struct Joined {
+    std::optional<TimePoint>& deadline;
+    ~Joined() { deadline.reset(); }
+  } joined{join_deadline_};
   executor_.run(exit_op, "exit", deadline);
   executor_.run(join_op, "join", deadline);
   const RendezvousState& state = holder_.state();

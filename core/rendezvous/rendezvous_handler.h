@@ -39,6 +39,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "core/rendezvous/rendezvous_executor.h"
 #include "core/runtime/cancel_scope.h"
@@ -100,6 +101,9 @@ class RendezvousHandler {
   // Heartbeat ops the keep-alive fiber ran to their end, and how many failed.
   uint64_t keep_alives() const { return keep_alives_; }
   uint64_t keep_alive_failures() const { return keep_alive_failures_; }
+  // While next_rendezvous() runs, its deadline (the join timeout from its start); else nullopt.
+  // For an operator's "waiting until" line; nothing decides on it.
+  const std::optional<TimePoint>& join_deadline() const { return join_deadline_; }
 
  private:
   void stop_keep_alive();
@@ -118,6 +122,7 @@ class RendezvousHandler {
   std::shared_ptr<runtime::Mutex> ops_lock_ = std::make_shared<runtime::Mutex>();
   uint64_t keep_alives_ = 0;
   uint64_t keep_alive_failures_ = 0;
+  std::optional<TimePoint> join_deadline_;
   std::unique_ptr<runtime::CancelScope> keep_alive_scope_;  // the current round's
 };
 

@@ -1,14 +1,24 @@
 // The workers' interpreter (interpreter.h).
 #include "launch/interpreter.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
 
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "core/base/printable.h"
+
+extern char** environ;
 
 namespace dagsim::launch {
 
@@ -69,14 +79,43 @@ std::optional<std::string> find_missing_module(const std::string& run_log_dir, c
   return missing_module(also);
 }
 
+std::optional<std::string> probe_import(const std::string& python, const std::string& module) {
+  const std::string code = "import sys\ntry:\n    import " + module + "\nexcept ModuleNotFoundError:\n    sys.exit(17)\n";
+  std::vector<std::string> args = {python, "-c", code};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawnp(&pid, python.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) return std::nullopt;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 17) return "No module named '" + module + "'";
+  return std::nullopt;
+}
+
 std::string interpreter_note(const std::string& python, const std::optional<std::string>& resolved,
                              const std::optional<std::string>& missing) {
   const std::string which = resolved ? printable(*resolved, kPathMax) + (*resolved != python ? " (" + printable(python, kPathMax) + ")" : "")
                                      : printable(python, kPathMax) + " (not found on PATH)";
   if (!missing) return "the workers ran " + which + "; --python PATH or DAGSIM_PYTHON chooses another interpreter";
-  return "a worker failed with \"" + *missing + "\": the workers ran " + which +
-         ", which lacks it; torchrun runs the Python that runs torchrun, dagsim runs --python (python3 from PATH "
-         "by default): give --python PATH (or DAGSIM_PYTHON) naming the Python that has it";
+  return "the workers ran " + which + ", which lacks a module (" + *missing +
+         "); torchrun runs the Python that runs torchrun, dagsim runs --python (python3 from PATH by default): "
+         "give --python PATH (or DAGSIM_PYTHON) naming a Python that has it";
 }
 
 }  // namespace dagsim::launch

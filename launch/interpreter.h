@@ -5,9 +5,10 @@
 // whenever torchrun could start. dagsim is not Python: its workers run --python (python3 from PATH
 // by default, launch_flags.h), and a PATH whose first python3 lacks torch (a pyenv shim, a venv not
 // activated) fails every worker with "No module named 'torch'". The launcher says which
-// interpreter it runs before the workers start, and, when the job fails with that error in a
-// worker's error file, its stderr.log or the failure's message, names the interpreter again with
-// --python and DAGSIM_PYTHON to choose another.
+// interpreter it runs before the workers start, and, when the job fails, names it again with
+// --python and DAGSIM_PYTHON to choose another, and the missing module when a worker's error file,
+// its stderr.log or the failure's message says so, or else when the interpreter cannot import torch
+// (the workers' stderr went to the terminal, where the launcher cannot read it).
 //
 // Promises:
 //  - resolve_program: a name without '/' is looked up in PATH as execvp does (the first executable
@@ -16,6 +17,9 @@
 //    words) in the text, as one line of at most 200 bytes, or nullopt.
 //  - find_missing_module: the same over every attempt_*/<rank>/error.json and stderr.log under a
 //    run's log folder (each read up to 1 MiB), then `also` (the failure's message).
+//  - probe_import: whether `python -c "import MODULE"` fails with ModuleNotFoundError (within 30 s;
+//    its output discarded): for a failed job whose workers' stderr went to the terminal, where
+//    nothing above can read it. The launcher asks it of torch, the module a torchrun script needs.
 // Nothing here throws for a file that cannot be read: a hint is not worth failing for.
 #pragma once
 
@@ -29,6 +33,10 @@ std::optional<std::string> resolve_program(const std::string& program, const std
 std::optional<std::string> missing_module(const std::string& text);
 
 std::optional<std::string> find_missing_module(const std::string& run_log_dir, const std::string& also);
+
+// "No module named 'MODULE'" when `python` cannot import it, else nullopt (it can, or it did not
+// run, or it took too long: no claim either way).
+std::optional<std::string> probe_import(const std::string& python, const std::string& module);
 
 // The line for the operator when the job failed: names `python` (as given) and where it resolved,
 // and, when `missing` is set, the missing module and how to choose another interpreter.

@@ -51,6 +51,22 @@ TEST(Interpreter, FindsTheMissingModuleInErrorFilesStderrLogsOrTheMessage) {
   EXPECT_EQ(find_missing_module((run / "absent").string(), "No module named 'x'"), "No module named 'x'");
 }
 
+// The probe runs the interpreter: a fake one stands for a Python without the module.
+TEST(Interpreter, ProbeImportSaysOnlyWhatTheInterpreterShowed) {
+  const fs::path dir = fresh_dir("probe");
+  write(dir / "lacking", "#!/bin/sh\nexit 17\n", true);  // as the probe's script exits on ModuleNotFoundError
+  write(dir / "having", "#!/bin/sh\nexit 0\n", true);
+  write(dir / "crashing", "#!/bin/sh\nexit 1\n", true);
+  EXPECT_EQ(probe_import((dir / "lacking").string(), "torch"), "No module named 'torch'");
+  EXPECT_EQ(probe_import((dir / "having").string(), "torch"), std::nullopt);
+  EXPECT_EQ(probe_import((dir / "crashing").string(), "torch"), std::nullopt);
+  EXPECT_EQ(probe_import((dir / "absent").string(), "torch"), std::nullopt);
+  if (fs::exists("/usr/bin/python3")) {
+    EXPECT_EQ(probe_import("/usr/bin/python3", "no_such_module_here"), "No module named 'no_such_module_here'");
+    EXPECT_EQ(probe_import("/usr/bin/python3", "os"), std::nullopt);
+  }
+}
+
 TEST(Interpreter, TheNoteNamesTheInterpreterAndHowToChooseAnother) {
   const std::string plain = interpreter_note("python3", "/usr/bin/python3", std::nullopt);
   EXPECT_NE(plain.find("the workers ran /usr/bin/python3 (python3)"), std::string::npos) << plain;

@@ -304,8 +304,9 @@ int Launcher::run() {
   if (result->outcome == elastic::AgentOutcome::failed && (!args.no_python || args.run_path) && result->error) {
     // Which Python the workers ran, and a missing module if a worker said so (launch/interpreter.h).
     const char* path = std::getenv("PATH");
-    say(interpreter_note(args.python, resolve_program(args.python, path != nullptr ? path : ""),
-                         find_missing_module(run_log_dir, result->error->what())));
+    std::optional<std::string> missing = find_missing_module(run_log_dir, result->error->what());
+    if (!missing) missing = probe_import(args.python, "torch");  // the workers' stderr went to the terminal
+    say(interpreter_note(args.python, resolve_program(args.python, path != nullptr ? path : ""), missing));
   }
   if (events_lost) {
     say("exit 2: the events were not all written to " + quote(args.events_path, kPathMax));

@@ -197,7 +197,9 @@ std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::R
     const std::string what = f.value("kind", std::string("fault")) + (f.contains("node") && f["node"].is_string() ? " " + f["node"].get<std::string>() : "");
     body += "<line class=\"fault\" x1=\"" + number(fx, "%.2f") + "\" x2=\"" + number(fx, "%.2f") + "\" y1=\"" + number(top - 6, "%.0f") +
             "\" y2=\"" + number(top + row * nodes, "%.0f") + "\"><title>" + esc(what) + " at " +
-            number(f["at_ms"].get<double>() / 1e3) + " s</title></line><text class=\"fault-label\" x=\"" + number(fx + 3, "%.1f") +
+            number(f["at_ms"].get<double>() / 1e3) + " s</title></line><text class=\"fault-label\"" +
+            // Near the right edge the label ends at its mark, so it stays on the page.
+            (fx > left + width - 100 ? " text-anchor=\"end\" x=\"" + number(fx - 3, "%.1f") : " x=\"" + number(fx + 3, "%.1f")) +
             "\" y=\"" + number(top - 8, "%.0f") + "\">" + esc(what) + "</text>\n";
     drawn.insert("fault");
   }

@@ -98,7 +98,7 @@ sources_of() {
     pickle) echo scenarios/workloads/rendezvous/pickle_fuzz.cc "${judge_sources[@]}" "${common_sources[@]}" ;;
     store_record) echo scenarios/workloads/rendezvous/store_record_fuzz.cc scenarios/workloads/rendezvous/store_record_reader.cc \
       scenarios/format/bounded_json.cc "${judge_sources[@]}" "${common_sources[@]}" ;;
-    sweep_summary) echo scenarios/cli/sweep_summary_fuzz.cc scenarios/cli/sweep_summary.cc scenarios/format/bounded_json.cc \
+    sweep_summary) echo scenarios/cli/sweep_summary_fuzz.cc scenarios/cli/sweep_summary.cc scenarios/cli/sweep_digest.cc scenarios/format/bounded_json.cc \
       core/base/bounded_file.cc core/base/printable.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
     execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -11,6 +12,10 @@ namespace dagsim::cli {
 namespace {
 
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// A seed's run time as the digest orders and bins it: anyone may have written the summary, so a
+// time that is no time (negative, infinite, NaN) counts as 0, never as an index out of range.
+double seconds_of(const SweepSeed& s) { return std::isfinite(s.seconds) && s.seconds > 0 ? s.seconds : 0.0; }
 
 // A check's name: what `dagsim check` writes before ": " in a seed's summary.
 bool is_check_name(std::string_view text) {
@@ -75,14 +80,14 @@ SweepDigest digest_sweep(const SweepSummary& summary, size_t slowest, size_t bin
 
   std::vector<const SweepSeed*> by_time = judged;
   std::stable_sort(by_time.begin(), by_time.end(), [](const SweepSeed* a, const SweepSeed* b) {
-    if (a->seconds != b->seconds) return a->seconds > b->seconds;
+    if (seconds_of(*a) != seconds_of(*b)) return seconds_of(*a) > seconds_of(*b);
     return a->seed < b->seed;
   });
   for (size_t i = 0; i < by_time.size() && i < slowest; ++i) d.slowest.push_back(*by_time[i]);
   if (by_time.empty() || bins == 0) return d;
-  d.median_seconds = by_time[by_time.size() / 2]->seconds;
+  d.median_seconds = seconds_of(*by_time[by_time.size() / 2]);
 
-  const double lo = by_time.back()->seconds, hi = by_time.front()->seconds;
+  const double lo = seconds_of(*by_time.back()), hi = seconds_of(*by_time.front());
   // Equal seconds everywhere make one bin; otherwise `bins` of equal width from the fastest to the slowest.
   const size_t n = hi > lo ? bins : 1;
   const double width = hi > lo ? (hi - lo) / static_cast<double>(n) : 0;
@@ -90,8 +95,9 @@ SweepDigest digest_sweep(const SweepSummary& summary, size_t slowest, size_t bin
     d.histogram.push_back({lo + width * static_cast<double>(i), i + 1 == n ? hi : lo + width * static_cast<double>(i + 1), 0, 0});
   }
   for (const SweepSeed* s : judged) {
-    size_t bin = width > 0 ? static_cast<size_t>((s->seconds - lo) / width) : 0;
-    bin = std::min(bin, n - 1);
+    // In [0, n]: seconds_of is in [lo, hi] and the width a finite positive number (or 0).
+    const double at = width > 0 ? std::floor((seconds_of(*s) - lo) / width) : 0;
+    const size_t bin = std::min(static_cast<size_t>(std::clamp(at, 0.0, static_cast<double>(n - 1))), n - 1);
     (s->verdict == "PASSED" ? d.histogram[bin].passed : d.histogram[bin].failed) += 1;
   }
   return d;

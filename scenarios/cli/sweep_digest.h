@@ -11,7 +11,8 @@
 //
 // Promises: deterministic (groups by most seeds, then check, then pattern; slowest by seconds
 // then seed); every seed with a verdict lands in exactly one histogram bin; an interrupted seed
-// (no verdict) is in neither the rate, the groups nor the histogram.
+// (no verdict) is in neither the rate, the groups nor the histogram; a time that is negative,
+// infinite or NaN (the file is anyone's) counts as 0 s.
 #pragma once
 
 #include <cstddef>

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "core/base/error.h"
 
 namespace dagsim::cli {
@@ -91,6 +93,19 @@ TEST(SweepDigest, EqualTimesMakeOneBinAndNoSeedsNone) {
   const SweepDigest none = digest_sweep(SweepSummary{});
   EXPECT_TRUE(none.histogram.empty() && none.failures.empty() && none.slowest.empty());
   EXPECT_EQ(none.pass_rate, 0);
+}
+
+TEST(SweepDigest, ATimeThatIsNoTimeCountsAsZero) {
+  SweepSummary s;
+  s.results = {seed(1, "PASSED", -3), seed(2, "FAILED", std::numeric_limits<double>::infinity()),
+               seed(3, "PASSED", std::numeric_limits<double>::quiet_NaN()), seed(4, "FAILED", 2.0)};
+  const SweepDigest d = digest_sweep(s);
+  uint64_t binned = 0;
+  for (const SweepTimeBin& b : d.histogram) binned += b.passed + b.failed;
+  EXPECT_EQ(binned, 4u);
+  EXPECT_EQ(d.histogram.front().passed + d.histogram.front().failed, 3u);
+  ASSERT_FALSE(d.slowest.empty());
+  EXPECT_EQ(d.slowest.front().seed, 4u);
 }
 
 TEST(SweepDigest, TheSummarysFailedChecksAreReadAndTypeChecked) {

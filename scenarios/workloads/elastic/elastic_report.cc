@@ -230,6 +230,9 @@ nlohmann::json ElasticJudge::left_round(const nlohmann::json& round, const nlohm
     }
     if (gone) removed.push_back({{"node", name}, {"at_ms", static_cast<double>(gone->first) / 1e6}, {"why", gone->second}});
   }
+  // In the order they left, as the rendezvous workload lists its removals.
+  std::stable_sort(removed.begin(), removed.end(),
+                   [](const nlohmann::json& a, const nlohmann::json& b) { return a["at_ms"].get<double>() < b["at_ms"].get<double>(); });
   return removed;
 }
 

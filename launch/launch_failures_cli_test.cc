@@ -158,5 +158,25 @@ TEST_F(LaunchFailures, AWaitingAgentSaysForWhomAndUntilWhen) {
   EXPECT_TRUE(alone.exits_within(120s));
 }
 
+// A member killed with its host is otherwise silent until its heartbeat expires: the survivor says
+// whose heartbeat stopped, since when, and when the rendezvous declares it dead.
+TEST_F(LaunchFailures, ASurvivorSaysWhichMemberFellSilentAndWhenItExpires) {
+  const std::string endpoint = "127.0.0.1:" + std::to_string(free_port());
+  Launch host(agent("c10d", endpoint, "is_host=true,last_call_timeout=3"));
+  ASSERT_TRUE(host.says_within("serving the rendezvous store", 120s)) << host.err();
+  Launch doomed(agent("c10d", endpoint, "is_host=false,last_call_timeout=3"));
+  ASSERT_TRUE(doomed.says_within("group_started as group rank 1 of 2", 120s)) << doomed.err();
+  doomed.signal(SIGKILL);
+  const std::regex silent(R"(\] dagsim launch: no heartbeat from member localhost_)" + std::to_string(doomed.pid()) +
+                          R"(_0 \(group rank 1\) of round \d+ since \d\d:\d\d:\d\d; the rendezvous declares it dead at \d\d:\d\d:\d\d)");
+  for (const auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
+    if (std::regex_search(host.err(), silent)) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(std::regex_search(host.err(), silent)) << host.err();
+  host.signal(SIGTERM);
+  EXPECT_TRUE(host.exits_within(120s));
+}
+
 }  // namespace
 }  // namespace dagsim::cli

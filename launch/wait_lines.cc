@@ -36,7 +36,7 @@ std::string WaitLines::describe() const {
     return line + " for the other agents' workers to finish, until " + wall_clock(wall_time_of(clock_, *barrier));
   }
   const std::optional<runtime::TimePoint>& join = handler_.join_deadline();
-  if (!join) return "";
+  if (!join) return silent_member();
   const rendezvous::RendezvousState& state = handler_.last_state();
   const rendezvous::RendezvousSettings& settings = handler_.settings();
   const std::string run = printable(settings.run_id);
@@ -66,6 +66,28 @@ std::string WaitLines::describe() const {
   return line + " (" + times_out + ")";
 }
 
+std::string WaitLines::silent_member() const {
+  // While the group trains: a member whose heartbeat is older than two keep-alive intervals has
+  // likely died (its host, its agent); the rendezvous declares it dead at the expiry, and its
+  // round then re-forms. Until then the agent would otherwise say nothing.
+  const std::optional<elastic::WorkerGroupSpec>& group = agent_.group_spec();
+  if (!group || !elastic::is_running(agent_.state())) return "";
+  const rendezvous::RendezvousState& state = handler_.last_state();
+  const rendezvous::RendezvousSettings& settings = handler_.settings();
+  const runtime::TimePoint now = clock_.wall_now();
+  for (size_t rank = 0; rank < group->members.size(); ++rank) {
+    const rendezvous::NodeDesc& member = group->members[rank];
+    const auto heartbeat = state.last_heartbeats.find(member);
+    if (member.addr.empty() || member == handler_.node() || heartbeat == state.last_heartbeats.end()) continue;
+    if (now - heartbeat->second <= 2 * settings.keep_alive_interval) continue;
+    return "no heartbeat from member " + rendezvous::to_string(member) + " (group rank " + std::to_string(rank) + ") of round " +
+           std::to_string(group->info.round) + " since " + wall_clock(wall_of_state(heartbeat->second)) +
+           "; the rendezvous declares it dead at " + wall_clock(wall_of_state(heartbeat->second + settings.expiry())) +
+           " (the keep-alive expiry), and the round re-forms without it";
+  }
+  return "";
+}
+
 void WaitLines::tick() {
   const std::string line = describe();
   if (line.empty()) {
@@ -74,7 +96,11 @@ void WaitLines::tick() {
   }
   const runtime::TimePoint now = clock_.now();
   if (!due_) {
+    // A wait is said once it has lasted `every`; a silent member at once, as it is found two
+    // keep-alive intervals late already.
     due_ = now + every_;
+    if (agent_.exit_barrier_deadline() || handler_.join_deadline()) return;
+    say_(line);
     return;
   }
   if (now < *due_) return;

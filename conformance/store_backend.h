@@ -59,8 +59,10 @@ struct StoreGaps {
   // add on a key that holds no integer fails with connection_failed (TCPStore's server closes the
   // connection: 1.13 has no error reply) instead of invalid_argument.
   bool add_error_closes_connection = false;
-  // After the store died a new call fails only at its timeout (TCPStore's client and EtcdStore
-  // retry a refused connect until the deadline: the store may be restarting), not at once.
+  // After the store died a new call may fail only at its timeout (EtcdStore retries a refused
+  // connect until the deadline: the store may be restarting; TCPStore's client does while it was
+  // never answered, as its server may not listen yet, and fails at once after: Note [a store that
+  // served and now refuses]), not at once.
   bool refused_retried_until_timeout = false;
 };
 

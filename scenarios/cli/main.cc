@@ -27,6 +27,7 @@
 #include "core/base/printable.h"
 #include "core/tensor/vector_math.h"
 #include "launch/launch_flags.h"
+#include "launch/launch_log.h"
 #include "launch/launcher.h"
 #include "launch/slurm_env.h"
 #include "scenarios/cli/build_info.h"
@@ -62,7 +63,7 @@ int launch_main(int argc, char** argv) {
       return dagsim::cli::kPassed;
     }
     for (const std::string& line : launch::apply_slurm_defaults(parsed.args, parsed.given, launch::slurm_environment())) {
-      std::cerr << "dagsim launch: " << line << "\n";
+      launch::say(line);  // dated, as every line of a launch that runs (launch_log.h)
     }
   } catch (const dagsim::Error& e) {
     std::cerr << "dagsim launch: " << dagsim::printable(e.detail(), 1000) << "\nRun dagsim launch --help for the flags.\n";

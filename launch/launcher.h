@@ -6,9 +6,12 @@
 // with simulated worker processes; what is here is only what a process on a host adds: the plan
 // from the flags, hosting the store, signals, the log folder, and what an operator reads.
 //
-// What an operator sees: one line on standard error per agent event, `--events FILE` for the same
-// as JSON lines (PyTorch's event metadata), per-rank logs and error files under the log folder (its
-// path is printed first).
+// What an operator sees: one dated line on standard error per agent event (launch_log.h), a line
+// every few seconds while it waits (wait_lines.h), `--events FILE` for the same as JSON lines
+// (PyTorch's event metadata, with absolute times), per-rank logs and error files under the log
+// folder (its path is printed first), and torchrun's root-cause report when the workers fail
+// (root_cause.h). A survivor whose c10d store was hosted by an agent that left says so and why
+// the job cannot go on (Rendezvous::store_gone).
 //
 // run()'s exit status: 0 the job succeeded (or this agent was a spare of a closed job); 1 it failed
 // (workers failed with max_restarts spent, the rendezvous timed out, closed or its store was

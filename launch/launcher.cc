@@ -258,7 +258,11 @@ int Launcher::run() {
         (served_store ? "; this agent served the rendezvous store, which closes with it: the other agents cannot go on" : ""));
     return kSignalBase + stop_signal;
   }
-  if (!store_lost.empty()) say(store_lost);
+  // Only a job the store's loss ended: a job that succeeded may find the store gone in its last
+  // calls (its host lingers at most a minute), which changed nothing.
+  const bool ended_well = result && (result->outcome == elastic::AgentOutcome::succeeded ||
+                                     result->outcome == elastic::AgentOutcome::graceful_exit);
+  if (!store_lost.empty() && !ended_well) say(store_lost);
   if (!result) {
     say("internal error: " + internal);
     return kInternal;

@@ -149,11 +149,7 @@ TEST_F(LaunchFailures, AWaitingAgentSaysForWhomAndUntilWhen) {
   flags[1] = "3";  // --nnodes 3: it waits for two more
   Launch alone(flags);
   const std::regex waiting(R"(\] dagsim launch: waiting for the rendezvous of run job, round 0: 2 more agents needed \(have 1 of 3\.\.3: localhost_[0-9]+_0\); joining times out at \d\d:\d\d:\d\d)");
-  for (const auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
-    if (std::regex_search(alone.err(), waiting)) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  EXPECT_TRUE(std::regex_search(alone.err(), waiting)) << alone.err();
+  EXPECT_TRUE(alone.says_within(waiting, 120s)) << alone.err();
   alone.signal(SIGTERM);
   EXPECT_TRUE(alone.exits_within(120s));
 }
@@ -169,11 +165,7 @@ TEST_F(LaunchFailures, ASurvivorSaysWhichMemberFellSilentAndWhenItExpires) {
   doomed.signal(SIGKILL);
   const std::regex silent(R"(\] dagsim launch: no heartbeat from member localhost_)" + std::to_string(doomed.pid()) +
                           R"(_0 \(group rank 1\) of round \d+ since \d\d:\d\d:\d\d; the rendezvous declares it dead at \d\d:\d\d:\d\d)");
-  for (const auto until = std::chrono::steady_clock::now() + 120s; std::chrono::steady_clock::now() < until;) {
-    if (std::regex_search(host.err(), silent)) break;
-    std::this_thread::sleep_for(100ms);
-  }
-  EXPECT_TRUE(std::regex_search(host.err(), silent)) << host.err();
+  EXPECT_TRUE(host.says_within(silent, 120s)) << host.err();
   host.signal(SIGTERM);
   EXPECT_TRUE(host.exits_within(120s));
 }

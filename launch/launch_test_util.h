@@ -8,7 +8,9 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <regex>
 #include <thread>
 #include <string>
 #include <vector>
@@ -89,20 +91,25 @@ class Launch {
     }
     return true;
   }
-  // Waits until standard error holds `text` (true), or `within` passed or the process exited
-  // without it (false).
+  // Waits until standard error holds `text` (or a match of `pattern`): true, or false once
+  // `within` passed or the process exited without it.
   bool says_within(const std::string& text, std::chrono::milliseconds within) {
+    return said_within([&](const std::string& err) { return err.find(text) != std::string::npos; }, within);
+  }
+  bool says_within(const std::regex& pattern, std::chrono::milliseconds within) {
+    return said_within([&](const std::string& err) { return std::regex_search(err, pattern); }, within);
+  }
+
+ private:
+  bool said_within(const std::function<bool(const std::string&)>& said, std::chrono::milliseconds within) {
     const auto until = std::chrono::steady_clock::now() + within;
     for (;;) {
-      if (err().find(text) != std::string::npos) return true;
-      if (std::chrono::steady_clock::now() >= until || exits_within(std::chrono::milliseconds(0))) {
-        return err().find(text) != std::string::npos;
-      }
+      if (said(err())) return true;
+      if (std::chrono::steady_clock::now() >= until || exits_within(std::chrono::milliseconds(0))) return said(err());
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
 
- private:
   pid_t pid_ = -1;
   int code_ = -1;
   fs::path err_;

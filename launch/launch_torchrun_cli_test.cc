@@ -96,6 +96,28 @@ TEST_F(LaunchTorchrunLine, TwoStaticAgentsTakeTheirNodeRanks) {
   }
 }
 
+// Two agents given node rank 1 of 3: the one the rendezvous ranks 2 starts no worker, says why and
+// closes the job, so the others stop (the store's host after its linger for the missing agent).
+TEST_F(LaunchTorchrunLine, TwoAgentsGivenOneNodeRankCloseTheJob) {
+  const std::string port = std::to_string(free_port());
+  const std::string common = "--nnodes 3 --master_port " + port;
+  std::string command = "{ ";
+  for (const char* rank : {"1", "1", "0"}) {
+    const std::string log = (dir_ / ("agent_" + std::string(rank) + "_" + std::to_string(command.size()) + ".log")).string();
+    // Workers that outlast the refusal, so the others see the close while they train (workers that
+    // end first leave their agents at the exit barrier, waiting for the refused one, as torchrun's).
+    command += "(" + std::string(DAGSIM_BINARY) + " launch --monitor_interval 0.2 " + common + " --node_rank " + rank +
+               " --no_python sh -c 'sleep 10' > " + log + " 2>&1; echo exit=$? >> " + log + ") & sleep 0.3; ";
+  }
+  const Output run = shell(command + "wait; cat " + (dir_ / "agent_*.log").string() + "; }");
+  EXPECT_NE(run.out.find("group rank 2, not its --node_rank 1: two agents were given the same --node_rank; the job is closed"),
+            std::string::npos)
+      << run.out;
+  size_t failed = 0;
+  for (size_t at = run.out.find("exit=1"); at != std::string::npos; at = run.out.find("exit=1", at + 1)) ++failed;
+  EXPECT_EQ(failed, 3u) << run.out;
+}
+
 // The lines: a torchrun flag is taken, an unknown one exits 2 by name before anything
 // starts (no worker, no log folder), never becoming the worker's command.
 TEST_F(LaunchTorchrunLine, UnknownFlagsNeverReachAWorker) {

@@ -166,11 +166,17 @@ int Launcher::run() {
   // round whose ranks cannot all match: no worker starts then (net/rdzv/static_rendezvous.h).
   elastic::WorkerGroupFactory workers = net::process_worker_group(host.clock(), config);
   if (plan.static_master) {
-    workers = [workers, node_rank = args.node_rank](const elastic::WorkerGroupSpec& spec) {
+    workers = [workers, &handler, node_rank = args.node_rank](const elastic::WorkerGroupSpec& spec) {
       if (spec.round.group_rank != node_rank) {
+        // Closed, so the other agents stop at their next look instead of waiting for this one.
+        try {
+          handler.set_closed();
+        } catch (const Error& e) {
+          runtime::rethrow_if_unwinding(e);
+        }
         throw errors::invalid_argument("the static rendezvous gave this agent group rank " + std::to_string(spec.round.group_rank) +
                                        ", not its --node_rank " + std::to_string(node_rank) +
-                                       ": two agents were given the same --node_rank");
+                                       ": two agents were given the same --node_rank; the job is closed");
       }
       return workers(spec);
     };

@@ -20,6 +20,11 @@ does: the case where a node named by its host name would send every other host t
                   3. that agent is killed (the host is gone), the link comes back and a new agent
                      starts there: the job re-forms with 3;
                   4. the three agents exit 0 and the parameters equal an uninterrupted run's.
+  static DAGSIM   torchrun's default backend across two of the namespaces, under torchrun 1.13 and
+                  `dagsim launch` with the same flags (issue 50 item 1): `--nnodes 2 --node_rank
+                  0|1 --master_addr <namespace 0's address> --master_port P --nproc_per_node 2`,
+                  node rank 1 started first, training ddp_job.py. Both launchers' agents exit 0,
+                  the workers are ranks 0-3 of 4, and the parameters equal an uninterrupted run's.
   tcp DAGSIM      docs/tcp.md's "Across hosts" procedure, its commands taken from the document
                   itself: the cluster id, the peers file (its addresses replaced by the
                   namespaces'), the CA and credential directories (made as written, each copied to
@@ -400,6 +405,44 @@ def tear_down(hosts, out):
         shutil.rmtree(out, ignore_errors=True)
 
 
+def static_test(dagsim):
+    hosts = Hosts()
+    out = tempfile.mkdtemp(prefix="dagsim_multihost_static_")
+    os.chmod(out, 0o755)
+    try:
+        hosts.create()
+        steps = 6
+        for name, launcher, port in (("dagsim", [dagsim, "launch"], 29500),
+                                     ("torchrun", ["/usr/bin/python3", "-m", "torch.distributed.run"], 29501)):
+            job = os.path.join(out, name)
+            os.makedirs(job)
+            # -r 1 -t 1: Debian's torchrun 1.13 on Python 3.11 cannot parse its default -r 0.
+            flags = ["--nnodes", "2", "--nproc_per_node", "2", "--master_addr", hosts.addr(0), "--master_port",
+                     str(port), "--rdzv_id", "static", "--monitor_interval", "0.5", "-r", "1", "-t", "1"]
+            agents = []
+            started = time.time()
+            for i in (1, 0):
+                env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""), GLOO_SOCKET_IFNAME=hosts.ifname(i))
+                argv = launcher + flags + ["--node_rank", str(i), "--log_dir", os.path.join(job, "logs%d" % i),
+                                           DDP_JOB, job, str(steps)]
+                agents.append(hosts.start(i, argv, os.path.join(out, "%s%d.log" % (name, i)), env=env))
+                time.sleep(0.5)
+            codes = []
+            for agent in agents:
+                try:
+                    codes.append(agent.wait(timeout=240))
+                except subprocess.TimeoutExpired:
+                    codes.append("timeout")
+            pairs = sorted((rank, world) for _, rank, world, _ in worker_starts(job))
+            print("static %s: agents exited %s, workers (rank, world) %s, %.1f s" % (name, codes, pairs, time.time() - started))
+            if codes != [0, 0] or pairs != [(0, 4), (1, 4), (2, 4), (3, 4)]:
+                fail("the static backend across two namespaces under %s" % name, out)
+            check_against_reference(job, steps)
+        print("PASS: the static backend across two namespaces, the same ranks and parameters under both launchers")
+    finally:
+        tear_down(hosts, out)
+
+
 def doc_section(path, title):
     with open(path) as f:
         text = f.read()
@@ -482,8 +525,8 @@ def tcp_test(dagsim):
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("launch", "tcp"):
-        sys.exit("usage: multihost_test.py launch|tcp DAGSIM")
+    if len(sys.argv) != 3 or sys.argv[1] not in ("launch", "tcp", "static"):
+        sys.exit("usage: multihost_test.py launch|tcp|static DAGSIM")
     if os.geteuid() != 0:
         print("SKIP: network namespaces need root")
         sys.exit(77)
@@ -492,14 +535,14 @@ def main():
         print("SKIP: `ip netns add` is not available here (iproute2, network namespaces)")
         sys.exit(77)
     run("ip", "netns", "del", probe, check=False)
-    if sys.argv[1] == "launch" and subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed"],
+    if sys.argv[1] in ("launch", "static") and subprocess.run(["/usr/bin/python3", "-c", "import torch.distributed"],
                                                   capture_output=True).returncode != 0:
         print("SKIP: /usr/bin/python3 cannot import torch.distributed (scripts/deps.sh test installs it)")
         sys.exit(77)
     clean_leftovers()
     dagsim = os.path.abspath(sys.argv[2])
     started = time.time()
-    (launch_test if sys.argv[1] == "launch" else tcp_test)(dagsim)
+    {"launch": launch_test, "tcp": tcp_test, "static": static_test}[sys.argv[1]](dagsim)
     print("wall time: %.1f s" % (time.time() - started))
 
 

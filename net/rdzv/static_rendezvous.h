@@ -19,7 +19,8 @@
 //    counted); torchrun's static agents restart alone, and the others find out when a collective
 //    with the restarted workers fails;
 //  - two agents given the same node rank form a round whose ranks cannot all match their node
-//    ranks: the launcher refuses to start workers then, naming it (torchrun hangs or fails to bind).
+//    ranks: the launcher refuses to start workers then, naming it, and closes the job so the others
+//    stop (torchrun hangs or fails to bind).
 #pragma once
 
 #include <memory>

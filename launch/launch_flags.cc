@@ -53,6 +53,11 @@ int64_t int_in(const std::string& value, const std::string& source, int64_t lo, 
   return *v;
 }
 
+// A count torchrun reads with int() and then requires non-negative (max_restarts, node_rank).
+uint32_t count(const std::string& value, const std::string& source) {
+  return static_cast<uint32_t>(int_in(value, source, 0, std::numeric_limits<uint32_t>::max()));
+}
+
 double python_float(const std::string& value, const std::string& source) {
   const std::string text = trimmed(value);
   char* end = nullptr;
@@ -96,9 +101,7 @@ const std::vector<Flag>& flags() {
        [](LaunchArgs& a, const std::string& v, const std::string& s) { a.standalone = switch_value(v, s); }},
       {{"--max_restarts", "--max-restarts"}, "PET_MAX_RESTARTS", "MAX_RESTARTS", "0",
        "Worker group failures before the job fails",
-       [](LaunchArgs& a, const std::string& v, const std::string& s) {
-         a.max_restarts = static_cast<uint32_t>(int_in(v, s, 0, std::numeric_limits<uint32_t>::max()));
-       }},
+       [](LaunchArgs& a, const std::string& v, const std::string& s) { a.max_restarts = count(v, s); }},
       {{"--monitor_interval", "--monitor-interval"}, "PET_MONITOR_INTERVAL", "MONITOR_INTERVAL", "5",
        "Seconds between two looks at the workers",
        [](LaunchArgs& a, const std::string& v, const std::string& s) { a.monitor_interval_s = python_float(v, s); }},
@@ -131,9 +134,7 @@ const std::vector<Flag>& flags() {
        [](LaunchArgs& a, const std::string& v, const std::string&) { a.tee = v; }},
       {{"--node_rank", "--node-rank"}, "PET_NODE_RANK", "NODE_RANK", "0",
        "static: this agent's group rank, 0 to NNODES-1; node rank 0 serves the store",
-       [](LaunchArgs& a, const std::string& v, const std::string& s) {
-         a.node_rank = static_cast<uint32_t>(int_in(v, s, 0, std::numeric_limits<uint32_t>::max()));
-       }},
+       [](LaunchArgs& a, const std::string& v, const std::string& s) { a.node_rank = count(v, s); }},
       {{"--master_addr", "--master-addr"}, "PET_MASTER_ADDR", "MASTER_ADDR", "127.0.0.1",
        "static: the host of node rank 0, where the store is; the workers' MASTER_ADDR",
        [](LaunchArgs& a, const std::string& v, const std::string&) { a.master_addr = v; }},

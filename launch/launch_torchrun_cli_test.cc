@@ -4,31 +4,13 @@
 // conformance/interop/launch_flags_table.py runs the same lines under torchrun itself.
 #include <gtest/gtest.h>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <fstream>
 #include <map>
 
-#include "scenarios/cli/cli_test_util.h"
+#include "launch/launch_test_util.h"
 
 namespace dagsim::cli {
 namespace {
-
-using namespace testing;
-
-uint16_t free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 class LaunchTorchrunLine : public ::testing::Test {
  protected:

@@ -128,7 +128,7 @@ struct CredentialsArgs {
 // `dagsim credentials` (credentials_command.cc).
 int credentials_command(const CredentialsArgs& args);
 
-// `dagsim launch`: launch/launcher.h (its flags are launch::LaunchArgs, parsed in main.cc).
+// `dagsim launch`: launch/launcher.h (its flags are launch::LaunchArgs, read by launch/launch_flags.h).
 using LaunchArgs = launch::LaunchArgs;
 
 }  // namespace dagsim::cli

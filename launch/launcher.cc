@@ -311,8 +311,11 @@ int Launcher::run() {
     const std::string name = args.command.empty() ? "the job" : args.command.front();
     say_block("the workers failed; the root cause, as torchrun reports it:", format_root_cause(name, self, *config.failures));
   }
-  if (result->outcome == elastic::AgentOutcome::failed && (!args.no_python || args.run_path) && result->error) {
+  if (result->outcome == elastic::AgentOutcome::failed && (!args.no_python || args.run_path) && result->error &&
+      result->error->code() == ErrorCode::worker_group_failed) {
     // Which Python the workers ran, and a missing module if a worker said so (launch/interpreter.h).
+    // Only when workers failed: a lost store or a rendezvous timeout says nothing about the
+    // interpreter, and the import probe would delay the failure by a Python start.
     const char* path = std::getenv("PATH");
     std::optional<std::string> missing = find_missing_module(run_log_dir, result->error->what());
     if (!missing) missing = probe_import(args.python, "torch");  // the workers' stderr went to the terminal

@@ -294,7 +294,12 @@ ParsedLaunch parse_launch_flags(const std::vector<std::string>& argv, const EnvL
       if (flag == nullptr) throw unknown_option(token.size() > 2 && token[1] != '=' ? token.substr(0, token.find('=')) : spelled);
       if (token.size() > 2) attached = token[2] == '=' ? token.substr(3) : token.substr(2);
       if (flag->metavar == nullptr && attached) {
-        // argparse's "-mt3": a switch, then more short flags in the same token.
+        // argparse's "-mt3": a switch, then more short flags in the same token. What follows the
+        // switch must be a short flag, as argparse requires ("-m00" is refused there too): were it
+        // taken for the script, a token the user never wrote would reach the workers.
+        if ((*attached)[0] == '=' || short_flag((*attached)[0]) == nullptr) {
+          throw errors::invalid_argument(spelled + ": ignored explicit argument " + quote(*attached) + " (a switch takes no value)");
+        }
         apply(*flag, spelled, std::nullopt);
         tokens[i] = "-" + *attached;
         --i;

@@ -168,6 +168,11 @@ TEST(LaunchFlags, ShortFlagsTakeAttachedValuesAndCombine) {
   const LaunchArgs a = parse({"-mt3", "pkg"}).args;
   EXPECT_TRUE(a.module);
   EXPECT_EQ(a.tee, "3");
+  // What follows a switch in its token must be short flags, as argparse requires: "-m00" is not
+  // the switch then a script "-00" (found by launch_input_fuzz: a token nobody wrote reached the
+  // workers).
+  EXPECT_NE(refusal({"-m00", "t.py"}).find("-m: ignored explicit argument \"00\""), std::string::npos);
+  EXPECT_NE(refusal({"-mx", "t.py"}).find("ignored explicit argument"), std::string::npos);
 }
 
 TEST(LaunchFlags, PetVariablesStandForFlagsNotGiven) {

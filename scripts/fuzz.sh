@@ -2,6 +2,7 @@
 # scripts/fuzz.sh: builds the libFuzzer targets (net/fuzz/envelope_fuzz.cc, net/fuzz/handshake_fuzz.cc,
 # net/fuzz/tcpstore_fuzz.cc, net/fuzz/store_delta_fuzz.cc, scenarios/run/control_fuzz.cc (the TCP
 # launcher's control protocol), launch/slurm_hostlist_fuzz.cc (Slurm's host lists and environment),
+# launch/launch_input_fuzz.cc (dagsim launch's command line and its workers' error files),
 # net/fuzz/file_store_fuzz.cc (FileStore's files), net/fuzz/etcd_reply_fuzz.cc (etcd's replies), net/fuzz/secure_channel_fuzz.cc (mutual TLS and the
 # identity exchange of every connection), scenarios/workloads/rendezvous/pickle_fuzz.cc (dagsim judge's
 # restricted unpickler), scenarios/workloads/rendezvous/store_record_fuzz.cc (a store's record as
@@ -13,8 +14,8 @@
 #
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
-#   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel,
-#              pickle, store_record, sweep_summary, execute or all
+#   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply,
+#              secure_channel, pickle, store_record, sweep_summary, execute or all
 #              (default all)
 #
 # Promises:
@@ -39,9 +40,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist file_store etcd_reply secure_channel pickle store_record sweep_summary execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | launch_input | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist launch_input file_store etcd_reply secure_channel pickle store_record sweep_summary execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -92,6 +93,8 @@ sources_of() {
     store_delta) echo net/fuzz/store_delta_fuzz.cc core/store/value_delta.cc "${common_sources[@]}" ;;
     control) echo scenarios/run/control_fuzz.cc scenarios/run/control_messages.cc "${common_sources[@]}" ;;
     slurm_hostlist) echo launch/slurm_hostlist_fuzz.cc launch/slurm_env.cc core/base/printable.cc "${common_sources[@]}" ;;
+    launch_input) echo launch/launch_input_fuzz.cc launch/launch_flags.cc launch/slurm_env.cc net/worker_error_file.cc \
+      core/base/bounded_file.cc core/base/printable.cc "${common_sources[@]}" ;;
     secure_channel) echo net/fuzz/secure_channel_fuzz.cc net/secure_channel.cc net/credentials.cc core/base/printable.cc core/base/bounded_file.cc "${common_sources[@]}" ;;
     file_store) echo net/fuzz/file_store_fuzz.cc net/file_store_format.cc core/base/printable.cc "${common_sources[@]}" ;;
     etcd_reply) echo net/fuzz/etcd_reply_fuzz.cc net/etcd/etcd_reply.cc net/etcd/etcd_codec.cc core/base/printable.cc "${common_sources[@]}" ;;

@@ -333,7 +333,8 @@ ParsedLaunch parse_launch_flags(const std::vector<std::string>& argv, const EnvL
     }
     return false;
   };
-  parsed.given = GivenFlags{named("--nnodes"), named("--rdzv_backend"), named("--rdzv_endpoint"), named("--rdzv_id")};
+  parsed.given = GivenFlags{named("--nnodes"), named("--rdzv_backend"), named("--rdzv_endpoint"), named("--rdzv_id"),
+                            named("--node_rank") || named("--master_addr") || named("--master_port")};
   if (parsed.args.command.empty()) {
     throw errors::invalid_argument("the following arguments are required: SCRIPT (the training script, then its arguments)");
   }

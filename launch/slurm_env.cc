@@ -251,7 +251,10 @@ std::vector<std::string> apply_slurm_defaults(LaunchArgs& args, const GivenFlags
       }
     }
   }
-  if (!given.rdzv_backend) {
+  if (!given.rdzv_backend && given.static_flags) {
+    lines.push_back("kept: --rdzv_backend " + args.rdzv_backend +
+                    " (--node_rank, --master_addr or --master_port given: torchrun's static recipe, not Slurm's c10d)");
+  } else if (!given.rdzv_backend) {
     args.rdzv_backend = "c10d";
     lines.push_back("from Slurm: --rdzv_backend c10d (a Slurm job's agents meet on the store its first node serves)");
   }

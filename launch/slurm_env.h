@@ -12,7 +12,8 @@
 //  - --rdzv_endpoint: the first host of the step's nodes (SLURM_STEP_NODELIST), or outside a step
 //    of the job's (SLURM_JOB_NODELIST, or SLURM_NODELIST), with the backend's default port (29400
 //    for c10d). That host runs an agent, which serves the store there.
-//  - --rdzv_backend: c10d, in place of torchrun's static (which dagsim refuses).
+//  - --rdzv_backend: c10d on the first node, unless --node_rank, --master_addr or --master_port
+//    was given: that is torchrun's static recipe, kept as it is (static's endpoint is the master's).
 // Nothing applies outside a Slurm job (no SLURM_JOB_ID) or with --standalone (one host, by request).
 //
 // A node list is Slurm's compressed host list: names and bracketed ranges, `node[01-04,07],gpu5`.
@@ -57,6 +58,10 @@ struct GivenFlags {
   bool rdzv_backend = false;
   bool rdzv_endpoint = false;
   bool rdzv_id = false;
+  // torchrun's static recipe under Slurm (--node_rank $SLURM_NODEID --master_addr HEAD
+  // --master_port P): any of these given keeps the static backend and its endpoint, as torchrun
+  // honours them, rather than Slurm's c10d on the first node.
+  bool static_flags = false;
 };
 
 // Fills the flags not given from Slurm's variables in `env`, as above. Returns one line per value

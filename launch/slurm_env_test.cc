@@ -233,6 +233,26 @@ TEST(SlurmDefaults, AnSrunStepGivesTheAgentsTheJobIdAndTheStepsFirstNode) {
   EXPECT_EQ(plan.target.endpoint, (rendezvous::RendezvousEndpoint{"gpu05", 29400}));
 }
 
+TEST(SlurmDefaults, TorchrunsStaticRecipeKeepsTheStaticBackendAndTheMastersEndpoint) {
+  // srun dagsim launch --nnodes 4 --node_rank $SLURM_NODEID --master_addr gpu05 --master_port 29500
+  LaunchArgs args = script();
+  args.nnodes = "4";
+  args.node_rank = 2;
+  args.master_addr = "gpu05";
+  GivenFlags given;
+  given.nnodes = true;
+  given.static_flags = true;
+  const Strings lines = apply_slurm_defaults(args, given, srun_step());
+  EXPECT_EQ(args.rdzv_backend, "static");
+  EXPECT_EQ(args.rdzv_endpoint, "") << "static's endpoint is --master_addr:--master_port, not Slurm's first node";
+  EXPECT_EQ(args.rdzv_id, "4242");
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[1].find("kept: --rdzv_backend static"), std::string::npos) << lines[1];
+  const LaunchPlan plan = plan_launch(args, 1);
+  EXPECT_EQ(plan.target.endpoint, (rendezvous::RendezvousEndpoint{"gpu05", 29500}));
+  EXPECT_EQ(plan.target.is_host, false) << "node rank 2 is a client of node rank 0's store";
+}
+
 TEST(SlurmDefaults, OutsideAStepTheJobsNodesAndItsFirstNode) {
   std::map<std::string, std::string> env = {{"SLURM_JOBID", "7"}, {"SLURM_NNODES", "3"}, {"SLURM_NODELIST", "c[3-4],d1"},
                                             {"SLURM_NTASKS", "12"}};

@@ -2,6 +2,7 @@
 #include "launch/interpreter.h"
 
 #include <fcntl.h>
+#include <errno.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -13,7 +14,6 @@
 #include <vector>
 
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 
 #include "core/base/printable.h"
@@ -29,11 +29,25 @@ bool executable_file(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
+// The first MiB of a worker's file, or "" for anything but a regular file: the worker wrote it, so
+// a FIFO (which a blocking open would wait on forever), a device or a link to either is not read.
 std::string read_head(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string text(1 << 20, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(std::max<std::streamsize>(0, in.gcount())));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st{};
+  std::string text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    text.resize(1 << 20);
+    size_t have = 0;
+    while (have < text.size()) {
+      const ssize_t n = ::read(fd, text.data() + have, text.size() - have);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      have += static_cast<size_t>(n);
+    }
+    text.resize(have);
+  }
+  ::close(fd);
   return text;
 }
 
@@ -73,6 +87,7 @@ std::optional<std::string> find_missing_module(const std::string& run_log_dir, c
   std::filesystem::recursive_directory_iterator it(run_log_dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
+    if (it.depth() >= 2) it.disable_recursion_pending();  // attempt_N/RANK/FILE: no deeper, whatever a worker made
     if (it.depth() > 2 || !(name == "error.json" || name == "stderr.log")) continue;
     if (std::optional<std::string> found = missing_module(read_head(it->path()))) return found;
   }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -183,6 +184,10 @@ elastic::WorkerGroupStatus ProcessWorkerGroup::poll() {
         r.seen = seen;
         records.push_back(std::move(r));
       }
+      // In rank order, as torchrun's failures (a dict by local rank): its root cause among equal
+      // timestamps is the lowest rank, not whichever worker was reaped first.
+      std::stable_sort(records.begin(), records.end(),
+                       [](const WorkerFailureRecord& a, const WorkerFailureRecord& b) { return a.global_rank < b.global_rank; });
       *config_.failures = std::move(records);
     }
   }

@@ -7,6 +7,7 @@
 #include "core/base/prng.h"
 #include "core/optim/distributed_optimizer.h"
 #include "core/tensor/ops.h"
+#include "core/tensor/vector_math.h"
 #include "scenarios/workloads/program/program.h"
 
 namespace dagsim::scenarios {
@@ -96,8 +97,11 @@ std::vector<double> ElasticModel::teach(const std::vector<double>& x) const {
     for (size_t j = 0; j < hidden; ++j) {
       double a = teacher_.b1[j];
       for (size_t i = 0; i < in; ++i) a += teacher_.w1[j * in + i] * x[r * in + i];
-      h[j] = std::tanh(a);
+      h[j] = a;
     }
+    // tanh through SLEEF (vec::unary), as the engine's own tanh: libm's differs between C
+    // libraries in the last bit, and the targets must be the same bytes on every machine.
+    vec::unary(vec::Unary::tanh, h.data(), h.data(), static_cast<int64_t>(hidden));
     for (size_t o = 0; o < out; ++o) {
       double a = teacher_.b2[o];
       for (size_t j = 0; j < hidden; ++j) a += teacher_.w2[o * hidden + j] * h[j];

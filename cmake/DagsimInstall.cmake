@@ -39,9 +39,12 @@ install(TARGETS dagsim_core dagsim_warnings dagsim_sim dagsim_scenarios dagsim_s
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # Headers keep the tree's layout ("scenarios/run/runner.h"), as dagsim's own files include them.
+# scenarios/cli/ is the dagsim program's own (its code is in no exported library, and its headers
+# include launch/, which is not installed), so it is left out.
 foreach(dir core sim net scenarios)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dagsim
-          FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*_test*" EXCLUDE PATTERN "fuzz" EXCLUDE)
+          FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*_test*" EXCLUDE PATTERN "fuzz" EXCLUDE
+          PATTERN "cli" EXCLUDE)
 endforeach()
 install(EXPORT dagsimTargets NAMESPACE dagsim:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/dagsim)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/dagsimConfig.cmake.in

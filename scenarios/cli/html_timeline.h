@@ -10,7 +10,10 @@
 //
 // Which nodes a partition cuts off: for `groups`, every group but the largest (all of them when
 // two groups tie for largest: each is cut off from another as large); for `from`/`to`, the `from`
-// nodes, whose traffic is held.
+// nodes, whose traffic is held. A guess from the fault alone, and it can be wrong: nodes in no
+// group still reach every group (scenario.h), so a small group that can reach the store through
+// them may go on training while drawn hatched. Deciding it right needs the run's store node and
+// who reached it during the band, which the records do not yet say.
 //
 // Promises: ids and classes a test can find: #timeline-chart, .node-row, .round, .restart,
 // .backward, .call (each span with data-node), .fault, .partition (one per partition, data-groups

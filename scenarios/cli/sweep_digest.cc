@@ -25,6 +25,9 @@ bool is_check_name(std::string_view text) {
 
 // A failing seed's failures: its failed checks, or what its summary line says.
 std::vector<SweepFailure> failures_of(const SweepSeed& s) {
+  // A seed stopped by a host limit has no verdict: the checks it had failed when stopped are not
+  // findings (check's exit code and its JUnit cases skip them), so it is one group of its own.
+  if (s.verdict == "LIMIT") return {{s.verdict, s.summary}};
   if (!s.failed_checks.empty()) return s.failed_checks;
   const size_t colon = s.summary.find(": ");
   if (colon != std::string::npos && is_check_name(std::string_view(s.summary).substr(0, colon))) {

@@ -31,6 +31,19 @@ TEST(SweepDigest, NumbersAreTakenOutOfAMessageNamesAndTimesAlike) {
   EXPECT_EQ(message_pattern(""), "");
 }
 
+TEST(SweepDigest, ASeedStoppedByALimitIsItsOwnGroupNotItsChecksFailures) {
+  SweepSummary s;
+  s.results = {
+      seed(1, "LIMIT", 3.0, {{"all_steps_committed", "12 of 300 steps"}}, "stopped by --max-memory-mib"),
+      seed(2, "FAILED", 0.7, {{"restarts", "2 restarts"}}),
+  };
+  const SweepDigest d = digest_sweep(s);
+  ASSERT_EQ(d.failures.size(), 2u);
+  EXPECT_EQ(d.failures[0].check, "LIMIT");
+  EXPECT_EQ(d.failures[0].seeds, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(d.failures[1].check, "restarts");
+}
+
 TEST(SweepDigest, FailuresGroupByCheckAndMessageMostSeedsFirst) {
   SweepSummary s;
   s.results = {

@@ -57,6 +57,10 @@ expect "bash: dagsim run scenarios/examples/elastic_tr<TAB>" "scenarios/examples
 expect "bash: dagsim help la<TAB>" "launch" "$(complete_bash help la)"
 expect "bash: dagsim launch --standalone train.py --se<TAB> (the script's own arguments)" "" \
   "$(complete_bash launch --standalone train.py --se)"
+# bash splits HOST:29400 and --nnodes=2 at ':' and '=': the value is still one word, not the script.
+expect "bash: dagsim launch --rdzv_endpoint HOST:29400 --nn<TAB>" "--nnodes" \
+  "$(complete_bash launch --rdzv_endpoint HOST : 29400 --nn)"
+expect "bash: dagsim launch --nnodes=1:2 --nn<TAB>" "--nnodes" "$(complete_bash launch --nnodes = 1 : 2 --nn)"
 expect "bash: dagsim <TAB>" "$commands" "$(complete_bash '')"
 for command in $commands; do
   [[ $command == help ]] && continue

@@ -65,16 +65,31 @@ _dagsim() {
     mapfile -t COMPREPLY < <(compgen -W "$(_dagsim_commands "$prog")" -- "$cur")
     return
   fi
-  local command=${COMP_WORDS[1]}
+  # bash splits words at COMP_WORDBREAKS, ':' and '=' among them: HOST:29400 arrives as HOST, :,
+  # 29400 and --nnodes=2 as --nnodes, =, 2. Join them back, so a flag's value is one word, as the
+  # command will read it (the word being completed stays COMP_WORDS' own, for bash to insert).
+  local -a words=()
+  local j w glue=0
+  for ((j = 0; j <= COMP_CWORD && j < ${#COMP_WORDS[@]}; j++)); do
+    w=${COMP_WORDS[j]}
+    if ((j > 1)) && [[ $w == [:=] || $glue == 1 ]]; then
+      words[-1]+=$w
+    else
+      words+=("$w")
+    fi
+    [[ $w == [:=] ]] && glue=1 || glue=0
+  done
+  local cword=$((${#words[@]} - 1))
+  local command=${words[1]}
   [[ $command == help ]] && {
-    ((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W "$(_dagsim_commands "$prog")" -- "$cur")
+    ((cword == 2)) && mapfile -t COMPREPLY < <(compgen -W "$(_dagsim_commands "$prog")" -- "$cur")
     return
   }
   # Walk the words before this one: a flag that takes a value consumes the next word; launch's
   # first other word is the script, and everything after it (or after --) is the script's.
   local i word kind prev_kind=none script=0
-  for ((i = 2; i < COMP_CWORD; i++)); do
-    word=${COMP_WORDS[i]}
+  for ((i = 2; i < cword; i++)); do
+    word=${words[i]}
     if [[ $prev_kind != none ]]; then
       prev_kind=none
     elif [[ $word == -- ]]; then

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <any>
+#include <nlohmann/json.hpp>
 #include <map>
 #include <cstddef>
 #include <optional>
@@ -142,6 +143,9 @@ struct CheckSpec {
   int line = 0;
   std::string message = {};        // expect_error: a fragment the error must contain
   bool equal_nan = true;           // gradients_match_local, params_match_local: NaN equals NaN
+  // The check's own keys beyond these (CheckKind::extra_keys), as the file gave them: a job's
+  // `reformed_within` takes `ms`, its `command` takes `run` and `reference_run`.
+  nlohmann::json params = nlohmann::json::object();
 };
 
 // [devices]: every node's simulated GPUs (core/device/sim_gpu.h) and the RPC device maps between

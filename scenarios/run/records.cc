@@ -157,6 +157,7 @@ json run_json(const RunRecords& r) {
             {"connection_failures", s.connection_failures},
             {"wall_ms", s.wall_ms}}}};
   if (r.workload_end) out["workload_end_ns"] = r.workload_end->ns();
+  if (!r.job.is_null()) out["job"] = r.job;
   return out;
 }
 
@@ -179,6 +180,11 @@ void read_run_json(const Reader& r, const json& j, RunRecords& out) {
     throw errors::invalid_records(r.name() + ": final_states and node_names differ in length");
   }
   out.fault_timeline = r.array(j, "fault_timeline");
+  // A [job] run's facts; its judge checks each key it reads (job_judge.cc).
+  if (j.contains("job")) {
+    out.job = r.at(j, "job");
+    if (!out.job.is_object()) throw errors::invalid_records(r.name() + ": job: expected an object");
+  }
   for (const json& f : r.array(j, "failures")) {
     out.failures.push_back({TimePoint{runtime::Duration{r.get<int64_t>(f, "time_ns")}}, r.get<std::string>(f, "node"),
                             r.get<std::string>(f, "fiber"), r.get<std::string>(f, "what")});

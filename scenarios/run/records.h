@@ -86,6 +86,9 @@ struct RunRecords {
   std::vector<FiberFailureRecord> failures;
   RunStats stats;
   std::vector<NodeRecord> nodes;  // sorted by (node, incarnation)
+  // A [job] run's own facts (scenarios/workloads/job/job_spec.h); null for every other workload.
+  // Written to and read from run.json's "job".
+  nlohmann::json job = nullptr;
   // The simulator's trace with its events, when the run kept them (RunOptions::keep_trace), for
   // write_chrome_trace once the run is judged. Not written to a records directory.
   std::shared_ptr<const sim::Trace> trace;

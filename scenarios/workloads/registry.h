@@ -28,6 +28,9 @@ struct CheckKind {
   CheckResult (*judge)(const Judge& judge, const CheckSpec& spec) = nullptr;
   // Why the check cannot apply to `scenario`, for the loader's message; empty when it can.
   std::string (*inapplicable)(const Scenario& scenario) = nullptr;
+  // Further keys the check takes, read into CheckSpec::params as the file gave them (the check's
+  // judge or the workload's reader checks their types and ranges).
+  std::span<const std::string_view> extra_keys = {};
 };
 
 // Adapts a const method of a workload's Judge to CheckKind::judge.

@@ -1,0 +1,210 @@
+// Striking a job's faults on real processes, the store and the network, and undoing them
+// (job_runner.h). Each fault's record: at_ms/until_ms, fired, detail (what was done, with pids).
+#include <csignal>
+#include <sys/types.h>
+
+#include "core/base/error.h"
+#include "scenarios/job/job_proc.h"
+#include "scenarios/job/job_runner.h"
+
+namespace dagsim::scenarios::job {
+
+namespace {
+
+const char* kind_name(JobFault::Kind k) {
+  switch (k) {
+    case JobFault::Kind::kill: return "kill";
+    case JobFault::Kind::crash: return "crash";
+    case JobFault::Kind::pause: return "pause";
+    case JobFault::Kind::leave: return "leave";
+    case JobFault::Kind::store_pause: return "store_pause";
+    case JobFault::Kind::store_restart: return "store_restart";
+    case JobFault::Kind::partition: return "partition";
+  }
+  return "?";
+}
+
+double ms_of(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+std::string JobRunner::target_name(const JobTarget& t) const {
+  switch (t.kind) {
+    case JobTarget::Kind::agent: return "agent" + std::to_string(t.agent);
+    case JobTarget::Kind::worker: return "agent" + std::to_string(t.agent) + ":" + std::to_string(t.local_rank);
+    case JobTarget::Kind::store: return "store";
+  }
+  return "?";
+}
+
+void JobRunner::note_fault(const std::string& kind, std::optional<pid_t> pid) {
+  const int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  nlohmann::json f = {{"t", t}, {"kind", kind}};
+  if (pid) f["pid"] = *pid;
+  store_faults_.push_back(std::move(f));
+}
+
+void JobRunner::strike(FaultState& f) {
+  const JobFault& spec = *f.spec;
+  f.struck = true;
+  f.at_ms = now_ms();
+  const std::string who = spec.kind == JobFault::Kind::partition ? "the partition" : target_name(spec.target);
+  const auto finish = [&](const std::string& detail) {
+    f.detail = detail;
+    say(who + ": " + kind_name(spec.kind) + " (" + detail + ") at " + std::to_string(*f.at_ms / 1000.0).substr(0, 6) + " s");
+  };
+  if (spec.kind == JobFault::Kind::partition) {
+    if (!netns_) {
+      f.done = true;
+      return finish("not struck: a partition needs namespaces = true");
+    }
+    std::string blocked;
+    for (size_t a = 0; a < spec.groups.size(); ++a) {
+      for (size_t b = 0; b < spec.groups.size(); ++b) {
+        if (a == b) continue;
+        for (uint32_t x : spec.groups[a]) {
+          for (uint32_t y : spec.groups[b]) netns_->block(x, y);
+        }
+      }
+    }
+    f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
+    return finish("blackhole routes between the groups' namespaces");
+  }
+  if (spec.kind == JobFault::Kind::store_pause || spec.kind == JobFault::Kind::store_restart) {
+    if (!store_.running()) {
+      f.done = true;
+      return finish("not struck: the store is not running");
+    }
+    const pid_t pid = store_.pid();
+    if (spec.kind == JobFault::Kind::store_pause) {
+      store_.signal(SIGSTOP);
+      note_fault("store_pause", std::nullopt);
+      f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
+      return finish("SIGSTOP to the store, pid " + std::to_string(pid));
+    }
+    store_.kill();
+    store_.wait();
+    f.undo_due_ms = *f.at_ms + ms_of(spec.restart_after.value_or(Duration{0}));
+    return finish("SIGKILL to the store, pid " + std::to_string(pid) +
+                  (spec.keep_data ? "; dagsim store keeps no data across a restart: it starts empty" : ""));
+  }
+  // An agent or one worker.
+  Incarnation* inc = current(spec.target.agent);
+  if (inc == nullptr || !inc->running()) {
+    f.done = true;
+    return finish("not struck: " + target_name(spec.target) + " is not running");
+  }
+  if (spec.target.kind == JobTarget::Kind::worker) {
+    const std::optional<pid_t> pid = worker_pid(spec.target.agent, spec.target.local_rank);
+    if (!pid) {
+      f.done = true;
+      return finish("not struck: no worker of local rank " + std::to_string(spec.target.local_rank) + " is running");
+    }
+    f.pid = *pid;
+    const auto mark = [&](const nlohmann::json& exit) {
+      for (WorkerSeen& w : inc->workers) {
+        if (w.pid == *pid) w.exit = exit;
+      }
+    };
+    switch (spec.kind) {
+      case JobFault::Kind::kill:
+      case JobFault::Kind::crash:
+        ::kill(*pid, SIGKILL);
+        mark({{"signal", "SIGKILL"}});
+        f.done = true;
+        return finish("SIGKILL to worker pid " + std::to_string(*pid));
+      case JobFault::Kind::leave:
+        ::kill(*pid, SIGTERM);
+        f.done = true;
+        return finish("SIGTERM to worker pid " + std::to_string(*pid));
+      case JobFault::Kind::pause:
+        ::kill(*pid, SIGSTOP);
+        f.paused = {*pid};
+        f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
+        return finish("SIGSTOP to worker pid " + std::to_string(*pid));
+      default: break;
+    }
+    f.done = true;
+    return finish("not struck: not a worker's fault");
+  }
+  f.pid = inc->pid;
+  switch (spec.kind) {
+    case JobFault::Kind::kill:
+    case JobFault::Kind::crash: {
+      inc->killed_by_fault = true;
+      note_fault("kill", inc->pid);
+      if (spec.kind == JobFault::Kind::crash) {
+        restart_due_[spec.target.agent] = *f.at_ms + ms_of(spec.restart_after.value_or(Duration{0}));
+        f.undo_due_ms = restart_due_[spec.target.agent];
+      } else {
+        f.done = true;
+      }
+      inc->process.kill();  // the agent's group; its guard takes every process below it
+      inc->process.wait();
+      return finish("SIGKILL to agent pid " + std::to_string(inc->pid) + "'s process group and everything below it");
+    }
+    case JobFault::Kind::pause:
+      inc->process.signal(SIGSTOP);
+      note_fault("pause", inc->pid);
+      f.paused = {inc->pid};
+      f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
+      return finish("SIGSTOP to agent pid " + std::to_string(inc->pid) + "'s process group");
+    case JobFault::Kind::leave:
+      inc->process.signal(SIGTERM);
+      f.done = true;
+      return finish("SIGTERM to agent pid " + std::to_string(inc->pid) + "'s process group");
+    default: break;
+  }
+  f.done = true;
+  finish("not struck: not an agent's fault");
+}
+
+void JobRunner::undo(FaultState& f) {
+  const JobFault& spec = *f.spec;
+  f.done = true;
+  f.until_ms = now_ms();
+  switch (spec.kind) {
+    case JobFault::Kind::partition:
+      for (size_t a = 0; a < spec.groups.size(); ++a) {
+        for (size_t b = 0; b < spec.groups.size(); ++b) {
+          if (a == b) continue;
+          for (uint32_t x : spec.groups[a]) {
+            for (uint32_t y : spec.groups[b]) netns_->unblock(x, y);
+          }
+        }
+      }
+      f.detail += "; healed";
+      say("the partition healed");
+      return;
+    case JobFault::Kind::store_pause:
+      if (store_.running()) store_.signal(SIGCONT);
+      note_fault("store_resume", std::nullopt);
+      f.detail += "; SIGCONT";
+      say("store resumed");
+      return;
+    case JobFault::Kind::store_restart:
+      start_store();
+      f.detail += "; started again on port " + std::to_string(store_port_) + " (pid " + std::to_string(store_.pid()) + ")";
+      say("store started again (pid " + std::to_string(store_.pid()) + ")");
+      return;
+    case JobFault::Kind::pause:
+      if (spec.target.kind == JobTarget::Kind::worker) {
+        for (pid_t p : f.paused) ::kill(p, SIGCONT);
+      } else {
+        Incarnation* inc = current(spec.target.agent);
+        if (inc != nullptr && inc->running() && inc->pid == f.pid) inc->process.signal(SIGCONT);
+        note_fault("resume", f.pid);
+      }
+      f.detail += "; SIGCONT";
+      say(target_name(spec.target) + " resumed");
+      return;
+    case JobFault::Kind::crash:
+      restart_due_[spec.target.agent].reset();
+      start_agent(spec.target.agent);
+      f.detail += "; started again (pid " + std::to_string(current(spec.target.agent)->pid) + ")";
+      return;
+    default: return;
+  }
+}
+
+}  // namespace dagsim::scenarios::job

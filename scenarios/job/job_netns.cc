@@ -1,0 +1,120 @@
+// A job run's network namespaces (job_netns.h).
+#include "scenarios/job/job_netns.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "core/base/error.h"
+#include "net/process/process.h"
+#include "scenarios/job/job_proc.h"
+
+namespace dagsim::scenarios::job {
+
+namespace {
+
+std::string ip_program() {
+  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+    if (::access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
+std::string scratch_file() {
+  return (std::filesystem::temp_directory_path() / ("dagsim-netns-" + std::to_string(::getpid()) + ".out")).string();
+}
+
+}  // namespace
+
+std::unique_ptr<Netns> Netns::create(uint32_t agents) {
+  if (::geteuid() != 0) {
+    throw errors::invalid_argument("namespaces = true needs root (network namespaces and veth links): run as root, or drop the "
+                                   "partition faults and namespaces");
+  }
+  if (ip_program().empty()) {
+    throw errors::invalid_argument("namespaces = true needs iproute2's `ip` (not found in /usr/sbin, /sbin, /usr/bin, /bin)");
+  }
+  std::unique_ptr<Netns> n(new Netns());
+  n->agents_ = agents;
+  n->tag_ = "dj" + std::to_string(::getpid() % 100000);
+  // A /24 no interface or route of this machine uses.
+  const CommandResult used = run_command({ip_program(), "-o", "addr", "show"}, net::current_environment(), "", scratch_file(),
+                                         std::chrono::seconds(10));
+  const CommandResult routes = run_command({ip_program(), "route", "show", "table", "all"}, net::current_environment(), "",
+                                           scratch_file(), std::chrono::seconds(10));
+  for (int third = 10; third < 250; ++third) {
+    const std::string prefix = "10.249." + std::to_string(third) + ".";
+    if (used.output.find(prefix) == std::string::npos && routes.output.find(prefix) == std::string::npos) {
+      n->prefix_ = prefix;
+      break;
+    }
+  }
+  if (n->prefix_.empty()) throw errors::invalid_argument("namespaces: no free 10.249.N.0/24 on this machine");
+  n->bridge_addr_ = n->prefix_ + "254";
+  try {
+    const std::string br = n->tag_ + "br";
+    n->ip({"link", "add", br, "type", "bridge"});
+    n->bridge_made_ = true;
+    n->ip({"addr", "add", n->bridge_addr_ + "/24", "dev", br});
+    n->ip({"link", "set", br, "up"});
+    for (uint32_t i = 0; i < agents; ++i) {
+      const std::string ns = n->ns(i);
+      const std::string host = n->tag_ + "h" + std::to_string(i);
+      const std::string peer = n->tag_ + "p" + std::to_string(i);
+      n->ip({"netns", "add", ns});
+      n->made_ = i + 1;
+      n->ip({"link", "add", host, "type", "veth", "peer", "name", peer});
+      n->ip({"link", "set", peer, "netns", ns});
+      n->ip({"link", "set", host, "master", br, "up"});
+      n->ip({"-n", ns, "addr", "add", n->agent_address(i) + "/24", "dev", peer});
+      n->ip({"-n", ns, "link", "set", peer, "up"});
+      n->ip({"-n", ns, "link", "set", "lo", "up"});
+    }
+  } catch (...) {
+    n->teardown();
+    throw;
+  }
+  return n;
+}
+
+Netns::~Netns() { teardown(); }
+
+void Netns::teardown() {
+  for (uint32_t i = 0; i < made_; ++i) {
+    ip({"netns", "del", ns(i)}, false);  // takes its veth pair with it
+    ip({"link", "del", tag_ + "h" + std::to_string(i)}, false);
+  }
+  made_ = 0;
+  if (bridge_made_) ip({"link", "del", tag_ + "br"}, false);
+  bridge_made_ = false;
+  std::error_code ec;
+  std::filesystem::remove(scratch_file(), ec);
+}
+
+std::string Netns::agent_address(uint32_t agent) const { return prefix_ + std::to_string(agent + 1); }
+std::string Netns::ns(uint32_t agent) const { return tag_ + "n" + std::to_string(agent); }
+
+std::vector<std::string> Netns::wrap(uint32_t agent, const std::vector<std::string>& argv) const {
+  std::vector<std::string> out = {ip_program(), "netns", "exec", ns(agent)};
+  out.insert(out.end(), argv.begin(), argv.end());
+  return out;
+}
+
+void Netns::block(uint32_t from, uint32_t to) { ip({"-n", ns(from), "route", "add", "blackhole", agent_address(to) + "/32"}); }
+void Netns::unblock(uint32_t from, uint32_t to) {
+  ip({"-n", ns(from), "route", "del", "blackhole", agent_address(to) + "/32"}, false);
+}
+
+void Netns::ip(const std::vector<std::string>& args, bool check) const {
+  std::vector<std::string> argv = {ip_program()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const CommandResult r = run_command(argv, net::current_environment(), "", scratch_file(), std::chrono::seconds(20));
+  if (check && (r.exit_code != 0)) {
+    std::string cmd;
+    for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+    throw errors::invalid_argument("namespaces: `" + cmd + "` failed: " + r.output.substr(0, 400));
+  }
+}
+
+}  // namespace dagsim::scenarios::job

@@ -160,7 +160,8 @@ std::string utc_timestamp() {
 
 }  // namespace
 
-int check_command(const CheckArgs& args) {
+int check_command(const CheckArgs& given) {
+  CheckArgs args = given;
   const int valid = validate_command_quiet(args.file);
   if (valid != kPassed) return valid;
   const std::optional<SeedRange> range = parse_seeds(args.seeds);
@@ -170,13 +171,25 @@ int check_command(const CheckArgs& args) {
     return kBadInput;
   }
   // The limits every seed's run gets: the flags, else the scenario's keys (validated above).
-  const HostLimits limits =
-      effective_limits(scenarios::load_scenario_file(args.file), args.max_wall_time_s, args.max_memory_mib);
-  if (!args.junit.empty()) {
+  const scenarios::Scenario scenario = scenarios::load_scenario_file(args.file);
+  const HostLimits limits = effective_limits(scenario, args.max_wall_time_s, args.max_memory_mib);
+  if (scenario.workload.name() == "job") {
+    // Each seed is the real job (processes, ports, its run folder): one at a time.
+    if (args.jobs > 1) {
+      std::cerr << "dagsim check: " << printable(args.file, kPathMax) << " is a [job] scenario: its seeds run one at a time "
+                << "(each starts real processes and ports), not " << args.jobs << " at once\n";
+    }
+    args.jobs = 1;
+    args.note = "each seed runs the real job: only its fault schedule is seeded; the job's own processes are not "
+                "replayed by the seed";
+  }
+  for (const std::string* out : {&args.junit, &args.html}) {
+    if (out->empty()) continue;
     // Fail before the seeds run, not after: the path is the operator's, and a sweep is long.
-    std::ofstream probe(args.junit, std::ios::binary | std::ios::trunc);
+    std::ofstream probe(*out, std::ios::binary | std::ios::trunc);
     if (!probe) {
-      std::cerr << "dagsim check: --junit " << printable(args.junit) << ": cannot write: " << std::strerror(errno) << "\n";
+      std::cerr << "dagsim check: " << (out == &args.junit ? "--junit " : "--html ") << printable(*out) << ": cannot write: "
+                << std::strerror(errno) << "\n";
       return kBadInput;
     }
   }

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/base/printable.h"
+#include "scenarios/cli/html_report.h"
 #include "scenarios/cli/junit.h"
+#include "scenarios/cli/sweep_summary.h"
 #include "scenarios/cli/report.h"
 
 namespace dagsim::cli {
@@ -37,6 +39,7 @@ JunitReport junit_report(const CheckArgs& args, const std::vector<SeedOutcome>& 
                        {"seeds", args.seeds},
                        {"dagsim_version", build.at("dagsim_version").get<std::string>()},
                        {"git_commit", build.at("git_commit").get<std::string>()}};
+  if (!args.note.empty()) report.properties.push_back({"note", args.note});
   for (const SeedOutcome& o : outcomes) {
     const std::string replay = "replay: " + replay_command(args.file, o.seed);
     JunitSuite suite{args.file + " seed " + std::to_string(o.seed), stem + ".seed_" + std::to_string(o.seed), o.seconds, {}};
@@ -132,14 +135,16 @@ int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outco
   }
   const std::string requested = count == 0 ? std::string("2^64") : std::to_string(count);
   const std::string signal_name = stopped_by != 0 ? std::string("SIG") + sigabbrev_np(stopped_by) : "";
+  nlohmann::json summary{{"file", args.file}, {"seeds", args.seeds}, {"runs", total}, {"passed", total - failed},
+                         {"failed", failing}, {"results", seeds}, {"provenance", provenance()}};
+  if (!args.note.empty()) summary["note"] = args.note;
+  if (stopped_by != 0) {
+    summary["interrupted"] = {{"signal", signal_name}, {"requested", requested}, {"cut_short", interrupted}};
+  }
   if (args.json) {
-    nlohmann::json summary{{"file", args.file}, {"seeds", args.seeds}, {"runs", total}, {"passed", total - failed},
-                           {"failed", failing}, {"results", seeds}, {"provenance", provenance()}};
-    if (stopped_by != 0) {
-      summary["interrupted"] = {{"signal", signal_name}, {"requested", requested}, {"cut_short", interrupted}};
-    }
     std::cout << summary.dump(2) << "\n";
   } else {
+    if (!args.note.empty()) std::cout << "note: " << args.note << "\n";
     std::cout << args.file << ": " << (total - failed) << "/" << total << " seeds passed (" << args.seeds << ")"
               << (crashed > 0 ? ", " + std::to_string(crashed) + " crashed" : "")
               << (limited > 0 ? ", " + std::to_string(limited) + " stopped by a limit" : "") << "\n";
@@ -160,6 +165,16 @@ int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outco
     code = kCheckFailed;
   } else if (limited > 0) {
     code = kResourceLimit;
+  }
+  if (!args.html.empty()) {
+    // The page `dagsim report` draws from this summary.
+    std::ofstream out(args.html, std::ios::binary | std::ios::trunc);
+    out << sweep_report_html(parse_sweep_summary(summary.dump(), args.html));
+    out.close();
+    if (!out) {
+      std::cerr << "dagsim check: --html " << printable(args.html) << ": cannot write: " << std::strerror(errno) << "\n";
+      if (code == kPassed) code = kBadInput;
+    }
   }
   if (!args.junit.empty()) {
     std::ofstream out(args.junit, std::ios::binary | std::ios::trunc);

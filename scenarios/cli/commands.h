@@ -103,6 +103,10 @@ struct CheckArgs {
   double max_wall_time_s = 0;   // passed to each seed's run
   uint64_t max_memory_mib = 0;
   std::string junit;      // --junit FILE: JUnit XML, one test case per seed and check
+  std::string html;       // --html FILE: the sweep's page (as `dagsim report` draws --json's summary)
+  // Said with the summary, on every output (text, JSON, JUnit, HTML): a [job] scenario's is that
+  // the job is real and only its fault schedule is seeded. Set by check_command.
+  std::string note;
   bool progress = true;   // a progress line on stderr (--no-progress: none)
 };
 int check_command(const CheckArgs& args);

@@ -38,6 +38,8 @@ td code { white-space: nowrap; }
 svg text { font: 11px system-ui, sans-serif; fill: #1d2330; }
 svg text.title { font-weight: 600; }
 .round { fill: #9cc3e6; stroke: #3b78b0; stroke-width: 0.5; } .round.odd { fill: #b9e0b0; stroke: #4b8a3c; }
+.agent { fill: #e4e8f0; stroke: #8a93a6; stroke-width: 0.5; } .worker { fill: #3b78b0; opacity: 0.8; }
+.struck { fill: #b3261e; fill-opacity: 0.18; stroke: #b3261e; stroke-width: 0.8; } .note { background: #fff6d6; padding: 6px 10px; }
 .restart { fill: #f2b8b5; } .backward { fill: #6c5ba8; opacity: 0.55; } .call { fill: #d9c27a; }
 .fault { stroke: #b3261e; stroke-width: 1.5; } .fault-label { fill: #b3261e; }
 .partition { fill: #8e6bbf; fill-opacity: 0.14; stroke: #8e6bbf; stroke-width: 1; stroke-dasharray: 4 2; }

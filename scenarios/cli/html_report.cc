@@ -145,11 +145,21 @@ std::string run_report_html(const scenarios::Scenario& scenario, const std::stri
   std::string body = "<h1>" + esc(result.scenario) + ", seed " + std::to_string(result.seed) + "</h1>\n";
   body += "<p id=\"verdict\" class=\"" + std::string(result.passed ? "pass" : "fail") + "\">" +
           (result.passed ? "PASSED" : "FAILED") + "</p>\n";
+  if (result.transport == "job") {
+    // A real job: the seed fixes its fault schedule, never what its processes do.
+    const nlohmann::json job = w.value("job", nlohmann::json::object());
+    body += "<p id=\"job-note\" class=\"note\"><b>Note:</b> " + esc(job.value("note", std::string())) + ".</p>\n";
+    body += "<p>" + esc(file) + ": a " + esc(job.value("launcher", std::string("?"))) + " job, rendezvous backend " +
+            esc(job.value("rdzv_backend", std::string("?"))) + ", in <code>" + esc(job.value("dir", std::string())) + "</code>: " +
+            esc(result.outcome) + " at " + number(result.virtual_time_ms / 1e3) + " s wall time. Rerun (the same fault schedule): <code>" +
+            esc(replay_command(file, result.seed)) + "</code></p>\n";
+  } else {
   body += "<p>" + esc(file) + ", transport " + esc(result.transport) + ": " + esc(result.outcome) + " at " +
           number(result.virtual_time_ms / 1e3) + " s " + (result.transport == "sim" ? "virtual" : "scenario time") + "; " +
           std::to_string(result.messages) + " messages, " + std::to_string(result.messages_dropped) + " dropped, " +
           std::to_string(result.connection_failures) + " connection failures. Replay: <code>" +
           esc(replay_command(file, result.seed, result.transport == "sim" ? "" : " --transport " + result.transport)) + "</code></p>\n";
+  }
   body += "<h2>Timeline</h2>\n" + timeline_svg(scenario, result);
   if (w.contains("losses") && w["losses"].is_array() && !w["losses"].empty()) {
     body += "<h2>Loss</h2>\n" + loss_charts(w["losses"], w.value("local_losses", nlohmann::json::array()));

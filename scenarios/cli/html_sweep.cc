@@ -105,6 +105,7 @@ std::string sweep_report_html(const SweepSummary& summary) {
   std::string body = "<h1>" + esc(file) + ": seeds " + esc(summary.seeds) + "</h1>\n";
   body += "<p id=\"verdict\" class=\"" + std::string(passed == runs ? "pass" : "fail") + "\">" + std::to_string(passed) + " of " +
           std::to_string(runs) + " seeds passed</p>\n";
+  if (!summary.note.empty()) body += "<p id=\"sweep-note\" class=\"note\"><b>Note:</b> " + esc(summary.note) + "</p>\n";
   body += summary_section(summary, digest);
   body += "<h2>Every seed</h2>\n<table id=\"seeds\"><tr><th>seed</th><th>verdict</th><th>seconds</th><th>why</th><th>replay</th></tr>\n";
   for (const SweepSeed& s : summary.results) {

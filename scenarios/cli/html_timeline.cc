@@ -66,8 +66,24 @@ std::vector<PartitionBand> partitions(const nlohmann::json& faults, double end_m
       const double at = h["at_ms"].get<double>();
       if (at > p.begin_ms && at < p.end_ms) p.end_ms = at;
     }
-    if (f.contains("groups") && f["groups"].is_array()) {
-      for (const nlohmann::json& g : f["groups"]) p.groups.push_back(names(g));
+    // A [job]'s partition names its groups in its target: "agent0,agent1|agent2".
+    nlohmann::json groups = f.value("groups", nlohmann::json());
+    if (!groups.is_array() && !f.contains("from") && f.contains("target") && f["target"].is_string()) {
+      groups = nlohmann::json::array({nlohmann::json::array()});
+      std::string name;
+      for (char c : f["target"].get<std::string>() + "|") {
+        if (c == ',' || c == '|') {
+          if (!name.empty()) groups.back().push_back(name);
+          name.clear();
+          if (c == '|') groups.push_back(nlohmann::json::array());
+        } else if (c != ' ') {
+          name += c;
+        }
+      }
+      groups.erase(groups.size() - 1);
+    }
+    if (groups.is_array()) {
+      for (const nlohmann::json& g : groups) p.groups.push_back(names(g));
       size_t largest = 0, tied = 0;
       for (const auto& g : p.groups) largest = std::max(largest, g.size());
       for (const auto& g : p.groups) tied += g.size() == largest ? 1 : 0;
@@ -93,9 +109,22 @@ std::vector<PartitionBand> partitions(const nlohmann::json& faults, double end_m
 }  // namespace
 
 std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::RunResult& result) {
-  const uint32_t nodes = scenario.cluster.nodes;
+  // A [job]'s rows are its agents, each with its incarnations, rounds, workers (a lane per local
+  // rank), restarts and the faults that struck it, and a row for the store when a fault struck it.
+  const bool job = scenario.workload.name() == "job";
+  const bool store_row = job && std::any_of(result.spans.begin(), result.spans.end(), [&](const scenarios::WorkloadSpan& s) {
+    return s.node == scenario.cluster.nodes;
+  });
+  const uint32_t nodes = scenario.cluster.nodes + (store_row ? 1 : 0);
+  auto name_of = [&](uint32_t n) { return n < scenario.cluster.nodes ? scenario.cluster.node_name(n) : std::string("store"); };
+  uint32_t lanes = 1;  // worker lanes per row: the most local ranks any agent ran
+  for (const scenarios::WorkloadSpan& s : result.spans) {
+    if (s.category == "worker" && s.name.find(':') != std::string::npos) {
+      lanes = std::max<uint32_t>(lanes, static_cast<uint32_t>(std::atoi(s.name.c_str() + s.name.find(':') + 1)) + 1);
+    }
+  }
   const double end_ms = std::max(result.virtual_time_ms, 1.0);
-  const double left = 90, width = 1060, row = 22, top = 40;
+  const double left = 90, width = 1060, row = job ? 32 : 22, top = 40;
   auto x = [&](double ms) { return left + width * std::clamp(ms / end_ms, 0.0, 1.0); };
   auto row_of = [&](const std::string& name) -> std::optional<uint32_t> {
     for (uint32_t n = 0; n < nodes; ++n) {
@@ -109,14 +138,17 @@ std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::R
 
   for (uint32_t n = 0; n < nodes; ++n) {
     const double y = top + row * n;
-    body += "<rect class=\"node-row\" data-node=\"" + esc(scenario.cluster.node_name(n)) + "\" x=\"" + number(left, "%.0f") +
+    body += "<rect class=\"node-row\" data-node=\"" + esc(name_of(n)) + "\" x=\"" + number(left, "%.0f") +
             "\" y=\"" + number(y + 2, "%.1f") + "\" width=\"" + number(width, "%.0f") + "\" height=\"" + number(row - 4, "%.0f") +
-            "\"/><text x=\"4\" y=\"" + number(y + row * 0.65, "%.1f") + "\">" + esc(scenario.cluster.node_name(n)) + "</text>\n";
+            "\"/><text x=\"4\" y=\"" + number(y + row * 0.65, "%.1f") + "\">" + esc(name_of(n)) + "</text>\n";
   }
   for (const scenarios::WorkloadSpan& s : result.spans) {
     if (s.node >= nodes || s.category == "step") continue;  // steps are too many to draw; the loss chart has them
     std::string cls = s.category == "round" ? "round" : s.category == "restart" ? "restart"
                       : s.category == "backward"                                ? "backward"
+                      : s.category == "agent"                                   ? "agent"
+                      : s.category == "worker"                                  ? "worker"
+                      : s.category == "fault"                                   ? "struck"
                                                                                 : "call";
     if (cls == "round") {
       // Alternate colours by round number, so consecutive rounds read apart.
@@ -126,9 +158,24 @@ std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::R
     }
     drawn.insert(cls);
     const bool training = cls.starts_with("round") || cls == "backward";
-    const double y = top + row * s.node + (cls == "backward" ? 12 : 4);
-    const double h = cls == "backward" ? 6 : row - 8;
-    const std::string node = scenario.cluster.node_name(s.node);
+    double y = top + row * s.node + (cls == "backward" ? 12 : 4);
+    double h = cls == "backward" ? 6 : row - 8;
+    if (job) {
+      // An agent's life fills its row; rounds above, worker lanes (and restarts) below; a fault
+      // over all of it.
+      const double lane = std::min(6.0, 14.0 / lanes);
+      const double base = top + row * s.node;
+      if (cls == "agent") y = base + 2, h = row - 4;
+      if (cls.starts_with("round")) y = base + 4, h = 8;
+      if (cls == "restart") y = base + 15, h = 14;
+      if (cls == "struck") y = base + 1, h = row - 2;
+      if (cls == "worker") {
+        const size_t colon = s.name.find(':');
+        const uint32_t local = colon == std::string::npos ? 0 : static_cast<uint32_t>(std::atoi(s.name.c_str() + colon + 1));
+        y = base + 15 + lane * local, h = std::max(lane - 1, 1.0);
+      }
+    }
+    const std::string node = name_of(s.node);
     // The span in pieces: what falls inside a partition that cut this node off is drawn as cut off.
     std::vector<std::pair<double, double>> pieces{{static_cast<double>(s.begin_ns) / 1e6, static_cast<double>(s.end_ns) / 1e6}};
     std::string cut_marks;
@@ -194,7 +241,8 @@ std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::R
     if (!f.value("fired", false) || !f.contains("at_ms") || f.value("kind", std::string()) == "partition") continue;
     if (f.value("kind", std::string()) == "heal" && !bands.empty()) continue;  // the bands end there
     const double fx = x(f["at_ms"].get<double>());
-    const std::string what = f.value("kind", std::string("fault")) + (f.contains("node") && f["node"].is_string() ? " " + f["node"].get<std::string>() : "");
+    std::string what = f.value("kind", std::string("fault")) + (f.contains("node") && f["node"].is_string() ? " " + f["node"].get<std::string>() : "");
+    if (!f.contains("node") && f.contains("target") && f["target"].is_string()) what += " " + f["target"].get<std::string>();
     body += "<line class=\"fault\" x1=\"" + number(fx, "%.2f") + "\" x2=\"" + number(fx, "%.2f") + "\" y1=\"" + number(top - 6, "%.0f") +
             "\" y2=\"" + number(top + row * nodes, "%.0f") + "\"><title>" + esc(what) + " at " +
             number(f["at_ms"].get<double>() / 1e3) + " s</title></line><text class=\"fault-label\"" +
@@ -213,10 +261,13 @@ std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::R
   }
   // The legend: what each kind of mark drawn means, in the order a reader meets them.
   const std::vector<html::LegendItem> all = {
+      {"agent", "an agent's life (an incarnation)"},
       {"round", "member of a round"},
       {"round odd", "the next round (colours alternate)"},
       {"restart", "restarting its worker group"},
       {"backward", "backward pass"},
+      {"worker", "a worker process (a lane per local rank)"},
+      {"struck", "struck by a fault, until its end"},
       {"call", "rendezvous call"},
       {"fault", "fault (kill, crash, pause, restart)"},
       {"partition", "partition, start to heal"},

@@ -15,8 +15,13 @@
 // them may go on training while drawn hatched. Deciding it right needs the run's store node and
 // who reached it during the band, which the records do not yet say.
 //
+// A [job] run (workloads/job/job_records.h) draws each agent's row taller: its incarnations (.agent),
+// the rounds it was a participant of, a lane per local rank for its worker processes (.worker),
+// the restarts between its worker groups, and each fault that struck it from start to end
+// (.struck); a row "store" after the agents' carries the store's faults.
+//
 // Promises: ids and classes a test can find: #timeline-chart, .node-row, .round, .restart,
-// .backward, .call (each span with data-node), .fault, .partition (one per partition, data-groups
+// .backward, .call, .agent, .worker, .struck (each span with data-node), .fault, .partition (one per partition, data-groups
 // naming its groups in full), .partition-group and .cut (data-node), #timeline-legend with
 // .legend-item[data-kind] for each kind drawn. Every text from
 // the run is escaped; the same result gives the same bytes.

@@ -4,7 +4,7 @@
 //   dagsim judge DIR [--json] [--full-tensors]
 //   dagsim report PATH [-o OUT.html]
 //   dagsim validate FILE
-//   dagsim check FILE [--seeds A..B] [--jobs N] [--json] [--junit OUT.xml] [--no-progress]
+//   dagsim check FILE [--seeds A..B] [--jobs N] [--json] [--junit OUT.xml] [--html OUT.html] [--no-progress]
 //                [--max-wall-time S] [--max-memory MIB]
 //   dagsim node --scenario FILE --name NODE --peers FILE --records DIR --control HOST:PORT
 //        (one node of a TCP run on its host)
@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--jobs,-j", check.jobs, "Seeds run at once")->capture_default_str()->check(CLI::Range(1u, 1024u));
   check_cmd->add_flag("--json", check.json, "Print one JSON summary instead of text");
   check_cmd->add_option("--junit", check.junit, "Also write JUnit XML to FILE: one test case per seed and check");
+  check_cmd->add_option("--html", check.html, "Also write the sweep's HTML page to FILE (as dagsim report draws --json's summary)");
   check_cmd->add_flag("!--no-progress", check.progress, "No progress line on stderr");
   check_cmd->add_option("--max-wall-time", check.max_wall_time_s,
                         "Stop each seed's run after this many seconds of wall time (reported as LIMIT)")

@@ -65,7 +65,8 @@ namespace {
 // The replay flags a result implies by itself (a run judged from its records): its transport.
 std::string flags_of(const scenarios::RunResult& r, const std::optional<std::string>& given) {
   if (given) return *given;
-  return r.transport == "sim" ? "" : " --transport " + r.transport;
+  // A [job] run (transport "job") is started by `dagsim run` itself: no flag replays it.
+  return r.transport == "sim" || r.transport == "job" ? "" : " --transport " + r.transport;
 }
 
 }  // namespace
@@ -111,6 +112,12 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
                        const std::optional<std::string>& replay_flags) {
   out << "scenario " << printable(r.scenario) << " (" << printable(file, kPathMax) << "), seed " << r.seed << ", transport " << printable(r.transport) << "\n";
   const bool sim = r.transport == "sim";
+  if (r.transport == "job") {
+    // A real job: wall time since its start; its own processes are not the seed's (the story's
+    // first line says so), and it sent no simulated messages.
+    out << std::fixed << std::setprecision(3) << "  " << printable(r.outcome) << " at " << r.virtual_time_ms
+        << " ms since the job's start (wall time)\n";
+  } else {
   // Over TCP the scenario's clock is real time since the run began, and there is no trace.
   out << std::fixed << std::setprecision(3) << "  " << printable(r.outcome) << " at " << r.virtual_time_ms
       << (sim ? " ms virtual" : " ms scenario time");
@@ -124,6 +131,7 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
       << r.connection_failures << " connection failures";
   if (sim) out << "; trace " << scenarios::hash_hex(r.trace_hash) << " (" << r.trace_events << " events)";
   out << "\n";
+  }
   // A workload's story of the run, when it tells one (elastic training: round by round).
   if (r.workload.contains("timeline") && r.workload.at("timeline").is_array()) {
     for (const nlohmann::json& line : r.workload.at("timeline")) {

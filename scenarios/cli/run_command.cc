@@ -18,6 +18,7 @@
 #include "scenarios/cli/report.h"
 #include "scenarios/cli/run_limits.h"
 #include "scenarios/format/scenario_loader.h"
+#include "scenarios/job/job_run.h"
 #include "scenarios/run/runner.h"
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/tcp_launcher.h"
@@ -126,6 +127,19 @@ int run_command(const RunArgs& args) {
     std::cerr << e.detail() << "\n";
     return kBadInput;
   }
+  // A [job] is real processes (scenarios/job/job_run.h): no virtual time, no trace, no replay.
+  const bool job = scenario.workload.name() == "job";
+  if (job) {
+    std::string refused;
+    if (args.transport != "sim") refused = "--transport " + args.transport + ": the job's agents are started on this host by the run itself";
+    else if (!args.trace_path.empty()) refused = "--trace: a job has no simulator trace (its agents' logs are in the run's folder)";
+    else if (args.check_determinism) refused = "--check-determinism: a job's processes are real; only its fault schedule is seeded, and it does not replay";
+    else if (args.max_memory_mib > 0 || scenario.max_memory_mib) refused = "--max-memory (max_memory_mib): it would limit the address space of every agent and worker the job starts";
+    if (!refused.empty()) {
+      std::cerr << "dagsim run: " << printable(args.file, kPathMax) << " is a [job] scenario: " << refused << "\n";
+      return kBadInput;
+    }
+  }
   if (args.gpus == "cuda" && scenario.devices.gpus > 0) {
     if (const std::string why = cuda_unavailable(); !why.empty()) {
       std::cerr << "dagsim run: --gpus cuda: no GPU to run on: " << why << "\n";
@@ -190,7 +204,15 @@ int run_command(const RunArgs& args) {
     options.gpus = args.gpus;
     options.make_cuda_gpu = cuda_gpu_maker();
     scenarios::RunRecords records;
-    if (args.transport == "tcp") {
+    if (job) {
+      scenarios::JobRunOptions run;
+      run.seed = args.seed;
+      run.scenario_file = args.file;
+      run.dagsim_binary = args.self_path;
+      run.run_dir = args.records_dir;
+      run.progress = [](std::string_view line) { std::cerr << "dagsim run: " << printable(line, 2000) << std::endl; };
+      records = scenarios::record_job(scenario, run);
+    } else if (args.transport == "tcp") {
       scenarios::TcpRunOptions tcp;
       tcp.seed = args.seed;
       tcp.scenario_file = args.file;
@@ -246,6 +268,10 @@ int run_command(const RunArgs& args) {
   } catch (const Error& e) {
     // Some limits are found only when the scenario is expanded (the random fault timeline); a
     // records directory that cannot be written is the caller's to fix.
+    if (e.code() == ErrorCode::invalid_argument && job) {
+      std::cerr << "dagsim run: " << printable(args.file, kPathMax) << ": " << e.detail() << "\n";
+      return kBadInput;
+    }
     if (e.code() == ErrorCode::invalid_argument && args.transport == "tcp") {
       std::cerr << "dagsim run --transport tcp: " << e.detail() << "\n";
       return kBadInput;

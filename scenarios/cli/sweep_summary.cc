@@ -82,6 +82,7 @@ SweepSummary parse_sweep_summary(std::string_view text, const std::string& name)
   top.text("seeds", out.seeds);
   top.count("runs", out.runs);
   top.count("passed", out.passed);
+  top.text("note", out.note);
   out.results.reserve(results->size());
   for (size_t i = 0; i < results->size(); ++i) {
     const json& s = (*results)[i];

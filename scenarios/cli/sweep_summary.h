@@ -46,6 +46,9 @@ struct SweepSummary {
   std::string seeds = "?";
   uint64_t runs = 0;
   uint64_t passed = 0;
+  // What the reader must know about every seed ("the job is real: only its fault schedule is
+  // seeded"); empty when the summary has none.
+  std::string note;
   std::vector<SweepSeed> results;
 };
 

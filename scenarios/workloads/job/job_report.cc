@@ -99,7 +99,7 @@ json job_results(const Scenario& scenario, const JobRecords& job) {
     json members = json::array();
     for (size_t i = 0; i < r.participants.size(); ++i) {
       const Incarnation* inc = participant(job, r.participants[i], r.at_ms);
-      members.push_back({{"node", inc != nullptr ? inc->name + " (" + r.participants[i] + ")" : r.participants[i]}, {"rank", i}});
+      members.push_back({{"node", inc != nullptr && inc->name != r.participants[i] ? inc->name + " (" + r.participants[i] + ")" : r.participants[i]}, {"rank", i}});
     }
     rendezvous.push_back({{"round", r.round}, {"completed_ms", r.at_ms}, {"members", std::move(members)}, {"removed", json::array()}});
   }

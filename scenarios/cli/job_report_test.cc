@@ -1,0 +1,231 @@
+// `dagsim report`, `dagsim judge` and `dagsim run` on a [job] scenario, with no job run: a job
+// run's records directory is written as data (write_records_dir, job_spec.h's layout), then
+// judged and drawn by the binary. The page is loaded in headless chromium (as report_html_test's
+// main-job page is) and asserted on: an agent row per agent and one for the store, each agent's
+// incarnations, its workers in lanes, the rounds, the restart between worker groups, the faults
+// as marks and as spans on the rows they struck, the seed note; and a screenshot. Skips the
+// browser part when chromium is missing (scripts/deps.sh test installs it).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <string>
+
+#include "scenarios/cli/cli_test_util.h"
+#include "scenarios/run/records.h"
+
+namespace dagsim::cli {
+namespace {
+
+using nlohmann::json;
+using testing::dagsim;
+using testing::Output;
+using testing::shell;
+using testing::slurp;
+using testing::temp_dir;
+namespace fs = std::filesystem;
+
+constexpr const char* kScenario = R"(name = "job_report"
+description = "two agents x two workers; agent1 crashes and comes back; the store pauses"
+
+[job]
+command = ["train.py"]
+agents = 2
+nnodes = "1:2"
+nproc_per_node = 2
+launcher = "dagsim"
+rdzv_backend = "c10d"
+timeout_ms = 60000
+
+[[faults]]
+kind = "crash"
+node = "agent1"
+at_ms = 3000
+restart_after_ms = 1000
+
+[[faults]]
+kind = "store_pause"
+at_ms = 6000
+resume_after_ms = 500
+
+[[checks]]
+kind = "job_succeeded"
+
+[[checks]]
+kind = "no_orphans"
+
+[[checks]]
+kind = "reformed_within"
+ms = 5000
+
+[[checks]]
+kind = "restarts"
+max = 2
+)";
+
+json worker(uint32_t local_rank, uint32_t rank, int64_t pid, double start, double end, json exit = {{"code", 0}}) {
+  return {{"local_rank", local_rank}, {"rank", rank}, {"pid", pid}, {"started_ms", start}, {"ended_ms", end}, {"exit", exit}};
+}
+
+json agent(int64_t pid, double start, double end, json exit, json workers, uint64_t restarts = 0) {
+  return {{"pid", pid},
+          {"started_ms", start},
+          {"ended_ms", end},
+          {"exit", exit},
+          {"stopped_by_run", false},
+          {"argv", {"dagsim", "launch", "train.py"}},
+          {"log", "agents/agent.log"},
+          {"workers", workers},
+          {"restarts", restarts}};
+}
+
+// A job run as its runner would record it: agent1 crashes at 3 s and starts again at 4 s; agent0's
+// workers fail at the crash and its group restarts; rounds at 1 s, 5 s and 6.8 s (after the store's
+// pause at 6 s).
+scenarios::RunRecords job_records(const fs::path& job_dir) {
+  scenarios::RunRecords r;
+  r.scenario_file = "job_report.toml";
+  r.seed = 7;
+  r.transport = "job";
+  r.outcome = "finished";
+  r.end = runtime::TimePoint(std::chrono::milliseconds(10000));
+  r.workload_end = r.end;
+  r.node_names = {"agent0", "agent1"};
+  r.final_states = {runtime::NodeState::up, runtime::NodeState::up};
+  r.nodes.push_back({0, 0, agent(100, 0, 9000, {{"code", 0}},
+                                 {worker(0, 0, 101, 1000, 3100, {{"code", 1}}), worker(1, 1, 102, 1000, 3100, {{"code", 1}}),
+                                  worker(0, 0, 103, 5100, 9000), worker(1, 1, 104, 5100, 9000)},
+                                 1)});
+  r.nodes.push_back({1, 0, agent(200, 0, 3000, {{"signal", "SIGKILL"}},
+                                 {worker(0, 2, 201, 1000, 3000, {{"signal", "SIGKILL"}}),
+                                  worker(1, 3, 202, 1000, 3000, {{"signal", "SIGKILL"}})})});
+  r.nodes.push_back({1, 1, agent(300, 4000, 9000, {{"code", 0}}, {worker(0, 2, 301, 5100, 9000), worker(1, 3, 302, 5100, 9000)})});
+  r.fault_timeline = json::array(
+      {{{"kind", "crash"}, {"target", "agent1"}, {"line", 14}, {"at_ms", 3000.0}, {"until_ms", 4000.0}, {"fired", true},
+        {"trigger", "at_ms = 3000"}, {"detail", "SIGKILL to pid 200"}},
+       {{"kind", "store_pause"}, {"target", "store"}, {"line", 20}, {"at_ms", 6000.0}, {"until_ms", 6500.0}, {"fired", true},
+        {"trigger", "at_ms = 6000"}, {"detail", "SIGSTOP to the store"}}});
+  r.job = {{"dir", job_dir.string()},
+           {"launcher", "dagsim"},
+           {"rdzv_backend", "c10d"},
+           {"seed", 7},
+           {"rounds",
+            {{{"round", 0}, {"at_ms", 1000.0}, {"participants", {"agent0", "agent1"}}},
+             {{"round", 1}, {"at_ms", 5000.0}, {"participants", {"host_100_0", "host_300_0"}}},
+             {{"round", 2}, {"at_ms", 6800.0}, {"participants", {"agent0", "agent1"}}}}},
+           {"store",
+            {{"record", "store.jsonl"}, {"format", "pytorch"}, {"report", json::object()}, {"violations", json::array()}, {"error", ""}}},
+           {"orphans", json::array()},
+           {"commands", json::array()},
+           {"reference", nullptr}};
+  return r;
+}
+
+fs::path write_job_records(const std::string& name) {
+  const fs::path dir = temp_dir() / name;
+  scenarios::write_records_dir(dir.string(), job_records(dir), kScenario);
+  return dir;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::string chromium() {
+  for (const char* candidate : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
+    if (fs::exists(candidate)) return candidate;
+  }
+  return "";
+}
+
+TEST(JobCli, JudgeReJudgesAJobRunFromItsRecords) {
+  const fs::path dir = write_job_records("judged");
+  const Output judged = dagsim("judge " + dir.string());
+  EXPECT_EQ(judged.exit_code, 0) << judged.out << judged.err;
+  EXPECT_NE(judged.out.find("PASS job_succeeded"), std::string::npos) << judged.out;
+  EXPECT_NE(judged.out.find("PASS reformed_within"), std::string::npos) << judged.out;
+  EXPECT_NE(judged.out.find("the fault schedule is seeded"), std::string::npos) << judged.out;
+  EXPECT_EQ(judged.out.find("--transport job"), std::string::npos) << judged.out;
+  const Output json_report = dagsim("judge --json " + dir.string());
+  ASSERT_EQ(json_report.exit_code, 0) << json_report.err;
+  const json report = json::parse(json_report.out);
+  EXPECT_EQ(report["job"]["agents"].size(), 3u);
+  EXPECT_EQ(report["replay"], "dagsim run job_report.toml --seed 7");
+
+  // A record made wrong for one check fails it, from the records alone.
+  scenarios::RunRecords bad = job_records(dir);
+  bad.job["orphans"] = {{{"pid", 4242}, {"cmdline", "python3 train.py"}}};
+  const fs::path bad_dir = temp_dir() / "orphaned";
+  scenarios::write_records_dir(bad_dir.string(), bad, kScenario);
+  const Output failed = dagsim("judge " + bad_dir.string());
+  EXPECT_EQ(failed.exit_code, 1) << failed.out << failed.err;
+  EXPECT_NE(failed.out.find("FAIL no_orphans"), std::string::npos) << failed.out;
+  EXPECT_NE(failed.out.find("pid 4242: python3 train.py"), std::string::npos) << failed.out;
+  // And a malformed job record is refused, naming the key.
+  bad = job_records(dir);
+  bad.job["rounds"][0].erase("at_ms");
+  const fs::path malformed = temp_dir() / "malformed";
+  scenarios::write_records_dir(malformed.string(), bad, kScenario);
+  const Output refused = dagsim("judge " + malformed.string());
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.err.find("job.rounds[0].at_ms"), std::string::npos) << refused.err;
+}
+
+TEST(JobCli, RunRefusesWhatAJobCannotDo) {
+  const fs::path file = temp_dir() / "refused.toml";
+  std::ofstream(file) << kScenario;
+  for (const std::string& flags : std::vector<std::string>{"--transport tcp", "--trace " + (temp_dir() / "t.json").string(), "--check-determinism"}) {
+    const Output out = dagsim("run " + file.string() + " " + flags);
+    EXPECT_EQ(out.exit_code, 2) << flags << ": " << out.err;
+    EXPECT_NE(out.err.find("is a [job] scenario"), std::string::npos) << flags << ": " << out.err;
+  }
+}
+
+TEST(JobCli, ReportDrawsAgentsWorkersRoundsFaultsAndRestartsInABrowser) {
+  const fs::path dir = write_job_records("drawn");
+  const fs::path html = temp_dir() / "job.html";
+  const Output made = dagsim("report " + dir.string() + " -o " + html.string());
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string page = slurp(html);
+  // What the page holds, before any browser: a row per agent and the store's.
+  EXPECT_EQ(count(page, "class=\"node-row\""), 3u);
+  EXPECT_NE(page.find("data-node=\"store\""), std::string::npos);
+  EXPECT_EQ(count(page, "<rect class=\"agent\""), 3u);   // agent0, agent1 and its second incarnation
+  EXPECT_EQ(count(page, "<rect class=\"worker\""), 8u);  // every worker process
+  EXPECT_EQ(count(page, "<rect class=\"restart\""), 1u);  // agent0's worker group restarted
+  EXPECT_GE(count(page, "<rect class=\"round"), 6u);
+  EXPECT_EQ(count(page, "<rect class=\"struck\""), 2u);  // agent1's crash, the store's pause
+  EXPECT_EQ(count(page, "<line class=\"fault\""), 2u);
+  EXPECT_NE(page.find("agent1:0 pid 201"), std::string::npos);
+  EXPECT_NE(page.find("id=\"job-note\""), std::string::npos);
+  EXPECT_NE(page.find("the fault schedule is seeded"), std::string::npos);
+  EXPECT_NE(page.find("<table id=\"rounds\">"), std::string::npos);
+
+  if (chromium().empty()) GTEST_SKIP() << "chromium missing (scripts/deps.sh test installs it)";
+  const std::string flags = " --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run"
+                            " --user-data-dir=" + (temp_dir() / "chromium-profile").string() + " --enable-logging=stderr --v=0";
+  const fs::path dom_file = temp_dir() / "job.dom.html";
+  const fs::path console = temp_dir() / "job.console.txt";
+  shell("timeout 120 " + chromium() + flags + " --dump-dom file://" + html.string() + " > " + dom_file.string() + " 2> " +
+        console.string());
+  const std::string dom = slurp(dom_file);
+  ASSERT_NE(dom.find("<svg id=\"timeline-chart\""), std::string::npos) << slurp(console);
+  EXPECT_NE(dom.find("id=\"verdict\" class=\"pass\">PASSED"), std::string::npos);
+  EXPECT_EQ(count(dom, "<rect class=\"agent\""), 3u);
+  EXPECT_EQ(count(dom, "<rect class=\"worker\""), 8u);
+  EXPECT_EQ(count(dom, "<rect class=\"struck\""), 2u);
+  EXPECT_EQ(count(dom, "<tr class=\"check pass\">"), 6u);  // run_completed, no_fiber_failures and the four
+  // The legend names what was drawn.
+  for (const char* kind : {"agent", "worker", "round", "restart", "struck", "fault"}) {
+    EXPECT_NE(dom.find("data-kind=\"" + std::string(kind) + "\""), std::string::npos) << kind;
+  }
+  EXPECT_EQ(slurp(console).find("Uncaught"), std::string::npos) << slurp(console);
+  const fs::path png = temp_dir() / "job.png";
+  shell("timeout 120 " + chromium() + flags + " --window-size=1240,1300 --screenshot=" + png.string() + " file://" + html.string());
+  EXPECT_GT(fs::exists(png) ? fs::file_size(png) : 0, 10'000u) << "no screenshot";
+}
+
+}  // namespace
+}  // namespace dagsim::cli

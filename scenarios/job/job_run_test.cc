@@ -137,8 +137,12 @@ TEST(JobRun, WorkerKilledOnItsOutputAndTheGroupRestarts) {
 
 TEST(JobRun, CrashAndRestartIsANewIncarnation) {
   TempDir t;
-  JobSpec spec = base_spec(script(t.path, "worker.sh", kSteps));
+  // Long enough that agent0's monitor sees the new incarnation waiting and re-forms with it (a
+  // worker group that ended first would wait at the exit barrier for the dead incarnation's).
+  JobSpec spec = base_spec(script(t.path, "worker.sh",
+                                  "i=0\nwhile [ $i -lt 60 ]; do i=$((i+1)); echo \"step $i \"; sleep 0.1; done\n"));
   spec.min_nodes = 1;
+  spec.max_nodes = 3;  // room to spare: the new incarnation waits (a full round makes it a spare)
   JobFault crash;
   crash.kind = JobFault::Kind::crash;
   crash.target = {JobTarget::Kind::agent, 1, 0};

@@ -208,6 +208,23 @@ const toml::key* first_workload_key(const Table& top, const WorkloadType& worklo
   return first;
 }
 
+// The workload whose key comes first in the file, or null when none has one (read_workload then
+// says so, and refuses a second).
+const WorkloadType* first_workload(const Table& top) {
+  const WorkloadType* first = nullptr;
+  int first_line = 0;
+  for (const WorkloadType* workload : workload_types()) {
+    const toml::key* key = first_workload_key(top, *workload);
+    if (key == nullptr) continue;
+    const int line = static_cast<int>(key->source().begin.line);
+    if (first == nullptr || line < first_line) {
+      first = workload;
+      first_line = line;
+    }
+  }
+  return first;
+}
+
 // Every workload's name, for messages: "a [heartbeat] table, program + backward, or [model] + [train]".
 std::string workloads_listed() {
   std::string out;
@@ -273,6 +290,26 @@ std::string workloads_checking(std::string_view kind) {
   return out;
 }
 
+// A check's own value as JSON (CheckSpec::params): integers stay integers, tables become objects.
+// The file's nesting is already bounded (check_nesting_depth), so the recursion is too.
+nlohmann::json toml_to_json(const TomlReader& reader, const toml::node& n, const std::string& path) {
+  if (const auto* v = n.as_string()) return v->get();
+  if (const auto* v = n.as_integer()) return v->get();
+  if (const auto* v = n.as_floating_point()) return v->get();
+  if (const auto* v = n.as_boolean()) return v->get();
+  if (const auto* a = n.as_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < a->size(); ++i) out.push_back(toml_to_json(reader, *a->get(i), path + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+  if (const auto* t = n.as_table()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (auto&& [key, value] : *t) out[std::string(key.str())] = toml_to_json(reader, value, path + "." + std::string(key.str()));
+    return out;
+  }
+  reader.fail(n, path, "a date or time is no value a check takes");
+}
+
 CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadType& workload, const Scenario& scenario) {
   // Every workload's kinds (each once, in registry order), so a kind of another workload reads
   // as "checks the X workload" rather than as unknown.
@@ -283,7 +320,17 @@ CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadTyp
     }
   }
 
-  reader.check_keys(t, kCheckKeys, "keys in [[checks]]");
+  // The common keys and every kind's own (CheckKind::extra_keys), so a misspelt `ms` gets a
+  // suggestion; one of another kind is refused below, once the kind is known.
+  std::vector<std::string_view> keys(kCheckKeys, kCheckKeys + std::size(kCheckKeys));
+  for (const WorkloadType* type : workload_types()) {
+    for (const CheckKind& kind : type->checks) {
+      for (std::string_view key : kind.extra_keys) {
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      }
+    }
+  }
+  reader.check_keys(t, keys, "keys in [[checks]]");
   CheckSpec check;
   check.line = t.line();
   const toml::node& kind_node = reader.required(t, "kind");
@@ -316,12 +363,22 @@ CheckSpec read_check(const TomlReader& reader, const Table& t, const WorkloadTyp
       reader.fail(*t.get(key), t.key_path(key), "does not apply to " + variant);
     }
   }
-  if (kind.takes_message) {
+  if (kind.takes_message && (!kind.message_optional || t.get("message") != nullptr)) {
     const toml::node& message = reader.required(t, "message", " for " + variant);
     check.message = reader.string(message, t.key_path("message"));
     if (check.message.empty()) reader.fail(message, t.key_path("message"), "must not be empty");
   } else if (const toml::node* message = t.get("message")) {
     reader.fail(*message, t.key_path("message"), "does not apply to " + variant);
+  }
+  // The kind's own keys, kept as the file gave them; their types and ranges are the workload's to
+  // check (WorkloadType::finish), which knows what they mean.
+  for (std::string_view key : keys) {
+    const toml::node* value = t.get(key);
+    if (value == nullptr || std::find(std::begin(kCheckKeys), std::end(kCheckKeys), key) != std::end(kCheckKeys)) continue;
+    if (std::find(kind.extra_keys.begin(), kind.extra_keys.end(), key) == kind.extra_keys.end()) {
+      reader.fail(*value, t.key_path(key), "does not apply to " + variant);
+    }
+    check.params[std::string(key)] = toml_to_json(reader, *value, t.key_path(key));
   }
   return check;
 }
@@ -384,18 +441,38 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
       reader.opt_duration(top, "max_virtual_time_ms", detail::kPositiveMs).value_or(scenario.max_virtual_time);
   read_host_limits(reader, top, scenario);
 
+  // A workload that runs with no simulated cluster (a [job]) refuses those sections by name, before
+  // anything reads them.
+  const WorkloadType* first = first_workload(top);
+  if (first != nullptr) {
+    for (const RefusedKey& refused : first->refused) {
+      for (auto&& [key, value] : top.table) {
+        if (key.str() != refused.key) continue;
+        reader.fail(static_cast<int>(key.source().begin.line), key.str(),
+                    "does not apply to a " + std::string(first->shown) + " scenario: " + std::string(refused.why));
+      }
+    }
+  }
+  const bool reads_faults = first != nullptr && first->reads_faults;
+
   if (const toml::node* cluster = top.get("cluster")) scenario.cluster = read_cluster(reader, *cluster);
   reader.set_cluster(scenario.cluster);
   if (const toml::node* network = top.get("network")) scenario.network = read_network(reader, *network);
   if (const toml::node* devices = top.get("devices")) scenario.devices = detail::read_devices(reader, *devices);
   reader.set_gpus(scenario.devices.gpus);
-  if (const toml::node* faults = top.get("faults")) {
-    scenario.faults = detail::read_faults(reader, *faults, scenario.max_virtual_time);
-  }
-  if (const toml::node* random = top.get("random_faults")) {
-    scenario.random_faults = detail::read_random_faults(reader, *random, scenario.max_virtual_time);
+  const toml::node* random = top.get("random_faults");
+  if (!reads_faults) {
+    if (const toml::node* faults = top.get("faults")) {
+      scenario.faults = detail::read_faults(reader, *faults, scenario.max_virtual_time);
+    }
+    if (random != nullptr) scenario.random_faults = detail::read_random_faults(reader, *random, scenario.max_virtual_time);
   }
   const WorkloadType& workload = read_workload(reader, top, scenario);
+  if (reads_faults) {
+    // The workload set its cluster and its end (max_virtual_time): [random_faults] names its nodes.
+    reader.set_cluster(scenario.cluster);
+    if (random != nullptr) scenario.random_faults = detail::read_random_faults(reader, *random, scenario.max_virtual_time);
+  }
   check_triggers(reader, workload, scenario);
   if (const toml::node* checks = top.get("checks")) {
     const std::vector<const toml::table*> tables = reader.tables(*checks, "checks");
@@ -403,6 +480,7 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
       scenario.checks.push_back(read_check(reader, Table{*tables[i], "checks[" + std::to_string(i) + "]"}, workload, scenario));
     }
   }
+  if (workload.finish != nullptr) workload.finish(reader, top, scenario);
   scenario.warnings = reader.warnings();
   return scenario;
 }

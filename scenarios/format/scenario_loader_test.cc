@@ -312,7 +312,7 @@ nmae = "y"
 )"),
             "bad.toml:3: nmae: unknown key (did you mean name?); allowed top-level keys: name, description, schedule, "
             "max_virtual_time_ms, max_wall_time_ms, max_memory_mib, cluster, network, devices, faults, random_faults, checks, heartbeat, tensors, parameters, "
-            "program, backward, optimizer, message_faults, model, train, rendezvous, elastic");
+            "program, backward, optimizer, message_faults, model, train, rendezvous, elastic, job");
 }
 
 TEST(ScenarioLoader, UnknownNestedKeyListsAllowedKeys) {
@@ -618,7 +618,7 @@ TEST(ScenarioLoader, CheckKeysFollowTheKind) {
             "bad.toml:4: checks[0].kind: unknown value \"gradients_match\"; allowed: detects_failures, "
             "no_false_suspicion, partition_detected_after_start, declared_dead, never_declared_dead, "
             "gradients_match_local, params_match_local, no_leaked_contexts, expect_error, invariants, formed, no_step_twice, "
-            "all_steps_committed, restarts");
+            "all_steps_committed, restarts, rendezvous_invariants, job_succeeded, no_orphans, reformed_within, command");
 }
 
 TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
@@ -626,7 +626,7 @@ TEST(ScenarioLoader, MissingWorkloadSaysWhatToAdd) {
 [cluster]
 nodes = 3
 )"),
-            "bad.toml:1: no workload: add a [heartbeat] table, program + backward, [model] + [train], a [rendezvous] table, or an [elastic] table");
+            "bad.toml:1: no workload: add a [heartbeat] table, program + backward, [model] + [train], a [rendezvous] table, an [elastic] table, or a [job] table");
 }
 
 TEST(ScenarioLoader, LoadsAFileAndNamesAnUnreadablePath) {

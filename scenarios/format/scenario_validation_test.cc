@@ -127,13 +127,13 @@ TEST(ScenarioValidation, UnknownKeysSuggestTheKeyMeant) {
   }
   // A key of another table says which; one close to nothing suggests nothing.
   EXPECT_EQ(problem(error_of(head + "max_restarts = 1\n")),
-            "bad.toml:6: rendezvous.max_restarts: unknown key (max_restarts is a key of [elastic])");
+            "bad.toml:6: rendezvous.max_restarts: unknown key (max_restarts is a key of [elastic] or [job])");
   EXPECT_EQ(problem(error_of(head + "nproc_per_node = 2\n")),
             "bad.toml:6: rendezvous.nproc_per_node: unknown key (torchrun's nproc_per_node has no scenario key: an elastic "
             "scenario's agent runs one worker, of its rank in the round (dagsim launch --nproc_per_node runs several))");
   EXPECT_EQ(problem(error_of(head + "zzz_quux = 2\n")), "bad.toml:6: rendezvous.zzz_quux: unknown key");
   EXPECT_EQ(problem(error_of("name = \"x\"\n[cluster]\nnnodes = 4\n[heartbeat]\n")),
-            "bad.toml:3: cluster.nnodes: unknown key (did you mean nodes? nnodes is a key of [rendezvous] or elastic.rendezvous)");
+            "bad.toml:3: cluster.nnodes: unknown key (did you mean nodes? nnodes is a key of [job], [rendezvous] or elastic.rendezvous)");
   // Variant tables too: a fault's keys depend on its kind.
   EXPECT_EQ(problem(error_of("name = \"x\"\n[heartbeat]\n[[faults]]\nkind = \"kill\"\nnode = \"worker1\"\nat_ms = 1\nrestart_at = 5\n")),
             "bad.toml:7: faults[0].restart_at: unknown key (did you mean restart_at_ms?)");

@@ -4,6 +4,7 @@
 #include "core/base/assert.h"
 #include "scenarios/workloads/elastic/elastic_workload.h"
 #include "scenarios/workloads/heartbeat/heartbeat_workload.h"
+#include "scenarios/workloads/job/job_workload.h"
 #include "scenarios/workloads/program/program_workload.h"
 #include "scenarios/workloads/rendezvous/rendezvous_workload.h"
 
@@ -16,6 +17,7 @@ const WorkloadType* const kWorkloadTypes[] = {
     &kModelWorkload,
     &kRendezvousWorkload,
     &kElasticWorkload,
+    &kJobWorkload,
 };
 }  // namespace
 

@@ -31,6 +31,15 @@ struct CheckKind {
   // Further keys the check takes, read into CheckSpec::params as the file gave them (the check's
   // judge or the workload's reader checks their types and ranges).
   std::span<const std::string_view> extra_keys = {};
+  // `message` may be left out (when takes_message): the workload's own validation (WorkloadType::
+  // finish) says when it is needed (a job's job_succeeded needs one only with expect_failure).
+  bool message_optional = false;
+};
+
+// A top-level key a workload cannot run with, and why (a [job] is real processes: no [cluster]).
+struct RefusedKey {
+  std::string_view key;
+  std::string_view why;
 };
 
 // Adapts a const method of a workload's Judge to CheckKind::judge.
@@ -71,6 +80,16 @@ struct WorkloadType {
   // run never ends with a fault that "never fired" for a reason the file alone showed. Null: every
   // trigger on one of `events` may fire.
   std::string (*impossible_trigger)(const Scenario& scenario, const FaultTrigger& trigger) = nullptr;
+  // The workload reads the top-level [[faults]] itself, in its own vocabulary (a job's faults
+  // strike processes and a store, not simulated nodes): the loader leaves them to `read`, leaves
+  // scenario.faults empty, and reads [random_faults] after `read`, against the cluster `read` set
+  // (node names then resolve against the workload's own, "agent0" ..).
+  bool reads_faults = false;
+  // Top-level keys the workload cannot run with; the loader refuses each by name with its reason.
+  std::span<const RefusedKey> refused = {};
+  // Called once [[checks]] (and [random_faults]) are read: validates what spans sections, such as
+  // a check's own keys (CheckSpec::params) against the workload's spec. Fails through `reader`.
+  void (*finish)(const detail::TomlReader& reader, const detail::Table& top, Scenario& scenario) = nullptr;
 
   const CheckKind* find_check(std::string_view kind) const;
 };

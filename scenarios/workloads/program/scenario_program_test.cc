@@ -458,7 +458,8 @@ TEST(ScenarioProgram, CheckKindsBelongToTheirWorkload) {
   EXPECT_EQ(error_of("name = \"x\"\n[heartbeat]\n[[checks]]\nkind = \"heartbeat\"\nmessage = \"x\"\n"),
             "bad.toml:4: checks[0].kind: unknown value \"heartbeat\"; allowed: detects_failures, no_false_suspicion, "
             "partition_detected_after_start, declared_dead, never_declared_dead, gradients_match_local, "
-            "params_match_local, no_leaked_contexts, expect_error, invariants, formed, no_step_twice, all_steps_committed, restarts");
+            "params_match_local, no_leaked_contexts, expect_error, invariants, formed, no_step_twice, all_steps_committed, restarts, "
+            "rendezvous_invariants, job_succeeded, no_orphans, reformed_within, command");
 }
 
 TEST(ScenarioProgram, FaultsAndNetworkApplyToPrograms) {

@@ -200,10 +200,31 @@ RunRecords JobRunner::gather() {
     store["format"] = j.format;
     store["report"] = j.report;
     store["violations"] = j.report.value("violations", nlohmann::json::array());
+    // The judge's times count from the store's start; the records' from the run's.
+    double store_offset_ms = 0;
+    {
+      std::ifstream in(store_records_.front());
+      std::string first;
+      if (std::getline(in, first)) {
+        const nlohmann::json start = nlohmann::json::parse(first, nullptr, false);
+        if (start.is_object() && start.contains("t") && start["t"].is_number_integer()) {
+          store_offset_ms = static_cast<double>(start["t"].get<int64_t>() - start_unix_ns_) / 1e6;
+        }
+      }
+    }
     for (const nlohmann::json& round : j.report.value("rounds", nlohmann::json::array())) {
-      rounds.push_back({{"round", round.value("round", nlohmann::json())},
-                        {"at_ms", round.value("completed_ms", nlohmann::json())},
-                        {"participants", round.value("participants", nlohmann::json::array())}});
+      nlohmann::json participants = nlohmann::json::array();
+      for (const nlohmann::json& m : round.value("members", nlohmann::json::array())) {
+        std::string name = m.value("node", std::string());
+        const uint64_t pid = m.value("pid", uint64_t{0});
+        for (const auto& inc : incarnations_) {
+          if (static_cast<uint64_t>(inc->pid) == pid) name = "agent" + std::to_string(inc->agent);
+        }
+        participants.push_back(name);
+      }
+      nlohmann::json at = nullptr;
+      if (round.contains("completed_ms") && round["completed_ms"].is_number()) at = round["completed_ms"].get<double>() + store_offset_ms;
+      rounds.push_back({{"round", round.value("round", nlohmann::json())}, {"at_ms", at}, {"participants", participants}});
     }
   } catch (const Error& e) {
     store["error"] = e.what();

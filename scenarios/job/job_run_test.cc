@@ -129,7 +129,8 @@ TEST(JobRun, WorkerKilledOnItsOutputAndTheGroupRestarts) {
   }
   EXPECT_GE(record_of(r, 1, 0)->data["restarts"].get<uint32_t>(), 1u);
   EXPECT_EQ(r.job["store"]["error"], "") << r.job["store"].dump();
-  EXPECT_GE(r.job["rounds"].size(), 2u);
+  ASSERT_GE(r.job["rounds"].size(), 2u);
+  EXPECT_EQ(r.job["rounds"][0]["participants"], nlohmann::json({"agent0", "agent1"})) << r.job["rounds"];
   EXPECT_TRUE(r.job["orphans"].empty());
   EXPECT_TRUE(fs::exists(t.path + "/run/records/run.json"));
   EXPECT_TRUE(fs::exists(t.path + "/run/store/job.json"));
@@ -160,6 +161,43 @@ TEST(JobRun, CrashAndRestartIsANewIncarnation) {
   EXPECT_EQ(first->data["exit"], nlohmann::json({{"signal", "SIGKILL"}}));
   EXPECT_EQ(second->data["exit"], nlohmann::json({{"code", 0}})) << second->data.dump();
   EXPECT_GT(second->data["started_ms"].get<double>(), first->data["ended_ms"].get<double>());
+  EXPECT_TRUE(r.job["orphans"].empty());
+}
+
+TEST(JobRun, LateJoinerOnARoundAndAStorePause) {
+  TempDir t;
+  JobSpec spec = base_spec(script(t.path, "worker.sh",
+                                  "i=0\nwhile [ $i -lt 40 ]; do i=$((i+1)); echo \"step $i \"; sleep 0.1; done\n"));
+  spec.max_nodes = 3;
+  JobSpec::LateJoin late;
+  late.agent = 2;
+  late.when.kind = JobTrigger::Kind::round;
+  late.when.round = 0;
+  late.when.after = milliseconds(300);
+  spec.late_joins.push_back(late);
+  JobFault pause;
+  pause.kind = JobFault::Kind::store_pause;
+  pause.target.kind = JobTarget::Kind::store;
+  pause.when.kind = JobTrigger::Kind::output;
+  pause.when.pattern = "step 2 ";
+  pause.duration = milliseconds(500);
+  spec.faults.push_back(pause);
+  const RunRecords r = run(scenario_of(spec), t.path);
+  std::fprintf(stderr, "%s\n%s\n", r.fault_timeline.dump(1).c_str(), r.job["rounds"].dump().c_str());
+  EXPECT_EQ(r.outcome, "finished");
+  ASSERT_EQ(r.node_names.size(), 3u);
+  const NodeRecord* joiner = record_of(r, 2, 0);
+  ASSERT_NE(joiner, nullptr);
+  EXPECT_EQ(joiner->data["exit"], nlohmann::json({{"code", 0}})) << joiner->data.dump();
+  EXPECT_EQ(r.fault_timeline[0]["target"], "store");
+  EXPECT_TRUE(r.fault_timeline[0]["fired"].get<bool>());
+  EXPECT_EQ(r.job["store"]["error"], "") << r.job["store"].dump();
+  EXPECT_GE(r.job["rounds"].size(), 2u);
+  std::ifstream in(t.path + "/run/store/job.json");
+  const nlohmann::json job = nlohmann::json::parse(in);
+  ASSERT_EQ(job["faults"].size(), 2u);
+  EXPECT_EQ(job["faults"][0]["kind"], "store_pause");
+  EXPECT_EQ(job["faults"][1]["kind"], "store_resume");
   EXPECT_TRUE(r.job["orphans"].empty());
 }
 

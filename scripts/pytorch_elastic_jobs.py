@@ -92,7 +92,7 @@ def run_one(dagsim, path, name, system, out):
                     exit_codes=codes)
     checks = {}
     try:
-        checks = {c["kind"]: c["passed"] for c in json.loads(p.stdout).get("checks", [])}
+        checks = {c["name"]: c["passed"] for c in json.loads(p.stdout).get("checks", [])}
     except (ValueError, KeyError, TypeError, AttributeError):
         pass
     return dict(base, passed=not report["violations"], violations=report["violations"], rounds=len(report.get("rounds", [])),

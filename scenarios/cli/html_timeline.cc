@@ -2,6 +2,7 @@
 #include "scenarios/cli/html_timeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -237,18 +238,22 @@ std::string timeline_svg(const scenarios::Scenario& scenario, const scenarios::R
     }
     drawn.insert("partition");
   }
+  // Fault labels on two lines: one within a label's width of the last on its line takes the other.
+  double last_label[2] = {-1e9, -1e9};
   for (const nlohmann::json& f : result.faults) {
     if (!f.value("fired", false) || !f.contains("at_ms") || f.value("kind", std::string()) == "partition") continue;
     if (f.value("kind", std::string()) == "heal" && !bands.empty()) continue;  // the bands end there
     const double fx = x(f["at_ms"].get<double>());
     std::string what = f.value("kind", std::string("fault")) + (f.contains("node") && f["node"].is_string() ? " " + f["node"].get<std::string>() : "");
     if (!f.contains("node") && f.contains("target") && f["target"].is_string()) what += " " + f["target"].get<std::string>();
+    const int label_line = std::abs(fx - last_label[0]) < 130 && std::abs(fx - last_label[1]) >= 130 ? 1 : 0;
+    last_label[label_line] = fx;
     body += "<line class=\"fault\" x1=\"" + number(fx, "%.2f") + "\" x2=\"" + number(fx, "%.2f") + "\" y1=\"" + number(top - 6, "%.0f") +
             "\" y2=\"" + number(top + row * nodes, "%.0f") + "\"><title>" + esc(what) + " at " +
             number(f["at_ms"].get<double>() / 1e3) + " s</title></line><text class=\"fault-label\"" +
             // Near the right edge the label ends at its mark, so it stays on the page.
             (fx > left + width - 100 ? " text-anchor=\"end\" x=\"" + number(fx - 3, "%.1f") : " x=\"" + number(fx + 3, "%.1f")) +
-            "\" y=\"" + number(top - 8, "%.0f") + "\">" + esc(what) + "</text>\n";
+            "\" y=\"" + number(label_line == 0 ? top - 8 : top - 20, "%.0f") + "\">" + esc(what) + "</text>\n";
     drawn.insert("fault");
   }
   const double axis_y = top + row * nodes + 6;

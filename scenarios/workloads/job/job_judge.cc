@@ -304,7 +304,8 @@ constexpr std::string_view kCommandKeys[] = {"run", "reference_run"};
 constexpr CheckKind kChecks[] = {
     {"rendezvous_invariants", false, false, false, &judge_by<JobJudge, &JobJudge::rendezvous_invariants>, nullptr,
      kInvariantKeys},
-    {"job_succeeded", false, false, true, &judge_by<JobJudge, &JobJudge::job_succeeded>, nullptr, kSucceededKeys},
+    // `message` only with expect_failure = true (the reader's finish_job says so).
+    {"job_succeeded", false, false, true, &judge_by<JobJudge, &JobJudge::job_succeeded>, nullptr, kSucceededKeys, true},
     {"no_orphans", false, false, false, &judge_by<JobJudge, &JobJudge::no_orphans>},
     {"reformed_within", false, false, false, &judge_by<JobJudge, &JobJudge::reformed_within>, nullptr, kReformedKeys},
     {"restarts", false, false, false, &judge_by<JobJudge, &JobJudge::restarts>, nullptr, kRestartsKeys},

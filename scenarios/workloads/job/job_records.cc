@@ -180,6 +180,23 @@ JobRecords read_job_records(const Scenario& scenario, const RunRecords& records)
     out.violations.push_back(std::move(v));
   }
   out.store_error = text(store, "error", "job.store");
+  // A round recorded without its participants: the store's report names them ("members", each
+  // {"node", "pid", "rank"}), as "NODE_PID" in rank order, the form PyTorch's descriptors take.
+  if (out.store_report.is_object() && out.store_report.contains("rounds") && out.store_report["rounds"].is_array()) {
+    const json& reported = out.store_report["rounds"];
+    for (size_t i = 0; i < out.rounds.size() && i < reported.size(); ++i) {
+      Round& r = out.rounds[i];
+      const json& from = reported[i];
+      if (!r.participants.empty() || !from.is_object() || from.value("round", json()) != json(r.round)) continue;
+      const json members = from.value("members", json::array());
+      if (!members.is_array()) continue;
+      for (const json& m : members) {
+        if (!m.is_object() || !m.contains("pid") || !m["pid"].is_number_integer()) continue;
+        const std::string node = m.contains("node") && m["node"].is_string() ? m["node"].get<std::string>() : "?";
+        r.participants.push_back(node + "_" + std::to_string(m["pid"].get<int64_t>()));
+      }
+    }
+  }
   const json& orphans = array(job, "orphans", "job");
   for (size_t i = 0; i < orphans.size(); ++i) {
     const std::string w = item("job.orphans", i);

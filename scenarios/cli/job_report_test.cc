@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cstdlib>
 #include <regex>
 #include <string>
 
@@ -225,6 +226,69 @@ TEST(JobCli, ReportDrawsAgentsWorkersRoundsFaultsAndRestartsInABrowser) {
   const fs::path png = temp_dir() / "job.png";
   shell("timeout 120 " + chromium() + flags + " --window-size=1240,1300 --screenshot=" + png.string() + " file://" + html.string());
   EXPECT_GT(fs::exists(png) ? fs::file_size(png) : 0, 10'000u) << "no screenshot";
+}
+
+// A real job, tiny (two agents, a worker each, a script that prints and exits): `dagsim check`
+// runs its seeds one at a time whatever --jobs says, and writes JUnit and the sweep page, each
+// saying that the job is real; one seed's records draw its page.
+TEST(JobCli, CheckSweepsARealJobOneSeedAtATimeToJunitAndHtml) {
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the job's workers";
+  const fs::path dir = temp_dir() / "real_job";
+  fs::create_directories(dir);
+  std::ofstream(dir / "train.py") << "import os, time\nfor i in range(3):\n    print('step', i, os.environ.get('RANK'), flush=True)\n"
+                                     "    time.sleep(0.1)\n";
+  std::ofstream(dir / "job.toml") << R"(name = "tiny_job"
+
+[job]
+command = ["train.py"]
+python = "/usr/bin/python3"
+agents = 2
+nnodes = "2:2"
+nproc_per_node = 1
+timeout_ms = 60000
+
+[[checks]]
+kind = "job_succeeded"
+
+[[checks]]
+kind = "no_orphans"
+
+[[checks]]
+kind = "restarts"
+max = 0
+)";
+  // Each seed's run folder (agents' logs, the store's record) goes under $TMPDIR: here, the scratch dir.
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string saved = tmpdir != nullptr ? tmpdir : "";
+  setenv("TMPDIR", dir.c_str(), 1);
+  struct Restore {
+    std::string value;
+    ~Restore() { value.empty() ? unsetenv("TMPDIR") : setenv("TMPDIR", value.c_str(), 1); }
+  } restore{saved};
+  const fs::path junit = dir / "junit.xml", html = dir / "sweep.html";
+  const Output checked = dagsim("check " + (dir / "job.toml").string() + " --seeds 1..3 --jobs 4 --no-progress --junit " +
+                                junit.string() + " --html " + html.string());
+  ASSERT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_NE(checked.err.find("its seeds run one at a time"), std::string::npos) << checked.err;
+  EXPECT_NE(checked.out.find("3/3 seeds passed"), std::string::npos) << checked.out;
+  EXPECT_NE(checked.out.find("only its fault schedule is seeded"), std::string::npos) << checked.out;
+  const std::string xml = slurp(junit);
+  EXPECT_EQ(count(xml, "<testsuite "), 3u) << xml;
+  EXPECT_NE(xml.find("name=\"note\""), std::string::npos) << xml;
+  const std::string page = slurp(html);
+  EXPECT_NE(page.find("id=\"sweep-note\""), std::string::npos);
+  EXPECT_NE(page.find("3 of 3 seeds passed"), std::string::npos);
+
+  const fs::path records = dir / "records";
+  const Output run = dagsim("run " + (dir / "job.toml").string() + " --seed 5 --records " + records.string());
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("the fault schedule is seeded"), std::string::npos) << run.out;
+  const Output drawn = dagsim("report " + records.string() + " -o " + (dir / "run.html").string());
+  ASSERT_EQ(drawn.exit_code, 0) << drawn.err;
+  const std::string run_page = slurp(dir / "run.html");
+  EXPECT_EQ(count(run_page, "<rect class=\"agent\""), 2u);
+  EXPECT_EQ(count(run_page, "<rect class=\"worker\""), 2u);
+  EXPECT_GE(count(run_page, "<rect class=\"round"), 2u);
 }
 
 }  // namespace

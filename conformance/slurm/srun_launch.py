@@ -37,6 +37,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SKIP = 77
@@ -268,12 +269,29 @@ def run_job(cluster, host, dagsim):
                dagsim, "launch", "--nproc_per_node", "1", "--no_python", "--monitor_interval", "0.5", worker]
     log("running " + " ".join(command))
     srun = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # Who holds the store's port while the job runs, each change once: when both agents fail to
+    # serve it (seen once, issue 50's note), this says which process had it.
+    holders, watching = [], threading.Event()
+
+    def watch_port():
+        last = None
+        while not watching.wait(0.2):
+            seen = subprocess.run(["ss", "-Htanp", f"( sport = :{STORE_PORT} )"], capture_output=True, text=True).stdout
+            if seen != last:
+                holders.append(f"[{time.monotonic() - T0:6.1f}s]\n{seen or '(nothing)'}")
+                last = seen
+
+    watcher = threading.Thread(target=watch_port, daemon=True)
+    if shutil.which("ss"):
+        watcher.start()
     try:
         output, _ = srun.communicate(timeout=300)
     except subprocess.TimeoutExpired:
         srun.kill()
         output, _ = srun.communicate()
-        raise Failed(f"srun did not end within 300 s:\n{output}")
+        raise Failed(f"srun did not end within 300 s:\n{output}\nport {STORE_PORT}'s holders:\n" + "".join(holders))
+    finally:
+        watching.set()
     log(f"srun exited with {srun.returncode}")
     agents = []
     for task in (0, 1):
@@ -282,7 +300,7 @@ def run_job(cluster, host, dagsim):
     for task, text in enumerate(agents):
         print(f"--- agent {task}'s log ---\n{text}", end="", flush=True)
     if srun.returncode != 0:
-        raise Failed(f"srun exited with {srun.returncode}:\n{output}")
+        raise Failed(f"srun exited with {srun.returncode}:\n{output}\nport {STORE_PORT}'s holders:\n" + "".join(holders))
 
     workers = {}
     for name in sorted(os.listdir(out)):

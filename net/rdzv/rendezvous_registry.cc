@@ -1,6 +1,9 @@
 // The rendezvous registry and its default backends (rendezvous_registry.h).
 #include "net/rdzv/rendezvous_registry.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -57,13 +60,44 @@ void probe(store::Store& store, const std::string& run_id, const char* name) {
   }
 }
 
+// Whether something accepts connections on 127.0.0.1:`port` now. A loopback connect is answered at
+// once, accepted or refused, so this never waits on the network.
+bool loopback_listener(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool accepted = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return accepted;
+}
+
 std::unique_ptr<tcpstore::TcpStoreServer> serve(const RendezvousContext& context, uint16_t port) {
   tcp::acceptor acceptor(context.host->io());
   const tcp::endpoint endpoint(tcp::v4(), port);
-  acceptor.open(endpoint.protocol());
-  acceptor.set_option(tcp::acceptor::reuse_address(true));
-  acceptor.bind(endpoint);
-  acceptor.listen(asio::socket_base::max_listen_connections);
+  // Two agents on one host that both try to host c10d's fixed port can both lose: with
+  // SO_REUSEADDR both binds succeed, and Linux marks a socket listening before it checks the port
+  // for another listener (inet_csk_listen_start), so two listens on two cores can each see the
+  // other and both fail with EADDRINUSE, leaving no store at all (slurm_srun_launch, issue 50's
+  // note). When the port is refused and nothing answers on it, that race is the likely cause:
+  // try again after a pause that differs per process, so one of them wins and the other finds it.
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    boost::system::error_code failed;
+    acceptor.open(endpoint.protocol());
+    acceptor.set_option(tcp::acceptor::reuse_address(true));
+    acceptor.bind(endpoint, failed);
+    if (!failed) acceptor.listen(asio::socket_base::max_listen_connections, failed);
+    if (!failed) break;
+    acceptor.close();
+    if (failed != asio::error::address_in_use || attempt == kAttempts || port == 0 || loopback_listener(port)) {
+      throw boost::system::system_error(failed);
+    }
+    const auto pause = std::chrono::milliseconds(10 + (::getpid() * 7919 + attempt * 104729) % 90);
+    context.host->clock().sleep(pause);
+  }
   tcpstore::TcpStoreServerOptions options;
   if (context.log) options.log = [log = context.log](const std::string& line) { log("store: " + line); };
   return std::make_unique<tcpstore::TcpStoreServer>(context.host->io(), context.host->spawner(), std::move(acceptor),

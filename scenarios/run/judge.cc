@@ -18,7 +18,12 @@ CheckResult run_completed(const Scenario& scenario, const RunRecords& r) {
   CheckResult completed{"run_completed", true, "the workload ran to its end"};
   if (r.outcome == "finished") return completed;
   completed.passed = false;
-  if (r.outcome == "time_limit") {
+  if (r.outcome == "time_limit" && !r.job.is_null()) {
+    // A job's processes are real: its limit is [job] timeout_ms, and nothing has fibers to list.
+    completed.detail = "[job] timeout_ms (" + std::to_string(scenario.max_virtual_time.count() / 1000000) +
+                       " ms) reached before every agent exited; the run stopped those still running" +
+                       (r.stuck_report.empty() ? std::string() : ":\n" + r.stuck_report);
+  } else if (r.outcome == "time_limit") {
     completed.detail = "max_virtual_time (" + std::to_string(scenario.max_virtual_time.count() / 1000000) +
                        " ms) reached before the workload ended; blocked fibers:\n" + r.stuck_report;
   } else if (r.outcome == "deadlock") {

@@ -98,13 +98,17 @@ std::vector<std::string> JobRunner::agent_argv(uint32_t agent, uint32_t incarnat
     argv = {options_.dagsim_binary, "launch"};
   }
   const std::string backend = spec_.rdzv_backend == JobRdzvBackend::etcd ? "etcd-v2" : spec_.rdzv_backend == JobRdzvBackend::dagsim ? "dagsim" : "c10d";
+  // Both streams teed ("3"), except under torchrun 1.13 on Python >= 3.11, whose Std("3") is not
+  // `in Std` (an IntFlag combination) and crashes the agent: stdout only there ("1"); the workers'
+  // stderr is then in the agent's log_dir, not its output.
+  const std::string streams = spec_.launcher == JobLauncher::torchrun ? "1" : "3";
   std::string conf;
   for (const auto& [k, v] : spec_.rdzv_conf) conf += (conf.empty() ? "" : ",") + k + "=" + v;
   const std::string name = "agent" + std::to_string(agent) + "." + std::to_string(incarnation);
   argv.insert(argv.end(), {"--nnodes", nnodes, "--nproc_per_node", std::to_string(spec_.nproc_per_node), "--rdzv_backend", backend,
                            "--rdzv_endpoint", host + ":" + std::to_string(store_port_), "--rdzv_id", "job", "--max_restarts",
                            std::to_string(spec_.max_restarts), "--monitor_interval", seconds_text(spec_.monitor_interval),
-                           "--redirects", "3", "--tee", "3", "--log_dir", dir_ + "/agents/" + name});
+                           "--redirects", streams, "--tee", streams, "--log_dir", dir_ + "/agents/" + name});
   if (!conf.empty()) argv.insert(argv.end(), {"--rdzv_conf", conf});
   if (spec_.launcher == JobLauncher::dagsim) {
     argv.insert(argv.end(), {"--events", dir_ + "/agents/" + name + ".events.jsonl"});
@@ -215,9 +219,21 @@ uint32_t JobRunner::restarts_of(const Incarnation& inc) const {
     }
     return restarts;
   }
+  // torchrun's INFO lines ("N/M attempts left; will restart worker group") are not shown by
+  // default; its log_dir's attempt_K folders are: K = max_restarts - remaining restarts.
   std::ifstream in(dir_ + "/" + inc.log);
   for (std::string line; std::getline(in, line);) {
     if (line.find("attempts left; will restart worker group") != std::string::npos) ++restarts;
+  }
+  std::error_code ec;
+  const std::string log_dir = dir_ + "/agents/agent" + std::to_string(inc.agent) + "." + std::to_string(inc.incarnation);
+  for (fs::recursive_directory_iterator it(log_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (it.depth() > 2 || !name.starts_with("attempt_") || !it->is_directory(ec)) continue;
+    try {
+      restarts = std::max(restarts, static_cast<uint32_t>(std::stoul(name.substr(8))));
+    } catch (const std::exception&) {
+    }
   }
   return restarts;
 }

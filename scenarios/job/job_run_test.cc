@@ -201,6 +201,34 @@ TEST(JobRun, LateJoinerOnARoundAndAStorePause) {
   EXPECT_TRUE(r.job["orphans"].empty());
 }
 
+TEST(JobRun, TorchrunAgentsWithAWorkerKill) {
+  if (::access("/usr/bin/python3", X_OK) != 0 || std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "needs /usr/bin/python3 with torch";
+  }
+  TempDir t;
+  JobSpec spec = base_spec(script(t.path, "worker.sh", kSteps));
+  spec.launcher = JobLauncher::torchrun;
+  JobFault kill;
+  kill.kind = JobFault::Kind::kill;
+  kill.target = {JobTarget::Kind::worker, 0, 0};
+  kill.when.kind = JobTrigger::Kind::output;
+  kill.when.pattern = "^step 4 ";
+  kill.when.from = JobTarget{JobTarget::Kind::worker, 0, 0};
+  spec.faults.push_back(kill);
+  const RunRecords r = run(scenario_of(spec), t.path);
+  std::fprintf(stderr, "%s\n%s\n", r.fault_timeline.dump(1).c_str(), r.job["rounds"].dump().c_str());
+  EXPECT_EQ(r.outcome, "finished");
+  EXPECT_TRUE(r.fault_timeline[0]["fired"].get<bool>());
+  for (uint32_t a = 0; a < 2; ++a) {
+    const NodeRecord* n = record_of(r, a, 0);
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->data["exit"], nlohmann::json({{"code", 0}})) << n->data.dump();
+  }
+  EXPECT_GE(record_of(r, 0, 0)->data["restarts"].get<uint32_t>(), 1u) << record_of(r, 0, 0)->data.dump();
+  EXPECT_EQ(r.job["store"]["format"], "pytorch") << r.job["store"].dump();
+  EXPECT_TRUE(r.job["orphans"].empty());
+}
+
 TEST(JobRun, TimeLimitStopsTheAgentsAndCommandChecksRun) {
   TempDir t;
   JobSpec spec = base_spec(script(t.path, "worker.sh", "echo started; sleep 1000\n"));

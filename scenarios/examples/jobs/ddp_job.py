@@ -82,7 +82,34 @@ def logged_steps(path):
         return [int(line.split()[0]) for line in f if line.strip()]
 
 
+def gloo_interface():
+    """Gloo binds to the address this host's name resolves to; where that is loopback but the
+    master is elsewhere (each agent in its own network namespace, as a partition needs), name the
+    interface that routes to the master, as a multi-host job sets GLOO_SOCKET_IFNAME."""
+    master = os.environ.get("MASTER_ADDR", "")
+    if "GLOO_SOCKET_IFNAME" in os.environ or not master or master.startswith("127.") or master == "localhost":
+        return
+    import socket
+    import subprocess
+    try:
+        if not socket.gethostbyname(socket.gethostname()).startswith("127."):
+            return
+        # The master's own interface, if it is here; else the one its route leaves by.
+        for line in subprocess.run(["ip", "-o", "-4", "addr", "show", "scope", "global"], capture_output=True,
+                                   text=True, timeout=5).stdout.splitlines():
+            f = line.split()
+            if len(f) > 3 and f[3].split("/")[0] == master:
+                os.environ["GLOO_SOCKET_IFNAME"] = f[1]
+                return
+        route = subprocess.run(["ip", "-o", "route", "get", master], capture_output=True, text=True, timeout=5).stdout.split()
+        if "dev" in route and route[route.index("dev") + 1] != "lo":
+            os.environ["GLOO_SOCKET_IFNAME"] = route[route.index("dev") + 1]
+    except (OSError, subprocess.SubprocessError):
+        pass
+
+
 def train(out, steps, step_seconds, timeout_s, resume=resume_step):
+    gloo_interface()
     # A peer that dies or stops mid-allreduce fails this rank within timeout_s (gloo's default is
     # 30 minutes), so the agent sees the failure and restarts the group.
     dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=timeout_s))

@@ -246,8 +246,14 @@ nlohmann::json run_command_checks(const Scenario& scenario, const std::string& d
   for (size_t i = 0; i < scenario.checks.size(); ++i) {
     const CheckSpec& c = scenario.checks[i];
     if (c.kind != "command") continue;
-    const std::string run = c.params.value("run", std::string());
-    std::vector<std::string> argv = {"/bin/sh", "-c", run};
+    // `run` is an argv (the loader's form: run = ["prog", "arg"]); a string is a shell command.
+    const nlohmann::json run = c.params.contains("run") ? c.params.at("run") : nlohmann::json(std::string());
+    std::vector<std::string> argv;
+    if (run.is_array()) {
+      for (const nlohmann::json& a : run) argv.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+    } else {
+      argv = {"/bin/sh", "-c", run.is_string() ? run.get<std::string>() : run.dump()};
+    }
     std::vector<std::string> env = net::current_environment();
     env.push_back("JOB_DIR=" + dir);
     if (c.params.value("reference_run", false) && !reference.is_null()) env.push_back("REFERENCE_DIR=" + reference.value("dir", std::string()));

@@ -1,6 +1,7 @@
 // Striking a job's faults on real processes, the store and the network, and undoing them
 // (job_runner.h). Each fault's record: at_ms/until_ms, fired, detail (what was done, with pids).
 #include <csignal>
+#include <map>
 #include <sys/types.h>
 
 #include "core/base/error.h"
@@ -143,12 +144,23 @@ void JobRunner::strike(FaultState& f) {
       inc->process.wait();
       return finish("SIGKILL to agent pid " + std::to_string(inc->pid) + "'s process group and everything below it");
     }
-    case JobFault::Kind::pause:
+    case JobFault::Kind::pause: {
+      // A paused node stops whole: the agent first (so it cannot see its workers stop), then every
+      // process below it, each in whatever group it moved to (dagsim launch's workers have groups
+      // of their own, below guards).
       inc->process.signal(SIGSTOP);
       note_fault("pause", inc->pid);
-      f.paused = {inc->pid};
+      f.paused = {};
+      std::map<pid_t, pid_t> parents;
+      const std::vector<MarkedProcess> marked = marked_processes(token_);
+      for (const MarkedProcess& m : marked) parents[m.pid] = m.ppid;
+      for (const MarkedProcess& m : marked) {
+        if (m.pid != inc->pid && descends_from(m.pid, inc->pid, parents) && ::kill(m.pid, SIGSTOP) == 0) f.paused.push_back(m.pid);
+      }
       f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
-      return finish("SIGSTOP to agent pid " + std::to_string(inc->pid) + "'s process group");
+      return finish("SIGSTOP to agent pid " + std::to_string(inc->pid) + "'s process group and " +
+                    std::to_string(f.paused.size()) + " process(es) below it");
+    }
     case JobFault::Kind::leave:
       inc->process.signal(SIGTERM);
       f.done = true;
@@ -191,6 +203,8 @@ void JobRunner::undo(FaultState& f) {
       if (spec.target.kind == JobTarget::Kind::worker) {
         for (pid_t p : f.paused) ::kill(p, SIGCONT);
       } else {
+        // Those below first, so the agent wakes to workers that run.
+        for (pid_t p : f.paused) ::kill(p, SIGCONT);
         Incarnation* inc = current(spec.target.agent);
         if (inc != nullptr && inc->running() && inc->pid == f.pid) inc->process.signal(SIGCONT);
         note_fault("resume", f.pid);

@@ -60,11 +60,14 @@ JobRunner::JobRunner(const Scenario& scenario, const JobRunOptions& options, std
   agent_done_.assign(n, false);
   restart_due_.assign(n, std::nullopt);
   if (!reference_) {
-    for (const JobFault& f : spec_.faults) {
-      FaultState s;
-      s.spec = &f;
-      s.trigger = trigger_of(f.when);
-      faults_.push_back(std::move(s));
+    drawn_ = drawn_faults(scenario_, options_.seed);
+    for (const std::vector<JobFault>* list : {&spec_.faults, static_cast<const std::vector<JobFault>*>(&drawn_)}) {
+      for (const JobFault& f : *list) {
+        FaultState s;
+        s.spec = &f;
+        s.trigger = trigger_of(f.when);
+        faults_.push_back(std::move(s));
+      }
     }
   }
   for (const JobSpec::LateJoin& l : spec_.late_joins) late_.push_back({l.agent, trigger_of(l.when), false});

@@ -86,6 +86,9 @@ struct LateJoinState {
   bool started = false;
 };
 
+// [random_faults]'s draw for `seed`, as faults on agents (job_drawn_faults.cc).
+std::vector<JobFault> drawn_faults(const Scenario& scenario, uint64_t seed);
+
 // The `command` checks of the scenario, run after the job (job.commands).
 nlohmann::json run_command_checks(const Scenario& scenario, const std::string& dir, const nlohmann::json& reference);
 
@@ -152,6 +155,7 @@ class JobRunner {
   std::vector<uint32_t> next_incarnation_;  // by agent
   std::vector<bool> agent_done_;            // by agent: it will not start again
   std::vector<std::optional<double>> restart_due_;  // by agent: a crash's restart
+  std::vector<JobFault> drawn_;  // [random_faults]'s, for this seed (faults_ points into it)
   std::vector<FaultState> faults_;
   std::vector<LateJoinState> late_;
   double last_scan_ms_ = -1e9;

@@ -240,6 +240,12 @@ void StoreRecorder::end(const Pending& p, const store::KeyValueTable& table) {
     }
   }
   write(line);
+  // A write reaches the file in the step that applied it, so a store killed afterwards leaves a
+  // record that holds it (`dagsim store --restore` replays it).
+  if (q.type == QueryType::set || q.type == QueryType::compare_set || q.type == QueryType::add ||
+      q.type == QueryType::delete_key) {
+    out_.flush();
+  }
 }
 
 nlohmann::json StoreRecorder::value_now(const std::string& key, const store::KeyValueTable& table, size_t whole_max) {
@@ -255,6 +261,10 @@ nlohmann::json StoreRecorder::value_now(const std::string& key, const store::Key
     seen = version;
   }
   return {{"bytes", value->size()}, {"sha256", digest}};
+}
+
+void StoreRecorder::fault(uint64_t conn, std::string_view kind, QueryType type) {
+  write(nlohmann::json{{"op", "fault"}, {"t", wall_ns()}, {"conn", conn}, {"fault", std::string(kind)}, {"query", op_name(type)}});
 }
 
 void StoreRecorder::stop() {

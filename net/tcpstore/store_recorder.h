@@ -15,11 +15,17 @@
 //   {"op":"add","t":T,"conn":C,"key":K,"delta":N,"value":HEX}
 //   {"op":"delete_key","t":T,"conn":C,"key":K,"deleted":B}
 //   {"op":"check"|"wait"|"watch_key"|"get_num_keys","t":T,"conn":C,"keys":[K...]}
+//   {"op":"fault","t":T,"conn":C,"fault":"delay"|"drop"|"reset","query":OP}
+//                                                               the store's fault layer hit query
+//                                                               OP (store_faults.h): no "key", so
+//                                                               readers of keys skip it
 //   {"op":"stop","t":T}                                         the store stopped (a clean end)
 //   {"op":"cut","t":T,"max_bytes":N}                            the record reached its cap: the last line
 // `written` says whether the compare_set changed the key; `value` is the key after the query, what
 // the client was answered for get, compare_set and add. The store answers each query at once, in
-// the order of these lines, so the order is the store's serialisation order.
+// the order of these lines, so the order is the store's serialisation order. Each write's line
+// (set, compare_set, add, delete_key) is flushed in the same step of the store's thread that
+// applies and answers it, so a store killed later leaves every write in the record.
 //
 // Bounded (issue 49): a client's query of a few bytes can ask for a value of 256 MiB, so the
 // record would grow by a million times what clients send (a GET of a large value, again and
@@ -117,6 +123,8 @@ class StoreRecorder {
   };
   Pending begin(uint64_t conn, const Query& q, const store::KeyValueTable& table) const;
   void end(const Pending& p, const store::KeyValueTable& table);
+  // The fault layer (store_faults.h) hit a query of `conn`: delay, drop or reset.
+  void fault(uint64_t conn, std::string_view kind, QueryType type);
 
   void stop();  // writes the stop line (unless the record was cut) and flushes
   const std::string& path() const { return path_; }

@@ -169,6 +169,24 @@ void TcpStoreServer::State::serve(uint64_t id, const std::shared_ptr<FiberStream
       stream->consume(d.consumed);
       ++stats.queries;
       if (const auto c = connections.find(id); c != connections.end()) c->second.active = ++tick;
+      if (options.faults) {
+        if (const FaultDecision hit = options.faults->decide(q.type)) {
+          // A copy: the rules may be replaced while this query is delayed.
+          const StoreFaultRule rule = *hit.rule;
+          const char* kind = fault_kind_name(rule.kind);
+          log("tcpstore: fault " + std::string(kind) + (rule.name.empty() ? "" : " (" + rule.name + ")") + " on " +
+              query_name(q.type) + " from " + stream->peer() +
+              (rule.kind == StoreFaultRule::Kind::delay ? " for " + std::to_string(rule.delay.count()) + " ms" : ""));
+          if (options.recorder) options.recorder->fault(id, kind, q.type);
+          if (rule.kind == StoreFaultRule::Kind::drop) continue;  // read, never applied nor answered
+          if (rule.kind == StoreFaultRule::Kind::reset) {
+            stream->close(std::string("the store's fault layer reset the connection at a ") + query_name(q.type));
+            return;
+          }
+          pause(rule.delay);
+          if (stream->closed()) return;
+        }
+      }
       if (options.recorder) {
         const StoreRecorder::Pending pending = options.recorder->begin(id, q, *table);
         const bool served = handle(id, *stream, q);

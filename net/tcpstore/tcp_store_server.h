@@ -26,6 +26,9 @@
 //    connects; a flood from one address displaces its own connections before any other
 //    address's (until it holds no more than they do); and within an address, a connection is
 //    closed only after every one of that address that went longer without a query.
+//  - With options.faults, the store's fault layer (store_faults.h) may delay a query, drop it (read,
+//    never applied nor answered) or reset its connection, each with one log line (and a fault line
+//    in the record).
 //  - There are no server-side timeouts, as in PyTorch: a client times out on its own. (PyTorch's
 //    1.13 server has no bounds either: it queues without limit and refuses nothing past its
 //    file-descriptor limit. We differ where that lets one client exhaust or lock out the others.)
@@ -44,6 +47,7 @@
 
 #include "core/runtime/spawner.h"
 #include "core/store/key_value_table.h"
+#include "net/tcpstore/store_faults.h"
 #include "net/tcpstore/store_recorder.h"
 #include "net/tcpstore/tcp_store_protocol.h"
 
@@ -62,6 +66,8 @@ struct TcpStoreServerOptions {
   std::function<void(const std::string&)> log;
   // When set, every connection and query is recorded (store_recorder.h; `dagsim store --record`).
   std::shared_ptr<StoreRecorder> recorder;
+  // When set, asked for every query before it is applied: delay, drop or reset it (store_faults.h).
+  std::shared_ptr<StoreFaults> faults;
 };
 
 struct TcpStoreServerStats {

@@ -118,6 +118,9 @@ struct StoreArgs {
   std::string record;              // --record FILE: every client operation, a JSON line each
   uint64_t record_max_bytes = uint64_t{1} << 30;  // --record-max-bytes: the record's cap
   size_t record_value_bytes = 1024;               // --record-value-bytes: longer values summarised
+  std::string faults;                // --faults FILE: the fault layer's rules (net/tcpstore/store_faults.h), re-read on SIGUSR1
+  uint64_t seed = 0;                 // --seed: the fault layer's draws
+  std::vector<std::string> restore;  // --restore FILE...: earlier records replayed before it listens
 };
 // Serves the built-in store over PyTorch 1.13's TCPStore protocol until SIGTERM or SIGINT.
 int store_command(const StoreArgs& args);

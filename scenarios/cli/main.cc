@@ -233,6 +233,13 @@ int main(int argc, char** argv) {
                         "Values longer than this are recorded as their length and SHA-256, except the rendezvous "
                         "states clients write (at most 16 MiB)")
       ->capture_default_str();
+  store_cmd->add_option("--faults", store.faults,
+                        "The fault layer's rules, a JSON file re-read on SIGUSR1 (delay, drop or reset queries; "
+                        "docs/cli.md); absent: no faults");
+  store_cmd->add_option("--seed", store.seed, "Seed of the fault layer's draws")->capture_default_str();
+  store_cmd->add_option("--restore", store.restore,
+                        "Records of earlier stores (--record), replayed in order into the table before it listens")
+      ->expected(1, -1);
 
   dagsim::cli::CredentialsArgs credentials;
   CLI::App* credentials_cmd = app.add_subcommand(

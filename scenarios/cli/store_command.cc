@@ -4,8 +4,13 @@
 // bound port goes to standard output alone on the first line (with --port 0 the OS picks it), for
 // scripts to read; everything else goes to standard error. --record FILE writes every client
 // operation as a JSON line (net/tcpstore/store_recorder.h), for `dagsim judge`, bounded by
-// --record-max-bytes and --record-value-bytes. Exit 0 after a signal, 2 when it cannot listen
-// (naming the address and why), --max-connections is past the file-descriptor limit, or the
+// --record-max-bytes and --record-value-bytes. --restore FILE... replays earlier stores' records
+// into the table before it listens (net/tcpstore/store_restore.h: a store restarted keeping its
+// data). --faults FILE names the fault layer's rules (net/tcpstore/store_faults.h), read at the
+// start and again on each SIGUSR1 (an absent file: no faults; a bad one is logged and the rules in
+// force stay), its draws seeded by --seed. Exit 0 after a signal, 2 when it cannot listen
+// (naming the address and why), a record to restore is unreadable or cannot be replayed exactly
+// (naming FILE:LINE), --max-connections is past the file-descriptor limit, or the
 // record cannot be written or its limits are out of range.
 #include <boost/asio/ip/tcp.hpp>
 
@@ -20,7 +25,9 @@
 
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "net/tcpstore/store_faults.h"
 #include "net/tcpstore/store_host.h"
+#include "net/tcpstore/store_restore.h"
 #include "net/tcpstore/tcp_store_server.h"
 #include "scenarios/cli/commands.h"
 
@@ -29,6 +36,7 @@ namespace dagsim::cli {
 namespace {
 
 volatile std::sig_atomic_t stop_requested = 0;
+volatile std::sig_atomic_t reload_requested = 0;
 
 // Descriptors the store keeps for itself beyond its connections: standard streams, the listening
 // socket, the I/O loop's epoll and eventfd, and room to spare.
@@ -63,12 +71,35 @@ std::optional<size_t> connection_limit(size_t asked, std::string& error) {
 }
 
 extern "C" void request_stop(int) { stop_requested = 1; }
+extern "C" void request_reload(int) { reload_requested = 1; }
+
+// (Re)reads the fault layer's rules; a bad file is logged and the rules in force stay.
+void load_faults(const std::string& path, net::tcpstore::StoreFaults& faults) {
+  try {
+    faults.set(net::tcpstore::read_store_faults(path));
+    std::cerr << "dagsim store: fault layer: " << faults.rules().size() << " rule(s) from " << printable(path) << "\n";
+  } catch (const Error& e) {
+    std::cerr << "dagsim store: fault layer: ignoring " << e.detail() << " (the " << faults.rules().size()
+              << " rule(s) in force stay)\n";
+  }
+}
 
 }  // namespace
 
 int store_command(const StoreArgs& args) {
   namespace asio = boost::asio;
   using asio::ip::tcp;
+  // Before anything else: whoever started the store may signal it as soon as it is running (a
+  // SIGUSR1 left to its default would end the store).
+  struct sigaction action{};
+  action.sa_handler = request_stop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  struct sigaction reload{};
+  reload.sa_handler = request_reload;
+  sigemptyset(&reload.sa_mask);
+  sigaction(SIGUSR1, &reload, nullptr);
   std::string limit_error;
   const std::optional<size_t> max_connections = connection_limit(args.max_connections, limit_error);
   if (!max_connections) {
@@ -102,17 +133,35 @@ int store_command(const StoreArgs& args) {
     }
   }
   options.log = [](const std::string& line) { std::cerr << "dagsim store: " << line << "\n"; };
-  net::tcpstore::TcpStoreServer server(host.io(), host.spawner(), std::move(acceptor),
-                                       std::make_shared<store::KeyValueTable>(), options);
-  struct sigaction action{};
-  action.sa_handler = request_stop;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
+  auto table = std::make_shared<store::KeyValueTable>();
+  if (!args.restore.empty()) {
+    try {
+      const net::tcpstore::RestoreSummary restored = net::tcpstore::restore_store_records(args.restore, *table);
+      std::cerr << "dagsim store: restored " << table->size() << " keys from " << restored.writes << " writes in "
+                << restored.files << " record(s)"
+                << (restored.torn_lines ? " (an unterminated last line skipped: its store was killed writing it)" : "") << "\n";
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::invalid_argument) throw;
+      std::cerr << "dagsim store: cannot restore: " << e.detail() << "\n";
+      return kBadInput;
+    }
+  }
+  if (!args.faults.empty()) {
+    options.faults = std::make_shared<net::tcpstore::StoreFaults>(args.seed);
+    load_faults(args.faults, *options.faults);
+  }
+  net::tcpstore::TcpStoreServer server(host.io(), host.spawner(), std::move(acceptor), table, options);
   std::cout << server.port() << std::endl;
   std::cerr << "dagsim store: serving PyTorch 1.13's TCPStore protocol on " << printable(args.host) << ":" << server.port()
             << " to at most " << *max_connections << " connections until SIGTERM or SIGINT\n";
-  host.wait_until([] { return stop_requested != 0; }, runtime::TimePoint::max(), std::chrono::milliseconds(50));
+  while (stop_requested == 0) {
+    host.wait_until([] { return stop_requested != 0 || reload_requested != 0; }, runtime::TimePoint::max(),
+                    std::chrono::milliseconds(50));
+    if (reload_requested != 0) {
+      reload_requested = 0;
+      if (options.faults) load_faults(args.faults, *options.faults);
+    }
+  }
   const net::tcpstore::TcpStoreServerStats stats = server.stats();
   server.close();
   std::cerr << "dagsim store: stopped after " << stats.accepted << " connections, " << stats.queries << " queries, "

@@ -48,6 +48,7 @@ std::vector<std::string> JobRunner::base_env() const {
 }
 
 void JobRunner::start_store() {
+  if (on_etcd()) return start_etcd();
   const std::string name = store_incarnation_ == 0 ? "store.jsonl" : "store." + std::to_string(store_incarnation_) + ".jsonl";
   const std::string record = dir_ + "/store/" + name;
   const std::string port_file = dir_ + "/store/port." + std::to_string(store_incarnation_);
@@ -84,6 +85,7 @@ void JobRunner::start_store() {
 }
 
 void JobRunner::stop_store() {
+  if (on_etcd()) return stop_etcd();
   if (store_.running()) stop_process(store_, std::chrono::seconds(10));
 }
 
@@ -97,7 +99,7 @@ std::vector<std::string> JobRunner::agent_argv(uint32_t agent, uint32_t incarnat
   } else {
     argv = {options_.dagsim_binary, "launch"};
   }
-  const std::string backend = spec_.rdzv_backend == JobRdzvBackend::etcd ? "etcd-v2" : spec_.rdzv_backend == JobRdzvBackend::dagsim ? "dagsim" : "c10d";
+  const std::string backend = spec_.rdzv_backend == JobRdzvBackend::etcd ? "etcd" : spec_.rdzv_backend == JobRdzvBackend::dagsim ? "dagsim" : "c10d";
   // Both streams teed ("3"), except under torchrun 1.13 on Python >= 3.11, whose Std("3") is not
   // `in Std` (an IntFlag combination) and crashes the agent: stdout only there ("1"); the workers'
   // stderr is then in the agent's log_dir, not its output.

@@ -83,6 +83,12 @@ void JobRunner::strike(FaultState& f) {
       f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
       return finish("SIGSTOP to the store, pid " + std::to_string(pid));
     }
+    if (on_etcd()) {  // etcd keeps its data dir across the restart, unless keep_data = false wipes it
+      kill_etcd(spec.keep_data);
+      f.undo_due_ms = *f.at_ms + ms_of(spec.restart_after.value_or(Duration{0}));
+      return finish("SIGKILL to etcd, pid " + std::to_string(pid) +
+                    (spec.keep_data ? "; its data dir kept" : "; its data dir wiped (keep_data = false)"));
+    }
     store_.kill();
     store_.wait();
     f.undo_due_ms = *f.at_ms + ms_of(spec.restart_after.value_or(Duration{0}));

@@ -50,7 +50,12 @@ JobRunner::JobRunner(const Scenario& scenario, const JobRunOptions& options, std
   if (options_.dagsim_binary.empty()) throw errors::invalid_argument("the job runner needs the dagsim binary (JobRunOptions::dagsim_binary)");
   if (spec_.command.empty()) throw errors::invalid_argument("the job has no command");
   if (spec_.rdzv_backend == JobRdzvBackend::etcd) {
-    throw errors::invalid_argument("rdzv_backend = \"etcd\": the job runner does not start an etcd yet (use c10d or dagsim)");
+    if (spec_.launcher == JobLauncher::torchrun) {
+      throw errors::invalid_argument("rdzv_backend = \"etcd\" with launcher = \"torchrun\": torchrun's etcd backends speak etcd's v2 API "
+                                     "through python-etcd, which the job runner does not start or record (use launcher = \"dagsim\", "
+                                     "or c10d)");
+    }
+    if (const auto why = etcd_unavailable()) throw errors::invalid_argument("rdzv_backend = \"etcd\": " + *why);
   }
   if (spec_.launcher == JobLauncher::torchrun && ::access("/usr/bin/python3", X_OK) != 0) {
     throw errors::invalid_argument("launcher = \"torchrun\" runs /usr/bin/python3 -m torch.distributed.run: /usr/bin/python3 is missing");
@@ -139,6 +144,7 @@ void JobRunner::poll_triggers() {
 }
 
 void JobRunner::tick() {
+  if (on_etcd()) poll_etcd(false);
   store_tail_->poll([&](const std::string& key) { keys_written_.insert(key); });
   for (size_t i = 0; i < incarnations_.size(); ++i) {
     Incarnation& inc = *incarnations_[i];
@@ -211,7 +217,7 @@ RunRecords JobRunner::run() {
   start_unix_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (spec_.namespaces) netns_ = Netns::create(spec_.total_agents());
   start_store();
-  say("store on port " + std::to_string(store_port_) + " (pid " + std::to_string(store_.pid()) + "), records in " + dir_);
+  say(std::string(on_etcd() ? "etcd" : "store") + " on port " + std::to_string(store_port_) + " (pid " + std::to_string(store_.pid()) + "), records in " + dir_);
   std::set<uint32_t> late;
   for (const LateJoinState& l : late_) late.insert(l.agent);
   for (uint32_t a = 0; a < spec_.total_agents(); ++a) {

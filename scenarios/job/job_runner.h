@@ -5,6 +5,7 @@
 //   job_faults.cc   striking a fault on processes, the store or the network, and undoing it
 //   job_records.cc  job.json for the judge, the NodeRecords, the orphans, the command checks
 //   job_netns.cc    the network namespaces (JobSpec::namespaces)
+//   job_etcd.cc     rdzv_backend = "etcd": the etcd the run starts, its record from etcd's revisions
 // Time is ms since the run's start on the steady clock (a job is real processes).
 #pragma once
 
@@ -13,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -92,6 +95,9 @@ std::vector<JobFault> drawn_faults(const Scenario& scenario, uint64_t seed);
 // The `command` checks of the scenario, run after the job (job.commands).
 nlohmann::json run_command_checks(const Scenario& scenario, const std::string& dir, const nlohmann::json& reference);
 
+// Why /usr/bin/etcd cannot run here (rdzv_backend = "etcd"), or nullopt (job_etcd.cc).
+std::optional<std::string> etcd_unavailable();
+
 // The scenario's text for the records (its file's, or "" when built as data).
 std::string scenario_text(const Scenario& scenario);
 
@@ -121,6 +127,14 @@ class JobRunner {
   Incarnation* current(uint32_t agent);
   std::optional<pid_t> worker_pid(uint32_t agent, uint32_t local_rank);
   uint32_t restarts_of(const Incarnation& inc) const;
+  // job_etcd.cc: the store is an etcd (rdzv_backend = "etcd")
+  bool on_etcd() const { return spec_.rdzv_backend == JobRdzvBackend::etcd; }
+  bool store_paused() const;
+  void start_etcd();
+  void poll_etcd(bool now);  // reads etcd's new revisions into store.jsonl (every 50 ms, or now)
+  void kill_etcd(bool keep_data);
+  void stop_etcd();
+  void etcd_line(nlohmann::json line);
   // job_faults.cc
   void strike(FaultState& f);
   void undo(FaultState& f);
@@ -150,6 +164,11 @@ class JobRunner {
   std::unique_ptr<StoreTail> store_tail_;
   std::set<std::string> keys_written_;
   std::vector<nlohmann::json> store_faults_;  // job.json's faults
+  uint16_t etcd_peer_port_ = 0;
+  std::unique_ptr<std::ofstream> etcd_record_;      // store.jsonl, written from etcd's revisions
+  uint64_t etcd_revision_ = 0;                      // the last revision read
+  std::map<std::string, std::string> etcd_keys_;    // the prefix's keys at that revision
+  double last_etcd_poll_ms_ = -1e9;
 
   std::vector<std::unique_ptr<Incarnation>> incarnations_;
   std::vector<uint32_t> next_incarnation_;  // by agent

@@ -16,7 +16,9 @@
 //                                                   dagsim's re-rendezvous, false to PyTorch's gap)
 //                 "faults": [{"t": UNIX_NS, "kind": "kill"|"pause"|"resume", "pid": P},
 //                            {"t": UNIX_NS, "kind": "store_pause"|"store_resume"}],
-//                 "slack_ms": N}   (extra timing slack for a busy host; default 500)
+//                 "slack_ms": N,   (extra timing slack for a busy host; default 500)
+//                 "writers_known": false}  (the record ties no write to its client, as one written
+//                                           from etcd's revisions: S1 is not judged; default true)
 // Durations are decimal seconds; times are the store host's wall clock, as the store records.
 //
 // What cannot be judged from the store's side: S8 and S9 need what next_rendezvous and

@@ -55,6 +55,17 @@ void JobRunner::start_store() {
   net::ProcessSpec spec;
   spec.argv = {options_.dagsim_binary, "store", "--port", std::to_string(store_port_), "--record", record};
   if (netns_) spec.argv.insert(spec.argv.end(), {"--host", "0.0.0.0"});
+  // The fault layer's rules (job_faults.cc writes them), its draws from the run's seed.
+  spec.argv.insert(spec.argv.end(), {"--faults", store_faults_path(), "--seed", std::to_string(options_.seed)});
+  // A restart that keeps the data replays the records, so none may summarise a value.
+  bool keeps = false;
+  for (const FaultState& f : faults_) keeps = keeps || (f.spec->kind == JobFault::Kind::store_restart && f.spec->keep_data);
+  if (keeps) spec.argv.insert(spec.argv.end(), {"--record-value-bytes", std::to_string(size_t{16} << 20)});
+  if (restore_next_ && restore_from_ < store_records_.size()) {
+    spec.argv.push_back("--restore");
+    spec.argv.insert(spec.argv.end(), store_records_.begin() + static_cast<std::ptrdiff_t>(restore_from_), store_records_.end());
+  }
+  restore_next_ = false;
   spec.env = base_env();
   spec.fds = {};
   spec.stdout_path = port_file;

@@ -1,6 +1,8 @@
 // Striking a job's faults on real processes, the store and the network, and undoing them
 // (job_runner.h). Each fault's record: at_ms/until_ms, fired, detail (what was done, with pids).
 #include <csignal>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <sys/types.h>
 
@@ -21,6 +23,9 @@ const char* kind_name(JobFault::Kind k) {
     case JobFault::Kind::store_pause: return "store_pause";
     case JobFault::Kind::store_restart: return "store_restart";
     case JobFault::Kind::partition: return "partition";
+    case JobFault::Kind::store_delay: return "store_delay";
+    case JobFault::Kind::store_drop: return "store_drop";
+    case JobFault::Kind::store_reset: return "store_reset";
   }
   return "?";
 }
@@ -28,6 +33,37 @@ const char* kind_name(JobFault::Kind k) {
 double ms_of(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
 }  // namespace
+
+bool is_layer_fault(JobFault::Kind k) {
+  return k == JobFault::Kind::store_delay || k == JobFault::Kind::store_drop || k == JobFault::Kind::store_reset;
+}
+
+std::string JobRunner::write_store_faults() {
+  nlohmann::json rules = nlohmann::json::array();
+  for (const FaultState& s : faults_) {
+    const JobFault& spec = *s.spec;
+    if (!is_layer_fault(spec.kind) || !s.struck || s.done) continue;
+    nlohmann::json r = {{"kind", kind_name(spec.kind) + 6}, {"ops", spec.store_ops}, {"probability", spec.probability},
+                        {"name", "line " + std::to_string(spec.line)}};
+    if (spec.kind == JobFault::Kind::store_delay) {
+      r["delay_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(spec.delay.value_or(Duration{0})).count();
+    }
+    rules.push_back(std::move(r));
+  }
+  // Whole or not at all: the store may read it at any moment (its start, a SIGUSR1).
+  const std::string path = store_faults_path();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << nlohmann::json{{"faults", rules}}.dump() << "\n";
+    if (!out.flush()) return "could not write " + tmp;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return "could not rename " + tmp + " to " + path;
+  const std::string written = std::to_string(rules.size()) + " rule(s) in store/faults.json";
+  if (!store_.running()) return written + " (the store is down: its next start reads them)";
+  store_.signal(SIGUSR1);
+  return written + ", SIGUSR1 to the store, pid " + std::to_string(store_.pid());
+}
 
 std::string JobRunner::target_name(const JobTarget& t) const {
   switch (t.kind) {
@@ -71,6 +107,22 @@ void JobRunner::strike(FaultState& f) {
     f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
     return finish("blackhole routes between the groups' namespaces");
   }
+  if (is_layer_fault(spec.kind)) {
+    if (on_etcd()) {
+      f.done = true;
+      return finish("not struck: the store's fault layer is dagsim store's, and this store is an etcd");
+    }
+    f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
+    const std::string sent = write_store_faults();
+    std::string what = kind_name(spec.kind) + 6;  // "store_drop" -> "drop"
+    if (spec.kind == JobFault::Kind::store_delay) {
+      what += " by " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(spec.delay.value_or(Duration{0})).count()) + " ms";
+    }
+    std::string ops;
+    for (const std::string& op : spec.store_ops) ops += (ops.empty() ? "" : ", ") + op;
+    return finish("the store's fault layer: " + what + " of " + (ops.empty() ? std::string("every query") : ops) +
+                  (spec.probability < 1 ? " with probability " + std::to_string(spec.probability).substr(0, 6) : "") + "; " + sent);
+  }
   if (spec.kind == JobFault::Kind::store_pause || spec.kind == JobFault::Kind::store_restart) {
     if (!store_.running()) {
       f.done = true;
@@ -92,8 +144,12 @@ void JobRunner::strike(FaultState& f) {
     store_.kill();
     store_.wait();
     f.undo_due_ms = *f.at_ms + ms_of(spec.restart_after.value_or(Duration{0}));
+    // keep_data: the next store replays the records since the last restart that lost the data
+    // (dagsim store --restore); otherwise it starts empty, and later restarts restore from it on.
+    restore_next_ = spec.keep_data;
+    if (!spec.keep_data) restore_from_ = store_records_.size();
     return finish("SIGKILL to the store, pid " + std::to_string(pid) +
-                  (spec.keep_data ? "; dagsim store keeps no data across a restart: it starts empty" : ""));
+                  (spec.keep_data ? "; it starts again from its records (keep_data)" : "; it starts again empty (keep_data = false)"));
   }
   // An agent or one worker.
   Incarnation* inc = current(spec.target.agent);
@@ -199,6 +255,12 @@ void JobRunner::undo(FaultState& f) {
       note_fault("store_resume", std::nullopt);
       f.detail += "; SIGCONT";
       say("store resumed");
+      return;
+    case JobFault::Kind::store_delay:
+    case JobFault::Kind::store_drop:
+    case JobFault::Kind::store_reset:
+      f.detail += "; healed: " + write_store_faults();
+      say("the store's fault layer: " + std::string(kind_name(spec.kind)) + " healed");
       return;
     case JobFault::Kind::store_restart:
       start_store();

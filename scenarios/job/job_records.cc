@@ -68,6 +68,9 @@ const char* fault_kind(JobFault::Kind k) {
     case JobFault::Kind::store_pause: return "store_pause";
     case JobFault::Kind::store_restart: return "store_restart";
     case JobFault::Kind::partition: return "partition";
+    case JobFault::Kind::store_delay: return "store_delay";
+    case JobFault::Kind::store_drop: return "store_drop";
+    case JobFault::Kind::store_reset: return "store_reset";
   }
   return "?";
 }

@@ -89,6 +89,9 @@ struct LateJoinState {
   bool started = false;
 };
 
+// store_delay, store_drop, store_reset: the store's fault layer (job_faults.cc).
+bool is_layer_fault(JobFault::Kind k);
+
 // [random_faults]'s draw for `seed`, as faults on agents (job_drawn_faults.cc).
 std::vector<JobFault> drawn_faults(const Scenario& scenario, uint64_t seed);
 
@@ -140,6 +143,10 @@ class JobRunner {
   void undo(FaultState& f);
   std::string target_name(const JobTarget& t) const;
   void note_fault(const std::string& kind, std::optional<pid_t> pid);
+  // The store's fault layer: the struck, unhealed store_delay/drop/reset faults written to
+  // store/faults.json (tmp + rename) and SIGUSR1 to the store; what was done, for the detail.
+  std::string write_store_faults();
+  std::string store_faults_path() const { return dir_ + "/store/faults.json"; }
   // job_records.cc
   void write_job_json() const;
   nlohmann::json node_data(const Incarnation& inc) const;
@@ -161,6 +168,8 @@ class JobRunner {
   uint16_t store_port_ = 0;
   uint32_t store_incarnation_ = 0;
   std::vector<std::string> store_records_;  // store.jsonl, then store.1.jsonl ...
+  bool restore_next_ = false;   // the next store replays store_records_[restore_from_ ..] (keep_data)
+  size_t restore_from_ = 0;     // the first record since a restart that lost the data
   std::unique_ptr<StoreTail> store_tail_;
   std::set<std::string> keys_written_;
   std::vector<nlohmann::json> store_faults_;  // job.json's faults

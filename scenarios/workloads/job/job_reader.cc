@@ -55,22 +55,33 @@ const KeySetRegistration kLateJoinKeysListed{{"[[job.late_joins]]", "", "", kLat
 const KeySetRegistration kWhenKeysListed{{"Job triggers", "", "", kWhenKeys}};
 
 // In JobFault::Kind's order.
-constexpr std::array<std::string_view, 7> kFaultKinds = {"kill",        "crash",         "pause",    "leave",
-                                                         "store_pause", "store_restart", "partition"};
+constexpr std::array<std::string_view, 10> kFaultKinds = {"kill",        "crash",         "pause",       "leave",
+                                                          "store_pause", "store_restart", "partition",   "store_delay",
+                                                          "store_drop",  "store_reset"};
+// The store's fault layer's query names: TCPStore's queries as the store's record names them
+// (net/tcpstore/store_faults.cc's list, which `dagsim store` checks again).
+constexpr std::string_view kStoreOps[] = {"set",  "compare_set",  "get",       "add",       "check",
+                                          "wait", "get_num_keys", "watch_key", "delete_key"};
+constexpr int64_t kMaxStoreDelayMs = 3'600'000;  // net/tcpstore/store_faults.h's kMaxFaultDelayMs
 constexpr std::string_view kKillKeys[] = {"kind", "node", "worker", "at_ms", "when"};
 constexpr std::string_view kCrashKeys[] = {"kind", "node", "at_ms", "when", "restart_after_ms"};
 constexpr std::string_view kPauseKeys[] = {"kind", "node", "worker", "at_ms", "when", "resume_after_ms"};
 constexpr std::string_view kStorePauseKeys[] = {"kind", "at_ms", "when", "resume_after_ms"};
 constexpr std::string_view kStoreRestartKeys[] = {"kind", "at_ms", "when", "restart_after_ms", "keep_data"};
 constexpr std::string_view kPartitionKeys[] = {"kind", "groups", "at_ms", "when", "heal_after_ms"};
-constexpr std::string_view kAllFaultKeys[] = {"kind",  "node",          "worker",          "at_ms",         "when",
-                                              "groups", "restart_after_ms", "resume_after_ms", "heal_after_ms", "keep_data"};
+constexpr std::string_view kStoreDelayKeys[] = {"kind", "at_ms", "when", "heal_after_ms", "ops", "probability", "delay_ms"};
+constexpr std::string_view kStoreDropKeys[] = {"kind", "at_ms", "when", "heal_after_ms", "ops", "probability"};
+constexpr std::string_view kAllFaultKeys[] = {"kind",          "node",      "worker", "at_ms",       "when",
+                                              "groups",        "restart_after_ms", "resume_after_ms", "heal_after_ms",
+                                              "keep_data",     "ops",       "probability", "delay_ms"};
 const KeySetRegistration kKillKeysListed{{"Job faults", "", "kind \"kill\" or \"leave\"", kKillKeys}};
 const KeySetRegistration kCrashKeysListed{{"Job faults", "", "kind \"crash\"", kCrashKeys}};
 const KeySetRegistration kPauseKeysListed{{"Job faults", "", "kind \"pause\"", kPauseKeys}};
 const KeySetRegistration kStorePauseKeysListed{{"Job faults", "", "kind \"store_pause\"", kStorePauseKeys}};
 const KeySetRegistration kStoreRestartKeysListed{{"Job faults", "", "kind \"store_restart\"", kStoreRestartKeys}};
 const KeySetRegistration kPartitionKeysListed{{"Job faults", "", "kind \"partition\"", kPartitionKeys}};
+const KeySetRegistration kStoreDelayKeysListed{{"Job faults", "", "kind \"store_delay\"", kStoreDelayKeys}};
+const KeySetRegistration kStoreDropKeysListed{{"Job faults", "", "kind \"store_drop\" or \"store_reset\"", kStoreDropKeys}};
 
 // Each job check kind's own keys, from the judge's table itself (job_judge.cc), so the docs are
 // compared with what the loader takes and not with a copy.
@@ -97,6 +108,9 @@ Names fault_keys(FaultKind kind) {
     case FaultKind::store_pause: return kStorePauseKeys;
     case FaultKind::store_restart: return kStoreRestartKeys;
     case FaultKind::partition: return kPartitionKeys;
+    case FaultKind::store_delay: return kStoreDelayKeys;
+    case FaultKind::store_drop:
+    case FaultKind::store_reset: return kStoreDropKeys;
   }
   return kKillKeys;
 }
@@ -325,6 +339,34 @@ void read_nnodes(const TomlReader& reader, const Table& t, JobSpec& spec) {
   }
 }
 
+// The store's fault layer's keys: ops (distinct query names; absent: every query), probability,
+// and delay_ms for store_delay (whole ms: the store's fault file takes whole ms).
+void read_store_fault(const TomlReader& reader, const Table& t, const JobSpec& spec, JobFault& f, const std::string& why) {
+  if (spec.rdzv_backend == JobRdzvBackend::etcd) {
+    reader.fail(*t.get("kind"), t.key_path("kind"),
+                "the store's fault layer is dagsim store's: with rdzv_backend = \"etcd\" use store_pause or store_restart");
+  }
+  if (const toml::node* ops = t.get("ops")) {
+    const std::string path = t.key_path("ops");
+    const toml::array& a = reader.array(*ops, path);
+    if (a.empty()) reader.fail(*ops, path, "must not be empty: leave ops out for every query");
+    for (size_t i = 0; i < a.size(); ++i) {
+      const std::string at = path + "[" + std::to_string(i) + "]";
+      const size_t op = reader.choice(*a.get(i), at, kStoreOps);
+      const std::string name(kStoreOps[op]);
+      if (std::find(f.store_ops.begin(), f.store_ops.end(), name) != f.store_ops.end()) {
+        reader.fail(*a.get(i), at, quote(name) + " is named more than once");
+      }
+      f.store_ops.push_back(name);
+    }
+  }
+  if (const toml::node* p = t.get("probability")) f.probability = reader.number(*p, t.key_path("probability"), Range{0, 1});
+  if (f.kind == FaultKind::store_delay) {
+    const int64_t ms = reader.integer(reader.required(t, "delay_ms", why), t.key_path("delay_ms"), 1, kMaxStoreDelayMs);
+    f.delay = std::chrono::milliseconds(ms);
+  }
+}
+
 JobFault read_fault(const TomlReader& reader, const Table& t, const JobSpec& spec) {
   JobFault f;
   f.line = t.line();
@@ -353,6 +395,9 @@ JobFault read_fault(const TomlReader& reader, const Table& t, const JobSpec& spe
     }
     case FaultKind::store_pause:
     case FaultKind::store_restart:
+    case FaultKind::store_delay:
+    case FaultKind::store_drop:
+    case FaultKind::store_reset:
       f.target.kind = JobTarget::Kind::store;
       break;
     case FaultKind::partition: {
@@ -397,6 +442,12 @@ JobFault read_fault(const TomlReader& reader, const Table& t, const JobSpec& spe
       break;
     case FaultKind::partition:
       f.duration = reader.duration(reader.required(t, "heal_after_ms", why), t.key_path("heal_after_ms"), detail::kPositiveMs);
+      break;
+    case FaultKind::store_delay:
+    case FaultKind::store_drop:
+    case FaultKind::store_reset:
+      f.duration = reader.duration(reader.required(t, "heal_after_ms", why), t.key_path("heal_after_ms"), detail::kPositiveMs);
+      read_store_fault(reader, t, spec, f, why);
       break;
     case FaultKind::kill:
     case FaultKind::leave:

@@ -262,12 +262,60 @@ TEST(JobReader, FaultsNameAgentsWorkersAndTheStoreAsTheirKindTakes) {
             "bad.toml:4: faults[0].resume_after_ms: required for kind \"store_pause\"");
   EXPECT_EQ(error_of(job("", kFault + "kind = \"restart\"\nat_ms = 1\n")),
             "bad.toml:5: faults[0].kind: unknown value \"restart\"; allowed: kill, crash, pause, leave, store_pause, "
-            "store_restart, partition");
+            "store_restart, partition, store_delay, store_drop, store_reset");
   EXPECT_EQ(error_of(job("", kFault + "kind = \"leave\"\nnode = \"agent1\"\nat_ms = 300000\n")),
             "bad.toml:7: faults[0].at_ms: is not before [job] timeout_ms (300000), when the run stops everything");
   std::string many;
   for (int i = 0; i < 257; ++i) many += kFault + "kind = \"store_pause\"\nat_ms = 1\nresume_after_ms = 1\n";
   EXPECT_EQ(error_of(job("", many)), "bad.toml:4: faults: 257 faults; at most 256");
+}
+
+TEST(JobReader, TheStoresFaultLayerTakesOpsProbabilityAndDelay) {
+  const std::string delay = kFault + "kind = \"store_delay\"\nat_ms = 1\nheal_after_ms = 5000\nops = [\"compare_set\", \"get\"]\n" +
+                            "probability = 0.25\ndelay_ms = 300\n";
+  const Scenario s = parse_scenario(job("", delay + kFault + "kind = \"store_reset\"\nat_ms = 2\nheal_after_ms = 10\n"), "job.toml");
+  const JobSpec& spec = s.workload.as<JobSpec>();
+  ASSERT_EQ(spec.faults.size(), 2u);
+  EXPECT_EQ(spec.faults[0].kind, JobFault::Kind::store_delay);
+  EXPECT_EQ(spec.faults[0].target.kind, JobTarget::Kind::store);
+  EXPECT_EQ(spec.faults[0].store_ops, (std::vector<std::string>{"compare_set", "get"}));
+  EXPECT_EQ(spec.faults[0].probability, 0.25);
+  EXPECT_EQ(spec.faults[0].delay, milliseconds(300));
+  EXPECT_EQ(spec.faults[0].duration, milliseconds(5000));
+  EXPECT_EQ(spec.faults[1].kind, JobFault::Kind::store_reset);
+  EXPECT_TRUE(spec.faults[1].store_ops.empty());  // every query
+  EXPECT_EQ(spec.faults[1].probability, 1.0);
+  EXPECT_EQ(spec.faults[1].duration, milliseconds(10));
+
+  const std::string drop = kFault + "kind = \"store_drop\"\nat_ms = 1\n";  // heal_after_ms at line 7, what follows at 8
+  EXPECT_EQ(error_of(job("", drop)), "bad.toml:4: faults[0].heal_after_ms: required for kind \"store_drop\"");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 0\n")), "bad.toml:7: faults[0].heal_after_ms: 0 is out of range (0, 1000000000]");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 5\ndelay_ms = 5\n")),
+            "bad.toml:8: faults[0].delay_ms: does not apply to kind \"store_drop\" in a [job] scenario; allowed: kind, at_ms, "
+            "when, heal_after_ms, ops, probability");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 5\nnode = \"agent1\"\n")),
+            "bad.toml:8: faults[0].node: does not apply to kind \"store_drop\" in a [job] scenario; allowed: kind, at_ms, "
+            "when, heal_after_ms, ops, probability");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 5\nops = []\n")),
+            "bad.toml:8: faults[0].ops: must not be empty: leave ops out for every query");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 5\nops = [\"COMPARE_SET\"]\n")),
+            "bad.toml:8: faults[0].ops[0]: unknown value \"COMPARE_SET\"; allowed: set, compare_set, get, add, check, wait, "
+            "get_num_keys, watch_key, delete_key");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 5\nops = [\"get\", \"get\"]\n")),
+            "bad.toml:8: faults[0].ops[1]: \"get\" is named more than once");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 5\nops = \"get\"\n")), "bad.toml:8: faults[0].ops: expected an array, got a string");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 5\nprobability = 1.5\n")),
+            "bad.toml:8: faults[0].probability: 1.5 is out of range [0, 1]");
+  EXPECT_EQ(error_of(job("", drop + "heal_after_ms = 5\nprobability = nan\n")),
+            "bad.toml:8: faults[0].probability: nan is out of range [0, 1]");
+  const std::string slow = kFault + "kind = \"store_delay\"\nat_ms = 1\nheal_after_ms = 5\n";  // delay_ms at line 8
+  EXPECT_EQ(error_of(job("", slow)), "bad.toml:4: faults[0].delay_ms: required for kind \"store_delay\"");
+  EXPECT_EQ(error_of(job("", slow + "delay_ms = 0\n")), "bad.toml:8: faults[0].delay_ms: 0 is out of range [1, 3600000]");
+  EXPECT_EQ(error_of(job("", slow + "delay_ms = 3600001\n")), "bad.toml:8: faults[0].delay_ms: 3600001 is out of range [1, 3600000]");
+  EXPECT_EQ(error_of(job("", slow + "delay_ms = 2.5\n")), "bad.toml:8: faults[0].delay_ms: expected an integer, got a float");
+  EXPECT_EQ(error_of(job("rdzv_backend = \"etcd\"\n", kFault + "kind = \"store_reset\"\nat_ms = 1\nheal_after_ms = 5\n")),
+            "bad.toml:6: faults[0].kind: the store's fault layer is dagsim store's: with rdzv_backend = \"etcd\" use store_pause "
+            "or store_restart");
 }
 
 TEST(JobReader, APartitionNeedsNamespaces) {

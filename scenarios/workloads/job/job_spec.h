@@ -90,13 +90,22 @@ struct JobFault {
                     // keeping its data (keep_data) or empty
     partition,      // agents in different `groups` cannot reach each other for `duration`
                     // (each agent in its own network namespace: JobSpec::namespaces)
+    // The store's fault layer (net/tcpstore/store_faults.h), for `duration`, on the queries named
+    // in store_ops (all when empty), each hit with `probability`, drawn from the run's seed:
+    store_delay,    // a hit query is applied, and answered, `delay` late
+    store_drop,     // a hit query is read and neither applied nor answered (the client times out)
+    store_reset,    // the store closes the connection at a hit query (not applied)
   };
   Kind kind = Kind::kill;
   JobTarget target;
   JobTrigger when;
   std::optional<Duration> restart_after;  // crash, store_restart
-  std::optional<Duration> duration;       // pause, store_pause, partition (resume/heal after)
+  std::optional<Duration> duration;       // pause, store_pause, partition, store_delay/drop/reset
+                                          // (resume/heal after)
   bool keep_data = true;                  // store_restart
+  std::vector<std::string> store_ops;     // store_delay/drop/reset: TCPStore query names ("compare_set")
+  double probability = 1.0;               // store_delay/drop/reset
+  std::optional<Duration> delay;          // store_delay
   std::vector<std::vector<uint32_t>> groups;  // partition: agent indices
   int line = 0;                           // where it was declared, for messages
 };

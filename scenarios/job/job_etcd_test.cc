@@ -200,6 +200,59 @@ TEST(JobEtcd, AStoreRestartKeepsItsData) {
   expect_etcd_run(r, t.path + "/run");
 }
 
+TEST(JobEtcd, AStoreRestartWithoutItsDataStartsFromRevisionOne) {
+  if (const auto why = job::etcd_unavailable()) GTEST_SKIP() << *why;
+  TempDir t;
+  JobSpec spec = etcd_spec(script(t.path, kSteps));
+  spec.timeout = std::chrono::seconds(30);
+  JobFault restart;
+  restart.kind = JobFault::Kind::store_restart;
+  restart.target.kind = JobTarget::Kind::store;
+  restart.when.kind = JobTrigger::Kind::round;
+  restart.when.round = 0;
+  restart.when.after = milliseconds(300);
+  restart.restart_after = milliseconds(300);
+  restart.keep_data = false;
+  spec.faults.push_back(restart);
+  const RunRecords r = run(scenario_of(spec), t.path);
+  std::fprintf(stderr, "%s\n%s\n", r.fault_timeline.dump(1).c_str(), r.job["store"]["violations"].dump(1).c_str());
+  ASSERT_EQ(r.fault_timeline.size(), 1u);
+  const std::string detail = r.fault_timeline[0]["detail"].get<std::string>();
+  EXPECT_NE(detail.find("its data dir wiped (keep_data = false)"), std::string::npos) << detail;
+  EXPECT_EQ(r.job["store"]["error"], "") << r.job["store"].dump();
+  // The revisions start again: a later line reads a smaller revision than an earlier one.
+  uint64_t highest = 0;
+  bool restarted = false;
+  for (const nlohmann::json& l : record_lines(t.path + "/run")) {
+    if (!l.contains("etcd_revision")) continue;
+    const uint64_t rev = l["etcd_revision"].get<uint64_t>();
+    restarted = restarted || rev < highest;
+    highest = std::max(highest, rev);
+  }
+  EXPECT_TRUE(restarted);
+  EXPECT_TRUE(r.job["orphans"].empty()) << r.job["orphans"].dump();
+}
+
+TEST(JobEtcd, AgentsInNamespacesReachEtcdAtTheBridge) {
+  if (const auto why = job::etcd_unavailable()) GTEST_SKIP() << *why;
+  if (::geteuid() != 0 || ::access("/usr/sbin/ip", X_OK) != 0) GTEST_SKIP() << "needs root and ip";
+  TempDir t;
+  JobSpec spec = etcd_spec(script(t.path, kSteps));
+  spec.namespaces = true;
+  RunRecords r;
+  try {
+    r = run(scenario_of(spec), t.path);
+  } catch (const Error& e) {
+    if (std::string(e.what()).find("namespaces:") != std::string::npos) GTEST_SKIP() << e.what();
+    throw;
+  }
+  EXPECT_EQ(r.outcome, "finished");
+  const std::string argv = record_of(r, 0, 0)->data["argv"].dump();
+  EXPECT_EQ(argv.find("127.0.0.1:"), std::string::npos) << argv;  // the bridge's address, not loopback
+  ASSERT_GE(r.job["rounds"].size(), 1u) << r.job.dump();
+  expect_etcd_run(r, t.path + "/run");
+}
+
 TEST(JobEtcd, TorchrunOnEtcdIsRefused) {
   JobSpec spec = etcd_spec("/bin/true");
   spec.launcher = JobLauncher::torchrun;

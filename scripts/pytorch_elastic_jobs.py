@@ -1,5 +1,5 @@
 """PyTorch's own elastic stack judged by dagsim's invariant checker, from job scenarios (issue 51,
-formerly scripts/pytorch_elastic_matrix.py's hard-coded cases).
+formerly a script's hard-coded cases).
 
 Each case is a pair of [job] scenarios, scenarios/examples/jobs/elastic/CASE.torchrun.toml and
 CASE.dagsim.toml: the same agents, flags, faults and worker (scripts/elastic_sleeper.py, which

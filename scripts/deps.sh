@@ -4,6 +4,7 @@
 # Optional groups: `scripts/deps.sh report` adds what scripts/transport_report.py needs for its
 # plots (python3-matplotlib); `scripts/deps.sh test` adds the real counterparts the interop tests
 # run against (Debian's python3-torch for PyTorch's TCPStore, etcd-server for the etcd backend,
+# python3-etcd for torchrun's etcd-v2 backend in a [job],
 # xmllint and python3-junitparser that read `dagsim check --junit` as CI tools do, headless
 # chromium that renders `dagsim report` pages, slurm-wlm with munge for `srun dagsim launch`
 # on a one-host Slurm, and zsh, whose completion for dagsim completion_test checks beside bash's),
@@ -23,7 +24,7 @@ packages=(
 case "${1:-}" in
   "") ;;
   report) packages+=(python3-matplotlib) ;;
-  test) packages+=(python3-torch etcd-server libxml2-utils python3-junitparser chromium slurm-wlm zsh) ;;
+  test) packages+=(python3-torch etcd-server python3-etcd libxml2-utils python3-junitparser chromium slurm-wlm zsh) ;;
   *) echo "usage: scripts/deps.sh [report|test]" >&2; exit 2 ;;
 esac
 

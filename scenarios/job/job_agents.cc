@@ -110,7 +110,7 @@ std::vector<std::string> JobRunner::agent_argv(uint32_t agent, uint32_t incarnat
   } else {
     argv = {options_.dagsim_binary, "launch"};
   }
-  const std::string backend = spec_.rdzv_backend == JobRdzvBackend::etcd ? "etcd" : spec_.rdzv_backend == JobRdzvBackend::dagsim ? "dagsim" : "c10d";
+  const std::string backend = spec_.rdzv_backend == JobRdzvBackend::etcd ? (spec_.launcher == JobLauncher::torchrun ? "etcd-v2" : "etcd") : spec_.rdzv_backend == JobRdzvBackend::dagsim ? "dagsim" : "c10d";
   // Both streams teed ("3"), except under torchrun 1.13 on Python >= 3.11, whose Std("3") is not
   // `in Std` (an IntFlag combination) and crashes the agent: stdout only there ("1"); the workers'
   // stderr is then in the agent's log_dir, not its output.

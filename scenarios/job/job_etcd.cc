@@ -4,7 +4,10 @@
 // record itself from etcd's revision history: every revision of every key under the rendezvous
 // prefix (net/rdzv: "/torch/elastic/dagsim/") is read (a range at that revision) and written to
 // store/store.jsonl as a `set` (or `delete_key`) line in store_recorder.h's format, so
-// judge_store_records judges the state's history as it judges a TCPStore's record.
+// judge_store_records judges the state's history as it judges a TCPStore's record. torchrun's
+// agents run its etcd-v2 backend (python-etcd, etcd's v2 API, which the run's etcd serves:
+// --enable-v2): their state key "/torch/elastic/rendezvous/<run_id>" holds what the c10d key
+// holds (base64 of the pickled state), and its v2 event history is written as that key's lines.
 //
 // What such a record is, and is not (said again in docs/scenarios.md's [job] section):
 //  - Times are the runner's observation times: it reads etcd every kPollMs (and before etcd is
@@ -67,8 +70,9 @@ struct HttpReply {
   std::string body;
 };
 
-// One HTTP/1.0 POST to 127.0.0.1:port, answered within timeout_ms, or nullopt (refused, no answer).
-std::optional<HttpReply> post(uint16_t port, const std::string& path, const std::string& body, int timeout_ms) {
+// One HTTP/1.0 request to 127.0.0.1:port, answered within timeout_ms, or nullopt (refused, no answer).
+std::optional<HttpReply> request(const std::string& method, uint16_t port, const std::string& path, const std::string& body,
+                                 int timeout_ms) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   const auto left = [&] {
     return static_cast<int>(std::max<int64_t>(
@@ -90,13 +94,13 @@ std::optional<HttpReply> post(uint16_t port, const std::string& path, const std:
   int err = 0;
   socklen_t len = sizeof(err);
   if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return std::nullopt;
-  const std::string request = "POST " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
-                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string text = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n" + body;
   size_t sent = 0;
-  while (sent < request.size()) {
+  while (sent < text.size()) {
     p = {fd, POLLOUT, 0};
     if (::poll(&p, 1, left()) != 1) return std::nullopt;
-    const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    const ssize_t n = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno != EAGAIN) return std::nullopt;
     if (n > 0) sent += static_cast<size_t>(n);
   }
@@ -125,6 +129,10 @@ std::optional<HttpReply> post(uint16_t port, const std::string& path, const std:
   }
   out.body = reply.substr(head_end + 4);
   return out;
+}
+
+std::optional<HttpReply> post(uint16_t port, const std::string& path, const std::string& body, int timeout_ms) {
+  return request("POST", port, path, body, timeout_ms);
 }
 
 // etcd's JSON gateway writes int64 fields as strings.
@@ -200,7 +208,9 @@ void JobRunner::start_etcd() {
                  "--listen-peer-urls=" + peer_url,
                  "--initial-advertise-peer-urls=" + peer_url,
                  "--initial-cluster=job=" + peer_url,
-                 "--initial-cluster-state=new"};
+                 "--initial-cluster-state=new",
+                 // torchrun's etcd-v2 backend (python-etcd) speaks the v2 API.
+                 "--enable-v2=true"};
     spec.env = base_env();
     spec.fds = {};
     spec.stdout_path = dir_ + "/store/etcd.log";
@@ -242,6 +252,7 @@ void JobRunner::poll_etcd(bool now) {
   if (!etcd_record_ || !store_.running() || store_paused()) return;
   if (!now && now_ms() - last_etcd_poll_ms_ < kPollMs) return;
   last_etcd_poll_ms_ = now_ms();
+  if (spec_.launcher == JobLauncher::torchrun) return poll_etcd_v2();
   try {
     std::optional<HttpReply> r = post(store_port_, "/v3/kv/range", nlohmann::json({{"key", net::etcd::base64_encode(std::string(kEtcdPrefix))},
                                                                                    {"count_only", true}}).dump(), 1000);
@@ -276,6 +287,42 @@ void JobRunner::poll_etcd(bool now) {
     }
   } catch (const std::exception&) {
     // A reply that is not etcd's (or a value not base64): the next poll tries again.
+  }
+}
+
+// torchrun's etcd-v2 backend keeps its state (base64 of the pickle, as on c10d) in one v2 key,
+// "/torch/elastic/rendezvous/<run_id>": its history is etcd's v2 event history (the last 1000
+// events), read with wait=true from the last index read + 1 (answered at once while events are
+// there). Written as the c10d state key's lines, so the judge reads it as PyTorch's state.
+void JobRunner::poll_etcd_v2() {
+  const std::string path = "/v2/keys/torch/elastic/rendezvous/job";
+  const std::string state_key = "torch.rendezvous.job";
+  try {
+    std::optional<HttpReply> r = request("GET", store_port_, path, "", 1000);
+    if (!r || r->status != 200) return;  // absent yet (404), or no answer now
+    const nlohmann::json now = nlohmann::json::parse(r->body);
+    const uint64_t head = number(now.value("node", nlohmann::json::object()), "modifiedIndex");
+    for (int guard = 0; etcd_revision_ < head && guard < 1000; ++guard) {
+      r = request("GET", store_port_, path + "?wait=true&waitIndex=" + std::to_string(etcd_revision_ + 1), "", 500);
+      if (!r) return;
+      nlohmann::json event = nlohmann::json::parse(r->body);
+      if (r->status != 200) {
+        // Cleared from the event history (errorCode 401): the key as it is now stands for them.
+        event = {{"action", "set"}, {"node", now.at("node")}};
+      }
+      const nlohmann::json& node = event.at("node");
+      const std::string action = event.value("action", std::string());
+      const uint64_t index = number(node, "modifiedIndex");
+      if (index <= etcd_revision_) return;
+      if (action == "delete" || action == "expire" || action == "compareAndDelete") {
+        etcd_line({{"op", "delete_key"}, {"conn", 1}, {"key", state_key}, {"deleted", true}, {"etcd_index", index}});
+      } else {
+        etcd_line({{"op", "set"}, {"conn", 1}, {"key", state_key}, {"value", hex(node.value("value", std::string()))}, {"etcd_index", index}});
+      }
+      etcd_revision_ = index;
+    }
+  } catch (const std::exception&) {
+    // A reply that is not etcd's: the next poll tries again.
   }
 }
 

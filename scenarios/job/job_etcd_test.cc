@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -253,17 +254,41 @@ TEST(JobEtcd, AgentsInNamespacesReachEtcdAtTheBridge) {
   expect_etcd_run(r, t.path + "/run");
 }
 
-TEST(JobEtcd, TorchrunOnEtcdIsRefused) {
-  JobSpec spec = etcd_spec("/bin/true");
-  spec.launcher = JobLauncher::torchrun;
-  const Scenario s = scenario_of(spec);
-  TempDir t;
-  try {
-    run(s, t.path);
-    FAIL() << "ran";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("python-etcd"), std::string::npos) << e.what();
+TEST(JobEtcd, TorchrunOnEtcdV2WithAWorkerKill) {
+  if (const auto why = job::etcd_unavailable()) GTEST_SKIP() << *why;
+  if (std::system("/usr/bin/python3 -c 'import torch, etcd' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "needs /usr/bin/python3 with torch and python-etcd (Debian's python3-torch, python3-etcd)";
   }
+  TempDir t;
+  JobSpec spec = etcd_spec(script(t.path, kSteps));
+  spec.launcher = JobLauncher::torchrun;
+  JobFault kill;
+  kill.kind = JobFault::Kind::kill;
+  kill.target = {JobTarget::Kind::worker, 0, 0};
+  kill.when.kind = JobTrigger::Kind::output;
+  kill.when.pattern = "^step 4 ";
+  kill.when.from = JobTarget{JobTarget::Kind::worker, 0, 0};
+  spec.faults.push_back(kill);
+  const RunRecords r = run(scenario_of(spec), t.path);
+  std::fprintf(stderr, "%s\n%s\n", r.fault_timeline.dump(1).c_str(), r.job["rounds"].dump().c_str());
+  EXPECT_EQ(r.outcome, "finished");
+  EXPECT_TRUE(r.fault_timeline[0]["fired"].get<bool>());
+  for (uint32_t a = 0; a < 2; ++a) {
+    const NodeRecord* n = record_of(r, a, 0);
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->data["exit"], nlohmann::json({{"code", 0}})) << n->data.dump();
+  }
+  const std::string argv = record_of(r, 0, 0)->data["argv"].dump();
+  EXPECT_NE(argv.find("\"--rdzv_backend\",\"etcd-v2\""), std::string::npos) << argv;
+  EXPECT_GE(record_of(r, 0, 0)->data["restarts"].get<uint32_t>(), 1u) << record_of(r, 0, 0)->data.dump();
+  EXPECT_EQ(r.job["store"]["error"], "") << r.job["store"].dump();
+  EXPECT_EQ(r.job["store"]["format"], "pytorch") << r.job["store"].dump();
+  EXPECT_TRUE(r.job["store"]["violations"].empty()) << r.job["store"]["violations"].dump(1);
+  ASSERT_GE(r.job["rounds"].size(), 2u) << r.job.dump();
+  EXPECT_TRUE(r.job["orphans"].empty()) << r.job["orphans"].dump();
+  const std::vector<nlohmann::json> lines = record_lines(t.path + "/run");
+  ASSERT_FALSE(lines.empty());
+  EXPECT_FALSE(fs::exists("/proc/" + std::to_string(lines.front()["pid"].get<pid_t>())));
 }
 
 }  // namespace

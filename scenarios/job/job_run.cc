@@ -3,6 +3,7 @@
 #include "scenarios/job/job_run.h"
 
 #include <csignal>
+#include <cstdlib>
 #include <unistd.h>
 
 #include <filesystem>
@@ -50,10 +51,9 @@ JobRunner::JobRunner(const Scenario& scenario, const JobRunOptions& options, std
   if (options_.dagsim_binary.empty()) throw errors::invalid_argument("the job runner needs the dagsim binary (JobRunOptions::dagsim_binary)");
   if (spec_.command.empty()) throw errors::invalid_argument("the job has no command");
   if (spec_.rdzv_backend == JobRdzvBackend::etcd) {
-    if (spec_.launcher == JobLauncher::torchrun) {
-      throw errors::invalid_argument("rdzv_backend = \"etcd\" with launcher = \"torchrun\": torchrun's etcd backends speak etcd's v2 API "
-                                     "through python-etcd, which the job runner does not start or record (use launcher = \"dagsim\", "
-                                     "or c10d)");
+    if (spec_.launcher == JobLauncher::torchrun && std::system("/usr/bin/python3 -c 'import etcd' >/dev/null 2>&1") != 0) {
+      throw errors::invalid_argument("rdzv_backend = \"etcd\" with launcher = \"torchrun\": torchrun's etcd-v2 backend needs python-etcd "
+                                     "(Debian's python3-etcd: scripts/deps.sh test), which is not installed");
     }
     if (const auto why = etcd_unavailable()) throw errors::invalid_argument("rdzv_backend = \"etcd\": " + *why);
   }

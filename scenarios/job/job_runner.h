@@ -135,6 +135,7 @@ class JobRunner {
   bool store_paused() const;
   void start_etcd();
   void poll_etcd(bool now);  // reads etcd's new revisions into store.jsonl (every 50 ms, or now)
+  void poll_etcd_v2();       // torchrun's: its state key's v2 events
   void kill_etcd(bool keep_data);
   void stop_etcd();
   void etcd_line(nlohmann::json line);

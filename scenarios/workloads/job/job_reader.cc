@@ -481,12 +481,6 @@ void read_job(const TomlReader& reader, const Table& top, Scenario& scenario) {
     reader.fail(*t.get("rdzv_backend"), t.key_path("rdzv_backend"),
                 "\"dagsim\" is dagsim launch's own backend: with launcher = \"torchrun\" use \"c10d\"");
   }
-  if (spec.rdzv_backend == JobRdzvBackend::etcd && spec.launcher != JobLauncher::dagsim) {
-    reader.fail(*t.get("rdzv_backend"), t.key_path("rdzv_backend"),
-                "\"etcd\" with launcher = \"torchrun\": torchrun's etcd backends speak etcd's v2 API through python-etcd "
-                "(Debian's python3-etcd), whose keys the job runner neither serves nor records; use launcher = \"dagsim\" "
-                "on etcd, or \"c10d\"");
-  }
   if (const toml::node* conf = t.get("rdzv_conf")) spec.rdzv_conf = string_map(reader, *conf, t.key_path("rdzv_conf"), false);
   spec.max_restarts = static_cast<uint32_t>(reader.opt_integer(t, "max_restarts", 0, kMaxRestarts).value_or(spec.max_restarts));
   if (const auto seconds = reader.opt_number(t, "monitor_interval", Range{0, kMaxMonitorIntervalS, /*lo_open=*/true})) {

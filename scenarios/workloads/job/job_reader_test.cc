@@ -170,6 +170,9 @@ TEST(JobReader, DefaultsAreTorchrunsWhereItHasThem) {
   EXPECT_EQ(parse_scenario(job("launcher = \"torchrun\"\nrdzv_backend = \"c10d\"\n"), "j.toml").workload.as<JobSpec>().launcher,
             JobLauncher::torchrun);
   EXPECT_EQ(parse_scenario(job("rdzv_backend = \"etcd\"\n"), "j.toml").workload.as<JobSpec>().rdzv_backend, JobRdzvBackend::etcd);
+  // torchrun on etcd: its etcd-v2 backend over the v2 API the run's etcd serves (python-etcd).
+  EXPECT_EQ(parse_scenario(job("launcher = \"torchrun\"\nrdzv_backend = \"etcd\"\n"), "j.toml").workload.as<JobSpec>().rdzv_backend,
+            JobRdzvBackend::etcd);
 }
 
 TEST(JobReader, RefusesWhatItCannotRun) {
@@ -189,10 +192,6 @@ TEST(JobReader, RefusesWhatItCannotRun) {
   EXPECT_EQ(error_of(job("rdzv_backend = \"dagsim\"\nlauncher = \"torchrun\"\n")),
             "bad.toml:4: job.rdzv_backend: \"dagsim\" is dagsim launch's own backend: with launcher = \"torchrun\" use "
             "\"c10d\"");
-  EXPECT_EQ(error_of(job("launcher = \"torchrun\"\nrdzv_backend = \"etcd\"\n")),
-            "bad.toml:5: job.rdzv_backend: \"etcd\" with launcher = \"torchrun\": torchrun's etcd backends speak etcd's v2 "
-            "API through python-etcd (Debian's python3-etcd), whose keys the job runner neither serves nor records; use "
-            "launcher = \"dagsim\" on etcd, or \"c10d\"");
   EXPECT_EQ(error_of(job("rdzv_backend = \"static\"\n")),
             "bad.toml:4: job.rdzv_backend: unknown value \"static\"; allowed: c10d, etcd, dagsim");
   EXPECT_EQ(error_of(job("rdzv_conf = { a = \"1,2\" }\n")),

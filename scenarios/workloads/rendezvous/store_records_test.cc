@@ -102,6 +102,34 @@ TEST_F(StoreRecords, AStaleTokenThatWroteIsS1) {
   EXPECT_NE(all(j.violations).find("S1"), std::string::npos) << all(j.violations);
 }
 
+// A record written from etcd's revisions (a [job] on etcd): sets from one connection no process
+// is known for. Every commit lacks its writer, S1 unless job.json says the writers are unknown;
+// then S1 is not judged, the report says so, and the state's own rules still hold it.
+TEST_F(StoreRecords, WritersUnknownLeavesS1UnjudgedAndSaysSo) {
+  lines_.clear();
+  line({{"op", "start"}, {"t", kOrigin}, {"pid", 1}});
+  line({{"op", "connect"}, {"t", kOrigin}, {"conn", 1}, {"peer", "etcd"}, {"pid", nullptr}});
+  RendezvousState s1;
+  s1.participants[kA] = 0;
+  s1.last_heartbeats[kA] = wall(10);
+  RendezvousState s2 = s1;
+  s2.participants[kB] = 1;
+  s2.last_heartbeats[kB] = wall(20);
+  s2.complete = true;
+  s2.world_size = 2;
+  for (const auto& [ms, s] : {std::pair{10, s1}, std::pair{20, s2}}) {
+    line({{"op", "set"}, {"t", kOrigin + ms * kMs}, {"conn", 1}, {"key", "torch.rendezvous.job"}, {"value", hex(rendezvous::encode(s))}});
+  }
+  const StoreRecordsJudgement known = judge();
+  EXPECT_NE(all(known.violations).find("no node wrote it"), std::string::npos) << all(known.violations);
+  job_["writers_known"] = false;
+  const StoreRecordsJudgement unknown = judge();
+  EXPECT_TRUE(unknown.violations.empty()) << all(unknown.violations);
+  EXPECT_EQ(unknown.report["rounds"].size(), 1u);
+  EXPECT_NE(unknown.report["not_judged"].get<std::string>().find("S1: the record ties no write"), std::string::npos)
+      << unknown.report["not_judged"];
+}
+
 TEST_F(StoreRecords, ALiveMemberRemovedByAnotherIsReportedAndIsL6WithoutARerendezvous) {
   const std::vector<RendezvousState> s = formation();
   // At 2.5 s A finds B's heartbeat (20 ms) past the 2 s expiry and drops it, without a request to

@@ -14,7 +14,7 @@
 #
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
-#   TARGET     envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply,
+#   TARGET     envelope, handshake, tcpstore, store_faults, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply,
 #              secure_channel, pickle, store_record, sweep_summary, execute or all
 #              (default all)
 #
@@ -40,9 +40,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_delta | control | slurm_hostlist | launch_input | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_delta control slurm_hostlist launch_input file_store etcd_reply secure_channel pickle store_record sweep_summary execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_faults | store_delta | control | slurm_hostlist | launch_input | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_faults store_delta control slurm_hostlist launch_input file_store etcd_reply secure_channel pickle store_record sweep_summary execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_faults, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -90,6 +90,8 @@ sources_of() {
     envelope) echo net/fuzz/envelope_fuzz.cc net/envelope.cc "${common_sources[@]}" ;;
     handshake) echo net/fuzz/handshake_fuzz.cc net/handshake.cc "${common_sources[@]}" ;;
     tcpstore) echo net/fuzz/tcpstore_fuzz.cc net/tcpstore/tcp_store_protocol.cc "${common_sources[@]}" ;;
+    store_faults) echo net/fuzz/store_faults_fuzz.cc net/tcpstore/store_faults.cc net/tcpstore/tcp_store_protocol.cc \
+      core/base/bounded_file.cc core/base/printable.cc "${common_sources[@]}" ;;
     store_delta) echo net/fuzz/store_delta_fuzz.cc core/store/value_delta.cc "${common_sources[@]}" ;;
     control) echo scenarios/run/control_fuzz.cc scenarios/run/control_messages.cc "${common_sources[@]}" ;;
     slurm_hostlist) echo launch/slurm_hostlist_fuzz.cc launch/slurm_env.cc core/base/printable.cc "${common_sources[@]}" ;;

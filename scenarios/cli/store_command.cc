@@ -155,8 +155,9 @@ int store_command(const StoreArgs& args) {
   std::cerr << "dagsim store: serving PyTorch 1.13's TCPStore protocol on " << printable(args.host) << ":" << server.port()
             << " to at most " << *max_connections << " connections until SIGTERM or SIGINT\n";
   while (stop_requested == 0) {
+    // Every 10 ms: a fault struck at a moment takes effect within 10 ms of its signal.
     host.wait_until([] { return stop_requested != 0 || reload_requested != 0; }, runtime::TimePoint::max(),
-                    std::chrono::milliseconds(50));
+                    std::chrono::milliseconds(10));
     if (reload_requested != 0) {
       reload_requested = 0;
       if (options.faults) load_faults(args.faults, *options.faults);

@@ -297,6 +297,8 @@ TEST(JobStoreFaults, AStoreRestartKeepingItsDataAnswersWhatWasWrittenBefore) {
   std::fprintf(stderr, "after the restart: %s\n", first.dump().c_str());
   ASSERT_FALSE(first.is_null());
   EXPECT_FALSE(first["value"].is_null()) << first.dump();  // the state written before the restart
+  std::fprintf(stderr, "judged: error %s, violations %s\n", r.job["store"]["error"].dump().c_str(),
+               r.job["store"]["violations"].dump().c_str());
   for (const NodeRecord& n : r.nodes) std::fprintf(stderr, "agent%u.%u exit %s\n", n.node, n.incarnation, n.data["exit"].dump().c_str());
   EXPECT_TRUE(r.job["orphans"].empty());
 }

@@ -1,6 +1,6 @@
 // A job's etcd (rdzv_backend = "etcd", job_runner.h): the run starts Debian's etcd-server
-// (/usr/bin/etcd) on free ports with its data dir in the run's folder (store/etcd.data, its log
-// store/etcd.log), and, since etcd keeps no record of its clients' operations, writes the store's
+// (/usr/bin/etcd) on free ports with its data dir in the run's folder (store/etcd.data, removed
+// when the run stops etcd at its end; its log store/etcd.log), and, since etcd keeps no record of its clients' operations, writes the store's
 // record itself from etcd's revision history: every revision of every key under the rendezvous
 // prefix (net/rdzv: "/torch/elastic/dagsim/") is read (a range at that revision) and written to
 // store/store.jsonl as a `set` (or `delete_key`) line in store_recorder.h's format, so
@@ -345,6 +345,10 @@ void JobRunner::stop_etcd() {
   poll_etcd(true);
   stop_process(store_, std::chrono::seconds(10));
   if (etcd_record_) etcd_line({{"op", "stop"}});
+  // Its write-ahead log alone is a 64 MB preallocated file: what the run needs of the data is in
+  // store.jsonl now, so the data dir goes (a sweep of many seeds would keep gigabytes otherwise).
+  std::error_code ec;
+  fs::remove_all(dir_ + "/store/etcd.data", ec);
 }
 
 }  // namespace dagsim::scenarios::job

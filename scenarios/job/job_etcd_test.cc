@@ -114,7 +114,8 @@ void expect_etcd_run(const RunRecords& r, const std::string& run_dir) {
   // etcd is gone (not even a zombie: the run reaped it).
   const pid_t etcd = lines.front()["pid"].get<pid_t>();
   EXPECT_FALSE(fs::exists("/proc/" + std::to_string(etcd))) << "etcd pid " << etcd;
-  EXPECT_TRUE(fs::is_directory(run_dir + "/store/etcd.data"));
+  EXPECT_FALSE(fs::exists(run_dir + "/store/etcd.data"));  // its 64 MB log: removed once read
+  EXPECT_TRUE(fs::exists(run_dir + "/store/etcd.log"));
 }
 
 TEST(JobEtcd, FormsAndAWorkerKillRestartsTheGroup) {
@@ -193,6 +194,13 @@ TEST(JobEtcd, AStoreRestartKeepsItsData) {
   const std::string detail = r.fault_timeline[0]["detail"].get<std::string>();
   EXPECT_NE(detail.find("SIGKILL to etcd"), std::string::npos) << detail;
   EXPECT_NE(detail.find("started again"), std::string::npos) << detail;
+  // The data kept: etcd's revisions go on rising across the restart.
+  uint64_t highest = 0;
+  for (const nlohmann::json& l : record_lines(t.path + "/run")) {
+    if (!l.contains("etcd_revision")) continue;
+    EXPECT_GE(l["etcd_revision"].get<uint64_t>(), highest) << l.dump();  // a txn writes keys at one revision
+    highest = l["etcd_revision"].get<uint64_t>();
+  }
   for (uint32_t a = 0; a < 2; ++a) {
     const NodeRecord* n = record_of(r, a, 0);
     ASSERT_NE(n, nullptr);

@@ -104,29 +104,68 @@ nlohmann::json recorded_key(const std::string& key) {
   return recorded_value(std::span(reinterpret_cast<const uint8_t*>(key.data()), key.size()), 0);
 }
 
-std::optional<int64_t> local_peer_pid(const boost::asio::ip::tcp::endpoint& client, const boost::asio::ip::tcp::endpoint& server) {
+namespace {
+
+// The client socket's inode in the TCP tables under `net` (/proc/net, or /proc/PID/net for the
+// namespace of PID), or nullopt.
+std::optional<std::string> client_inode(const std::string& net, const boost::asio::ip::tcp::endpoint& client,
+                                        const boost::asio::ip::tcp::endpoint& server) {
   // The client's socket, seen from its own side: local = the client, remote = the store.
+  const std::string tcp = net + "/tcp";
+  const std::string tcp6 = net + "/tcp6";
   std::optional<std::string> inode;
   if (client.address().is_v4()) {
-    inode = socket_inode("/proc/net/tcp", proc_form(client.address(), client.port()), proc_form(server.address(), server.port()));
+    inode = socket_inode(tcp.c_str(), proc_form(client.address(), client.port()), proc_form(server.address(), server.port()));
     if (!inode) {
       // A v4 client of a dual-stack listener shows as v4-mapped v6.
       const auto mapped = boost::asio::ip::make_address_v6(boost::asio::ip::v4_mapped, client.address().to_v4());
       const auto server6 = server.address().is_v4()
                                ? boost::asio::ip::address(boost::asio::ip::make_address_v6(boost::asio::ip::v4_mapped, server.address().to_v4()))
                                : server.address();
-      inode = socket_inode("/proc/net/tcp6", proc_form(mapped, client.port()), proc_form(server6, server.port()));
+      inode = socket_inode(tcp6.c_str(), proc_form(mapped, client.port()), proc_form(server6, server.port()));
     }
   } else {
-    inode = socket_inode("/proc/net/tcp6", proc_form(client.address(), client.port()), proc_form(server.address(), server.port()));
+    inode = socket_inode(tcp6.c_str(), proc_form(client.address(), client.port()), proc_form(server.address(), server.port()));
   }
-  if (!inode || *inode == "0") return std::nullopt;
-  const std::string target = "socket:[" + *inode + "]";
+  if (inode && *inode == "0") return std::nullopt;
+  return inode;
+}
+
+bool all_digits(const std::string& name) { return !name.empty() && name.find_first_not_of("0123456789") == std::string::npos; }
+
+}  // namespace
+
+std::optional<int64_t> local_peer_pid(const boost::asio::ip::tcp::endpoint& client, const boost::asio::ip::tcp::endpoint& server) {
   namespace fs = std::filesystem;
+  std::optional<std::string> inode = client_inode("/proc/net", client, server);
+  if (!inode) {
+    // A client in another network namespace of this host (each agent of a job in its own, over a
+    // bridge without NAT, so both ends read the same there): its socket is in that namespace's
+    // tables, read through any process in it. Socket inodes are numbered host-wide, so the
+    // descriptor search below finds its process wherever it runs.
+    std::error_code ec;
+    std::string own_ns;
+    {
+      std::error_code link_ec;
+      own_ns = fs::read_symlink("/proc/self/ns/net", link_ec).native();
+    }
+    std::vector<std::string> seen = {own_ns};
+    for (fs::directory_iterator proc("/proc", ec), end; !ec && proc != end && !inode; proc.increment(ec)) {
+      const std::string name = proc->path().filename().string();
+      if (!all_digits(name)) continue;
+      std::error_code link_ec;
+      const std::string ns = fs::read_symlink(proc->path() / "ns" / "net", link_ec).native();
+      if (link_ec || std::find(seen.begin(), seen.end(), ns) != seen.end()) continue;
+      seen.push_back(ns);
+      inode = client_inode((proc->path() / "net").native(), client, server);
+    }
+  }
+  if (!inode) return std::nullopt;
+  const std::string target = "socket:[" + *inode + "]";
   std::error_code ec;
   for (fs::directory_iterator proc("/proc", ec), end; !ec && proc != end; proc.increment(ec)) {
     const std::string name = proc->path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (!all_digits(name)) continue;
     std::error_code fd_ec;
     for (fs::directory_iterator fd(proc->path() / "fd", fd_ec), fd_end; !fd_ec && fd != fd_end; fd.increment(fd_ec)) {
       std::error_code link_ec;

@@ -75,7 +75,9 @@
 namespace dagsim::net::tcpstore {
 
 // The process on this host holding the TCP connection whose far end is `local` and near end
-// `remote` (as the store sees it: the client's endpoint, then the store's), or nullopt.
+// `remote` (as the store sees it: the client's endpoint, then the store's), or nullopt. A client
+// in another network namespace of this host (reached without NAT, as a job's agents are) is
+// found too, through that namespace's tables.
 std::optional<int64_t> local_peer_pid(const boost::asio::ip::tcp::endpoint& client,
                                       const boost::asio::ip::tcp::endpoint& server);
 

@@ -8,6 +8,10 @@
 
 #include <unistd.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <csignal>
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -133,6 +137,61 @@ TEST_F(Recorder, LimitsOutOfRangeAreRefused) {
   EXPECT_THROW(StoreRecorder(path_, {kRecordMinBytes - 1, 1024}), Error);
   EXPECT_THROW(StoreRecorder(path_, {uint64_t{1} << 30, kRecordStateMax + 1}), Error);
   EXPECT_NO_THROW(StoreRecorder(path_, {kRecordMinBytes, 0}));
+}
+
+}  // namespace
+}  // namespace dagsim::net::tcpstore
+
+namespace dagsim::net::tcpstore {
+namespace {
+
+// Runs `command` through sh and says whether it exited 0.
+bool sh(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
+
+// A client in another network namespace of this host (a job's agents each have one) is tied to its
+// process as a local one is: the recorder finds its socket in that namespace's tables.
+TEST(RecorderPeers, AClientInAnotherNetworkNamespaceIsFoundByItsPid) {
+  if (geteuid() != 0 || !sh("command -v ip") || !std::filesystem::exists("/usr/bin/python3")) {
+    GTEST_SKIP() << "needs root, ip and /usr/bin/python3 for a network namespace";
+  }
+  const std::string ns = "dagsim-rec-" + std::to_string(getpid());
+  const std::string host_if = "drh" + std::to_string(getpid() % 100000);
+  const std::string ns_if = "drn" + std::to_string(getpid() % 100000);
+  const std::string host_addr = "10.251." + std::to_string(getpid() % 250) + ".1";
+  const std::string ns_addr = "10.251." + std::to_string(getpid() % 250) + ".2";
+  struct Cleanup {
+    std::string ns, host_if;
+    ~Cleanup() {
+      sh("ip netns del " + ns);
+      sh("ip link del " + host_if);
+    }
+  } cleanup{ns, host_if};
+  ASSERT_TRUE(sh("ip netns add " + ns));
+  ASSERT_TRUE(sh("ip link add " + host_if + " type veth peer name " + ns_if));
+  ASSERT_TRUE(sh("ip link set " + ns_if + " netns " + ns));
+  ASSERT_TRUE(sh("ip addr add " + host_addr + "/30 dev " + host_if + " && ip link set " + host_if + " up"));
+  ASSERT_TRUE(sh("ip netns exec " + ns + " sh -c 'ip addr add " + ns_addr + "/30 dev " + ns_if + " && ip link set " + ns_if +
+                 " up && ip link set lo up'"));
+
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor acceptor(io, {boost::asio::ip::make_address(host_addr), 0});
+  const uint16_t port = acceptor.local_endpoint().port();
+  // `ip netns exec` execs its command in place, so the client's pid is the one started here.
+  const std::string pid_file = ::testing::TempDir() + "/rec_ns_client_" + std::to_string(getpid());
+  ASSERT_TRUE(sh("ip netns exec " + ns + " /usr/bin/python3 -c 'import os,socket,time; s=socket.create_connection((\"" +
+                 host_addr + "\"," + std::to_string(port) + ")); open(\"" + pid_file +
+                 "\",\"w\").write(str(os.getpid())); time.sleep(20)' & "));
+  boost::asio::ip::tcp::socket client(io);
+  acceptor.accept(client);
+  for (int i = 0; i < 200 && !std::filesystem::exists(pid_file); ++i) usleep(50'000);
+  std::ifstream in(pid_file);
+  int64_t expected = 0;
+  ASSERT_TRUE(in >> expected) << "the client never wrote its pid";
+  const std::optional<int64_t> found = local_peer_pid(client.remote_endpoint(), client.local_endpoint());
+  ::kill(static_cast<pid_t>(expected), SIGKILL);
+  std::filesystem::remove(pid_file);
+  ASSERT_TRUE(found.has_value()) << "the client in namespace " << ns << " was not found";
+  EXPECT_EQ(*found, expected);
 }
 
 }  // namespace

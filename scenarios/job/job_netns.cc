@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "core/base/error.h"
 #include "net/process/process.h"
@@ -71,6 +72,7 @@ std::unique_ptr<Netns> Netns::create(uint32_t agents) {
       n->ip({"-n", ns, "link", "set", peer, "up"});
       n->ip({"-n", ns, "link", "set", "lo", "up"});
     }
+    n->write_hosts();
   } catch (...) {
     n->teardown();
     throw;
@@ -85,6 +87,11 @@ void Netns::teardown() {
     ip({"netns", "del", ns(i)}, false);  // takes its veth pair with it
     ip({"link", "del", tag_ + "h" + std::to_string(i)}, false);
   }
+  for (uint32_t i = 0; i < hosts_written_; ++i) {
+    std::error_code ignored;
+    std::filesystem::remove_all(std::filesystem::path("/etc/netns") / ns(i), ignored);
+  }
+  hosts_written_ = 0;
   made_ = 0;
   if (bridge_made_) ip({"link", "del", tag_ + "br"}, false);
   bridge_made_ = false;
@@ -95,8 +102,31 @@ void Netns::teardown() {
 std::string Netns::agent_address(uint32_t agent) const { return prefix_ + std::to_string(agent + 1); }
 std::string Netns::ns(uint32_t agent) const { return tag_ + "n" + std::to_string(agent); }
 
+// Each namespace is a host of its own to its processes: a hostname (a UTS namespace) and an
+// /etc/hosts that names every agent's host and the store's. torchrun hands its workers the master
+// agent's socket.getfqdn() as MASTER_ADDR; with one hostname for every namespace ("localhost")
+// the workers of another namespace could never reach it, and no group formed across namespaces.
+// `ip netns exec` bind-mounts /etc/netns/NS/hosts over /etc/hosts for what it runs.
+void Netns::write_hosts() {
+  std::string hosts = "127.0.0.1\tlocalhost\n::1\tlocalhost\n" + bridge_addr_ + "\t" + tag_ + "-store\n";
+  for (uint32_t i = 0; i < agents_; ++i) hosts += agent_address(i) + "\t" + host_name(i) + "\n";
+  for (uint32_t i = 0; i < agents_; ++i) {
+    const std::filesystem::path dir = std::filesystem::path("/etc/netns") / ns(i);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    hosts_written_ = i + 1;
+    std::ofstream out(dir / "hosts", std::ios::trunc);
+    out << hosts;
+    if (ec || !out.flush()) throw errors::invalid_argument("namespaces: cannot write " + (dir / "hosts").string());
+  }
+}
+
+std::string Netns::host_name(uint32_t agent) const { return ns(agent); }
+
 std::vector<std::string> Netns::wrap(uint32_t agent, const std::vector<std::string>& argv) const {
-  std::vector<std::string> out = {ip_program(), "netns", "exec", ns(agent)};
+  // unshare and sh exec in place, as `ip netns exec` does: the agent keeps the pid it started with.
+  std::vector<std::string> out = {ip_program(), "netns", "exec", ns(agent), "unshare", "--uts", "/bin/sh", "-c",
+                                  "hostname \"$0\" && exec \"$@\"", host_name(agent)};
   out.insert(out.end(), argv.begin(), argv.end());
   return out;
 }

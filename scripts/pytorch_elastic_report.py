@@ -174,7 +174,7 @@ if not any_violation:
 with open(os.path.join(root, "reports", "pytorch_elastic.md"), "w") as f:
     f.write("\n".join(lines))
 slim = {"conf": matrix["conf"], "cases": cases,
-        "results": [{k: v for k, v in r.items() if k != "dir"} for r in results]}
+        "results": [{k: v for k, v in r.items() if k not in ("dir", "run_dir")} for r in results]}
 with open(os.path.join(root, "reports", "pytorch_elastic.json"), "w") as f:
     json.dump(slim, f, indent=1)
 print("wrote reports/pytorch_elastic.md and reports/pytorch_elastic.json")

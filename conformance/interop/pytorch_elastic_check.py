@@ -4,7 +4,8 @@
                        (`dagsim judge --json`) and must give exactly the violations
                        reports/pytorch_elastic.json states for that run: the report's claims are
                        replayable, and a change to the checker that alters one shows here.
-  matrix DAGSIM        runs scripts/pytorch_elastic_matrix.py's formation and kill cases, torchrun
+  jobs DAGSIM          runs the formation and kill cases of the elastic job scenarios
+                       (scenarios/examples/jobs/elastic/, by scripts/pytorch_elastic_jobs.py), torchrun
                        and dagsim launch, on this host: torchrun's kill breaks L6 (PyTorch #111646:
                        the survivors never re-form) and neither of its runs breaks a safety rule
                        (S1-S10); dagsim launch passes both and re-forms after the kill. torchrun's
@@ -55,7 +56,7 @@ def matrix(dagsim):
         print("SKIP: no torch for /usr/bin/python3")
         sys.exit(77)
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "pytorch_elastic_matrix.py"), dagsim, out,
+        subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "pytorch_elastic_jobs.py"), dagsim, out,
                         "--cases", "formation,kill"], check=True)
         with open(os.path.join(out, "matrix.json")) as f:
             results = {(r["case"], r["system"]): r for r in json.load(f)["results"]}

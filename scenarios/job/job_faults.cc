@@ -14,21 +14,7 @@ namespace dagsim::scenarios::job {
 
 namespace {
 
-const char* kind_name(JobFault::Kind k) {
-  switch (k) {
-    case JobFault::Kind::kill: return "kill";
-    case JobFault::Kind::crash: return "crash";
-    case JobFault::Kind::pause: return "pause";
-    case JobFault::Kind::leave: return "leave";
-    case JobFault::Kind::store_pause: return "store_pause";
-    case JobFault::Kind::store_restart: return "store_restart";
-    case JobFault::Kind::partition: return "partition";
-    case JobFault::Kind::store_delay: return "store_delay";
-    case JobFault::Kind::store_drop: return "store_drop";
-    case JobFault::Kind::store_reset: return "store_reset";
-  }
-  return "?";
-}
+std::string kind_name(JobFault::Kind k) { return std::string(job_fault_kind_name(k)); }
 
 double ms_of(Duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -43,7 +29,7 @@ std::string JobRunner::write_store_faults() {
   for (const FaultState& s : faults_) {
     const JobFault& spec = *s.spec;
     if (!is_layer_fault(spec.kind) || !s.struck || s.done) continue;
-    nlohmann::json r = {{"kind", kind_name(spec.kind) + 6}, {"ops", spec.store_ops}, {"probability", spec.probability},
+    nlohmann::json r = {{"kind", kind_name(spec.kind).substr(6)}, {"ops", spec.store_ops}, {"probability", spec.probability},
                         {"name", "line " + std::to_string(spec.line)}};
     if (spec.kind == JobFault::Kind::store_delay) {
       r["delay_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(spec.delay.value_or(Duration{0})).count();
@@ -114,7 +100,7 @@ void JobRunner::strike(FaultState& f) {
     }
     f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
     const std::string sent = write_store_faults();
-    std::string what = kind_name(spec.kind) + 6;  // "store_drop" -> "drop"
+    std::string what = kind_name(spec.kind).substr(6);  // "store_drop" -> "drop"
     if (spec.kind == JobFault::Kind::store_delay) {
       what += " by " + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(spec.delay.value_or(Duration{0})).count()) + " ms";
     }

@@ -59,21 +59,7 @@ std::string trigger_text(const JobTrigger& t) {
   return "{ " + s + " }";
 }
 
-const char* fault_kind(JobFault::Kind k) {
-  switch (k) {
-    case JobFault::Kind::kill: return "kill";
-    case JobFault::Kind::crash: return "crash";
-    case JobFault::Kind::pause: return "pause";
-    case JobFault::Kind::leave: return "leave";
-    case JobFault::Kind::store_pause: return "store_pause";
-    case JobFault::Kind::store_restart: return "store_restart";
-    case JobFault::Kind::partition: return "partition";
-    case JobFault::Kind::store_delay: return "store_delay";
-    case JobFault::Kind::store_drop: return "store_drop";
-    case JobFault::Kind::store_reset: return "store_reset";
-  }
-  return "?";
-}
+std::string fault_kind(JobFault::Kind k) { return std::string(job_fault_kind_name(k)); }
 
 }  // namespace
 

@@ -54,10 +54,7 @@ const KeySetRegistration kJobKeysListed{{"[job]", "", "", kJobKeys}};
 const KeySetRegistration kLateJoinKeysListed{{"[[job.late_joins]]", "", "", kLateJoinKeys}};
 const KeySetRegistration kWhenKeysListed{{"Job triggers", "", "", kWhenKeys}};
 
-// In JobFault::Kind's order.
-constexpr std::array<std::string_view, 10> kFaultKinds = {"kill",        "crash",         "pause",       "leave",
-                                                          "store_pause", "store_restart", "partition",   "store_delay",
-                                                          "store_drop",  "store_reset"};
+constexpr const auto& kFaultKinds = kJobFaultKindNames;
 // The store's fault layer's query names: TCPStore's queries as the store's record names them
 // (net/tcpstore/store_faults.cc's list, which `dagsim store` checks again).
 constexpr std::string_view kStoreOps[] = {"set",  "compare_set",  "get",       "add",       "check",

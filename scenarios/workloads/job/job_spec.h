@@ -42,10 +42,12 @@
 //                    "reference": null | {"dir", "outcome", "exit_codes": {...}}}
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/runtime/clock.h"
@@ -109,6 +111,12 @@ struct JobFault {
   std::vector<std::vector<uint32_t>> groups;  // partition: agent indices
   int line = 0;                           // where it was declared, for messages
 };
+
+// Each JobFault::Kind as a scenario writes it, in the enum's order (the loader reads them, the
+// runner and the report name them).
+inline constexpr std::array<std::string_view, 10> kJobFaultKindNames = {
+    "kill", "crash", "pause", "leave", "store_pause", "store_restart", "partition", "store_delay", "store_drop", "store_reset"};
+inline std::string_view job_fault_kind_name(JobFault::Kind kind) { return kJobFaultKindNames[static_cast<size_t>(kind)]; }
 
 enum class JobLauncher : uint8_t { dagsim, torchrun };
 // c10d: PyTorch's c10d backend on a `dagsim store --record` the run starts (every store operation

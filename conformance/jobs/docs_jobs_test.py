@@ -64,7 +64,8 @@ def main():
         script = os.path.join(tmp, "docs_jobs.sh")
         with open(script, "w") as f:
             f.write(script_of(bs, md))
-        env = dict(os.environ, PATH=os.path.dirname(dagsim) + os.pathsep + os.environ.get("PATH", ""))
+        # TMPDIR: the folders of the runs the page makes without --records go under tmp, removed after.
+        env = dict(os.environ, PATH=os.path.dirname(dagsim) + os.pathsep + os.environ.get("PATH", ""), TMPDIR=tmp)
         work = os.path.join(tmp, "work")
         os.makedirs(work)
         r = subprocess.run(["bash", script], cwd=work, env=env)

@@ -13,9 +13,11 @@ fi
 if grep -q '^namespaces *= *true' "$file" && [ "$(id -u)" != 0 ]; then
   echo "SKIP: $file needs network namespaces (root)"; exit 77
 fi
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
-"$dagsim" run "$file" --seed 1 >"$out" 2>&1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$tmp/out.txt
+# The run's folder (agents' logs, the store's record, the job's files) goes under $tmp, removed after.
+"$dagsim" run "$file" --seed 1 --records "$tmp/run" >"$out" 2>&1
 rc=$?
 cat "$out"
 if [ "$expect" = pass ]; then

@@ -5,8 +5,12 @@
 #                                            (the planted resume bug: the lost step named)
 # Exit 77 (skipped) without torch for /usr/bin/python3, or for a scenario with namespaces = true
 # when not root (a partition needs each agent in a network namespace of its own).
+#   run_example.sh DAGSIM FILE pass "" all  only under DAGSIM_JOB_EXAMPLES=all (skipped otherwise)
 set -u
-dagsim=$1 file=$2 expect=${3:-pass} regex=${4:-}
+dagsim=$1 file=$2 expect=${3:-pass} regex=${4:-} tier=${5:-default}
+if [ "$tier" = all ] && [ "${DAGSIM_JOB_EXAMPLES:-}" != all ]; then
+  echo "SKIP: $file runs under DAGSIM_JOB_EXAMPLES=all (the default suite runs one launcher per fault)"; exit 77
+fi
 if ! /usr/bin/python3 -c "import torch" 2>/dev/null; then
   echo "SKIP: no torch for /usr/bin/python3"; exit 77
 fi

@@ -14,6 +14,7 @@
 
 #include "scenarios/cli/cli_test_util.h"
 #include "scenarios/run/records.h"
+#include "scenarios/workloads/job/job_records_test_util.h"
 
 namespace dagsim::cli {
 namespace {
@@ -64,61 +65,14 @@ kind = "restarts"
 max = 2
 )";
 
-json worker(uint32_t local_rank, uint32_t rank, int64_t pid, double start, double end, json exit = {{"code", 0}}) {
-  return {{"local_rank", local_rank}, {"rank", rank}, {"pid", pid}, {"started_ms", start}, {"ended_ms", end}, {"exit", exit}};
-}
-
-json agent(int64_t pid, double start, double end, json exit, json workers, uint64_t restarts = 0) {
-  return {{"pid", pid},
-          {"started_ms", start},
-          {"ended_ms", end},
-          {"exit", exit},
-          {"stopped_by_run", false},
-          {"argv", {"dagsim", "launch", "train.py"}},
-          {"log", "agents/agent.log"},
-          {"workers", workers},
-          {"restarts", restarts}};
-}
-
-// A job run as its runner would record it: agent1 crashes at 3 s and starts again at 4 s; agent0's
-// workers fail at the crash and its group restarts; rounds at 1 s, 5 s and 6.8 s (after the store's
-// pause at 6 s).
+// A job run as its runner would record it (job_records_test_util.h's): agent1 crashes at 3 s and
+// starts again at 4 s; agent0's workers fail at the crash and its group restarts; rounds at 1 s,
+// 5 s and 6.8 s (after the store's pause at 6 s).
 scenarios::RunRecords job_records(const fs::path& job_dir) {
-  scenarios::RunRecords r;
+  scenarios::RunRecords r = scenarios::job_test::two_agent_job_run({"dagsim", "launch", "train.py"}, job_dir.string(), 7, "pytorch");
   r.scenario_file = "job_report.toml";
   r.seed = 7;
-  r.transport = "job";
-  r.outcome = "finished";
-  r.end = runtime::TimePoint(std::chrono::milliseconds(10000));
   r.workload_end = r.end;
-  r.node_names = {"agent0", "agent1"};
-  r.final_states = {runtime::NodeState::up, runtime::NodeState::up};
-  r.nodes.push_back({0, 0, agent(100, 0, 9000, {{"code", 0}},
-                                 {worker(0, 0, 101, 1000, 3100, {{"code", 1}}), worker(1, 1, 102, 1000, 3100, {{"code", 1}}),
-                                  worker(0, 0, 103, 5100, 9000), worker(1, 1, 104, 5100, 9000)},
-                                 1)});
-  r.nodes.push_back({1, 0, agent(200, 0, 3000, {{"signal", "SIGKILL"}},
-                                 {worker(0, 2, 201, 1000, 3000, {{"signal", "SIGKILL"}}),
-                                  worker(1, 3, 202, 1000, 3000, {{"signal", "SIGKILL"}})})});
-  r.nodes.push_back({1, 1, agent(300, 4000, 9000, {{"code", 0}}, {worker(0, 2, 301, 5100, 9000), worker(1, 3, 302, 5100, 9000)})});
-  r.fault_timeline = json::array(
-      {{{"kind", "crash"}, {"target", "agent1"}, {"line", 14}, {"at_ms", 3000.0}, {"until_ms", 4000.0}, {"fired", true},
-        {"trigger", "at_ms = 3000"}, {"detail", "SIGKILL to pid 200"}},
-       {{"kind", "store_pause"}, {"target", "store"}, {"line", 20}, {"at_ms", 6000.0}, {"until_ms", 6500.0}, {"fired", true},
-        {"trigger", "at_ms = 6000"}, {"detail", "SIGSTOP to the store"}}});
-  r.job = {{"dir", job_dir.string()},
-           {"launcher", "dagsim"},
-           {"rdzv_backend", "c10d"},
-           {"seed", 7},
-           {"rounds",
-            {{{"round", 0}, {"at_ms", 1000.0}, {"participants", {"agent0", "agent1"}}},
-             {{"round", 1}, {"at_ms", 5000.0}, {"participants", {"host_100_0", "host_300_0"}}},
-             {{"round", 2}, {"at_ms", 6800.0}, {"participants", {"agent0", "agent1"}}}}},
-           {"store",
-            {{"record", "store.jsonl"}, {"format", "pytorch"}, {"report", json::object()}, {"violations", json::array()}, {"error", ""}}},
-           {"orphans", json::array()},
-           {"commands", json::array()},
-           {"reference", nullptr}};
   return r;
 }
 

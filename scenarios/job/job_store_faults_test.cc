@@ -15,6 +15,7 @@
 #include "net/tcpstore/store_host.h"
 #include "net/tcpstore/tcp_store_client.h"
 #include "scenarios/job/job_run.h"
+#include "scenarios/job/job_test_util.h"
 #include "scenarios/workloads/job/job_spec.h"
 
 namespace dagsim::scenarios {
@@ -24,22 +25,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string p = (fs::temp_directory_path() / "job-store-faults-test-XXXXXX").string();
-    path = ::mkdtemp(p.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!::testing::Test::HasFailure() && !std::getenv("KEEP")) fs::remove_all(path, ec);
-  }
-};
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using namespace job_test;
 
 // `dagsim store ARGS...`, its port read from its first line.
 struct Store {
@@ -86,7 +72,7 @@ void with_client(uint16_t port, const std::function<void(net::tcpstore::TcpStore
 runtime::Bytes text(std::string_view s) { return runtime::Bytes(s.begin(), s.end()); }
 
 TEST(StoreRestore, ARestartedStoreAnswersAKeyWrittenBeforeAndWithoutRestoreLosesIt) {
-  TempDir t;
+  TempDir t("job-store-faults-test");
   const std::string first = t.path + "/store.jsonl";
   {
     Store s(t.path, "first", {"--record", first});
@@ -125,49 +111,10 @@ TEST(StoreRestore, ARestartedStoreAnswersAKeyWrittenBeforeAndWithoutRestoreLoses
 }
 
 // A worker: a shell script printing a step every 100 ms.
-std::string script(const std::string& dir, const std::string& body) {
-  const std::string path = dir + "/worker.sh";
-  std::ofstream(path) << "#!/bin/sh\n" << body;
-  ::chmod(path.c_str(), 0755);
-  return path;
-}
-
 constexpr const char* kSteps = "i=0\nwhile [ $i -lt 30 ]; do i=$((i+1)); echo \"step $i \"; sleep 0.1; done\n";
 
-JobSpec base_spec(const std::string& worker) {
-  JobSpec s;
-  s.command = {worker};
-  s.no_python = true;
-  s.agents = 2;
-  s.min_nodes = 2;
-  s.max_nodes = 2;
-  s.nproc_per_node = 1;
-  s.rdzv_conf = {{"last_call_timeout", "1"}, {"join_timeout", "60"}};
-  s.monitor_interval = milliseconds(200);
-  s.timeout = std::chrono::seconds(60);
-  return s;
-}
-
-RunRecords run(const JobSpec& spec, const std::string& dir) {
-  Scenario s;
-  s.name = "jobtest";
-  s.cluster.nodes = spec.total_agents();
-  s.cluster.name_prefix = "agent";
-  s.workload = WorkloadSpec("job", spec);
-  JobRunOptions o;
-  o.seed = 7;
-  o.dagsim_binary = DAGSIM_BINARY;
-  o.run_dir = dir + "/run";
-  o.progress = [](std::string_view line) { std::fprintf(stderr, "  | %.*s\n", static_cast<int>(line.size()), line.data()); };
-  return record_job(s, o);
-}
-
 JobFault layer_fault(JobFault::Kind kind, std::vector<std::string> ops, Duration at, Duration heal) {
-  JobFault f;
-  f.kind = kind;
-  f.target.kind = JobTarget::Kind::store;
-  f.when.kind = JobTrigger::Kind::at;
-  f.when.at = at;
+  JobFault f = store_fault(kind, at_time(at));
   f.duration = heal;
   f.store_ops = std::move(ops);
   f.line = 9;
@@ -182,12 +129,11 @@ size_t count_of(const std::string& text, const std::string& what) {
 
 // agent1 joins late, so the round forms only after 800 ms, well inside the fault.
 JobSpec late_join_spec(const std::string& worker, Duration join_at) {
-  JobSpec spec = base_spec(worker);
+  JobSpec spec = base_spec(worker, 60s);
   spec.agents = 1;
   JobSpec::LateJoin late;
   late.agent = 1;
-  late.when.kind = JobTrigger::Kind::at;
-  late.when.at = join_at;
+  late.when = at_time(join_at);
   spec.late_joins.push_back(late);
   return spec;
 }
@@ -200,10 +146,10 @@ JobSpec late_join_spec(const std::string& worker, Duration join_at) {
 // never started: every agent the run started is done). The run still ends cleanly: the fault is healed (an empty rule set sent),
 // the judge reads the record with its fault lines, and nothing is left behind.
 TEST(JobStoreFaults, AStoreResetOnCompareSetDuringFormationFailsTheAgents) {
-  TempDir t;
+  TempDir t("job-store-faults-test");
   JobSpec spec = late_join_spec(script(t.path, kSteps), 800ms);
   spec.faults.push_back(layer_fault(JobFault::Kind::store_reset, {"compare_set"}, 0ms, 20000ms));
-  const RunRecords r = run(spec, t.path);
+  const RunRecords r = run(scenario_of(spec), t.path);
   const std::string log = read_file(t.path + "/run/store/store.log");
   std::fprintf(stderr, "%s\n%s\n", r.fault_timeline.dump(1).c_str(), r.job["rounds"].dump().c_str());
   ASSERT_EQ(r.fault_timeline.size(), 1u);
@@ -229,12 +175,12 @@ TEST(JobStoreFaults, AStoreResetOnCompareSetDuringFormationFailsTheAgents) {
 
 // A delay is survived: the round forms, later than the delay, and every agent's workers finish.
 TEST(JobStoreFaults, AStoreDelayOnCompareSetDuringFormationIsSurvived) {
-  TempDir t;
+  TempDir t("job-store-faults-test");
   JobSpec spec = late_join_spec(script(t.path, kSteps), 300ms);
   JobFault delay = layer_fault(JobFault::Kind::store_delay, {"compare_set"}, 0ms, 3000ms);
   delay.delay = 200ms;
   spec.faults.push_back(delay);
-  const RunRecords r = run(spec, t.path);
+  const RunRecords r = run(scenario_of(spec), t.path);
   const std::string log = read_file(t.path + "/run/store/store.log");
   std::fprintf(stderr, "%s\n%s\n", r.fault_timeline.dump(1).c_str(), r.job["rounds"].dump().c_str());
   EXPECT_EQ(r.outcome, "finished");
@@ -265,28 +211,23 @@ nlohmann::json first_state_line(const std::string& record) {
 // before it and starts again after the store is back, and its new incarnation reads the
 // rendezvous state from the restarted store; the run ends at its 4 s timeout.
 RunRecords restart_run(const std::string& dir, bool keep_data) {
-  JobSpec spec = base_spec(script(dir, kSteps));
+  JobSpec spec = base_spec(script(dir, kSteps), 60s);
   spec.timeout = 4000ms;
   JobFault crash;
   crash.kind = JobFault::Kind::crash;
   crash.target.agent = 0;
-  crash.when.kind = JobTrigger::Kind::at;
-  crash.when.at = 900ms;
+  crash.when = at_time(900ms);
   crash.restart_after = 600ms;
   spec.faults.push_back(crash);
-  JobFault restart;
-  restart.kind = JobFault::Kind::store_restart;
-  restart.target.kind = JobTarget::Kind::store;
-  restart.when.kind = JobTrigger::Kind::at;
-  restart.when.at = 1000ms;
+  JobFault restart = store_fault(JobFault::Kind::store_restart, at_time(1000ms));
   restart.restart_after = 300ms;
   restart.keep_data = keep_data;
   spec.faults.push_back(restart);
-  return run(spec, dir);
+  return run(scenario_of(spec), dir);
 }
 
 TEST(JobStoreFaults, AStoreRestartKeepingItsDataAnswersWhatWasWrittenBefore) {
-  TempDir t;
+  TempDir t("job-store-faults-test");
   const RunRecords r = restart_run(t.path, true);
   const std::string log = read_file(t.path + "/run/store/store.log");
   std::fprintf(stderr, "%s\n%s\n%s\n", r.fault_timeline.dump(1).c_str(), r.job["rounds"].dump().c_str(), log.c_str());
@@ -304,7 +245,7 @@ TEST(JobStoreFaults, AStoreRestartKeepingItsDataAnswersWhatWasWrittenBefore) {
 }
 
 TEST(JobStoreFaults, AStoreRestartLosingItsDataStartsEmpty) {
-  TempDir t;
+  TempDir t("job-store-faults-test");
   const RunRecords r = restart_run(t.path, false);
   const std::string log = read_file(t.path + "/run/store/store.log");
   std::fprintf(stderr, "%s\n%s\n%s\n", r.fault_timeline.dump(1).c_str(), r.job["rounds"].dump().c_str(), log.c_str());

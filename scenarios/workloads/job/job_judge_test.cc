@@ -10,6 +10,7 @@
 
 #include "core/base/error.h"
 #include "scenarios/workloads/job/job_records.h"
+#include "scenarios/workloads/job/job_records_test_util.h"
 #include "scenarios/workloads/job/job_spec.h"
 
 namespace dagsim::scenarios {
@@ -32,50 +33,14 @@ Scenario job_scenario(uint32_t agents = 2) {
   return s;
 }
 
-json worker(uint32_t local_rank, uint32_t rank, int64_t pid, double start, double end, json exit = {{"code", 0}}) {
-  return {{"local_rank", local_rank}, {"rank", rank}, {"pid", pid}, {"started_ms", start}, {"ended_ms", end}, {"exit", exit}};
-}
-
-json agent(int64_t pid, double start, double end, json exit, json workers, uint64_t restarts = 0) {
-  return {{"pid", pid},          {"started_ms", start}, {"ended_ms", end},         {"exit", exit},
-          {"stopped_by_run", false}, {"argv", {"dagsim", "launch"}}, {"log", "agents/agent.log"}, {"workers", workers},
-          {"restarts", restarts}};
-}
-
-// A good run of two agents: agent1 is killed at 3 s and its crash restarts it at 4 s (incarnation
-// 1); round 0 forms at 1 s, round 1 at 5 s after the kill.
+// A good run of two agents (job_records_test_util.h's): agent1 is killed at 3 s and its crash
+// restarts it at 4 s (incarnation 1); round 0 forms at 1 s, round 1 at 5 s after the kill. Here
+// agent1's first incarnation had one worker, and a kill on round 7 never fired.
 RunRecords good_run() {
-  RunRecords r;
-  r.transport = "job";
-  r.outcome = "finished";
-  r.end = runtime::TimePoint(std::chrono::milliseconds(10000));
-  r.node_names = {"agent0", "agent1"};
-  r.final_states = {runtime::NodeState::up, runtime::NodeState::up};
-  r.nodes.push_back({0, 0, agent(100, 0, 9000, {{"code", 0}},
-                                 {worker(0, 0, 101, 1000, 3100, {{"code", 1}}), worker(1, 1, 102, 1000, 3100, {{"code", 1}}),
-                                  worker(0, 0, 103, 5100, 9000), worker(1, 1, 104, 5100, 9000)},
-                                 1)});
-  r.nodes.push_back({1, 0, agent(200, 0, 3000, {{"signal", "SIGKILL"}}, {worker(0, 2, 201, 1000, 3000, {{"signal", "SIGKILL"}})})});
-  r.nodes.push_back({1, 1, agent(300, 4000, 9000, {{"code", 0}}, {worker(0, 2, 301, 5100, 9000), worker(1, 3, 302, 5100, 9000)})});
-  r.fault_timeline = json::array(
-      {{{"kind", "crash"}, {"target", "agent1"}, {"line", 14}, {"at_ms", 3000.0}, {"until_ms", 4000.0}, {"fired", true},
-        {"trigger", "at_ms = 3000"}, {"detail", "SIGKILL to pid 200"}},
-       {{"kind", "store_pause"}, {"target", "store"}, {"line", 20}, {"at_ms", 6000.0}, {"until_ms", 6500.0}, {"fired", true},
-        {"trigger", "at_ms = 6000"}, {"detail", "SIGSTOP to the store"}},
-       {{"kind", "kill"}, {"target", "agent0:1"}, {"line", 26}, {"fired", false}, {"trigger", "round 7"}, {"detail", ""}}});
-  r.job = {{"dir", "/tmp/job-run"},
-           {"launcher", "dagsim"},
-           {"rdzv_backend", "c10d"},
-           {"seed", 1},
-           {"rounds",
-            {{{"round", 0}, {"at_ms", 1000.0}, {"participants", {"agent0", "agent1"}}},
-             {{"round", 1}, {"at_ms", 5000.0}, {"participants", {"host_100_0", "host_300_0"}}},
-             {{"round", 2}, {"at_ms", 6800.0}, {"participants", {"agent0", "agent1"}}}}},
-           {"store",
-            {{"record", "store.jsonl"}, {"format", "dagsim"}, {"report", json::object()}, {"violations", json::array()}, {"error", ""}}},
-           {"orphans", json::array()},
-           {"commands", json::array()},
-           {"reference", nullptr}};
+  RunRecords r = job_test::two_agent_job_run({"dagsim", "launch"}, "/tmp/job-run", 1, "dagsim");
+  r.nodes[1].data["workers"].erase(1);
+  r.fault_timeline.push_back(
+      {{"kind", "kill"}, {"target", "agent0:1"}, {"line", 26}, {"fired", false}, {"trigger", "round 7"}, {"detail", ""}});
   return r;
 }
 

@@ -2,8 +2,10 @@
 // without running it.
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <cstdio>
@@ -86,6 +88,31 @@ std::string output_clash(const RunArgs& args) {
     }
   }
   return "";
+}
+
+// A [job] run's stop request (JobRunOptions::stop_requested): the first of SIGINT, SIGTERM,
+// SIGHUP, or the wall-time watchdog's SIGALRM. The run polls it, stops everything it started and
+// removes its namespaces, then the CLI reports the limit or dies of the signal: a job's processes
+// and namespaces must never outlive a run that died without unwinding.
+std::atomic<int> job_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+extern "C" void on_job_stop_signal(int sig) {
+  int none = 0;
+  job_stop_signal.compare_exchange_strong(none, sig);
+}
+
+void job_stops_on_signals() {
+  struct sigaction action{};
+  action.sa_handler = on_job_stop_signal;
+  action.sa_flags = SA_RESTART | SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction before{};
+    sigaction(sig, nullptr, &before);
+    if (before.sa_handler != SIG_IGN) sigaction(sig, &action, nullptr);  // nohup's SIG_IGN stays
+  }
+  wall_watchdog_requests_stop(&job_stop_signal);
 }
 
 }  // namespace
@@ -171,6 +198,7 @@ int run_command(const RunArgs& args) {
       "stopped when memory ran out" +
       (limits.memory_mib ? " (the limit is " + std::to_string(*limits.memory_mib) + " MiB of address space)" : std::string()) +
       " before it had a verdict";
+  if (job) job_stops_on_signals();
   if (!arm_host_limits(limits, limit_report(scenario, args.file, args.seed, args.transport, replay, "wall_time_limit", wall_detail.str(), args.json))) {
     return kBadInput;
   }
@@ -179,6 +207,26 @@ int run_command(const RunArgs& args) {
     std::cout << limit_report(scenario, args.file, args.seed, args.transport, replay, "memory_limit", detail, args.json);
     std::cerr << "dagsim: " << detail << "\n";
     return kResourceLimit;
+  };
+  // A [job] run stopped (job_stop_signal), with nothing of it left: the wall-time limit is
+  // reported as such; a signal is died of, with the default disposition, so the caller (a shell,
+  // `dagsim check`) sees which one, as `dagsim check` itself does.
+  auto job_stopped = [&](int sig) {
+    disarm_wall_watchdog();
+    if (sig == SIGALRM) {
+      std::cout << limit_report(scenario, args.file, args.seed, args.transport, replay, "wall_time_limit", wall_detail.str(), args.json);
+      std::cerr << "dagsim: stopped by the wall-time limit (max_wall_time_ms / --max-wall-time)\n";
+      return kResourceLimit;
+    }
+    std::cout.flush();
+    std::cerr.flush();
+    std::signal(sig, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    std::raise(sig);
+    std::_Exit(128 + sig);
   };
   // What can be counted is judged before the run, the same on every host and for every seed.
   const scenarios::WorkloadType& workload = scenarios::workload_type(scenario);
@@ -211,7 +259,9 @@ int run_command(const RunArgs& args) {
       run.dagsim_binary = args.self_path;
       run.run_dir = args.records_dir;
       run.progress = [](std::string_view line) { std::cerr << "dagsim run: " << printable(line, 2000) << std::endl; };
+      run.stop_requested = [] { return job_stop_signal.load(); };
       records = scenarios::record_job(scenario, run);
+      if (const int sig = job_stop_signal.load()) return job_stopped(sig);
     } else if (args.transport == "tcp") {
       scenarios::TcpRunOptions tcp;
       tcp.seed = args.seed;
@@ -257,6 +307,8 @@ int run_command(const RunArgs& args) {
       result.checks.push_back(determinism);
       result.passed = result.passed && determinism.passed;
     }
+  } catch (const scenarios::JobRunStopped& e) {
+    return job_stopped(e.signal());
   } catch (const std::bad_alloc&) {
     return memory_limit(memory_detail);
   } catch (const std::filesystem::filesystem_error& e) {
@@ -283,6 +335,9 @@ int run_command(const RunArgs& args) {
     if (e.code() != ErrorCode::invalid_scenario) throw;
     std::cerr << e.detail() << "\n";
     return kBadInput;
+  }
+  if (job) {
+    if (const int sig = job_stop_signal.load()) return job_stopped(sig);
   }
   disarm_wall_watchdog();
   if (!args.trace_path.empty()) {

@@ -28,8 +28,14 @@ namespace {
 
 // Formatted before the run, so the handler only writes: write() and _exit() are async-signal-safe.
 std::string* watchdog_report = nullptr;
+std::atomic<int>* watchdog_stop_flag = nullptr;
 
 extern "C" void on_wall_time_limit(int) {
+  if (std::atomic<int>* flag = watchdog_stop_flag) {
+    int none = 0;
+    flag->compare_exchange_strong(none, SIGALRM);  // lock-free: async-signal-safe
+    return;
+  }
   if (watchdog_report != nullptr) {
     const char* p = watchdog_report->data();
     size_t left = watchdog_report->size();
@@ -152,6 +158,8 @@ bool arm_host_limits(const HostLimits& limits, std::string wall_report) {
   }
   return true;
 }
+
+void wall_watchdog_requests_stop(std::atomic<int>* flag) { watchdog_stop_flag = flag; }
 
 void disarm_wall_watchdog() {
   itimerval off{};

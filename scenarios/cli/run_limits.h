@@ -12,6 +12,7 @@
 //    the std::bad_alloc it causes, in a node fiber or outside, is reported as `memory_limit`.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -47,5 +48,9 @@ inline constexpr uint64_t kMemoryHeadroomMib = 64;
 bool arm_host_limits(const HostLimits& limits, std::string wall_report);
 // Stops the watchdog (before the final report is printed, so it is never cut in two).
 void disarm_wall_watchdog();
+// For a [job] run (real processes, namespaces): at the limit the watchdog stores SIGALRM in
+// *flag (when it is still 0) instead of exiting, and the run stops itself, leaving nothing
+// behind, then reports the limit. nullptr: exit at the limit, as for every other run.
+void wall_watchdog_requests_stop(std::atomic<int>* flag);
 
 }  // namespace dagsim::cli

@@ -54,7 +54,8 @@ void JobRunner::start_store() {
   const std::string port_file = dir_ + "/store/port." + std::to_string(store_incarnation_);
   net::ProcessSpec spec;
   spec.argv = {options_.dagsim_binary, "store", "--port", std::to_string(store_port_), "--record", record};
-  if (netns_) spec.argv.insert(spec.argv.end(), {"--host", "0.0.0.0"});
+  // The bridge's address only: the agents' namespaces reach it, the rest of the host's networks not.
+  if (netns_) spec.argv.insert(spec.argv.end(), {"--host", netns_->store_address()});
   // The fault layer's rules (job_faults.cc writes them), its draws from the run's seed.
   spec.argv.insert(spec.argv.end(), {"--faults", store_faults_path(), "--seed", std::to_string(options_.seed)});
   // A restart that keeps the data replays the records, so none may summarise a value.

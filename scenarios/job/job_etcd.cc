@@ -188,7 +188,10 @@ void JobRunner::start_etcd() {
   if (const auto why = etcd_unavailable()) throw errors::invalid_argument("rdzv_backend = \"etcd\": " + *why);
   const std::string data = dir_ + "/store/etcd.data";
   const bool first = store_incarnation_ == 0;
-  const std::string listen = netns_ ? "0.0.0.0" : "127.0.0.1";
+  // Loopback, for the runner's own reads (post, request), and with namespaces the bridge's address
+  // for the agents: never every address of the host.
+  const std::vector<std::string> listen = netns_ ? std::vector<std::string>{"127.0.0.1", netns_->store_address()}
+                                                 : std::vector<std::string>{"127.0.0.1"};
   const std::string advertise = netns_ ? netns_->store_address() : "127.0.0.1";
   for (int attempt = 0;; ++attempt) {
     if (first || store_port_ == 0) {
@@ -203,7 +206,11 @@ void JobRunner::start_etcd() {
     spec.argv = {kEtcdBinary,
                  "--name=job",
                  "--data-dir=" + data,
-                 "--listen-client-urls=http://" + listen + ":" + client,
+                 "--listen-client-urls=" + [&] {
+                   std::string urls;
+                   for (const std::string& a : listen) urls += (urls.empty() ? "http://" : ",http://") + a + ":" + client;
+                   return urls;
+                 }(),
                  "--advertise-client-urls=http://" + advertise + ":" + client,
                  "--listen-peer-urls=" + peer_url,
                  "--initial-advertise-peer-urls=" + peer_url,

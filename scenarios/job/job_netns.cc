@@ -1,11 +1,17 @@
 // A job run's network namespaces (job_netns.h).
 #include "scenarios/job/job_netns.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 #include "core/base/error.h"
 #include "net/process/process.h"
@@ -26,6 +32,70 @@ std::string scratch_file() {
   return (std::filesystem::temp_directory_path() / ("dagsim-netns-" + std::to_string(::getpid()) + ".out")).string();
 }
 
+// `ip ARGS`' output ("" when it fails).
+std::string ip_output(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {ip_program()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_command(argv, net::current_environment(), "", scratch_file(), std::chrono::seconds(10)).output;
+}
+
+bool pid_dead(const std::string& digits) {
+  if (digits.empty() || digits.size() > 9) return false;
+  const long pid = std::stol(digits);
+  return pid > 0 && pid != ::getpid() && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// What runs whose pid is dead left behind (a SIGKILL gives no chance to unwind): their
+// namespaces dj<pid>n<i>, links dj<pid>h<i> and dj<pid>br, and /etc/netns/dj<pid>n<i>.
+void sweep_stale() {
+  static const std::regex ns_name("^(dj([0-9]+)n[0-9]+)\\b");
+  static const std::regex link_name("^[0-9]+: (dj([0-9]+)(h[0-9]+|br))[@:]");
+  std::istringstream nss(ip_output({"netns", "list"}));
+  for (std::string line; std::getline(nss, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, ns_name) && pid_dead(m[2].str())) ip_output({"netns", "del", m[1].str()});
+  }
+  std::istringstream links(ip_output({"-o", "link", "show"}));
+  for (std::string line; std::getline(links, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, link_name) && pid_dead(m[2].str())) ip_output({"link", "del", m[1].str()});
+  }
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/etc/netns", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    std::smatch m;
+    const std::string name = it->path().filename().string();
+    static const std::regex dir_name("^dj([0-9]+)n[0-9]+$");
+    if (std::regex_match(name, m, dir_name) && pid_dead(m[1].str())) {
+      std::error_code ignored;
+      std::filesystem::remove_all(it->path(), ignored);
+    }
+  }
+}
+
+// The host-wide lock around choosing a /24 and making it (flock: released when the process dies).
+class HostLock {
+ public:
+  HostLock() {
+    for (const char* path : {"/run/dagsim-netns.lock", "/tmp/dagsim-netns.lock"}) {
+      fd_ = ::open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (fd_ >= 0) break;
+    }
+    if (fd_ >= 0) {
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+    }
+  }
+  ~HostLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  HostLock(const HostLock&) = delete;
+  HostLock& operator=(const HostLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 }  // namespace
 
 std::unique_ptr<Netns> Netns::create(uint32_t agents) {
@@ -38,7 +108,9 @@ std::unique_ptr<Netns> Netns::create(uint32_t agents) {
   }
   std::unique_ptr<Netns> n(new Netns());
   n->agents_ = agents;
-  n->tag_ = "dj" + std::to_string(::getpid() % 100000);
+  n->tag_ = "dj" + std::to_string(::getpid());  // at most 7 digits: "dj4194304h99" fits IFNAMSIZ
+  const HostLock lock;
+  sweep_stale();
   // A /24 no interface or route of this machine uses.
   const CommandResult used = run_command({ip_program(), "-o", "addr", "show"}, net::current_environment(), "", scratch_file(),
                                          std::chrono::seconds(10));
@@ -51,9 +123,9 @@ std::unique_ptr<Netns> Netns::create(uint32_t agents) {
       break;
     }
   }
-  if (n->prefix_.empty()) throw errors::invalid_argument("namespaces: no free 10.249.N.0/24 on this machine");
   n->bridge_addr_ = n->prefix_ + "254";
   try {
+    if (n->prefix_.empty()) throw errors::invalid_argument("namespaces: no free 10.249.N.0/24 on this machine");
     const std::string br = n->tag_ + "br";
     n->ip({"link", "add", br, "type", "bridge"});
     n->bridge_made_ = true;
@@ -95,6 +167,11 @@ void Netns::teardown() {
   made_ = 0;
   if (bridge_made_) ip({"link", "del", tag_ + "br"}, false);
   bridge_made_ = false;
+  if (etc_netns_made_) {
+    std::error_code ignored;
+    std::filesystem::remove(std::filesystem::path("/etc/netns"), ignored);  // only when empty
+  }
+  etc_netns_made_ = false;
   std::error_code ec;
   std::filesystem::remove(scratch_file(), ec);
 }
@@ -108,6 +185,7 @@ std::string Netns::ns(uint32_t agent) const { return tag_ + "n" + std::to_string
 // the workers of another namespace could never reach it, and no group formed across namespaces.
 // `ip netns exec` bind-mounts /etc/netns/NS/hosts over /etc/hosts for what it runs.
 void Netns::write_hosts() {
+  if (!std::filesystem::exists("/etc/netns")) etc_netns_made_ = true;
   std::string hosts = "127.0.0.1\tlocalhost\n::1\tlocalhost\n" + bridge_addr_ + "\t" + tag_ + "-store\n";
   for (uint32_t i = 0; i < agents_; ++i) hosts += agent_address(i) + "\t" + host_name(i) + "\n";
   for (uint32_t i = 0; i < agents_; ++i) {
@@ -131,12 +209,19 @@ std::vector<std::string> Netns::wrap(uint32_t agent, const std::vector<std::stri
   return out;
 }
 
-void Netns::block(uint32_t from, uint32_t to) { ip({"-n", ns(from), "route", "add", "blackhole", agent_address(to) + "/32"}); }
-void Netns::unblock(uint32_t from, uint32_t to) {
-  ip({"-n", ns(from), "route", "del", "blackhole", agent_address(to) + "/32"}, false);
+std::string Netns::block(uint32_t from, uint32_t to) {
+  if (!blocked_.add(from, to)) return "";
+  const auto [code, output] = ip({"-n", ns(from), "route", "add", "blackhole", agent_address(to) + "/32"}, false);
+  return code == 0 ? "" : output.substr(0, 400);
 }
 
-void Netns::ip(const std::vector<std::string>& args, bool check) const {
+std::string Netns::unblock(uint32_t from, uint32_t to) {
+  if (!blocked_.remove(from, to)) return "";
+  const auto [code, output] = ip({"-n", ns(from), "route", "del", "blackhole", agent_address(to) + "/32"}, false);
+  return code == 0 ? "" : output.substr(0, 400);
+}
+
+std::pair<int, std::string> Netns::ip(const std::vector<std::string>& args, bool check) const {
   std::vector<std::string> argv = {ip_program()};
   argv.insert(argv.end(), args.begin(), args.end());
   const CommandResult r = run_command(argv, net::current_environment(), "", scratch_file(), std::chrono::seconds(20));
@@ -145,6 +230,7 @@ void Netns::ip(const std::vector<std::string>& args, bool check) const {
     for (const std::string& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
     throw errors::invalid_argument("namespaces: `" + cmd + "` failed: " + r.output.substr(0, 400));
   }
+  return {r.exit_code, r.output};
 }
 
 }  // namespace dagsim::scenarios::job

@@ -7,15 +7,45 @@
 // as on a cluster, so torchrun's MASTER_ADDR (the master agent's hostname) resolves everywhere.
 //
 // Needs root and iproute2's `ip`: create() throws Error(invalid_argument) saying which is missing.
-// Everything made is removed by the destructor (namespaces, links, bridge), also on an exception.
+// Everything made is removed by the destructor (namespaces, links, bridge, /etc/netns/NS and
+// /etc/netns itself when it made it), also on an exception. Names carry the run's whole pid
+// (dj<pid>n<i>, dj<pid>h<i>, dj<pid>br); create() first removes what runs whose pid is dead left
+// behind (killed with SIGKILL), and chooses its /24 and makes its links under a host-wide lock
+// (/run/dagsim-netns.lock, else /tmp's), so two runs at once never take the same one.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dagsim::scenarios::job {
+
+// How many partitions hold each (from, to) pair blocked: the route is added by the first and
+// deleted by the last, so overlapping partitions neither clash (EEXIST) nor heal each other.
+class BlockCounts {
+ public:
+  // True when the pair was not blocked before (the route must be added).
+  bool add(uint32_t from, uint32_t to) { return ++counts_[{from, to}] == 1; }
+  // True when this was its last hold (the route must be deleted); false, and nothing changes,
+  // for a pair not held.
+  bool remove(uint32_t from, uint32_t to) {
+    const auto it = counts_.find({from, to});
+    if (it == counts_.end()) return false;
+    if (--it->second > 0) return false;
+    counts_.erase(it);
+    return true;
+  }
+  uint32_t count(uint32_t from, uint32_t to) const {
+    const auto it = counts_.find({from, to});
+    return it == counts_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> counts_;
+};
 
 class Netns {
  public:
@@ -33,12 +63,15 @@ class Netns {
   // argv run inside agent's namespace (`ip netns exec NS ...`, which execs in place: same pid).
   std::vector<std::string> wrap(uint32_t agent, const std::vector<std::string>& argv) const;
   // Packets from `from`'s namespace to `to`'s address are dropped (and back: call both ways).
-  void block(uint32_t from, uint32_t to);
-  void unblock(uint32_t from, uint32_t to);
+  // Counted (BlockCounts): a pair stays blocked until every block of it is unblocked. Neither
+  // throws: a route `ip` could not add or delete is reported in the returned text ("" if fine).
+  std::string block(uint32_t from, uint32_t to);
+  std::string unblock(uint32_t from, uint32_t to);
 
  private:
   Netns() = default;
-  void ip(const std::vector<std::string>& args, bool check = true) const;
+  // `ip ARGS`: throws when it fails and `check`; returns its exit code and output.
+  std::pair<int, std::string> ip(const std::vector<std::string>& args, bool check = true) const;
   void teardown();
   void write_hosts();
 
@@ -49,6 +82,8 @@ class Netns {
   uint32_t made_ = 0;  // namespaces made so far (for teardown)
   bool bridge_made_ = false;
   uint32_t hosts_written_ = 0;  // /etc/netns/NS/ folders made so far (for teardown)
+  bool etc_netns_made_ = false;  // /etc/netns did not exist before this run
+  BlockCounts blocked_;
 };
 
 }  // namespace dagsim::scenarios::job

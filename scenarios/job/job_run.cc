@@ -216,6 +216,7 @@ RunRecords JobRunner::run() {
   start_ = std::chrono::steady_clock::now();
   start_unix_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (spec_.namespaces) netns_ = Netns::create(spec_.total_agents());
+  if (const int sig = options_.stop_requested ? options_.stop_requested() : 0) throw JobRunStopped(sig);
   start_store();
   say(std::string(on_etcd() ? "etcd" : "store") + " on port " + std::to_string(store_port_) + " (pid " + std::to_string(store_.pid()) + "), records in " + dir_);
   std::set<uint32_t> late;
@@ -226,6 +227,15 @@ RunRecords JobRunner::run() {
   const double limit = std::chrono::duration<double, std::milli>(spec_.timeout).count();
   outcome_ = "finished";
   for (;;) {
+    if (const int sig = options_.stop_requested ? options_.stop_requested() : 0) {
+      say(std::string(sig == SIGALRM ? "wall-time limit" : "signal " + std::to_string(sig)) + ": stopping the run");
+      stop_everything();
+      try {
+        stop_store();
+      } catch (const std::exception&) {  // the destructor kills it
+      }
+      throw JobRunStopped(sig);  // ~JobRunner kills what is left; ~Netns removes the namespaces
+    }
     tick();
     if (job_over()) break;
     if (now_ms() >= limit) {
@@ -279,6 +289,7 @@ RunRecords record_job(const Scenario& scenario, const JobRunOptions& options) {
   }
   job::JobRunner runner(scenario, options, dir, false);
   RunRecords records = runner.run();
+  if (const int sig = options.stop_requested ? options.stop_requested() : 0) throw JobRunStopped(sig);
   records.job["reference"] = reference;
   records.job["commands"] = job::run_command_checks(scenario, dir, reference);
   write_records_dir(dir + "/records", records, job::scenario_text(scenario));

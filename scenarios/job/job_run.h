@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -21,11 +22,27 @@ struct JobRunOptions {
   std::string run_dir;
   // Lines for the operator as the run goes ("agent2 killed (SIGKILL to pid 123) at 10.2 s").
   std::function<void(std::string_view line)> progress;
+  // Polled every tick (20 ms): non-zero (a signal's number: SIGINT, SIGTERM, SIGHUP, or SIGALRM
+  // for the wall-time limit) stops the run. Everything it started is stopped (agents, workers,
+  // the store or etcd) and removed (namespaces, links, /etc/netns), then record_job throws
+  // JobRunStopped. Set from a signal handler: it must only read an atomic.
+  std::function<int()> stop_requested;
+};
+
+// What record_job throws when stop_requested asked it to stop, once nothing of the run is left.
+class JobRunStopped : public std::runtime_error {
+ public:
+  explicit JobRunStopped(int signal) : std::runtime_error("the job run was stopped"), signal_(signal) {}
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
 };
 
 // Runs the job, strikes its faults, gathers its records; runs the reference run first when a
 // check asks for one, and the `command` checks at the end. Throws Error(invalid_argument) naming
-// what could not be started (no such script, no namespaces without root).
+// what could not be started (no such script, no namespaces without root); JobRunStopped when
+// options.stop_requested stopped it.
 RunRecords record_job(const Scenario& scenario, const JobRunOptions& options);
 
 }  // namespace dagsim::scenarios

@@ -6,7 +6,8 @@
 # net/fuzz/file_store_fuzz.cc (FileStore's files), net/fuzz/etcd_reply_fuzz.cc (etcd's replies), net/fuzz/secure_channel_fuzz.cc (mutual TLS and the
 # identity exchange of every connection), scenarios/workloads/rendezvous/pickle_fuzz.cc (dagsim judge's
 # restricted unpickler), scenarios/workloads/rendezvous/store_record_fuzz.cc (a store's record as
-# dagsim judge reads it), scenarios/cli/sweep_summary_fuzz.cc (a sweep's summary as dagsim report reads
+# dagsim judge reads it), net/fuzz/store_restore_fuzz.cc (dagsim store --restore), scenarios/workloads/job/job_records_fuzz.cc
+# (a job run's records as dagsim judge reads them), scenarios/cli/sweep_summary_fuzz.cc (a sweep's summary as dagsim report reads
 # it), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
 # op with all of core/ compiled in) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
@@ -15,7 +16,8 @@
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
 #   TARGET     envelope, handshake, tcpstore, store_faults, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply,
-#              secure_channel, pickle, store_record, sweep_summary, execute or all
+#              secure_channel, pickle, store_record, sweep_summary, store_restore,
+#              job_records, execute or all
 #              (default all)
 #
 # Promises:
@@ -40,9 +42,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_faults | store_delta | control | slurm_hostlist | launch_input | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_faults store_delta control slurm_hostlist launch_input file_store etcd_reply secure_channel pickle store_record sweep_summary execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_faults, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_faults | store_delta | control | slurm_hostlist | launch_input | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | store_restore | job_records | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_faults store_delta control slurm_hostlist launch_input file_store etcd_reply secure_channel pickle store_record sweep_summary store_restore job_records execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_faults, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, store_restore, job_records, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -105,6 +107,13 @@ sources_of() {
       scenarios/format/bounded_json.cc "${judge_sources[@]}" "${common_sources[@]}" ;;
     sweep_summary) echo scenarios/cli/sweep_summary_fuzz.cc scenarios/cli/sweep_summary.cc scenarios/cli/sweep_digest.cc scenarios/format/bounded_json.cc \
       core/base/bounded_file.cc core/base/printable.cc "${common_sources[@]}" ;;
+    store_restore) echo net/fuzz/store_restore_fuzz.cc net/tcpstore/store_restore.cc net/tcpstore/store_recorder.cc \
+      net/tcpstore/tcp_store_protocol.cc core/store/key_value_table.cc core/store/store_integer.cc core/store/value_delta.cc \
+      core/runtime/wait.cc core/runtime/cancel_scope.cc core/runtime/fiber_context.cc \
+      core/base/printable.cc "${common_sources[@]}" ;;
+    job_records) echo scenarios/workloads/job/job_records_fuzz.cc scenarios/workloads/job/job_records.cc \
+      scenarios/workloads/job/job_report.cc scenarios/run/records.cc core/runtime/cluster.cc core/base/printable.cc \
+      core/base/bounded_file.cc scenarios/format/bounded_json.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
     execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;
   esac
@@ -114,6 +123,7 @@ libs_of() {
   case "$1" in
     execute) echo "$(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lsleef -ldnnl -ldl -lboost_fiber -lboost_context -lxxhash -lpthread" ;;
     secure_channel) echo "-lssl -lcrypto" ;;
+    store_restore) echo "-lboost_fiber -lboost_context -lcrypto -lpthread" ;;
     *) echo "-lcrypto" ;;
   esac
 }

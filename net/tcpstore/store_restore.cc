@@ -131,7 +131,8 @@ RestoreSummary restore_store_records(const std::vector<std::string>& paths, stor
           ++summary.torn_lines;
           break;
         }
-        throw errors::invalid_argument(at + "not JSON: " + e.what());
+        // The parser quotes the bytes it stopped at, which the record's writer chose.
+        throw errors::invalid_argument(at + "not JSON: " + printable(e.what()));
       } catch (const LineError& e) {
         throw errors::invalid_argument(at + e.why);
       }

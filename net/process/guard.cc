@@ -149,17 +149,27 @@ bool kill_listed_children() {
   return true;
 }
 
-// The parent of `pid` as /proc/PID/stat says, or 0 when it cannot be read (gone meanwhile).
-pid_t parent_of(pid_t pid) {
-  // "/proc/" + up to 10 digits + "/stat", written by hand: no snprintf in a fork.
-  char path[32] = "/proc/";
+// "/proc/PID/<tail>" into `path` (at least 40 bytes), written by hand: no snprintf in a fork.
+void proc_path(char* path, pid_t pid, const char* tail) {
+  const char* head = "/proc/";
+  int at = 0;
+  while (head[at] != '\0') {
+    path[at] = head[at];
+    ++at;
+  }
   char digits[12];
   int n = 0;
   for (pid_t rest = pid; rest > 0 && n < 11; rest /= 10) digits[n++] = static_cast<char>('0' + rest % 10);
-  int at = 6;
   while (n > 0) path[at++] = digits[--n];
-  for (const char* tail = "/stat"; *tail != '\0'; ++tail) path[at++] = *tail;
+  for (; *tail != '\0'; ++tail) path[at++] = *tail;
   path[at] = '\0';
+}
+
+// The parent of `pid` as /proc/PID/stat says, or 0 when it cannot be read (gone meanwhile);
+// `state`, when given, gets its state letter ('R', 'S', 'Z', ...).
+pid_t parent_of(pid_t pid, char* state = nullptr) {
+  char path[40];
+  proc_path(path, pid, "/stat");
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   // "pid (comm) S ppid ...": comm is at most 64 bytes here (TASK_COMM_LEN 16, or a kernel
@@ -180,18 +190,15 @@ pid_t parent_of(pid_t pid) {
   if (close == nullptr || close[1] != ' ' || close[2] == '\0' || close[3] != ' ') return 0;
   pid_t parent = 0;
   for (const char* c = close + 4; *c >= '0' && *c <= '9'; ++c) parent = parent * 10 + (*c - '0');
+  if (state != nullptr) *state = close[2];
   return parent;
 }
 
-}  // namespace
-
-// The same as kill_listed_children, found the slow way: every process /proc lists whose parent is
-// this process. Still no pid of another process: only this process's unreaped children name it
-// as their parent.
-void kill_children_by_scan() {
+// Calls `each(pid)` for every process /proc lists. False when /proc cannot be read.
+template <typename Each>
+bool for_each_process(Each each) {
   const int fd = ::open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  const pid_t self = ::getpid();
+  if (fd < 0) return false;
   alignas(8) char buffer[4096];
   for (;;) {
     const ssize_t n = ::getdents64(fd, buffer, sizeof buffer);
@@ -201,10 +208,80 @@ void kill_children_by_scan() {
       const auto* entry = reinterpret_cast<const dirent64*>(buffer + at);
       at += entry->d_reclen;
       const pid_t pid = pid_of(entry->d_name);
-      if (pid > 0 && pid != self && parent_of(pid) == self) ::kill(pid, SIGKILL);
+      if (pid > 0) each(pid);
     }
   }
   ::close(fd);
+  return true;
+}
+
+// guard.h, 6: W has ended (a zombie, not yet reaped, so its group still exists); what is alive
+// below G now is what W left behind. Found by walking /proc: G's children but W, then theirs,
+// until a walk finds no one new.
+void report_leftovers(const GuardPlan& plan, pid_t worker) {
+  if (plan.leftovers == nullptr) return;
+  const pid_t self = ::getpid();
+  size_t count = 0;
+  const auto known = [&](pid_t pid) {
+    for (size_t i = 0; i < count; ++i) {
+      if (plan.leftovers[i] == pid) return true;
+    }
+    return false;
+  };
+  for (int walk = 0; walk < 32 && count < kLeftoversMax; ++walk) {
+    const size_t before = count;
+    for_each_process([&](pid_t pid) {
+      if (pid == self || pid == worker || count >= kLeftoversMax || known(pid)) return;
+      char state = 0;
+      const pid_t parent = parent_of(pid, &state);
+      if (parent == 0 || state == 'Z' || state == 'X') return;
+      if (parent == self || known(parent)) plan.leftovers[count++] = pid;
+    });
+    if (count == before) break;
+  }
+  if (count == 0) return;
+  // Never blocks: a full pipe (a caller that does not read) loses the rest, G goes on.
+  ::fcntl(plan.report_fd, F_SETFL, ::fcntl(plan.report_fd, F_GETFL) | O_NONBLOCK);
+  for (size_t i = 0; i < count; ++i) {
+    char message[sizeof(Report) + kLeftoverTextMax];
+    char path[40];
+    proc_path(path, plan.leftovers[i], "/cmdline");
+    size_t length = 0;
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      ssize_t got = 0;
+      do {
+        got = ::read(fd, message + sizeof(Report), kLeftoverTextMax);
+      } while (got < 0 && errno == EINTR);
+      ::close(fd);
+      if (got > 0) length = static_cast<size_t>(got);
+    }
+    // argv's NULs as spaces; the last one (the end of the last argument) dropped.
+    while (length > 0 && message[sizeof(Report) + length - 1] == '\0') --length;
+    for (size_t c = 0; c < length; ++c) {
+      if (message[sizeof(Report) + c] == '\0') message[sizeof(Report) + c] = ' ';
+    }
+    const Report header{Report::leftover, 0, static_cast<int32_t>(length), static_cast<int32_t>(plan.leftovers[i])};
+    const char* from = reinterpret_cast<const char*>(&header);
+    for (size_t b = 0; b < sizeof header; ++b) message[b] = from[b];
+    ssize_t n = 0;
+    do {
+      n = ::write(plan.report_fd, message, sizeof header + length);  // < PIPE_BUF: one atomic message
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) break;
+  }
+}
+
+}  // namespace
+
+// The same as kill_listed_children, found the slow way: every process /proc lists whose parent is
+// this process. Still no pid of another process: only this process's unreaped children name it
+// as their parent.
+void kill_children_by_scan() {
+  const pid_t self = ::getpid();
+  for_each_process([&](pid_t pid) {
+    if (pid != self && parent_of(pid) == self) ::kill(pid, SIGKILL);
+  });
 }
 
 namespace {
@@ -330,6 +407,7 @@ void run_guard(const GuardPlan& plan) {
         siginfo_t ended{};
         if (::waitid(P_ALL, 0, &ended, WEXITED | WNOHANG | WNOWAIT) != 0 || ended.si_pid == 0) break;
         if (ended.si_pid == worker) {
+          report_leftovers(plan, worker);
           ::kill(-worker, SIGKILL);
           while (::waitpid(worker, &worker_status, 0) < 0 && errno == EINTR) {
           }

@@ -31,6 +31,10 @@
 //     parents are gone, so killing G's children over and over reaches the last of them. G's
 //     children are read from /proc/thread-self/children, or, on a kernel without that file
 //     (CONFIG_PROC_CHILDREN), found by walking /proc for the processes whose parent is G.
+//  6. Before that kill, G tells the caller what W left behind: every process still alive (not a
+//     zombie) below G once W has ended, as one Report::leftover message each (its pid and up to
+//     kLeftoverTextMax bytes of its command line following the 16 bytes), at most
+//     kLeftoversMax of them. Written without blocking: a caller that never reads loses them.
 //
 // What escapes: a process that is not below G (one started through another service: a login,
 // systemd-run, a daemon over a socket), and W's descendants if G itself is SIGKILLed by someone
@@ -55,13 +59,17 @@ enum class Stage : int32_t { none = 0, guard = 1, fork = 2, descriptors = 3, dir
 
 // What G writes to the caller: 16 bytes, so each write is one atomic pipe message.
 struct Report {
-  enum Kind : int32_t { started = 1, failed = 2, stopped = 3 };
+  enum Kind : int32_t { started = 1, failed = 2, stopped = 3, leftover = 4 };
   int32_t kind = 0;
   int32_t stage = 0;  // Stage, when failed
-  int32_t error = 0;  // errno, when failed
-  int32_t value = 0;  // started: W's pid; failed at descriptors: the child's descriptor
+  int32_t error = 0;  // errno, when failed; leftover: the bytes of command line that follow
+  int32_t value = 0;  // started: W's pid; failed at descriptors: the child's descriptor; leftover: its pid
 };
 static_assert(sizeof(Report) == 16);
+
+// What guard.h's 6. reports at most: processes, and bytes of each one's command line.
+inline constexpr size_t kLeftoversMax = 64;
+inline constexpr size_t kLeftoverTextMax = 200;
 
 // Everything G and W read, built by the caller before fork. Pointers point into the caller's
 // memory, which the forks share a copy of.
@@ -78,6 +86,7 @@ struct GuardPlan {
   pid_t caller = 0;        // the caller's pid, saved before the fork
   int report_fd = -1;      // the write end of the caller's report pipe
   int request_signal = 0;  // kRequestSignal's number (SIGRTMIN is known only at run time)
+  pid_t* leftovers = nullptr;  // kLeftoversMax pids G may write (guard.h, 6)
 };
 
 // The signal the caller queues to G for a request (SIGRTMIN: real-time, so queued, never merged).

@@ -188,6 +188,8 @@ Process spawn(const ProcessSpec& spec) {
   plan.caller = ::getpid();
   plan.report_fd = report[1];
   plan.request_signal = process_detail::request_signal();
+  std::vector<pid_t> leftovers(process_detail::kLeftoversMax);  // the guard's copy is the one written
+  plan.leftovers = leftovers.data();
 
   // Every signal blocked across the fork: no handler of this process may run in the guard before
   // it resets them.
@@ -245,6 +247,9 @@ Process& Process::operator=(Process&& other) noexcept {
   guard_ = std::exchange(other.guard_, 0);
   pid_ = std::exchange(other.pid_, 0);
   report_fd_ = std::exchange(other.report_fd_, -1);
+  reports_ = std::exchange(other.reports_, std::string());
+  stops_answered_ = std::exchange(other.stops_answered_, 0);
+  leftovers_ = std::exchange(other.leftovers_, {});
   exit_ = std::exchange(other.exit_, std::nullopt);
   return *this;
 }
@@ -257,7 +262,44 @@ void Process::release() {
 
 void Process::reaped(int status) {
   exit_ = ProcessExit{status};
+  read_reports();  // the guard has exited: everything it wrote is in the pipe
+  reports_.clear();
   release();
+}
+
+bool Process::read_reports() {
+  if (report_fd_ < 0) return true;
+  bool ended = false;
+  char chunk[4096];
+  for (;;) {
+    pollfd ready{report_fd_, POLLIN, 0};
+    const int n = ::poll(&ready, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    const ssize_t got = ::read(report_fd_, chunk, sizeof chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      ended = true;
+      break;
+    }
+    reports_.append(chunk, static_cast<size_t>(got));
+  }
+  size_t at = 0;
+  while (reports_.size() - at >= sizeof(Report)) {
+    Report report{};
+    std::memcpy(&report, reports_.data() + at, sizeof report);
+    if (report.kind == Report::leftover) {
+      const size_t length = std::min<size_t>(static_cast<size_t>(std::max(report.error, 0)), process_detail::kLeftoverTextMax);
+      if (reports_.size() - at - sizeof report < length) break;  // its text is still coming
+      leftovers_.push_back({static_cast<pid_t>(report.value), reports_.substr(at + sizeof report, length)});
+      at += sizeof report + length;
+      continue;
+    }
+    if (report.kind == Report::stopped) ++stops_answered_;
+    at += sizeof report;
+  }
+  reports_.erase(0, at);
+  return ended;
 }
 
 std::optional<ProcessExit> Process::poll() {
@@ -291,10 +333,8 @@ void Process::signal(int sig) {
   if (!running()) return;
   if (sig == SIGSTOP) {
     // An answer that came after an earlier SIGSTOP gave up waiting is not this one's.
-    Report stale{};
-    pollfd ready{report_fd_, POLLIN, 0};
-    while (::poll(&ready, 1, 0) == 1 && (ready.revents & POLLIN) != 0 && ::read(report_fd_, &stale, sizeof stale) > 0) {
-    }
+    read_reports();
+    stops_answered_ = 0;
   }
   // The guard is this process's unreaped child, so its pid names it still; the guard forwards to
   // the program's group, which it has not reaped either (guard.h, 4).
@@ -317,15 +357,12 @@ void Process::signal(int sig) {
   pollfd answer{report_fd_, POLLIN, 0};
   const auto until = std::chrono::steady_clock::now() + kStopAnswerLimit;
   for (;;) {
+    // The pipe's end: the guard exited first (the program ended): nothing is left to stop.
+    if (read_reports() || stops_answered_ > 0) return;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
     if (left.count() <= 0) return;
     const int ready = ::poll(&answer, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    break;
-  }
-  Report stopped{};
-  // 0 bytes: the guard exited first (the program ended): nothing is left to stop.
-  while (::read(report_fd_, &stopped, sizeof stopped) < 0 && errno == EINTR) {
+    if (ready < 0 && errno != EINTR) return;
   }
 }
 

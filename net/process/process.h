@@ -21,6 +21,10 @@
 //    fork or a pipe), after anything already started for it has been reaped.
 //  - The exit seen (poll, wait, stop) is the program's own: its exit code, or the signal that
 //    ended it.
+//  - What the program left behind is known once it is reaped (leftovers()): the processes still
+//    alive below it when it ended (its guard found them before killing them: a launcher that
+//    exited before its workers, a daemon it double-forked), each with its pid and command line.
+//    A group a kill struck may still be dying then: a program ended by a signal may list those.
 //  - signal() reaches the program's group; signal(SIGSTOP) returns once the program has stopped,
 //    or after 10 s if it cannot (a program waiting on a vfork child that stopped before its exec).
 //    stop() is SIGTERM, then up to `grace` on the caller's clock (a fiber sleeps; no thread
@@ -57,6 +61,12 @@ struct ProcessSpec {
 // This process's environment, as NAME=VALUE strings.
 std::vector<std::string> current_environment();
 
+// A process still alive below a program when the program ended (Process::leftovers()).
+struct Leftover {
+  pid_t pid = 0;
+  std::string cmdline;  // its argv joined by spaces, at most 200 bytes ("" if it could not be read)
+};
+
 // How a program ended, as waitpid reported it.
 struct ProcessExit {
   int status = 0;
@@ -82,6 +92,9 @@ class Process {
   // Started and not yet reaped.
   bool running() const { return guard_ > 0; }
   const std::optional<ProcessExit>& exit() const { return exit_; }
+  // Once reaped: what was alive below the program when it ended, which its guard then killed (at
+  // most 64; see above). Empty before.
+  const std::vector<Leftover>& leftovers() const { return leftovers_; }
 
   // Reaps without blocking: the exit once the program has ended (every later call returns it too).
   std::optional<ProcessExit> poll();
@@ -99,10 +112,16 @@ class Process {
   friend Process spawn(const ProcessSpec& spec);
   void reaped(int status);
   void release();
+  // Reads what the guard has written so far, without blocking, and takes in each whole report.
+  // True once the pipe is at its end (the guard has exited).
+  bool read_reports();
 
   pid_t guard_ = 0;
   pid_t pid_ = 0;
-  int report_fd_ = -1;  // the guard's reports (SIGSTOP's answer); closed once reaped
+  int report_fd_ = -1;  // the guard's reports (SIGSTOP's answer, leftovers); closed once reaped
+  std::string reports_;  // bytes read from report_fd_ not yet taken in
+  int stops_answered_ = 0;
+  std::vector<Leftover> leftovers_;
   std::optional<ProcessExit> exit_;
 };
 

@@ -245,6 +245,31 @@ TEST(Process, WhatTheProgramStartedEndsWithIt) {
   EXPECT_TRUE(dead(other_session));
 }
 
+// What a program left behind when it exited is named once it is reaped: here a sleeper it
+// double-forked (reparented to the guard, in a session of its own) and exited without.
+TEST(Process, LeftoversNameWhatTheProgramLeftBehind) {
+  TempDir dir;
+  const fs::path sleeper = dir.path / "sleeper";
+  Process process = spawn(shell("(setsid sleep 613 & echo $! > " + sleeper.string() + ".tmp; mv " + sleeper.string() + ".tmp " +
+                                sleeper.string() + ") ; while [ ! -e " + sleeper.string() + " ] || [ \"$(cat /proc/$(cat " + sleeper.string() +
+                                ")/comm)\" != sleep ]; do sleep 0.01; done; exit 0"));
+  EXPECT_TRUE(process.leftovers().empty());  // not reaped yet
+  EXPECT_TRUE(process.wait().success());
+  const pid_t left = read_pid(sleeper);
+  ASSERT_GT(left, 0);
+  EXPECT_TRUE(dead(left));
+  ASSERT_EQ(process.leftovers().size(), 1u);
+  EXPECT_EQ(process.leftovers()[0].pid, left);
+  EXPECT_EQ(process.leftovers()[0].cmdline, "sleep 613");
+}
+
+// A program that waits for what it started leaves nothing behind.
+TEST(Process, AProgramThatWaitsForItsChildrenLeavesNothing) {
+  Process process = spawn(shell("sleep 0.2 & sleep 0.1 & wait; exit 0"));
+  EXPECT_TRUE(process.wait().success());
+  EXPECT_TRUE(process.leftovers().empty());
+}
+
 TEST(Process, EverythingDiesWithACallerThatIsSigkilled) {
   TempDir dir;
   const fs::path worker = dir.path / "worker", grandchild = dir.path / "grandchild";

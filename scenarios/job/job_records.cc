@@ -141,7 +141,14 @@ RunRecords JobRunner::gather() {
       out << in.rdbuf();
     }
   }
-  const nlohmann::json orphans = find_orphans();
+  nlohmann::json orphans = find_orphans();
+  // What each agent incarnation left alive below it when it exited, killed then by its guard
+  // (net/process: leftovers): the job's orphans, named by agent and incarnation.
+  for (const auto& inc : incarnations_) {
+    for (const net::Leftover& l : inc->process.leftovers()) {
+      orphans.push_back({{"pid", l.pid}, {"cmdline", l.cmdline}, {"agent", inc->agent}, {"incarnation", inc->incarnation}});
+    }
+  }
   RunRecords r;
   r.scenario_file = options_.scenario_file.empty() ? scenario_.file : options_.scenario_file;
   r.seed = options_.seed;

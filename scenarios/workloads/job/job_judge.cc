@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string_view>
 
@@ -137,20 +138,35 @@ class JobJudge final : public Judge {
     if (!p.error.empty()) return {spec.kind, false, p.error};
     std::vector<std::string> failed, excused, ok;
     std::set<uint32_t> started;
+    std::map<uint32_t, uint32_t> last;  // each agent's last incarnation
+    for (const Incarnation& inc : job_.incarnations) last[inc.node] = std::max(last[inc.node], inc.incarnation);
+    bool completed = false;  // some agent's last incarnation exited 0
     for (const Incarnation& inc : job_.incarnations) {
       started.insert(inc.node);
+      // A run that stopped an agent at the job's timeout is never excused: a fault may have struck
+      // it first (a leave that hung), but the job did not end.
+      if (inc.stopped_by_run) {
+        failed.push_back(inc.label() + ": still running at the job's timeout; the run stopped it (" + inc.exit.text() + ")");
+        continue;
+      }
       const Fault* struck = fault_that_ended(inc);
-      if (inc.exit.ok() && !inc.stopped_by_run) {
+      if (inc.exit.ok()) {
         ok.push_back(inc.label());
+        if (last[inc.node] == inc.incarnation) completed = true;
       } else if (struck != nullptr) {
         excused.push_back(inc.label() + " (" + inc.exit.text() + ": the " + struck->label() + " ended it)");
-      } else if (inc.stopped_by_run) {
-        failed.push_back(inc.label() + ": still running at the job's timeout; the run stopped it (" + inc.exit.text() + ")");
       } else if (!inc.exit.ended()) {
         failed.push_back(inc.label() + ": no exit recorded");
       } else {
         failed.push_back(inc.label() + ": " + inc.exit.text() + log_hint(inc));
       }
+    }
+    // The job must have completed: the run saw it finish, and some agent's last incarnation
+    // exited 0 (a job whose every agent a fault ended did not).
+    if (records_.outcome != "finished") {
+      failed.push_back("the job did not complete: the run's outcome is " + quote(records_.outcome));
+    } else if (!completed) {
+      failed.push_back("the job did not complete: no agent's last incarnation exited 0");
     }
     std::string summary = std::to_string(ok.size()) + " agent incarnation(s) exited 0";
     if (!excused.empty()) {
@@ -165,7 +181,7 @@ class JobJudge final : public Judge {
     for (const std::string& f : failed) failures += "\n  " + f;
     if (!expect_failure) {
       if (failed.empty()) return {spec.kind, true, summary};
-      return {spec.kind, false, std::to_string(failed.size()) + " agent incarnation(s) failed:" + failures + "\n" + summary};
+      return {spec.kind, false, "the job failed:" + failures + "\n" + summary};
     }
     // The job must fail, and with `message`, say so in some agent's log.
     if (failed.empty()) {
@@ -184,39 +200,85 @@ class JobJudge final : public Judge {
   }
 
   CheckResult no_orphans(const CheckSpec& spec) const {
-    if (job_.orphans.empty()) return {spec.kind, true, "nothing the run started was alive after it"};
-    std::string detail = std::to_string(job_.orphans.size()) + " process(es) the run started were alive after it (the run killed them):";
-    for (const Orphan& o : job_.orphans) detail += "\n  pid " + std::to_string(o.pid) + ": " + printable(o.cmdline, 400);
-    return {spec.kind, false, detail};
+    // Two kinds: a process an agent left alive below it when it exited (its guard killed it:
+    // torchrun or dagsim launch leaving workers behind), and one alive after the whole run. An
+    // agent that a signal ended (a kill, crash, the run's SIGKILL) could not clean up: what it
+    // left is named, not counted.
+    std::vector<std::string> counted, excused;
+    for (const Orphan& o : job_.orphans) {
+      const std::string what = "pid " + std::to_string(o.pid) + ": " + printable(o.cmdline, 400);
+      if (!o.agent) {
+        counted.push_back(what + " (alive after the run; the run killed it)");
+        continue;
+      }
+      const Incarnation* inc = incarnation_of(*o.agent, o.incarnation.value_or(0));
+      const std::string who = inc != nullptr ? inc->label() : agent_name(*o.agent) + " (incarnation " +
+                                                                  std::to_string(o.incarnation.value_or(0)) + ")";
+      if (inc != nullptr && !inc->exit.signal.empty()) {
+        excused.push_back(what + " (below " + who + ", which " + inc->exit.text() + " ended)");
+      } else {
+        counted.push_back(what + " (left behind by " + who + " when it exited; killed by its guard)");
+      }
+    }
+    std::string note;
+    if (!excused.empty()) {
+      note = "\n" + std::to_string(excused.size()) + " process(es) below an agent a signal ended, not counted:";
+      for (const std::string& e : excused) note += "\n  " + e;
+    }
+    if (counted.empty()) return {spec.kind, true, "nothing the job started outlived its agent or the run" + note};
+    std::string detail = std::to_string(counted.size()) + " process(es) the job left behind:";
+    for (const std::string& c : counted) detail += "\n  " + c;
+    return {spec.kind, false, detail + note};
   }
 
   CheckResult reformed_within(const CheckSpec& spec) const {
     Params p{spec, ""};
-    const std::optional<int64_t> bound = p.integer("ms", 0);
+    const std::optional<int64_t> bound = p.integer("ms", 1);
     if (!p.error.empty()) return {spec.kind, false, p.error};
     if (!bound) return {spec.kind, false, "ms: missing (reformed_within takes ms = N)"};
-    std::vector<std::string> late, in_time;
+    if (*bound > 1'000'000'000) return {spec.kind, false, "ms: expected a whole number from 1 to 1000000000, got " + std::to_string(*bound)};
+    std::vector<std::string> late, in_time, skipped;
+    const auto store_layer = [](const std::string& k) { return k == "store_delay" || k == "store_drop" || k == "store_reset"; };
     for (const Fault& f : job_.faults) {
       if (!f.struck() || f.kind == "partition") continue;
-      const auto next = std::find_if(job_.rounds.begin(), job_.rounds.end(), [&](const Round& r) { return r.at_ms > *f.at_ms; });
+      if (store_layer(f.kind) && f.detail.starts_with("not struck")) continue;
+      // Before the first round there is nothing to re-form: the first forming is not a recovery.
+      if (job_.rounds.empty() || *f.at_ms < job_.rounds.front().at_ms) {
+        skipped.push_back("the " + f.label() + " at " + ms_text(*f.at_ms) + ": not judged, struck before the first round formed");
+        continue;
+      }
+      // The newest round complete when it struck; the recovery is a later round.
+      uint64_t newest = 0;
+      for (const Round& r : job_.rounds) {
+        if (r.at_ms <= *f.at_ms) newest = std::max(newest, r.round);
+      }
+      const auto next = std::find_if(job_.rounds.begin(), job_.rounds.end(),
+                                     [&](const Round& r) { return r.at_ms > *f.at_ms && r.round > newest; });
+      const std::string maybe = store_layer(f.kind) && f.detail.find("with probability") != std::string::npos
+                                    ? " (a store-layer fault with probability < 1: it may not have hit any query)"
+                                    : "";
       if (next == job_.rounds.end()) {
-        late.push_back("the " + f.label() + " at " + ms_text(*f.at_ms) + ": no round formed after it (the run ended at " +
-                       ms_text(job_.end_ms) + ")");
+        late.push_back("the " + f.label() + " at " + ms_text(*f.at_ms) + ": no round formed after it (none after round " +
+                       std::to_string(newest) + "; the run ended at " + ms_text(job_.end_ms) + ")" + maybe);
         continue;
       }
       const double gap = next->at_ms - *f.at_ms;
       const std::string line = "the " + f.label() + " at " + ms_text(*f.at_ms) + ": round " + std::to_string(next->round) +
                                " formed " + ms_text(gap) + " later";
+      const std::string after = " (round " + std::to_string(newest) + " was the newest when it struck)" + maybe;
       if (gap > static_cast<double>(*bound)) {
-        late.push_back(line + ", more than " + std::to_string(*bound) + " ms");
+        late.push_back(line + ", more than " + std::to_string(*bound) + " ms" + after);
       } else {
-        in_time.push_back(line);
+        in_time.push_back(line + after);
       }
     }
-    if (late.empty() && in_time.empty()) return {spec.kind, true, "no fault struck an agent, a worker or the store"};
     std::string detail;
     for (const std::string& l : late) detail += (detail.empty() ? "" : "\n") + l;
     for (const std::string& l : in_time) detail += (detail.empty() ? "" : "\n") + l;
+    for (const std::string& l : skipped) detail += (detail.empty() ? "" : "\n") + l;
+    if (late.empty() && in_time.empty()) {
+      return {spec.kind, true, "no fault struck an agent, a worker or the store after the first round" + (detail.empty() ? "" : ":\n" + detail)};
+    }
     return {spec.kind, late.empty(), detail};
   }
 
@@ -268,6 +330,17 @@ class JobJudge final : public Judge {
       return &f;
     }
     return nullptr;
+  }
+
+  const Incarnation* incarnation_of(uint32_t node, uint32_t incarnation) const {
+    for (const Incarnation& inc : job_.incarnations) {
+      if (inc.node == node && inc.incarnation == incarnation) return &inc;
+    }
+    return nullptr;
+  }
+
+  std::string agent_name(uint32_t node) const {
+    return node < records_.node_names.size() ? records_.node_names[node] : "agent" + std::to_string(node);
   }
 
   // The agent's log, when it can be read here (records from another host may not have it).

@@ -274,5 +274,103 @@ TEST(JobJudge, ResultsCarryTheSeedNoteAndSpansDrawAgentsWorkersRoundsFaultsAndRe
   EXPECT_TRUE(worker_named);
 }
 
+// Review of issue 51: a job whose every agent a fault ended did not complete, and an agent the
+// run stopped at the timeout is never excused, even when a fault struck it first.
+TEST(JobJudge, JobSucceededWantsTheJobCompletedAndNeverExcusesTheTimeout) {
+  // agent1 is not restarted and agent0 is killed at 8 s: every agent a fault ended.
+  Judged all = good();
+  all.records.nodes.erase(all.records.nodes.begin() + 2);
+  all.records.nodes[0].data["exit"] = {{"signal", "SIGKILL"}};
+  all.records.nodes[0].data["ended_ms"] = 8000.0;
+  all.records.fault_timeline.push_back({{"kind", "kill"}, {"target", "agent0"}, {"line", 30}, {"at_ms", 8000.0}, {"fired", true},
+                                        {"trigger", "at_ms = 8000"}, {"detail", "SIGKILL to pid 100"}});
+  CheckResult c = all.judge("job_succeeded");
+  EXPECT_FALSE(c.passed) << c.detail;
+  EXPECT_NE(c.detail.find("no agent's last incarnation exited 0"), std::string::npos) << c.detail;
+  EXPECT_TRUE(all.judge("job_succeeded", {{"expect_failure", true}}).passed);
+  // A leave struck agent1 (incarnation 1) at 7 s, and it hung until the run stopped it.
+  Judged hung = good();
+  hung.records.nodes[2].data["stopped_by_run"] = true;
+  hung.records.nodes[2].data["exit"] = {{"signal", "SIGKILL"}};
+  hung.records.fault_timeline.push_back({{"kind", "leave"}, {"target", "agent1"}, {"line", 32}, {"at_ms", 7000.0}, {"fired", true},
+                                         {"trigger", "at_ms = 7000"}, {"detail", "SIGTERM to pid 300"}});
+  c = hung.judge("job_succeeded");
+  EXPECT_FALSE(c.passed) << c.detail;
+  EXPECT_NE(c.detail.find("agent1 (incarnation 1): still running at the job's timeout"), std::string::npos) << c.detail;
+  // Every agent exited 0, but the run hit its time limit: not completed.
+  Judged limit = good();
+  limit.records.outcome = "time_limit";
+  c = limit.judge("job_succeeded");
+  EXPECT_FALSE(c.passed) << c.detail;
+  EXPECT_NE(c.detail.find("the job did not complete"), std::string::npos) << c.detail;
+}
+
+// What an agent left alive below it when it exited (its guard's leftovers) is the job's orphan;
+// below an agent a signal ended (it could not clean up) it is named, not counted.
+TEST(JobJudge, NoOrphansCountsWhatAnAgentLeftBehindWhenItExited) {
+  Judged left = good();
+  left.records.job["orphans"] = {{{"pid", 4243}, {"cmdline", "python3 ddp_job.py"}, {"agent", 1}, {"incarnation", 1}}};
+  CheckResult c = left.judge("no_orphans");
+  EXPECT_FALSE(c.passed) << c.detail;
+  EXPECT_NE(c.detail.find("pid 4243: python3 ddp_job.py (left behind by agent1 (incarnation 1) when it exited; killed by its guard)"),
+            std::string::npos)
+      << c.detail;
+  Judged killed = good();
+  killed.records.job["orphans"] = {{{"pid", 4244}, {"cmdline", "python3 ddp_job.py"}, {"agent", 1}, {"incarnation", 0}}};
+  c = killed.judge("no_orphans");
+  EXPECT_TRUE(c.passed) << c.detail;
+  EXPECT_NE(c.detail.find("pid 4244: python3 ddp_job.py (below agent1, which SIGKILL ended)"), std::string::npos) << c.detail;
+  Judged bad = good();
+  bad.records.job["orphans"] = {{{"pid", 1}, {"cmdline", "x"}, {"agent", "agent1"}}};
+  EXPECT_THROW(bad.judge("no_orphans"), Error);
+}
+
+// The recovery from a fault is a round numbered above the newest complete when it struck; a
+// fault before the first round is not judged; a store-layer fault that was not struck is not
+// either, and one with probability < 1 is said to maybe not have hit.
+TEST(JobJudge, ReformedWithinMeasuresFromTheFaultToTheNextRoundItCaused) {
+  Judged early = good();
+  early.records.fault_timeline.push_back({{"kind", "kill"}, {"target", "agent0:1"}, {"line", 40}, {"at_ms", 500.0}, {"fired", true},
+                                          {"trigger", "at_ms = 500"}, {"detail", "SIGKILL to pid 102"}});
+  CheckResult c = early.judge("reformed_within", {{"ms", 2000}});
+  EXPECT_TRUE(c.passed) << c.detail;
+  EXPECT_NE(c.detail.find("kill of agent0:1 (line 40) at 500 ms: not judged, struck before the first round formed"),
+            std::string::npos)
+      << c.detail;
+  // Round 1 completed at 2 s, before the crash at 3 s; a second record of round 1 at 3.2 s is not
+  // a re-forming: round 2 at 5 s is.
+  Judged stale = good();
+  stale.records.job["rounds"] = {{{"round", 0}, {"at_ms", 1000.0}, {"participants", {"agent0", "agent1"}}},
+                                 {{"round", 1}, {"at_ms", 2000.0}, {"participants", {"agent0", "agent1"}}},
+                                 {{"round", 1}, {"at_ms", 3200.0}, {"participants", {"agent0", "agent1"}}},
+                                 {{"round", 2}, {"at_ms", 5000.0}, {"participants", {"agent0", "agent1"}}},
+                                 {{"round", 3}, {"at_ms", 6800.0}, {"participants", {"agent0", "agent1"}}}};
+  c = stale.judge("reformed_within", {{"ms", 1000}});
+  EXPECT_FALSE(c.passed) << c.detail;
+  EXPECT_NE(c.detail.find("crash of agent1 (line 14) at 3000 ms: round 2 formed 2000 ms later, more than 1000 ms (round 1 was the "
+                          "newest when it struck)"),
+            std::string::npos)
+      << c.detail;
+  Judged layer = good();
+  layer.records.fault_timeline.push_back({{"kind", "store_drop"}, {"target", "store"}, {"line", 50}, {"at_ms", 8000.0},
+                                          {"fired", true}, {"trigger", "at_ms = 8000"},
+                                          {"detail", "not struck: the store's fault layer is dagsim store's, and this store is an etcd"}});
+  c = layer.judge("reformed_within", {{"ms", 2000}});
+  EXPECT_TRUE(c.passed) << c.detail;
+  EXPECT_EQ(c.detail.find("store_drop"), std::string::npos) << c.detail;
+  layer.records.fault_timeline.back()["detail"] = "the store's fault layer: drop of every query with probability 0.5; 1 rule(s)";
+  c = layer.judge("reformed_within", {{"ms", 2000}});
+  EXPECT_FALSE(c.passed) << c.detail;
+  EXPECT_NE(c.detail.find("store_drop of store (line 50) at 8000 ms: no round formed after it"), std::string::npos) << c.detail;
+  EXPECT_NE(c.detail.find("may not have hit any query"), std::string::npos) << c.detail;
+  // ms is 1..10^9, as the loader reads it.
+  c = good().judge("reformed_within", {{"ms", 0}});
+  EXPECT_FALSE(c.passed);
+  EXPECT_NE(c.detail.find("ms: expected a whole number >= 1"), std::string::npos) << c.detail;
+  c = good().judge("reformed_within", {{"ms", 2000000000}});
+  EXPECT_FALSE(c.passed);
+  EXPECT_NE(c.detail.find("from 1 to 1000000000"), std::string::npos) << c.detail;
+}
+
 }  // namespace
 }  // namespace dagsim::scenarios

@@ -200,7 +200,12 @@ JobRecords read_job_records(const Scenario& scenario, const RunRecords& records)
   const json& orphans = array(job, "orphans", "job");
   for (size_t i = 0; i < orphans.size(); ++i) {
     const std::string w = item("job.orphans", i);
-    out.orphans.push_back({integer<int64_t>(orphans[i], "pid", w), text(orphans[i], "cmdline", w)});
+    Orphan o{integer<int64_t>(orphans[i], "pid", w), text(orphans[i], "cmdline", w), std::nullopt, std::nullopt};
+    if (orphans[i].contains("agent") && !orphans[i]["agent"].is_null()) o.agent = integer<uint32_t>(orphans[i], "agent", w);
+    if (orphans[i].contains("incarnation") && !orphans[i]["incarnation"].is_null()) {
+      o.incarnation = integer<uint32_t>(orphans[i], "incarnation", w);
+    }
+    out.orphans.push_back(std::move(o));
   }
   const json& commands = array(job, "commands", "job");
   for (size_t i = 0; i < commands.size(); ++i) {

@@ -81,6 +81,10 @@ struct Command {
 struct Orphan {
   int64_t pid = 0;
   std::string cmdline;
+  // Left alive below this agent incarnation when it exited (its guard killed it); absent: alive
+  // after the whole run.
+  std::optional<uint32_t> agent;
+  std::optional<uint32_t> incarnation;
 };
 
 struct Violation {

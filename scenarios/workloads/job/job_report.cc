@@ -115,7 +115,12 @@ json job_results(const Scenario& scenario, const JobRecords& job) {
                               : job.violations.empty() ? "the invariants hold"
                                                        : std::to_string(job.violations.size()) + " violation(s)";
   json orphans = json::array();
-  for (const Orphan& o : job.orphans) orphans.push_back({{"pid", o.pid}, {"cmdline", o.cmdline}});
+  for (const Orphan& o : job.orphans) {
+    json entry = {{"pid", o.pid}, {"cmdline", o.cmdline}};
+    if (o.agent) entry["agent"] = *o.agent;
+    if (o.incarnation) entry["incarnation"] = *o.incarnation;
+    orphans.push_back(std::move(entry));
+  }
 
   // The story, in time order.
   std::vector<std::pair<double, std::string>> events;

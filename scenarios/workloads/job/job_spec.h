@@ -36,7 +36,10 @@
 //                    "rounds": [{"round", "at_ms", "participants": [...]}] (from the store's record),
 //                    "store": {"record": "store.jsonl", "format", "report": judge_store_records'
 //                              report, "violations": [...], "error": "" (why it could not be judged)},
-//                    "orphans": [{"pid", "cmdline"}] (alive after the run, before it killed them),
+//                    "orphans": [{"pid", "cmdline", "agent"?, "incarnation"?}]: with "agent"
+//                               (its index) and "incarnation", left alive below that agent
+//                               incarnation when it exited (its guard killed it); without, alive
+//                               after the run (before it killed them),
 //                    "commands": [{"check": I (index in scenario.checks), "argv": [...],
 //                                  "exit": C, "output": "first 64 KiB"}],
 //                    "reference": null | {"dir", "outcome", "exit_codes": {...}}}

@@ -49,6 +49,10 @@ std::vector<std::string> JobRunner::base_env() const {
 
 void JobRunner::start_store() {
   if (on_etcd()) return start_etcd();
+  // The first start chooses the port the store keeps across restarts: below the kernel's
+  // ephemeral range, so no outgoing connection is given it while the store is down (a restart
+  // on a port the kernel chose could find it taken). 0 (none found): the store picks one.
+  if (store_incarnation_ == 0 && store_port_ == 0) store_port_ = port_below_ephemeral_range();
   const std::string name = store_incarnation_ == 0 ? "store.jsonl" : "store." + std::to_string(store_incarnation_) + ".jsonl";
   const std::string record = dir_ + "/store/" + name;
   const std::string port_file = dir_ + "/store/port." + std::to_string(store_incarnation_);
@@ -75,14 +79,23 @@ void JobRunner::start_store() {
   store_ = net::spawn(spec);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   for (;;) {
-    std::ifstream in(port_file);
-    std::string line;
-    if (std::getline(in, line) && in.good() && !line.empty()) {
-      store_port_ = static_cast<uint16_t>(std::stoul(line));
+    // The port file is in the run's folder, where the job may write: read as a regular file only,
+    // never waiting on what is there, and only its first line.
+    const std::optional<std::string> head = read_head(port_file, 64);
+    const size_t nl = head ? head->find('\n') : std::string::npos;
+    if (nl != std::string::npos && nl > 0 && nl <= 5 && head->find_first_not_of("0123456789") == nl) {
+      store_port_ = static_cast<uint16_t>(std::stoul(head->substr(0, nl)));
       break;
     }
     if (store_.poll() || std::chrono::steady_clock::now() > until) {
       store_.kill();
+      store_.wait();
+      // The first start's port taken between the check and the store's bind: another one.
+      if (store_incarnation_ == 0 && port_attempts_ < 5 && store_port_ != 0 && !port_free(store_port_)) {
+        ++port_attempts_;
+        store_port_ = 0;
+        return start_store();
+      }
       throw errors::invalid_argument("the store (" + options_.dagsim_binary + " store) did not start: see " + dir_ + "/store/store.log");
     }
     sleep_ms(10);
@@ -154,7 +167,8 @@ void JobRunner::start_agent(uint32_t agent) {
   inc->process = net::spawn(spec);
   inc->pid = inc->process.pid();
   inc->started_ms = now_ms();
-  inc->tail = std::make_unique<LineTail>(spec.stdout_path);
+  // Its lines feed output triggers only: a regex sees at most a line's first 4 KiB.
+  inc->tail = std::make_unique<LineTail>(spec.stdout_path, kMaxTriggerLineBytes);
   say("agent" + std::to_string(agent) + " started (incarnation " + std::to_string(inc->incarnation) + ", pid " +
       std::to_string(inc->pid) + ")");
   incarnations_.push_back(std::move(inc));
@@ -184,7 +198,13 @@ void JobRunner::reap_agents() {
 
 void JobRunner::scan_workers() {
   last_scan_ms_ = now_ms();
-  const std::vector<MarkedProcess> marked = marked_processes(token_);
+  // Only the running agents' trees: reading every process's environment on the host every 100 ms
+  // costs a core's tenth and may wait on a process stuck in D state.
+  std::vector<pid_t> roots;
+  for (const auto& inc : incarnations_) {
+    if (inc->running()) roots.push_back(inc->pid);
+  }
+  const std::vector<MarkedProcess> marked = marked_descendants(roots, token_);
   std::map<pid_t, pid_t> parents;
   std::map<pid_t, const MarkedProcess*> by_pid;
   for (const MarkedProcess& p : marked) {
@@ -223,26 +243,27 @@ std::optional<pid_t> JobRunner::worker_pid(uint32_t agent, uint32_t local_rank) 
 uint32_t JobRunner::restarts_of(const Incarnation& inc) const {
   uint32_t restarts = 0;
   if (spec_.launcher == JobLauncher::dagsim) {
-    std::ifstream in(inc.events_path);
-    for (std::string line; std::getline(in, line);) {
+    // The events file and the log are in the run's folder: read as regular files only, a line
+    // at most 1 MiB (job_triggers.h).
+    for_each_line(inc.events_path, [&](const std::string& line) {
       try {
         const nlohmann::json e = nlohmann::json::parse(line);
         restarts = std::max(restarts, e.value("agent_restarts", 0u));
       } catch (const std::exception&) {
       }
-    }
+    });
     return restarts;
   }
   // torchrun's INFO lines ("N/M attempts left; will restart worker group") are not shown by
   // default; its log_dir's attempt_K folders are: K = max_restarts - remaining restarts.
-  std::ifstream in(dir_ + "/" + inc.log);
-  for (std::string line; std::getline(in, line);) {
+  for_each_line(dir_ + "/" + inc.log, [&](const std::string& line) {
     if (line.find("attempts left; will restart worker group") != std::string::npos) ++restarts;
-  }
+  });
   std::error_code ec;
   const std::string log_dir = dir_ + "/agents/agent" + std::to_string(inc.agent) + "." + std::to_string(inc.incarnation);
   for (fs::recursive_directory_iterator it(log_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
+    if (it.depth() >= 2) it.disable_recursion_pending();
     if (it.depth() > 2 || !name.starts_with("attempt_") || !it->is_directory(ec)) continue;
     try {
       restarts = std::max(restarts, static_cast<uint32_t>(std::stoul(name.substr(8))));

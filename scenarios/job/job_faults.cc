@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include "core/base/error.h"
 #include "scenarios/job/job_proc.h"
@@ -155,20 +156,42 @@ void JobRunner::strike(FaultState& f) {
         if (w.pid == *pid) w.exit = exit;
       }
     };
+    // A worker's kill or leave reaches its children too (DataLoader workers): its process group
+    // when it leads one, else the pid and every marked process below it.
+    const auto signal_worker = [&](int sig) -> std::string {
+      if (::getpgid(*pid) == *pid) {
+        ::kill(-*pid, sig);
+        return signal_name(sig) + " to worker pid " + std::to_string(*pid) + "'s process group";
+      }
+      std::vector<pid_t> below;
+      for (const MarkedProcess& m : marked_descendants({*pid}, token_)) {
+        if (m.pid != *pid) below.push_back(m.pid);
+      }
+      ::kill(*pid, sig);
+      for (pid_t p : below) ::kill(p, sig);
+      return signal_name(sig) + " to worker pid " + std::to_string(*pid) + " and " + std::to_string(below.size()) + " process(es) below it";
+    };
     switch (spec.kind) {
       case JobFault::Kind::kill:
-      case JobFault::Kind::crash:
-        ::kill(*pid, SIGKILL);
+      case JobFault::Kind::crash: {
+        const std::string done = signal_worker(SIGKILL);
         mark({{"signal", "SIGKILL"}});
         f.done = true;
-        return finish("SIGKILL to worker pid " + std::to_string(*pid));
-      case JobFault::Kind::leave:
-        ::kill(*pid, SIGTERM);
+        return finish(done);
+      }
+      case JobFault::Kind::leave: {
+        const std::string done = signal_worker(SIGTERM);
         f.done = true;
-        return finish("SIGTERM to worker pid " + std::to_string(*pid));
+        return finish(done);
+      }
       case JobFault::Kind::pause:
-        ::kill(*pid, SIGSTOP);
-        f.paused = {*pid};
+        f.paused.clear();
+        f.paused_start.clear();
+        if (const std::optional<uint64_t> start = start_time_of(*pid)) {
+          ::kill(*pid, SIGSTOP);
+          f.paused = {*pid};
+          f.paused_start = {*start};
+        }
         f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
         return finish("SIGSTOP to worker pid " + std::to_string(*pid));
       default: break;
@@ -199,11 +222,18 @@ void JobRunner::strike(FaultState& f) {
       inc->process.signal(SIGSTOP);
       note_fault("pause", inc->pid);
       f.paused = {};
+      f.paused_start = {};
       std::map<pid_t, pid_t> parents;
-      const std::vector<MarkedProcess> marked = marked_processes(token_);
+      const std::vector<MarkedProcess> marked = marked_descendants({inc->pid}, token_);
       for (const MarkedProcess& m : marked) parents[m.pid] = m.ppid;
       for (const MarkedProcess& m : marked) {
-        if (m.pid != inc->pid && descends_from(m.pid, inc->pid, parents) && ::kill(m.pid, SIGSTOP) == 0) f.paused.push_back(m.pid);
+        if (m.pid == inc->pid || !descends_from(m.pid, inc->pid, parents)) continue;
+        // Its start time, so the undo continues this process and never a pid reused since.
+        const std::optional<uint64_t> start = start_time_of(m.pid);
+        if (start && ::kill(m.pid, SIGSTOP) == 0) {
+          f.paused.push_back(m.pid);
+          f.paused_start.push_back(*start);
+        }
       }
       f.undo_due_ms = *f.at_ms + ms_of(spec.duration.value_or(Duration{0}));
       return finish("SIGSTOP to agent pid " + std::to_string(inc->pid) + "'s process group and " +
@@ -248,17 +278,39 @@ void JobRunner::undo(FaultState& f) {
       f.detail += "; healed: " + write_store_faults();
       say("the store's fault layer: " + std::string(kind_name(spec.kind)) + " healed");
       return;
-    case JobFault::Kind::store_restart:
-      start_store();
+    case JobFault::Kind::store_restart: {
+      // A restart that fails (its port taken while it was down, the store not starting) is the
+      // fault's outcome, recorded; the run goes on without a store.
+      const uint16_t port = store_port_;
+      if (!on_etcd() && port != 0 && !port_free(port)) {
+        f.detail += "; could not start again: port taken (" + std::to_string(port) + ")";
+        say("store could not start again: port " + std::to_string(port) + " taken");
+        return;
+      }
+      try {
+        start_store();
+      } catch (const std::exception& e) {
+        f.detail += "; could not start again: " + std::string(e.what());
+        say("store could not start again: " + std::string(e.what()));
+        return;
+      }
       f.detail += "; started again on port " + std::to_string(store_port_) + " (pid " + std::to_string(store_.pid()) + ")";
       say("store started again (pid " + std::to_string(store_.pid()) + ")");
       return;
-    case JobFault::Kind::pause:
+    }
+    case JobFault::Kind::pause: {
+      // Only a pid that is still the process paused (the run's marker, the same start time): one
+      // that ended (a kill, stop_everything) may have been reused by now.
+      const auto resume = [&] {
+        for (size_t i = 0; i < f.paused.size(); ++i) {
+          if (i < f.paused_start.size() && same_marked_process(f.paused[i], f.paused_start[i], token_)) ::kill(f.paused[i], SIGCONT);
+        }
+      };
       if (spec.target.kind == JobTarget::Kind::worker) {
-        for (pid_t p : f.paused) ::kill(p, SIGCONT);
+        resume();
       } else {
         // Those below first, so the agent wakes to workers that run.
-        for (pid_t p : f.paused) ::kill(p, SIGCONT);
+        resume();
         Incarnation* inc = current(spec.target.agent);
         if (inc != nullptr && inc->running() && inc->pid == f.pid) inc->process.signal(SIGCONT);
         note_fault("resume", f.pid);
@@ -266,6 +318,7 @@ void JobRunner::undo(FaultState& f) {
       f.detail += "; SIGCONT";
       say(target_name(spec.target) + " resumed");
       return;
+    }
     case JobFault::Kind::crash:
       restart_due_[spec.target.agent].reset();
       start_agent(spec.target.agent);

@@ -25,8 +25,31 @@ struct MarkedProcess {
   std::string cmdline;                 // arguments joined by spaces, printable
 };
 
-// Every live process (zombies excluded) whose environment holds DAGSIM_JOB_RUN=token.
+// Every live process (zombies excluded) whose environment holds DAGSIM_JOB_RUN=token. Reads every
+// process's environment on the host: for the run's final orphan sweep only (once).
 std::vector<MarkedProcess> marked_processes(const std::string& token);
+
+// The marked processes (as marked_processes) among `roots` and every process below them, found
+// through /proc/PID/task/TID/children (or, where the kernel lacks it, the parent field of every
+// /proc/PID/stat); only those processes' environments are read. What the run scans every 100 ms.
+std::vector<MarkedProcess> marked_descendants(const std::vector<pid_t>& roots, const std::string& token);
+
+// The pids below `pid` (not itself), children before grandchildren.
+std::vector<pid_t> descendants_of(pid_t pid);
+
+// When `pid` started (/proc/PID/stat's field 22, clock ticks since boot); nullopt when it is gone.
+std::optional<uint64_t> start_time_of(pid_t pid);
+
+// Whether the live process `pid` carries DAGSIM_JOB_RUN=token and started at `start_time`: the pid
+// is still the process the run saw, not a reused one.
+bool same_marked_process(pid_t pid, uint64_t start_time, const std::string& token);
+
+// A TCP port below /proc/sys/net/ipv4/ip_local_port_range's start (so no outgoing connection is
+// given it while its server is down) that binds now on every address; 0 when none was found.
+uint16_t port_below_ephemeral_range();
+
+// Whether a TCP listener could bind `port` on every address now (SO_REUSEADDR, as servers do).
+bool port_free(uint16_t port);
 
 // The parent of `pid` (0 when it is gone).
 pid_t parent_of(pid_t pid);

@@ -1,6 +1,9 @@
 // What a job run leaves (job_spec.h's layout): job.json for the store's judge, one NodeRecord per
 // agent incarnation, the fault timeline, the orphans, and the `command` checks (job_runner.h).
 #include <csignal>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -8,6 +11,7 @@
 
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "scenarios/format/scenario_text.h"
 #include "scenarios/job/job_proc.h"
 #include "scenarios/job/job_runner.h"
 #include "scenarios/workloads/rendezvous/store_records.h"
@@ -65,10 +69,8 @@ std::string fault_kind(JobFault::Kind k) { return std::string(job_fault_kind_nam
 
 std::string scenario_text(const Scenario& scenario) {
   if (scenario.file.empty()) return "";
-  std::ifstream in(scenario.file, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  // As the loader read it: a regular file of at most kMaxScenarioBytes, never waited on.
+  return read_head(scenario.file, detail::kMaxScenarioBytes).value_or("");
 }
 
 void JobRunner::write_job_json() const {
@@ -134,12 +136,26 @@ nlohmann::json JobRunner::find_orphans() {
 RunRecords JobRunner::gather() {
   stop_store();
   // A store started again wrote a record of its own: the judge reads one, so they are joined.
+  // They are in the run's folder, where the job may write: regular files only, never waited on.
   if (store_records_.size() > 1) {
-    std::ofstream out(store_records_.front(), std::ios::app | std::ios::binary);
-    for (size_t i = 1; i < store_records_.size(); ++i) {
-      std::ifstream in(store_records_[i], std::ios::binary);
-      out << in.rdbuf();
+    const int out = ::open(store_records_.front().c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    struct stat info{};
+    if (out >= 0 && ::fstat(out, &info) == 0 && S_ISREG(info.st_mode)) {
+      std::string chunk(1 << 20, '\0');
+      for (size_t i = 1; i < store_records_.size(); ++i) {
+        const int in = open_regular(store_records_[i]);
+        if (in < 0) continue;
+        for (ssize_t n; (n = ::read(in, chunk.data(), chunk.size())) > 0;) {
+          for (ssize_t done = 0; done < n;) {
+            const ssize_t w = ::write(out, chunk.data() + done, static_cast<size_t>(n - done));
+            if (w <= 0) break;
+            done += w;
+          }
+        }
+        ::close(in);
+      }
     }
+    if (out >= 0) ::close(out);
   }
   nlohmann::json orphans = find_orphans();
   // What each agent incarnation left alive below it when it exited, killed then by its guard
@@ -201,9 +217,9 @@ RunRecords JobRunner::gather() {
     // The judge's times count from the store's start; the records' from the run's.
     double store_offset_ms = 0;
     {
-      std::ifstream in(store_records_.front());
-      std::string first;
-      if (std::getline(in, first)) {
+      const std::string head = read_head(store_records_.front(), 64 << 10).value_or("");
+      const std::string first = head.substr(0, head.find('\n'));
+      if (!first.empty()) {
         const nlohmann::json start = nlohmann::json::parse(first, nullptr, false);
         if (start.is_object() && start.contains("t") && start["t"].is_number_integer()) {
           store_offset_ms = static_cast<double>(start["t"].get<int64_t>() - start_unix_ns_) / 1e6;

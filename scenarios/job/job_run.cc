@@ -161,6 +161,12 @@ void JobRunner::tick() {
       start_agent(l.agent);
     }
   }
+  // The store's undos first (its restart): an agent restarted in this tick must not race a store
+  // that is about to start.
+  for (FaultState& f : faults_) {
+    const bool store_fault = f.spec->kind == JobFault::Kind::store_restart || f.spec->kind == JobFault::Kind::store_pause;
+    if (store_fault && !f.done && f.struck && f.undo_due_ms && now >= *f.undo_due_ms) undo(f);
+  }
   for (FaultState& f : faults_) {
     if (f.done) continue;
     const std::optional<double> due = f.trigger.due_ms();

@@ -80,6 +80,7 @@ struct FaultState {
   std::optional<double> undo_due_ms;  // resume, heal, restart
   std::string detail;
   std::vector<pid_t> paused;  // the pids a pause stopped (to continue them)
+  std::vector<uint64_t> paused_start;  // their start times (/proc/PID/stat's 22nd): a reused pid is not continued
   pid_t pid = 0;              // the agent's pid the fault was struck on (for job.json)
 };
 
@@ -167,6 +168,7 @@ class JobRunner {
   std::unique_ptr<Netns> netns_;
   net::Process store_;
   uint16_t store_port_ = 0;
+  uint32_t port_attempts_ = 0;  // the first start's ports found taken at the store's bind
   uint32_t store_incarnation_ = 0;
   std::vector<std::string> store_records_;  // store.jsonl, then store.1.jsonl ...
   bool restore_next_ = false;   // the next store replays store_records_[restore_from_ ..] (keep_data)

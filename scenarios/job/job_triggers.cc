@@ -1,6 +1,13 @@
 // The job's trigger sources (job_triggers.h).
 #include "scenarios/job/job_triggers.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
@@ -10,28 +17,106 @@
 
 namespace dagsim::scenarios::job {
 
-void LineTail::poll(const std::function<void(const std::string& line)>& line) {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) return;
-  in.seekg(0, std::ios::end);
-  const auto size = static_cast<uint64_t>(in.tellg());
+int open_regular(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat info{};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::optional<std::string> read_head(const std::string& path, size_t max) {
+  const int fd = open_regular(path);
+  if (fd < 0) return std::nullopt;
+  std::string out(std::min<size_t>(max, 64 << 10), '\0');
+  size_t size = 0;
+  while (size < max) {
+    if (size == out.size()) out.resize(std::min(max, 2 * out.size()));
+    const ssize_t n = ::read(fd, out.data() + size, out.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    size += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  out.resize(size);
+  return out;
+}
+
+uint64_t LineTail::poll(const std::function<void(const std::string& line)>& line) {
+  const int fd = open_regular(path_);
+  if (fd < 0) return 0;
+  struct stat info{};
+  if (::fstat(fd, &info) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  const auto size = static_cast<uint64_t>(info.st_size);
   if (size < offset_) {  // replaced by a shorter file: read it from its start
     offset_ = 0;
     partial_.clear();
+    skipping_ = false;
+    after_cr_ = false;
   }
-  if (size == offset_) return;
-  in.seekg(static_cast<std::streamoff>(offset_));
-  std::string chunk(static_cast<size_t>(std::min<uint64_t>(size - offset_, uint64_t{8} << 20)), '\0');
-  in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-  chunk.resize(static_cast<size_t>(in.gcount()));
-  offset_ += chunk.size();
-  partial_ += chunk;
-  size_t begin = 0;
-  for (size_t nl; (nl = partial_.find('\n', begin)) != std::string::npos; begin = nl + 1) {
-    line(partial_.substr(begin, nl - begin));
+  uint64_t read_total = 0;
+  std::string chunk(64 << 10, '\0');
+  while (offset_ < size && read_total < (uint64_t{8} << 20)) {
+    const ssize_t n = ::pread(fd, chunk.data(), std::min<uint64_t>(chunk.size(), size - offset_), static_cast<off_t>(offset_));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    offset_ += static_cast<uint64_t>(n);
+    read_total += static_cast<uint64_t>(n);
+    for (size_t i = 0; i < static_cast<size_t>(n);) {
+      const char c = chunk[i];
+      if (c == '\n' || c == '\r') {
+        const bool ends = !(c == '\n' && after_cr_);
+        after_cr_ = c == '\r';
+        ++i;
+        if (!ends) continue;
+        if (!skipping_) line(partial_);
+        partial_.clear();
+        skipping_ = false;
+        continue;
+      }
+      after_cr_ = false;
+      // The bytes up to the next line end (or the chunk's end), as much as the line may hold.
+      size_t j = i;
+      while (j < static_cast<size_t>(n) && chunk[j] != '\n' && chunk[j] != '\r') ++j;
+      if (!skipping_) {
+        const size_t room = max_line_ - partial_.size();
+        partial_.append(chunk.data() + i, std::min(room, j - i));
+        if (j - i > room) {  // over-long: its head is the line; the rest, to its end, is skipped
+          line(partial_);
+          partial_.clear();
+          skipping_ = true;
+        }
+      }
+      i = j;
+    }
   }
-  partial_.erase(0, begin);
-  if (partial_.size() > (size_t{1} << 20)) partial_.clear();  // an endless line is not a trigger's
+  ::close(fd);
+  return read_total;
+}
+
+void LineTail::finish(const std::function<void(const std::string& line)>& line) {
+  if (!partial_.empty() && !skipping_) line(partial_);
+  partial_.clear();
+  skipping_ = false;
+}
+
+bool for_each_line(const std::string& path, const std::function<void(const std::string& line)>& line, size_t max_line) {
+  {
+    const int fd = open_regular(path);
+    if (fd < 0) return false;
+    ::close(fd);
+  }
+  LineTail tail(path, max_line);
+  while (tail.poll(line) > 0) {
+  }
+  tail.finish(line);
+  return true;
 }
 
 StoreTail::StoreTail(std::string path, std::string run_id)

@@ -17,19 +17,46 @@
 
 namespace dagsim::scenarios::job {
 
-// Reads a growing file's whole lines as they come (a line not yet ended waits for its end).
+// What a run reads of a file inside its folder: the job itself may write there (DAGSIM_JOB_DIR), so
+// such a file is opened O_NONBLOCK|O_NOFOLLOW (a FIFO never blocks the open, a link is refused) and
+// must be a regular file, and no line is held past a bound.
+inline constexpr size_t kMaxLineBytes = size_t{1} << 20;    // a line read from a run's file
+inline constexpr size_t kMaxTriggerLineBytes = size_t{4} << 10;  // what an output trigger's regex sees
+
+// An fd of `path` opened O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC, or -1 when it cannot be opened
+// or is not a regular file (a FIFO, a socket, a device, a directory, a symbolic link).
+int open_regular(const std::string& path);
+
+// The first `max` bytes of a regular file (nullopt: not one, or cannot be read).
+std::optional<std::string> read_head(const std::string& path, size_t max);
+
+// Reads a growing file's lines as they come. A line ends at '\n', '\r' or "\r\n" (a progress
+// bar's '\r' ends its line); a line not yet ended waits for its end. A line longer than max_line
+// is handed on as its first max_line bytes as soon as they are there, and the rest of it, up to
+// its end, is skipped (never taken as a line of its own).
 class LineTail {
  public:
-  explicit LineTail(std::string path) : path_(std::move(path)) {}
-  // Calls `line` for each whole line added since the last call.
-  void poll(const std::function<void(const std::string& line)>& line);
+  explicit LineTail(std::string path, size_t max_line = kMaxLineBytes) : path_(std::move(path)), max_line_(max_line) {}
+  // Calls `line` for each whole line added since the last call (at most 8 MiB read per call);
+  // returns the bytes read. A path that is not a regular file is not read (0).
+  uint64_t poll(const std::function<void(const std::string& line)>& line);
+  // Hands on the last line if it has no end yet (a file read whole).
+  void finish(const std::function<void(const std::string& line)>& line);
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
+  size_t max_line_;
   uint64_t offset_ = 0;
   std::string partial_;
+  bool skipping_ = false;  // in the rest of an over-long line
+  bool after_cr_ = false;  // the last byte was '\r' (a '\n' right after it ends nothing)
 };
+
+// Every line of a regular file, read in bounded pieces (lines as LineTail's); false when `path`
+// is not a regular file or cannot be opened.
+bool for_each_line(const std::string& path, const std::function<void(const std::string& line)>& line,
+                   size_t max_line = kMaxLineBytes);
 
 // The store's record: keys written and rounds formed, as the store wrote them.
 class StoreTail {

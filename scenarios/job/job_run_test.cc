@@ -99,7 +99,7 @@ TEST(JobRun, CrashAndRestartIsANewIncarnation) {
   EXPECT_EQ(first->data["exit"], nlohmann::json({{"signal", "SIGKILL"}}));
   EXPECT_EQ(second->data["exit"], nlohmann::json({{"code", 0}})) << second->data.dump();
   EXPECT_GT(second->data["started_ms"].get<double>(), first->data["ended_ms"].get<double>());
-  EXPECT_TRUE(r.job["orphans"].empty());
+  ASSERT_NO_FATAL_FAILURE(expect_no_orphans_but_of_killed_agents(r));
 }
 
 TEST(JobRun, LateJoinerOnARoundAndAStorePause) {

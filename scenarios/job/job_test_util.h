@@ -141,6 +141,18 @@ inline void expect_agents_exited_0(const RunRecords& r, uint32_t agents) {
   }
 }
 
+// Nothing was left behind by an agent that exited on its own: any orphan recorded belongs to an
+// incarnation a signal ended (a SIGKILLed agent leaves what ran below it to its guard, which the
+// judge does not count), and every one names its agent and incarnation.
+inline void expect_no_orphans_but_of_killed_agents(const RunRecords& r) {
+  for (const nlohmann::json& o : r.job["orphans"]) {
+    ASSERT_TRUE(o.contains("agent") && o.contains("incarnation")) << "an orphan of no agent: " << o.dump();
+    const NodeRecord* n = record_of(r, o["agent"].get<uint32_t>(), o["incarnation"].get<uint32_t>());
+    ASSERT_NE(n, nullptr) << o.dump();
+    EXPECT_TRUE(n->data["exit"].contains("signal")) << "left behind by an agent that exited: " << o.dump() << " " << n->data.dump();
+  }
+}
+
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

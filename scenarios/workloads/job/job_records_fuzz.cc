@@ -56,15 +56,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (input.is_discarded() || !input.is_object() || depth_of(input) > kMaxRecordFileDepth) return 0;
   RunRecords records;
   records.node_names = {"agent0", "agent1", "agent2", "agent3"};
-  records.outcome = input.value("outcome", nlohmann::json("finished")).is_string() ? input.value("outcome", "finished") : "finished";
+  records.outcome = input.contains("outcome") && input["outcome"].is_string() ? input["outcome"].get<std::string>() : "finished";
   records.job = input.contains("job") ? input["job"] : nlohmann::json(nullptr);
   if (input.contains("faults") && input["faults"].is_array()) records.fault_timeline = input["faults"];
   if (input.contains("nodes") && input["nodes"].is_array()) {
     for (const nlohmann::json& n : input["nodes"]) {
       if (!n.is_object()) continue;
       NodeRecord r;
-      r.node = n.value("node", 0u) % 4;
-      r.incarnation = n.value("incarnation", 0u);
+      // The harness's own reading: the node data under test is what the reader takes.
+      const auto number = [&](const char* key) {
+        return n.contains(key) && n[key].is_number_unsigned() ? static_cast<uint32_t>(n[key].get<uint64_t>()) : 0u;
+      };
+      r.node = number("node") % 4;
+      r.incarnation = number("incarnation");
       r.data = n.contains("data") ? n["data"] : nlohmann::json::object();
       records.nodes.push_back(std::move(r));
     }

@@ -261,7 +261,7 @@ def check_store_record(hosts, out, run_id, cut_at, rejoin_at):
     """Checks 1 to 3 at the store (`dagsim store --record`): who wrote the rendezvous state, whom
     the states name (a node's descriptor holds its address as text), the cut node gone
     from the state by a survivor's write (its expiry) and back by its own."""
-    peers, writes = {}, []
+    peers, writes, ips_of_pid = {}, [], {}
     key = "/torch.rendezvous." + run_id  # the agents' c10d store is PyTorch's PrefixStore "/"
     with open(os.path.join(out, "store.jsonl")) as f:
         for line in f:
@@ -270,8 +270,12 @@ def check_store_record(hosts, out, run_id, cut_at, rejoin_at):
                 peers[r["conn"]] = (r["peer"].rsplit(":", 1)[0], r["pid"])
             if r.get("key") == key and ((r["op"] == "compare_set" and r["written"]) or r["op"] == "set"):
                 ip, pid = peers[r["conn"]]
+                # The store ties a client in another network namespace of its host to its pid (it
+                # reads that namespace's TCP tables): one process is one namespace's, never two.
                 if pid is not None:
-                    fail("the store found a local process (%s) behind a write of the state from %s" % (pid, ip))
+                    ips_of_pid.setdefault(pid, set()).add(ip)
+                    if len(ips_of_pid[pid]) > 1:
+                        fail("the store tied process %s to writes from %s" % (pid, sorted(ips_of_pid[pid])))
                 state = bytes.fromhex(r["value"])
                 # A node's address travels as a string: its length (u32, little-endian) then its
                 # bytes (core/rpc/wire.h), so the prefix tells 10.248.N.2 from 10.248.N.254. (A

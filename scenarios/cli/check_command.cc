@@ -183,6 +183,21 @@ int check_command(const CheckArgs& given) {
     args.note = "each seed runs the real job: only its fault schedule is seeded; the job's own processes are not "
                 "replayed by the seed";
   }
+  // A job's seeds each leave a run folder (logs, the store's record, checkpoints, records). Those
+  // of passing seeds go as each passes; a failing seed's stays, named in the summary, since it is
+  // what an operator opens next. Interrupted seeds' go too: they have no finding.
+  std::string runs_dir;
+  if (scenario.workload.name() == "job") {
+    std::string runs_template = temp_template();
+    runs_template.replace(runs_template.rfind("dagsim-check-"), std::string("dagsim-check-").size(), "dagsim-check-runs-");
+    if (const char* made = mkdtemp(runs_template.data()); made != nullptr) {
+      runs_dir = made;
+    } else {
+      std::cerr << "dagsim check: cannot create a folder for the job's runs " << printable(runs_template) << ": "
+                << std::strerror(errno) << "\n";
+      return kBadInput;
+    }
+  }
   for (const std::string* out : {&args.junit, &args.html}) {
     if (out->empty()) continue;
     // Fail before the seeds run, not after: the path is the operator's, and a sweep is long.
@@ -239,6 +254,15 @@ int check_command(const CheckArgs& given) {
       }
       if (code != kPassed) outcome.summary = summarise(outcome.checks, unreadable, read_file(child.err_path), code);
     }
+    if (!runs_dir.empty()) {
+      const std::string run = runs_dir + "/seed-" + std::to_string(child.seed);
+      std::error_code ignored;
+      if (outcome.exit_code == kPassed || outcome.interrupted) {
+        std::filesystem::remove_all(run, ignored);
+      } else if (std::filesystem::exists(run, ignored)) {
+        outcome.summary += (outcome.summary.empty() ? "" : "\n") + std::string("its run folder: ") + printable(run, kPathMax);
+      }
+    }
     progress.seed_done(outcome.exit_code != kPassed && !outcome.interrupted);
     outcomes.push_back(std::move(outcome));
     std::remove(child.out_path.c_str());
@@ -258,6 +282,7 @@ int check_command(const CheckArgs& given) {
         argv_s.insert(argv_s.end(), {"--max-wall-time", s.str()});
       }
       if (args.max_memory_mib > 0) argv_s.insert(argv_s.end(), {"--max-memory", std::to_string(args.max_memory_mib)});
+      if (!runs_dir.empty()) argv_s.insert(argv_s.end(), {"--records", runs_dir + "/seed-" + seed_text});
       net::ProcessSpec spec;
       spec.argv = std::move(argv_s);
       spec.env = environment;
@@ -316,6 +341,9 @@ int check_command(const CheckArgs& given) {
     }
   }
   rmdir(dir);
+  if (!runs_dir.empty() && ::rmdir(runs_dir.c_str()) != 0) {
+    std::cerr << "dagsim check: the run folders of the seeds that did not pass are kept in " << printable(runs_dir, kPathMax) << "\n";
+  }
   progress.clear();
   std::sort(outcomes.begin(), outcomes.end(), [](const SeedOutcome& a, const SeedOutcome& b) { return a.seed < b.seed; });
   const int code = report_outcomes(args, outcomes, count, stopped_by, timestamp);

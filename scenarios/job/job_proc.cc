@@ -1,5 +1,6 @@
 // /proc scans and whole commands for a job run (job_proc.h).
 #include "scenarios/job/job_proc.h"
+#include "scenarios/job/job_triggers.h"
 
 #include <csignal>
 #include <cstring>
@@ -31,18 +32,7 @@ namespace {
 std::string read_small(const std::string& path, size_t max = size_t{1} << 20) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) return {};
-  std::string out(std::min<size_t>(max, 4096), '\0');
-  size_t size = 0;
-  while (size < max) {
-    if (size == out.size()) out.resize(std::min(max, 2 * out.size()));
-    const ssize_t n = ::read(fd, out.data() + size, out.size() - size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    size += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  out.resize(size);
-  return out;
+  return read_fd(fd, max, 4096);
 }
 
 struct Stat {

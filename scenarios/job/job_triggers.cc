@@ -31,7 +31,11 @@ int open_regular(const std::string& path) {
 std::optional<std::string> read_head(const std::string& path, size_t max) {
   const int fd = open_regular(path);
   if (fd < 0) return std::nullopt;
-  std::string out(std::min<size_t>(max, 64 << 10), '\0');
+  return read_fd(fd, max, 64 << 10);
+}
+
+std::string read_fd(int fd, size_t max, size_t initial) {
+  std::string out(std::min<size_t>(max, initial), '\0');
   size_t size = 0;
   while (size < max) {
     if (size == out.size()) out.resize(std::min(max, 2 * out.size()));

@@ -29,6 +29,9 @@ int open_regular(const std::string& path);
 
 // The first `max` bytes of a regular file (nullopt: not one, or cannot be read).
 std::optional<std::string> read_head(const std::string& path, size_t max);
+// Reads at most `max` bytes of `fd` and closes it; the buffer starts at `initial` bytes and grows
+// only as the file does (a /proc file says size 0 and may be long).
+std::string read_fd(int fd, size_t max, size_t initial);
 
 // Reads a growing file's lines as they come. A line ends at '\n', '\r' or "\r\n" (a progress
 // bar's '\r' ends its line); a line not yet ended waits for its end. A line longer than max_line

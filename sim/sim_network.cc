@@ -6,6 +6,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/hash.h"
+#include "core/base/probe.h"
 #include "sim/sim_world.h"
 
 namespace dagsim::sim {
@@ -60,6 +61,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
       world_.note_connection_refused(source, target);
       const std::string refused = "connection refused: " + world_.node_name(target) + " is not running";
       if (blocked(source, target) || blocked(target, source)) {
+        DAGSIM_PROBE("sim.refused_behind_partition");
         // Neither the connection attempt nor a reset crosses a partition: the attempt times out,
         // unless the partition heals first and a retried attempt meets the refusal.
         notify(key, side, world_.incarnation(target), "connection to " + world_.node_name(target) + " timed out",
@@ -82,6 +84,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   const std::optional<TimePoint> arrival =
       d.queue.admit(world_.now(), bytes, model_, source, target, world_.random_stream());
   if (!arrival) {
+    DAGSIM_PROBE("sim.connection_failure_injected");
     drop(source, target, id, "injected connection failure");
     fail(key, conn, "failed (injected)", true);
     return;
@@ -139,6 +142,7 @@ void SimNetwork::arrive(uint32_t in_flight_slot) {
       drop(from, to, message.id, "its sender died before it got through");
       return;
     }
+    if (blocked(from, to)) DAGSIM_PROBE("sim.held_by_partition");
     hold(conn, key, dir, std::move(message));
     return;
   }
@@ -179,6 +183,7 @@ void SimNetwork::hold(Connection& conn, Key key, int dir, Message message) {
           Connection& c = connections_[key];
           if (!c.open || c.generation != generation) return;
           c.direction[dir].silence_timer = 0;
+          DAGSIM_PROBE("sim.silent_connection_timed_out");
           fail(key, c, "timed out (no traffic got through)", false);
         });
   }
@@ -231,6 +236,7 @@ void SimNetwork::fail(Key key, Connection& conn, const std::string& what, bool d
     }
     TimePoint when = world_.now();
     if (delay_by_latency && blocked(peer, self)) {
+      DAGSIM_PROBE("sim.reset_behind_partition");
       // The reset cannot cross the partition: this end finds out by its own timeout, or from the
       // reset once the partition heals.
       notify(key, side, conn.incarnation[1 - side], "connection to " + world_.node_name(peer) + " timed out",

@@ -71,7 +71,10 @@ auto RendezvousBackend::guarded(const char* what, const std::string& key, F&& ca
 
 FetchedState RendezvousBackend::decoded(const store::Versioned& value) {
   if (value.version == 0) return {empty_state(), 0};
-  if (value.version == cached_.token) return cached_;
+  if (value.version == cached_.token) {
+    DAGSIM_ASSERT(cached_.state != nullptr);
+    return cached_;
+  }
   // Versions only rise: an older one than the cached can only come from a reply that was
   // overtaken by a newer one; it is decoded but does not evict the newer entry.
   std::shared_ptr<const RendezvousState> state;
@@ -86,6 +89,9 @@ FetchedState RendezvousBackend::decoded(const store::Versioned& value) {
   ++decodes_;
   FetchedState out{std::move(state), value.version};
   if (value.version > cached_.token) cached_ = out;
+  // The cache holds the newest version this backend has seen, read or written.
+  DAGSIM_ASSERT(cached_.token >= out.token);
+  DAGSIM_ASSERT_EQ(out.token, value.version);
   return out;
 }
 
@@ -110,6 +116,8 @@ SetStateOutcome RendezvousBackend::set_state(const RendezvousState& state, Token
   }
   FetchedState mine{std::make_shared<const RendezvousState>(state), outcome.current.version};
   if (mine.token > cached_.token) cached_ = mine;
+  DAGSIM_ASSERT(cached_.token >= mine.token);
+  DAGSIM_ASSERT(mine.token > token);
   return {std::move(mine), true};
 }
 

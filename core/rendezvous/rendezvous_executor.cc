@@ -62,6 +62,8 @@ void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoin
     const TimePoint sent = env_.clock.now();
     const uint64_t store_syncs = holder_.store_syncs();
     const std::optional<bool> written = sync(op_name, /*use_cache=*/!backed_off && !fresh_read_);
+    // A sync leaves nothing unwritten: the decision below is made on the state the store holds.
+    DAGSIM_ASSERT(!holder_.dirty());
     fresh_read_ = false;
     // A read or a write is one round trip to the store: the scale of Note [contention at scale].
     if (holder_.store_syncs() != store_syncs) round_trip_ = env_.clock.now() - sent;
@@ -95,6 +97,7 @@ void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoin
           break;
         }
         holder_.update(apply(holder_.state(), action, node_, settings, clock.wall_now));
+        DAGSIM_ASSERT(holder_.dirty());
         ++actions_applied_;
         // PyTorch's update_deadline: a spare that leaves the redundancy list starts its join
         // afresh, its time as a spare not counted against it (L3).
@@ -127,6 +130,8 @@ TimePoint RendezvousExecutor::next_transition(const RendezvousState& state, cons
     for (const auto& [other, beat] : state.last_heartbeats) oldest = std::min(oldest, beat);
     consider_wall(oldest + settings.expiry() + kJustAfter);
   }
+  // Every bound is strictly ahead: a wait until it never returns at once and spins.
+  DAGSIM_ASSERT(bound > clock.now);
   return bound;
 }
 
@@ -137,8 +142,11 @@ bool RendezvousExecutor::back_off(TimePoint deadline) {
   const uint64_t contenders = std::max<uint64_t>(2, holder_.state().last_heartbeats.size());
   const auto rtt = static_cast<uint64_t>(round_trip_.count());
   const uint64_t window = std::min(rtt << doublings, rtt * contenders);
+  // At least one round trip (no shift or product wrapped): the next winner has time to write.
+  DAGSIM_ASSERT(window >= rtt);
   Prng jitter(jitter_seed_ ^ (holder_.token() * 0x9e3779b97f4a7c15ULL) ^ lost_races_);
   const Duration pause{static_cast<int64_t>(jitter.uniform_u64(window + 1))};
+  DAGSIM_ASSERT(pause.count() >= 0 && static_cast<uint64_t>(pause.count()) <= window);
   const TimePoint now = env_.clock.now();
   if (pause <= Duration::zero() || now >= deadline) return false;
   ++backoffs_;
@@ -176,6 +184,7 @@ void RendezvousExecutor::wait_after_sync(std::string_view op_name, TimePoint dea
   const Duration store_timeout = backend_.store().timeout();
   Duration wait = bound == TimePoint::max() ? store_timeout : bound - clock.now;
   wait = std::clamp(wait, kMinSyncWait, std::max(kMinSyncWait, store_timeout));
+  DAGSIM_ASSERT(wait >= kMinSyncWait);
   const uint64_t changes =
       named(op_name, ", waiting for a change", [&] { return backend_.watch_changes(*changes_, wait); });
   woken_by_change_ = changes != *changes_;

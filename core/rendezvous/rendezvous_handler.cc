@@ -55,6 +55,7 @@ RendezvousHandler::~RendezvousHandler() {
 
 RendezvousInfo RendezvousHandler::next_rendezvous() {
   stop_keep_alive();
+  DAGSIM_ASSERT(keep_alive_scope_ == nullptr);
   std::lock_guard guard(*ops_lock_);
   // One deadline for both ops, as PyTorch: leaving the old round counts against the join timeout.
   const TimePoint deadline = env_.clock.now() + settings_.timeout.join;
@@ -72,6 +73,8 @@ RendezvousInfo RendezvousHandler::next_rendezvous() {
   DAGSIM_ASSERT(me != state.participants.end());
   // The round's world at completion, which holds every rank it gave (RendezvousState::world_size).
   const RendezvousInfo info{me->second, state.world_size, state.round};
+  // S2: a rank within the world the round formed with.
+  DAGSIM_ASSERT(info.rank < info.world_size);
   start_keep_alive(info.round);
   return info;
 }
@@ -79,25 +82,32 @@ RendezvousInfo RendezvousHandler::next_rendezvous() {
 bool RendezvousHandler::is_closed() {
   std::lock_guard guard(*ops_lock_);
   executor_.sync("is_closed", /*use_cache=*/false);
+  DAGSIM_ASSERT(!holder_.dirty());
   return holder_.state().closed;
 }
 
 void RendezvousHandler::set_closed() {
   std::lock_guard guard(*ops_lock_);
   executor_.run(close_op, "close", env_.clock.now() + settings_.timeout.close);
+  // The close op finishes only on a closed state (S7: sticky from here on).
+  DAGSIM_ASSERT(holder_.state().closed);
 }
 
 uint64_t RendezvousHandler::num_nodes_waiting() {
   std::lock_guard guard(*ops_lock_);
   executor_.sync("num_nodes_waiting", /*use_cache=*/false);
+  DAGSIM_ASSERT(!holder_.dirty());
   return rendezvous::num_nodes_waiting(holder_.state());
 }
 
 bool RendezvousHandler::shutdown() {
   stop_keep_alive();
+  DAGSIM_ASSERT(keep_alive_scope_ == nullptr);
   std::lock_guard guard(*ops_lock_);
   try {
     executor_.run(exit_op, "exit", env_.clock.now() + settings_.timeout.close);
+    // The exit op finishes only once this node is out of the participants.
+    DAGSIM_ASSERT(!holder_.state().participants.contains(node_));
     return true;
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
@@ -118,6 +128,7 @@ void RendezvousHandler::stop_keep_alive() {
 
 void RendezvousHandler::start_keep_alive(uint64_t round) {
   DAGSIM_ASSERT(keep_alive_scope_ == nullptr);
+  DAGSIM_ASSERT_EQ(round, holder_.state().round);
   const std::string name = "rendezvous keep-alive " + to_string(node_) + " round " + std::to_string(round);
   keep_alive_scope_ = std::make_unique<runtime::CancelScope>(name, env_.spawner);
   env_.spawner.spawn(*keep_alive_scope_, name, [this, lock = ops_lock_] {

@@ -74,6 +74,9 @@ Action join_op(const RendezvousState& state, const NodeDesc& node, const Rendezv
   const bool is_redundant = state.redundancy_list.contains(node);
   const size_t participants = state.participants.size();
 
+  // S5 as the ops rely on it: a node is on one list at most.
+  DAGSIM_ASSERT(int{is_participant} + int{is_waiting} + int{is_redundant} <= 1);
+
   // 1. A closed rendezvous takes no one (S7); a spare leaves without an error.
   if (state.closed) return is_redundant ? Action::error_graceful_exit : Action::error_closed;
 
@@ -148,6 +151,8 @@ Action keep_alive_op(const RendezvousState& state, const NodeDesc& node, const R
 RendezvousState apply(RendezvousState state, Action action, const NodeDesc& node, const RendezvousSettings& settings,
                       TimePoint wall_now) {
   DAGSIM_ASSERT_MSG(changes_state(action), std::string(action_name(action)) + " changes no state");
+  const uint64_t round_before = state.round;
+  const bool closed_before = state.closed;
   switch (action) {
     case Action::keep_alive:
       // Only a node that has a heartbeat is asked to renew it (should_keep_alive), so S5 holds.
@@ -207,6 +212,14 @@ RendezvousState apply(RendezvousState state, Action action, const NodeDesc& node
   }
   // Paired with decode()'s check: what apply makes, every node can read back.
   DAGSIM_ASSERT_MSG(!structural_violation(state), structural_violation(state).value_or(""));
+  // S6: the round moves only forward, by one, and only when the last participant leaves; S7:
+  // `closed` is sticky.
+  if (action == Action::remove_from_participants) {
+    DAGSIM_ASSERT(state.round == round_before || state.round == round_before + 1);
+  } else {
+    DAGSIM_ASSERT_EQ(state.round, round_before);
+  }
+  if (closed_before) DAGSIM_ASSERT(state.closed);
   return state;
 }
 

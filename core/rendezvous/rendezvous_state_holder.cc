@@ -24,9 +24,14 @@ std::optional<bool> RendezvousStateHolder::sync(bool use_cache) {
     // new state in the same round trip).
     const std::shared_ptr<const RendezvousState> before = stored_;
     const std::shared_ptr<const RendezvousState> mine = state_;
+    const Token token_before = token_;
     SetStateOutcome outcome = backend_.set_state(*state_, token_);
     ++store_syncs_;
     take(outcome.current);
+    // Paired with the backend's check of the store's answer: a write that landed moved the token
+    // past the one it replaced (a lost write may see any token, a restarted store's included).
+    if (outcome.written) DAGSIM_ASSERT(token_ > token_before);
+    DAGSIM_ASSERT(!dirty_);
     if (outcome.written && !is_quiet_change(*before, *mine)) {
       backend_.announce_change();
       ++announced_changes_;
@@ -37,16 +42,22 @@ std::optional<bool> RendezvousStateHolder::sync(bool use_cache) {
   // The boundary counts as fresh (PyTorch's `last_sync >= now - cache`), see reference §1
   // "Simulator trap": a 1 s poll with a 1 s cache reads the store every 2 s.
   if (use_cache && cache_duration_ > Duration::zero() && last_sync_ && *last_sync_ >= now - cache_duration_) {
+    DAGSIM_ASSERT(!dirty_);
     ++cached_syncs_;
     return std::nullopt;
   }
   std::optional<FetchedState> fetched = backend_.get_state();
   ++store_syncs_;
   take(fetched);
+  DAGSIM_ASSERT(!dirty_);
   return std::nullopt;
 }
 
 void RendezvousStateHolder::update(RendezvousState next) {
+  // An action never takes a round back nor reopens a closed rendezvous (S6, S7): only a store
+  // that lost its state does, and that comes in through take(), never here.
+  DAGSIM_ASSERT(next.round >= state_->round);
+  if (state_->closed) DAGSIM_ASSERT(next.closed);
   state_ = std::make_shared<const RendezvousState>(std::move(next));
   dirty_ = true;
 }
@@ -55,6 +66,8 @@ void RendezvousStateHolder::take(const std::optional<FetchedState>& fetched) {
   static const std::shared_ptr<const RendezvousState> empty = std::make_shared<const RendezvousState>();
   if (fetched) {
     DAGSIM_ASSERT(fetched->state != nullptr);
+    // Version 0 is a missing key, which decodes to the empty state and nothing else.
+    if (fetched->token == 0) DAGSIM_ASSERT(fetched->state->participants.empty() && fetched->state->round == 0);
     state_ = fetched->state;
     token_ = fetched->token;
   } else {
@@ -74,7 +87,12 @@ void RendezvousStateHolder::take(const std::optional<FetchedState>& fetched) {
   dead_nodes_.clear();
   if (any_expired) {
     state_ = std::make_shared<const RendezvousState>(sanitize(*state_, settings_, wall_now, &dead_nodes_));
+    DAGSIM_ASSERT(!dead_nodes_.empty());
   }
+  // Sanitize only removes nodes: it may advance the round (the last participant expired) but
+  // never takes it back, and it leaves `closed` as the store holds it.
+  DAGSIM_ASSERT(state_->round >= stored_->round);
+  DAGSIM_ASSERT_EQ(state_->closed, stored_->closed);
   if (!dead_nodes_.empty()) {
     std::string detail = "run " + printable(settings_.run_id) + " round " + std::to_string(state_->round) + " seen by " +
                          env_.name + ":";

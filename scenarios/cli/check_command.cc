@@ -24,11 +24,15 @@
 
 #include "scenarios/cli/commands.h"
 #include "core/base/printable.h"
+#include "net/crypto.h"
 #include "net/process/process.h"
 #include "scenarios/cli/check_report.h"
+#include "scenarios/cli/shard_plan.h"
+#include "scenarios/cli/shard_results.h"
 #include "scenarios/cli/report.h"
 #include "scenarios/cli/run_limits.h"
 #include "scenarios/format/scenario_loader.h"
+#include "scenarios/format/scenario_text.h"
 
 namespace dagsim::cli {
 
@@ -170,6 +174,21 @@ int check_command(const CheckArgs& given) {
               << ": expected A..B (A <= B) or one seed, each a whole number in [0, 18446744073709551615]\n";
     return kBadInput;
   }
+  // Which of the seeds this check runs: one shard of them (shard_plan.h), by default all.
+  SeedShard shard;
+  std::string results_path, scenario_sha256;
+  try {
+    shard = resolve_shard(args.shard, process_env());
+    if (!args.results.empty()) {
+      results_path = expand_shard_pattern(args.results, shard);
+      // The text the seeds run, so a merge can tell shards of another scenario by more than its path.
+      const std::string text = scenarios::detail::read_bounded_text(args.file);
+      scenario_sha256 = net::sha256_hex({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
+    }
+  } catch (const Error& e) {
+    std::cerr << "dagsim check: " << e.detail() << "\n";
+    return kBadInput;
+  }
   // The limits every seed's run gets: the flags, else the scenario's keys (validated above).
   const scenarios::Scenario scenario = scenarios::load_scenario_file(args.file);
   const HostLimits limits = effective_limits(scenario, args.max_wall_time_s, args.max_memory_mib);
@@ -197,6 +216,16 @@ int check_command(const CheckArgs& given) {
                 << std::strerror(errno) << "\n";
       return kBadInput;
     }
+  }
+  if (!results_path.empty()) {
+    // As for the outputs below, before the seeds run; the file itself is written whole at the end.
+    const std::string probe_path = results_path + ".tmp-" + std::to_string(::getpid());
+    std::ofstream probe(probe_path, std::ios::binary | std::ios::trunc);
+    if (!probe) {
+      std::cerr << "dagsim check: --results " << printable(results_path, kPathMax) << ": cannot write: " << std::strerror(errno) << "\n";
+      return kBadInput;
+    }
+    std::remove(probe_path.c_str());
   }
   for (const std::string* out : {&args.junit, &args.html}) {
     if (out->empty()) continue;
@@ -227,9 +256,10 @@ int check_command(const CheckArgs& given) {
   std::map<pid_t, Child> running;
   std::vector<SeedOutcome> outcomes;
   // Counted, not compared, so a range ending at the largest seed cannot wrap around.
-  const uint64_t count = range->last - range->first + 1;  // 0 only for the full 2^64 range
+  bool every_seed = false;  // all 2^64, which count cannot say
+  const uint64_t count = shard_seed_count(range->first, range->last, shard, &every_seed);
   uint64_t started = 0;
-  auto more = [&] { return count == 0 || started < count; };
+  auto more = [&] { return every_seed || started < count; };
   bool spawn_failed = false;
   int stopped_by = 0;
   const sigset_t stop_set = stop_signals();
@@ -250,7 +280,7 @@ int check_command(const CheckArgs& given) {
     } else {
       std::string unreadable;
       if (code == kPassed || code == kCheckFailed || code == kResourceLimit) {
-        outcome.checks = read_checks(read_file(child.out_path), &unreadable);
+        outcome.checks = read_checks(read_file(child.out_path), &unreadable, &outcome.probes);
       }
       if (code != kPassed) outcome.summary = summarise(outcome.checks, unreadable, read_file(child.err_path), code);
     }
@@ -270,7 +300,7 @@ int check_command(const CheckArgs& given) {
   };
   while ((more() && !spawn_failed && stopped_by == 0) || !running.empty()) {
     while (more() && running.size() < jobs && !spawn_failed && stopped_by == 0) {
-      const uint64_t seed = range->first + started++;
+      const uint64_t seed = shard_seed(range->first, shard, started++);
       Child child{seed, std::string(dir) + "/" + std::to_string(seed) + ".json",
                   std::string(dir) + "/" + std::to_string(seed) + ".err", std::chrono::steady_clock::now(), {}};
       const std::string seed_text = std::to_string(seed);
@@ -346,7 +376,20 @@ int check_command(const CheckArgs& given) {
   }
   progress.clear();
   std::sort(outcomes.begin(), outcomes.end(), [](const SeedOutcome& a, const SeedOutcome& b) { return a.seed < b.seed; });
-  const int code = report_outcomes(args, outcomes, count, stopped_by, timestamp);
+  SweepOrigin origin = this_origin();
+  if (shard.count > 1) origin.shard = shard.text();
+  int code = report_outcomes(args, outcomes, every_seed ? 0 : count, stopped_by, timestamp, origin);
+  if (!results_path.empty()) {
+    // The seeds' results as data, for `dagsim merge` (shard_results.h); a cut-short shard says so.
+    const ShardResults results{args.file, scenario_sha256, args.seeds, range->first, range->last, shard, args.note, origin.provenance,
+                         origin.probe_names, timestamp, stopped_by != 0 ? std::string("SIG") + sigabbrev_np(stopped_by) : "", outcomes};
+    try {
+      write_shard_results(results_path, results);
+    } catch (const Error& e) {
+      std::cerr << "dagsim check: " << e.detail() << "\n";
+      if (code == kPassed) code = kBadInput;
+    }
+  }
   if (stopped_by != 0) {
     // Die of the signal, as if it had never been blocked, so the caller sees how the check ended;
     // the partial summary above is what it had found by then.

@@ -18,23 +18,14 @@ namespace {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
-const char* verdict_of(const SeedOutcome& o) {
-  if (o.interrupted) return "INTERRUPTED";
-  return o.exit_code == kPassed           ? "PASSED"
-         : o.exit_code == kCheckFailed    ? "FAILED"
-         : o.exit_code == kBadInput       ? "INVALID"
-         : o.exit_code == kResourceLimit  ? "LIMIT"
-                                          : "CRASHED";
-}
-
 // One suite per seed, one case per check (see junit.h). A seed stopped by a limit has no verdict:
 // its failing checks are skipped, not failures, as `check`'s own exit code treats them.
-JunitReport junit_report(const CheckArgs& args, const std::vector<SeedOutcome>& outcomes, const std::string& timestamp) {
+JunitReport junit_report(const CheckArgs& args, const std::vector<SeedOutcome>& outcomes, const std::string& timestamp,
+                         const nlohmann::json& build) {
   const std::string stem = std::filesystem::path(args.file).stem().string();
   JunitReport report;
   report.name = "dagsim check " + args.file;
   report.timestamp = timestamp;
-  const nlohmann::json build = provenance();
   report.properties = {{"scenario", args.file},
                        {"seeds", args.seeds},
                        {"dagsim_version", build.at("dagsim_version").get<std::string>()},
@@ -66,7 +57,7 @@ JunitReport junit_report(const CheckArgs& args, const std::vector<SeedOutcome>& 
 
 }  // namespace
 
-std::vector<CheckVerdict> read_checks(const std::string& stdout_text, std::string* unreadable) {
+std::vector<CheckVerdict> read_checks(const std::string& stdout_text, std::string* unreadable, ProbeCounts* probes) {
   std::vector<CheckVerdict> out;
   try {
     const nlohmann::json report = nlohmann::json::parse(stdout_text);
@@ -74,12 +65,16 @@ std::vector<CheckVerdict> read_checks(const std::string& stdout_text, std::strin
       out.push_back({check.at("name").get<std::string>(), check.at("passed").get<bool>(),
                      check.at("detail").get<std::string>()});
     }
+    if (probes != nullptr) *probes = probes_of_report(report);
   } catch (const std::exception& e) {
     *unreadable = std::string("unreadable report: ") + e.what();
     out.clear();
+    if (probes != nullptr) probes->clear();
   }
   return out;
 }
+
+SweepOrigin this_origin() { return {provenance(), build_probe_names(), ""}; }
 
 std::string summarise(const std::vector<CheckVerdict>& checks, const std::string& unreadable,
                       const std::string& stderr_text, int exit_code) {
@@ -99,7 +94,7 @@ std::string summarise(const std::vector<CheckVerdict>& checks, const std::string
 }
 
 int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outcomes, uint64_t count,
-                    int stopped_by, const std::string& timestamp) {
+                    int stopped_by, const std::string& timestamp, const SweepOrigin& origin) {
   size_t failed = 0, crashed = 0, invalid = 0, limited = 0, interrupted = 0;
   nlohmann::json failing = nlohmann::json::array();
   for (const SeedOutcome& o : outcomes) {
@@ -136,8 +131,11 @@ int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outco
   const std::string requested = count == 0 ? std::string("2^64") : std::to_string(count);
   const std::string signal_name = stopped_by != 0 ? std::string("SIG") + sigabbrev_np(stopped_by) : "";
   nlohmann::json summary{{"file", args.file}, {"seeds", args.seeds}, {"runs", total}, {"passed", total - failed},
-                         {"failed", failing}, {"results", seeds}, {"provenance", provenance()}};
+                         {"failed", failing}, {"results", seeds}, {"provenance", origin.provenance}};
   if (!args.note.empty()) summary["note"] = args.note;
+  if (!origin.shard.empty()) summary["shard"] = origin.shard;
+  const ProbeTable probes = args.probes ? probe_table(outcomes, origin.probe_names) : ProbeTable{};
+  if (args.probes) add_probe_table(summary, probes);
   if (stopped_by != 0) {
     summary["interrupted"] = {{"signal", signal_name}, {"requested", requested}, {"cut_short", interrupted}};
   }
@@ -145,7 +143,8 @@ int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outco
     std::cout << summary.dump(2) << "\n";
   } else {
     if (!args.note.empty()) std::cout << "note: " << args.note << "\n";
-    std::cout << args.file << ": " << (total - failed) << "/" << total << " seeds passed (" << args.seeds << ")"
+    std::cout << args.file << ": " << (total - failed) << "/" << total << " seeds passed (" << args.seeds
+              << (origin.shard.empty() ? "" : ", shard " + origin.shard) << ")"
               << (crashed > 0 ? ", " + std::to_string(crashed) + " crashed" : "")
               << (limited > 0 ? ", " + std::to_string(limited) + " stopped by a limit" : "") << "\n";
     if (stopped_by != 0) {
@@ -153,6 +152,7 @@ int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outco
                 << (interrupted > 0 ? ", " + std::to_string(interrupted) + " cut short" : "")
                 << "; this summary covers only those\n";
     }
+    if (args.probes) print_probe_table(std::cout, probes);
   }
   int code = kPassed;
   if (crashed > 0) {
@@ -178,7 +178,7 @@ int report_outcomes(const CheckArgs& args, const std::vector<SeedOutcome>& outco
   }
   if (!args.junit.empty()) {
     std::ofstream out(args.junit, std::ios::binary | std::ios::trunc);
-    out << junit_xml(junit_report(args, outcomes, timestamp));
+    out << junit_xml(junit_report(args, outcomes, timestamp, origin.provenance));
     out.close();
     if (!out) {
       std::cerr << "dagsim check: --junit " << printable(args.junit) << ": cannot write: " << std::strerror(errno) << "\n";

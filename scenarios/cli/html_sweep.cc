@@ -96,6 +96,21 @@ std::string summary_section(const SweepSummary& summary, const SweepDigest& d) {
   return html;
 }
 
+// Which code probes the seeds hit, by how many seeds, and which none did (`check --probes`).
+std::string probes_section(const SweepSummary& summary) {
+  std::string html = "<section id=\"probes\">\n<h2>Probes</h2>\n<p>" + std::to_string(summary.probes.size()) + " of " +
+                     std::to_string(summary.probes.size() + summary.probes_never_hit.size()) + " probes hit.</p>\n";
+  html += "<table id=\"probe-table\"><tr><th>probe</th><th>seeds</th><th>hits</th></tr>\n";
+  for (const SweepProbe& p : summary.probes) {
+    html += "<tr class=\"probe hit\"><td class=\"mono\">" + esc(p.name) + "</td><td>" + std::to_string(p.seeds) + "</td><td>" +
+            std::to_string(p.hits) + "</td></tr>\n";
+  }
+  for (const std::string& name : summary.probes_never_hit) {
+    html += "<tr class=\"probe never fail\"><td class=\"mono\">" + esc(name) + "</td><td>0</td><td>0</td></tr>\n";
+  }
+  return html + "</table>\n</section>\n";
+}
+
 }  // namespace
 
 std::string sweep_report_html(const SweepSummary& summary) {
@@ -107,6 +122,7 @@ std::string sweep_report_html(const SweepSummary& summary) {
           std::to_string(runs) + " seeds passed</p>\n";
   if (!summary.note.empty()) body += "<p id=\"sweep-note\" class=\"note\"><b>Note:</b> " + esc(summary.note) + "</p>\n";
   body += summary_section(summary, digest);
+  if (summary.has_probes) body += probes_section(summary);
   body += "<h2>Every seed</h2>\n<table id=\"seeds\"><tr><th>seed</th><th>verdict</th><th>seconds</th><th>why</th><th>replay</th></tr>\n";
   for (const SweepSeed& s : summary.results) {
     body += "<tr class=\"seed " + std::string(s.verdict == "PASSED" ? "pass" : "fail") + "\"><td>" + std::to_string(s.seed) +

@@ -5,7 +5,8 @@
 //   dagsim report PATH [-o OUT.html]
 //   dagsim validate FILE
 //   dagsim check FILE [--seeds A..B] [--jobs N] [--json] [--junit OUT.xml] [--html OUT.html] [--no-progress]
-//                [--max-wall-time S] [--max-memory MIB]
+//                [--max-wall-time S] [--max-memory MIB] [--probes] [--shard I/N|N --results FILE]
+//   dagsim merge SHARD.json... [--json] [--junit OUT.xml] [--html OUT.html] [--probes]
 //   dagsim node --scenario FILE --name NODE --peers FILE --records DIR --control HOST:PORT
 //        (one node of a TCP run on its host)
 //   dagsim store [--port P] [--host H]   (the built-in store for PyTorch's TCPStore clients)
@@ -193,6 +194,24 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--max-memory", check.max_memory_mib,
                         "Limit each seed's run to this many MiB of address space (reported as LIMIT)")
       ->check(CLI::Range(uint64_t{64}, uint64_t{1} << 20));
+  check_cmd->add_flag("--probes", check.probes,
+                      "After the summary, every code probe with how many seeds hit it, then those never hit");
+  check_cmd->add_option("--shard", check.shard,
+                        "Run one shard of the seeds, dealt round-robin: I/N, or N with I from SLURM_ARRAY_TASK_ID "
+                        "(a job array's task) or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)");
+  check_cmd->add_option("--results", check.results,
+                        "Write the seeds' results as data to FILE for dagsim merge (%i: the shard's index, %n: the "
+                        "shard count)");
+
+  dagsim::cli::MergeArgs merge;
+  CLI::App* merge_cmd = app.add_subcommand(
+      "merge", "Report the shards of a sweep (dagsim check --shard --results) as one, as the unsharded check would");
+  merge_cmd->add_option("SHARD", merge.shards, "Every shard's results file")->required()->expected(1, -1);
+  merge_cmd->add_flag("--json", merge.json, "Print one JSON summary instead of text");
+  merge_cmd->add_option("--junit", merge.junit, "Also write JUnit XML to FILE: one test case per seed and check");
+  merge_cmd->add_option("--html", merge.html, "Also write the sweep's HTML page to FILE");
+  merge_cmd->add_flag("--probes", merge.probes,
+                      "After the summary, every code probe with how many seeds hit it, then those never hit");
 
   dagsim::cli::NodeArgs node;
   CLI::App* node_cmd = app.add_subcommand(
@@ -344,6 +363,7 @@ int main(int argc, char** argv) {
     if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);
     if (*store_cmd) code = dagsim::cli::store_command(store);
     if (*credentials_cmd) code = dagsim::cli::credentials_command(credentials);
+    if (*merge_cmd) code = dagsim::cli::merge_command(merge);
     if (*check_cmd) {
       check.self_path = self_path(argv[0]);
       code = dagsim::cli::check_command(check);

@@ -6,6 +6,7 @@
 #include "core/base/bounded_file.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "scenarios/cli/json_fields.h"
 #include "scenarios/format/bounded_json.h"
 
 namespace dagsim::cli {
@@ -13,57 +14,9 @@ namespace dagsim::cli {
 namespace {
 
 using nlohmann::json;
+using Fields = JsonFields;
 
-const char* type_of(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::number_integer:
-      return v.get<int64_t>() < 0 ? "a negative integer" : "an integer";
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a number with a fraction";
-    default: return "something else";
-  }
-}
-
-// Reads one object's typed fields, naming each by its path on a wrong type.
-struct Fields {
-  const json& object;
-  std::string path;  // "" for the top, "results[3]" for a seed
-  const std::string& name;
-
-  [[noreturn]] void wrong(const std::string& key, const char* expected, const json& v) const {
-    throw errors::invalid_argument(printable(name, kPathMax) + ": " + (path.empty() ? "" : path + ".") + key_name(key) +
-                                   ": expected " + expected + ", got " + type_of(v));
-  }
-  const json* find(const std::string& key) const {
-    auto it = object.find(key);
-    return it == object.end() ? nullptr : &*it;
-  }
-  void text(const std::string& key, std::string& out) const {
-    if (const json* v = find(key)) {
-      if (!v->is_string()) wrong(key, "a string", *v);
-      out = v->get<std::string>();
-    }
-  }
-  void count(const std::string& key, uint64_t& out) const {
-    if (const json* v = find(key)) {
-      if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0)) {
-        wrong(key, "an unsigned integer", *v);
-      }
-      out = v->get<uint64_t>();
-    }
-  }
-  void number(const std::string& key, double& out) const {
-    if (const json* v = find(key)) {
-      if (!v->is_number()) wrong(key, "a number", *v);
-      out = v->get<double>();
-    }
-  }
-};
+const char* type_of(const json& v) { return json_type_of(v); }
 
 }  // namespace
 
@@ -111,6 +64,31 @@ SweepSummary parse_sweep_summary(std::string_view text, const std::string& name)
       }
     }
     out.results.push_back(std::move(seed));
+  }
+  if (const json* probes = top.find("probes")) {
+    if (!probes->is_object()) top.wrong("probes", "an object", *probes);
+    out.has_probes = true;
+    for (const auto& [probe, counts] : probes->items()) {
+      if (!counts.is_object()) {
+        throw errors::invalid_argument(printable(name, kPathMax) + ": probes." + key_name(probe) + ": expected an object, got " + type_of(counts));
+      }
+      const Fields pf{counts, "probes." + key_name(probe), name};
+      SweepProbe row{probe, 0, 0};
+      pf.count("seeds", row.seeds);
+      pf.count("hits", row.hits);
+      out.probes.push_back(std::move(row));
+    }
+  }
+  if (const json* never = top.find("probes_never_hit")) {
+    if (!never->is_array()) top.wrong("probes_never_hit", "an array", *never);
+    out.has_probes = true;
+    for (size_t k = 0; k < never->size(); ++k) {
+      const json& v = (*never)[k];
+      if (!v.is_string()) {
+        throw errors::invalid_argument(printable(name, kPathMax) + ": probes_never_hit[" + std::to_string(k) + "]: expected a string, got " + type_of(v));
+      }
+      out.probes_never_hit.push_back(v.get<std::string>());
+    }
   }
   return out;
 }

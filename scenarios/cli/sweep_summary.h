@@ -41,6 +41,13 @@ struct SweepSeed {
   std::vector<SweepFailure> failed_checks;  // empty in summaries older than the field
 };
 
+// A probe the sweep's seeds hit (`check --probes`, sweep_probes.h): by how many seeds, how often.
+struct SweepProbe {
+  std::string name;
+  uint64_t seeds = 0;
+  uint64_t hits = 0;
+};
+
 struct SweepSummary {
   std::string file = "?";
   std::string seeds = "?";
@@ -50,6 +57,11 @@ struct SweepSummary {
   // seeded"); empty when the summary has none.
   std::string note;
   std::vector<SweepSeed> results;
+  // The probe table, when the summary has one (`--probes`): the probes hit, sorted by name, and
+  // those never hit.
+  bool has_probes = false;
+  std::vector<SweepProbe> probes;
+  std::vector<std::string> probes_never_hit;
 };
 
 // The summary in `text`; `name` (the file's path) starts every error.

@@ -35,6 +35,7 @@
 #include "scenarios/run/control_link.h"
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/fault_triggers.h"
+#include "scenarios/run/node_life.h"
 #include "scenarios/run/run_driver.h"
 #include "scenarios/run/tcp_peers.h"
 #include "scenarios/workloads/registry.h"
@@ -162,8 +163,7 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     // The new incarnation is back when its process runs (says hello), not when it is forked: a
     // process takes a while to start, longer on a busy machine, and a judge that counted from
     // the fork would hold that against the node's peers (the simulator's restart is instant).
-    n.restart_pending = true;
-    launch(node);
+    launch(node, /*restart=*/true);
   }
   void pause(WorkerId node) override {
     Node& n = nodes_.at(node);
@@ -219,12 +219,8 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     std::unique_ptr<asio::ip::tcp::acceptor> acceptor;  // none while the node is dead
     uint16_t port = 0;
     std::shared_ptr<ControlLink> link;
-    bool said_hello = false;
-    bool restart_pending = false;  // restarted; the restart is recorded when the process says hello
-    bool started = false;    // told to start (this incarnation)
-    bool reported = false;   // said busy or idle since it started
-    bool idle = false;
-    bool finished = false;
+    // What the launcher heard from its process (node_life.h); changed only by set_life().
+    NodeLife life = NodeLife::unborn;
     std::vector<uint32_t> incarnations;  // every incarnation that said hello
   };
   struct Pending {
@@ -233,7 +229,9 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     std::function<void()> fn;
   };
 
-  void launch(WorkerId node);
+  void launch(WorkerId node, bool restart = false);
+  // The one place a node's life changes: asserts the move (node_life.h).
+  void set_life(Node& n, NodeLife to) { transition(n.life, to, NodeLifeFacts{n.state, n.link != nullptr, started_}); }
   void end(WorkerId node, NodeState state, FaultEvent::Kind kind);
   void on_message(WorkerId node, const ControlLink* link, const json& m);
   void on_child_exit(int pid, int status);
@@ -254,8 +252,8 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
   }
   void record(FaultEvent e) { history_.push_back(std::move(e)); }
   void record_restart(Node& n, WorkerId node) {
-    if (!n.restart_pending) return;
-    n.restart_pending = false;
+    if (!restart_pending(n.life)) return;
+    set_life(n, NodeLife::launched);
     record({FaultEvent::Kind::restart, now(), node, 0, 0, {}});
   }
   // The node's address refuses connections from now on, as a dead host's does: the launcher
@@ -297,13 +295,13 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     for (Node& n : nodes_) n.pid = -1;
   }
   // A process of this node is running somewhere: a local child, or a remote node still connected.
-  bool has_process(const Node& n) const { return remote_ ? n.link != nullptr && n.said_hello : n.pid > 0; }
+  bool has_process(const Node& n) const { return remote_ ? n.link != nullptr && said_hello(n.life) : n.pid > 0; }
   bool work_done(std::optional<TimePoint> end_time) const {
     // A workload with an end time ends then, as in the simulator, whatever its fibers are doing.
     if (end_time) return now() >= *end_time;
     for (const Node& n : nodes_) {
       if (n.state != NodeState::up && n.state != NodeState::paused) continue;
-      if (!n.started || !n.reported || !n.idle) return false;
+      if (n.life != NodeLife::idle) return false;
     }
     return true;
   }
@@ -361,7 +359,7 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     Node& n = nodes_.at(node);
     if (link != n.link.get() || ending_) return;
     n.link = nullptr;
-    if (!n.said_hello) return join_refused(n.name + " closed its control link before it was ready (" + why +
+    if (!said_hello(n.life)) return join_refused(n.name + " closed its control link before it was ready (" + why +
                                            "; its log is on its host)");
     // Killed on purpose, or crashed (silent, its process the launcher's to end): nothing new.
     if (n.state != NodeState::up && n.state != NodeState::paused) return;
@@ -430,11 +428,12 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
   std::map<std::pair<WorkerId, uint32_t>, control::NodeStats> stats_of_;
 };
 
-void TcpCluster::launch(WorkerId node) {
+void TcpCluster::launch(WorkerId node, bool restart) {
   Node& n = nodes_.at(node);
-  // A new incarnation: up, and nothing heard from it yet.
+  // A new incarnation: up, and nothing heard from it yet. A restart is recorded when the process
+  // says hello (or when it ends before that).
   n.state = NodeState::up;
-  n.said_hello = n.started = n.reported = n.idle = n.finished = false;
+  set_life(n, restart ? NodeLife::relaunched : NodeLife::launched);
   if (remote_) return;  // started by its host's operator; it connects to the control port itself
   int pair[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
@@ -527,13 +526,13 @@ void TcpCluster::on_message(WorkerId node, const ControlLink* link, const json& 
   std::visit(
       control::Overloaded{
           [&](const control::Hello& hello) {
-            n.said_hello = true;
             record_restart(n, node);
+            set_life(n, NodeLife::hello);
             n.incarnation = hello.incarnation;
             n.incarnations.push_back(n.incarnation);
             if (started_) {
               n.link->send(control::Start{start_wall_ns_});
-              n.started = true;
+              set_life(n, NodeLife::started);
               for (const auto& [pair, count] : blocked_) {
                 if (count > 0 && pair.first == node) send_block(pair.first, pair.second, true);
               }
@@ -542,13 +541,13 @@ void TcpCluster::on_message(WorkerId node, const ControlLink* link, const json& 
           [&](const control::Refused& refused) { join_refused(n.name + " refused to run: " + refused.why, true); },
           [&](const control::Stats& stats) { stats_of_[{node, n.incarnation}] = stats.stats; },
           [&](const control::Record& r) { write_node_record(dir_, n.name, NodeRecord{node, n.incarnation, r.data}); },
+          // A report out of order (before the node was told to start, or after its final figures)
+          // comes off the wire: ignored, never asserted on.
           [&](const control::Busy&) {
-            n.reported = true;
-            n.idle = false;
+            if (report_allowed(n.life)) set_life(n, NodeLife::busy);
           },
           [&](const control::Idle&) {
-            n.reported = true;
-            n.idle = true;
+            if (report_allowed(n.life)) set_life(n, NodeLife::idle);
           },
           [&](const control::Failure& f) {
             failures_.push_back({TimePoint{runtime::Duration{f.time_ns}}, n.name + "." + std::to_string(n.incarnation), f.fiber, f.what});
@@ -570,7 +569,7 @@ void TcpCluster::on_message(WorkerId node, const ControlLink* link, const json& 
             if (n.link.get() == link && w.id) n.link->send(control::Struck{*w.id, what && triggers_ && triggers_->wants(*what)});
           },
           [&](const control::Finished& f) {
-            n.finished = true;
+            if (finish_allowed(n.life)) set_life(n, NodeLife::finished);
             stats_of_[{node, n.incarnation}] = f.stats;
           }},
       event);
@@ -711,12 +710,12 @@ void TcpCluster::start_all(const std::vector<FaultSpec>& faults, FaultTriggers& 
   const bool ready = run_until([this] {
     if (join_fatal_ || (join_deadline_ && SteadyClock::now() >= *join_deadline_)) return true;
     for (const Node& n : nodes_) {
-      if (!n.said_hello) return false;
+      if (!said_hello(n.life)) return false;
     }
     return true;
   }, SteadyClock::now() + (remote_ ? kRemoteStartTimeout : kStartTimeout));
   std::string missing;
-  for (const Node& n : nodes_) missing += n.said_hello ? "" : " " + n.name;
+  for (const Node& n : nodes_) missing += said_hello(n.life) ? "" : " " + n.name;
   if (!missing.empty()) {
     std::string why;
     for (const std::string& e : join_errors_) why += "; " + e;
@@ -734,7 +733,7 @@ void TcpCluster::start_all(const std::vector<FaultSpec>& faults, FaultTriggers& 
   triggers_ = &triggers;
   for (Node& n : nodes_) {
     n.link->send(control::Start{start_wall_ns_});
-    n.started = true;
+    set_life(n, NodeLife::started);
   }
   progress_ = [this] {
     tick_.expires_after(std::chrono::milliseconds(100));
@@ -753,7 +752,7 @@ DrivenCluster::WorkEnd TcpCluster::run_work(std::optional<TimePoint> end_time, T
   WorkEnd end{done ? "finished" : "time_limit", {}};
   if (!done) {
     for (const Node& n : nodes_) {
-      if ((n.state == NodeState::up || n.state == NodeState::paused) && !n.idle) {
+      if ((n.state == NodeState::up || n.state == NodeState::paused) && n.life != NodeLife::idle) {
         end.stuck_report += "  node " + n.name + ": its foreground work had not ended at max_virtual_time\n";
       }
     }
@@ -774,7 +773,7 @@ void TcpCluster::settle(runtime::Duration drain, TimePoint) {
   }
   run_until([this] {
     for (const Node& n : nodes_) {
-      if (has_process(n) && n.state != NodeState::killed && !n.finished) return false;
+      if (has_process(n) && n.state != NodeState::killed && n.life != NodeLife::finished) return false;
     }
     return true;
   }, SteadyClock::now() + drain_ms + kFinishGrace);

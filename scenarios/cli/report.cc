@@ -69,6 +69,25 @@ std::string flags_of(const scenarios::RunResult& r, const std::optional<std::str
   return r.transport == "sim" || r.transport == "job" ? "" : " --transport " + r.transport;
 }
 
+// One line each: the probes hit, the code-level faults, the swarm's fault mix.
+void print_probes_buggify_swarm(std::ostream& out, const scenarios::RunResult& r) {
+  if (!r.probes.empty()) {
+    uint64_t hits = 0;
+    for (const auto& [name, count] : r.probes) hits += count;
+    out << "  probes: " << r.probes.size() << " hit, " << hits << " hits\n";
+  }
+  if (r.buggify.is_object()) {
+    out << "  buggify: " << r.buggify.value("enabled", nlohmann::json::array()).size() << " points enabled";
+    const nlohmann::json fired = r.buggify.value("fired", nlohmann::json::object());
+    if (fired.empty()) out << ", none fired";
+    for (const auto& [name, count] : fired.items()) out << "; " << printable(name) << " fired " << count.dump() << "x";
+    out << "\n";
+  }
+  if (r.swarm.is_object() && r.swarm.contains("summary") && r.swarm.at("summary").is_string()) {
+    out << "  swarm: " << printable(r.swarm.at("summary").get<std::string>(), 2000) << "\n";
+  }
+}
+
 }  // namespace
 
 nlohmann::json report_json(const scenarios::RunResult& r, const std::string& file,
@@ -98,6 +117,9 @@ nlohmann::json report_json(const scenarios::RunResult& r, const std::string& fil
                       {"provenance", provenance()}};
   if (!r.stuck_report.empty()) j["stuck_report"] = r.stuck_report;
   j["warnings"] = r.warnings;
+  j["probes"] = r.probes;  // the code probes the run hit (core/base/probe.h), by name
+  if (!r.buggify.is_null()) j["buggify"] = r.buggify;
+  if (!r.swarm.is_null()) j["swarm"] = r.swarm;
   // The workload-result keys of the contract are always present, so consumers see one schema;
   // workloads that produce them (programs, training, rendezvous) fill them in.
   j["gradients"] = nlohmann::json::object();
@@ -139,6 +161,7 @@ void print_report_text(std::ostream& out, const scenarios::RunResult& r, const s
     }
   }
   for (const std::string& w : r.warnings) out << "  WARNING " << printable_lines(w) << "\n";
+  print_probes_buggify_swarm(out, r);
   for (const scenarios::CheckResult& c : r.checks) {
     out << "  " << (c.passed ? "PASS " : "FAIL ") << c.name << ": " << printable_lines(c.detail);
     if (c.detail.empty() || c.detail.back() != '\n') out << "\n";

@@ -71,6 +71,9 @@ RunResult judge_run(const Scenario& scenario, const RunRecords& records, const R
   result.messages_dropped = records.stats.messages_dropped;
   result.connection_failures = records.stats.connection_failures;
   result.wall_ms = records.stats.wall_ms;
+  result.probes = records.probes;
+  result.buggify = records.buggify;
+  result.swarm = records.swarm;
 
   result.checks.push_back(run_completed(scenario, records));
   result.checks.push_back(no_fiber_failures(records));

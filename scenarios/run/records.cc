@@ -158,6 +158,9 @@ json run_json(const RunRecords& r) {
             {"wall_ms", s.wall_ms}}}};
   if (r.workload_end) out["workload_end_ns"] = r.workload_end->ns();
   if (!r.job.is_null()) out["job"] = r.job;
+  out["probes"] = r.probes;
+  if (!r.buggify.is_null()) out["buggify"] = r.buggify;
+  if (!r.swarm.is_null()) out["swarm"] = r.swarm;
   return out;
 }
 
@@ -184,6 +187,31 @@ void read_run_json(const Reader& r, const json& j, RunRecords& out) {
   if (j.contains("job")) {
     out.job = r.at(j, "job");
     if (!out.job.is_object()) throw errors::invalid_records(r.name() + ": job: expected an object");
+  }
+  // Records written before probes were counted have none: that is no error.
+  if (j.contains("probes")) {
+    const json& probes = r.at(j, "probes");
+    if (!probes.is_object()) throw errors::invalid_records(r.name() + ": probes: expected an object of counts");
+    if (probes.size() > kMaxRecordProbes) {
+      throw errors::invalid_records(r.name() + ": probes: more than " + std::to_string(kMaxRecordProbes) + " names");
+    }
+    for (const auto& [name, count] : probes.items()) {
+      if (name.empty() || name.size() > kMaxProbeNameBytes) {
+        throw errors::invalid_records(r.name() + ": probes: a name of " + std::to_string(name.size()) + " bytes");
+      }
+      out.probes[name] = integer_from_record<uint64_t>(count, r.name() + ": probes: " + printable(name));
+    }
+  }
+  if (j.contains("buggify")) {
+    out.buggify = r.at(j, "buggify");
+    if (!out.buggify.is_object() || !out.buggify.contains("enabled") || !out.buggify.at("enabled").is_array() ||
+        !out.buggify.contains("fired") || !out.buggify.at("fired").is_object()) {
+      throw errors::invalid_records(r.name() + ": buggify: expected {\"enabled\": [...], \"fired\": {...}}");
+    }
+  }
+  if (j.contains("swarm")) {
+    out.swarm = r.at(j, "swarm");
+    if (!out.swarm.is_object()) throw errors::invalid_records(r.name() + ": swarm: expected an object");
   }
   for (const json& f : r.array(j, "failures")) {
     out.failures.push_back({TimePoint{runtime::Duration{r.get<int64_t>(f, "time_ns")}}, r.get<std::string>(f, "node"),

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <type_traits>
 #include <nlohmann/json.hpp>
 #include <memory>
@@ -37,6 +38,9 @@ namespace dagsim::scenarios {
 // the records a run writes nest a handful deep.
 inline constexpr size_t kMaxRecordFileBytes = size_t{1} << 30;
 inline constexpr size_t kMaxRecordFileDepth = 64;
+// Bounds on run.json's "probes": far more than a build has, so only a forged file meets them.
+inline constexpr size_t kMaxRecordProbes = 100'000;
+inline constexpr size_t kMaxProbeNameBytes = 200;
 
 // What one incarnation of one node observed: the workload's data, as JSON.
 struct NodeRecord {
@@ -89,6 +93,15 @@ struct RunRecords {
   // A [job] run's own facts (scenarios/workloads/job/job_spec.h); null for every other workload.
   // Written to and read from run.json's "job".
   nlohmann::json job = nullptr;
+  // The code probes (core/base/probe.h) the run hit, by name, with their counts; run.json's
+  // "probes". At most kMaxRecordProbes, each name at most kMaxProbeNameBytes.
+  std::map<std::string, uint64_t> probes;
+  // The code-level faults of a simulated run with [buggify] on (core/base/buggify.h):
+  // {"enabled": [names], "fired": {name: count}}; null when off. run.json's "buggify".
+  nlohmann::json buggify = nullptr;
+  // [random_faults] swarm = true: the fault mix this seed drew (run/swarm.h); null when off.
+  // run.json's "swarm".
+  nlohmann::json swarm = nullptr;
   // The simulator's trace with its events, when the run kept them (RunOptions::keep_trace), for
   // write_chrome_trace once the run is judged. Not written to a records directory.
   std::shared_ptr<const sim::Trace> trace;

@@ -36,6 +36,9 @@ RunRecords sample() {
   r.stats.messages = 17;
   r.stats.wall_ms = 1.5;
   r.nodes = {NodeRecord{0, 0, {{"x", 0.1}}}, NodeRecord{1, 0, {{"n", 3}}}, NodeRecord{1, 1, {{"n", 4}}}};
+  r.probes = {{"sim.held_by_partition", 3}, {"store.cas_lost_race", uint64_t{1} << 40}};
+  r.buggify = {{"enabled", {"store.cas_lost_race"}}, {"fired", {{"store.cas_lost_race", 2}}}};
+  r.swarm = {{"kinds", {"kill"}}, {"summary", "kill x1.5"}};
   return r;
 }
 
@@ -78,6 +81,9 @@ TEST(Records, RoundTripThroughADirectoryExactly) {
   EXPECT_EQ(b.nodes[2].node, 1u);
   EXPECT_EQ(b.nodes[2].incarnation, 1u);
   EXPECT_EQ(b.nodes[2].data, r.nodes[2].data);
+  EXPECT_EQ(b.probes, r.probes);
+  EXPECT_EQ(b.buggify, r.buggify);
+  EXPECT_EQ(b.swarm, r.swarm);
   EXPECT_EQ(b.nodes[0].data.at("x").get<double>(), 0.1);
   EXPECT_EQ(b.records_of(1).size(), 2u);
   fs::remove_all(dir);
@@ -134,6 +140,21 @@ TEST(Records, DamagedDirectoriesAreRejectedNamingTheFileAndKey) {
   negative["seed"] = -1;
   rewrite(run, negative.dump());
   EXPECT_NE(invalid_records_detail(dir).find("key \"seed\" has the wrong type"), std::string::npos);
+
+  nlohmann::json bad_probes = j;
+  bad_probes["probes"] = {{"sim.held_by_partition", -3}};
+  rewrite(run, bad_probes.dump());
+  EXPECT_NE(invalid_records_detail(dir).find("probes: sim.held_by_partition"), std::string::npos);
+  bad_probes["probes"] = nlohmann::json::array();
+  rewrite(run, bad_probes.dump());
+  EXPECT_NE(invalid_records_detail(dir).find("probes: expected an object"), std::string::npos);
+  bad_probes["probes"] = {{std::string(kMaxProbeNameBytes + 1, 'x'), 1}};
+  rewrite(run, bad_probes.dump());
+  EXPECT_NE(invalid_records_detail(dir).find("probes: a name of"), std::string::npos);
+  nlohmann::json bad_buggify = j;
+  bad_buggify["buggify"] = {{"enabled", 3}};
+  rewrite(run, bad_buggify.dump());
+  EXPECT_NE(invalid_records_detail(dir).find("buggify: expected"), std::string::npos);
 
   rewrite(run, j.dump());
   rewrite(dir / "faults.json", R"([{"kind": "kill", "time_ns": 99999999999, "node": 0, "peer": 0, "partition": 0, "blocked": []}])");

@@ -9,6 +9,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/fault_triggers.h"
 #include "scenarios/run/node_gpus.h"
@@ -198,8 +199,15 @@ RunRecords record_scenario(const Scenario& scenario, const RunOptions& options) 
 }
 
 RunRecords record_workload(const Scenario& scenario, Workload& workload, const RunOptions& options) {
-  SimCluster cluster(scenario, workload, options);
-  return drive_run(scenario, options.seed, "sim", workload, cluster);
+  // The probes count this run alone (one run at a time in a process: probe.h).
+  probe::reset();
+  RunRecords records;
+  {
+    SimCluster cluster(scenario, workload, options);
+    records = drive_run(scenario, options.seed, "sim", workload, cluster);
+  }
+  records.probes = probe::snapshot();
+  return records;
 }
 
 RunResult run_scenario(const Scenario& scenario, const RunOptions& options) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -84,6 +85,9 @@ struct RunResult {
   // resume, heal) that never came. One line each; not a failure, but worth an operator's eye.
   std::vector<std::string> warnings;
   nlohmann::json workload;   // workload results, merged into the report's top level
+  std::map<std::string, uint64_t> probes;  // the code probes hit (RunRecords::probes)
+  nlohmann::json buggify = nullptr;        // RunRecords::buggify
+  nlohmann::json swarm = nullptr;          // RunRecords::swarm
   std::vector<WorkloadSpan> spans;  // the workload's spans, when the records kept a trace
 };
 

@@ -3,6 +3,7 @@
 #include "core/autograd/accumulate_grad.h"
 #include "core/autograd/grad_mode.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::dist_autograd {
@@ -54,6 +55,7 @@ void DistAutogradContext::accumulate_grad(const Tensor& variable, Tensor grad) {
     return;
   }
   DAGSIM_ASSERT(it->second < grads_.size());
+  DAGSIM_PROBE("dist_autograd.grad_accumulated_twice_in_context");
   Tensor& sum = grads_[it->second].second;
   sum = add(sum, grad);
   DAGSIM_ASSERT(sum.shape() == variable.shape());

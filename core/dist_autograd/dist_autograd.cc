@@ -3,6 +3,7 @@
 #include "core/autograd/engine.h"
 #include "core/autograd/grad_mode.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/rpc/call_messages.h"
 #include "core/tensor/ops.h"
 
@@ -56,7 +57,13 @@ void DistAutograd::add_handlers() {
     check_serving(from);
     const ContextId context = from_bytes<CleanupRequest>(payload).context;
     if (container_.has_context(context)) abort_pass(context);
-    if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, from);
+    if (auto workers = container_.release_context_if_present(context)) {
+      notify_release(context, *workers, from);
+    } else {
+      // Released here already (by another worker's cleanup, a dead originator, an attach), or a
+      // retry whose first answer was lost: cleanup is idempotent.
+      DAGSIM_PROBE("dist_autograd.cleanup_of_unknown_context");
+    }
     DAGSIM_ASSERT(!container_.has_context(context));
     return Bytes{};
   });
@@ -71,6 +78,7 @@ void DistAutograd::add_handlers() {
   agent_.add_handler(MessageType::backward_abort_req, [this](WorkerId from, const Bytes& payload) {
     check_serving(from);
     const AbortRequest abort = from_bytes<AbortRequest>(payload);
+    DAGSIM_PROBE("dist_autograd.pass_aborted_by_initiator");
     agent_.env().log.event("dist_autograd.aborted", "context " + std::to_string(abort.context) + " by node " + std::to_string(from));
     engine_.abort(abort.context, errors::autograd_error(abort.reason));
     DAGSIM_ASSERT(engine_.failing_or_idle(abort.context));  // a running pass unwinds at its next wait
@@ -105,10 +113,12 @@ void DistAutograd::attach_to_originator(ContextId context) {
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
     // Unreachable: find out whether the originator is gone (and with it, its contexts).
+    DAGSIM_PROBE("dist_autograd.attach_originator_unreachable");
     on_peer_failed(originator, incarnation_of(static_cast<uint64_t>(context)), e.detail());
     return;
   }
   if (answer.known) return;
+  DAGSIM_PROBE("dist_autograd.orphan_released_on_attach");
   agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(context) + ": its originator released it");
   if (container_.has_context(context)) abort_pass(context);
   if (auto workers = container_.release_context_if_present(context)) notify_release(context, *workers, originator);
@@ -213,16 +223,19 @@ void DistAutograd::send_release(WorkerId worker, ContextId context, uint32_t att
     // A request may wait for room on its link (Note [room to send]): a fiber cancelled there
     // unwinds, never touching `this` again.
     runtime::rethrow_if_unwinding(e);
+    DAGSIM_PROBE("dist_autograd.release_not_sent");
     agent_.env().log.event("dist_autograd.release_failed", e.detail());
     return;
   }
   reply.then([this, alive = std::weak_ptr<int>(alive_), worker, context, attempt](runtime::Future<Bytes> done) {
     if (!done.has_error() || alive.expired()) return;
     if (attempt >= rpc::kSendRetries) {
+      DAGSIM_PROBE("dist_autograd.release_gave_up");
       agent_.env().log.event("dist_autograd.release_failed", "context " + std::to_string(context) + " on node " +
                                                                  std::to_string(worker) + ": gave up after retries");
       return;
     }
+    DAGSIM_PROBE("dist_autograd.release_retried");
     const runtime::Duration backoff = rpc::retry_backoff(attempt);
     agent_.env().spawner.spawn(background_, "dist_autograd.release_retry", [this, worker, context, attempt, backoff] {
       agent_.env().clock.sleep(backoff);
@@ -247,10 +260,14 @@ void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std
       const IncarnationReply answer =
           from_bytes<IncarnationReply>(agent_.request_bytes(peer, kIncarnationRequest, {}, std::nullopt, "incarnation probe").get());
       if (answer.incarnation != incarnation) {
+        DAGSIM_PROBE("dist_autograd.peer_restarted_found_by_probe");
         peer_gone(peer, incarnation, reason + " (it restarted)");
-      }  // else a passing connection failure
+      } else {
+        DAGSIM_PROBE("dist_autograd.peer_failure_was_passing");
+      }
     } catch (const Error& e) {
       runtime::rethrow_if_unwinding(e);
+      DAGSIM_PROBE("dist_autograd.peer_unreachable_declared_gone");
       peer_gone(peer, incarnation, reason);
     }
     DAGSIM_ASSERT(probing_.count({peer, incarnation}) == 1);  // paired with on_peer_failed's insert
@@ -272,10 +289,12 @@ void DistAutograd::peer_gone(WorkerId peer, uint32_t incarnation, const std::str
                                                 short_id(static_cast<uint64_t>(id)) + ", failed: " + reason));
     if (originated) {
       // Nobody will release it now: do it here, and tell the others that know it.
+      DAGSIM_PROBE("dist_autograd.context_released_by_dead_originator");
       agent_.env().log.event("dist_autograd.orphan_released", "context " + std::to_string(id) + " of " + who);
       if (auto workers = container_.release_context_if_present(id)) notify_release(id, *workers, peer);
       DAGSIM_ASSERT(!container_.has_context(id));
     } else {
+      DAGSIM_PROBE("dist_autograd.pass_aborted_by_dead_participant");
       through_dead_peer.push_back(id);
     }
   }
@@ -310,6 +329,7 @@ Message DistAutograd::incoming_response(WorkerId from, Message response) {
   DAGSIM_ASSERT_MSG(response.type == MessageType::forward_autograd_resp, "the agent unwraps only autograd responses here");
   WithAutograd unwrapped = unwrap_autograd(response);
   if (!container_.has_context(unwrapped.meta.context)) {
+    DAGSIM_PROBE("dist_autograd.reply_after_context_released");
     return rpc::make_exception(response.request_id, from,
                                errors::autograd_error("autograd context " + short_id(static_cast<uint64_t>(unwrapped.meta.context)) +
                                                       " was released before the reply arrived"));
@@ -330,6 +350,7 @@ Message DistAutograd::serve_call(WorkerId from, Message wrapped, const std::func
   if (arrives && ours) {
     // Only new_context() makes this node's contexts: a call in one it no longer has arrived
     // after its release (a late nested call). Recreating it would leak it.
+    DAGSIM_PROBE("dist_autograd.call_after_own_context_released");
     throw errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
                                  short_id(static_cast<uint64_t>(unwrapped.meta.context)) + " was released before this call arrived");
   }
@@ -348,8 +369,9 @@ Message DistAutograd::serve_call(WorkerId from, Message wrapped, const std::func
   DAGSIM_ASSERT(result.request_id == request_id && !rpc::is_request(result.type));
   // Results travel back recorded (a ret, or an RRef's value); a remote call's acknowledgement
   // carries nothing: its value stays on this node, in the context's graph.
-  if ((result.type != MessageType::ret && result.type != MessageType::rref_fetch_ret) ||
-      !container_.has_context(unwrapped.meta.context)) {
+  if (result.type != MessageType::ret && result.type != MessageType::rref_fetch_ret) return result;
+  if (!container_.has_context(unwrapped.meta.context)) {
+    DAGSIM_PROBE("dist_autograd.context_released_during_call");
     return result;
   }
   DistAutogradContext& still = container_.retrieve_context(unwrapped.meta.context);

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "core/base/assert.h"
+#include "core/base/buggify.h"
+#include "core/base/probe.h"
 #include "core/base/error.h"
 #include "core/base/hash.h"
 #include "core/base/printable.h"
@@ -62,6 +64,7 @@ auto RendezvousBackend::guarded(const char* what, const std::string& key, F&& ca
     // PyTorch's RendezvousConnectionError: the caller learns the store failed, and which.
     if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed ||
         e.code() == ErrorCode::broken_promise) {
+      DAGSIM_PROBE("rendezvous.store_call_failed");
       throw errors::rendezvous_connection_failed("rendezvous run " + printable(run_id_, 80) + ": " + what + " of key " +
                                                  printable(key, 120) + " failed: " + e.what());
     }
@@ -82,11 +85,13 @@ FetchedState RendezvousBackend::decoded(const store::Versioned& value) {
     state = pooled_decode(value.value);
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
+    DAGSIM_PROBE("rendezvous.corrupt_state_read");
     throw errors::protocol_error("rendezvous run " + printable(run_id_, 80) + ": the state under key " +
                                  printable(key_, 120) + " (version " + std::to_string(value.version) +
                                  ") is corrupt: " + e.detail());
   }
   ++decodes_;
+  if (value.version < cached_.token) DAGSIM_PROBE("rendezvous.reply_older_than_cached");
   FetchedState out{std::move(state), value.version};
   if (value.version > cached_.token) cached_ = out;
   // The cache holds the newest version this backend has seen, read or written.
@@ -102,9 +107,23 @@ std::optional<FetchedState> RendezvousBackend::get_state() {
 }
 
 SetStateOutcome RendezvousBackend::set_state(const RendezvousState& state, Token token) {
+  if (DAGSIM_BUGGIFY("rendezvous.cas_answered_lost")) {
+    // A lost race without the write: nothing of this node's state lands and the store's current
+    // state comes back, as PyTorch's set_state answers has_set = False. The holder decides afresh
+    // on what it gets, as after any lost race (and when the state did not change, retries).
+    const store::Versioned now = guarded("reading the state", key_, [&] { return store_.get_versioned(key_); });
+    return {decoded(now), false};
+  }
   store::CasOutcome outcome =
       guarded("writing the state", key_, [&] { return store_.compare_set_version(key_, token, encode(state)); });
-  if (!outcome.written) return {decoded(outcome.current), false};
+  if (!outcome.written) {
+    // The token was stale (someone wrote since this node read: the holder's lost_cas), or from a
+    // store that has since lost the state. Refused, the store answers with what it holds now;
+    // nothing of this node's write landed (S1).
+    if (outcome.current.version < token) DAGSIM_PROBE("rendezvous.token_ahead_of_store_refused");
+    if (outcome.current.version == 0) DAGSIM_PROBE("rendezvous.write_refused_on_missing_key");
+    return {decoded(outcome.current), false};
+  }
   // Our own bytes at the new version: the state we encoded is what they decode to (encode is
   // canonical), so the cache takes it without decoding.
   // The version comes from the store (etcd or a TCPStore over the network): a store that says it

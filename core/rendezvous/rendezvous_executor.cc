@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/assert.h"
+#include "core/base/probe.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/base/prng.h"
@@ -79,6 +80,7 @@ void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoin
       case Action::error_closed:
         throw errors::rendezvous_closed(where(op_name) + ": the rendezvous is closed to new members");
       case Action::error_timeout:
+        DAGSIM_PROBE("rendezvous.op_timed_out");
         throw errors::rendezvous_timeout(where(op_name) + ": its deadline passed " +
                                          describe(clock.now - deadline) + " ago; state: " + to_string(holder_.state()));
       case Action::error_graceful_exit:
@@ -101,7 +103,10 @@ void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoin
         ++actions_applied_;
         // PyTorch's update_deadline: a spare that leaves the redundancy list starts its join
         // afresh, its time as a spare not counted against it (L3).
-        if (action == Action::remove_from_redundancy_list) deadline = clock.now + settings.timeout.join;
+        if (action == Action::remove_from_redundancy_list) {
+          DAGSIM_PROBE("rendezvous.spare_deadline_reset");
+          deadline = clock.now + settings.timeout.join;
+        }
         break;
     }
   }
@@ -149,6 +154,7 @@ bool RendezvousExecutor::back_off(TimePoint deadline) {
   DAGSIM_ASSERT(pause.count() >= 0 && static_cast<uint64_t>(pause.count()) <= window);
   const TimePoint now = env_.clock.now();
   if (pause <= Duration::zero() || now >= deadline) return false;
+  DAGSIM_PROBE("rendezvous.backed_off_after_lost_races");
   ++backoffs_;
   env_.clock.sleep_until(std::min(now + pause, deadline));
   return true;
@@ -176,6 +182,7 @@ void RendezvousExecutor::wait_after_sync(std::string_view op_name, TimePoint dea
     const Duration hold_off = std::min<Duration>(kMaxSyncHoldOff, round_trip_ * static_cast<int64_t>(nodes) /
                                                                       static_cast<int64_t>(kHoldOffNodesPerRtt));
     if (hold_off > Duration::zero() && clock.now + hold_off < bound) {
+      DAGSIM_PROBE("rendezvous.sync_held_off_after_change");
       ++hold_offs_;
       env_.clock.sleep(hold_off);
       clock = ClockReading{env_.clock.now(), env_.clock.wall_now()};

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <mutex>
 
+#include "core/base/buggify.h"
 #include "core/base/assert.h"
+#include "core/base/probe.h"
 #include "core/base/error.h"
 
 namespace dagsim::rendezvous {
@@ -112,6 +114,7 @@ bool RendezvousHandler::shutdown() {
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
     if (!is_rendezvous_error(e)) throw;
+    DAGSIM_PROBE("rendezvous.shutdown_failed");
     env_.log.event("rendezvous.shutdown_failed", e.what());
     return false;
   }
@@ -153,6 +156,9 @@ void RendezvousHandler::keep_alive_loop() {
       const Duration age = env_.clock.wall_now() - mine->second;
       wait = std::clamp(settings_.keep_alive_interval - age, settings_.keep_alive_interval / 8, settings_.keep_alive_interval);
     }
+    // Late by half an interval: a node descheduled for a while. Still inside the heartbeat
+    // timeout (keep_alive_interval x keep_alive_max_attempt, at least 2 intervals), so legal.
+    if (DAGSIM_BUGGIFY("rendezvous.keep_alive_late")) wait += settings_.keep_alive_interval / 2;
     env_.clock.sleep(wait);
     std::lock_guard guard(*ops_lock_);
     try {
@@ -161,6 +167,7 @@ void RendezvousHandler::keep_alive_loop() {
     } catch (const Error& e) {
       runtime::rethrow_if_unwinding(e);
       if (!is_rendezvous_error(e)) throw;
+      DAGSIM_PROBE("rendezvous.keep_alive_failed");
       ++keep_alive_failures_;
       env_.log.event("rendezvous.keep_alive_failed", e.what());
     }

@@ -1,6 +1,7 @@
 #include "core/rendezvous/rendezvous_ops.h"
 
 #include "core/base/assert.h"
+#include "core/base/probe.h"
 
 namespace dagsim::rendezvous {
 
@@ -78,7 +79,14 @@ Action join_op(const RendezvousState& state, const NodeDesc& node, const Rendezv
   DAGSIM_ASSERT(int{is_participant} + int{is_waiting} + int{is_redundant} <= 1);
 
   // 1. A closed rendezvous takes no one (S7); a spare leaves without an error.
-  if (state.closed) return is_redundant ? Action::error_graceful_exit : Action::error_closed;
+  if (state.closed) {
+    if (is_redundant) {
+      DAGSIM_PROBE("rendezvous.spare_exits_gracefully_on_close");
+      return Action::error_graceful_exit;
+    }
+    DAGSIM_PROBE("rendezvous.closed_while_joining");
+    return Action::error_closed;
+  }
 
   // 2. A spare waits, without a timeout (L3), for as long as the round is full; once there is
   //    room it leaves the redundancy list (and the executor resets its deadline) to join again.
@@ -87,6 +95,7 @@ Action join_op(const RendezvousState& state, const NodeDesc& node, const Rendezv
     if (participants == settings.max_nodes) {
       return should_keep_alive(state, node, settings, clock.wall_now) ? Action::keep_alive : Action::sync;
     }
+    DAGSIM_PROBE("rendezvous.spare_leaves_for_room");
     return Action::remove_from_redundancy_list;
   }
 
@@ -97,9 +106,16 @@ Action join_op(const RendezvousState& state, const NodeDesc& node, const Rendezv
   //    what we joined so others need not wait for our heartbeat to expire; then time out.
   if (clock.now > deadline) {
     if (clock.now <= deadline + kRollbackPeriod) {
-      if (is_participant) return Action::remove_from_participants;
-      if (is_waiting) return Action::remove_from_wait_list;
+      if (is_participant) {
+        DAGSIM_PROBE("rendezvous.join_rolled_back_participant");
+        return Action::remove_from_participants;
+      }
+      if (is_waiting) {
+        DAGSIM_PROBE("rendezvous.join_rolled_back_wait_list");
+        return Action::remove_from_wait_list;
+      }
     }
+    DAGSIM_PROBE("rendezvous.join_timed_out");
     return Action::error_timeout;
   }
 
@@ -107,13 +123,20 @@ Action join_op(const RendezvousState& state, const NodeDesc& node, const Rendezv
     // 5. The round formed without us: wait for the next one if it has room, else be a spare.
     //    (`!is_redundant` always holds here, step 2 having returned for spares; it is kept so
     //    the condition reads as the reference's.)
-    if (participants < settings.max_nodes && !is_waiting) return Action::add_to_wait_list;
-    if (participants >= settings.max_nodes && !is_waiting && !is_redundant) return Action::add_to_redundancy_list;
+    if (participants < settings.max_nodes && !is_waiting) {
+      DAGSIM_PROBE("rendezvous.join_wait_list");
+      return Action::add_to_wait_list;
+    }
+    if (participants >= settings.max_nodes && !is_waiting && !is_redundant) {
+      DAGSIM_PROBE("rendezvous.join_redundancy_list");
+      return Action::add_to_redundancy_list;
+    }
   } else if (is_participant) {
     // 6. Enough of us, and the last call is over (wall time, strict `<`, with PyTorch's guard
     //    against a missing deadline): complete the round.
     if (settings.min_nodes <= participants && participants <= settings.max_nodes && state.deadline &&
         *state.deadline < clock.wall_now) {
+      DAGSIM_PROBE("rendezvous.last_call_timeout_formed");
       return Action::mark_rendezvous_complete;
     }
   } else {
@@ -128,14 +151,21 @@ Action join_op(const RendezvousState& state, const NodeDesc& node, const Rendezv
 Action exit_op(const RendezvousState& state, const NodeDesc& node, const RendezvousSettings&, ClockReading clock,
                TimePoint deadline) {
   if (state.participants.contains(node)) {
-    return clock.now > deadline ? Action::error_timeout : Action::remove_from_participants;
+    if (clock.now > deadline) {
+      DAGSIM_PROBE("rendezvous.exit_timed_out");
+      return Action::error_timeout;
+    }
+    return Action::remove_from_participants;
   }
   return Action::finish;
 }
 
 Action close_op(const RendezvousState& state, const NodeDesc&, const RendezvousSettings&, ClockReading clock,
                 TimePoint deadline) {
-  if (state.closed) return Action::finish;
+  if (state.closed) {
+    DAGSIM_PROBE("rendezvous.close_found_closed");
+    return Action::finish;
+  }
   if (clock.now > deadline) return Action::error_timeout;
   return Action::mark_rendezvous_closed;
 }
@@ -167,7 +197,10 @@ RendezvousState apply(RendezvousState state, Action action, const NodeDesc& node
       state.participants.emplace(node, 0);  // the rank comes at completion
       keep_alive(state, node, wall_now);
       if (state.participants.size() == settings.min_nodes) state.deadline = wall_now + settings.timeout.last_call;
-      if (state.participants.size() == settings.max_nodes) mark_complete(state);
+      if (state.participants.size() == settings.max_nodes) {
+        DAGSIM_PROBE("rendezvous.formed_at_max_nodes");
+        mark_complete(state);
+      }
       break;
     case Action::add_to_wait_list:
       DAGSIM_ASSERT(!state.participants.contains(node));

@@ -1,6 +1,7 @@
 #include "core/rendezvous/rendezvous_state_holder.h"
 
 #include "core/base/assert.h"
+#include "core/base/probe.h"
 #include "core/base/printable.h"
 
 namespace dagsim::rendezvous {
@@ -28,6 +29,7 @@ std::optional<bool> RendezvousStateHolder::sync(bool use_cache) {
     SetStateOutcome outcome = backend_.set_state(*state_, token_);
     ++store_syncs_;
     take(outcome.current);
+    if (!outcome.written) DAGSIM_PROBE("rendezvous.lost_cas");
     // Paired with the backend's check of the store's answer: a write that landed moved the token
     // past the one it replaced (a lost write may see any token, a restarted store's included).
     if (outcome.written) DAGSIM_ASSERT(token_ > token_before);
@@ -71,6 +73,9 @@ void RendezvousStateHolder::take(const std::optional<FetchedState>& fetched) {
     state_ = fetched->state;
     token_ = fetched->token;
   } else {
+    // The store holds no state while this node held one: the store restarted empty (or a
+    // backend's key expired), and the round falls back to 0 (S6's caveat).
+    if (token_ != 0) DAGSIM_PROBE("rendezvous.state_lost_by_store");
     state_ = empty;
     token_ = 0;
   }

@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "core/base/probe.h"
 #include "core/rpc/call_messages.h"
 #include "core/tensor/ops.h"
 
@@ -75,6 +76,7 @@ void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime:
     message = decode(frame, options_.limits, frame_integrity());
   } catch (const Error& e) {
     // A peer that sends garbage gets nothing back: its request id cannot be trusted either.
+    DAGSIM_PROBE("rpc.bad_frame_dropped");
     env_.log.event("rpc.bad_frame", "from node " + std::to_string(from) + ": " + e.detail());
     return;
   }
@@ -100,7 +102,11 @@ void RpcAgent::on_frame(WorkerId from, uint32_t from_incarnation, const runtime:
   }
   if (admission_.try_start(from)) return spawn_handler(from, from_incarnation, std::move(message));
   const uint64_t request_id = message.request_id;
-  if (admission_.defer(WaitingRequest{from, from_incarnation, std::move(message), frame.size()})) return;
+  if (admission_.defer(WaitingRequest{from, from_incarnation, std::move(message), frame.size()})) {
+    DAGSIM_PROBE("rpc.request_deferred_by_admission");
+    return;
+  }
+  DAGSIM_PROBE("rpc.request_refused_overloaded");
   // Past every bound: refused at once, with an answer that costs no fiber.
   const std::string why = "node " + std::to_string(env_.self) + " is overloaded: it serves " +
                           std::to_string(admission_.serving()) + " requests (" + std::to_string(admission_.serving_for(from)) +
@@ -126,7 +132,9 @@ void RpcAgent::on_response(WorkerId from, Message response) {
   DAGSIM_ASSERT(!is_request(response.type));
   const uint64_t request_id = response.request_id;
   if (!request_ids_.is_ours(request_id)) {
-    // Not an id this life of the node handed out: a confused or forged peer.
+    // Not an id this life of the node handed out (an earlier life's, or a confused or forged
+    // peer's): an earlier incarnation's call is not this one's to finish.
+    DAGSIM_PROBE("rpc.reply_for_dead_incarnation");
     env_.log.event("rpc.stray_response", std::string(message_type_name(response.type)) + " from node " +
                                              std::to_string(from) + " for request " + std::to_string(request_id));
     return;
@@ -234,6 +242,7 @@ Message RpcAgent::run_call(WorkerId from, const Message& request) {
     if (request.type == MessageType::remote_call) {
       auto [id, call] = read_remote_call(request);
       if (life_over(worker_of(id), incarnation_of(id))) {
+        DAGSIM_PROBE("rpc.remote_call_from_dead_creator_refused");
         throw errors::connection_failed("RRef " + std::to_string(id) + ": its creator, node " + std::to_string(worker_of(id)) +
                                         ", has restarted since it sent this remote call, which is not run");
       }
@@ -308,6 +317,7 @@ void RpcAgent::reply(WorkerId to, const Message& message, std::optional<runtime:
   } catch (const Error& e) {
     // A result too large for a frame: the caller still gets an answer.
     if (e.code() != ErrorCode::invalid_argument || message.type == MessageType::exception) throw;
+    DAGSIM_PROBE("rpc.reply_too_large_sent_as_exception");
     send(to, make_exception(message.request_id, env_.self, e), room_by);
   }
 }

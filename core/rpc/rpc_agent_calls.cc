@@ -5,10 +5,17 @@
 #include <algorithm>
 #include <mutex>
 
+#include "core/base/buggify.h"
+#include "core/base/probe.h"
 #include "core/rpc/call_messages.h"
 #include "core/rpc/rpc_agent.h"
+#include "core/runtime/fiber_context.h"
 
 namespace dagsim::rpc {
+
+// How long a call waits for room when DAGSIM_BUGGIFY("rpc.send_queue_full") fires.
+constexpr runtime::Duration kBuggifyRoomWait = std::chrono::milliseconds(20);
+
 void RpcAgent::reap_timeouts(std::shared_ptr<Timeouts> timeouts) {
   for (;;) {
     uint64_t id = 0;
@@ -23,10 +30,14 @@ void RpcAgent::reap_timeouts(std::shared_ptr<Timeouts> timeouts) {
       timeouts->expired.pop_front();
     }
     auto it = pending_.find(id);
-    if (it == pending_.end()) continue;  // it ended between the timer and now
+    if (it == pending_.end()) {
+      DAGSIM_PROBE("rpc.timeout_after_call_ended");
+      continue;  // it ended between the timer and now
+    }
     const Pending& pending = it->second;
     // Its deadline passed on this node's clock (the timer fired at or after it).
     DAGSIM_ASSERT(pending.limit.count() > 0);
+    DAGSIM_PROBE("rpc.timeout_fired");
     fail(id, std::make_exception_ptr(errors::timed_out(pending.what + " to " + env_.peer_name(pending.to) +
                                                        " timed out after " +
                                                        std::to_string(pending.limit.count() / 1000000) + " ms")));
@@ -155,9 +166,18 @@ void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects,
     if (injected_fault(to, id, message)) return;
     // Room on the link first (Note [room to send] in transport.h), within the call's own timeout:
     // a call that timed out while it waited is not sent at all.
-    const bool room = to == env_.self || env_.transport.wait_for_room(to, deadline);
+    bool room = to == env_.self || env_.transport.wait_for_room(to, deadline);
+    if (room && to != env_.self && runtime::current_fiber() != nullptr && DAGSIM_BUGGIFY("rpc.send_queue_full")) {
+      // As if this node's queue to `to` were tiny (a TCP transport's bound, Note [room to send]):
+      // the call waits for room a while, within its own deadline, then goes or times out.
+      env_.clock.sleep_until(std::min(deadline, env_.clock.now() + kBuggifyRoomWait));
+      room = env_.clock.now() < deadline;
+    }
     // Its deadline passed while it waited (its timer may not have failed it yet), or it did.
-    if ((!room && env_.clock.now() >= deadline) || pending_.count(id) == 0) return;
+    if ((!room && env_.clock.now() >= deadline) || pending_.count(id) == 0) {
+      DAGSIM_PROBE("rpc.call_timed_out_waiting_for_room");
+      return;
+    }
     send(to, message);
   } catch (const Error& e) {
     fail(id, std::current_exception());
@@ -172,6 +192,7 @@ bool RpcAgent::injected_fault(WorkerId to, uint64_t id, const Message& message) 
     if (fault.type != message.type || fault.count == 0) continue;
     --fault.count;
     if (!fault.delay) {
+      DAGSIM_PROBE("rpc.injected_message_failure");
       fail(id, std::make_exception_ptr(errors::connection_failed(
                    std::string("faulty agent of node ") + std::to_string(env_.self) + ": a " + message_type_name(message.type) +
                    " to " + env_.peer_name(to) + " failed as the scenario asks (" + std::to_string(fault.count) +
@@ -182,7 +203,11 @@ bool RpcAgent::injected_fault(WorkerId to, uint64_t id, const Message& message) 
     env_.spawner.spawn("rpc.delayed", [this, to, id, message, delay = *fault.delay] {
       env_.clock.sleep(delay);
       // Not once the request has ended (timed out, say): a late copy would act on its own.
-      if (!stopping_ && pending_.count(id) != 0) send(to, message);
+      if (!stopping_ && pending_.count(id) != 0) {
+        send(to, message);
+      } else {
+        DAGSIM_PROBE("rpc.delayed_request_dropped_after_end");
+      }
     });
     return true;
   }
@@ -197,7 +222,10 @@ std::vector<Tensor> RpcAgent::rpc_sync(WorkerId to, const std::string& function,
 
 bool RpcAgent::finish(uint64_t request_id, WorkerId from, Message response) {
   auto it = pending_.find(request_id);
-  if (it == pending_.end()) return false;  // timed out or failed already: a late reply
+  if (it == pending_.end()) {
+    DAGSIM_PROBE("rpc.late_reply_after_call_ended");
+    return false;  // timed out or failed already: a late reply
+  }
   const Pending& pending = it->second;
   if (response.type != pending.expects || from != pending.to) {
     return fail(request_id, std::make_exception_ptr(errors::protocol_error(
@@ -246,6 +274,7 @@ void RpcAgent::fail_calls_to(WorkerId peer, const std::string& reason) {
   for (const auto& [id, pending] : pending_) {
     if (pending.to == peer) ids.push_back(id);
   }
+  if (!ids.empty()) DAGSIM_PROBE("rpc.future_failed_by_peer_death");
   for (uint64_t id : ids) {
     const std::string what = pending_.at(id).what;
     fail(id, std::make_exception_ptr(errors::connection_failed(what + " to " + env_.peer_name(peer) + ": " + reason)));

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/rpc/call_messages.h"
 #include "core/rpc/rpc_agent.h"
 
@@ -42,6 +43,7 @@ void RpcAgent::on_child_accepted(uint64_t fork_id, WorkerId from) {
   auto it = pending_children_.find(fork_id);
   if (it == pending_children_.end()) return;
   if (it->second.child != from) {
+    DAGSIM_PROBE("rpc.rref_accept_from_non_child");
     env_.log.event("rref.stray_accept", "fork " + std::to_string(fork_id) + " accepted by node " + std::to_string(from) +
                                             ", not its child, node " + std::to_string(it->second.child));
     return;
@@ -74,6 +76,7 @@ std::vector<RRef> RpcAgent::adopt(WorkerId from, const std::vector<RRefForkData>
         // The owner may have counted it and its answer been lost: take it back (a delete of a
         // fork it never counted is only logged there).
         if (e.code() == ErrorCode::timed_out || e.code() == ErrorCode::connection_failed) {
+          DAGSIM_PROBE("rpc.rref_fork_taken_back_after_lost_answer");
           send_user_delete(f.owner, f.rref_id, f.fork_id);
         }
         throw Error(e.code(), rref_name(f.rref_id) + " from node " + std::to_string(from) + ": its owner, node " +
@@ -116,11 +119,13 @@ void RpcAgent::send_user_delete(WorkerId owner, uint64_t rref_id, uint64_t fork_
         // An answer that refuses it (not the holder) is final; only a lost one is tried again.
         if (e.code() != ErrorCode::timed_out && e.code() != ErrorCode::connection_failed) return;
         if (attempt >= kSendRetries) {
+          DAGSIM_PROBE("rpc.rref_delete_gave_up");
           env->log.event("rref.delete_failed", rref_name(rref_id) + ": fork " + std::to_string(fork_id) + " on node " +
                                                    std::to_string(owner) + ": gave up after retries: " + e.detail());
           return;
         }
       }
+      DAGSIM_PROBE("rpc.rref_delete_retried");
       env->clock.sleep(retry_backoff(attempt));
       if (!alive.expired()) send_user_delete(owner, rref_id, fork_id, attempt + 1);
     });
@@ -153,10 +158,12 @@ void RpcAgent::release_fork(uint64_t rref_id, uint64_t fork_id) {
   if (fork_id == rref_id && !life_over(worker_of(rref_id), incarnation_of(rref_id)) && dropped_.count(rref_id) == 0) {
     std::shared_ptr<Owned> owned = owned_slot(rref_id);
     if (!owned->started) {
+      DAGSIM_PROBE("rpc.rref_creator_released_before_remote_call");
       owned->creator_released = true;
       return;
     }
   }
+  DAGSIM_PROBE("rpc.rref_stray_delete");
   env_.log.event("rref.stray_delete", rref_name(rref_id) + ": fork " + std::to_string(fork_id) + " is not counted here");
 }
 
@@ -203,6 +210,7 @@ void RpcAgent::note_incarnation(WorkerId peer, uint32_t incarnation) {
       touched.push_back(rref_id);
     }
     if (reclaimed == 0) continue;
+    DAGSIM_PROBE("rpc.rref_forks_reclaimed_from_dead_life");
     if (touched.empty() || touched.back() != rref_id) touched.push_back(rref_id);
     env_.log.event("rref.forks_reclaimed", rref_name(rref_id) + ": " + std::to_string(reclaimed) + " fork(s) of node " +
                                                std::to_string(peer) + "'s earlier life");
@@ -230,6 +238,7 @@ Message RpcAgent::serve_rref_request(WorkerId from, uint32_t from_incarnation, c
       release_fork(r.rref_id, r.fork_id);
     } else if (request.type == MessageType::rref_fork_request) {
       if (r.fork_id == r.rref_id || !add_fork(r.rref_id, r.fork_id, Holder{from, from_incarnation})) {
+        DAGSIM_PROBE("rpc.rref_fork_refused");
         throw errors::invalid_argument(rref_name(r.rref_id) + ": fork " + std::to_string(r.fork_id) + " of node " +
                                        std::to_string(from) + " cannot be counted (released already, or from a life that is over)");
       }
@@ -290,6 +299,7 @@ std::string RpcAgent::owned_report() const {
 
 void RpcAgent::abandon(uint64_t rref_id, Owned& owned) {
   DAGSIM_ASSERT(!owned.started && life_over(worker_of(rref_id), incarnation_of(rref_id)));
+  DAGSIM_PROBE("rpc.rref_abandoned_creator_died");
   // Its creator died before its remote call arrived: the value will never be made (a late call
   // is refused), so whoever waits for it or holds a fork hears so now, not at a timeout.
   owned.started = true;
@@ -302,11 +312,15 @@ std::shared_ptr<RpcAgent::Owned> RpcAgent::owned_slot(uint64_t rref_id) {
   std::shared_ptr<Owned>& slot = owned_[rref_id];
   if (!slot) {
     if (dropped_.count(rref_id) != 0) {
+      // A fork whose parent died or let go before the owner counted it: the value went with the
+      // last counted fork.
+      DAGSIM_PROBE("rpc.rref_fork_after_parent_died");
       owned_.erase(rref_id);
       throw errors::connection_failed(rref_name(rref_id) + ": its value is gone from node " + std::to_string(env_.self) +
                                       ": its last fork went before this use was counted (the parent that passed it on died or let go first)");
     }
     if (life_over(worker_of(rref_id), incarnation_of(rref_id))) {
+      DAGSIM_PROBE("rpc.rref_use_after_creator_died");
       owned_.erase(rref_id);
       throw errors::connection_failed(rref_name(rref_id) + ": its creator, node " + std::to_string(worker_of(rref_id)) +
                                       ", died, and node " + std::to_string(env_.self) + " holds no value for it");
@@ -333,6 +347,7 @@ std::vector<Tensor> RpcAgent::owned_value(uint64_t rref_id) {
     if (e.code() != ErrorCode::timed_out) throw;
     // Its remote call began meanwhile: it ends by its own calls' timeouts, with their error.
     if (owned->started) return owned->value.get();
+    DAGSIM_PROBE("rpc.rref_value_never_created");
     // Forget the slot only if it records nothing else: a fork counted on it, or the creator's
     // delete, must wait for the remote call that may still come.
     if (auto it = owned_.find(rref_id); it != owned_.end() && it->second == owned && owned->forks.empty() &&

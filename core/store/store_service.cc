@@ -1,5 +1,6 @@
 #include "core/store/store_service.h"
 
+#include "core/base/buggify.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/store/value_delta.h"
@@ -135,6 +136,8 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
       break;
     case StoreOp::add:
       need(1, 0);
+      // A slow store: the add lands, and its answer is late (within every caller's timeout).
+      if (DAGSIM_BUGGIFY("store.reply_delayed")) agent_.env().clock.sleep(std::chrono::milliseconds(20));
       reply.number = table_.add(keys[0], request.number);
       break;
     case StoreOp::check:
@@ -193,6 +196,9 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
       if (!table_.wait_for_change(keys[0], request.version, deadline(request, what)) && request.number != kWatchQuietly) {
         throw timed_out_after(what);
       }
+      // The answer leaves late, past the watch's own deadline but inside the client's grace
+      // (store_client.h's kReplyGrace, 1 s): a slow store or link, which a client of watch_at_most must tolerate.
+      if (DAGSIM_BUGGIFY("store.watch_reply_late")) agent_.env().clock.sleep(std::chrono::milliseconds(500));
       answer_with_current(keys[0]);
       break;
     }

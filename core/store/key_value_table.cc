@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
 #include "core/store/store_integer.h"
+#include "core/store/store_wait.h"
 #include "core/store/value_delta.h"
 
 namespace dagsim::store {
@@ -15,20 +17,26 @@ void KeyValueTable::change(const std::string& key, std::optional<Bytes> after) {
   uint64_t version = 0;
   {
     runtime::FiberLock lock(mutex_);
+    const uint64_t revision_before = revision_;
     const auto it = data_.find(key);
     if (!observers_.empty() && it != data_.end()) before = it->second.value;
     if (after) {
       Entry& e = it != data_.end() ? it->second : data_[key];
+      const uint64_t version_before = e.version;  // 0 for a new key
       if (it != data_.end()) remember(key, e);
       e.value = *after;
       e.version = ++revision_;
       version = e.version;
+      // Written: a key's version only grows (store.h, "Versions"), so a version names one value.
+      DAGSIM_ASSERT(version > version_before);
     } else {
       if (it == data_.end()) return;
       data_.erase(it);
       history_.erase(key);
       ++revision_;
     }
+    // Every write raises the store-wide revision by exactly one, and it never wraps.
+    DAGSIM_ASSERT_EQ(revision_, revision_before + 1);
     changed_.notify_all();
   }
   if (observers_.empty()) return;
@@ -50,6 +58,9 @@ void KeyValueTable::remember(const std::string& key, Entry& entry) {
     return;
   }
   History& h = history_[key];
+  // The history's versions rise along the deque (value_at's binary search relies on it).
+  if (!h.values.empty()) DAGSIM_ASSERT(h.values.back().version < entry.version);
+  DAGSIM_ASSERT(entry.version != 0);
   h.bytes += entry.value.size();
   h.values.push_back(Past{entry.version, std::move(entry.value)});
   while (h.values.size() > kHistoryVersions || h.bytes > kHistoryBytesPerKey) {
@@ -68,10 +79,16 @@ const Bytes* KeyValueTable::value_at(const std::string& key, uint64_t version) c
   const auto past = std::lower_bound(h->second.values.begin(), h->second.values.end(), version,
                                      [](const Past& p, uint64_t v) { return p.version < v; });
   if (past == h->second.values.end() || past->version != version) return nullptr;
+  // Read back: a past value is older than the key's current one.
+  DAGSIM_ASSERT(past->version < it->second.version);
   return &past->value;
 }
 
-void KeyValueTable::set(const std::string& key, Bytes value) { change(key, std::move(value)); }
+void KeyValueTable::set(const std::string& key, Bytes value) {
+  const uint64_t revision_before = revision_;
+  change(key, std::move(value));
+  DAGSIM_ASSERT(version_of(key) > revision_before);  // a set always writes
+}
 
 std::optional<Bytes> KeyValueTable::get(const std::string& key) const {
   const auto it = data_.find(key);
@@ -127,25 +144,36 @@ std::vector<std::string> KeyValueTable::missing(const std::vector<std::string>& 
 Versioned KeyValueTable::get_versioned(const std::string& key) const {
   const auto it = data_.find(key);
   if (it == data_.end()) return {};
+  // Read: a present key has a version, and none is newer than the store's revision.
+  DAGSIM_ASSERT(it->second.version != 0);
+  DAGSIM_ASSERT(it->second.version <= revision_);
   return {it->second.value, it->second.version};
 }
 
 uint64_t KeyValueTable::version_of(const std::string& key) const {
   const auto it = data_.find(key);
-  return it == data_.end() ? 0 : it->second.version;
+  if (it == data_.end()) return 0;
+  DAGSIM_ASSERT(it->second.version != 0);
+  DAGSIM_ASSERT(it->second.version <= revision_);
+  return it->second.version;
 }
 
 std::optional<uint64_t> KeyValueTable::compare_set_version(const std::string& key, uint64_t expected_version,
                                                            Bytes desired) {
   if (version_of(key) != expected_version) return std::nullopt;
   change(key, std::move(desired));
-  return version_of(key);
+  const uint64_t written = version_of(key);
+  // The token it was written against is now in the past: the new version is larger, the newest.
+  DAGSIM_ASSERT(written > expected_version);
+  DAGSIM_ASSERT_EQ(written, revision_);
+  return written;
 }
 
 bool KeyValueTable::wait_for_keys(const std::vector<std::string>& keys, std::optional<runtime::TimePoint> deadline,
                                   const std::function<bool()>& abandon) {
   runtime::FiberLock lock(mutex_);
   bool given_up = false;
+  WaitState state = WaitState::pending;
   const bool ready = runtime::block_until(
       changed_, lock,
       [&] {
@@ -154,7 +182,10 @@ bool KeyValueTable::wait_for_keys(const std::vector<std::string>& keys, std::opt
         return given_up;
       },
       deadline, "store.wait");
-  return ready && !given_up;
+  // Read under the lock block_until returns with: what the wait's end means holds now.
+  const WaitFacts facts{all_present(keys), deadline.has_value(), given_up};
+  transition(state, !ready ? WaitState::timed_out : given_up ? WaitState::cancelled : WaitState::satisfied, facts);
+  return state == WaitState::satisfied;
 }
 
 bool KeyValueTable::wait_for_change(const std::string& key, uint64_t known_version, runtime::TimePoint deadline) {
@@ -163,7 +194,13 @@ bool KeyValueTable::wait_for_change(const std::string& key, uint64_t known_versi
     const auto it = data_.find(key);
     return it == data_.end() ? uint64_t{0} : it->second.version;
   };
-  return runtime::block_until(changed_, lock, [&] { return version() != known_version; }, deadline, "store.watch");
+  WaitState state = WaitState::pending;
+  const bool moved = runtime::block_until(changed_, lock, [&] { return version() != known_version; }, deadline, "store.watch");
+  transition(state, moved ? WaitState::satisfied : WaitState::timed_out,
+             WaitFacts{version() != known_version, true, false});
+  // Read: whatever version the waiter is answered with, none is newer than the store's revision.
+  DAGSIM_ASSERT(version() <= revision_);
+  return moved;
 }
 
 void KeyValueTable::wake_all() {

@@ -3,6 +3,7 @@
 #include "core/autograd/engine.h"
 #include "core/tensor/ops.h"
 #include "core/base/error.h"
+#include "core/base/planted.h"
 
 namespace dagsim::dist_autograd {
 
@@ -347,8 +348,11 @@ std::optional<Wave> DistEngine::run_wave(ContextId context, uint64_t wave_id, Wa
     std::vector<std::pair<WorkerId, runtime::Future<rpc::Bytes>>> replies;
     for (WorkerId worker : frontier) {
       if (!asked.insert(worker).second) continue;
+      // Planted (core/base/planted.h, autograd_probe_timeout): a probe bounded by the probe interval.
+      const std::optional<runtime::Duration> probe_timeout =
+          DAGSIM_PLANTED("autograd_probe_timeout") ? std::optional(options_.termination_probe_interval) : std::nullopt;
       replies.emplace_back(worker, agent_.request_bytes(worker, rpc::MessageType::termination_probe_req,
-                                                        rpc::to_bytes(ProbeRequest{context, wave_id}), std::nullopt,
+                                                        rpc::to_bytes(ProbeRequest{context, wave_id}), probe_timeout,
                                                         "termination probe of context " + short_id(static_cast<uint64_t>(context))));
     }
     frontier.clear();

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "core/base/assert.h"
+#include "core/base/planted.h"
 #include "core/base/printable.h"
 
 namespace dagsim::elastic {
@@ -315,6 +316,10 @@ AgentResult ElasticAgent::run() {
             AgentEvent event = event_of(AgentEvent::Kind::round_lost, info);
             event.detail = lost;
             emit(event);
+            if (DAGSIM_PLANTED("elastic_round_lost_counted") && remaining_ > 0) {
+              --remaining_;  // planted (core/base/planted.h): a lost round counted as a restart
+              ++result.restarts;
+            }
             restart_workers();
           } else if (const std::string gone = member_lost(group); !gone.empty()) {
             // A member gone for good: PyTorch's workers find out when their next collective with it

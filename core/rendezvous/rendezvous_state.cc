@@ -6,6 +6,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/planted.h"
 #include "core/base/printable.h"
 #include "core/rpc/wire.h"
 
@@ -366,7 +367,9 @@ RendezvousState sanitize(RendezvousState state, const RendezvousSettings& settin
     state = remove_participant_epilogue(std::move(state), settings);
     // Still complete means survivors remain (an emptied round advanced in the epilogue): they
     // must re-form without the dead one. See Note [re-rendezvous on expiry].
-    if (settings.rerendezvous_on_expiry && state.complete) {
+    // Planted (core/base/planted.h, rendezvous_reform_below_min): survivors re-form only below min.
+    const bool reform = !DAGSIM_PLANTED("rendezvous_reform_below_min") || state.participants.size() < settings.min_nodes;
+    if (settings.rerendezvous_on_expiry && state.complete && reform) {
       DAGSIM_ASSERT(!state.participants.empty());
       state.rerendezvous_requested = true;
     }

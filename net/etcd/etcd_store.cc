@@ -4,7 +4,9 @@
 
 #include <limits>
 
+#include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
 #include "core/store/store_integer.h"
@@ -37,9 +39,13 @@ EtcdStore::EtcdStore(boost::asio::io_context& io, runtime::Clock& clock, EtcdSto
     : clock_(clock), prefix_(std::move(options.prefix)), http_(io, clock, std::move(options.endpoint)) {}
 
 bool EtcdStore::back_off(runtime::Duration& backoff, runtime::TimePoint deadline) {
+  DAGSIM_ASSERT(backoff >= kFirstBackoff && backoff <= kLastBackoff);
   if (clock_.now() + backoff >= deadline) return false;
   clock_.sleep(backoff);
+  const runtime::Duration slept = backoff;
   backoff = std::min(backoff * 2, kLastBackoff);
+  // The back-off only grows, to its cap: a flapping etcd is asked ever less often.
+  DAGSIM_ASSERT(backoff >= slept);
   return true;
 }
 
@@ -51,6 +57,7 @@ Reply EtcdStore::call(const char* path, const Json& body, runtime::TimePoint dea
     } catch (const Error& e) {
       runtime::rethrow_if_unwinding(e);
       if (e.code() != ErrorCode::connection_failed || resend == Resend::no || !back_off(backoff, deadline)) throw;
+      DAGSIM_PROBE("etcd.request_resent_after_connection_failure");
     }
   }
 }
@@ -68,13 +75,18 @@ KeyState EtcdStore::read_at(const std::string& key, uint64_t revision, runtime::
 
 KeyState EtcdStore::first_change_after(const std::string& key, uint64_t expected, const KeyState& current,
                                        runtime::TimePoint deadline, const std::string& what) {
+  // REQUIRES: the key moved on past `expected` (the caller read it so).
+  DAGSIM_ASSERT(expected < current.mod_revision);
   KeyState change = current;
   // Each step reads the key just before the change in hand; etcd's revisions only rise, so the walk
   // ends at `expected` (or the key's absence) within as many steps as the key changed since. An
   // answer that does not go back is etcd's fault, named, never a loop.
   for (;;) {
     KeyState before = read_at(key, change.mod_revision - 1, deadline, what);
-    if (before.mod_revision <= expected) return change;
+    if (before.mod_revision <= expected) {
+      DAGSIM_ASSERT(change.mod_revision > expected);
+      return change;
+    }
     if (before.mod_revision >= change.mod_revision) {
       throw errors::protocol_error(endpoint().name() + ": " + what + ": the key at revision " +
                                    std::to_string(change.mod_revision - 1) + " has mod_revision " +
@@ -123,6 +135,7 @@ Bytes EtcdStore::compare_set(const std::string& key, const Bytes& expected, Byte
     // Absent, and an empty `expected` creates it: only if it is still absent.
     const Reply create = call("/v3/kv/txn", txn(Json::array({mod_revision_equals(full(key), 0)}), put, range), until, what);
     if (create.succeeded()) return desired;
+    DAGSIM_PROBE("etcd.compare_set_lost_the_create");
     const KeyState now = create.txn_range(0);
     if (now.present() && !now.value.empty()) return now.value;
     // Someone created it empty (which `expected` matches) or deleted it again: decide afresh.
@@ -142,6 +155,7 @@ int64_t EtcdStore::add(const std::string& key, int64_t delta) {
                                 Json::array({{{"request_range", range_request(full(key))}}})),
                             until, what, Resend::no);
     if (reply.succeeded()) return sum;
+    DAGSIM_PROBE("etcd.add_lost_txn_retried");
     current = reply.txn_range(0);  // the winner's value: try again from it
     if (clock_.now() >= until) throw errors::timed_out(endpoint().name() + ": " + what + ": contended past " + ms(timeout()));
   }
@@ -225,9 +239,11 @@ CasOutcome EtcdStore::compare_set_version(const std::string& key, uint64_t expec
       runtime::rethrow_if_unwinding(e);
       if (e.code() != ErrorCode::connection_failed) throw;
       // Lost after sending: what etcd holds now says whether the write happened.
+      DAGSIM_PROBE("etcd.txn_lost");
       KeyState current = read(key, until, what).state;
       if (current.mod_revision == expected_version) {
         if (!back_off(backoff, until)) throw;
+        DAGSIM_PROBE("etcd.txn_lost_not_applied_resent");
         continue;  // not applied: send it again
       }
       // The key moved on. Only its first change after expected_version can be this write; other
@@ -235,7 +251,10 @@ CasOutcome EtcdStore::compare_set_version(const std::string& key, uint64_t expec
       // overwritten must still say it committed, or the history behind it has a hole).
       if (current.present() && expected_version < current.mod_revision) {
         const KeyState first = first_change_after(key, expected_version, current, until, what);
-        if (first.present() && first.value == desired) return {true, {std::move(desired), first.mod_revision}};
+        if (first.present() && first.value == desired) {
+          DAGSIM_PROBE("etcd.txn_lost_found_committed");
+          return {true, {std::move(desired), first.mod_revision}};
+        }
       }
       return {false, {std::move(current.value), current.mod_revision}};
     }
@@ -289,6 +308,7 @@ std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint
                                                     const std::string& what, Versioned* last, runtime::TimePoint fail_at) {
   // Requests get the wait and then some, so that a wait about to end still reads the key.
   const runtime::TimePoint request_until = std::max(until + kRequestGrace, fail_at);
+  DAGSIM_ASSERT(request_until > until);
   runtime::Duration backoff = kFirstBackoff;
   for (;;) {
     Read r = read(key, request_until, what);
@@ -304,6 +324,7 @@ std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint
     } catch (const Error& e) {
       runtime::rethrow_if_unwinding(e);
       if (e.code() != ErrorCode::connection_failed || !back_off(backoff, request_until)) throw;
+      DAGSIM_PROBE("etcd.watch_open_failed_retried");
       continue;  // etcd went away: read again and watch from there
     }
     for (bool cancelled = false; !cancelled;) {
@@ -313,6 +334,7 @@ std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint
       } catch (const Error& e) {
         runtime::rethrow_if_unwinding(e);
         if (e.code() != ErrorCode::connection_failed || !back_off(backoff, request_until)) throw;
+        DAGSIM_PROBE("etcd.watch_stream_broke");
         break;  // the stream broke (etcd restarting): read again, and watch from that read
       }
       if (!message) return std::nullopt;
@@ -320,12 +342,16 @@ std::optional<Versioned> EtcdStore::wait_for_change(const std::string& key, uint
       if (m.error) throw errors::connection_failed(endpoint().name() + ": " + what + ": the watch failed: " + *m.error);
       // Cancelled by etcd (its history was compacted past our revision): read again.
       cancelled = m.canceled;
+      if (cancelled) DAGSIM_PROBE("etcd.watch_revision_compacted");
       if (m.created) {
         // A watch that starts in the past (a write landed between our read and the watch's
         // creation) gets that event from etcd's unsynced-watcher loop, which runs every 100 ms:
         // agents of a rendezvous returned 90 ms late. Now that the watch exists, read once more.
         Read again = read(key, request_until, what);
-        if (again.state.mod_revision != known) return Versioned{std::move(again.state.value), again.state.mod_revision};
+        if (again.state.mod_revision != known) {
+          DAGSIM_PROBE("etcd.write_landed_before_watch_created");
+          return Versioned{std::move(again.state.value), again.state.mod_revision};
+        }
       }
       for (const KeyState& event : m.events) {
         if (event.mod_revision != known) return Versioned{event.value, event.mod_revision};

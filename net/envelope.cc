@@ -6,6 +6,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/rpc/wire.h"
 
 namespace dagsim::net {
@@ -200,6 +201,7 @@ void EnvelopeDecoder::verify() {
   if (mac_state_) {
     const Tag expected = mac_state_->finish();
     if (!equal_in_constant_time(expected, mac_)) {
+      DAGSIM_PROBE("net.frame_mac_mismatch");
       throw errors::protocol_error("envelope " + std::to_string(seq_) +
                                    ": its MAC does not verify (forged, replayed, reordered or corrupted)");
     }

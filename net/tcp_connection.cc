@@ -9,6 +9,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "net/secure_channel.h"
 #include "net/tcp_transport_impl.h"
 
@@ -62,7 +63,10 @@ void Connection::start(runtime::Duration handshake_timeout) {
   queue_raw(handshake_.take_output());
   timer_.expires_after(handshake_timeout);
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
-    if (!ec && self->state_ == ConnectionState::handshaking) self->fail("the handshake timed out");
+    if (!ec && self->state_ == ConnectionState::handshaking) {
+      DAGSIM_PROBE("net.handshake_timed_out");
+      self->fail("the handshake timed out");
+    }
   });
   read();
 }
@@ -220,7 +224,10 @@ void Connection::on_write(const boost::system::error_code& ec, size_t n) {
   }
   in_flight_.clear();
   if (closed()) return;
-  if (ec) return fail("write failed: " + error_text(ec));
+  if (ec) {
+    DAGSIM_PROBE("net.connection_write_failed");
+    return fail("write failed: " + error_text(ec));
+  }
   if (auto owner = owner_.lock()) {
     flush(owner->stats_);
     owner->on_written();
@@ -342,6 +349,7 @@ void Connection::on_read(size_t n) {
       arm_read_timeout();
     }
   } catch (const Error& e) {
+    DAGSIM_PROBE("net.connection_protocol_error");
     return fail(e.detail());
   }
   read();
@@ -361,7 +369,10 @@ void Connection::arm_read_timeout() {
   timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     if (ec || self->closed()) return;
     self->read_timer_armed_ = false;
-    if (self->decoder_->mid_envelope()) self->fail("an envelope stalled half-way for the connection timeout");
+    if (self->decoder_->mid_envelope()) {
+      DAGSIM_PROBE("net.envelope_stalled_half_way");
+      self->fail("an envelope stalled half-way for the connection timeout");
+    }
   });
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "net/tcp_connection.h"
 #include "net/tcp_transport_impl.h"
 
@@ -56,6 +57,7 @@ void TcpTransport::Impl::dial(WorkerId peer) {
   Link& l = links_[peer];
   if (link_dialing(l.state)) return;
   DAGSIM_ASSERT(!l.out);
+  if (l.state == LinkState::failed) DAGSIM_PROBE("net.link_reconnect_after_failure");
   set_link_state(peer, LinkState::dialing);
   l.attempts = 0;
   l.dial_started = SteadyClock::now();
@@ -98,7 +100,10 @@ void TcpTransport::Impl::on_connect(WorkerId peer, uint64_t attempt, const boost
   Link& l = links_[peer];
   DAGSIM_ASSERT(attempt <= l.attempt_id);  // read back: no completion is from the future
   // The link failed meanwhile, or failed and dialled again: a later attempt owns it now.
-  if (l.state != LinkState::dialing || l.attempt_id != attempt) return;
+  if (l.state != LinkState::dialing || l.attempt_id != attempt) {
+    DAGSIM_PROBE("net.stale_dial_completion_ignored");
+    return;
+  }
   if (ec) return dial_failed(peer, ec.message(), ec == asio::error::connection_refused);
   auto c = std::make_shared<Connection>(weak_from_this(), std::move(socket), dial_opening(peer),
                                         options_.connection_timeout, options_.limits, options_.trusted_network);
@@ -116,12 +121,16 @@ void TcpTransport::Impl::dial_failed(WorkerId peer, const std::string& why, bool
   // A refusal fails the link, unless the peer has meanwhile connected to us: then our dial raced
   // with the peer's restart (it met the dead life's closed port while the new life was starting),
   // and failing the link would close the new life's connection. Dial again instead.
+  if (refused && l.in && l.in->established()) DAGSIM_PROBE("net.dial_refused_but_peer_connected_redial");
   if (refused && !(l.in && l.in->established())) {
+    DAGSIM_PROBE("net.dial_refused_link_failed");
     return fail_link(peer, "connection refused: " + name(peer) + " at " + where(peer) + " is not running");
   }
   if (SteadyClock::now() - l.dial_started >= options_.connection_timeout) {
+    DAGSIM_PROBE("net.dial_gave_up_at_connection_timeout");
     return fail_link(peer, "connection to " + name(peer) + " at " + where(peer) + " could not be opened within the connection timeout: " + why);
   }
+  if (l.state == LinkState::handshaking) DAGSIM_PROBE("net.link_redial_after_handshake_failure");
   set_link_state(peer, LinkState::dialing);  // from handshaking, when its handshake failed
   // Back-off: 5 ms, doubling, at most 250 ms between attempts.
   const auto delay = std::chrono::milliseconds(std::min<int64_t>(250, int64_t{5} << std::min(l.attempts, 6u)));
@@ -147,6 +156,7 @@ void TcpTransport::Impl::arm_hold(WorkerId peer) {
     Link& link = self->links_[peer];
     link.hold_armed = false;
     if (self->silenced_ || link.blocked) {
+      DAGSIM_PROBE("net.held_link_timed_out");
       self->fail_link(peer, "connection to " + self->name(peer) + " timed out (no traffic got through for the connection timeout)");
     }
   });
@@ -188,11 +198,13 @@ void TcpTransport::Impl::on_established(const std::shared_ptr<Connection>& c) {
     if (l.out != c) {
       // Not the link's connection any more (its dial was given up while the handshake ran): a
       // peer's timing decides that, so it is closed, never an assertion.
+      DAGSIM_PROBE("net.dialled_connection_orphaned");
       c->close();
       return;
     }
     // Our new connection reached another life of the peer than the one still connected to us.
     if (l.in && l.in->peer().incarnation != p.incarnation) {
+      DAGSIM_PROBE("net.link_open_after_failing_stale_inbound");
       l.out = nullptr;
       fail_link(p.worker, "connection to " + name(p.worker) + " lost: it restarted (incarnation " + std::to_string(p.incarnation) + ")");
       l.out = c;
@@ -204,6 +216,11 @@ void TcpTransport::Impl::on_established(const std::shared_ptr<Connection>& c) {
       // The peer dialled again: it saw the old connection fail, or it restarted. Fail ours too, so
       // its notice comes before the new connection's messages.
       const bool restarted = l.incarnation && *l.incarnation != p.incarnation;
+      if (restarted) {
+        DAGSIM_PROBE("net.link_failed_peer_restarted");
+      } else {
+        DAGSIM_PROBE("net.link_failed_peer_reconnected");
+      }
       fail_link(p.worker, "connection to " + name(p.worker) + " lost: " +
                               (restarted ? "it restarted (incarnation " + std::to_string(p.incarnation) + ")"
                                          : std::string("it reconnected (its side of the connection failed)")));
@@ -236,6 +253,7 @@ void TcpTransport::Impl::on_refused(const std::shared_ptr<Connection>& c, const 
   DAGSIM_ASSERT(!c->established());
   DAGSIM_ASSERT(!c->closed());
   ++stats_.refused;
+  DAGSIM_PROBE("net.handshake_refused");
   log("refused a connection (" + std::string(c->role() == Handshake::Role::dialer ? "dialled" : "accepted") + "): " + why);
   if (c->role() == Handshake::Role::dialer && c->claimed_peer() && links_[*c->claimed_peer()].out == c) {
     dial_failed(*c->claimed_peer(), "handshake refused: " + why);
@@ -260,6 +278,7 @@ void TcpTransport::Impl::on_envelope(const std::shared_ptr<Connection>& c, Recei
   }
   if (silenced_) {
     // A crashed host hears nothing; the link fails once the traffic was held long enough.
+    DAGSIM_PROBE("net.envelope_dropped_by_silenced_node");
     ++stats_.dropped;
     arm_hold(peer);
     return;

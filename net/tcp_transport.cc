@@ -10,6 +10,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "net/handshake.h"
 #include "net/secure_channel.h"
 #include "net/tcp_connection.h"
@@ -106,6 +107,7 @@ void TcpTransport::Impl::on_accept(const boost::system::error_code& ec, tcp::soc
     if (ec != asio::error::operation_aborted) log("accept failed: " + ec.message());
     if (ec == asio::error::bad_descriptor) return;
   } else if (inbound_ >= options_.max_inbound) {
+    DAGSIM_PROBE("net.shed_connection");
     boost::system::error_code ignored;
     log("refused a connection from " + socket.remote_endpoint(ignored).address().to_string() + ": already " +
         std::to_string(inbound_) + " inbound connections (the limit)");
@@ -154,6 +156,7 @@ void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t 
     const std::optional<TimePoint> arrival =
         l.queue.admit(now, payload.size() + padding, *options_.shaping, options_.self, target, random_);
     if (!arrival) {
+      DAGSIM_PROBE("net.injected_connection_failure");
       ++stats_.dropped;
       fail_link(target, "connection to " + name(target) + " broken (injected connection failure)");
       return;
@@ -213,6 +216,7 @@ void TcpTransport::Impl::enforce_max_queued() {
     }
     const size_t held = queued_bytes(worst);
     DAGSIM_ASSERT(held > 0);
+    DAGSIM_PROBE("net.link_failed_over_max_queued");
     log("failed the link to " + name(worst) + ": " + std::to_string(held) + " bytes wait to be written to it and " +
         std::to_string(total) + " in all, past this node's bound of " + std::to_string(options_.max_queued));
     fail_link(worst, "connection to " + name(worst) + " failed: it does not read (" + std::to_string(held) +

@@ -4,6 +4,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/base/printable.h"
 #include "core/store/store_integer.h"
 #include "core/store/store_wait.h"
@@ -64,6 +65,8 @@ void KeyValueTable::remember(const std::string& key, Entry& entry) {
   h.bytes += entry.value.size();
   h.values.push_back(Past{entry.version, std::move(entry.value)});
   while (h.values.size() > kHistoryVersions || h.bytes > kHistoryBytesPerKey) {
+    DAGSIM_PROBE("store.history_dropped_oldest_value");
+    DAGSIM_ASSERT(h.bytes >= h.values.front().value.size());
     h.bytes -= h.values.front().value.size();
     h.values.pop_front();
   }
@@ -100,7 +103,10 @@ Bytes KeyValueTable::compare_set(const std::string& key, const Bytes& expected, 
   const auto it = data_.find(key);
   // Absent: written only if `expected` is empty; otherwise PyTorch answers `expected` back.
   if (it == data_.end() && !expected.empty()) return expected;
-  if (it != data_.end() && it->second.value != expected) return it->second.value;
+  if (it != data_.end() && it->second.value != expected) {
+    DAGSIM_PROBE("store.compare_set_value_mismatch");
+    return it->second.value;
+  }
   change(key, desired);
   return desired;
 }
@@ -160,7 +166,10 @@ uint64_t KeyValueTable::version_of(const std::string& key) const {
 
 std::optional<uint64_t> KeyValueTable::compare_set_version(const std::string& key, uint64_t expected_version,
                                                            Bytes desired) {
-  if (version_of(key) != expected_version) return std::nullopt;
+  if (version_of(key) != expected_version) {
+    DAGSIM_PROBE("store.cas_version_lost_race");
+    return std::nullopt;
+  }
   change(key, std::move(desired));
   const uint64_t written = version_of(key);
   // The token it was written against is now in the past: the new version is larger, the newest.
@@ -184,6 +193,8 @@ bool KeyValueTable::wait_for_keys(const std::vector<std::string>& keys, std::opt
       deadline, "store.wait");
   // Read under the lock block_until returns with: what the wait's end means holds now.
   const WaitFacts facts{all_present(keys), deadline.has_value(), given_up};
+  if (!ready) DAGSIM_PROBE("store.wait_timed_out");
+  if (ready && given_up) DAGSIM_PROBE("store.wait_abandoned");
   transition(state, !ready ? WaitState::timed_out : given_up ? WaitState::cancelled : WaitState::satisfied, facts);
   return state == WaitState::satisfied;
 }
@@ -196,6 +207,7 @@ bool KeyValueTable::wait_for_change(const std::string& key, uint64_t known_versi
   };
   WaitState state = WaitState::pending;
   const bool moved = runtime::block_until(changed_, lock, [&] { return version() != known_version; }, deadline, "store.watch");
+  if (!moved) DAGSIM_PROBE("store.watch_timed_out");
   transition(state, moved ? WaitState::satisfied : WaitState::timed_out,
              WaitFacts{version() != known_version, true, false});
   // Read: whatever version the waiter is answered with, none is newer than the store's revision.

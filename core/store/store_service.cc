@@ -2,6 +2,7 @@
 
 #include "core/base/buggify.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/base/printable.h"
 #include "core/store/value_delta.h"
 
@@ -63,11 +64,20 @@ std::shared_ptr<const rpc::Bytes> StoreService::delta(const std::string& key, ui
     if (m.base == base && m.version == version && m.key == key) return m.delta;
   }
   const Bytes* held = table_.value_at(key, base);
-  if (held == nullptr) return nullptr;
+  if (held == nullptr) {
+    DAGSIM_PROBE("store.delta_base_no_longer_held");
+    return nullptr;
+  }
+  // Read back: a base the table still holds is a version of this key, never newer than the one
+  // answered, which is the key's current version.
+  DAGSIM_ASSERT(base <= version);
+  DAGSIM_ASSERT_EQ(version, table_.version_of(key));
   ++deltas_made_;
   std::shared_ptr<const rpc::Bytes> made;
   if (std::optional<rpc::Bytes> d = make_delta(*held, now, now.size() / 2)) {
     made = std::make_shared<const rpc::Bytes>(std::move(*d));
+  } else {
+    DAGSIM_PROBE("store.delta_fell_back_to_full_value");
   }
   made_[next_made_] = MadeDelta{key, base, version, made};
   next_made_ = (next_made_ + 1) % made_.size();
@@ -97,6 +107,7 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
   // request's base) and its version; an absent key with an empty value and version 0.
   auto answer_with_current = [&](const std::string& key) {
     const uint64_t version = table_.version_of(key);
+    DAGSIM_ASSERT(version <= table_.revision());
     reply.versions.push_back(version);
     const Bytes* value = table_.value_at(key, version);
     if (value == nullptr) {
@@ -180,8 +191,12 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
         ++deltas_received_;
         written = table_.compare_set_version(keys[0], request.version,
                                              apply_delta(*held, request.values[0], kMaxValueBytes));
+      } else {
+        DAGSIM_PROBE("store.cas_delta_against_stale_version");
       }
       if (written) {
+        // The token the write went against is behind it: the version answered is newer.
+        DAGSIM_ASSERT(*written > request.version);
         reply.flag = true;
         reply.versions.push_back(*written);
       } else {

@@ -28,6 +28,7 @@
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "core/base/probe.h"
 #include "net/credentials.h"
 #include "net/crypto.h"
 #include "net/run_identity.h"
@@ -160,6 +161,7 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     Node& n = nodes_.at(node);
     if (n.pid > 0 && (n.state == NodeState::up || n.state == NodeState::paused)) kill(node);
     if (n.pid > 0) signal_process(n, SIGKILL);  // a crashed incarnation's process goes too
+    DAGSIM_PROBE("launch.tcp_node_restarted");
     // The new incarnation is back when its process runs (says hello), not when it is forked: a
     // process takes a while to start, longer on a busy machine, and a judge that counted from
     // the fork would hold that against the node's peers (the simulator's restart is instant).
@@ -363,6 +365,7 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
                                            "; its log is on its host)");
     // Killed on purpose, or crashed (silent, its process the launcher's to end): nothing new.
     if (n.state != NodeState::up && n.state != NodeState::paused) return;
+    DAGSIM_PROBE("launch.tcp_remote_node_link_closed");
     failures_.push_back({now(), n.name + "." + std::to_string(n.incarnation), "process",
                          "the node process on another host died or exited: its control link closed (" + why +
                              "; its log is on its host: logs/" + n.name + "." + std::to_string(n.incarnation) + ".log)"});
@@ -496,6 +499,7 @@ void TcpCluster::launch(WorkerId node, bool restart) {
 void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
   Node& n = nodes_.at(node);
   if (n.state != NodeState::up && n.state != NodeState::paused) return;
+  if (restart_pending(n.life)) DAGSIM_PROBE("launch.tcp_node_died_before_hello");
   record_restart(n, node);  // an incarnation that ends before it said hello still began
   record({kind, now(), node, 0, 0, {}});
   n.state = state;
@@ -526,6 +530,7 @@ void TcpCluster::on_message(WorkerId node, const ControlLink* link, const json& 
   std::visit(
       control::Overloaded{
           [&](const control::Hello& hello) {
+            if (said_hello(n.life)) DAGSIM_PROBE("launch.tcp_node_said_hello_again");
             record_restart(n, node);
             set_life(n, NodeLife::hello);
             n.incarnation = hello.incarnation;
@@ -544,10 +549,12 @@ void TcpCluster::on_message(WorkerId node, const ControlLink* link, const json& 
           // A report out of order (before the node was told to start, or after its final figures)
           // comes off the wire: ignored, never asserted on.
           [&](const control::Busy&) {
-            if (report_allowed(n.life)) set_life(n, NodeLife::busy);
+            if (report_allowed(n.life)) return set_life(n, NodeLife::busy);
+            DAGSIM_PROBE("launch.tcp_node_busy_out_of_order_ignored");
           },
           [&](const control::Idle&) {
-            if (report_allowed(n.life)) set_life(n, NodeLife::idle);
+            if (report_allowed(n.life)) return set_life(n, NodeLife::idle);
+            DAGSIM_PROBE("launch.tcp_node_idle_out_of_order_ignored");
           },
           [&](const control::Failure& f) {
             failures_.push_back({TimePoint{runtime::Duration{f.time_ns}}, n.name + "." + std::to_string(n.incarnation), f.fiber, f.what});
@@ -588,6 +595,7 @@ void TcpCluster::on_child_exit(int pid, int status) {
   if (ending_ && WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
   if (n.state == NodeState::killed) return;
   // A process that died on its own: a failure of the run (an assert, a crash), never silent.
+  DAGSIM_PROBE("launch.tcp_node_process_died_on_its_own");
   const std::string how = WIFEXITED(status) ? "exited with code " + std::to_string(WEXITSTATUS(status))
                                             : "was killed by signal " + std::to_string(WTERMSIG(status));
   failures_.push_back({now(), n.name + "." + std::to_string(n.incarnation), "process",

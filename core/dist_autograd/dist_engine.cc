@@ -3,6 +3,7 @@
 #include "core/autograd/engine.h"
 #include "core/tensor/ops.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/base/planted.h"
 
 namespace dagsim::dist_autograd {
@@ -126,6 +127,7 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
       try {
         Engine::evaluate(pass->task, std::move(task));
       } catch (...) {
+        DAGSIM_PROBE("dist_autograd.function_failed_in_pass");
         pass->error = std::current_exception();
       }
       pass->evaluating = false;
@@ -147,12 +149,14 @@ void DistEngine::run_pass(ContextId context, const std::shared_ptr<Pass>& pass) 
         "DistEngine pass");
     if (!woke && wake_at < deadline) {
       DAGSIM_ASSERT(pass->initiator);  // only the initiator ever wakes early to detect
+      DAGSIM_PROBE("dist_autograd.termination_detection_started");
       detecting = true;
       agent_.env().spawner.spawn("dist_autograd.termination", [this, context, pass] { detect_termination(context, pass); });
       continue;
     }
     if (!woke) {
       DAGSIM_ASSERT(!pass->done() && !pass->error);  // the predicate was false at the deadline
+      DAGSIM_PROBE("dist_autograd.backward_timed_out_without_progress");
       std::string waiting;
       for (MessageId id : pass->sends_pending) {
         waiting += (waiting.empty() ? "" : ", ") + pass->context->describe_send(id);
@@ -275,6 +279,9 @@ void DistEngine::send_gradients(WorkerId to, ContextId context, MessageId messag
     try {
       done.get();
     } catch (...) {
+      // A peer's pass failed (or it could not be reached): its error comes back along the chain
+      // of gradient RPCs and fails this pass too.
+      DAGSIM_PROBE("dist_autograd.backward_error_propagated");
       if (!pass->error) pass->error = std::current_exception();
     }
     pass->progress.notify_all();
@@ -314,6 +321,7 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
     std::optional<Wave> wave = run_wave(context, ++waves_, reached, lost);
     if (over()) return;
     if (!lost.empty()) {
+      DAGSIM_PROBE("dist_autograd.termination_lost_a_worker");
       fail_everywhere(context, *pass, reached,
                       "Error on Node " + std::to_string(agent_.self()) + ": backward pass of context " +
                           short_id(static_cast<uint64_t>(context)) + " lost a worker: " + lost);
@@ -322,6 +330,7 @@ void DistEngine::detect_termination(ContextId context, std::shared_ptr<Pass> pas
     if (wave && quiescent(*wave)) {
       DAGSIM_ASSERT(wave->count(agent_.self()) == 1);  // every wave starts with this node's report
       if (previous && proves_termination(*previous, *wave)) {
+        DAGSIM_PROBE("dist_autograd.termination_proved_unfinishable");
         fail_everywhere(context, *pass, *wave, describe_unfinishable(agent_.self(), context, *wave));
         return;
       }

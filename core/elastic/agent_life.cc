@@ -2,6 +2,7 @@
 #include "core/elastic/agent_life.h"
 
 #include "core/base/assert.h"
+#include "core/base/probe.h"
 
 namespace dagsim::elastic {
 
@@ -48,18 +49,26 @@ AgentLifeEnd AgentLife::live(runtime::CancelScope& scope, const std::function<vo
       end.shut_down = handler_.shutdown();
     } catch (const Error& e) {
       runtime::rethrow_if_unwinding(e);
+      DAGSIM_PROBE("elastic.shutdown_failed");
       env_.log.event("elastic.shutdown_failed", e.what());
     }
   };
   if (!end.result) {
+    DAGSIM_PROBE("elastic.agent_leaves_on_signal");
     end.left = true;
     shut_down();  // leave; the others re-form without this node
+    // Leaving never closes the job nor counts a departure (PyTorch #67742).
+    DAGSIM_ASSERT(!end.closed_job && !end.close_failed);
+    DAGSIM_ASSERT_EQ(end.departed, int64_t{0});
     return end;
   }
   if (closes_job(*end.result)) {
     end.closed_job = agent_.close_job();
     end.close_failed = !end.closed_job;
   }
+  // The close rule: only an end that closes_job() tries to close, and it either closed or failed.
+  DAGSIM_ASSERT(!(end.closed_job && end.close_failed));
+  if (end.closed_job || end.close_failed) DAGSIM_ASSERT(closes_job(*end.result));
   shut_down();
   end.departed = depart();
   return end;
@@ -78,8 +87,12 @@ int64_t AgentLife::depart() {
       env_.clock.sleep(options_.linger_poll);
       departed = store_.add(key, 0);
     }
+    if (options_.serves_store && departed < static_cast<int64_t>(group.info.world_size)) {
+      DAGSIM_PROBE("elastic.store_host_linger_ran_out");
+    }
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);  // a store already gone: nothing to wait for
+    DAGSIM_PROBE("elastic.depart_failed");
     env_.log.event("elastic.depart_failed", e.what());
   }
   return departed;

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "core/base/assert.h"
+#include "core/base/probe.h"
 #include "core/base/planted.h"
 #include "core/base/printable.h"
 
@@ -140,9 +141,31 @@ bool ElasticAgent::gather_round(WorkerGroupSpec& spec, std::string& lost) {
   return true;
 }
 
+// The agent's WorkerState moves (PyTorch's _invoke_run, as run() lives it):
+//   INIT -> INIT (a round lost before it started) | HEALTHY (the group started)
+//   HEALTHY -> FAILED (a failure, counted) | SUCCEEDED | STOPPED (a restart) | UNKNOWN, INIT, STOPPED
+//              (a group's state the agent cannot act on)
+//   any state with a group -> STOPPED (stop_workers) -> INIT (the next round)
+//   STOPPED -> SUCCEEDED | FAILED | UNKNOWN (finish() puts back how the run ended)
+void ElasticAgent::set_state(WorkerState next) {
+  const WorkerState from = state_;
+  bool allowed = false;
+  switch (next) {
+    case WorkerState::init: allowed = from == WorkerState::init || from == WorkerState::stopped || from == WorkerState::healthy; break;
+    case WorkerState::healthy: allowed = from == WorkerState::init; break;
+    case WorkerState::stopped: allowed = from != WorkerState::unhealthy; break;
+    case WorkerState::failed:
+    case WorkerState::succeeded:
+    case WorkerState::unknown: allowed = from == WorkerState::healthy || from == WorkerState::stopped; break;
+    case WorkerState::unhealthy: allowed = false; break;  // the group's state, never the agent's
+  }
+  DAGSIM_ASSERT_MSG(allowed, std::string("elastic agent state ") + worker_state_name(from) + " -> " + worker_state_name(next));
+  state_ = next;
+}
+
 bool ElasticAgent::initialize_workers(std::string& lost) {
   DAGSIM_ASSERT(group_ == nullptr);
-  state_ = WorkerState::init;
+  set_state(WorkerState::init);
   WorkerGroupSpec spec;
   spec.info = handler_.next_rendezvous();
   // The state next_rendezvous returned on names the round's members (S8: complete, with us in it).
@@ -164,6 +187,8 @@ bool ElasticAgent::initialize_workers(std::string& lost) {
   spec.round.max_restarts = options_.max_restarts;
   spec.round.use_agent_store = options_.use_agent_store;
   if (!gather_round(spec, lost)) {
+    DAGSIM_ASSERT(!lost.empty());
+    DAGSIM_PROBE("elastic.round_lost_before_start");
     AgentEvent event = event_of(AgentEvent::Kind::round_lost, spec.info);
     event.detail = lost;
     emit(event);
@@ -174,8 +199,10 @@ bool ElasticAgent::initialize_workers(std::string& lost) {
   group->workers = workers_(spec);
   group_ = std::move(group);
   spec_ = std::move(spec);
-  state_ = WorkerState::healthy;
+  set_state(WorkerState::healthy);
   ++rounds_;
+  // The restart count the group is told is what max_restarts has spent so far.
+  DAGSIM_ASSERT(remaining_ <= options_.max_restarts);
   emit(event_of(AgentEvent::Kind::group_started, group_->spec.info));
   return true;
 }
@@ -184,13 +211,15 @@ void ElasticAgent::stop_workers() {
   if (!group_) return;
   group_->workers->stop();  // nothing of the old group runs past this point
   group_.reset();
-  state_ = WorkerState::stopped;
+  set_state(WorkerState::stopped);
 }
 
 void ElasticAgent::restart_workers() {
   stop_workers();
   // A round a member left before it started is rendezvoused again (its round_lost event says why).
   for (std::string lost; !initialize_workers(lost);) lost.clear();
+  DAGSIM_ASSERT(group_ != nullptr);
+  DAGSIM_ASSERT(state_ == WorkerState::healthy);
 }
 
 bool ElasticAgent::exit_barrier(const rendezvous::RendezvousInfo& info, std::string& detail) {
@@ -210,9 +239,11 @@ bool ElasticAgent::exit_barrier(const rendezvous::RendezvousInfo& info, std::str
         return true;
       }
     }
+    DAGSIM_PROBE("elastic.exit_barrier_timed_out");
     detail = "timed out after " + std::to_string(options_.exit_barrier_timeout.count() / 1'000'000) + " ms";
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
+    DAGSIM_PROBE("elastic.exit_barrier_store_failed");
     detail = e.what();
   }
   return false;  // PyTorch logs a failed barrier and still succeeds
@@ -223,7 +254,10 @@ AgentResult ElasticAgent::run() {
   const auto finish = [&](AgentOutcome outcome, std::optional<Error> error) {
     const WorkerState end = state_;
     stop_workers();
-    if (end == WorkerState::succeeded || end == WorkerState::failed || end == WorkerState::unknown) state_ = end;
+    if (end == WorkerState::succeeded || end == WorkerState::failed || end == WorkerState::unknown) if (state_ != end) set_state(end);
+    // A run that ends leaves no group behind, and never more restarts spent than it had.
+    DAGSIM_ASSERT(group_ == nullptr);
+    DAGSIM_ASSERT_EQ(result.restarts + remaining_, options_.max_restarts);
     // PyTorch records the run's metrics when _invoke_run returns a result: success, or failure
     // with the restarts spent (the group FAILED). Its raises (a rendezvous error, a state it cannot
     // act on) pass them by.
@@ -237,17 +271,19 @@ AgentResult ElasticAgent::run() {
   };
   // A failed group restarts while restarts remain (counted); then the job fails.
   const auto on_failure = [&](const Group& group, const Error& cause) -> std::optional<AgentResult> {
-    state_ = WorkerState::failed;
+    set_state(WorkerState::failed);
     AgentEvent failed = event_of(AgentEvent::Kind::group_failed, group.spec.info);
     failed.remaining = remaining_;
     failed.detail = cause.what();
     emit(failed);
     if (remaining_ > 0) {
+      DAGSIM_PROBE("elastic.worker_group_restart");
       --remaining_;
       ++result.restarts;
       restart_workers();
       return std::nullopt;
     }
+    DAGSIM_PROBE("elastic.max_restarts_exhausted");
     return finish(AgentOutcome::failed,
                   errors::worker_group_failed("the worker group of round " + std::to_string(group.spec.info.round) +
                                               " failed with max_restarts = " + std::to_string(options_.max_restarts) +
@@ -267,7 +303,7 @@ AgentResult ElasticAgent::run() {
       put_metric("workers." + options_.role + "." + state, 1);
       switch (status.state) {
         case WorkerState::succeeded: {
-          state_ = WorkerState::succeeded;
+          set_state(WorkerState::succeeded);
           emit(event_of(AgentEvent::Kind::group_succeeded, info));
           AgentEvent barrier = event_of(AgentEvent::Kind::exit_barrier, info);
           result.barrier_timed_out = !exit_barrier(info, barrier.detail);
@@ -282,6 +318,7 @@ AgentResult ElasticAgent::run() {
         case WorkerState::unhealthy: {
           // PyTorch's _invoke_run treats UNHEALTHY as FAILED: a restart counted while restarts
           // remain, then the job fails (api_test.py's test_run_max_retries_exceeded runs both).
+          DAGSIM_PROBE("elastic.group_unhealthy");
           const Error cause = status.failure ? *status.failure
                                              : errors::worker_group_failed("the worker group of round " + std::to_string(info.round) +
                                                                            " reported UNHEALTHY");
@@ -292,7 +329,8 @@ AgentResult ElasticAgent::run() {
           if (!is_running(status.state)) {
             // PyTorch's _invoke_run raises on a state it cannot act on (UNKNOWN, INIT, STOPPED from
             // a group's monitor): the run ends there, its restarts untouched.
-            state_ = status.state;
+            DAGSIM_PROBE("elastic.group_state_not_actionable");
+            set_state(status.state);
             return finish(AgentOutcome::failed,
                           errors::worker_group_failed("the worker group of round " + std::to_string(info.round) +
                                                       " is in state " + worker_state_name(status.state) +
@@ -300,6 +338,7 @@ AgentResult ElasticAgent::run() {
           }
           const uint64_t waiting = handler_.num_nodes_waiting();
           if (handler_.last_state().closed) {
+            DAGSIM_PROBE("elastic.closed_while_training");
             return finish(AgentOutcome::closed,
                           errors::rendezvous_closed("the rendezvous of run " + printable(run_id_) + " was closed while round " +
                                                     std::to_string(info.round) + " trained"));
@@ -308,6 +347,7 @@ AgentResult ElasticAgent::run() {
             AgentEvent event = event_of(AgentEvent::Kind::nodes_waiting, info);
             event.waiting = waiting;
             emit(event);
+            DAGSIM_PROBE("elastic.membership_change_restart");
             restart_workers();  // not counted against max_restarts
           } else if (const std::string lost = round_lost(info); !lost.empty()) {
             // Not a worker failure: the group's round is gone from the state (a store that
@@ -316,6 +356,7 @@ AgentResult ElasticAgent::run() {
             AgentEvent event = event_of(AgentEvent::Kind::round_lost, info);
             event.detail = lost;
             emit(event);
+            DAGSIM_PROBE("elastic.round_lost_restart");
             if (DAGSIM_PLANTED("elastic_round_lost_counted") && remaining_ > 0) {
               --remaining_;  // planted (core/base/planted.h): a lost round counted as a restart
               ++result.restarts;
@@ -325,6 +366,7 @@ AgentResult ElasticAgent::run() {
             // A member gone for good: PyTorch's workers find out when their next collective with it
             // fails, and the agent sees a worker failure (counted). A group that waits on that
             // member would otherwise wait for ever.
+            DAGSIM_PROBE("elastic.member_lost_for_good");
             if (std::optional<AgentResult> end = on_failure(group, errors::connection_failed(gone))) return *end;
           }
           break;
@@ -336,6 +378,7 @@ AgentResult ElasticAgent::run() {
       group_.reset();  // cancelled, not joined: this fiber's own waits unwind
       throw;
     }
+    if (e.code() == ErrorCode::rendezvous_graceful_exit) DAGSIM_PROBE("elastic.spare_exits_gracefully");
     const AgentOutcome outcome = e.code() == ErrorCode::rendezvous_closed          ? AgentOutcome::closed
                                  : e.code() == ErrorCode::rendezvous_graceful_exit ? AgentOutcome::graceful_exit
                                                                                    : AgentOutcome::failed;
@@ -401,6 +444,7 @@ bool ElasticAgent::close_job() {
     return true;
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
+    DAGSIM_PROBE("elastic.close_job_failed");
     return false;
   }
 }

@@ -162,6 +162,8 @@ class ElasticAgent {
   // Which member of the group has been missing from the synced state for longer than the
   // keep-alive expiry ("" while none has).
   std::string member_lost(Group& group);
+  // The one place state_ changes: asserts the move is one the agent's life makes (see the .cc).
+  void set_state(WorkerState next);
 
   runtime::Env& env_;
   rendezvous::RendezvousHandler& handler_;

@@ -6,6 +6,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/base/planted.h"
 #include "core/base/printable.h"
 #include "core/rpc/wire.h"
@@ -330,6 +331,7 @@ RendezvousState remove_participant_epilogue(RendezvousState state, const Rendezv
   if (state.complete) {
     // The last participant of a complete round left: the next round begins (S6: +1, only here).
     if (state.participants.empty()) {
+      DAGSIM_PROBE("rendezvous.last_participant_left_round_advanced");
       DAGSIM_ASSERT(state.round < std::numeric_limits<uint64_t>::max());
       state.complete = false;
       state.round += 1;
@@ -338,6 +340,7 @@ RendezvousState remove_participant_epilogue(RendezvousState state, const Rendezv
     }
   } else if (state.participants.size() < settings.min_nodes) {
     // S4: below min there is no last call to wait for.
+    if (state.deadline) DAGSIM_PROBE("rendezvous.last_call_cancelled_below_min");
     state.deadline.reset();
   }
   DAGSIM_ASSERT(!state.rerendezvous_requested || state.complete);
@@ -359,9 +362,12 @@ RendezvousState sanitize(RendezvousState state, const RendezvousSettings& settin
   bool participant_removed = false;
   for (const NodeDesc& node : dead) {
     state.last_heartbeats.erase(node);
-    if (state.participants.erase(node) > 0) participant_removed = true;
-    state.wait_list.erase(node);
-    state.redundancy_list.erase(node);
+    if (state.participants.erase(node) > 0) {
+      DAGSIM_PROBE("rendezvous.participant_expired_by_heartbeat");
+      participant_removed = true;
+    }
+    if (state.wait_list.erase(node) > 0) DAGSIM_PROBE("rendezvous.waiting_node_expired");
+    if (state.redundancy_list.erase(node) > 0) DAGSIM_PROBE("rendezvous.spare_expired");
   }
   if (participant_removed) {
     state = remove_participant_epilogue(std::move(state), settings);
@@ -371,6 +377,7 @@ RendezvousState sanitize(RendezvousState state, const RendezvousSettings& settin
     const bool reform = !DAGSIM_PLANTED("rendezvous_reform_below_min") || state.participants.size() < settings.min_nodes;
     if (settings.rerendezvous_on_expiry && state.complete && reform) {
       DAGSIM_ASSERT(!state.participants.empty());
+      DAGSIM_PROBE("rendezvous.re_rendezvous_on_expiry");
       state.rerendezvous_requested = true;
     }
   }

@@ -72,7 +72,8 @@ nlohmann::json summary_json(const ShrinkReport& r) {
           {"runs", r.result.runs},
           {"stopped_by", r.result.stopped_by},
           {"output", r.output},
-          {"check", r.signature.describe()},
+          {"check", r.signature.check},
+          {"failure", r.signature.describe()},
           {"seed", r.seed},
           {"replay", "dagsim run " + r.output + " --seed " + std::to_string(r.seed)}};
 }

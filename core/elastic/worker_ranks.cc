@@ -44,10 +44,13 @@ struct Span {
 };
 Span ranks_within(const std::vector<const AgentRoleInfo*>& agents, size_t at, size_t begin, size_t end) {
   Span s;
+  DAGSIM_ASSERT(begin <= at && at <= end && end <= agents.size());
   for (size_t i = begin; i < end; ++i) {
     if (i < at) s.first += agents[i]->local_world_size;
     s.total += agents[i]->local_world_size;
   }
+  // The ranks before `at` are some of the span's.
+  DAGSIM_ASSERT(s.first <= s.total);
   return s;
 }
 
@@ -57,7 +60,12 @@ bool role_order(const AgentRoleInfo& a, const AgentRoleInfo& b) {
   return a.role != b.role ? a.role < b.role : a.group_rank < b.group_rank;
 }
 
-std::string encode_role_info(const AgentRoleInfo& info) { return std::to_string(info.local_world_size) + " " + info.role; }
+std::string encode_role_info(const AgentRoleInfo& info) {
+  // Paired with decode_role_info's checks: what an agent publishes, every agent can read.
+  DAGSIM_ASSERT(info.local_world_size >= 1 && info.local_world_size <= kMaxLocalWorldSize);
+  DAGSIM_ASSERT(!info.role.empty());
+  return std::to_string(info.local_world_size) + " " + info.role;
+}
 
 AgentRoleInfo decode_role_info(std::span<const uint8_t> bytes, uint32_t group_rank) {
   const std::string text(bytes.begin(), bytes.end());
@@ -105,6 +113,9 @@ std::vector<WorkerRanks> assign_worker_ranks(std::span<const AgentRoleInfo> agen
     w.world_size = world.total;
     w.role_rank = role.first + local;
     w.role_world_size = role.total;
+    // Each worker's ranks fall within their worlds (the global ranks of a round are 0..world-1).
+    DAGSIM_ASSERT(w.global_rank < w.world_size);
+    DAGSIM_ASSERT(w.role_rank < w.role_world_size && w.role_world_size <= w.world_size);
   }
   return workers;
 }

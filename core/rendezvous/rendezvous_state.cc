@@ -66,6 +66,7 @@ void read_nodes(WireReader& r, const std::string& field, size_t entry_bytes, Eac
     throw errors::protocol_error(field + ": count " + std::to_string(n) + " cannot fit in " +
                                  std::to_string(r.remaining()) + " bytes (truncated or forged)");
   }
+  DAGSIM_ASSERT(entry_bytes >= kNodeBytes);
   const NodeFields fields(field);
   std::optional<NodeDesc> previous;
   for (uint32_t i = 0; i < n; ++i) {
@@ -128,6 +129,8 @@ uint64_t num_nodes_waiting(const RendezvousState& state) {
   // The request exists only in a complete round (structural_violation), where it stands for the
   // dead participant's seat: see Note [re-rendezvous on expiry].
   DAGSIM_ASSERT(!state.rerendezvous_requested || state.complete);
+  // Planted (core/base/planted.h, rendezvous_waiting_ignores_reform): PyTorch's count, the list alone.
+  if (DAGSIM_PLANTED("rendezvous_waiting_ignores_reform")) return state.wait_list.size();
   return state.wait_list.size() + (state.rerendezvous_requested ? 1 : 0);
 }
 
@@ -328,6 +331,7 @@ RendezvousState decode(std::span<const uint8_t> bytes) {
 }
 
 RendezvousState remove_participant_epilogue(RendezvousState state, const RendezvousSettings& settings) {
+  const uint64_t round_before = state.round;
   if (state.complete) {
     // The last participant of a complete round left: the next round begins (S6: +1, only here).
     if (state.participants.empty()) {
@@ -344,6 +348,9 @@ RendezvousState remove_participant_epilogue(RendezvousState state, const Rendezv
     state.deadline.reset();
   }
   DAGSIM_ASSERT(!state.rerendezvous_requested || state.complete);
+  // S6: +1 exactly when the round emptied, never back; S4: below min, no last call.
+  DAGSIM_ASSERT(state.round == round_before || (state.round == round_before + 1 && !state.complete));
+  if (!state.complete && state.participants.size() < settings.min_nodes) DAGSIM_ASSERT(!state.deadline);
   return state;
 }
 
@@ -355,6 +362,8 @@ RendezvousState sanitize(RendezvousState state, const RendezvousSettings& settin
   // with the defaults a node is removed only after strictly more than 15 s of silence. The
   // comparison keeps the heartbeat on one side alone: a forged timestamp cannot overflow it.
   const TimePoint expire_time = wall_now - settings.expiry();
+  const uint64_t round_before = state.round;
+  const bool closed_before = state.closed;
   std::vector<NodeDesc> dead;
   for (const auto& [node, last] : state.last_heartbeats) {
     if (last < expire_time) dead.push_back(node);  // map order: `dead` is in node order
@@ -382,6 +391,10 @@ RendezvousState sanitize(RendezvousState state, const RendezvousSettings& settin
     }
   }
   for (const auto& [node, last] : state.last_heartbeats) DAGSIM_ASSERT(!(last < expire_time));
+  // Sanitize only removes nodes: the round may advance (the last participant expired), never go
+  // back, and `closed` stays as it was (S6, S7).
+  DAGSIM_ASSERT(state.round >= round_before);
+  DAGSIM_ASSERT_EQ(state.closed, closed_before);
   if (dead_nodes != nullptr) *dead_nodes = std::move(dead);
   return state;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/rpc/wire.h"
 
@@ -48,6 +49,9 @@ int64_t unzigzag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cas
 
 // How many bytes base[i..] and target[j..] have in common from the start; 8 at a time.
 size_t common_run(std::span<const uint8_t> base, size_t i, std::span<const uint8_t> target, size_t j) {
+  // REQUIRES: both positions within their values (the callers' loops and lines_up check them).
+  DAGSIM_ASSERT(i <= base.size());
+  DAGSIM_ASSERT(j <= target.size());
   const size_t n = std::min(base.size() - i, target.size() - j);
   const uint8_t* a = base.data() + i;
   const uint8_t* b = target.data() + j;
@@ -147,6 +151,7 @@ std::optional<runtime::Bytes> make_delta(std::span<const uint8_t> base, std::spa
   size_t literal = 0;    // target[literal, j) is owed as an add op
   size_t copied_to = 0;  // where the last copy ended in base
   auto flush = [&](size_t end) {
+    DAGSIM_ASSERT(literal <= end);  // literal bytes are owed from behind the cursor, never ahead
     if (end == literal) return;
     out.push_back(kAddOp);
     put_varint(out, end - literal);
@@ -169,11 +174,15 @@ std::optional<runtime::Bytes> make_delta(std::span<const uint8_t> base, std::spa
     }
     const auto skip = resync(base, i, target, j);
     if (!skip) break;  // no structure within reach: the rest goes literally
+    // A resync always moves forward (else the loop would spin on one mismatch).
+    DAGSIM_ASSERT(skip->first + skip->second > 0);
     i += skip->first;
     j += skip->second;
   }
   flush(target.size());
   if (out.size() > max_size) return std::nullopt;
+  // Every byte of the target is covered: by copies up to `literal`, then by the last add.
+  DAGSIM_ASSERT(j <= target.size());
   return out;
 }
 

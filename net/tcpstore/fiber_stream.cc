@@ -142,6 +142,8 @@ void FiberStream::consume(size_t n) {
 }
 
 void FiberStream::start_read(size_t wanted) {
+  DAGSIM_ASSERT(!reading_);  // one read at a time: a second would interleave bytes in in_
+  DAGSIM_ASSERT(!closed_);
   reading_ = true;
   const size_t size = std::clamp(wanted, kMinRead, kMaxRead);
   if (chunk_.capacity() > kKeptCapacity && size <= kKeptCapacity) Bytes().swap(chunk_);
@@ -206,6 +208,7 @@ void FiberStream::close(const std::string& reason) {
   socket_.close(ignored);
   out_.clear();
   set_queued(0);
+  DAGSIM_ASSERT_EQ(queued_bytes_, size_t{0});  // what it held is no longer counted in the total
   if (on_close_) {
     std::function<void()> on_close = std::move(on_close_);
     on_close_ = nullptr;

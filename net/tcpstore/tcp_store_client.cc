@@ -2,7 +2,9 @@
 
 #include <optional>
 
+#include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/probe.h"
 #include "core/base/printable.h"
 #include "core/runtime/cancel_scope.h"
 #include "core/runtime/fiber_context.h"
@@ -278,14 +280,23 @@ void TcpStoreClient::multi_set(const std::vector<std::string>& keys, std::vector
 
 uint64_t TcpStoreClient::new_version(const std::string& key, const Bytes& value) {
   std::deque<Seen>& seen = seen_[key];
+  const uint64_t before = last_version_;
   seen.push_back({++last_version_, value});
   if (seen.size() > kRemembered) seen.pop_front();
+  // Written: this client's versions only grow, so a token names one value it saw, never two.
+  DAGSIM_ASSERT(last_version_ > before);
+  DAGSIM_ASSERT(seen.size() <= kRemembered);
   return last_version_;
 }
 
 uint64_t TcpStoreClient::version_of(const std::string& key, const Bytes& value) {
   const auto it = seen_.find(key);
-  if (it != seen_.end() && !it->second.empty() && it->second.back().value == value) return it->second.back().version;
+  if (it != seen_.end() && !it->second.empty() && it->second.back().value == value) {
+    // Read back: a version this client handed out, the newest for the key.
+    DAGSIM_ASSERT(it->second.back().version != 0);
+    DAGSIM_ASSERT(it->second.back().version <= last_version_);
+    return it->second.back().version;
+  }
   return new_version(key, value);
 }
 
@@ -293,7 +304,10 @@ const Bytes* TcpStoreClient::remembered(const std::string& key, uint64_t version
   const auto it = seen_.find(key);
   if (it == seen_.end()) return nullptr;
   for (const Seen& s : it->second) {
-    if (s.version == version) return &s.value;
+    if (s.version == version) {
+      DAGSIM_ASSERT(s.version <= last_version_);  // read back: handed out by this client
+      return &s.value;
+    }
   }
   return nullptr;
 }
@@ -317,7 +331,10 @@ CasOutcome TcpStoreClient::compare_set_version(const std::string& key, uint64_t 
   std::optional<Bytes> expected;  // the value the token names; nullopt: absent
   if (expected_version != 0) {
     const Bytes* value = remembered(key, expected_version);
-    if (value == nullptr) return {false, read_versioned(key, deadline)};  // forgotten: stale
+    if (value == nullptr) {
+      DAGSIM_PROBE("store.tcpstore_cas_token_forgotten");
+      return {false, read_versioned(key, deadline)};  // forgotten: stale
+    }
     expected = *value;
   }
   // compare_set cannot tell absent from empty: check the token first in those cases.
@@ -375,6 +392,7 @@ Versioned TcpStoreClient::watch_until(const std::string& key, uint64_t known_ver
       throw Error(e.code(), "store " + what + " at " + address_ + ": " + e.detail());
     }
     if (!registered) {
+      DAGSIM_PROBE("store.tcpstore_watch_registration_timed_out");
       if (quiet) return {known.value_or(Bytes{}), known_version};
       throw errors::timed_out("store " + what + " at " + address_ + " timed out registering the watch");
     }
@@ -388,7 +406,10 @@ Versioned TcpStoreClient::watch_until(const std::string& key, uint64_t known_ver
       throw Error(e.code(), "store " + what + " at " + address_ + ": " + e.detail());
     }
     if (moved) continue;
-    if (fiber_clock().now() < deadline) continue;  // the channel closed itself: open another
+    if (fiber_clock().now() < deadline) {
+      DAGSIM_PROBE("store.tcpstore_watch_channel_reopened");
+      continue;  // the channel closed itself: open another
+    }
     if (quiet) return {known.value_or(Bytes{}), known_version};
     throw errors::timed_out("store " + what + " at " + address_ + " timed out: no change in " + millis(timeout()));
   }

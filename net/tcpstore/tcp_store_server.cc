@@ -11,7 +11,9 @@
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "core/base/probe.h"
 #include "core/runtime/cancel_scope.h"
+#include "core/store/store_wait.h"
 #include "net/tcpstore/fiber_stream.h"
 
 namespace dagsim::net::tcpstore {
@@ -34,10 +36,12 @@ struct TcpStoreServer::State : std::enable_shared_from_this<TcpStoreServer::Stat
       : io(io_), spawner(spawner_), scope("tcpstore server", spawner_), acceptor(std::move(acceptor_)),
         table(std::move(table_)), options(std::move(options_)), port(acceptor.local_endpoint().port()) {}
 
-  // A WAIT not yet answered: its connection and keys.
+  // A WAIT not yet answered: its connection and keys. It ends satisfied (on_change answers it) or
+  // cancelled (its connection closed, forget()); PyTorch's client times out on its own side.
   struct PendingWait {
     uint64_t connection = 0;
     std::vector<std::string> keys;
+    store::WaitState state = store::WaitState::pending;
   };
 
   asio::io_context& io;
@@ -246,6 +250,7 @@ bool TcpStoreServer::State::handle(uint64_t id, FiberStream& stream, Query& q) {
       }
       // Answered from on_change when the last missing key appears; the connection serves on.
       const uint64_t wait = next_wait++;
+      DAGSIM_ASSERT(!waits.contains(wait));  // ids only grow: never one still pending
       for (const std::string& k : table->missing(q.keys)) waits_by_key[k].push_back(wait);
       waits.emplace(wait, PendingWait{id, std::move(q.keys)});
       ++connections.at(id).waits;
@@ -309,6 +314,7 @@ bool TcpStoreServer::State::evict_one() {
   }
   if (victim == connections.end()) return false;
   const bool waited = waiting(victim->second);
+  if (waited) DAGSIM_PROBE("store.tcpstore_evicted_a_waiter");
   const std::shared_ptr<FiberStream> stream = victim->second.stream;  // refuse() erases the entry
   refuse(*stream, "the store holds its limit of " + std::to_string(options.max_connections) +
                       " connections and a new one came: this one was idle longest of the " + std::to_string(most) +
@@ -330,9 +336,11 @@ void TcpStoreServer::State::on_change(const KeyChange& c) {
         const std::vector<std::string> still = table->missing(w->second.keys);
         if (!still.empty()) {
           // Deleted again meanwhile: wait for it anew.
+          DAGSIM_PROBE("store.tcpstore_wait_rearmed_after_delete");
           for (const std::string& k : still) waits_by_key[k].push_back(wait);
           continue;
         }
+        transition(w->second.state, store::WaitState::satisfied, store::WaitFacts{true, false, false});
         // Erased before the reply goes: delivering it may close (and so forget) its connection.
         const uint64_t connection = w->second.connection;
         waits.erase(w);
@@ -367,7 +375,17 @@ void TcpStoreServer::State::forget(uint64_t id) {
     it = it->second.empty() ? watchers.erase(it) : std::next(it);
   }
   // Its pending waits go; their entries in waits_by_key are skipped when met.
-  std::erase_if(waits, [id](const auto& w) { return w.second.connection == id; });
+  for (auto w = waits.begin(); w != waits.end();) {
+    if (w->second.connection != id) {
+      ++w;
+      continue;
+    }
+    DAGSIM_PROBE("store.tcpstore_wait_cancelled_by_close");
+    transition(w->second.state, store::WaitState::cancelled,
+               store::WaitFacts{table->check(w->second.keys), false, /*abandoned=*/true});
+    w = waits.erase(w);
+  }
+  DAGSIM_ASSERT(!connections.contains(id));
 }
 
 void TcpStoreServer::State::close_all() {

@@ -9,6 +9,7 @@
 #include "core/base/probe.h"
 #include "core/rpc/call_messages.h"
 #include "core/rpc/rpc_agent.h"
+#include "core/runtime/cancel_scope.h"
 #include "core/runtime/fiber_context.h"
 
 namespace dagsim::rpc {
@@ -169,8 +170,16 @@ void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects,
     bool room = to == env_.self || env_.transport.wait_for_room(to, deadline);
     if (room && to != env_.self && runtime::current_fiber() != nullptr && DAGSIM_BUGGIFY("rpc.send_queue_full")) {
       // As if this node's queue to `to` were tiny (a TCP transport's bound, Note [room to send]):
-      // the call waits for room a while, within its own deadline, then goes or times out.
-      env_.clock.sleep_until(std::min(deadline, env_.clock.now() + kBuggifyRoomWait));
+      // the call waits for room a while, within its own deadline, then goes or times out. A wait
+      // cut short by the caller's cancellation or its node's death sends at once instead of
+      // throwing: calls are made from destructors too (a context's release), where a throw would
+      // terminate, and the caller's next wait unwinds it anyway (the cancellation stays).
+      try {
+        env_.clock.sleep_until(std::min(deadline, env_.clock.now() + kBuggifyRoomWait));
+      } catch (const Error& e) {
+        if (!runtime::is_unwinding(e)) throw;
+        DAGSIM_PROBE("rpc.room_wait_cut_short_by_unwinding");
+      }
       room = env_.clock.now() < deadline;
     }
     // Its deadline passed while it waited (its timer may not have failed it yet), or it did.

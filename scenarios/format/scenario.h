@@ -100,8 +100,19 @@ struct RandomFaultSpec {
   Duration heal_after{std::chrono::seconds(1)};
   uint32_t max_concurrent = 1;           // at most this many nodes faulted at once
   std::vector<uint32_t> exclude;         // never faulted (e.g. the monitor)
+  // Swarm testing (run/swarm.h): each seed switches kinds and targets on or off, scales the rates
+  // and draws max_concurrent, from a stream of its own; and switches [buggify]'s points.
+  bool swarm = false;
 
   bool any() const { return kill_per_min > 0 || crash_per_min > 0 || pause_per_min > 0 || partition_per_min > 0; }
+};
+
+// [buggify]: code-level faults (core/base/buggify.h) in a simulated run. Off by default.
+struct BuggifySpec {
+  bool enabled = false;
+  std::vector<std::string> points;  // empty: every point of the build
+  double enable_probability = 0.25;
+  double fire_probability = 0.05;
 };
 
 // A scenario's workload: its name in the workload registry and its spec, whose type the workload
@@ -171,6 +182,7 @@ struct Scenario {
   DevicesSpec devices;
   std::vector<FaultSpec> faults;
   RandomFaultSpec random_faults;
+  BuggifySpec buggify;
   WorkloadSpec workload;  // exactly one (scenarios/workloads/registry.h)
   std::vector<CheckSpec> checks;
   // Limits of the host, not of the simulation: the CLI stops a run that exceeds them (a wall-time

@@ -10,6 +10,9 @@
 #include <utility>
 #include <string>
 
+#include "core/base/buggify.h"
+#include "core/base/printable.h"
+#include "scenarios/format/key_suggestion.h"
 #include "scenarios/format/scenario_keys.h"
 
 namespace dagsim::scenarios {
@@ -62,8 +65,10 @@ const KeySetRegistration kHealKeysListed{{"[[faults]]", "", "kind \"heal\"", kHe
 const KeySetRegistration kWhenKeysListed{{"[[faults]]", "when", "", kWhenKeys}};
 constexpr std::string_view kRandomFaultKeys[] = {
     "kill_per_min",     "crash_per_min",   "pause_per_min", "partition_per_min", "start_ms", "end_ms",
-    "restart_after_ms", "resume_after_ms", "heal_after_ms", "max_concurrent",    "exclude"};
+    "restart_after_ms", "resume_after_ms", "heal_after_ms", "max_concurrent",    "exclude", "swarm"};
 const KeySetRegistration kRandomFaultKeysListed{{"[random_faults]", "", "", kRandomFaultKeys}};
+constexpr std::string_view kBuggifyKeys[] = {"enabled", "points", "enable_probability", "fire_probability"};
+const KeySetRegistration kBuggifyKeysListed{{"[buggify]", "", "", kBuggifyKeys}};
 // In WorkloadEvent's order: the event key of `when`.
 constexpr std::array<std::string_view, 4> kEventKeys = {"member", "step", "backward", "store_round"};
 
@@ -296,6 +301,7 @@ RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& r
   spec.max_concurrent = static_cast<uint32_t>(
       reader.opt_integer(t, "max_concurrent", 1, reader.cluster().nodes).value_or(spec.max_concurrent));
   spec.exclude = reader.opt_node_list(t, "exclude", /*allow_empty=*/true).value_or(spec.exclude);
+  spec.swarm = reader.opt_boolean(t, "swarm").value_or(spec.swarm);
 
   // The window the rates apply to, as long as it can be at load time: the workload's end is known
   // only to the run, and lies before max_virtual_time.
@@ -313,6 +319,36 @@ RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& r
                     (spec.end ? "start_ms to end_ms" : "start_ms to max_virtual_time_ms") + ") is about " +
                     format_number(std::round(expected)) + " faults; at most " +
                     format_number(RandomFaultSpec::kMaxExpected) + " of each kind are expected in a run");
+  }
+  return spec;
+}
+
+BuggifySpec read_buggify(const TomlReader& reader, const toml::node& buggify) {
+  static constexpr Range kProbability{0, 1};
+  const Table t{reader.table(buggify, "buggify"), "buggify"};
+  reader.check_keys(t, kBuggifyKeys, "keys in [buggify]");
+  BuggifySpec spec;
+  spec.enabled = reader.opt_boolean(t, "enabled").value_or(spec.enabled);
+  spec.enable_probability = reader.opt_number(t, "enable_probability", kProbability).value_or(spec.enable_probability);
+  spec.fire_probability = reader.opt_number(t, "fire_probability", kProbability).value_or(spec.fire_probability);
+  if (const toml::node* points = t.get("points")) {
+    const std::vector<std::string> known = buggify::all_point_names();
+    const std::vector<std::string_view> known_views(known.begin(), known.end());
+    const toml::array& list = reader.array(*points, t.key_path("points"));
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string path = t.key_path("points") + "[" + std::to_string(i) + "]";
+      std::string name = reader.string(list[i], path);
+      if (!std::binary_search(known.begin(), known.end(), name)) {
+        reader.fail(list[i], path,
+                    "no code-level fault point \"" + printable(name, 80) + "\" in this build" + key_suggestion(name, known_views) +
+                        "; the build's points: " + join_names(known_views));
+      }
+      if (std::find(spec.points.begin(), spec.points.end(), name) != spec.points.end()) {
+        reader.fail(list[i], path, "\"" + name + "\" is listed twice");
+      }
+      spec.points.push_back(std::move(name));
+    }
+    if (spec.points.empty()) reader.fail(*points, t.key_path("points"), "an empty list enables no point; leave the key out for all");
   }
   return spec;
 }

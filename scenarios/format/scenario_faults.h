@@ -22,4 +22,7 @@ std::vector<FaultSpec> read_faults(const TomlReader& reader, const toml::node& f
 RandomFaultSpec read_random_faults(const TomlReader& reader, const toml::node& random_faults,
                                    Duration max_virtual_time);
 
+// The [buggify] table: every point it names must be one of the build's (buggify::all_point_names).
+BuggifySpec read_buggify(const TomlReader& reader, const toml::node& buggify);
+
 }  // namespace dagsim::scenarios::detail

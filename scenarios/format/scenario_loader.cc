@@ -32,9 +32,9 @@ using Dist = runtime::LatencyModel::Dist;
 constexpr int64_t kNsPerUs = 1'000;
 
 // The top-level keys other than the workload tables.
-constexpr std::array<std::string_view, 12> kTopKeys = {
+constexpr std::array<std::string_view, 13> kTopKeys = {
     "name",    "description", "schedule", "max_virtual_time_ms", "max_wall_time_ms", "max_memory_mib",
-    "cluster", "network",     "devices",  "faults",              "random_faults",    "checks"};
+    "cluster", "network",     "devices",  "faults",              "random_faults",    "checks", "buggify"};
 const KeySetRegistration kTopKeysListed{{"Top level", "", "", kTopKeys}};
 
 constexpr std::string_view kClusterKeys[] = {"nodes", "name_prefix", "clock_skew_max_ms", "clock_drift_max_ppm"};
@@ -460,6 +460,7 @@ Scenario read_scenario(const toml::table& root, std::string_view source_name) {
   if (const toml::node* network = top.get("network")) scenario.network = read_network(reader, *network);
   if (const toml::node* devices = top.get("devices")) scenario.devices = detail::read_devices(reader, *devices);
   reader.set_gpus(scenario.devices.gpus);
+  if (const toml::node* buggify = top.get("buggify")) scenario.buggify = detail::read_buggify(reader, *buggify);
   const toml::node* random = top.get("random_faults");
   if (!reads_faults) {
     if (const toml::node* faults = top.get("faults")) {

@@ -8,6 +8,7 @@
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/prng.h"
+#include "scenarios/run/swarm.h"
 
 namespace dagsim::scenarios {
 
@@ -35,11 +36,10 @@ constexpr uint64_t kFaultStream = 0xfa017;
 constexpr size_t kMaxRandomFaults = RandomFaultSpec::kMaxArrivals;
 
 // Random faults of one kind: Poisson arrivals at `per_min` over [start, end).
-void draw_kind(const Scenario& scenario, Prng& random, FaultSpec::Kind kind, double per_min, Duration lasts,
-               TimePoint start, TimePoint end, std::vector<std::vector<std::pair<TimePoint, TimePoint>>>& busy,
-               std::vector<FaultSpec>& out) {
+void draw_kind(const Scenario& scenario, const RandomFaultSpec& spec, Prng& random, FaultSpec::Kind kind, double per_min,
+               Duration lasts, TimePoint start, TimePoint end,
+               std::vector<std::vector<std::pair<TimePoint, TimePoint>>>& busy, std::vector<FaultSpec>& out) {
   if (per_min <= 0) return;
-  const RandomFaultSpec& spec = scenario.random_faults;
   const double mean_gap_ns = 60e9 / per_min;
   TimePoint t = start;
   size_t arrivals = 0;
@@ -104,11 +104,17 @@ std::vector<std::pair<WorkerId, WorkerId>> blocked_pairs(const FaultSpec& fault)
 
 std::vector<FaultSpec> fault_timeline(const Scenario& scenario, uint64_t seed, TimePoint end) {
   std::vector<FaultSpec> faults = scenario.faults;
-  const RandomFaultSpec& spec = scenario.random_faults;
+  RandomFaultSpec spec = scenario.random_faults;
   if (spec.any()) {
     Prng random = Prng(seed).fork(kFaultStream);
     const TimePoint start{spec.start};
     const TimePoint stop = spec.end ? TimePoint{*spec.end} : end;
+    if (spec.swarm) {
+      // This seed's mix (swarm.h), its rates kept under the loader's bound on expected faults.
+      const double window_ms = stop > start ? static_cast<double>((stop - start).count()) / 1e6 : 0;
+      const double max_per_min = window_ms > 0 ? RandomFaultSpec::kMaxExpected * 60'000 / window_ms : 0;
+      spec = apply_swarm(spec, draw_swarm(scenario, seed), max_per_min);
+    }
     // Scheduled faults occupy their nodes too, so a random fault never lands on (or a random
     // restart never undoes) a scheduled one.
     std::vector<std::vector<std::pair<TimePoint, TimePoint>>> busy(scenario.cluster.nodes);
@@ -126,10 +132,10 @@ std::vector<FaultSpec> fault_timeline(const Scenario& scenario, uint64_t seed, T
         busy[f.node].emplace_back(from, to);
       }
     }
-    draw_kind(scenario, random, FaultSpec::Kind::kill, spec.kill_per_min, spec.restart_after, start, stop, busy, faults);
-    draw_kind(scenario, random, FaultSpec::Kind::crash, spec.crash_per_min, spec.restart_after, start, stop, busy, faults);
-    draw_kind(scenario, random, FaultSpec::Kind::pause, spec.pause_per_min, spec.resume_after, start, stop, busy, faults);
-    draw_kind(scenario, random, FaultSpec::Kind::partition, spec.partition_per_min, spec.heal_after, start, stop, busy, faults);
+    draw_kind(scenario, spec, random, FaultSpec::Kind::kill, spec.kill_per_min, spec.restart_after, start, stop, busy, faults);
+    draw_kind(scenario, spec, random, FaultSpec::Kind::crash, spec.crash_per_min, spec.restart_after, start, stop, busy, faults);
+    draw_kind(scenario, spec, random, FaultSpec::Kind::pause, spec.pause_per_min, spec.resume_after, start, stop, busy, faults);
+    draw_kind(scenario, spec, random, FaultSpec::Kind::partition, spec.partition_per_min, spec.heal_after, start, stop, busy, faults);
   }
   std::stable_sort(faults.begin(), faults.end(), [](const FaultSpec& a, const FaultSpec& b) { return a.at < b.at; });
   return faults;

@@ -1,4 +1,5 @@
 // The run driver (run_driver.h): the one sequence of a run, over either runtime.
+#include "scenarios/run/swarm.h"
 #include "scenarios/run/run_driver.h"
 
 #include <algorithm>
@@ -23,6 +24,8 @@ RunRecords drive_run(const Scenario& scenario, uint64_t seed, const std::string&
   const std::optional<TimePoint> end_time = workload.end_time();
   const std::vector<FaultSpec> faults = fault_timeline(scenario, seed, std::min(end_time.value_or(max_time), max_time));
   records.fault_timeline = faults_to_json(scenario, faults);
+  // The swarm's mix for this seed (swarm.h), which the timeline above was drawn with.
+  if (scenario.random_faults.swarm) records.swarm = swarm_json(scenario, draw_swarm(scenario, seed));
   FaultTriggers triggers(faults);
 
   cluster.start_all(faults, triggers);

@@ -9,11 +9,13 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
+#include "core/base/buggify.h"
 #include "core/base/probe.h"
 #include "scenarios/run/fault_schedule.h"
 #include "scenarios/run/fault_triggers.h"
 #include "scenarios/run/node_gpus.h"
 #include "scenarios/run/run_driver.h"
+#include "scenarios/run/swarm.h"
 #include "scenarios/workloads/registry.h"
 #include "sim/sim_network.h"
 #include "sim/trace.h"
@@ -201,12 +203,28 @@ RunRecords record_scenario(const Scenario& scenario, const RunOptions& options) 
 RunRecords record_workload(const Scenario& scenario, Workload& workload, const RunOptions& options) {
   // The probes count this run alone (one run at a time in a process: probe.h).
   probe::reset();
+  // [buggify]: the points' context lives on this thread, the world's, for the whole run and the
+  // world's teardown (buggify.h); without it every point is false.
+  std::optional<buggify::Context> buggify_context;
+  std::optional<buggify::ScopedContext> buggify_scope;
+  if (scenario.buggify.enabled) {
+    buggify::Settings settings;
+    settings.points = scenario.buggify.points;
+    settings.enable_probability = scenario.buggify.enable_probability;
+    settings.fire_probability = scenario.buggify.fire_probability;
+    if (scenario.random_faults.swarm) settings.enabled = draw_swarm(scenario, options.seed).buggify_points;
+    buggify_context.emplace(options.seed, settings);
+    buggify_scope.emplace(*buggify_context);
+  }
   RunRecords records;
   {
     SimCluster cluster(scenario, workload, options);
     records = drive_run(scenario, options.seed, "sim", workload, cluster);
   }
   records.probes = probe::snapshot();
+  if (buggify_context) {
+    records.buggify = {{"enabled", buggify_context->enabled_points()}, {"fired", buggify_context->fired()}};
+  }
   return records;
 }
 

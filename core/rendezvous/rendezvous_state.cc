@@ -129,8 +129,6 @@ uint64_t num_nodes_waiting(const RendezvousState& state) {
   // The request exists only in a complete round (structural_violation), where it stands for the
   // dead participant's seat: see Note [re-rendezvous on expiry].
   DAGSIM_ASSERT(!state.rerendezvous_requested || state.complete);
-  // Planted (core/base/planted.h, rendezvous_waiting_ignores_reform): PyTorch's count, the list alone.
-  if (DAGSIM_PLANTED("rendezvous_waiting_ignores_reform")) return state.wait_list.size();
   return state.wait_list.size() + (state.rerendezvous_requested ? 1 : 0);
 }
 

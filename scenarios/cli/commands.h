@@ -108,13 +108,12 @@ struct CheckArgs {
   // the job is real and only its fault schedule is seeded. Set by check_command.
   std::string note;
   bool progress = true;   // a progress line on stderr (--no-progress: none)
-};
   bool probes = false;    // --probes: the probe table after the summary (sweep_probes.h)
   std::string shard;      // --shard I/N, or N with the index from the scheduler (shard_plan.h); "": every seed
   std::string results;    // --results FILE: the seeds' results as data, for `dagsim merge` (shard_results.h)
+};
 int check_command(const CheckArgs& args);
 
-struct StoreArgs {
 // `dagsim merge SHARD.json...`: the results of a sharded check's shards (check --shard --results)
 // as one sweep, reported as the unsharded check reports it (merge_command.cc).
 struct MergeArgs {
@@ -126,6 +125,7 @@ struct MergeArgs {
 };
 int merge_command(const MergeArgs& args);
 
+struct StoreArgs {
   std::string host = "127.0.0.1";  // the address to listen on (0.0.0.0: every interface)
   uint16_t port = 0;               // 0: the OS picks
   size_t max_connections = 0;      // 0: as many as the file-descriptor limit allows

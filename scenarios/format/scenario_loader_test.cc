@@ -311,7 +311,7 @@ nmae = "y"
 [heartbeat]
 )"),
             "bad.toml:3: nmae: unknown key (did you mean name?); allowed top-level keys: name, description, schedule, "
-            "max_virtual_time_ms, max_wall_time_ms, max_memory_mib, cluster, network, devices, faults, random_faults, checks, heartbeat, tensors, parameters, "
+            "max_virtual_time_ms, max_wall_time_ms, max_memory_mib, cluster, network, devices, faults, random_faults, checks, buggify, heartbeat, tensors, parameters, "
             "program, backward, optimizer, message_faults, model, train, rendezvous, elastic, job");
 }
 

@@ -8,7 +8,7 @@
 # restricted unpickler), scenarios/workloads/rendezvous/store_record_fuzz.cc (a store's record as
 # dagsim judge reads it), net/fuzz/store_restore_fuzz.cc (dagsim store --restore), scenarios/workloads/job/job_records_fuzz.cc
 # (a job run's records as dagsim judge reads them), scenarios/cli/sweep_summary_fuzz.cc (a sweep's summary as dagsim report reads
-# it), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
+# it), scenarios/cli/shard_results_fuzz.cc (a shard's results as dagsim merge reads them), and net/fuzz/execute_fuzz.cc, which executes decoded calls of every
 # op with all of core/ compiled in) with clang-14 under ASan + UBSan, and runs each for
 # DAGSIM_FUZZ_SECONDS (default 60) seconds from a copy of its committed corpus
 # (net/fuzz/corpus/<target>/). CTest runs it once per target (net/CMakeLists.txt, label fuzz).
@@ -16,7 +16,7 @@
 # Usage: scripts/fuzz.sh [BUILD_DIR [TARGET]]
 #   BUILD_DIR  where objects, binaries, run corpora and crash artifacts go (default build/fuzz)
 #   TARGET     envelope, handshake, tcpstore, store_faults, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply,
-#              secure_channel, pickle, store_record, sweep_summary, store_restore,
+#              secure_channel, pickle, store_record, sweep_summary, shard_results, store_restore,
 #              job_records, execute or all
 #              (default all)
 #
@@ -42,9 +42,9 @@ which_target=${2:-all}
 seconds=${DAGSIM_FUZZ_SECONDS:-60}
 
 case "$which_target" in
-  envelope | handshake | tcpstore | store_faults | store_delta | control | slurm_hostlist | launch_input | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | store_restore | job_records | execute) targets=("$which_target") ;;
-  all) targets=(envelope handshake tcpstore store_faults store_delta control slurm_hostlist launch_input file_store etcd_reply secure_channel pickle store_record sweep_summary store_restore job_records execute) ;;
-  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_faults, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, store_restore, job_records, execute or all)" >&2; exit 2 ;;
+  envelope | handshake | tcpstore | store_faults | store_delta | control | slurm_hostlist | launch_input | file_store | etcd_reply | secure_channel | pickle | store_record | sweep_summary | shard_results | store_restore | job_records | execute) targets=("$which_target") ;;
+  all) targets=(envelope handshake tcpstore store_faults store_delta control slurm_hostlist launch_input file_store etcd_reply secure_channel pickle store_record sweep_summary shard_results store_restore job_records execute) ;;
+  *) echo "fuzz.sh: unknown target '$which_target' (envelope, handshake, tcpstore, store_faults, store_delta, control, slurm_hostlist, launch_input, file_store, etcd_reply, secure_channel, pickle, store_record, sweep_summary, shard_results, store_restore, job_records, execute or all)" >&2; exit 2 ;;
 esac
 if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
   echo "fuzz.sh: DAGSIM_FUZZ_SECONDS must be a positive number of seconds, not '$seconds'" >&2
@@ -107,6 +107,8 @@ sources_of() {
       scenarios/format/bounded_json.cc "${judge_sources[@]}" "${common_sources[@]}" ;;
     sweep_summary) echo scenarios/cli/sweep_summary_fuzz.cc scenarios/cli/sweep_summary.cc scenarios/cli/sweep_digest.cc scenarios/format/bounded_json.cc \
       core/base/bounded_file.cc core/base/printable.cc "${common_sources[@]}" ;;
+    shard_results) echo scenarios/cli/shard_results_fuzz.cc scenarios/cli/shard_results.cc scenarios/cli/shard_plan.cc \
+      scenarios/format/bounded_json.cc core/base/bounded_file.cc core/base/printable.cc "${common_sources[@]}" ;;
     store_restore) echo net/fuzz/store_restore_fuzz.cc net/tcpstore/store_restore.cc net/tcpstore/store_recorder.cc \
       net/tcpstore/tcp_store_protocol.cc core/store/key_value_table.cc core/store/store_integer.cc core/store/value_delta.cc \
       core/runtime/wait.cc core/runtime/cancel_scope.cc core/runtime/fiber_context.cc \

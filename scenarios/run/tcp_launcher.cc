@@ -154,6 +154,8 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     if (n.state != NodeState::not_started) return;
     record({FaultEvent::Kind::start, now(), node, 0, 0, {}});
     launch(node);
+    DAGSIM_ASSERT(n.state == NodeState::up);
+    DAGSIM_ASSERT(n.life == NodeLife::launched || n.life == NodeLife::hello);
   }
   void kill(WorkerId node) override { end(node, NodeState::killed, FaultEvent::Kind::kill); }
   void crash(WorkerId node) override { end(node, NodeState::crashed, FaultEvent::Kind::crash); }
@@ -166,10 +168,14 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     // process takes a while to start, longer on a busy machine, and a judge that counted from
     // the fork would hold that against the node's peers (the simulator's restart is instant).
     launch(node, /*restart=*/true);
+    // The restart is recorded when the new process says hello (or at its end).
+    DAGSIM_ASSERT(restart_pending(n.life));
+    DAGSIM_ASSERT(n.state == NodeState::up);
   }
   void pause(WorkerId node) override {
     Node& n = nodes_.at(node);
     if (n.state != NodeState::up) return;
+    DAGSIM_ASSERT(n.life != NodeLife::unborn);  // up: launched at least once
     record({FaultEvent::Kind::pause, now(), node, 0, 0, {}});
     n.state = NodeState::paused;
     signal_process(n, SIGSTOP);
@@ -177,6 +183,7 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
   void resume(WorkerId node) override {
     Node& n = nodes_.at(node);
     if (n.state != NodeState::paused) return;
+    DAGSIM_ASSERT(n.life != NodeLife::unborn);
     record({FaultEvent::Kind::resume, now(), node, 0, 0, {}});
     n.state = NodeState::up;
     signal_process(n, SIGCONT);
@@ -256,6 +263,7 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
   void record_restart(Node& n, WorkerId node) {
     if (!restart_pending(n.life)) return;
     set_life(n, NodeLife::launched);
+    DAGSIM_ASSERT(!restart_pending(n.life));  // recorded once
     record({FaultEvent::Kind::restart, now(), node, 0, 0, {}});
   }
   // The node's address refuses connections from now on, as a dead host's does: the launcher
@@ -275,6 +283,7 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
       pids_.erase(n.pid);
       n.pid = -1;
     }
+    DAGSIM_ASSERT(n.port != 0);  // the port it had: a restart listens where its peers dial
     const asio::ip::tcp::endpoint at(asio::ip::make_address("127.0.0.1"), n.port);
     n.acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_, at.protocol());
     n.acceptor->set_option(asio::socket_base::reuse_address(true));
@@ -295,6 +304,7 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
     for (auto& [pid, process] : processes_) process.wait();
     processes_.clear();
     for (Node& n : nodes_) n.pid = -1;
+    DAGSIM_ASSERT(processes_.empty());
   }
   // A process of this node is running somewhere: a local child, or a remote node still connected.
   bool has_process(const Node& n) const { return remote_ ? n.link != nullptr && said_hello(n.life) : n.pid > 0; }
@@ -429,6 +439,8 @@ class TcpCluster final : public runtime::Cluster, public DrivenCluster {
   uint64_t last_partition_ = 0;
   // Each incarnation's latest transport figures (a killed one's as of its last report).
   std::map<std::pair<WorkerId, uint32_t>, control::NodeStats> stats_of_;
+  // Each incarnation's probes as its last record carried them (kNodeProbesKey).
+  std::map<std::pair<WorkerId, uint32_t>, nlohmann::json> probes_of_;
 };
 
 void TcpCluster::launch(WorkerId node, bool restart) {
@@ -443,6 +455,8 @@ void TcpCluster::launch(WorkerId node, bool restart) {
     throw errors::invalid_argument("cannot make a control socket for " + n.name + ": " + std::strerror(errno));
   }
   if (!n.acceptor) bind_port(n);  // after a death: the same port, a fresh socket
+  DAGSIM_ASSERT(n.acceptor != nullptr);
+  DAGSIM_ASSERT(n.pid <= 0 || !pids_.contains(n.pid) || pids_.at(n.pid) == node);
   const int listen_fd = n.acceptor->native_handle();
   // Reachable from now on.
   if (::listen(listen_fd, SOMAXCONN) != 0) {
@@ -484,6 +498,8 @@ void TcpCluster::launch(WorkerId node, bool restart) {
     throw;
   }
   const int pid = process.pid();
+  DAGSIM_ASSERT(pid > 0);
+  DAGSIM_ASSERT(!processes_.contains(pid));  // a pid the launcher still holds is never reused
   processes_[pid] = std::move(process);
   ::close(pair[1]);
   n.pid = pid;
@@ -499,8 +515,10 @@ void TcpCluster::launch(WorkerId node, bool restart) {
 void TcpCluster::end(WorkerId node, NodeState state, FaultEvent::Kind kind) {
   Node& n = nodes_.at(node);
   if (n.state != NodeState::up && n.state != NodeState::paused) return;
+  DAGSIM_ASSERT(n.life != NodeLife::unborn);  // up or paused: launched
   if (restart_pending(n.life)) DAGSIM_PROBE("launch.tcp_node_died_before_hello");
   record_restart(n, node);  // an incarnation that ends before it said hello still began
+  DAGSIM_ASSERT(!restart_pending(n.life));
   record({kind, now(), node, 0, 0, {}});
   n.state = state;
   if (kind == FaultEvent::Kind::kill) {
@@ -545,7 +563,14 @@ void TcpCluster::on_message(WorkerId node, const ControlLink* link, const json& 
           },
           [&](const control::Refused& refused) { join_refused(n.name + " refused to run: " + refused.why, true); },
           [&](const control::Stats& stats) { stats_of_[{node, n.incarnation}] = stats.stats; },
-          [&](const control::Record& r) { write_node_record(dir_, n.name, NodeRecord{node, n.incarnation, r.data}); },
+          [&](const control::Record& r) {
+            nlohmann::json data = r.data;
+            if (data.is_object() && data.contains(kNodeProbesKey)) {
+              probes_of_[{node, n.incarnation}] = data.at(kNodeProbesKey);
+              data.erase(kNodeProbesKey);
+            }
+            write_node_record(dir_, n.name, NodeRecord{node, n.incarnation, std::move(data)});
+          },
           // A report out of order (before the node was told to start, or after its final figures)
           // comes off the wire: ignored, never asserted on.
           [&](const control::Busy&) {
@@ -588,6 +613,7 @@ void TcpCluster::on_child_exit(int pid, int status) {
   const WorkerId node = it->second;
   pids_.erase(it);
   processes_.erase(pid);  // reaped
+  DAGSIM_ASSERT(!pids_.contains(pid));
   Node& n = nodes_.at(node);
   if (n.pid != pid) return;  // an earlier incarnation, killed on purpose
   n.pid = -1;
@@ -713,6 +739,8 @@ void TcpCluster::accept_node() {
 }
 
 void TcpCluster::start_all(const std::vector<FaultSpec>& faults, FaultTriggers& triggers) {
+  DAGSIM_ASSERT(!started_);  // once per run
+  DAGSIM_ASSERT(triggers_ == nullptr);
   watch_signals();
   for (WorkerId i = 0; i < nodes_.size(); ++i) start(i);
   const bool ready = run_until([this] {
@@ -818,6 +846,17 @@ void TcpCluster::gather(RunRecords& records) {
       if (!have) records.nodes.push_back(NodeRecord{i, inc, json::object()});
     }
   }
+  // The run's probes: the launcher's own and every incarnation's, summed (a count that is not one
+  // is left out).
+  records.probes = probe::snapshot();
+  for (const auto& [who, probes] : probes_of_) {
+    if (!probes.is_object()) continue;
+    for (const auto& [name, count] : probes.items()) {
+      if (!count.is_number_unsigned() || name.empty() || name.size() > kMaxProbeNameBytes) continue;
+      if (records.probes.size() >= kMaxRecordProbes && records.probes.count(name) == 0) continue;
+      records.probes[name] += count.get<uint64_t>();
+    }
+  }
   for (const auto& [who, st] : stats_of_) {
     records.stats.messages += st.sent;
     records.stats.messages_delivered += st.delivered;
@@ -829,6 +868,7 @@ void TcpCluster::gather(RunRecords& records) {
 }  // namespace
 
 RunRecords record_scenario_tcp(const Scenario& scenario, const TcpRunOptions& options) {
+  probe::reset();  // the launcher's own probes count too (gather adds them to the nodes')
   RunDir dir;
   if (options.records_dir.empty()) {
     std::string pattern = (fs::temp_directory_path() / "dagsim-tcp-XXXXXX").string();

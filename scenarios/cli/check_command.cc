@@ -401,6 +401,27 @@ int check_command(const CheckArgs& given) {
   }
   sigprocmask(SIG_SETMASK, &before, nullptr);
   if (spawn_failed) return kInternalError;
+  if (args.shrink) {
+    // --shrink: the first seed that failed with a verdict or crashed, shrunk as `dagsim shrink` does.
+    for (const SeedOutcome& failed : outcomes) {
+      if (failed.interrupted || failed.exit_code == kPassed || failed.exit_code == kBadInput || failed.exit_code == kResourceLimit) continue;
+      ShrinkArgs shrink_args;
+      shrink_args.file = args.file;
+      shrink_args.seed = failed.seed;
+      shrink_args.self_path = args.self_path;
+      shrink_args.progress = args.progress;
+      shrink_args.quiet = true;
+      std::string written;
+      const int shrunk = shrink_command(shrink_args, &written);
+      std::ostream& out = args.json ? std::cerr : std::cout;
+      if (shrunk == kPassed) {
+        out << "shrunk seed " << failed.seed << ": " << printable(written, kPathMax) << "\n";
+      } else {
+        out << "dagsim check: seed " << failed.seed << " could not be shrunk (exit " << shrunk << ")\n";
+      }
+      break;
+    }
+  }
   return code;
 }
 

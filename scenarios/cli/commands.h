@@ -104,6 +104,7 @@ struct CheckArgs {
   uint64_t max_memory_mib = 0;
   std::string junit;      // --junit FILE: JUnit XML, one test case per seed and check
   std::string html;       // --html FILE: the sweep's page (as `dagsim report` draws --json's summary)
+  bool shrink = false;    // --shrink: after the sweep, shrink the first failing seed (shrink_command)
   // Said with the summary, on every output (text, JSON, JUnit, HTML): a [job] scenario's is that
   // the job is real and only its fault schedule is seeded. Set by check_command.
   std::string note;
@@ -148,6 +149,25 @@ struct CredentialsArgs {
 };
 // `dagsim credentials` (credentials_command.cc).
 int credentials_command(const CredentialsArgs& args);
+
+// `dagsim shrink FILE --seed N`: a smaller scenario that fails the same way (scenarios/shrink/,
+// shrink_command.cc). Exit 0: the shrunk file was written; 2: bad usage, an invalid scenario, or a
+// seed that passes (nothing to shrink); 3: an internal error.
+struct ShrinkArgs {
+  std::string file;
+  uint64_t seed = 0;
+  std::string check;              // --check KIND: the failing check to keep failing ("": the first)
+  uint64_t max_runs = 300;        // candidate runs at most
+  double max_wall_time_s = 900;   // the search's wall time at most
+  std::string out;                // -o: default FILE's stem + ".seedN.shrunk.toml" here
+  std::string dagsim;             // --dagsim PATH: the binary that runs candidates ("": this one)
+  bool json = false;
+  bool progress = true;           // one line per accepted step on stderr
+  bool quiet = false;             // no summary on stdout (check --shrink prints the path itself)
+  std::string self_path;          // this binary
+};
+// `*written`, when given, receives the shrunk file's path once it is written.
+int shrink_command(const ShrinkArgs& args, std::string* written = nullptr);
 
 // `dagsim launch`: launch/launcher.h (its flags are launch::LaunchArgs, read by launch/launch_flags.h).
 using LaunchArgs = launch::LaunchArgs;

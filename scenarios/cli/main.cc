@@ -4,6 +4,8 @@
 //   dagsim judge DIR [--json] [--full-tensors]
 //   dagsim report PATH [-o OUT.html]
 //   dagsim validate FILE
+//   dagsim shrink FILE --seed N [--check KIND] [--max-runs R] [--max-wall-time S] [-o OUT.toml] [--dagsim PATH]
+//                 [--json] [--no-progress]   (a smaller scenario that fails the same way)
 //   dagsim check FILE [--seeds A..B] [--jobs N] [--json] [--junit OUT.xml] [--html OUT.html] [--no-progress]
 //                [--max-wall-time S] [--max-memory MIB] [--probes] [--shard I/N|N --results FILE]
 //   dagsim merge SHARD.json... [--json] [--junit OUT.xml] [--html OUT.html] [--probes]
@@ -188,6 +190,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--junit", check.junit, "Also write JUnit XML to FILE: one test case per seed and check");
   check_cmd->add_option("--html", check.html, "Also write the sweep's HTML page to FILE (as dagsim report draws --json's summary)");
   check_cmd->add_flag("!--no-progress", check.progress, "No progress line on stderr");
+  check_cmd->add_flag("--shrink", check.shrink, "After the sweep, shrink the first failing seed (dagsim shrink) and print the file's path");
   check_cmd->add_option("--max-wall-time", check.max_wall_time_s,
                         "Stop each seed's run after this many seconds of wall time (reported as LIMIT)")
       ->check(CLI::Range(1e-3, 1e7));
@@ -212,6 +215,22 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("--html", merge.html, "Also write the sweep's HTML page to FILE");
   merge_cmd->add_flag("--probes", merge.probes,
                       "After the summary, every code probe with how many seeds hit it, then those never hit");
+
+  dagsim::cli::ShrinkArgs shrink;
+  std::string shrink_seed_text;
+  CLI::App* shrink_cmd = app.add_subcommand(
+      "shrink", "Shrink a failing seed to a smaller scenario that fails the same way (docs/cli.md)");
+  shrink_cmd->add_option("FILE", shrink.file, "Scenario file")->required();
+  shrink_cmd->add_option("--seed", shrink_seed_text, "The failing seed")->required();
+  shrink_cmd->add_option("--check", shrink.check, "The failing check to keep failing (default: the first that failed)");
+  shrink_cmd->add_option("--max-runs", shrink.max_runs, "Candidate runs at most")->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32));
+  shrink_cmd->add_option("--max-wall-time", shrink.max_wall_time_s, "The search's wall time at most, in seconds")
+      ->capture_default_str()->check(CLI::Range(1e-3, 1e7));
+  shrink_cmd->add_option("-o,--output", shrink.out, "The shrunk file (default: FILE's stem.seedN.shrunk.toml here)");
+  shrink_cmd->add_option("--dagsim", shrink.dagsim, "The dagsim binary that runs the candidates (default: this one)");
+  shrink_cmd->add_flag("--json", shrink.json, "Print the before and after sizes as one JSON object");
+  shrink_cmd->add_flag("!--no-progress", shrink.progress, "No line per accepted step on stderr");
 
   dagsim::cli::NodeArgs node;
   CLI::App* node_cmd = app.add_subcommand(
@@ -363,6 +382,17 @@ int main(int argc, char** argv) {
     if (*validate_cmd) code = dagsim::cli::validate_command(validate_file);
     if (*store_cmd) code = dagsim::cli::store_command(store);
     if (*credentials_cmd) code = dagsim::cli::credentials_command(credentials);
+    if (*shrink_cmd) {
+      const std::optional<uint64_t> seed = dagsim::cli::parse_seed(shrink_seed_text);
+      if (!seed) {
+        std::cerr << "dagsim shrink: --seed " << dagsim::quote(shrink_seed_text)
+                  << ": expected a whole number in [0, 18446744073709551615]\n";
+        return dagsim::cli::kBadInput;
+      }
+      shrink.seed = *seed;
+      shrink.self_path = self_path(argv[0]);
+      code = dagsim::cli::shrink_command(shrink);
+    }
     if (*merge_cmd) code = dagsim::cli::merge_command(merge);
     if (*check_cmd) {
       check.self_path = self_path(argv[0]);

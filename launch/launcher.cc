@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/assert.h"
+#include "core/base/probe.h"
 #include "core/base/printable.h"
 #include "core/elastic/agent_life.h"
 #include "core/elastic/elastic_agent.h"
@@ -119,6 +121,7 @@ int Launcher::run() {
     events << j.dump() << std::endl;
     if (events) return;
     events_lost = true;
+    DAGSIM_PROBE("launch.events_write_failed");
     say("cannot write the events to " + quote(args.events_path, kPathMax) +
         (errno != 0 ? ": " + std::string(std::strerror(errno)) : "") + "; the job goes on, and launch will exit 2");
   };
@@ -143,6 +146,7 @@ int Launcher::run() {
   try {
     rdzv = host.run([&] { return net::default_rendezvous_registry().create_handler(*plan.params, context); });
   } catch (const Error& e) {
+    DAGSIM_PROBE("launch.rendezvous_not_created");
     say(e.what());
     return e.code() == ErrorCode::invalid_argument ? kBadUsage : kFailed;
   }
@@ -168,6 +172,7 @@ int Launcher::run() {
   if (plan.static_master) {
     workers = [workers, &handler, node_rank = args.node_rank](const elastic::WorkerGroupSpec& spec) {
       if (spec.round.group_rank != node_rank) {
+        DAGSIM_PROBE("launch.static_node_rank_clash");
         // Closed, so the other agents stop at their next look instead of waiting for this one.
         try {
           handler.set_closed();
@@ -247,6 +252,7 @@ int Launcher::run() {
         watcher.cancel();
         watcher.join();
         // Workers of a group the agent dropped while unwinding: SIGTERM, the grace, SIGKILL.
+        if (!config.orphans->empty()) DAGSIM_PROBE("launch.orphaned_workers_stopped");
         for (auto& workers : *config.orphans) workers->stop(host.clock(), config.grace);
         config.orphans->clear();
       });
@@ -259,7 +265,12 @@ int Launcher::run() {
   const std::string store_lost = rdzv->store_gone() ? store_host_left(*rdzv) : "";
   const bool served_store = rdzv->server() != nullptr;
   rdzv.reset();  // the handler, the client, then the store this agent served
+  // AgentLife's contract: a life that ended left (cancelled, which only a signal does here) or
+  // has its run's result.
+  if (end) DAGSIM_ASSERT(end->left != end->result.has_value());
   if (end && end->left) {
+    DAGSIM_ASSERT(stop_signal != 0);
+    DAGSIM_PROBE("launch.stopped_by_signal");
     say("stopped by signal " + std::to_string(stop_signal) + "; workers stopped, rendezvous left" +
         (served_store ? "; this agent served the rendezvous store, which closes with it: the other agents cannot go on" : ""));
     return kSignalBase + stop_signal;
@@ -268,8 +279,12 @@ int Launcher::run() {
   // calls (its host lingers at most a minute), which changed nothing.
   const bool ended_well = result && (result->outcome == elastic::AgentOutcome::succeeded ||
                                      result->outcome == elastic::AgentOutcome::graceful_exit);
-  if (!store_lost.empty() && !ended_well) say(store_lost);
+  if (!store_lost.empty() && !ended_well) {
+    DAGSIM_PROBE("launch.store_lost_ended_job");
+    say(store_lost);
+  }
   if (!result) {
+    DAGSIM_PROBE("launch.agent_life_raised");
     say("internal error: " + internal);
     return kInternal;
   }
@@ -308,6 +323,7 @@ int Launcher::run() {
   if (result->outcome == elastic::AgentOutcome::failed && result->error && result->error->code() == ErrorCode::worker_group_failed &&
       !config.failures->empty()) {
     // The last failed group's workers, as torchrun's ChildFailedError reports them (root_cause.h).
+    DAGSIM_PROBE("launch.root_cause_reported");
     const std::string name = args.command.empty() ? "the job" : args.command.front();
     say_block("the workers failed; the root cause, as torchrun reports it:", format_root_cause(name, self, *config.failures));
   }

@@ -1,6 +1,8 @@
 // The rendezvous registry and its default backends (rendezvous_registry.h).
 #include "net/rdzv/rendezvous_registry.h"
 
+#include "core/base/assert.h"
+#include "core/base/probe.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -56,6 +58,7 @@ void probe(store::Store& store, const std::string& run_id, const char* name) {
     store.check({rendezvous::state_key(run_id)});
   } catch (const Error& e) {
     runtime::rethrow_if_unwinding(e);
+    DAGSIM_PROBE("rendezvous.store_unreachable_at_create");
     throw connection_failed(name, e.what());
   }
 }
@@ -106,11 +109,15 @@ std::unique_ptr<tcpstore::TcpStoreServer> serve(const RendezvousContext& context
 
 std::unique_ptr<Rendezvous> finish(std::unique_ptr<Rendezvous> made, const RendezvousParameters& params,
                                    const RendezvousContext& context, const char* store_name) {
+  DAGSIM_ASSERT(made != nullptr);
+  DAGSIM_ASSERT(context.host != nullptr);
   probe(made->store(), params.run_id(), store_name);
   rendezvous::RendezvousHandlerOptions options;
   options.backend_name = params.backend();
   made->set_handler(std::make_unique<rendezvous::RendezvousHandler>(
       context.host->env(), made->store(), rendezvous::settings_from_parameters(params), context.node, options));
+  // The handler holds the store: both stand before anyone uses the rendezvous.
+  DAGSIM_ASSERT(made->get_backend() == params.backend());
   return made;
 }
 
@@ -148,6 +155,9 @@ RendezvousTarget etcd_target(const RendezvousParameters& params) {
 Rendezvous::Rendezvous(std::unique_ptr<tcpstore::TcpStoreServer> server, std::unique_ptr<store::Store> store,
                        rendezvous::RendezvousEndpoint endpoint, runtime::Duration read_timeout)
     : server_(std::move(server)), store_(std::move(store)), endpoint_(std::move(endpoint)), read_timeout_(read_timeout) {
+  DAGSIM_ASSERT(store_ != nullptr);
+  // read_timeout() refused anything else at the boundary (params), and a file store has its own.
+  DAGSIM_ASSERT(read_timeout_ > runtime::Duration::zero());
   store_->set_timeout(read_timeout_);
 }
 
@@ -240,6 +250,8 @@ std::unique_ptr<Rendezvous> create_c10d_handler(const RendezvousParameters& para
       server->table().set("/" + std::string(kStoreHostKey), store::Bytes(self.begin(), self.end()));
     } catch (const boost::system::system_error& e) {
       // Another process here hosts it (PyTorch's "edge case"): be its client, unless told to host.
+      DAGSIM_ASSERT(server == nullptr);
+      if (!configured) DAGSIM_PROBE("rendezvous.c10d_port_taken_joined_as_client");
       if (configured) throw connection_failed("the C10d store", "cannot serve on port " + std::to_string(endpoint.port) + ": " + e.code().message());
       if (context.log) context.log("cannot serve the store on port " + std::to_string(endpoint.port) + " (" + e.code().message() + "); joining it as a client");
     }
@@ -251,6 +263,8 @@ std::unique_ptr<Rendezvous> create_c10d_handler(const RendezvousParameters& para
   if (server) where.port = server->port();
   auto store = std::make_unique<tcpstore::TcpStoreClient>(context.host->io(), client);
   const bool hosted = server != nullptr;
+  // A host's clients reach its own server, on the port it got.
+  if (hosted) DAGSIM_ASSERT(where.port == server->port() && where.port != 0);
   std::unique_ptr<Rendezvous> made = finish(std::make_unique<Rendezvous>(std::move(server), std::move(store), where, target.read_timeout),
                                             params, context, "the C10d store");
   if (!hosted) {

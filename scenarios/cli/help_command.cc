@@ -21,6 +21,7 @@ const std::map<std::string, std::string>& summaries() {
       {"report", "Draw a run's records or a check sweep as one HTML page"},
       {"validate", "Check a scenario file without running it"},
       {"check", "Run many seeds of a scenario, each in its own process"},
+      {"merge", "Report the shards of a check sweep as one sweep"},
       {"node", "Run one node of a TCP run on this host (started by dagsim run)"},
       {"store", "Serve the built-in store over PyTorch's TCPStore protocol"},
       {"credentials", "Make a run's CA and its nodes' certificates, for nodes started by hand"},

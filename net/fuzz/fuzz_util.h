@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <span>
+#include <string_view>
 
 namespace dagsim::net::fuzz {
 
@@ -37,6 +38,29 @@ inline bool tracing() {
     return v != nullptr && *v != '\0' && *v != '0';
   }();
   return on;
+}
+
+// The deepest bracket ([ or {) of JSON text outside its strings, by a scan of its own: what a
+// target holds a bounded JSON reader's nesting limit to, apart from the parser.
+inline size_t bracket_depth(std::string_view text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return deepest;
 }
 
 // The fuzzer's input, read front to back; reads past the end give zeros (or fewer bytes).

@@ -22,27 +22,6 @@ namespace {
 
 constexpr const char* kName = "shard.json";
 
-size_t bracket_depth(std::string_view text) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    if ((c == ']' || c == '}') && depth > 0) --depth;
-  }
-  return deepest;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -59,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (dagsim::net::fuzz::tracing()) std::fprintf(stderr, "refused: %s\n", d.c_str());
     return 0;
   }
-  DAGSIM_FUZZ_CHECK(bracket_depth(text) <= dagsim::cli::kMaxShardResultsDepth);
+  DAGSIM_FUZZ_CHECK(dagsim::net::fuzz::bracket_depth(text) <= dagsim::cli::kMaxShardResultsDepth);
   DAGSIM_FUZZ_CHECK(results.shard.count >= 1 && results.shard.count <= dagsim::cli::kMaxShards);
   DAGSIM_FUZZ_CHECK(results.shard.index < results.shard.count);
   DAGSIM_FUZZ_CHECK(results.first <= results.last);

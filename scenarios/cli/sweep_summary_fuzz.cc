@@ -30,28 +30,6 @@ using dagsim::cli::SweepSummary;
 
 constexpr const char* kName = "fuzz.json";
 
-// The deepest bracket outside strings, by a scan of its own.
-size_t bracket_depth(std::string_view text) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    if ((c == ']' || c == '}') && depth > 0) --depth;
-  }
-  return deepest;
-}
-
 bool same(const SweepSummary& a, const SweepSummary& b) {
   if (a.file != b.file || a.seeds != b.seeds || a.runs != b.runs || a.passed != b.passed) return false;
   if (a.results.size() != b.results.size()) return false;
@@ -96,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (dagsim::net::fuzz::tracing()) std::fprintf(stderr, "refused: %s\n", d.c_str());
     return 0;
   }
-  DAGSIM_FUZZ_CHECK(bracket_depth(text) <= dagsim::cli::kMaxSweepSummaryDepth);
+  DAGSIM_FUZZ_CHECK(dagsim::net::fuzz::bracket_depth(text) <= dagsim::cli::kMaxSweepSummaryDepth);
   // Each seed is at least "{}" and a comma.
   DAGSIM_FUZZ_CHECK(summary.results.size() <= size / 2);
   const std::string again = written_back(summary);

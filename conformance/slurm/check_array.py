@@ -20,7 +20,6 @@ a SIGTERM or SIGINT (CTest's timeout, ^C) runs the same cleanup before the test 
 Exit status: 0 passed, 1 failed, 77 skipped (not root, or slurm-wlm/munge not installed).
 Usage: check_array.py DAGSIM_BINARY
 """
-import ctypes
 import json
 import os
 import re
@@ -32,8 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srun_launch import (PR_SET_CHILD_SUBREAPER, SKIP, Cluster, Failed, log, stop_descendants,  # noqa: E402
-                         tail)
+from srun_launch import Cluster, Failed, log, preflight, stop_descendants, tail  # noqa: E402
 
 SHARDS = 4
 SEEDS = "1..20"
@@ -164,17 +162,9 @@ def main():
         return 2
     dagsim = os.path.abspath(sys.argv[1])
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scenarios", "examples")
-    if os.geteuid() != 0:
-        print("SKIP: needs root (slurmctld and slurmd run as root, as shared/reference/slurm-single-host.md does)")
-        return SKIP
-    missing = [c for c in ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "squeue", "scancel") if not shutil.which(c)]
-    if missing:
-        print(f"SKIP: slurm-wlm and munge are not installed (no {', '.join(missing)}); scripts/deps.sh test installs them")
-        return SKIP
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        print(f"FAIL: cannot become a child subreaper: {os.strerror(ctypes.get_errno())}")
-        return 1
+    refused = preflight(("sbatch",))
+    if refused is not None:
+        return refused
 
     # A timeout's SIGTERM (or ^C) ends the test through the cleanup below, not around it.
     def stop(signum, _frame):

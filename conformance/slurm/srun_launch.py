@@ -390,17 +390,15 @@ def cli_checks(dagsim):
     return 1 if problems else 0
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--cli":
-        return cli_checks(os.path.abspath(sys.argv[2]))
-    if len(sys.argv) != 2:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    dagsim = os.path.abspath(sys.argv[1])
+def preflight(clients):
+    """None when a one-host Slurm can run here (as root, with slurm-wlm and munge, and `clients`,
+    the Slurm commands the test runs), this process now a child subreaper so the daemons that
+    detach stay below it; else the exit status to end with: SKIP, or 1."""
     if os.geteuid() != 0:
         print("SKIP: needs root (slurmctld and slurmd run as root, as shared/reference/slurm-single-host.md does)")
         return SKIP
-    missing = [c for c in ("munged", "slurmctld", "slurmd", "srun", "sinfo", "squeue", "scancel") if not shutil.which(c)]
+    needed = ("munged", "slurmctld", "slurmd", *clients, "sinfo", "squeue", "scancel")
+    missing = [c for c in needed if not shutil.which(c)]
     if missing:
         print(f"SKIP: slurm-wlm and munge are not installed (no {', '.join(missing)}); scripts/deps.sh test installs them")
         return SKIP
@@ -408,6 +406,19 @@ def main():
     if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print(f"FAIL: cannot become a child subreaper: {os.strerror(ctypes.get_errno())}")
         return 1
+    return None
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--cli":
+        return cli_checks(os.path.abspath(sys.argv[2]))
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    dagsim = os.path.abspath(sys.argv[1])
+    refused = preflight(("srun",))
+    if refused is not None:
+        return refused
 
     root = tempfile.mkdtemp(prefix="dagsim-slurm-")
     cluster = Cluster(root)

@@ -65,6 +65,7 @@ HandshakeParams TcpTransport::Impl::handshake_params() const {
   p.num_workers = static_cast<uint32_t>(options_.peers.size());
   p.secret = options_.secret;
   if (options_.protocol_version != 0) p.version = options_.protocol_version;
+  DAGSIM_ASSERT(p.self < p.num_workers);
   return p;
 }
 
@@ -80,6 +81,8 @@ ChannelParams TcpTransport::Impl::channel_params() const {
 }
 
 Opening TcpTransport::Impl::dial_opening(WorkerId peer) const {
+  DAGSIM_ASSERT(peer < links_.size());
+  DAGSIM_ASSERT(peer != options_.self);  // a node reaches itself through its inbox, never a socket
   if (options_.tls) return Opening(SecureChannel::dial(options_.tls, channel_params(), peer));
   return Opening(Handshake::dial(handshake_params(), peer, fresh_nonce()));
 }
@@ -163,14 +166,19 @@ void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t 
     }
     due = SteadyClock::time_point{std::chrono::duration_cast<SteadyClock::duration>(arrival->since_epoch)};
   }
-  l.waiting_bytes += payload.size();
+  DAGSIM_ASSERT(l.state != LinkState::closed);  // closed only with the transport, refused above
+  const size_t size = payload.size();
+  l.waiting_bytes += size;
   l.waiting.push_back(Outgoing{std::move(payload), padding, due});
+  DAGSIM_ASSERT(l.waiting_bytes >= size);
   pump(target);
   enforce_max_queued();
 }
 
 size_t TcpTransport::Impl::queued_bytes(WorkerId peer) const {
+  DAGSIM_ASSERT(peer < links_.size());
   const Link& l = links_[peer];
+  if (l.waiting.empty()) DAGSIM_ASSERT_EQ(l.waiting_bytes, size_t{0});  // the count follows the queue
   return l.waiting_bytes + (l.out ? l.out->queued_bytes() : 0);
 }
 
@@ -249,6 +257,7 @@ void TcpTransport::Impl::close() {
 
 void TcpTransport::Impl::block(WorkerId peer, bool blocked) {
   DAGSIM_ASSERT(peer < links_.size());
+  DAGSIM_ASSERT(peer != options_.self);  // the node checks the control message's peer first
   Link& l = links_[peer];
   l.blocked = blocked;
   if (!blocked && !silenced_) {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/base/bounded_file.h"
 #include "scenarios/format/scenario_loader.h"
 #include "scenarios/run/fault_schedule.h"
+#include "scenarios/run/records.h"
 #include "scenarios/run/runner.h"
 #include "scenarios/run/swarm.h"
 
@@ -55,6 +57,21 @@ TEST(Probes, ARunsJsonCarriesTheProbesItHit) {
   EXPECT_GT(j.at("probes").value("sim.held_by_partition", 0), 0) << j.at("probes").dump();
   EXPECT_FALSE(j.contains("buggify"));  // off by default
   EXPECT_FALSE(j.contains("swarm"));
+}
+
+TEST(Probes, ATcpRunSumsItsProcessesProbesAndKeepsThemOutOfNodeRecords) {
+  const std::string dir = ::testing::TempDir() + "/fault_mix_tcp_records";
+  const nlohmann::json j = nlohmann::json::parse(run_binary(
+      "run " + std::string(DAGSIM_EXAMPLES) + "/rendezvous_dead_participant.toml --transport tcp --json --records " + dir));
+  ASSERT_TRUE(j.contains("probes")) << j.dump();
+  EXPECT_FALSE(j.at("probes").empty()) << j.dump();
+  EXPECT_EQ(run_binary("judge " + dir + " --json").find("\"probes\": {}"), std::string::npos);
+  const std::string grep = run_binary("judge " + dir);  // judging reads the records back
+  EXPECT_NE(grep.find("probes:"), std::string::npos) << grep;
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/nodes")) {
+    const std::string text = read_bounded_file(entry.path().string(), size_t{1} << 26, ErrorCode::invalid_argument, "a record");
+    EXPECT_EQ(text.find(kNodeProbesKey), std::string::npos) << entry.path();
+  }
 }
 
 TEST(Probes, TheSameSeedHitsTheSameProbesAndLeavesTheSameTrace) {

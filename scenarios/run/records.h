@@ -41,6 +41,9 @@ inline constexpr size_t kMaxRecordFileDepth = 64;
 // Bounds on run.json's "probes": far more than a build has, so only a forged file meets them.
 inline constexpr size_t kMaxRecordProbes = 100'000;
 inline constexpr size_t kMaxProbeNameBytes = 200;
+// Over TCP each node process sends the probes it hit inside its record's data under this key; the
+// launcher takes them out before writing the record and sums them into RunRecords::probes.
+inline constexpr const char* kNodeProbesKey = "dagsim_probes";
 
 // What one incarnation of one node observed: the workload's data, as JSON.
 struct NodeRecord {

@@ -26,6 +26,7 @@
 #include <csignal>
 #include <sys/socket.h>
 
+#include "core/base/probe.h"
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/printable.h"
@@ -481,6 +482,7 @@ int run_tcp_node(const TcpNodeOptions& options) {
   };
   ProcessRuntime runtime(node, io, scenario.faults, [&](const control::Event& m) { link->send(m); });
   runtime_ptr = &runtime;
+  probe::reset();  // this incarnation's probes alone
   NodeRecord record{index, incarnation};
   NodeContext context(runtime, node.env(), record.data);
 
@@ -502,10 +504,13 @@ int run_tcp_node(const TcpNodeOptions& options) {
   };
   // The launcher writes it (nodes/NAME.INC.json beside the run's other records), whichever host
   // this node runs on.
+  // The probes this process hit ride along (kNodeProbesKey); the launcher sums them.
   auto flush_record = [&] {
-    std::string now = record.data.dump();
+    nlohmann::json out = record.data;
+    if (out.is_object()) out[kNodeProbesKey] = probe::snapshot();
+    std::string now = out.dump();
     if (now == last_written) return;
-    link->send(control::Record{record.data});
+    link->send(control::Record{std::move(out)});
     last_written = std::move(now);
   };
   std::function<void()> arm_tick = [&] {

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "core/base/error.h"
+#include "scenarios/format/scenario_loader.h"
 #include "scenarios/shrink/fault_materialise.h"
 
 namespace dagsim::shrink {
@@ -104,6 +108,32 @@ TEST(TomlEdits, FaultsEarlierShorterMilder) {
   EXPECT_NE(milder[1]["resume_at_ms"].node(), nullptr);
   EXPECT_EQ(milder[1]["restart_at_ms"].node(), nullptr);
   EXPECT_TRUE(milder_faults(*root["faults"][1].as_table()).empty());
+}
+
+// Every example, of every workload ([job] included), is still the same valid scenario once written
+// back from its tree: the shrinker's candidates are that text.
+TEST(TomlEdits, EveryExampleLoadsAfterTheRoundTrip) {
+  namespace fs = std::filesystem;
+  const fs::path examples = fs::path(__FILE__).parent_path().parent_path() / "examples";
+  size_t seen = 0;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(examples)) {
+    if (entry.path().extension() != ".toml") continue;
+    SCOPED_TRACE(entry.path().string());
+    const std::string text = scenarios::read_scenario_text(entry.path().string());
+    const scenarios::Scenario before = scenarios::parse_scenario(text, entry.path().string());
+    const std::string again = to_text(parse_toml(text, entry.path().string()));
+    try {
+      const scenarios::Scenario after = scenarios::parse_scenario(again, entry.path().string());
+      EXPECT_EQ(after.workload.name(), before.workload.name());
+      EXPECT_EQ(after.cluster.nodes, before.cluster.nodes);
+      EXPECT_EQ(after.faults.size(), before.faults.size());
+      EXPECT_EQ(after.checks.size(), before.checks.size());
+    } catch (const Error& e) {
+      ADD_FAILURE() << e.detail() << "\n" << again;
+    }
+    ++seen;
+  }
+  EXPECT_GE(seen, 30u);
 }
 
 TEST(FaultMaterialise, DrawnFaultsBecomeTablesInTimelineOrder) {

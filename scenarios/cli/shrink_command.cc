@@ -3,7 +3,8 @@
 // what it was shrunk from, and its before and after sizes on stdout (--json: one object).
 //
 // Each candidate is a real run in a child process (`dagsim run CAND --seed N --json`, this binary
-// or --dagsim PATH's), written next to FILE so that a [job]'s relative paths resolve the same; the
+// or --dagsim PATH's; that binary's `dagsim validate` then also judges each candidate's validity,
+// since an older loader may take keys this one does not), written next to FILE so that a [job]'s relative paths resolve the same; the
 // child gets a wall limit (--max-wall-time) of ten times the original run's, 30 s at least, and at
 // most what is left of the search's own.
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "scenarios/shrink/candidate_run.h"
 #include "scenarios/shrink/shrink_header.h"
 #include "scenarios/shrink/shrink_search.h"
+#include "scenarios/shrink/toml_edits.h"
 
 namespace dagsim::cli {
 namespace {
@@ -48,16 +50,25 @@ std::string work_dir_of(const std::string& file) {
 int shrink_command(const ShrinkArgs& args, std::string* written) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  const int valid = validate_command_quiet(args.file);
-  if (valid != kPassed) return valid;
-  const std::string text = scenarios::read_scenario_text(args.file);
-  const std::string dagsim = args.dagsim.empty() ? args.self_path : args.dagsim;
+  // Another binary (--dagsim, perhaps of an older commit) judges validity with its own loader.
+  const bool other_binary = !args.dagsim.empty();
+  if (!other_binary) {
+    const int valid = validate_command_quiet(args.file);
+    if (valid != kPassed) return valid;
+  }
+  const std::string dagsim = other_binary ? args.dagsim : args.self_path;
   if (::access(dagsim.c_str(), X_OK) != 0) {
     std::cerr << "dagsim shrink: --dagsim " << printable(dagsim, kPathMax) << ": not an executable file\n";
     return kBadInput;
   }
+  const std::string text = scenarios::read_scenario_text(args.file);
   const std::string work_dir = work_dir_of(args.file);
   shrink::CandidateRunner runner(dagsim, work_dir, fs::path(args.file).stem().string(), args.seed);
+  if (other_binary && !runner.validate(text)) {
+    std::cerr << "dagsim shrink: " << printable(dagsim, kPathMax) << " validate " << printable(args.file, kPathMax)
+              << " refuses it\n";
+    return kBadInput;
+  }
   auto left_s = [&] {
     return args.max_wall_time_s - std::chrono::duration<double>(Clock::now() - start).count();
   };
@@ -80,11 +91,17 @@ int shrink_command(const ShrinkArgs& args, std::string* written) {
   shrink::SearchEnv env;
   const std::string candidate_name = runner.candidate_path();
   env.validate = [&](const std::string& candidate) -> std::optional<uint32_t> {
+    std::optional<uint32_t> nodes;
     try {
-      return scenarios::parse_scenario(candidate, candidate_name).cluster.nodes;
+      nodes = scenarios::parse_scenario(candidate, candidate_name).cluster.nodes;
     } catch (const Error&) {
-      return std::nullopt;
+      if (!other_binary) return std::nullopt;
     }
+    if (!other_binary) return nodes;
+    if (!runner.validate(candidate)) return std::nullopt;
+    // What this binary's loader could not read: [cluster] nodes as written, else its default.
+    if (!nodes) nodes = static_cast<uint32_t>(shrink::parse_toml(candidate, candidate_name)["cluster"]["nodes"].value_or(int64_t{2}));
+    return nodes;
   };
   env.run = [&](const std::string& candidate) { return runner.run(candidate, std::max(1.0, std::min(run_limit_s, left_s()))); };
   shrink::SearchOptions options;

@@ -150,12 +150,29 @@ CandidateRunner::~CandidateRunner() {
   std::remove(stderr_path_.c_str());
 }
 
+void CandidateRunner::write_candidate(const std::string& text) {
+  std::ofstream out(candidate_path_, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) throw errors::invalid_argument("cannot write the candidate file " + candidate_path_);
+}
+
+bool CandidateRunner::validate(const std::string& text) {
+  write_candidate(text);
+  net::ProcessSpec spec;
+  spec.argv = {dagsim_, "validate", candidate_path_};
+  spec.env = net::current_environment();
+  spec.stdout_path = stdout_path_;
+  spec.stderr_path = stderr_path_;
+  spec.name = "shrink validate";
+  std::remove(stdout_path_.c_str());
+  std::remove(stderr_path_.c_str());
+  net::Process process = net::spawn(spec);
+  const net::ProcessExit exit = process.wait();
+  return exit.exited() && exit.exit_code() == 0;
+}
+
 RunOutcome CandidateRunner::run(const std::string& text, double wall_limit_s) {
-  {
-    std::ofstream out(candidate_path_, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw errors::invalid_argument("cannot write the candidate file " + candidate_path_);
-  }
+  write_candidate(text);
   for (;;) {
     std::remove(stdout_path_.c_str());
     std::remove(stderr_path_.c_str());

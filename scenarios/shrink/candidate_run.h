@@ -70,6 +70,9 @@ class CandidateRunner {
   // --max-wall-time (dropped for good if the binary refuses the flag) and enforced with a grace.
   // Throws dagsim::Error when the file cannot be written or the binary cannot start.
   RunOutcome run(const std::string& text, double wall_limit_s);
+  // Writes `text` as the candidate file and asks the binary's own loader: `dagsim validate CAND`
+  // exits 0. For a binary of another commit, whose loader may take keys this one does not.
+  bool validate(const std::string& text);
 
   const std::string& candidate_path() const { return candidate_path_; }
 
@@ -78,6 +81,7 @@ class CandidateRunner {
   std::string candidate_path_;
   std::string stdout_path_;
   std::string stderr_path_;
+  void write_candidate(const std::string& text);
   uint64_t seed_;
   bool wall_flag_ = true;  // false once the binary refused --max-wall-time
 };

@@ -55,6 +55,7 @@ RunOutcome classify_run(int exit_code, const std::string& stdout_text, const std
   if (!report.is_object()) return run;
   run.report_read = true;
   if (report.contains("outcome") && report["outcome"].is_string()) run.outcome = report["outcome"].get<std::string>();
+  if (report.contains("transport") && report["transport"].is_string()) run.transport = report["transport"].get<std::string>();
   if (report.contains("virtual_time_ms") && report["virtual_time_ms"].is_number()) {
     run.virtual_time_ms = report["virtual_time_ms"].get<double>();
   }

@@ -25,6 +25,7 @@ namespace dagsim::shrink {
 struct RunOutcome {
   int exit_code = -1;  // the child's, or 3 for a signal (an assert aborts)
   bool report_read = false;          // stdout held a JSON object
+  std::string transport;             // sim | tcp | job ("" if absent); a job's times are wall times
   std::string outcome;               // finished | time_limit | deadlock | livelock ("" if absent)
   std::vector<std::string> failed_checks;  // names of checks with passed = false, in report order
   std::optional<double> virtual_time_ms;

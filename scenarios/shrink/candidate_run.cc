@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -44,7 +46,150 @@ std::string first_line_with(const std::string& text, const std::string& prefix) 
   return "";
 }
 
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
+bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+
+// A rule id: one or two capitals, then one or two digits ("L6", "E12").
+bool rule_id(const std::string& word) {
+  size_t caps = 0;
+  while (caps < word.size() && word[caps] >= 'A' && word[caps] <= 'Z') ++caps;
+  const size_t digits = word.size() - caps;
+  if (caps < 1 || caps > 2 || digits < 1 || digits > 2) return false;
+  return std::all_of(word.begin() + static_cast<std::ptrdiff_t>(caps), word.end(), is_digit);
+}
+
+// A hash or an address: "0x" and hex digits, or eight or more hex digits with a digit among them.
+bool hex_word(const std::string& word) {
+  if (word.size() > 2 && word[0] == '0' && (word[1] == 'x' || word[1] == 'X')) {
+    return std::all_of(word.begin() + 2, word.end(), is_hex);
+  }
+  return word.size() >= 8 && std::all_of(word.begin(), word.end(), is_hex) && std::any_of(word.begin(), word.end(), is_digit);
+}
+
+// A word with its digits normalised: each run of digits (with a decimal part and an exponent) '#'.
+std::string normalise_word(const std::string& word) {
+  if (rule_id(word)) return word;
+  if (hex_word(word)) return "#";
+  std::string out;
+  for (size_t i = 0; i < word.size();) {
+    if (!is_digit(word[i])) {
+      out += word[i++];
+      continue;
+    }
+    while (i < word.size() && is_digit(word[i])) ++i;
+    // "1e" of "1e-05": the exponent's sign and digits follow (detail_template joins them).
+    if (i + 1 == word.size() && (word[i] == 'e' || word[i] == 'E')) ++i;
+    // An exponent of a number ("1e-05" is split at '-' by the caller; "1e5" is whole here).
+    if (i + 1 < word.size() && (word[i] == 'e' || word[i] == 'E') && is_digit(word[i + 1])) {
+      ++i;
+      while (i < word.size() && is_digit(word[i])) ++i;
+    }
+    out += '#';
+  }
+  return out;
+}
+
+bool duration_unit(const std::string& word) {
+  return word == "ns" || word == "us" || word == "\u00b5s" || word == "ms" || word == "s" || word == "min";
+}
+
 }  // namespace
+
+std::string detail_template(const std::string& detail) {
+  // Words (letters, digits, '_') normalised; "#.#" and "#e-#" made one number; other characters kept.
+  std::string out;
+  for (size_t i = 0; i < detail.size();) {
+    const char c = detail[i];
+    if (is_word(c)) {
+      size_t end = i;
+      while (end < detail.size() && is_word(detail[end])) ++end;
+      out += normalise_word(detail.substr(i, end - i));
+      i = end;
+      continue;
+    }
+    const bool after_number = !out.empty() && out.back() == '#';
+    // "1.5", "1e-05", "-3": the '.', the exponent's sign and a minus before a number join it.
+    if (after_number && c == '.' && i + 1 < detail.size() && is_digit(detail[i + 1])) {
+      size_t end = i + 1;
+      while (end < detail.size() && is_word(detail[end])) ++end;
+      i = end;  // the decimal part (and an exponent "e" glued to it) is the same number
+      if (i + 1 < detail.size() && (detail[i] == '-' || detail[i] == '+') && detail[i - 1] == 'e' && is_digit(detail[i + 1])) {
+        ++i;
+        while (i < detail.size() && is_word(detail[i])) ++i;
+      }
+      continue;
+    }
+    if (after_number && (c == '-' || c == '+') && i > 0 && (detail[i - 1] == 'e' || detail[i - 1] == 'E') &&
+        i + 1 < detail.size() && is_digit(detail[i + 1])) {
+      ++i;
+      while (i < detail.size() && is_word(detail[i])) ++i;
+      continue;
+    }
+    if (c == '\n' || c == '\r' || c == '\t' || c == ' ') {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+      ++i;
+      continue;
+    }
+    if (c == '-' && i + 1 < detail.size() && is_digit(detail[i + 1]) && (out.empty() || !is_word(out.back()))) {
+      ++i;  // a negative number: its sign goes with it
+      continue;
+    }
+    out += c;
+    ++i;
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  // Durations: "# ms", "#ms", "# s" are one form, "#t".
+  std::string merged;
+  for (size_t i = 0; i < out.size();) {
+    if (out[i] == '#') {
+      size_t j = i + 1;
+      if (j < out.size() && out[j] == ' ') ++j;
+      size_t end = j;
+      while (end < out.size() && is_word(out[end])) ++end;
+      if (end > j && duration_unit(out.substr(j, end - j))) {
+        merged += "#t";
+        i = end;
+        continue;
+      }
+    }
+    merged += out[i++];
+  }
+  return merged;
+}
+
+std::vector<std::string> detail_forms(const std::string& detail) {
+  std::vector<std::string> forms;
+  const std::string t = detail_template(detail);
+  if (t.empty()) return forms;
+  // "# violation: ", "# violations: ", "# violation(s): "
+  for (const char* prefix : {"# violation: ", "# violations: ", "# violation(s): "}) {
+    if (t.rfind(prefix, 0) != 0) continue;
+    const std::string list = t.substr(std::string(prefix).size());
+    int depth = 0;
+    size_t start = 0;
+    auto add = [&](size_t end) {
+      std::string item = list.substr(start, end - start);
+      if (!item.empty() && item != "and # more" && std::find(forms.begin(), forms.end(), item) == forms.end()) {
+        forms.push_back(item);
+      }
+    };
+    for (size_t i = 0; i < list.size(); ++i) {
+      const char c = list[i];
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
+      if (depth == 0 && c == ';' && i + 1 < list.size() && list[i + 1] == ' ') {
+        add(i);
+        start = i + 2;
+        ++i;
+      }
+    }
+    add(list.size());
+    return forms;
+  }
+  forms.push_back(t);
+  return forms;
+}
 
 RunOutcome classify_run(int exit_code, const std::string& stdout_text, const std::string& stderr_text) {
   RunOutcome run;
@@ -65,7 +210,12 @@ RunOutcome classify_run(int exit_code, const std::string& stdout_text, const std
     for (const nlohmann::json& check : report["checks"]) {
       if (!check.is_object() || !check.contains("name") || !check["name"].is_string()) continue;
       const bool passed = check.contains("passed") && check["passed"].is_boolean() && check["passed"].get<bool>();
-      if (!passed) run.failed_checks.push_back(check["name"].get<std::string>());
+      CheckReport c;
+      c.name = check["name"].get<std::string>();
+      c.passed = passed;
+      if (check.contains("detail") && check["detail"].is_string()) c.detail = check["detail"].get<std::string>();
+      if (!passed) run.failed_checks.push_back(c.name);
+      run.checks.push_back(std::move(c));
     }
   }
   return run;
@@ -93,26 +243,33 @@ std::optional<FailureSignature> signature_of(const RunOutcome& run, const std::s
     return s;
   }
   s.outcome = run.outcome;
-  if (!check.empty()) {
-    for (const std::string& name : run.failed_checks) {
-      if (name == check) s.check = name;
+  // The chosen check: its name, and from the report's checks its place among those of its name
+  // and the forms of its detail.
+  auto chosen = [&](const std::string& name) {
+    s.check = name;
+    size_t seen = 0;
+    for (const CheckReport& c : run.checks) {
+      if (c.name != name) continue;
+      if (!c.passed) {
+        s.ordinal = seen;
+        s.forms = detail_forms(c.detail);
+        break;
+      }
+      ++seen;
     }
-    if (s.check.empty()) {
+    return s;
+  };
+  if (!check.empty()) {
+    if (std::find(run.failed_checks.begin(), run.failed_checks.end(), check) == run.failed_checks.end()) {
       *why = "check " + check + " did not fail";
       return std::nullopt;
     }
-    return s;
+    return chosen(check);
   }
   for (const std::string& name : run.failed_checks) {
-    if (!builtin_check(name)) {
-      s.check = name;
-      return s;
-    }
+    if (!builtin_check(name)) return chosen(name);
   }
-  if (!run.failed_checks.empty()) {
-    s.check = run.failed_checks.front();
-    return s;
-  }
+  if (!run.failed_checks.empty()) return chosen(run.failed_checks.front());
   // Exit 1 with no report that names a check (an older binary's): the exit code is the signature.
   return s;
 }
@@ -122,8 +279,22 @@ bool FailureSignature::matches(const RunOutcome& run) const {
   if (kind == Kind::crash) return crash_line.empty() || run.crash_line == crash_line;
   if (!outcome.empty() && run.outcome != outcome) return false;
   if (check.empty()) return true;
-  for (const std::string& name : run.failed_checks) {
-    if (name == check) return true;
+  if (run.checks.empty()) {
+    // A run known only by its failed checks' names (no report of each): the name alone, and only
+    // when nothing more was asked.
+    if (ordinal != 0 || !forms.empty()) return false;
+    return std::find(run.failed_checks.begin(), run.failed_checks.end(), check) != run.failed_checks.end();
+  }
+  size_t seen = 0;
+  for (const CheckReport& c : run.checks) {
+    if (c.name != check) continue;
+    if (seen++ != ordinal) continue;
+    if (c.passed) return false;
+    if (forms.empty()) return true;
+    for (const std::string& form : detail_forms(c.detail)) {
+      if (std::find(forms.begin(), forms.end(), form) != forms.end()) return true;
+    }
+    return false;
   }
   return false;
 }
@@ -133,7 +304,13 @@ std::string FailureSignature::describe() const {
     return "exit code " + std::to_string(exit_code) + (crash_line.empty() ? "" : " (" + crash_line + ")");
   }
   std::string text = check.empty() ? "exit code 1" : "check " + check;
+  if (ordinal > 0) {
+    const size_t n = ordinal + 1;
+    const char* suffix = (n % 100 >= 11 && n % 100 <= 13) ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+    text += " (the " + std::to_string(n) + suffix + " of its kind)";
+  }
   if (!outcome.empty()) text += " (outcome " + outcome + ")";
+  if (!forms.empty()) text += ": \"" + forms.front() + "\"" + (forms.size() > 1 ? " or " + std::to_string(forms.size() - 1) + " other form(s)" : "");
   return text;
 }
 

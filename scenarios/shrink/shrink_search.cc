@@ -1,6 +1,7 @@
 // The search of `dagsim shrink` (shrink_search.h).
 #include "scenarios/shrink/shrink_search.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -60,6 +61,7 @@ class Search {
       pass_arrays();
       pass_numbers();
       pass_keys();
+      pass_fault_ends();
       progress = accepted_ != accepted;
     }
     result.text = text_;
@@ -248,8 +250,62 @@ class Search {
     }
   }
 
+  // The distinct start times of [[faults]], ascending.
+  std::vector<double> fault_starts() const {
+    std::vector<double> starts;
+    if (const toml::array* faults = tree_["faults"].as_array()) {
+      for (const toml::node& node : *faults) {
+        const toml::table* fault = node.as_table();
+        const toml::node* at = fault == nullptr ? nullptr : fault->get("at_ms");
+        if (at == nullptr || !at->is_number()) continue;
+        const double v = at->is_integer() ? static_cast<double>(at->as_integer()->get()) : at->as_floating_point()->get();
+        if (std::find(starts.begin(), starts.end(), v) == starts.end()) starts.push_back(v);
+      }
+    }
+    std::sort(starts.begin(), starts.end());
+    return starts;
+  }
+
+  // The faults from the k-th start on (and the run's end) moved earlier together, their spacing
+  // kept, for each k in time order, as long as one shift is taken.
+  void shift_groups() {
+    for (size_t k = 0; !stopped(); ++k) {
+      bool taken = true;
+      while (taken && !stopped()) {
+        taken = false;
+        const std::vector<double> starts = fault_starts();
+        if (k >= starts.size()) return;
+        for (double delta : group_shifts(tree_, starts[k])) {
+          if (attempt(shifted_from(tree_, starts[k], delta), "faults from " + ms_text(starts[k]) + " ms on earlier together")) {
+            taken = true;
+            break;
+          }
+        }
+      }
+    }
+  }
+
+  // A fault whose end falls after the run's end (replay would warn that it never came): without
+  // its end, or with its end at the run's end.
+  void pass_fault_ends() {
+    if (!run_.virtual_time_ms || run_.transport == "job" || run_.transport == "tcp") return;
+    const toml::array* faults = tree_["faults"].as_array();
+    for (size_t i = 0; faults != nullptr && i < faults->size() && !stopped(); ++i) {
+      const toml::table* fault = faults->get(i)->as_table();
+      if (fault == nullptr) continue;
+      for (const toml::table& edited : clipped_ends(*fault, *run_.virtual_time_ms)) {
+        toml::table candidate = tree_;
+        candidate["faults"].as_array()->replace(candidate["faults"].as_array()->cbegin() + static_cast<std::ptrdiff_t>(i), edited);
+        if (attempt(candidate, "fault's end within the run")) break;
+      }
+      faults = tree_["faults"].as_array();
+    }
+  }
+
   void pass_numbers() {
     shrink_faults();
+    if (stopped()) return;
+    shift_groups();
     if (stopped()) return;
     // The time bound first: a shorter run makes every later candidate cheaper.
     if (tree_.get("max_virtual_time_ms") != nullptr) shrink_number({{"max_virtual_time_ms", 0, false}}, "shorter run");

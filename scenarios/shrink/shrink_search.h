@@ -8,9 +8,13 @@
 //                  if that run fails otherwise, [random_faults]' numbers shrink instead.
 //  3. faults:      ddmin over [[faults]].
 //  4. arrays:      ddmin over every other array (statements, late joins, a partition's nodes, ...).
-//  5. numbers:     each fault earlier, shorter and milder; max_virtual_time_ms to a bit past the
-//                  failing run's end; every other positive number smaller (0, 1, halves, ...).
+//  5. numbers:     each fault earlier (0, halves, a ladder of sixteenths), shorter and milder; the
+//                  faults from each start on moved earlier together with the run's end
+//                  (max_virtual_time_ms, duration_ms), their spacing kept; max_virtual_time_ms to
+//                  a bit past the failing run's end; every other positive number smaller.
 //  6. keys:        ddmin over each table's keys (an optional key back to its default).
+//  7. fault ends:  a fault whose end falls after the run's end loses its end (or ends with the
+//                  run), so the shrunk file's replay warns of no end that never came.
 //
 // Promises:
 //  - Deterministic: candidates come in a fixed order from the tree alone, and a candidate is taken

@@ -238,18 +238,132 @@ bool is_fault_end_key(std::string_view key) {
   return std::find(std::begin(kEndAtKeys), std::end(kEndAtKeys), key) != std::end(kEndAtKeys);
 }
 
+std::vector<double> earlier_times(double at) {
+  std::vector<double> out;
+  if (!(at > 0) || !std::isfinite(at)) return out;
+  const bool integer = whole(at);
+  auto add = [&](double v) {
+    if (integer) v = std::floor(v);
+    if (!(v >= 0) || !(v < at)) return;
+    if (std::find(out.begin(), out.end(), v) != out.end()) return;
+    out.push_back(v);
+  };
+  for (double target : smaller_numbers(at, integer)) {
+    if (target != 1) add(target);  // 0 and the fractions are enough for a start time
+  }
+  // A fault that must land in a phase of the run (during a backward, say) misses all three: a
+  // ladder of sixteenths, earliest first.
+  for (int j = 1; j < kEarlierSteps; ++j) add(at * j / kEarlierSteps);
+  return out;
+}
+
 std::vector<toml::table> earlier_faults(const toml::table& fault) {
   std::vector<toml::table> out;
   const std::optional<double> at = number_key(fault, "at_ms");
   if (!at || !(*at > 0)) return out;
-  for (double target : smaller_numbers(*at, whole(*at))) {
-    if (target == 1) continue;  // 0 and the fractions are enough for a start time
+  for (double target : earlier_times(*at)) {
     toml::table moved = fault;
     put_number(moved, "at_ms", target);
     for (std::string_view key : kEndAtKeys) {
       if (const std::optional<double> end = number_key(fault, key)) put_number(moved, key, *end - (*at - target));
     }
     out.push_back(std::move(moved));
+  }
+  return out;
+}
+
+std::optional<double> fault_end(const toml::table& fault) {
+  std::optional<double> end;
+  for (std::string_view key : kEndAtKeys) {
+    if (const std::optional<double> v = number_key(fault, key)) end = std::max(end.value_or(*v), *v);
+  }
+  const std::optional<double> at = number_key(fault, "at_ms");
+  for (std::string_view key : kEndAfterKeys) {
+    const std::optional<double> v = number_key(fault, key);
+    if (v && at) end = std::max(end.value_or(*at + *v), *at + *v);
+  }
+  return end;
+}
+
+toml::table shifted_from(const toml::table& root, double from_ms, double delta) {
+  DAGSIM_ASSERT(delta > 0);
+  toml::table out = root;
+  if (toml::array* faults = out["faults"].as_array()) {
+    for (toml::node& node : *faults) {
+      toml::table* fault = node.as_table();
+      if (fault == nullptr) continue;
+      const std::optional<double> at = number_key(*fault, "at_ms");
+      if (!at || *at < from_ms) continue;
+      put_number(*fault, "at_ms", *at - delta);
+      for (std::string_view key : kEndAtKeys) {
+        if (const std::optional<double> end = number_key(*fault, key)) put_number(*fault, key, *end - delta);
+      }
+    }
+  }
+  // The run's end: the time bound, and every workload's duration, when they lie past the shift.
+  std::vector<TomlPath> numbers;
+  TomlPath path;
+  collect(out, path, nullptr, nullptr, &numbers);
+  for (const TomlPath& p : numbers) {
+    if (p.empty() || p.back().is_index || p[0].key == "faults") continue;
+    const bool bound = p.size() == 1 && p[0].key == "max_virtual_time_ms";
+    if (!bound && p.back().key != "duration_ms") continue;
+    const double v = number_at(out, p);
+    if (v > from_ms && v - delta > 0) out = with_number(out, p, v - delta);
+  }
+  return out;
+}
+
+std::vector<double> group_shifts(const toml::table& root, double from_ms) {
+  std::vector<double> out;
+  const toml::array* faults = root["faults"].as_array();
+  if (faults == nullptr || !(from_ms > 0)) return out;
+  double prev_start = 0;
+  std::optional<double> prev_end;
+  for (const toml::node& node : *faults) {
+    const toml::table* fault = node.as_table();
+    if (fault == nullptr) continue;
+    const std::optional<double> at = number_key(*fault, "at_ms");
+    if (!at || *at >= from_ms) continue;
+    prev_start = std::max(prev_start, *at);
+    const std::optional<double> end = fault_end(*fault);
+    prev_end = std::max(prev_end.value_or(*at), end.value_or(*at));
+  }
+  const bool integer = whole(from_ms);
+  auto add = [&](double v) {
+    if (integer) v = std::floor(v);
+    if (!(v > 0) || std::find(out.begin(), out.end(), v) != out.end()) return;
+    out.push_back(v);
+  };
+  const double gap = from_ms - prev_start;
+  // The whole quiet gap first (to just after the faults before have ended, then to their start),
+  // then fractions of it.
+  if (prev_end && *prev_end < from_ms) add(from_ms - *prev_end);
+  for (double f : {1.0, 7.0 / 8, 3.0 / 4, 1.0 / 2, 1.0 / 4, 1.0 / 8}) add(gap * f);
+  return out;
+}
+
+std::vector<toml::table> clipped_ends(const toml::table& fault, double run_end_ms) {
+  std::vector<toml::table> out;
+  const std::optional<double> end = fault_end(fault);
+  const std::optional<double> at = number_key(fault, "at_ms");
+  if (!end || !(*end > run_end_ms) || !at || !(*at <= run_end_ms)) return out;
+  // Without its end the fault lasts to the run's end, as it did.
+  toml::table dropped = fault;
+  for (std::string_view key : kEndAtKeys) dropped.erase(key);
+  for (std::string_view key : kEndAfterKeys) dropped.erase(key);
+  out.push_back(std::move(dropped));
+  // Or it ends at the run's end.
+  const double clip = std::floor(run_end_ms);
+  if (clip > *at) {
+    toml::table clipped = fault;
+    for (std::string_view key : kEndAtKeys) {
+      if (number_key(fault, key)) put_number(clipped, key, clip);
+    }
+    for (std::string_view key : kEndAfterKeys) {
+      if (number_key(fault, key)) put_number(clipped, key, clip - *at);
+    }
+    out.push_back(std::move(clipped));
   }
   return out;
 }

@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,9 +77,31 @@ std::vector<double> smaller_numbers(double value, bool integer);
 // The time keys of a fault's end (restart_at_ms, resume_at_ms, heal_at_ms).
 bool is_fault_end_key(std::string_view key);
 
-// A fault ([[faults]] table) moved earlier as a whole: at_ms to 0, half, three quarters (its end
+// Earlier start times to try for a fault at `at`: 0, half, three quarters, then every sixteenth
+// of `at` from the earliest (at/16, 2at/16, ...): a fault that must land in a phase of the run
+// misses the first three more often than not. Whole when `at` is; each strictly below `at`, no
+// repeats; empty for 0 or less.
+inline constexpr int kEarlierSteps = 16;
+std::vector<double> earlier_times(double at);
+// A fault ([[faults]] table) moved earlier as a whole: at_ms to each of earlier_times (its end
 // keys moved by the same amount), in that order. Empty when it has no numeric at_ms > 0.
 std::vector<toml::table> earlier_faults(const toml::table& fault);
+// The absolute end of a fault: its latest end-at key, or at_ms plus an end-after key; nullopt for
+// a fault without an end.
+std::optional<double> fault_end(const toml::table& fault);
+// A group of faults moved earlier together, their spacing kept: every [[faults]] element with
+// at_ms >= from_ms (its end-at keys too) `delta` earlier, and the run's end with them (the
+// top-level max_virtual_time_ms and every duration_ms, when past from_ms and still positive).
+// REQUIRES: delta > 0.
+toml::table shifted_from(const toml::table& root, double from_ms, double delta);
+// The shifts to try for the faults at or after `from_ms`, in order: the quiet gap before them (to
+// the end of the faults that start before, then to the latest such start, or 0), then 7/8, 3/4,
+// 1/2, 1/4 and 1/8 of the gap to that start. Positive, no repeats; whole when from_ms is.
+std::vector<double> group_shifts(const toml::table& root, double from_ms);
+// A fault whose end falls after the run's end (`run_end_ms`), which replay would warn of: without
+// its end keys, then with its end at the run's end. Empty when its end is within the run (or it
+// has none, or it starts after the run's end).
+std::vector<toml::table> clipped_ends(const toml::table& fault, double run_end_ms);
 // The fault lasting less: each end key (x_at_ms or x_after_ms) brought closer to the start.
 std::vector<toml::table> shorter_faults(const toml::table& fault);
 // A milder fault: a kill becomes a crash, a kill or crash a pause (its restart keys become resume

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/base/error.h"
@@ -169,6 +170,86 @@ resume_at_ms = 200
   EXPECT_FALSE(materialise_random_faults(root, nlohmann::json::parse(R"([{"kind": "kill", "target": "agent1", "at_ms": 5}])"), &why));
   // A scheduled fault the timeline does not name by its line is never dropped silently.
   EXPECT_FALSE(materialise_random_faults(root, nlohmann::json::parse(R"([{"kind": "kill", "at_ms": 5, "node": "worker1"}])"), &why));
+}
+
+TEST(TomlEdits, EarlierTriesALadderOfSixteenths) {
+  // 0, half, three quarters, then every sixteenth from the earliest; whole for a whole start.
+  EXPECT_EQ(earlier_times(1600), std::vector<double>({0, 800, 1200, 100, 200, 300, 400, 500, 600, 700, 900, 1000, 1100,
+                                                      1300, 1400, 1500}));
+  EXPECT_EQ(earlier_times(11245).size(), 16u);  // 8/16 and 12/16 are the half and three quarters
+  for (double t : earlier_times(11245)) EXPECT_EQ(t, std::floor(t));
+  EXPECT_TRUE(earlier_times(0).empty());
+  const toml::table root = parse_toml(kScenario, "t.toml");
+  const std::vector<toml::table> earlier = earlier_faults(*root["faults"][1].as_table());  // the partition at 100
+  ASSERT_EQ(earlier.size(), earlier_times(100).size());
+  EXPECT_EQ(earlier[3]["at_ms"].value<int64_t>(), 6);  // 100/16
+  EXPECT_EQ(earlier[3]["heal_at_ms"].value<int64_t>(), 206);
+}
+
+const char* kTimed = R"(name = "t"
+max_virtual_time_ms = 15000
+
+[heartbeat]
+duration_ms = 15000
+
+[[faults]]
+at_ms = 0
+kind = "pause"
+node = "worker1"
+resume_at_ms = 112
+
+[[faults]]
+at_ms = 11289
+kind = "crash"
+node = "worker1"
+restart_at_ms = 11290
+
+[[faults]]
+at_ms = 11064
+kind = "partition"
+groups = [["worker1"], ["worker0"]]
+heal_after_ms = 11
+)";
+
+TEST(TomlEdits, AGroupOfFaultsMovesEarlierWithTheRunsEnd) {
+  const toml::table root = parse_toml(kTimed, "t.toml");
+  // The gap before 11064: to the pause's end (10952), then fractions of the gap to its start.
+  EXPECT_EQ(group_shifts(root, 11064), std::vector<double>({10952, 11064, 9681, 8298, 5532, 2766, 1383}));
+  // Before the crash: to the partition's end (11075), then fractions of the 225 ms from its start.
+  EXPECT_EQ(group_shifts(root, 11289), std::vector<double>({214, 225, 196, 168, 112, 56, 28}));
+  EXPECT_TRUE(group_shifts(root, 0).empty());
+  const toml::table moved = shifted_from(root, 11064, 10000);
+  EXPECT_EQ(moved["faults"][0]["at_ms"].value<int64_t>(), 0);  // before the group: stays
+  EXPECT_EQ(moved["faults"][0]["resume_at_ms"].value<int64_t>(), 112);
+  EXPECT_EQ(moved["faults"][1]["at_ms"].value<int64_t>(), 1289);  // their spacing kept
+  EXPECT_EQ(moved["faults"][1]["restart_at_ms"].value<int64_t>(), 1290);
+  EXPECT_EQ(moved["faults"][2]["at_ms"].value<int64_t>(), 1064);
+  EXPECT_EQ(moved["faults"][2]["heal_after_ms"].value<int64_t>(), 11);
+  EXPECT_EQ(moved["max_virtual_time_ms"].value<int64_t>(), 5000);  // the run's end with them
+  EXPECT_EQ(moved["heartbeat"]["duration_ms"].value<int64_t>(), 5000);
+  // An end before the group does not move, and none goes to 0 or below.
+  const toml::table late = shifted_from(root, 15000, 15000);
+  EXPECT_EQ(late["max_virtual_time_ms"].value<int64_t>(), 15000);
+  EXPECT_EQ(fault_end(*root["faults"][2].as_table()), 11075);
+}
+
+TEST(TomlEdits, AFaultEndingAfterTheRunLosesItsEndOrEndsWithIt) {
+  const toml::table root = parse_toml(kTimed, "t.toml");
+  const toml::table& crash = *root["faults"][1].as_table();
+  EXPECT_TRUE(clipped_ends(crash, 12000).empty());  // its restart at 11290 comes within the run
+  EXPECT_TRUE(clipped_ends(crash, 11000).empty());  // it never strikes
+  const std::vector<toml::table> ends = clipped_ends(crash, 11289.5);
+  ASSERT_EQ(ends.size(), 1u) << "the run's end floored (11289) is not after the start: no clip";
+  EXPECT_EQ(ends[0].get("restart_at_ms"), nullptr);
+  const std::vector<toml::table> partition = clipped_ends(*root["faults"][2].as_table(), 11070.4);
+  ASSERT_EQ(partition.size(), 2u);
+  EXPECT_EQ(partition[0].get("heal_after_ms"), nullptr);
+  EXPECT_EQ(partition[0]["at_ms"].value<int64_t>(), 11064);
+  EXPECT_EQ(partition[1]["heal_after_ms"].value<int64_t>(), 6);  // ends at 11070
+  const std::vector<toml::table> pause = clipped_ends(*root["faults"][0].as_table(), 50);
+  ASSERT_EQ(pause.size(), 2u);
+  EXPECT_EQ(pause[0].get("resume_at_ms"), nullptr);
+  EXPECT_EQ(pause[1]["resume_at_ms"].value<int64_t>(), 50);
 }
 
 }  // namespace

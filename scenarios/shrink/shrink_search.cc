@@ -285,15 +285,24 @@ class Search {
     }
   }
 
-  // A fault whose end falls after the run's end (replay would warn that it never came): without
-  // its end, or with its end at the run's end.
+  // A fault whose end falls at or after the run's end (replay would warn that it never comes):
+  // without its end, or with its end just before the run's end.
   void pass_fault_ends() {
     if (!run_.virtual_time_ms || run_.transport == "job" || run_.transport == "tcp") return;
+    // The run's end: where it ended, and where the loader says it ends (the time bound, a
+    // workload's duration), whichever comes first.
+    double end = *run_.virtual_time_ms;
+    for (const TomlPath& path : numbers_in(tree_)) {
+      if (path.empty() || path.back().is_index || path[0].key == "faults") continue;
+      const bool bound = path.size() == 1 && path[0].key == "max_virtual_time_ms";
+      if (!bound && path.back().key != "duration_ms") continue;
+      end = std::min(end, number_at(tree_, path));
+    }
     const toml::array* faults = tree_["faults"].as_array();
     for (size_t i = 0; faults != nullptr && i < faults->size() && !stopped(); ++i) {
       const toml::table* fault = faults->get(i)->as_table();
       if (fault == nullptr) continue;
-      for (const toml::table& edited : clipped_ends(*fault, *run_.virtual_time_ms)) {
+      for (const toml::table& edited : clipped_ends(*fault, end)) {
         toml::table candidate = tree_;
         candidate["faults"].as_array()->replace(candidate["faults"].as_array()->cbegin() + static_cast<std::ptrdiff_t>(i), edited);
         if (attempt(candidate, "fault's end within the run")) break;

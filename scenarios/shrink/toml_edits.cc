@@ -347,14 +347,14 @@ std::vector<toml::table> clipped_ends(const toml::table& fault, double run_end_m
   std::vector<toml::table> out;
   const std::optional<double> end = fault_end(fault);
   const std::optional<double> at = number_key(fault, "at_ms");
-  if (!end || !(*end > run_end_ms) || !at || !(*at <= run_end_ms)) return out;
+  if (!end || !(*end >= run_end_ms) || !at || !(*at < run_end_ms)) return out;
   // Without its end the fault lasts to the run's end, as it did.
   toml::table dropped = fault;
   for (std::string_view key : kEndAtKeys) dropped.erase(key);
   for (std::string_view key : kEndAfterKeys) dropped.erase(key);
   out.push_back(std::move(dropped));
-  // Or it ends at the run's end.
-  const double clip = std::floor(run_end_ms);
+  // Or it ends just before the run's end (the loader warns of an end at the bound too).
+  const double clip = std::ceil(run_end_ms) - 1;
   if (clip > *at) {
     toml::table clipped = fault;
     for (std::string_view key : kEndAtKeys) {

@@ -98,9 +98,11 @@ toml::table shifted_from(const toml::table& root, double from_ms, double delta);
 // the end of the faults that start before, then to the latest such start, or 0), then 7/8, 3/4,
 // 1/2, 1/4 and 1/8 of the gap to that start. Positive, no repeats; whole when from_ms is.
 std::vector<double> group_shifts(const toml::table& root, double from_ms);
-// A fault whose end falls after the run's end (`run_end_ms`), which replay would warn of: without
-// its end keys, then with its end at the run's end. Empty when its end is within the run (or it
-// has none, or it starts after the run's end).
+// A fault whose end falls at or after the run's end (`run_end_ms`), which replay would warn of
+// (the loader for an end at or past max_virtual_time_ms or the workload's end, the run for one
+// past its end): without its end keys, then with its end at the last whole millisecond before
+// the run's end. Empty when its end is before the run's end (or it has none, or it does not
+// start before the run's end).
 std::vector<toml::table> clipped_ends(const toml::table& fault, double run_end_ms);
 // The fault lasting less: each end key (x_at_ms or x_after_ms) brought closer to the start.
 std::vector<toml::table> shorter_faults(const toml::table& fault);

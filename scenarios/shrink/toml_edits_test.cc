@@ -241,7 +241,7 @@ TEST(TomlEdits, AFaultEndingAfterTheRunLosesItsEndOrEndsWithIt) {
   const std::vector<toml::table> ends = clipped_ends(crash, 11289.5);
   ASSERT_EQ(ends.size(), 1u) << "the run's end floored (11289) is not after the start: no clip";
   EXPECT_EQ(ends[0].get("restart_at_ms"), nullptr);
-  const std::vector<toml::table> partition = clipped_ends(*root["faults"][2].as_table(), 11070.4);
+  const std::vector<toml::table> partition = clipped_ends(*root["faults"][2].as_table(), 11070.4);  // ends at 11075
   ASSERT_EQ(partition.size(), 2u);
   EXPECT_EQ(partition[0].get("heal_after_ms"), nullptr);
   EXPECT_EQ(partition[0]["at_ms"].value<int64_t>(), 11064);
@@ -249,7 +249,11 @@ TEST(TomlEdits, AFaultEndingAfterTheRunLosesItsEndOrEndsWithIt) {
   const std::vector<toml::table> pause = clipped_ends(*root["faults"][0].as_table(), 50);
   ASSERT_EQ(pause.size(), 2u);
   EXPECT_EQ(pause[0].get("resume_at_ms"), nullptr);
-  EXPECT_EQ(pause[1]["resume_at_ms"].value<int64_t>(), 50);
+  EXPECT_EQ(pause[1]["resume_at_ms"].value<int64_t>(), 49);  // before the end: an end at the bound warns too
+  // An end exactly at the run's end counts: the loader warns of it.
+  const std::vector<toml::table> at_end = clipped_ends(*root["faults"][0].as_table(), 112);
+  ASSERT_EQ(at_end.size(), 2u);
+  EXPECT_EQ(at_end[1]["resume_at_ms"].value<int64_t>(), 111);
 }
 
 }  // namespace

@@ -24,6 +24,54 @@ size_t count_statements(const toml::node& node) {
   return n;
 }
 
+// Faults that strike before the scenario's end (the least of max_virtual_time_ms and every
+// duration_ms) and end at or after it: the loader warns of each.
+bool bound_key(const TomlPath& path) {
+  if (path.empty() || path.back().is_index || path[0].key == "faults") return false;
+  return (path.size() == 1 && path[0].key == "max_virtual_time_ms") || path.back().key == "duration_ms";
+}
+
+// The scenario's end as written: the least of max_virtual_time_ms and every duration_ms.
+std::optional<double> scenario_bound(const toml::table& root) {
+  std::optional<double> bound;
+  for (const TomlPath& path : numbers_in(root)) {
+    if (!bound_key(path)) continue;
+    const double v = number_at(root, path);
+    bound = std::min(bound.value_or(v), v);
+  }
+  return bound;
+}
+
+// `root` with every fault that strikes before its end and ends at or after it ending 1 ms before
+// (where that is after its start): a shorter bound takes the faults' ends with it.
+toml::table clip_late_ends(toml::table root) {
+  const std::optional<double> bound = scenario_bound(root);
+  toml::array* faults = root["faults"].as_array();
+  if (!bound || faults == nullptr) return root;
+  for (size_t i = 0; i < faults->size(); ++i) {
+    const toml::table* fault = faults->get(i)->as_table();
+    if (fault == nullptr) continue;
+    const std::vector<toml::table> ends = clipped_ends(*fault, *bound);
+    if (ends.size() == 2) faults->replace(faults->cbegin() + static_cast<std::ptrdiff_t>(i), ends[1]);
+  }
+  return root;
+}
+
+size_t late_ends(const toml::table& root) {
+  const std::optional<double> bound = scenario_bound(root);
+  const toml::array* faults = root["faults"].as_array();
+  if (!bound || faults == nullptr) return 0;
+  size_t n = 0;
+  for (const toml::node& node : *faults) {
+    const toml::table* fault = node.as_table();
+    if (fault == nullptr) continue;
+    const std::optional<double> at = (*fault)["at_ms"].value<double>();
+    const std::optional<double> end = fault_end(*fault);
+    if (at && end && *at < *bound && *end >= *bound) ++n;
+  }
+  return n;
+}
+
 size_t count_faults(const toml::table& root, const RunOutcome& run) {
   if (run.faults.is_array()) return run.faults.size();
   const toml::array* faults = root["faults"].as_array();
@@ -113,6 +161,9 @@ class Search {
     if (!v.valid || !v.same) return false;
     const toml::table parsed = parse_toml(text, "candidate");
     if (count_faults(parsed, v.run) > count_faults(tree_, run_)) return false;
+    // A shorter bound must not leave a fault's end at or past it (the loader would warn that it
+    // can never happen); the drawn faults, as materialised, may.
+    if (!materialising_ && late_ends(parsed) > late_ends(tree_)) return false;
     // A [job]'s time is the wall time of real processes, which varies run to run: not a size.
     const bool timed = v.run.transport != "job" && v.run.transport != "tcp";
     if (timed && v.run.virtual_time_ms && run_.virtual_time_ms && *v.run.virtual_time_ms > *run_.virtual_time_ms) return false;
@@ -170,7 +221,10 @@ class Search {
     // The timeline's lines are those of the current text.
     const toml::table source = parse_toml(text_, "scenario");
     if (std::optional<toml::table> explicit_faults = materialise_random_faults(source, run_.faults, &why)) {
-      if (attempt(*explicit_faults, "random faults materialised")) return;
+      materialising_ = true;
+      const bool taken = attempt(*explicit_faults, "random faults materialised");
+      materialising_ = false;
+      if (taken) return;
     }
     // Not written out (or it failed otherwise): smaller rates, windows and concurrency instead.
     shrink_numbers_under({{"random_faults", 0, false}}, "random faults");
@@ -231,7 +285,9 @@ class Search {
         if (bound < number_at(tree_, path)) values.insert(values.begin(), bound);
       }
       for (double value : values) {
-        if (attempt(with_number(tree_, path, value), pass)) {
+        toml::table candidate = with_number(tree_, path, value);
+        if (bound_key(path)) candidate = clip_late_ends(std::move(candidate));
+        if (attempt(candidate, pass)) {
           taken = true;
           break;
         }
@@ -276,7 +332,7 @@ class Search {
         const std::vector<double> starts = fault_starts();
         if (k >= starts.size()) return;
         for (double delta : group_shifts(tree_, starts[k])) {
-          if (attempt(shifted_from(tree_, starts[k], delta), "faults from " + ms_text(starts[k]) + " ms on earlier together")) {
+          if (attempt(clip_late_ends(shifted_from(tree_, starts[k], delta)), "faults from " + ms_text(starts[k]) + " ms on earlier together")) {
             taken = true;
             break;
           }
@@ -291,13 +347,7 @@ class Search {
     if (!run_.virtual_time_ms || run_.transport == "job" || run_.transport == "tcp") return;
     // The run's end: where it ended, and where the loader says it ends (the time bound, a
     // workload's duration), whichever comes first.
-    double end = *run_.virtual_time_ms;
-    for (const TomlPath& path : numbers_in(tree_)) {
-      if (path.empty() || path.back().is_index || path[0].key == "faults") continue;
-      const bool bound = path.size() == 1 && path[0].key == "max_virtual_time_ms";
-      if (!bound && path.back().key != "duration_ms") continue;
-      end = std::min(end, number_at(tree_, path));
-    }
+    const double end = std::min(*run_.virtual_time_ms, scenario_bound(tree_).value_or(*run_.virtual_time_ms));
     const toml::array* faults = tree_["faults"].as_array();
     for (size_t i = 0; faults != nullptr && i < faults->size() && !stopped(); ++i) {
       const toml::table* fault = faults->get(i)->as_table();
@@ -357,6 +407,7 @@ class Search {
   uint64_t runs_ = 0;
   uint64_t accepted_ = 0;
   std::string stopped_by_;
+  bool materialising_ = false;  // attempt() lets the drawn faults' late ends in
   std::map<std::string, Verdict> cache_;
 };
 

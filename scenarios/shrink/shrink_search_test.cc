@@ -242,5 +242,30 @@ TEST(ShrinkSearch, AFaultsEndAfterTheRunIsDropped) {
   EXPECT_TRUE(!until || *until < *r.after.virtual_time_ms) << r.text;
 }
 
+// A fault that must last to within 2 ms of the run's end, and must end: neither dropping its end
+// nor ending it earlier keeps the failure, so the run's bound must stay past the fault's end (the
+// loader warns of an end at or past it) rather than be cut to it.
+TEST(ShrinkSearch, TheRunsBoundStaysPastAFaultsEnd) {
+  auto nearly_through = [](const toml::table& root, double end) {
+    const toml::table* f = fault_on(root, "worker3");
+    if (f == nullptr) return false;
+    const std::optional<double> until = fault_end(*f);
+    return *f->at("at_ms").value<double>() < end && until && *until >= end - 2;
+  };
+  World world(nearly_through);
+  const std::string text = timed_scenario({{"worker1", 100, 200}, {"worker3", 5000, 14999}});
+  const RunOutcome original = world.env.run(text);
+  ASSERT_EQ(original.exit_code, 1);
+  const SearchResult r = shrink_search(text, original, check_b(), world.env, {});
+  EXPECT_EQ(r.stopped_by, "fixpoint");
+  ASSERT_TRUE(r.after.virtual_time_ms.has_value());
+  EXPECT_LE(*r.after.virtual_time_ms, 15000.0 / 5) << r.text;
+  const toml::table out = parse_toml(r.text, "out");
+  const toml::table* f = fault_on(out, "worker3");
+  ASSERT_NE(f, nullptr) << r.text;
+  ASSERT_TRUE(fault_end(*f).has_value()) << r.text;
+  EXPECT_LT(*fault_end(*f), *out["max_virtual_time_ms"].value<double>()) << r.text;
+}
+
 }  // namespace
 }  // namespace dagsim::shrink

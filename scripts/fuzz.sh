@@ -82,7 +82,10 @@ cxxflags=(-std=c++20 -g -O1 -fno-omit-frame-pointer
   -Wall -Wextra -Wno-unused-parameter -I"$root")
 # Only what the two pieces need: core/rpc/wire.h's tensor code is inline and unused here, so no
 # core/ library (built by gcc, uninstrumented) is linked.
-common_sources=(net/crypto.cc core/base/error.cc core/base/assert.cc)
+# The code probes' table (core/base/probe.h) is generated, as the CMake build generates it, into the
+# fuzz build folder: any source that marks a probe links against it (an absolute path below).
+probe_table="$build/generated/probe_table.cc"
+common_sources=(net/crypto.cc core/base/error.cc core/base/assert.cc core/base/probe.cc "$probe_table")
 # What dagsim judge decodes a rendezvous state with: the restricted unpickler, PyTorch's state read
 # from its values, dagsim's own encoding, base64.
 judge_sources=(scenarios/workloads/rendezvous/restricted_unpickler.cc scenarios/workloads/rendezvous/pytorch_state.cc
@@ -112,12 +115,12 @@ sources_of() {
     store_restore) echo net/fuzz/store_restore_fuzz.cc net/tcpstore/store_restore.cc net/tcpstore/store_recorder.cc \
       net/tcpstore/tcp_store_protocol.cc core/store/key_value_table.cc core/store/store_integer.cc core/store/value_delta.cc \
       core/runtime/wait.cc core/runtime/cancel_scope.cc core/runtime/fiber_context.cc \
-      core/base/printable.cc "${common_sources[@]}" ;;
+      core/store/store_wait.cc core/base/printable.cc "${common_sources[@]}" ;;
     job_records) echo scenarios/workloads/job/job_records_fuzz.cc scenarios/workloads/job/job_records.cc \
       scenarios/workloads/job/job_report.cc scenarios/run/records.cc core/runtime/cluster.cc core/base/printable.cc \
       core/base/bounded_file.cc scenarios/format/bounded_json.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
-    execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) ;;
+    execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) "$probe_table" ;;
   esac
 }
 # What a target links beyond the sanitizers, and the include flags it compiles with.
@@ -176,7 +179,9 @@ build_target() {
     # Written aside and moved into place, so an interrupted compile never looks up to date.
     # (Called from an `if`, where set -e does not act: each step checks its own status.)
     # shellcheck disable=SC2046  # the extra flags are words
-    flock "$lock" "$cxx" "${cxxflags[@]}" $(extra_cxxflags_of "$target") $(source_flags_of "$src") -MMD -MF "$obj.d.tmp" -c "$root/$src" -o "$obj.tmp" || return 1
+    local path="$root/$src"
+    [[ "$src" == /* ]] && path=$src  # the generated probe table
+    flock "$lock" "$cxx" "${cxxflags[@]}" $(extra_cxxflags_of "$target") $(source_flags_of "$src") -MMD -MF "$obj.d.tmp" -c "$path" -o "$obj.tmp" || return 1
     mv "$obj.d.tmp" "$obj.d" && mv "$obj.tmp" "$obj" || return 1
     built=1
   done
@@ -238,6 +243,11 @@ run_target() {
 }
 
 status=0
+mkdir -p "$build/generated"
+if ! flock "$lock" cmake -DSOURCE_DIR="$root" -DOUTPUT="$probe_table" -P "$root/cmake/DagsimProbeTable.cmake"; then
+  echo "fuzz.sh: could not write the probe table $probe_table" >&2
+  exit 1
+fi
 for target in "${targets[@]}"; do
   if ! build_target "$target"; then
     echo "fuzz.sh: building the $target target failed" >&2

@@ -159,7 +159,19 @@ DistAutograd::Context::Context(DistAutograd& owner)
 }
 
 DistAutograd::Context::~Context() {
-  if (owner_.container_.has_context(id_)) owner_.release_context(id_);
+  if (!owner_.container_.has_context(id_)) return;
+  // A destructor must not throw: a release that waits for room on a full link (Note [room to
+  // send]) unwinds when its fiber is cancelled or its node dies, and that exception leaving here
+  // would terminate the process (found by DAGSIM_BUGGIFY("rpc.send_queue_full")). The context is
+  // released here regardless; a worker not told yet releases it itself (attach_to_originator) or
+  // died with it, as after any release that never got through. The caller's next wait unwinds.
+  try {
+    owner_.release_context(id_);
+  } catch (const Error& e) {
+    DAGSIM_ASSERT_MSG(runtime::is_unwinding(e), "a context's release throws only when its fiber unwinds: " + e.detail());
+    DAGSIM_PROBE("dist_autograd.release_cut_short_by_unwinding");
+    owner_.container_.release_context_if_present(id_);
+  }
   DAGSIM_ASSERT(!owner_.container_.has_context(id_));
 }
 

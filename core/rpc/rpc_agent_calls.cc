@@ -171,15 +171,9 @@ void RpcAgent::start_request(WorkerId to, Message& message, MessageType expects,
     if (room && to != env_.self && runtime::current_fiber() != nullptr && DAGSIM_BUGGIFY("rpc.send_queue_full")) {
       // As if this node's queue to `to` were tiny (a TCP transport's bound, Note [room to send]):
       // the call waits for room a while, within its own deadline, then goes or times out. A wait
-      // cut short by the caller's cancellation or its node's death sends at once instead of
-      // throwing: calls are made from destructors too (a context's release), where a throw would
-      // terminate, and the caller's next wait unwinds it anyway (the cancellation stays).
-      try {
-        env_.clock.sleep_until(std::min(deadline, env_.clock.now() + kBuggifyRoomWait));
-      } catch (const Error& e) {
-        if (!runtime::is_unwinding(e)) throw;
-        DAGSIM_PROBE("rpc.room_wait_cut_short_by_unwinding");
-      }
+      // cut short by the caller's cancellation or its node's death unwinds, as the transport's own
+      // wait_for_room does (callers in destructors catch it: DistAutograd::Context).
+      env_.clock.sleep_until(std::min(deadline, env_.clock.now() + kBuggifyRoomWait));
       room = env_.clock.now() < deadline;
     }
     // Its deadline passed while it waited (its timer may not have failed it yet), or it did.

@@ -14,7 +14,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <span>
+#include <string>
 #include <string_view>
+
+#include "core/base/error.h"
 
 namespace dagsim::net::fuzz {
 
@@ -38,6 +41,18 @@ inline bool tracing() {
     return v != nullptr && *v != '\0' && *v != '0';
   }();
   return on;
+}
+
+// A bounded reader's refusal as its fuzz target requires it: Error(invalid_argument) whose detail
+// starts with "NAME: " (the file it read) and is one printable line. Says what it refused when
+// tracing.
+inline void check_named_refusal(const dagsim::Error& e, std::string_view name) {
+  if (e.code() != dagsim::ErrorCode::invalid_argument) fail("another error than invalid_argument", e.what());
+  const std::string& d = e.detail();
+  DAGSIM_FUZZ_CHECK(d.size() > name.size() + 1 && d.compare(0, name.size(), name) == 0 &&
+                    d.compare(name.size(), 2, ": ") == 0);
+  for (char c : d) DAGSIM_FUZZ_CHECK(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f);
+  if (tracing()) std::fprintf(stderr, "refused: %s\n", d.c_str());
 }
 
 // The deepest bracket ([ or {) of JSON text outside its strings, by a scan of its own: what a

@@ -67,11 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     summary = dagsim::cli::parse_sweep_summary(text, kName);
   } catch (const dagsim::Error& e) {
-    if (e.code() != dagsim::ErrorCode::invalid_argument) dagsim::net::fuzz::fail("another error than invalid_argument", e.what());
-    const std::string& d = e.detail();
-    DAGSIM_FUZZ_CHECK(d.rfind(std::string(kName) + ": ", 0) == 0);
-    for (char c : d) DAGSIM_FUZZ_CHECK(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f);
-    if (dagsim::net::fuzz::tracing()) std::fprintf(stderr, "refused: %s\n", d.c_str());
+    dagsim::net::fuzz::check_named_refusal(e, kName);
     return 0;
   }
   DAGSIM_FUZZ_CHECK(dagsim::net::fuzz::bracket_depth(text) <= dagsim::cli::kMaxSweepSummaryDepth);

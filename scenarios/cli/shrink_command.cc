@@ -115,6 +115,7 @@ int shrink_command(const ShrinkArgs& args, std::string* written) {
   report.output = args.out.empty() ? default_output(args.file, args.seed) : args.out;
   report.signature = *signature;
   report.max_runs = args.max_runs;
+  report.swarm_mix = original.swarm;
   report.result = shrink::shrink_search(text, original, *signature, env, options);
 
   {

@@ -205,6 +205,10 @@ RunOutcome classify_run(int exit_code, const std::string& stdout_text, const std
     run.virtual_time_ms = report["virtual_time_ms"].get<double>();
   }
   if (report.contains("faults") && report["faults"].is_array()) run.faults = report["faults"];
+  if (report.contains("swarm") && report["swarm"].is_object() && report["swarm"].contains("summary") &&
+      report["swarm"]["summary"].is_string()) {
+    run.swarm = report["swarm"]["summary"].get<std::string>();
+  }
   if (report.contains("wall_ms") && report["wall_ms"].is_number()) run.wall_ms = report["wall_ms"].get<double>();
   if (report.contains("checks") && report["checks"].is_array()) {
     for (const nlohmann::json& check : report["checks"]) {

@@ -41,6 +41,7 @@ struct RunOutcome {
   std::vector<CheckReport> checks;         // every check of the report, in report order
   std::optional<double> virtual_time_ms;
   nlohmann::json faults;             // the applied fault timeline (null when absent)
+  std::string swarm;                 // [random_faults] swarm = true: the seed's mix ("" when none)
   std::string crash_line;            // "dagsim: assertion failed: ..." from stderr, when printed
   double wall_ms = 0;                // the child's wall time (for the per-run limit only)
 };

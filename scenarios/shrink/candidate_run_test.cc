@@ -1,6 +1,7 @@
 // Classifying a run (candidate_run.h): the report read defensively (older binaries, crashes), the
 // failure signature chosen, and "the same way" matched.
 #include "scenarios/shrink/candidate_run.h"
+#include "scenarios/shrink/shrink_header.h"
 
 #include <gtest/gtest.h>
 
@@ -20,6 +21,23 @@ TEST(ClassifyRun, ReadsTheReport) {
   EXPECT_DOUBLE_EQ(*run.virtual_time_ms, 60000.5);
   EXPECT_EQ(run.failed_checks, std::vector<std::string>({"no_false_suspicion", "never_declared_dead"}));
   EXPECT_EQ(run.faults.size(), 1u);
+}
+
+TEST(ClassifyRun, KeepsTheSwarmMixForTheShrunkFilesHeader) {
+  const RunOutcome run = classify_run(
+      1, R"({"outcome": "finished", "checks": [], "swarm": {"summary": "kinds pause; targets worker1\nworker2"}})", "");
+  EXPECT_EQ(run.swarm, "kinds pause; targets worker1\nworker2");
+  ShrinkReport report;
+  report.original = "a.toml";
+  report.seed = 7;
+  report.output = "a.seed7.shrunk.toml";
+  report.result.text = "name = \"a\"\n";
+  EXPECT_EQ(shrunk_file_text(report).find("swarm"), std::string::npos);
+  report.swarm_mix = run.swarm;
+  const std::string text = shrunk_file_text(report);
+  // One comment line: the line break in the mix must not end the comment.
+  EXPECT_NE(text.find("# The failing run's swarm mix (seed 7): kinds pause; targets worker1 worker2\n"), std::string::npos);
+  EXPECT_EQ(classify_run(1, R"({"checks": [], "swarm": {"kinds": []}})", "").swarm, "");
 }
 
 TEST(ClassifyRun, OlderOrBrokenReportsFallBackToTheExitCode) {

@@ -37,6 +37,18 @@ nlohmann::json sizes_json(const Sizes& s) {
 
 }  // namespace
 
+namespace {
+
+// `text` on one comment line: a line break would end the comment and start TOML.
+std::string one_line(std::string text) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
 std::string shrunk_file_text(const ShrinkReport& r) {
   const Sizes& b = r.result.before;
   const Sizes& a = r.result.after;
@@ -44,8 +56,9 @@ std::string shrunk_file_text(const ShrinkReport& r) {
   out << "# Shrunk by `dagsim shrink " << r.original << " --seed " << r.seed << "` (deterministic): " << how(r.signature)
       << ".\n# Faults " << b.faults << " -> " << a.faults << ", virtual time " << ms_text(b.virtual_time_ms) << " -> "
       << ms_text(a.virtual_time_ms) << " ms, nodes " << b.nodes << " -> " << a.nodes << ", lines " << b.lines << " -> "
-      << a.lines << ", runs " << r.result.runs << ".\n# " << stop_text(r) << "\n# Replay: dagsim run " << r.output
-      << " --seed " << r.seed << "\n\n";
+      << a.lines << ", runs " << r.result.runs << ".\n# " << stop_text(r) << "\n";
+  if (!r.swarm_mix.empty()) out << "# The failing run's swarm mix (seed " << r.seed << "): " << one_line(r.swarm_mix) << "\n";
+  out << "# Replay: dagsim run " << r.output << " --seed " << r.seed << "\n\n";
   out << r.result.text;
   return out.str();
 }

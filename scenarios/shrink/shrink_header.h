@@ -20,6 +20,9 @@ struct ShrinkReport {
   FailureSignature signature;
   SearchResult result;
   uint64_t max_runs = 0;
+  // The failing run's swarm mix ([random_faults] swarm = true), said in the header: the faults
+  // the shrunk file holds were drawn under it. "" when the run had none.
+  std::string swarm_mix;
 };
 
 // The shrunk file: a header comment, then the scenario's text.

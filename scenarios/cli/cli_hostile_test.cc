@@ -48,7 +48,7 @@ TEST(CliHostile, SeedsAreWholeNumbersThatFitOrRefused) {
 TEST(CliHostile, UnknownCommandsAreNamedWithTheCommands) {
   const Output o = dagsim_argv({"frobnicate"});
   EXPECT_EQ(o.exit_code, 2);
-  EXPECT_EQ(o.err.substr(0, o.err.find('\n')), "dagsim: unknown command \"frobnicate\"; commands: run, judge, report, validate, check, node, store, credentials, launch, help");
+  EXPECT_EQ(o.err.substr(0, o.err.find('\n')), "dagsim: unknown command \"frobnicate\"; commands: run, judge, report, validate, check, merge, shrink, node, store, credentials, launch, help");
   const Output newline = dagsim_argv({"run", example().string(), "--frob\nnicate"});
   EXPECT_EQ(newline.exit_code, 2);
   EXPECT_EQ(newline.err.find("--frob\n"), std::string::npos) << newline.err;

@@ -77,7 +77,7 @@ TEST(ScenarioHostile, DeepNestingIsRefusedBeforeParsing) {
   for (int i = 1; i < 128; ++i) deep += ".a";
   EXPECT_EQ(error_of(deep + " = 1\n" + std::string(kHeartbeat)), "bad.toml:1: a: unknown key; allowed top-level keys: "
             "name, description, schedule, max_virtual_time_ms, max_wall_time_ms, max_memory_mib, cluster, network, devices, faults, "
-            "random_faults, checks, "
+            "random_faults, checks, buggify, "
             "heartbeat, tensors, parameters, program, backward, optimizer, message_faults, model, train, rendezvous, elastic, job");
   const std::string dots(1000, '.');
   EXPECT_EQ(error_of("name = \"" + dots + "\" # " + dots + "\ndescription = '''\n" + dots + "\n'''\n[heartbeat]\n"

@@ -31,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from srun_launch import Cluster, Failed, log, preflight, stop_descendants, tail  # noqa: E402
+from srun_launch import Cluster, Failed, log, preflight, report_failure, tail, tear_down  # noqa: E402
 
 SHARDS = 4
 SEEDS = "1..20"
@@ -185,20 +185,13 @@ def main():
         log(f"slurmctld and slurmd up on {host}, in {root}")
         run_array(cluster, dagsim, examples)
     except (Failed, OSError, subprocess.SubprocessError, KeyError, ValueError) as e:
-        print(f"FAIL: {e}", flush=True)
-        for name in ("slurmctld.log", "slurmd.log", "slurmctld.out", "slurmd.out", "munge/munged.log"):
-            print(f"--- {name} (last lines) ---\n{tail(cluster.path(name))}", end="", flush=True)
+        report_failure(cluster, e)
         code = 1
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, signal.SIG_IGN)  # the cleanup runs to its end
-        cluster.stop()
-        left = stop_descendants()
-        shutil.rmtree(root, ignore_errors=True)
-        if left:
-            print(f"FAIL: processes left running after cleanup: {left}", flush=True)
+        if not tear_down(cluster, root):
             code = 1
-        log(f"stopped everything this test started; {root} removed")
     if code == 0:
         log(f"PASS in {time.monotonic() - started:.1f} s")
     return code

@@ -226,6 +226,25 @@ PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubsc
                 pass
 
 
+def report_failure(cluster, error):
+    """Prints why a test failed and the last lines of the cluster's daemons' logs."""
+    print(f"FAIL: {error}", flush=True)
+    for name in ("slurmctld.log", "slurmd.log", "slurmctld.out", "slurmd.out", "munge/munged.log"):
+        print(f"--- {name} (last lines) ---\n{tail(cluster.path(name))}", end="", flush=True)
+
+
+def tear_down(cluster, root):
+    """Stops the cluster and every process the test started, and removes its folder. False (with
+    the processes named) when any was still running after that."""
+    cluster.stop()
+    left = stop_descendants()
+    shutil.rmtree(root, ignore_errors=True)
+    if left:
+        print(f"FAIL: processes left running after cleanup: {left}", flush=True)
+    log(f"stopped everything this test started; {root} removed")
+    return not left
+
+
 def stop_descendants():
     """SIGTERM, a grace, SIGKILL to every process below this one; reaps them. Returns the leftovers."""
     for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
@@ -428,18 +447,11 @@ def main():
         log(f"slurmctld and slurmd up on {host}, in {root}")
         run_job(cluster, host, dagsim)
     except (Failed, OSError, subprocess.SubprocessError) as e:
-        print(f"FAIL: {e}", flush=True)
-        for name in ("slurmctld.log", "slurmd.log", "slurmctld.out", "slurmd.out", "munge/munged.log"):
-            print(f"--- {name} (last lines) ---\n{tail(cluster.path(name))}", end="", flush=True)
+        report_failure(cluster, e)
         code = 1
     finally:
-        cluster.stop()
-        left = stop_descendants()
-        shutil.rmtree(root, ignore_errors=True)
-        if left:
-            print(f"FAIL: processes left running after cleanup: {left}", flush=True)
+        if not tear_down(cluster, root):
             code = 1
-        log(f"stopped everything this test started; {root} removed")
     if code == 0:
         log("PASS")
     return code

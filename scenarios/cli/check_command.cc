@@ -270,7 +270,7 @@ int check_command(const CheckArgs& given) {
     running.erase(pid);
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : kInternalError;
     SeedOutcome outcome{child.seed, code, "", std::chrono::duration<double>(std::chrono::steady_clock::now() - child.started).count(),
-                        {}, false};
+                        {}, false, {}};
     // A seed that ended without a verdict while the check was being stopped, or that a stop
     // signal killed (a terminal's ^C reaches the whole process group), was interrupted: no finding.
     const bool killed_by_stop = WIFSIGNALED(status) && sigismember(&stop_set, WTERMSIG(status)) == 1;
@@ -354,7 +354,7 @@ int check_command(const CheckArgs& given) {
                             "run_completed: still running " + std::to_string(kWatchdogGrace.count()) +
                                 " s past its wall-time limit; killed",
                             std::chrono::duration<double>(std::chrono::steady_clock::now() - child.started).count(), {},
-                            false});
+                            false, {}});
         progress.seed_done(true);
         reaped = true;
         break;  // the map changed under the loop

@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "core/elastic/worker_ranks.h"
 #include "net/crypto.h"
 
 namespace dagsim::launch {
@@ -66,7 +67,7 @@ LaunchPlan plan_launch(const LaunchArgs& args, uint32_t cores) {
     throw bad("--monitor_interval", std::to_string(args.monitor_interval_s), "must be more than 0 and at most 3600 seconds");
   }
   plan.agent.monitor_interval = std::chrono::duration_cast<runtime::Duration>(std::chrono::duration<double>(args.monitor_interval_s));
-  if (args.role.empty() || args.role.size() > 256 || args.role.find_first_of(" \n\t") != std::string::npos) {
+  if (args.role.empty() || args.role.size() > elastic::kMaxRoleBytes || args.role.find_first_of(" \n\t") != std::string::npos) {
     throw bad("--role", args.role, "must be one word of at most 256 characters");
   }
   plan.agent.role = args.role;

@@ -52,8 +52,9 @@ ElasticAgent::ElasticAgent(runtime::Env& env, rendezvous::RendezvousHandler& han
   if (options_.local_world_size == 0 || options_.local_world_size > kMaxLocalWorldSize) {
     throw errors::invalid_argument("elastic agent: local_world_size must be 1 to " + std::to_string(kMaxLocalWorldSize));
   }
-  if (options_.role.empty() || options_.role.find_first_of(" \n") != std::string::npos) {
-    throw errors::invalid_argument("elastic agent: the role must be a non-empty word");
+  if (options_.role.empty() || options_.role.size() > kMaxRoleBytes || options_.role.find_first_of(" \n") != std::string::npos) {
+    throw errors::invalid_argument("elastic agent: the role must be a non-empty word of at most " + std::to_string(kMaxRoleBytes) +
+                                   " bytes");
   }
   DAGSIM_ASSERT(workers_ != nullptr);
 }

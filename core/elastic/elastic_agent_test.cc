@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "core/elastic/elastic_agent_test_cluster.h"
+#include "core/elastic/worker_ranks.h"
 
 namespace dagsim::elastic {
 namespace {
@@ -56,6 +57,23 @@ TEST_F(ElasticAgentTest, AFailingGroupRestartsMaxRestartsTimesThenFailsByName) {
   ASSERT_TRUE(run_result(2).has_value());
   EXPECT_EQ(run_result(2)->outcome, AgentOutcome::closed);
   EXPECT_EQ(run_result(2)->restarts, 0u);
+}
+
+// What an agent publishes every agent must read back: a role decode_role_info would refuse is
+// refused where the agent is made, naming the limit, rather than failing every peer's round.
+TEST_F(ElasticAgentTest, ARoleLongerThanEveryPeerCanReadIsRefusedAtTheStart) {
+  start(1, job(1, 1));
+  runtime::Clock& clock = rt_.env(1).clock;
+  try {
+    agent_at(1, at(0ms), {.role = std::string(kMaxRoleBytes + 1, 'r')}, [&clock](const WorkerGroupSpec&) { forever(clock); });
+    ADD_FAILURE() << "a role of " << kMaxRoleBytes + 1 << " bytes was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("at most 256 bytes"), std::string::npos) << e.what();
+  }
+  const AgentRoleInfo longest{std::string(kMaxRoleBytes, 'r'), 0, 1};
+  const std::string text = encode_role_info(longest);
+  EXPECT_EQ(decode_role_info(std::vector<uint8_t>(text.begin(), text.end()), 0), longest);
 }
 
 TEST_F(ElasticAgentTest, SuccessWaitsAtTheExitBarrierForTheSlowestMember) {

@@ -63,7 +63,7 @@ bool role_order(const AgentRoleInfo& a, const AgentRoleInfo& b) {
 std::string encode_role_info(const AgentRoleInfo& info) {
   // Paired with decode_role_info's checks: what an agent publishes, every agent can read.
   DAGSIM_ASSERT(info.local_world_size >= 1 && info.local_world_size <= kMaxLocalWorldSize);
-  DAGSIM_ASSERT(!info.role.empty());
+  DAGSIM_ASSERT(!info.role.empty() && info.role.size() <= kMaxRoleBytes);
   return std::to_string(info.local_world_size) + " " + info.role;
 }
 
@@ -73,7 +73,7 @@ AgentRoleInfo decode_role_info(std::span<const uint8_t> bytes, uint32_t group_ra
   AgentRoleInfo info;
   info.group_rank = group_rank;
   uint64_t size = 0;
-  bool ok = space != std::string::npos && space > 0 && space <= 6 && space + 1 < text.size() && text.size() - space - 1 <= 256;
+  bool ok = space != std::string::npos && space > 0 && space <= 6 && space + 1 < text.size() && text.size() - space - 1 <= kMaxRoleBytes;
   for (size_t i = 0; ok && i < space; ++i) {
     ok = text[i] >= '0' && text[i] <= '9';
     size = size * 10 + static_cast<uint64_t>(text[i] - '0');

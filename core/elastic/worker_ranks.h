@@ -34,6 +34,9 @@
 namespace dagsim::elastic {
 
 inline constexpr uint32_t kMaxLocalWorldSize = 1u << 16;
+// torchrun's --role is one word; longer ones are refused where the agent starts, so what it
+// publishes (encode_role_info) is always what every agent's decode accepts.
+inline constexpr size_t kMaxRoleBytes = 256;
 inline constexpr uint64_t kMaxWorldSize = uint64_t{1} << 31;
 
 // One agent of a round, as it published itself (PyTorch's _RoleInstanceInfo).
@@ -49,7 +52,7 @@ bool role_order(const AgentRoleInfo& a, const AgentRoleInfo& b);
 
 // A role info as an agent publishes it in the round's store: "<local world size> <role>" (the
 // group rank is the key's). decode trusts nothing: anything else, a size of 0 or over
-// kMaxLocalWorldSize, or a role over 256 bytes is invalid_argument naming the group rank.
+// kMaxLocalWorldSize, or a role over kMaxRoleBytes is invalid_argument naming the group rank.
 std::string encode_role_info(const AgentRoleInfo& info);
 AgentRoleInfo decode_role_info(std::span<const uint8_t> bytes, uint32_t group_rank);
 

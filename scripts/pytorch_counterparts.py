@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 """PyTorch's counterpart of each dagsim benchmark that scripts/bench_pytorch.sh compares.
 
-Usage: pytorch_counterparts.py GROUP SECONDS
+Usage: pytorch_counterparts.py GROUP SECONDS [--sizes B,B,...]
   GROUP   local: the MLP step float32/float64, gemm 256 float32, the engine's cost per node, an
                  embedding lookup with its backward, cross_entropy over 8192 classes, layer_norm,
                  max along a dim
-          tcp:   RPC round trips (64 B, 1 MiB), the seed example's step and the MLP step in both
-                 dtypes, over torch.distributed.rpc (TensorPipe) between two processes on loopback
+          tcp:   RPC round trips (64 B and 1 MiB, or the payload sizes --sizes names: the
+                 growth sweep of scripts/performance_growth.py), the seed example's step and the
+                 MLP step in both dtypes, over torch.distributed.rpc (TensorPipe) between two
+                 processes on loopback
   SECONDS how long each benchmark runs (after a warm-up of a tenth of that)
+  --sizes the RPC payloads in bytes (tcp only); a round trip echoes a float64 tensor of that size,
+          as BM_TcpRpc/<bytes>/0 echoes <bytes> of tensor
 Prints one JSON object per benchmark on standard output: {"key", "seconds_per_iter", "iterations"},
 the key being the dagsim benchmark it stands beside (as Google Benchmark names it). The time is
 the mean over the iterations, as Google Benchmark reports ours; one thread (torch.set_num_threads(1),
@@ -119,7 +123,7 @@ def owned_layer(h, i):
     return h @ _MODELS[h.dtype][1][i]
 
 
-def _worker(rank, port, seconds):
+def _worker(rank, port, seconds, sizes):
     import torch.distributed.autograd as dist_autograd
     import torch.distributed.rpc as rpc
     torch.set_num_threads(1)
@@ -128,7 +132,7 @@ def _worker(rank, port, seconds):
         _MODELS[dtype] = mlp_weights(dtype)
     rpc.init_rpc(f"worker{rank}", rank=rank, world_size=2)
     if rank == 0:
-        for size in (64, 1 << 20):
+        for size in sizes:
             t = torch.full((max(size // 8, 1),), 0.5, dtype=torch.float64)
             emit(f"BM_TcpRpc/{size}/0", timed(lambda: rpc.rpc_sync("worker1", echo, args=(t,)), seconds))
         g = torch.Generator().manual_seed(7)
@@ -154,22 +158,33 @@ def _worker(rank, port, seconds):
     rpc.shutdown()
 
 
-def tcp(seconds):
+def tcp(seconds, sizes=(64, 1 << 20)):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     pid = os.fork()
     if pid == 0:
         try:
-            _worker(1, port, seconds)
+            _worker(1, port, seconds, sizes)
         finally:
             os._exit(0)
-    _worker(0, port, seconds)
+    _worker(0, port, seconds, sizes)
     os.waitpid(pid, 0)
 
 
-if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("local", "tcp"):
-        sys.exit("usage: pytorch_counterparts.py local|tcp SECONDS")
+def main(argv):
+    usage = "usage: pytorch_counterparts.py local|tcp SECONDS [--sizes B,B,...]"
+    if len(argv) not in (3, 5) or argv[1] not in ("local", "tcp"):
+        sys.exit(usage)
     torch.set_num_threads(1)
-    {"local": local, "tcp": tcp}[sys.argv[1]](float(sys.argv[2]))
+    seconds = float(argv[2])
+    if len(argv) == 5:
+        if argv[1] != "tcp" or argv[3] != "--sizes":
+            sys.exit(usage)
+        tcp(seconds, tuple(int(b) for b in argv[4].split(",")))
+    else:
+        {"local": local, "tcp": tcp}[argv[1]](seconds)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

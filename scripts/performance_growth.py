@@ -106,16 +106,16 @@ def key_of(name):
     return re.sub(r"(/iterations:\d+)?(/manual_time|/real_time)?$", "", name)
 
 
-def listed(binary, pattern):
+def listed(binary, pattern, env=None):
     """The benchmark keys `binary` registers that match the regex `pattern` (nothing runs)."""
     if not os.path.exists(binary):
         return []
     out = subprocess.run([binary, "--benchmark_list_tests", f"--benchmark_filter={pattern}"],
-                         capture_output=True, text=True, timeout=60).stdout
+                         capture_output=True, text=True, timeout=60, env=env).stdout
     return [key_of(line.strip()) for line in out.splitlines() if line.strip()]
 
 
-def run_bench(binary, keys, seconds, timeout):
+def run_bench(binary, keys, seconds, timeout, env=None):
     """Runs exactly `keys` of `binary` in one process. Returns ({key: record}, {key: note}): a record
     has "time" (seconds per iteration, wall), every counter, and "peak_rss_bytes" of the process."""
     keys = sorted(set(keys))
@@ -123,7 +123,7 @@ def run_bench(binary, keys, seconds, timeout):
         return {}, {k: f"no {os.path.basename(binary)} built" for k in keys}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         p = subprocess.Popen([binary, f"--benchmark_filter={regex_of(keys)}", f"--benchmark_min_time={seconds}",
-                              "--benchmark_format=json"], stdout=out, stderr=err)
+                              "--benchmark_format=json"], stdout=out, stderr=err, env=env)
         deadline = time.monotonic() + timeout
         while True:
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)
@@ -139,6 +139,8 @@ def run_bench(binary, keys, seconds, timeout):
         out.seek(0)
         err.seek(0)
         text, err_text = out.read().decode(), err.read().decode(errors="replace")
+    if "Failed to match any benchmarks" in err_text:  # none of the keys is registered
+        return {}, {k: "benchmark missing" for k in keys}
     try:
         benchmarks = json.loads(text)["benchmarks"]
     except (ValueError, KeyError):
@@ -173,7 +175,9 @@ class Sweep:
         self.sim_bin = os.path.join(build, "bench", "dagsim_bench")
         self.rdzv_bin = os.path.join(build, "bench", "dagsim_bench_rendezvous")
         self.sim_nodes = self._pick(listed(self.sim_bin, r"^BM_SimGrowth/nodes:[0-9]+"), SIM_RANGE, SIM_QUICK)
-        self.rdzv_nodes = self._pick(listed(self.rdzv_bin, RDZV_LISTED),
+        # 4096 and 10,000 nodes are registered only in the benchmark tier (bench/bm_rendezvous.cc).
+        self.rdzv_env = dict(os.environ, DAGSIM_RENDEZVOUS_LARGE="0" if quick else "1")
+        self.rdzv_nodes = self._pick(listed(self.rdzv_bin, RDZV_LISTED, self.rdzv_env),
                                      RDZV_RANGE, RDZV_QUICK)
         aims = (1000,) if quick else RDZV_AIM_NODES  # --quick: 10,000 nodes is not a smoke test
         self.rdzv_keys = sorted({rdzv_key(n) for n in self.rdzv_nodes + aims} | {rdzv_key(1000, 1)})
@@ -206,7 +210,7 @@ class Sweep:
             if key in gave_up:
                 notes[key] = gave_up[key]
                 continue
-            r, n = run_bench(self.rdzv_bin, [key], 0, timeout)
+            r, n = run_bench(self.rdzv_bin, [key], 0, timeout, self.rdzv_env)
             results.update(r)
             notes.update(n)
             if "timed out" in n.get(key, ""):
@@ -231,8 +235,12 @@ def aim_rows(samples, notes):
             verdict = "misses"  # a wall-time bound, and the run outlasted its (larger) timeout
         else:
             verdict = "not measured"
-        rows.append({"measure": label, "dagsim_key": key, "field": name, "value": q,
-                     "shown": fmt_spread(q, fmt) if q else not_measured(notes, key), "aim": aim, "verdict": verdict})
+        shown = fmt_spread(q, fmt) if q else not_measured(notes, key)
+        checked = [rec["invariants"] for rec in samples.get(key, []) if "invariants" in rec]
+        if checked:  # the rendezvous formations check their invariants (bench/rendezvous_formation.h)
+            shown += "; invariants checked" if all(checked) else "; invariants NOT checked in every round"
+        rows.append({"measure": label, "dagsim_key": key, "field": name, "value": q, "shown": shown, "aim": aim,
+                     "verdict": verdict})
     return rows
 
 
@@ -252,8 +260,10 @@ def growth(sweep, samples, notes):
         out = []
         for x in xs:
             vs = values(side, fmt.format(x), name)
+            missing = ("not measured (no counterpart in scripts/pytorch_counterparts.py)" if side is torch
+                       else not_measured(notes, fmt.format(x)))
             out.append({"x": x, "y": {k: v * scale for k, v in spread(vs).items()} if vs else None,
-                        "note": None if vs else not_measured(notes, fmt.format(x))})
+                        "note": None if vs else missing})
         return out
 
     rdzv_nodes = sorted({int(re.search(r"nodes:(\d+)", k).group(1)) for k in sweep.rdzv_keys
@@ -295,7 +305,7 @@ PLOTS = {  # sweep: (file, title, x label, y label, x formatter, aim markers [(x
                                                                        (10000, 15.0, "aim: wall < 15 s")]),
     "rpc": ("performance_rpc_growth.svg", "RPC round trip against payload (loopback)", "payload (request and reply)",
             "round trip (s)", size_name, []),
-    "mlp": ("performance_mlp_growth.svg", "MLP step against width (8 layers, batch 64, float32)", "width",
+    "mlp": ("performance_mlp_growth.svg", "Local MLP training step against width", "width",
             "step (s)", str, []),
 }
 SECTIONS = {
@@ -309,8 +319,9 @@ SECTIONS = {
     "rpc": "One RPC echoing a tensor of the payload size over loopback TCP: dagsim with MACs on "
            "(`BM_TcpRpc/<bytes>/0`), the raw-socket ping-pong floor (`BM_RawPingPong/<bytes>`) and "
            "PyTorch's TensorPipe (`rpc_sync` of an echo), in the same rounds.",
-    "mlp": "One local training step (forward, loss sum, gradients of the weights) of 8 tanh layers of "
-           "the given width, batch 64, float32 (`BM_MlpWidth/width:N`, dagsim_bench) beside PyTorch's.",
+    "mlp": "One local training step (forward, loss, gradients of the weights) of an MLP whose layers "
+           "have the given width (`BM_MlpWidth/width:N`, bench/bm_mlp.cc, which says the depth, batch and "
+           "dtype), beside PyTorch's same step (scripts/pytorch_counterparts.py).",
 }
 
 

@@ -72,8 +72,8 @@ FLOOR = [  # (label, dagsim key, raw key, kind, aim)
 RPC_COUNTERPART_SIZES = (64, 1 << 20)  # TCP's rows; the growth sweep adds its own
 
 
-def groups(build, sweep):
-    """name: (dagsim binary, dagsim keys, PyTorch counterparts' arguments or None)."""
+def groups(sweep):
+    """name: (dagsim binary, dagsim keys, pytorch_counterparts.py's arguments)."""
     tcp_sizes = sorted(set(RPC_COUNTERPART_SIZES) | set(sweep.rpc_sizes))
     return {
         "local": ("bench/dagsim_bench", [k for _, k, _ in LOCAL] + sweep.mlp_keys(), ["local"]),
@@ -142,7 +142,7 @@ def main():
                 print(f"pytorch_compare: {key}: {note}", file=sys.stderr, flush=True)
 
     for r in range(rounds):
-        for group, (binary, keys, torch_args) in groups(build, sweep).items():
+        for group, (binary, keys, torch_args) in groups(sweep).items():
             order = [("ours", lambda b=binary, k=keys: run_bench(os.path.join(build, b), k, seconds, bench_timeout)),
                      ("torch", lambda a=torch_args: run_torch(a, seconds))]
             if group == "local" and os.environ.get("OPENBLAS_CORETYPE"):

@@ -2,6 +2,9 @@
 // N rendezvous nodes (min = max = N) and one store node, over links of 0.5-1 ms (seeded).
 //
 //   BM_RendezvousFormation/nodes:N/poll_ms:P/spread:S
+//     N: a growth sweep 2..1000 (the polling rows stop at 1000); 4096 and 10,000 (event-driven only)
+//     are registered only with DAGSIM_RENDEZVOUS_LARGE=1 in the environment, the benchmark tier
+//     (scripts/bench_rendezvous.sh runs each in its own process, so peak_rss_mb is its own).
 //     P = 0: event-driven waits (the default); P = 1000: PyTorch's fixed 1 s polling.
 //     S = 0: every node joins at t = 0; S = 1: joins spread uniformly over the first second.
 //   Counters:
@@ -30,7 +33,10 @@
 // the biggest formation is the wall figure; the whole binary takes a few minutes on 2 cores.
 #include <benchmark/benchmark.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "bench/rendezvous_formation.h"
@@ -65,6 +71,10 @@ void report(benchmark::State& state, const FormationResult& r) {
   state.counters["cas_lost_reply_mb"] = static_cast<double>(r.store.cas_lost_reply_bytes) / 1e6;
   state.counters["cas_won_reply_mb"] = static_cast<double>(r.store.cas_won_reply_bytes) / 1e6;
   state.counters["watch_reply_mb"] = static_cast<double>(r.store.watch_reply_bytes) / 1e6;
+  state.counters["invariants"] = r.invariants_checked ? 1 : 0;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
 }
 
 void BM_RendezvousFormation(benchmark::State& state) {
@@ -85,11 +95,19 @@ void BM_RendezvousFormation(benchmark::State& state) {
   report(state, last);
 }
 
+bool large_runs() {
+  const char* on = std::getenv("DAGSIM_RENDEZVOUS_LARGE");
+  return on != nullptr && std::string(on) == "1";
+}
+
 void formation_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"nodes", "poll_ms", "spread"});
   for (int spread : {0, 1}) {
     for (int poll_ms : {0, 1000}) {
       for (int nodes : {2, 4, 8, 16, 64, 256, 1000}) b->Args({nodes, poll_ms, spread});
+      if (poll_ms == 0 && large_runs()) {
+        for (int nodes : {4096, 10000}) b->Args({nodes, poll_ms, spread});
+      }
     }
   }
 }

@@ -31,6 +31,9 @@ struct StoreCounts {
   uint64_t cas_lost_reply_bytes = 0;
   uint64_t cas_won_reply_bytes = 0;
   uint64_t watch_reply_bytes = 0;
+  // Every compare-and-set that wrote: (the version it named, the version it wrote), in call order.
+  // The formation's S1 check (a write lands only on the version it read) chains them.
+  std::vector<std::pair<uint64_t, uint64_t>> commits;
 };
 
 class CountingStore final : public store::Store {
@@ -93,6 +96,7 @@ class CountingStore final : public store::Store {
     ++counts_.cas;
     store::CasOutcome outcome = inner_.compare_set_version(key, expected_version, std::move(desired));
     if (!outcome.written) ++counts_.cas_conflicts;
+    if (outcome.written) counts_.commits.emplace_back(expected_version, outcome.current.version);
     counts_.reply_bytes += outcome.current.value.size();
     (outcome.written ? counts_.cas_won_reply_bytes : counts_.cas_lost_reply_bytes) += outcome.current.value.size();
     return outcome;

@@ -9,7 +9,9 @@
 
 #include "core/base/error.h"
 #include "core/base/prng.h"
+#include "core/rendezvous/rendezvous_backend.h"
 #include "core/rendezvous/rendezvous_handler.h"
+#include "core/rendezvous/rendezvous_state.h"
 #include "core/rpc/rpc_agent.h"
 #include "core/store/store_client.h"
 #include "core/store/store_service.h"
@@ -52,6 +54,7 @@ struct FormationWorld {
       rendezvous::NodeDesc node;
       node.addr = env.name;
       node.pid = env.incarnation;
+      nodes.push_back(node);
       handlers.push_back(
           std::make_unique<rendezvous::RendezvousHandler>(env, *counted.back(), settings, node, handler_options));
     }
@@ -75,6 +78,7 @@ struct FormationWorld {
   StoreCounts counts;
   std::vector<std::unique_ptr<CountingStore>> counted;
   std::vector<std::unique_ptr<rendezvous::RendezvousHandler>> handlers;  // handlers[i - 1] is node i
+  std::vector<rendezvous::NodeDesc> nodes;                              // nodes[i - 1] is node i's
 };
 
 // What one node's call gave.
@@ -112,12 +116,73 @@ std::string check(const std::vector<Joined>& joined, uint32_t n) {
   return {};
 }
 
+// S1 over every write the nodes made: sorted by the version written, each names the version of
+// the write before it (the first names 0, no state yet), and the last is the version read at the end.
+std::string check_commits(std::vector<std::pair<uint64_t, uint64_t>> commits, uint64_t final_version) {
+  std::ranges::sort(commits, {}, &std::pair<uint64_t, uint64_t>::second);
+  uint64_t previous = 0;
+  for (const auto& [named, wrote] : commits) {
+    if (named != previous || wrote <= named) {
+      return "S1: a write named version " + std::to_string(named) + " and wrote " + std::to_string(wrote) +
+             " where the write before it left " + std::to_string(previous);
+    }
+    previous = wrote;
+  }
+  if (previous != final_version) {
+    return "S1: the store holds version " + std::to_string(final_version) + ", the last write the nodes made " +
+           std::to_string(previous);
+  }
+  return {};
+}
+
+// The committed state at the end against what every node returned: one round (0) formed and
+// complete, nothing else pending (no deadline, not closed, no re-rendezvous request), the lists
+// structurally sound (S5), exactly the N nodes participate with no node also waiting or spare,
+// ranks 0..N-1 in node order (S2), and each node's returned rank and world are the state's.
+std::string check_state(const rendezvous::RendezvousState& state, const std::vector<rendezvous::NodeDesc>& nodes,
+                        const std::vector<Joined>& joined) {
+  const auto n = static_cast<uint32_t>(nodes.size());
+  if (std::optional<std::string> why = rendezvous::structural_violation(state)) return "S5: " + *why;
+  if (state.round != 0 || !state.complete || state.closed || state.deadline || state.rerendezvous_requested ||
+      state.world_size != n) {
+    return "the final state is not round 0 complete with world " + std::to_string(n) + ": round " +
+           std::to_string(state.round) + (state.complete ? " complete" : " incomplete") +
+           (state.closed ? " closed" : "") + " world " + std::to_string(state.world_size);
+  }
+  if (state.participants.size() != n || !state.wait_list.empty() || !state.redundancy_list.empty() ||
+      state.last_heartbeats.size() != n) {
+    return "the final state holds " + std::to_string(state.participants.size()) + " participants, " +
+           std::to_string(state.wait_list.size()) + " waiting, " + std::to_string(state.redundancy_list.size()) +
+           " spare and " + std::to_string(state.last_heartbeats.size()) + " heartbeats for " + std::to_string(n) +
+           " nodes";
+  }
+  uint32_t expected_rank = 0;
+  for (const auto& [node, rank] : state.participants) {
+    if (rank != expected_rank++) {
+      return "S2: node " + rendezvous::to_string(node) + " has rank " + std::to_string(rank) + ", not " +
+             std::to_string(expected_rank - 1) + " (node order)";
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto it = state.participants.find(nodes[i]);
+    if (it == state.participants.end()) return "node " + rendezvous::to_string(nodes[i]) + " is not a participant";
+    if (it->second != joined[i].info->rank) {
+      return "node " + rendezvous::to_string(nodes[i]) + " returned rank " + std::to_string(joined[i].info->rank) +
+             ", the state gives it " + std::to_string(it->second);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 FormationResult run_formation(const FormationSpec& spec) {
   FormationResult result;
   const std::vector<TimePoint> joins = join_times(spec);
   std::vector<Joined> joined(spec.nodes);
+  // The last node to return reads the committed state once, past the round time, for the checks.
+  uint32_t returned = 0;
+  std::optional<store::Versioned> final_state;
 
   const auto build_start = Wall::now();
   auto w = std::make_unique<FormationWorld>(spec);
@@ -135,6 +200,14 @@ FormationResult run_formation(const FormationSpec& spec) {
         me.error = e.what();
       }
       me.done = world.now();
+      if (++returned == spec.nodes) {
+        try {
+          final_state = w->clients[i - 1]->get_versioned(rendezvous::state_key("bench"));
+        } catch (const Error& e) {
+          runtime::rethrow_if_unwinding(e);
+          me.error = std::string("reading the final state: ") + e.what();
+        }
+      }
     });
   }
   result.build_wall_s = seconds_since(build_start);
@@ -169,6 +242,17 @@ FormationResult run_formation(const FormationSpec& spec) {
   } else {
     result.error = check(joined, spec.nodes);
   }
+  if (result.error.empty() && !final_state) result.error = "nobody read the final state";
+  if (result.error.empty()) {
+    try {
+      const rendezvous::RendezvousState state = rendezvous::decode(final_state->value);
+      result.error = check_state(state, w->nodes, joined);
+      if (result.error.empty()) result.error = check_commits(w->counts.commits, final_state->version);
+    } catch (const Error& e) {
+      result.error = std::string("the final state does not decode: ") + e.what();
+    }
+  }
+  result.invariants_checked = result.error.empty();
 
   const auto teardown_start = Wall::now();
   w.reset();

@@ -5,9 +5,13 @@
 // world runs until every call has returned.
 //
 // Promises: the same spec gives the same run, byte for byte (the trace hash and every virtual
-// figure; only wall_s varies); run_formation() checks what it measured (every node returned rank
-// 0..N-1 exactly once, world size N, round 0, the world finished with no failed fiber) and says
-// what went wrong in `error` otherwise. Virtual time is the simulator's, wall time a steady clock
+// figure; only wall_s varies); run_formation() checks what it measured and says what went wrong in
+// `error` otherwise: the world finished with no failed fiber; every node returned rank 0..N-1
+// exactly once, world size N, round 0; the committed state, read once after the last return,
+// decodes, is structurally sound (S5), is round 0 complete with world N, no deadline, not closed,
+// no re-rendezvous request, holds exactly the N nodes as participants and nobody waiting or spare,
+// ranks them 0..N-1 in node order (S2), and gives each node the rank it returned; and every write
+// named the version of the write before it, the last being the one read (S1). Virtual time is the simulator's, wall time a steady clock
 // around the world's construction and run (teardown is reported apart).
 #pragma once
 
@@ -48,6 +52,7 @@ struct FormationResult {
   uint64_t decodes = 0;                    // states decoded, every node together
   uint64_t actions_applied = 0;            // state changes the nodes decided, every node together
   uint64_t sync_waits = 0;                 // SYNC waits (watches or polls), every node together
+  bool invariants_checked = false;         // every check in the file comment ran and held
 };
 
 FormationResult run_formation(const FormationSpec& spec);

@@ -10,9 +10,10 @@ Env: DAGSIM_BENCH_TIMEOUT (s, default 1200): limit on one benchmark process; DAG
 (scripts/bench_pytorch.sh installs what it needs and calls this.)
 
 Promises:
-- Every ratio comes from this run. Each round runs, per group (local compute; two processes over
-  TCP), dagsim's benchmarks and PyTorch's counterparts (scripts/pytorch_counterparts.py) back to
-  back, the order alternating round by round so drift in the machine's speed falls on both sides.
+- Every ratio comes from this run. Each round runs, per group (local compute; the MLP width
+  sweep; two processes over TCP), dagsim's benchmarks and PyTorch's counterparts
+  (scripts/pytorch_counterparts.py) back to back, the order alternating round by round so drift
+  in the machine's speed falls on both sides.
   A round's ratio is dagsim's time over PyTorch's in that round; the report gives each ratio's
   min, median and max over the rounds, and each side's times the same way.
 - Ratios to the raw-socket floor (RPC round trip against raw ping-pong, tensor stream against raw
@@ -76,7 +77,8 @@ def groups(sweep):
     """name: (dagsim binary, dagsim keys, pytorch_counterparts.py's arguments)."""
     tcp_sizes = sorted(set(RPC_COUNTERPART_SIZES) | set(sweep.rpc_sizes))
     return {
-        "local": ("bench/dagsim_bench", [k for _, k, _ in LOCAL] + sweep.mlp_keys(), ["local"]),
+        "local": ("bench/dagsim_bench", [k for _, k, _ in LOCAL], ["local"]),
+        "mlp_width": ("bench/dagsim_bench", sweep.mlp_keys(), ["mlp_width"]),
         "tcp": ("bench/dagsim_bench_tcp", [k for _, k, _ in TCP] + [f[1] for f in FLOOR] + [f[2] for f in FLOOR]
                 + sweep.rpc_keys(), ["tcp", "--sizes", ",".join(map(str, tcp_sizes))]),
     }
@@ -88,7 +90,12 @@ def run_torch(args, seconds, blas_free=False):
         env.pop("OPENBLAS_CORETYPE", None)
     argv = ["/usr/bin/python3", os.path.join(ROOT, "scripts", "pytorch_counterparts.py"), args[0], str(seconds),
             *args[1:]]
-    out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env, timeout=1200).stdout
+    try:
+        out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env, timeout=1200).stdout
+    except subprocess.CalledProcessError as e:
+        return {}, {f"pytorch_counterparts.py {args[0]}": f"failed: exit {e.returncode}: {e.stderr.strip()[-300:]}"}
+    except subprocess.TimeoutExpired:
+        return {}, {f"pytorch_counterparts.py {args[0]}": "failed: timed out after 1200 s"}
     rows = map(json.loads, out.splitlines())
     return {j["key"]: {"time": j["seconds_per_iter"], "iterations": j["iterations"]} for j in rows}, {}
 

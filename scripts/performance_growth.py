@@ -310,7 +310,9 @@ PLOTS = {  # sweep: (file, title, x label, y label, x formatter, aim markers [(x
 }
 SECTIONS = {
     "sim": "Messages delivered per wall second of `world.run()` against the simulated cluster's size "
-           "(`BM_SimGrowth/nodes:N`, dagsim_bench). No PyTorch counterpart: PyTorch has no simulator.",
+           "(`BM_SimGrowth/nodes:N`, dagsim_bench: the same work per node, so a flat line means the "
+           "simulator scales; bench/bm_sim.cc says the traffic). No PyTorch counterpart: PyTorch has no "
+           "simulator.",
     "rendezvous": "Formation of N simulated nodes joining at once, event-driven "
                   "(`BM_RendezvousFormation/nodes:N/poll_ms:0/spread:0`, dagsim_bench_rendezvous, one process "
                   "per N): wall time to build and run the formation, virtual time from the last join to the "

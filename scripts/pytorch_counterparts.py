@@ -5,6 +5,7 @@ Usage: pytorch_counterparts.py GROUP SECONDS [--sizes B,B,...]
   GROUP   local: the MLP step float32/float64, gemm 256 float32, the engine's cost per node, an
                  embedding lookup with its backward, cross_entropy over 8192 classes, layer_norm,
                  max along a dim
+          mlp_width: BM_MlpWidth, the local float32 MLP step at widths 64 to 2048 (growth)
           tcp:   RPC round trips (64 B and 1 MiB, or the payload sizes --sizes names: the
                  growth sweep of scripts/performance_growth.py), the seed example's step and the
                  MLP step in both dtypes, over torch.distributed.rpc (TensorPipe) between two
@@ -111,6 +112,27 @@ def local(seconds):
          timed(lambda: torch.autograd.grad(torch.max(x, dim=1).values.sum(), [x]), seconds))
 
 
+MLP_WIDTHS = (64, 128, 256, 512, 1024, 2048)
+
+
+def mlp_width(seconds):
+    """BM_MlpWidth's counterpart (group mlp_width): the local float32 MLP step (8 layers, batch 64,
+    tanh) at each width of MLP_WIDTHS, keys BM_MlpWidth/width:W; weights N(0,1)/sqrt(width), drawn as
+    mlp_weights draws them (1/16 at 256: BM_MlpLocal's model)."""
+    for width in MLP_WIDTHS:
+        g = torch.Generator().manual_seed(11)
+        x = torch.randn(BATCH, width, generator=g, dtype=torch.float64).to(torch.float32)
+        ws = [(torch.randn(width, width, generator=g, dtype=torch.float64) / width ** 0.5).to(torch.float32)
+              .requires_grad_() for _ in range(LAYERS)]
+
+        def step():
+            h = x
+            for w in ws:
+                h = torch.tanh(h @ w)
+            torch.autograd.grad(h.sum(), ws)
+        emit("BM_MlpWidth/width:%d" % width, timed(step, seconds))
+
+
 # tcp: worker1's functions, pickled by reference. ---------------------------------------------------
 _MODELS = {}
 
@@ -173,6 +195,11 @@ def tcp(seconds, sizes=(64, 1 << 20)):
 
 
 def main(argv):
+    # mlp_width SECONDS: BM_MlpWidth's growth sweep (kept out of local: width 2048 takes a while).
+    if len(argv) == 3 and argv[1] == "mlp_width":
+        torch.set_num_threads(1)
+        mlp_width(float(argv[2]))
+        return
     usage = "usage: pytorch_counterparts.py local|tcp SECONDS [--sizes B,B,...]"
     if len(argv) not in (3, 5) or argv[1] not in ("local", "tcp"):
         sys.exit(usage)

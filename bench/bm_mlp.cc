@@ -35,6 +35,28 @@ void BM_MlpLocal(benchmark::State& state) {
 }
 BENCHMARK(BM_MlpLocal)->ArgName("float32")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
+// How the local step's cost grows with the width: BM_MlpLocal's model (8 layers, batch 64, tanh,
+// float32) at widths 64 to 2048, beside PyTorch's (scripts/pytorch_counterparts.py mlp_width).
+// The products grow as width^2 and dominate from 256 up; below that the per-op costs show.
+void BM_MlpWidth(benchmark::State& state) {
+  Mlp mlp(Dtype::float32, state.range(0));
+  for (auto _ : state) {
+    Tensor h = mlp.x;
+    for (const Tensor& w : mlp.weights) h = tanh(matmul(h, w));
+    autograd::variable_list grads = autograd::Engine::grad({sum(h)}, mlp.weights);
+    benchmark::DoNotOptimize(grads);
+  }
+  state.counters["flops"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * 2.0 * bench::kMlpBatch * static_cast<double>(state.range(0)) *
+          static_cast<double>(state.range(0)) * (3 * kLayers - 1),
+      benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_MlpWidth)
+    ->ArgNames({"width"})
+    ->RangeMultiplier(2)
+    ->Range(64, 2048)
+    ->Unit(benchmark::kMillisecond);
+
 void BM_MlpDistributed(benchmark::State& state) {
   Mlp mlp(dtype_of(state));
   rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();

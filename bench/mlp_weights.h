@@ -4,6 +4,7 @@
 // TCP with its layers split between two processes.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -18,12 +19,15 @@ inline constexpr int64_t kMlpWidth = 256;
 inline constexpr int64_t kMlpBatch = 64;
 
 struct MlpWeights {
-  // The same draws in either dtype (float32: rounded from the float64 values).
-  explicit MlpWeights(Dtype dtype = Dtype::float64) {
+  // The same draws in either dtype (float32: rounded from the float64 values). Another `width`
+  // (BM_MlpWidth's sweep) draws [batch, width] and [width, width] from the same seed, scaled
+  // 1/sqrt(width) (1/16 at 256) so the activations stay as far from saturation at every width.
+  explicit MlpWeights(Dtype dtype = Dtype::float64, int64_t width = kMlpWidth) {
     Prng prng(11);
-    x = to_dtype(randn({kMlpBatch, kMlpWidth}, prng), dtype);
+    x = to_dtype(randn({kMlpBatch, width}, prng), dtype);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(width));  // exactly 1/16 at 256
     for (int i = 0; i < kMlpLayers; ++i) {
-      Tensor w = to_dtype(mul(randn({kMlpWidth, kMlpWidth}, prng), 1.0 / 16.0), dtype);
+      Tensor w = to_dtype(mul(randn({width, width}, prng), scale), dtype);
       w.set_requires_grad(true);
       weights.push_back(w);
     }

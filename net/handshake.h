@@ -38,7 +38,10 @@
 namespace dagsim::net {
 
 inline constexpr uint32_t kHandshakeMagic = 0x48534744;  // "DGSH" in little-endian byte order
-inline constexpr uint16_t kNetProtocolVersion = 1;
+// 2: RPC frames are codec version 2 (core/rpc/gathered_frame.h: tensors at aligned offsets, written
+// from their own storage). A version-1 peer would send frames this build reads but expect ones
+// it cannot, so it is refused at the handshake, by version.
+inline constexpr uint16_t kNetProtocolVersion = 2;
 inline constexpr size_t kHelloBytes = 64;
 inline constexpr size_t kChallengeBytes = 96;
 inline constexpr size_t kResponseBytes = 40;

@@ -41,7 +41,8 @@ struct ssl_ctx_st;
 namespace dagsim::net {
 
 inline constexpr uint32_t kIdentityMagic = 0x44494744;  // "DGID" in little-endian byte order
-inline constexpr uint16_t kChannelVersion = 2;
+// 3: RPC frames are codec version 2 (core/rpc/gathered_frame.h); a version-2 peer is refused.
+inline constexpr uint16_t kChannelVersion = 3;
 inline constexpr size_t kIdentityBytes = 32;
 
 // A process's TLS configuration: its credential, the CA it trusts, the CRL. One per process,

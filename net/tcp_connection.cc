@@ -79,14 +79,14 @@ size_t Connection::queued_messages() const {
   return n;
 }
 
-void Connection::queue_envelope(runtime::Bytes payload, uint64_t padding) {
+void Connection::queue_envelope(rpc::GatheredFrame payload, uint64_t padding) {
   DAGSIM_ASSERT(state_ == ConnectionState::open);
   DAGSIM_ASSERT(sealer_.has_value());
   Writing w;
   w.payload = std::move(payload);
   w.padding = padding;
   w.envelope = true;
-  queued_bytes_ += w.payload.size();
+  queued_bytes_ += w.payload.size;
   queue_.push_back(std::move(w));
 }
 
@@ -101,7 +101,7 @@ void Connection::flush(TcpTransportStats& stats) {
   for (const Writing& w : in_flight_) {
     // An envelope leaves only once the handshake is done; handshake bytes only before.
     if (w.envelope) DAGSIM_ASSERT(sealer_.has_value());
-    stats.bytes_sent += w.envelope ? kEnvelopeHeaderBytes + w.payload.size() + w.padding + mac_bytes : w.head.size();
+    stats.bytes_sent += w.envelope ? kEnvelopeHeaderBytes + w.payload.size + w.padding + mac_bytes : w.head.size();
   }
   ++stats.writes;
   gather();
@@ -124,20 +124,20 @@ void Connection::gather() {
       continue;
     }
     if (w.head.empty()) {
-      const auto header = sealer_->begin(w.payload.size(), w.padding);
+      const auto header = sealer_->begin(w.payload.size, w.padding);
       w.head.assign(header.begin(), header.end());
       buffers_.emplace_back(w.head.data(), w.head.size());
     }
-    const size_t n = std::min(budget, w.payload.size() - w.maced);
+    const size_t n = std::min(budget, w.payload.size - w.maced);
     if (n > 0) {
-      const std::span<const uint8_t> piece = std::span<const uint8_t>(w.payload).subspan(w.maced, n);
-      sealer_->update(piece);
-      buffers_.emplace_back(piece.data(), piece.size());
-      w.maced += n;
+      w.take(n, [&](std::span<const uint8_t> piece) {
+        sealer_->update(piece);
+        buffers_.emplace_back(piece.data(), piece.size());
+      });
       budget -= n;
     }
-    DAGSIM_ASSERT(w.maced <= w.payload.size());
-    if (w.maced < w.payload.size()) return;  // the rest of it after these bytes are written
+    DAGSIM_ASSERT(w.maced <= w.payload.size);
+    if (w.maced < w.payload.size) return;  // the rest of it after these bytes are written
     for (uint64_t left = w.padding; left > 0;) {
       const size_t k = static_cast<size_t>(std::min<uint64_t>(left, kZeroPageBytes));
       buffers_.emplace_back(kZeroPage.data(), k);
@@ -166,25 +166,25 @@ void Connection::gather_encrypted() {
       continue;
     }
     if (w.head.empty()) {
-      const auto header = sealer_->begin(w.payload.size(), w.padding);
+      const auto header = sealer_->begin(w.payload.size, w.padding);
       w.head.assign(header.begin(), header.end());
       tls.write(w.head);
     }
-    const size_t n = std::min(budget, w.payload.size() - w.maced);
+    const size_t n = std::min(budget, w.payload.size - w.maced);
     if (n > 0) {
-      const std::span<const uint8_t> piece = std::span<const uint8_t>(w.payload).subspan(w.maced, n);
-      sealer_->update(piece);  // no MAC under TLS: only counts what the envelope has had
-      tls.write(piece);
-      w.maced += n;
+      w.take(n, [&](std::span<const uint8_t> piece) {
+        sealer_->update(piece);  // no MAC under TLS: only counts what the envelope has had
+        tls.write(piece);
+      });
       budget -= n;
     }
-    while (w.maced == w.payload.size() && w.padded < w.padding && budget > 0) {
+    while (w.maced == w.payload.size && w.padded < w.padding && budget > 0) {
       const size_t k = static_cast<size_t>(std::min<uint64_t>({w.padding - w.padded, kZeroPageBytes, budget}));
       tls.write(std::span<const uint8_t>(kZeroPage.data(), k));
       w.padded += k;
       budget -= k;
     }
-    if (w.maced < w.payload.size() || w.padded < w.padding) break;  // the rest after these bytes
+    if (w.maced < w.payload.size || w.padded < w.padding) break;  // the rest after these bytes
     sealer_->finish();
   }
   tls.take_output(cipher_out_);
@@ -219,8 +219,8 @@ void Connection::on_write(const boost::system::error_code& ec, size_t n) {
   }
   writing_ = false;
   for (const Writing& w : in_flight_) {
-    DAGSIM_ASSERT(queued_bytes_ >= w.payload.size());
-    queued_bytes_ -= w.payload.size();
+    DAGSIM_ASSERT(queued_bytes_ >= w.payload.size);
+    queued_bytes_ -= w.payload.size;
   }
   in_flight_.clear();
   if (closed()) return;

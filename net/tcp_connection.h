@@ -57,7 +57,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t queued_messages() const;
 
   // REQUIRES: open.
-  void queue_envelope(runtime::Bytes payload, uint64_t padding);
+  void queue_envelope(rpc::GatheredFrame payload, uint64_t padding);
   // Writes everything queued in gathered writes (small frames batch up while one is in flight).
   void flush(TcpTransportStats& stats);
   // Closes the socket; pending handlers run with operation_aborted and do nothing.
@@ -69,13 +69,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   struct Writing {
     std::vector<uint8_t> head;  // handshake bytes, or an envelope's header (once begun)
-    runtime::Bytes payload;
+    rpc::GatheredFrame payload;  // its pieces leave from where they lie
     uint64_t padding = 0;
     std::array<uint8_t, kEnvelopeMacBytes> mac{};
     size_t mac_bytes = 0;
     bool envelope = false;  // a message (counted when lost), not handshake bytes
     size_t maced = 0;       // payload bytes MACed (or encrypted) and handed on (Note [MAC as it goes])
     uint64_t padded = 0;    // padding bytes encrypted and handed on (TLS)
+    size_t piece = 0;       // where `maced` is: payload.head (0) or payload.tail[piece - 1] ...
+    size_t piece_at = 0;    // ... and how far into it
+
+    // Calls each(span) on the next `n` payload bytes, piece by piece, and moves past them.
+    template <typename Each>
+    void take(size_t n, Each each) {
+      DAGSIM_ASSERT(n <= payload.size - maced);
+      maced += n;
+      while (n > 0) {
+        DAGSIM_ASSERT(piece <= payload.tail.size());
+        const std::span<const uint8_t> p = piece == 0 ? std::span<const uint8_t>(payload.head) : payload.tail[piece - 1];
+        const size_t k = std::min(n, p.size() - piece_at);
+        if (k > 0) each(p.subspan(piece_at, k));
+        piece_at += k;
+        n -= k;
+        if (piece_at == p.size()) ++piece, piece_at = 0;
+      }
+    }
   };
 
   // The one place state_ changes: asserts the move (tcp_link_state.h).

@@ -35,8 +35,8 @@ void TcpTransport::Impl::pump(WorkerId peer) {
   DAGSIM_ASSERT(l.out && l.out->established());
   const auto now = SteadyClock::now();
   while (!l.waiting.empty() && l.waiting.front().due <= now) {
-    DAGSIM_ASSERT(l.waiting_bytes >= l.waiting.front().payload.size());
-    l.waiting_bytes -= l.waiting.front().payload.size();
+    DAGSIM_ASSERT(l.waiting_bytes >= l.waiting.front().payload.size);
+    l.waiting_bytes -= l.waiting.front().payload.size;
     l.out->queue_envelope(std::move(l.waiting.front().payload), l.waiting.front().padding);
     l.waiting.pop_front();
   }

@@ -128,21 +128,26 @@ void TcpTransport::Impl::on_accept(const boost::system::error_code& ec, tcp::soc
   accept_next();
 }
 
-void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t padding) {
+void TcpTransport::Impl::send(WorkerId target, rpc::GatheredFrame payload, uint64_t padding) {
   if (closed_) throw errors::channel_closed("send on the closed transport of " + name(options_.self));
   // A target can come off the wire (an RRef's owner in a fork): an operating error, not an assert.
   if (target >= links_.size()) {
     throw errors::invalid_argument("send to node " + std::to_string(target) + ": the cluster has " +
                                    std::to_string(links_.size()) + " nodes");
   }
-  if (payload.size() > options_.limits.max_payload_bytes || padding > options_.limits.max_padding_bytes) {
-    throw errors::invalid_argument("a message of " + std::to_string(payload.size()) + " bytes (+" + std::to_string(padding) +
+  if (payload.size > options_.limits.max_payload_bytes || padding > options_.limits.max_padding_bytes) {
+    throw errors::invalid_argument("a message of " + std::to_string(payload.size) + " bytes (+" + std::to_string(padding) +
                                    " padding) to " + name(target) + " exceeds the connection's limits");
   }
   ++stats_.sent;
   if (target == options_.self) {
     // Never inline: delivered when the I/O loop next runs, like any other.
-    asio::post(io_, [weak = weak_from_this(), padding, payload = std::move(payload)]() mutable {
+    // One buffer, as any received message (a gathered frame's pieces joined).
+    runtime::Bytes bytes = std::move(payload.head);
+    bytes.reserve(payload.size);
+    for (std::span<const uint8_t> piece : payload.tail) bytes.insert(bytes.end(), piece.begin(), piece.end());
+    DAGSIM_ASSERT_EQ(bytes.size(), payload.size);
+    asio::post(io_, [weak = weak_from_this(), padding, payload = std::move(bytes)]() mutable {
       auto self = weak.lock();
       if (!self || self->closed_) return;
       ++self->stats_.delivered;
@@ -157,7 +162,7 @@ void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t 
     // The simulator's link model (runtime::LinkQueue) on the host's steady time.
     const TimePoint now{std::chrono::duration_cast<runtime::Duration>(due.time_since_epoch())};
     const std::optional<TimePoint> arrival =
-        l.queue.admit(now, payload.size() + padding, *options_.shaping, options_.self, target, random_);
+        l.queue.admit(now, payload.size + padding, *options_.shaping, options_.self, target, random_);
     if (!arrival) {
       DAGSIM_PROBE("net.injected_connection_failure");
       ++stats_.dropped;
@@ -167,7 +172,7 @@ void TcpTransport::Impl::send(WorkerId target, runtime::Bytes payload, uint64_t 
     due = SteadyClock::time_point{std::chrono::duration_cast<SteadyClock::duration>(arrival->since_epoch)};
   }
   DAGSIM_ASSERT(l.state != LinkState::closed);  // closed only with the transport, refused above
-  const size_t size = payload.size();
+  const size_t size = payload.size;
   l.waiting_bytes += size;
   l.waiting.push_back(Outgoing{std::move(payload), padding, due});
   DAGSIM_ASSERT(l.waiting_bytes >= size);
@@ -288,7 +293,15 @@ TcpTransport::~TcpTransport() { impl_->close(); }
 WorkerId TcpTransport::self() const { return impl_->options_.self; }
 bool TcpTransport::authenticated() const { return !impl_->options_.trusted_network; }
 void TcpTransport::send(WorkerId target, runtime::Bytes payload, uint64_t padding) {
-  impl_->send(target, std::move(payload), padding);
+  impl_->send(target, rpc::GatheredFrame::of(std::move(payload)), padding);
+}
+void TcpTransport::send_gathered(WorkerId target, rpc::GatheredFrame frame) {
+  DAGSIM_ASSERT_EQ(frame.head.size() + [&] {
+    size_t n = 0;
+    for (std::span<const uint8_t> piece : frame.tail) n += piece.size();
+    return n;
+  }(), frame.size);
+  impl_->send(target, std::move(frame), 0);
 }
 runtime::Channel<Delivery>& TcpTransport::inbox() { return impl_->inbox_; }
 void TcpTransport::close() { impl_->close(); }

@@ -16,8 +16,8 @@
 //    envelopes (envelope.h): codec frames with a MAC under the session key (none in
 //    trusted-network mode), padding written from one shared page of zeros.
 //  - Small frames queued while a write is in progress leave together in one gathered write;
-//    payloads are never copied on the way out (scatter-gather) and large ones are read straight
-//    into their final buffer.
+//    payloads are never copied on the way out (scatter-gather: an RPC frame's tensors leave from
+//    their own storage, send_gathered) and large ones are read straight into their final buffer.
 //
 // Faults mean what they mean in the simulator (issue 10, item 4), through a seeded delay/drop
 // layer on the sending side: each message waits its sampled latency plus its serialisation time
@@ -41,6 +41,7 @@
 
 #include "core/base/prng.h"
 #include "core/runtime/network_model.h"
+#include "core/rpc/gathered_frame.h"
 #include "core/runtime/transport.h"
 #include "net/envelope.h"
 #include "net/secure_channel.h"
@@ -95,7 +96,7 @@ struct TcpTransportStats {
   uint64_t writes = 0;   // gathered socket writes (batching: sent / writes messages per write)
 };
 
-class TcpTransport final : public runtime::Transport {
+class TcpTransport final : public runtime::Transport, public rpc::GatheringTransport {
  public:
   // `acceptor` is open and listening (the launcher hands each node process its socket).
   TcpTransport(boost::asio::io_context& io, boost::asio::ip::tcp::acceptor acceptor, TcpTransportOptions options);
@@ -106,6 +107,8 @@ class TcpTransport final : public runtime::Transport {
   WorkerId self() const override;
   using runtime::Transport::send;
   void send(WorkerId target, runtime::Bytes payload, uint64_t padding) override;
+  // A version-2 codec frame whose pieces are written where they lie (gathered_frame.h).
+  void send_gathered(WorkerId target, rpc::GatheredFrame frame) override;
   runtime::Channel<runtime::Delivery>& inbox() override;
   void close() override;
   bool wait_for_room(WorkerId target, std::optional<runtime::TimePoint> deadline) override;

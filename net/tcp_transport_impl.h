@@ -36,7 +36,7 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
   Impl(boost::asio::io_context& io, boost::asio::ip::tcp::acceptor acceptor, TcpTransportOptions options);
 
   void start();
-  void send(WorkerId target, runtime::Bytes payload, uint64_t padding);
+  void send(WorkerId target, rpc::GatheredFrame payload, uint64_t padding);
   void close();
   void block(WorkerId peer, bool blocked);
   void silence();
@@ -68,7 +68,7 @@ class TcpTransport::Impl : public std::enable_shared_from_this<TcpTransport::Imp
 
  private:
   struct Outgoing {
-    runtime::Bytes payload;
+    rpc::GatheredFrame payload;
     uint64_t padding = 0;
     SteadyClock::time_point due;
   };

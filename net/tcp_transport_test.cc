@@ -181,7 +181,7 @@ TEST(TcpTransport, APeerOfAnotherProtocolVersionIsRefusedAndLogged) {
   on_io_thread([](asio::io_context& io) {
     asio::io_context& ctx = io;
     Cluster c(ctx, 2, 500ms);
-    // A third party speaking version 2 dials worker1 as if it were worker0.
+    // A third party speaking version 1 (contiguous RPC frames) dials worker1 as if it were worker0.
     tcp::acceptor unused(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
     TcpTransportOptions o;
     o.self = 0;
@@ -191,12 +191,12 @@ TEST(TcpTransport, APeerOfAnotherProtocolVersionIsRefusedAndLogged) {
     o.secret.assign(kSecret.begin(), kSecret.end());
     o.connection_timeout = 500ms;
     o.handshake_timeout = 250ms;
-    o.protocol_version = 2;
+    o.protocol_version = 1;
     TcpTransport stranger(io, std::move(unused), o);
     stranger.send(1, bytes_of(4, 1));
     EXPECT_EQ(pop(stranger, 3s).kind, Delivery::Kind::peer_failed);
     bool logged = false;
-    for (const std::string& line : c.logs) logged = logged || line.find("protocol version 2") != std::string::npos;
+    for (const std::string& line : c.logs) logged = logged || line.find("protocol version 1") != std::string::npos;
     EXPECT_TRUE(logged);
     EXPECT_FALSE(c[1].inbox().try_pop().has_value());
   });

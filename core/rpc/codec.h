@@ -7,6 +7,9 @@
 //                 transport that MACs every byte, see FrameIntegrity)
 //   body: payload_length u32, payload | tensor_count u32, then per tensor:
 //         dtype u8, rank u8, rank × dim i64, numel × dtype-size bytes of data (row-major)
+// That is version 1, the contiguous frame encode() writes (the simulator and loopback carry it).
+// TCP carries version 2, whose tensors' data sit at aligned offsets and go to the socket from their
+// own storage (gathered_frame.h); decode() reads both.
 //
 // Promises: decode(encode(m)) reproduces m's type, flags, request id, payload and tensor values;
 // encoding is a pure function of the message (same message, same bytes). Decoding trusts nothing:

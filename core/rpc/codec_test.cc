@@ -6,6 +6,7 @@
 
 #include "core/base/throws_error_test_util.h"
 #include "core/rpc/codec.h"
+#include "core/rpc/gathered_frame.h"
 #include "core/rpc/wire.h"
 #include "core/tensor/ops.h"
 
@@ -99,7 +100,7 @@ TEST(Codec, BadHeadersAreRejectedWithWhatIsWrong) {
   EXPECT_THAT_THROWS_ERROR(frame_size(bad), ErrorCode::protocol_error, "is not a dagsim frame");
   bad = good;
   bad[4] = 9;
-  EXPECT_THAT_THROWS_ERROR(decode(bad), ErrorCode::protocol_error, "protocol version 9, this build speaks version 1");
+  EXPECT_THAT_THROWS_ERROR(decode(bad), ErrorCode::protocol_error, "protocol version 9, this build speaks versions 1 and 2");
   bad = good;
   bad[good.size() - 1] ^= 0x01;
   EXPECT_THAT_THROWS_ERROR(decode(bad), ErrorCode::protocol_error, "checksum");
@@ -199,6 +200,109 @@ TEST(Codec, ForgedBodiesAreRejectedBeforeAnyLargeAllocation) {
                              w.u8(0);
                            })),
                            ErrorCode::protocol_error, "frame body: 1 unexpected trailing bytes");
+}
+
+// Version 2 (gathered_frame.h) -------------------------------------------------------------------
+
+// The pieces of a gathered frame, joined: what the receiver holds.
+Bytes joined(const GatheredFrame& f) {
+  Bytes out = f.head;
+  for (std::span<const uint8_t> piece : f.tail) out.insert(out.end(), piece.begin(), piece.end());
+  EXPECT_EQ(out.size(), f.size);
+  return out;
+}
+
+// Small tensors around two large ones (one float32, one float64), so the frame has head-borne
+// data, tail pieces and padding between them.
+Message large_sample() {
+  Message m = sample();
+  m.tensors.insert(m.tensors.begin() + 1, filled({1000, 3}, Dtype::float32, 4.0));
+  m.tensors.push_back(filled({700}, Dtype::float64, -1.0));
+  m.tensors.push_back(filled({5}, Dtype::float32, 3.0));
+  return m;
+}
+
+TEST(GatheredFrame, RoundTripsUnderBothIntegritiesAndLargeTensorsLeaveFromTheirOwnStorage) {
+  const Message m = large_sample();
+  for (FrameIntegrity integrity : {FrameIntegrity::checksum, FrameIntegrity::transport_mac}) {
+    const GatheredFrame f = encode_gathered(m, {}, integrity);
+    EXPECT_EQ(f.head[4], kAlignedVersion);
+    // The large tensors' bytes are pieces pointing into the message's own tensors: no copy.
+    bool found = false;
+    for (std::span<const uint8_t> piece : f.tail) found = found || piece.data() == m.tensors[1].raw_data();
+    EXPECT_TRUE(found);
+    Bytes frame = joined(f);
+    expect_same(m, decode(std::span<const uint8_t>(frame), {}, integrity));
+    expect_same(m, decode(std::move(frame), {}, integrity));
+  }
+  // Pure: the same message, the same bytes.
+  EXPECT_EQ(joined(encode_gathered(m)), joined(encode_gathered(m)));
+}
+
+TEST(GatheredFrame, ReceivedLargeTensorsAliasTheFrameAtAlignedOffsets) {
+  const Message m = large_sample();
+  Bytes frame = joined(encode_gathered(m));
+  const uint8_t* base = frame.data();
+  const size_t size = frame.size();
+  const Message got = decode(std::move(frame));
+  expect_same(m, got);
+  for (size_t i = 0; i < got.tensors.size(); ++i) {
+    const auto* data = static_cast<const uint8_t*>(got.tensors[i].raw_data());
+    const bool inside = data >= base && data < base + size;
+    EXPECT_EQ(inside, got.tensors[i].nbytes() >= kAliasBytes) << "tensor " << i;
+    if (inside) {
+      EXPECT_EQ(static_cast<size_t>(data - base) % kTensorAlignment, 0u) << "tensor " << i;
+    }
+  }
+  // An aliased tensor is an ordinary cpu tensor: ops and in-place updates work on it.
+  Tensor t = got.tensors[1];
+  EXPECT_TRUE(t.device().is_cpu());
+  EXPECT_EQ(sum(t).item(), sum(m.tensors[1]).item());
+  t.data<float>()[0] = 123.0f;
+  EXPECT_EQ(got.tensors[1].data<float>()[0], 123.0f);
+}
+
+TEST(GatheredFrame, CorruptFramesAreRejectedWithWhatIsWrong) {
+  const Message m = large_sample();
+  const Bytes good = joined(encode_gathered(m));
+  Bytes bad = good;
+  bad[good.size() - 1] ^= 0x01;
+  EXPECT_THAT_THROWS_ERROR(decode(Bytes(bad)), ErrorCode::protocol_error, "checksum");
+  // Non-zero alignment padding (under MACs, so no checksum stands in front of the layout check).
+  Bytes maced = joined(encode_gathered(m, {}, FrameIntegrity::transport_mac));
+  // The end of the metadata, where tensor 0's alignment padding starts.
+  size_t pad = kFrameHeaderBytes + 8 + m.payload.size();
+  for (const Tensor& t : m.tensors) pad += 2 + 8 * static_cast<size_t>(t.dim());
+  ASSERT_NE(pad % kTensorAlignment, 0u);
+  Bytes padded = maced;
+  padded[pad] = 1;
+  EXPECT_THAT_THROWS_ERROR(decode(Bytes(padded), {}, FrameIntegrity::transport_mac), ErrorCode::protocol_error,
+                           "tensor 0: its alignment padding is not zero");
+  EXPECT_THAT_THROWS_ERROR(decode(Bytes(maced.begin(), maced.end() - 1), {}, FrameIntegrity::transport_mac),
+                           ErrorCode::protocol_error, "(truncated)");
+  // A frame cut short and re-sealed: the last tensor's data is missing.
+  Bytes cut(maced.begin(), maced.end() - 8);
+  const uint32_t body = static_cast<uint32_t>(cut.size() - kFrameHeaderBytes);
+  for (int i = 0; i < 4; ++i) cut[20 + i] = static_cast<uint8_t>(body >> (8 * i));
+  EXPECT_THAT_THROWS_ERROR(decode(Bytes(cut), {}, FrameIntegrity::transport_mac), ErrorCode::protocol_error,
+                           "but only 12 bytes remain (truncated or forged)");
+  // Versions other than 1 and 2 are refused by name.
+  Bytes other = good;
+  other[4] = 3;
+  EXPECT_THAT_THROWS_ERROR(decode(Bytes(other)), ErrorCode::protocol_error, "protocol version 3, this build speaks versions 1 and 2");
+}
+
+TEST(GatheredFrame, LimitsHoldAsForContiguousFrames) {
+  const Message m = large_sample();
+  CodecLimits small;
+  small.max_frame_bytes = 4096;
+  EXPECT_THAT_THROWS_ERROR(encode_gathered(m, small), ErrorCode::invalid_argument, "bytes per frame");
+  EXPECT_THAT_THROWS_ERROR(decode(joined(encode_gathered(m)), small), ErrorCode::protocol_error, "bytes per frame");
+  small = {};
+  small.max_tensors = 2;
+  EXPECT_THAT_THROWS_ERROR(encode_gathered(m, small), ErrorCode::invalid_argument, "tensors exceed the limit of 2");
+  EXPECT_THAT_THROWS_ERROR(decode(joined(encode_gathered(m)), small), ErrorCode::protocol_error,
+                           "frame.tensor_count: 7 exceeds the limit of 2");
 }
 
 TEST(WireReader, NamesTheFieldThatRanOut) {

@@ -28,6 +28,7 @@
 #include "core/rpc/call_messages.h"
 #include "core/rpc/codec.h"
 #include "core/rpc/function_registry.h"
+#include "core/rpc/gathered_frame.h"
 #include "core/rpc/op_table.h"
 #include "core/tensor/ops.h"
 #include "net/fuzz/fuzz_util.h"
@@ -105,11 +106,21 @@ bool run_one(FuzzInput& in) {
     const std::string& key = keys[in.u8() % keys.size()];
     args.attributes[key] = attribute_value(in);
   }
-  // Over the wire as a peer sends it: encoded, then decoded by the codec (with its limits).
+  // Over the wire as a peer sends it: encoded, then decoded by the codec (with its limits), as the
+  // simulator carries it (version 1) and as TCP does (version 2, gathered_frame.h: large tensors
+  // alias the received frame, and the op runs on those).
   const Message sent = make_call(1, op.name, args);
   Message received;
   try {
-    received = decode(encode(sent));
+    const Message contiguous = decode(encode(sent));
+    const GatheredFrame gathered = encode_gathered(sent);
+    Bytes frame = gathered.head;
+    for (std::span<const uint8_t> piece : gathered.tail) frame.insert(frame.end(), piece.begin(), piece.end());
+    if (frame.size() != gathered.size) fail("a gathered frame's pieces do not add up to its size");
+    received = decode(std::move(frame));
+    if (received.payload != contiguous.payload || received.tensors.size() != contiguous.tensors.size()) {
+      fail("versions 1 and 2 of one message decode differently");
+    }
   } catch (const Error&) {
     return false;  // refused on the way: nothing to execute
   }

@@ -3,6 +3,8 @@
 //     (64 * 63 * 16 = 64,512 messages), constant 1 µs latency; messages_per_s is deliveries per
 //     wall second of world.run() (send, timer, trace hash, inbox push, receiver wake). Aim
 //     (issue): >= 1,000,000. The KeepTrace variant also keeps every trace event (Chrome output).
+//   BM_SimGrowth/nodes:N: N nodes (4 .. 4096) each send and receive 256 messages to and from at
+//     most 16 peers: the same work per node, so msgs_per_s shows how the rate holds as worlds grow.
 //   BM_FiberSwitch: two fibers of one node yield to each other; ns_per_switch is one
 //     DeterministicScheduler switch (items_per_second = switches/s).
 //   BM_FiberPingPong{Event,Channel}: a round trip through two runtime::Events (set/wait/reset) or
@@ -99,6 +101,68 @@ void BM_SimAllToAll(benchmark::State& state) { all_to_all(state, false); }
 void BM_SimAllToAllKeepTrace(benchmark::State& state) { all_to_all(state, true); }
 BENCHMARK(BM_SimAllToAll)->Arg(64)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimAllToAllKeepTrace)->Arg(64)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ---- 1b. Growth: the same work per node, more nodes --------------------------------------
+
+// Each node sends kGrowthMessages 16-byte messages, kGrowthFanout per round with 1 µs between
+// rounds, the j-th of a round to the node (self + 1 + j mod (nodes - 1)) mod nodes: every node
+// also receives exactly kGrowthMessages, and a node talks to at most kGrowthFanout peers, so the
+// total work grows linearly with the nodes and a flat msgs_per_s means the simulator scales.
+constexpr uint64_t kGrowthMessages = 256;
+constexpr WorkerId kGrowthFanout = 16;
+
+void BM_SimGrowth(benchmark::State& state) {
+  const auto nodes = static_cast<WorkerId>(state.range(0));
+  uint64_t delivered_total = 0;
+  for (auto _ : state) {
+    SimOptions options;
+    options.network.latency = LatencyModel::constant(1us);
+    SimWorld world(options);
+    std::vector<uint64_t> received(nodes, 0);
+    for (WorkerId i = 0; i < nodes; ++i) {
+      world.add_node("n" + std::to_string(i), [nodes](Env& env) {
+        const uint64_t rounds = kGrowthMessages / kGrowthFanout;
+        for (uint64_t round = 0; round < rounds; ++round) {
+          for (WorkerId j = 0; j < kGrowthFanout; ++j) {
+            const auto peer = static_cast<WorkerId>((env.self + 1 + j % (nodes - 1)) % nodes);
+            env.transport.send(peer, runtime::Bytes(kPayloadBytes, uint8_t(round)));
+          }
+          env.clock.sleep(1us);
+        }
+      });
+      world.start(i);
+      Env* env = &world.env(i);
+      world.spawn_foreground(i, "receiver", [env, count = &received[i]] {
+        while (*count < kGrowthMessages) {
+          runtime::Delivery d = env->transport.inbox().pop();
+          benchmark::DoNotOptimize(d.payload.data());
+          if (d.kind == runtime::Delivery::Kind::message) ++*count;
+        }
+      });
+    }
+    timed_run(state, world, {}, SimWorld::Outcome::finished);
+    if (state.error_occurred()) break;
+    uint64_t delivered = 0;
+    for (uint64_t r : received) delivered += r;
+    if (delivered != kGrowthMessages * nodes || world.network().stats().delivered != delivered) {
+      state.SkipWithError("not every message was delivered");
+      break;
+    }
+    delivered_total += delivered;
+  }
+  state.counters["msgs_per_s"] = benchmark::Counter(static_cast<double>(delivered_total), benchmark::Counter::kIsRate);
+  state.SetItemsProcessed(static_cast<int64_t>(delivered_total));
+}
+BENCHMARK(BM_SimGrowth)
+    ->ArgNames({"nodes"})
+    ->Arg(4)
+    ->Arg(16)
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(4096)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 // ---- 2. Fiber switches and wake-ups ---------------------------------------------------------
 

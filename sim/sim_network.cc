@@ -48,7 +48,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   const Key key = key_of(source, target);
   const int side = side_of(key, source);
   const int dir = side;  // direction 0 is low -> high, which is what side 0 sends
-  Connection& conn = connections_[key];
+  Connection& conn = connection(key);
   if (!conn.notices[side].empty()) {
     // Whatever connection the sender believes in has failed, and it has not been told yet.
     drop(source, target, id, "connection failed; the sender has not learned it yet");
@@ -101,10 +101,47 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   world_.world_clock().call_at(*arrival, [this, slot] { arrive(slot); });
 }
 
+namespace {
+// Fibonacci hashing: the key's bits spread over the index's top bits, one multiply.
+size_t index_slot(uint32_t packed, int bits) {
+  return static_cast<size_t>((packed * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+uint32_t pack(WorkerId low, WorkerId high) { return (static_cast<uint32_t>(low) << 16 | high) + 1; }  // never 0
+}  // namespace
+
+SimNetwork::Connection& SimNetwork::connection(Key key) {
+  const uint32_t packed = pack(key.first, key.second);
+  if (index_bits_ > 0) {
+    const size_t mask = index_.size() - 1;
+    for (size_t i = index_slot(packed, index_bits_);; i = (i + 1) & mask) {
+      const IndexSlot& slot = index_[i];
+      if (slot.packed == packed) return *slot.conn;
+      if (slot.packed == 0) break;
+    }
+  }
+  Connection& conn = connections_.emplace_back();
+  connection_keys_.push_back(key);
+  // Keep the index at most half full: rebuild it twice as large from the keys.
+  if (2 * connections_.size() > index_.size()) {
+    index_bits_ = index_bits_ == 0 ? 6 : index_bits_ + 1;
+    index_.assign(size_t{1} << index_bits_, IndexSlot{});
+    for (size_t position = 0; position + 1 < connections_.size(); ++position) {
+      const Key& k = connection_keys_[position];
+      insert_index(pack(k.first, k.second), &connections_[position]);
+    }
+  }
+  insert_index(packed, &conn);
+  return conn;
+}
+
+void SimNetwork::insert_index(uint32_t packed, Connection* conn) {
+  size_t i = index_slot(packed, index_bits_);
+  while (index_[i].packed != 0) i = (i + 1) & (index_.size() - 1);
+  index_[i] = IndexSlot{packed, conn};
+}
+
 std::vector<SimNetwork::Key> SimNetwork::sorted_keys() const {
-  std::vector<Key> keys;
-  keys.reserve(connections_.size());
-  for (const auto& entry : connections_) keys.push_back(entry.first);
+  std::vector<Key> keys = connection_keys_;
   std::sort(keys.begin(), keys.end());
   return keys;
 }
@@ -180,7 +217,7 @@ void SimNetwork::hold(Connection& conn, Key key, int dir, Message message) {
   if (d.silence_timer == 0) {
     d.silence_timer = world_.world_clock().call_at(
         world_.now() + model_.connection_timeout, [this, key, generation = conn.generation, dir] {
-          Connection& c = connections_[key];
+          Connection& c = connection(key);
           if (!c.open || c.generation != generation) return;
           c.direction[dir].silence_timer = 0;
           DAGSIM_PROBE("sim.silent_connection_timed_out");
@@ -206,7 +243,7 @@ void SimNetwork::release_held(Key key, Connection& conn) {
 
 void SimNetwork::on_resume_or_heal() {
   for (const Key& key : sorted_keys()) {
-    Connection& conn = connections_.at(key);
+    Connection& conn = connection(key);
     if (conn.open) release_held(key, conn);
     hasten_notices(key, conn);
   }
@@ -253,14 +290,14 @@ void SimNetwork::notify(Key key, int side, uint32_t peer_incarnation, std::strin
   const uint64_t serial = ++next_notice_;
   const runtime::TimerId timer =
       world_.world_clock().call_at(when, [this, key, side, serial] { tell(key, side, serial); });
-  connections_[key].notices[side].push_back(
+  connection(key).notices[side].push_back(
       Notice{serial, peer_incarnation, std::move(reason), std::move(reason_after_heal), when, timer});
 }
 
 void SimNetwork::tell(Key key, int side, uint64_t serial) {
   const WorkerId self = side == 0 ? key.first : key.second;
   const WorkerId peer = side == 0 ? key.second : key.first;
-  std::vector<Notice>& notices = connections_[key].notices[side];
+  std::vector<Notice>& notices = connection(key).notices[side];
   DAGSIM_ASSERT_MSG(world_.state(self) == NodeState::up || world_.state(self) == NodeState::paused,
                     "a failure notice outlived the incarnation it was for");
   size_t told = 0;
@@ -299,7 +336,7 @@ void SimNetwork::hasten_notices(Key key, Connection& conn) {
 void SimNetwork::forget_notices(WorkerId node) {
   for (const Key& key : sorted_keys()) {
     if (key.first != node && key.second != node) continue;
-    std::vector<Notice>& notices = connections_.at(key).notices[side_of(key, node)];
+    std::vector<Notice>& notices = connection(key).notices[side_of(key, node)];
     for (const Notice& notice : notices) world_.world_clock().cancel(notice.timer);
     notices.clear();
   }
@@ -308,7 +345,7 @@ void SimNetwork::forget_notices(WorkerId node) {
 void SimNetwork::on_kill(WorkerId node) {
   forget_notices(node);
   for (const Key& key : sorted_keys()) {
-    Connection& conn = connections_.at(key);
+    Connection& conn = connection(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
     fail(key, conn, "reset: " + world_.node_name(node) + " died", true);
   }
@@ -317,7 +354,7 @@ void SimNetwork::on_kill(WorkerId node) {
 void SimNetwork::on_crash(WorkerId node) {
   forget_notices(node);
   for (const Key& key : sorted_keys()) {
-    Connection& conn = connections_.at(key);
+    Connection& conn = connection(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
     const int dir = side_of(key, node);  // the direction this node sends on
     Direction& d = conn.direction[dir];
@@ -332,7 +369,7 @@ void SimNetwork::on_crash(WorkerId node) {
 void SimNetwork::on_restart(WorkerId node) {
   forget_notices(node);
   for (const Key& key : sorted_keys()) {
-    Connection& conn = connections_.at(key);
+    Connection& conn = connection(key);
     if (!conn.open || (key.first != node && key.second != node)) continue;
     fail(key, conn, "reset: " + world_.node_name(node) + " restarted", true);
   }

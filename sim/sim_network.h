@@ -25,9 +25,9 @@
 // Messages are the encoded bytes, exactly as TCP carries them.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <set>
-#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,13 +104,10 @@ class SimNetwork {
     Direction direction[2];         // [0]: low id -> high id, [1]: high -> low
   };
   using Key = std::pair<WorkerId, WorkerId>;  // (low, high)
-  struct KeyHash {
-    size_t operator()(const Key& k) const { return (static_cast<size_t>(k.first) << 16) | k.second; }
-  };
   // A message on the wire. The arrival event holds only its slot, so the event's callback fits
   // std::function's inline buffer and a message costs no allocation beyond its payload.
-  // `conn` stays valid: connections are never erased, and an unordered_map's rehash keeps its
-  // elements where they are.
+  // `conn` stays valid: connections are never erased, and a deque keeps its elements where they
+  // are as it grows.
   struct InFlight {
     Key key;
     Connection* conn = nullptr;
@@ -122,6 +119,9 @@ class SimNetwork {
   static Key key_of(WorkerId a, WorkerId b) { return a < b ? Key{a, b} : Key{b, a}; }
   static int side_of(const Key& key, WorkerId node) { return node == key.first ? 0 : 1; }
 
+  // The connection between the pair, opened (closed, empty) on first use.
+  Connection& connection(Key key);
+  void insert_index(uint32_t packed, Connection* conn);
   void arrive(uint32_t in_flight_slot);
   // Connections in key order: whatever iterates them may reach the trace, so never hash order.
   std::vector<Key> sorted_keys() const;
@@ -146,7 +146,17 @@ class SimNetwork {
 
   SimWorld& world_;
   runtime::NetworkModel model_;
-  std::unordered_map<Key, Connection, KeyHash> connections_;  // looked up per message; see sorted_keys
+  // Every connection ever used, in creation order, and its key; looked up per message through
+  // index_, an open-addressing table (linear probing, at most half full). Never iterated in hash
+  // order: see sorted_keys.
+  struct IndexSlot {
+    uint32_t packed = 0;  // (low << 16 | high) + 1; 0: empty
+    Connection* conn = nullptr;
+  };
+  std::deque<Connection> connections_;
+  std::vector<Key> connection_keys_;
+  std::vector<IndexSlot> index_;
+  int index_bits_ = 0;
   std::vector<InFlight> in_flight_;
   std::vector<uint32_t> free_in_flight_;
   std::map<uint64_t, std::set<std::pair<WorkerId, WorkerId>>> partitions_;

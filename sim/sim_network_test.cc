@@ -414,5 +414,43 @@ TEST(SimNetwork, PausedNodeReceivesHeldTrafficAndFiresTimersOnResume) {
   EXPECT_EQ(log[0].time_us, 30000);
 }
 
+// Many connections: the connection index grows (rebuilt at 32, 64, ... connections) while
+// connections already carry traffic, and every message still arrives once, in order per link.
+// A kill then resets all of one node's connections, each peer told once.
+TEST(SimNetwork, ManyConnectionsEachDeliverInOrderAcrossIndexGrowth) {
+  constexpr WorkerId kNodes = 48;  // 1128 connections
+  SimWorld world(constant_latency(1ms));
+  std::vector<std::vector<Received>> logs(kNodes);
+  for (WorkerId i = 0; i < kNodes; ++i) world.add_node("n" + std::to_string(i), recorder(logs[i]));
+  for (WorkerId i = 0; i < kNodes; ++i) world.start(i);
+  for (int round = 0; round < 3; ++round) {
+    world.at(at_ms(1 + round), "send", [&world, round] {
+      for (WorkerId from = 0; from < kNodes; ++from) {
+        for (WorkerId to = 0; to < kNodes; ++to) {
+          if (to != from) world.env(from).transport.send(to, bytes_of(std::to_string(from) + ":" + std::to_string(round)));
+        }
+      }
+    });
+  }
+  world.at(at_ms(10), "kill", [&world] { world.kill(7); });
+  EXPECT_EQ(world.run({.stop_at = at_ms(20)}), SimWorld::Outcome::finished);
+  EXPECT_EQ(world.network().stats().delivered, uint64_t{kNodes} * (kNodes - 1) * 3);
+  for (WorkerId to = 0; to < kNodes; ++to) {
+    if (to == 7) continue;
+    std::vector<int> next_round(kNodes, 0);
+    int failures = 0;
+    for (const Received& r : logs[to]) {
+      if (r.kind == Delivery::Kind::peer_failed) {
+        EXPECT_EQ(r.peer, 7u);
+        ++failures;
+        continue;
+      }
+      EXPECT_EQ(r.text, std::to_string(r.peer) + ":" + std::to_string(next_round[r.peer]++));
+    }
+    for (WorkerId from = 0; from < kNodes; ++from) EXPECT_EQ(next_round[from], from == to ? 0 : 3);
+    EXPECT_EQ(failures, 1) << "node " << to;
+  }
+}
+
 }  // namespace
 }  // namespace dagsim::sim

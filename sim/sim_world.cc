@@ -63,7 +63,7 @@ class SimWorld::SimTransport final : public runtime::Transport {
   WorkerId self_;
   uint32_t incarnation_;
   bool closed_ = false;
-  runtime::Channel<Delivery> inbox_;
+  runtime::Channel<Delivery> inbox_{0, runtime::ChannelThreads::one_thread};  // one OS thread runs the world
 };
 
 class SimWorld::TraceLog final : public runtime::Log {
@@ -316,7 +316,7 @@ void SimWorld::heal_all() {
   network_->remove_all_partitions();
 }
 
-bool SimWorld::deliver(WorkerId id, uint32_t incarnation, Delivery delivery) {
+bool SimWorld::deliver(WorkerId id, uint32_t incarnation, Delivery&& delivery) {
   Node& n = node(id);
   if (n.current == nullptr || n.current->number != incarnation) return false;
   if (n.current->transport.inbox().closed()) return false;  // the node stopped listening

@@ -143,7 +143,7 @@ class SimWorld final : public runtime::Cluster {
 
   // Used by SimNetwork: hands a delivery to the node's running incarnation (or holds it while the
   // node is paused). Returns false if `incarnation` is no longer running.
-  bool deliver(WorkerId node, uint32_t incarnation, runtime::Delivery delivery);
+  bool deliver(WorkerId node, uint32_t incarnation, runtime::Delivery&& delivery);
   Prng& random_stream() { return network_random_; }
   fibers::VirtualClock& world_clock() { return clock_; }
   void note_connection_failure(WorkerId a, WorkerId b, const std::string& reason);

@@ -41,7 +41,7 @@ class LocalRuntime::LoopbackTransport final : public runtime::Transport {
   LocalRuntime& runtime_;
   WorkerId self_;
   bool closed_ = false;
-  runtime::Channel<runtime::Delivery> inbox_;
+  runtime::Channel<runtime::Delivery> inbox_{0, runtime::ChannelThreads::one_thread};  // one OS thread runs it all
 };
 
 class LocalRuntime::Node {

@@ -4,6 +4,7 @@
 
 #include <boost/fiber/operations.hpp>
 
+#include "core/runtime/channel.h"
 #include "core/runtime/event.h"
 #include "core/fibers/local_runtime.h"
 
@@ -189,6 +190,67 @@ TEST(SchedulerDeathTest, BoostTimedWaitAsserts) {
         rt.run();
       },
       "timed wait");
+}
+
+
+// A one_thread channel (LocalRuntime's and SimWorld's inboxes) skips its mutex and notifies only
+// when a fiber may have gone to sleep since the last notify. Two poppers sleep; a burst of offers
+// wakes both, one takes everything and the other finds it empty and sleeps again: a later offer
+// must still wake it (a notify skipped wrongly deadlocks the run). Items pass the ring buffer's
+// growth and wrap-around in order.
+TEST(OneThreadChannel, ABurstWakesEverySleeperAndALaterOfferWakesOneThatSleptAgain) {
+  LocalRuntime rt;
+  Env& env = rt.add_node("n0");
+  runtime::Channel<std::string> channel(0, runtime::ChannelThreads::one_thread);
+  std::vector<std::string> got_a, got_b;
+  env.spawner.spawn("a", [&] {
+    got_a.push_back(channel.pop());
+    while (std::optional<std::string> more = channel.try_pop()) got_a.push_back(*more);
+  });
+  env.spawner.spawn("b", [&] { got_b.push_back(channel.pop()); });
+  env.spawner.spawn("producer", [&] {
+    env.clock.sleep(1ms);
+    for (int i = 0; i < 40; ++i) EXPECT_TRUE(channel.offer("item " + std::to_string(i)));  // a takes them all
+    env.clock.sleep(1ms);
+    channel.push("late");  // b slept again after the burst
+  });
+  EXPECT_EQ(rt.run(), LocalRuntime::Outcome::finished);
+  std::vector<std::string> expected;
+  for (int i = 0; i < 40; ++i) expected.push_back("item " + std::to_string(i));
+  EXPECT_EQ(got_a, expected);
+  EXPECT_EQ(got_b, (std::vector<std::string>{"late"}));
+}
+
+TEST(OneThreadChannel, FifoAcrossGrowthWhileWrappedAndCloseWakesASleeper) {
+  LocalRuntime rt;
+  Env& env = rt.add_node("n0");
+  runtime::Channel<std::string> channel(0, runtime::ChannelThreads::one_thread);
+  std::vector<std::string> got;
+  bool closed_seen = false;
+  rt.run_on(0, [&] {
+    int next_in = 0;
+    // Keep 10 items queued while cycling, so the head moves round the 16-slot buffer, then grow
+    // it (to 32, then 64) while the queue wraps.
+    for (int round = 0; round < 50; ++round) {
+      while (next_in < round + 10) channel.push(std::to_string(next_in++));
+      got.push_back(channel.pop());
+    }
+    for (int i = 0; i < 40; ++i) channel.push(std::to_string(next_in++));
+    while (!channel.empty()) got.push_back(channel.pop());
+    env.spawner.spawn("closer", [&] {
+      env.clock.sleep(1ms);
+      channel.close();
+    });
+    try {
+      channel.pop();
+    } catch (const Error&) {
+      closed_seen = true;
+    }
+    EXPECT_FALSE(channel.offer("after close"));
+  });
+  ASSERT_EQ(got.size(), 99u);
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], std::to_string(i));
+  EXPECT_TRUE(closed_seen);
 }
 
 }  // namespace

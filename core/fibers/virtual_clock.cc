@@ -20,7 +20,7 @@ TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
   slots_[slot].id = id;
   slots_[slot].fire = std::move(fire);
   const Entry entry{std::max(deadline, now_), id};
-  if (run_.empty() || entry.at >= run_.back().at) {
+  if (run_empty() || entry.at >= run_.back().at) {
     run_.push_back(entry);  // ids only grow, so the run stays sorted
   } else {
     heap_.push_back(entry);
@@ -38,14 +38,27 @@ void VirtualClock::cancel(TimerId id) {
   free_slots_.push_back(static_cast<uint32_t>(slot));
   --live_;
   // Cancelled long timeouts would otherwise sit in the queue until their deadline.
-  const size_t entries = heap_.size() + run_.size();
+  const size_t entries = heap_.size() + (run_.size() - run_head_);
   if (entries > 1024 && entries > 4 * live_) sweep();
 }
 
 void VirtualClock::sweep() {
   std::erase_if(heap_, [this](const Entry& e) { return stale(e); });
   std::make_heap(heap_.begin(), heap_.end(), later);
+  run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_head_));
+  run_head_ = 0;
   std::erase_if(run_, [this](const Entry& e) { return stale(e); });  // keeps the run's order
+}
+
+void VirtualClock::run_pop_front() {
+  ++run_head_;
+  if (run_head_ == run_.size()) {
+    run_.clear();
+    run_head_ = 0;
+  } else if (run_head_ >= 1024 && 2 * run_head_ >= run_.size()) {
+    run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_head_));
+    run_head_ = 0;
+  }
 }
 
 void VirtualClock::skip_stale() {
@@ -53,19 +66,19 @@ void VirtualClock::skip_stale() {
     std::pop_heap(heap_.begin(), heap_.end(), later);
     heap_.pop_back();
   }
-  while (!run_.empty() && stale(run_.front())) run_.pop_front();
+  while (!run_empty() && stale(run_[run_head_])) run_pop_front();
 }
 
 bool VirtualClock::next_in_run() const {
   if (heap_.empty()) return true;
-  if (run_.empty()) return false;
-  return later(heap_.front(), run_.front());
+  if (run_empty()) return false;
+  return later(heap_.front(), run_[run_head_]);
 }
 
 TimePoint VirtualClock::next_deadline() {
   DAGSIM_ASSERT(live_ > 0);
   skip_stale();
-  return next_in_run() ? run_.front().at : heap_.front().at;
+  return next_in_run() ? run_[run_head_].at : heap_.front().at;
 }
 
 void VirtualClock::fire_next() {
@@ -73,8 +86,8 @@ void VirtualClock::fire_next() {
   skip_stale();
   Entry top;
   if (next_in_run()) {
-    top = run_.front();
-    run_.pop_front();
+    top = run_[run_head_];
+    run_pop_front();
   } else {
     top = heap_.front();
     std::pop_heap(heap_.begin(), heap_.end(), later);

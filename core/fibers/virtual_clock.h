@@ -17,7 +17,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <vector>
 
@@ -64,6 +63,8 @@ class VirtualClock final : public Clock {
   // Min-heap order: earliest deadline, then earliest armed.
   static bool later(const Entry& a, const Entry& b) { return a.at != b.at ? a.at > b.at : a.id > b.id; }
   bool stale(const Entry& e) const { return slots_[e.id & kSlotMask].id != e.id; }
+  bool run_empty() const { return run_head_ == run_.size(); }
+  void run_pop_front();
   // Pops stale entries off the fronts of the heap and the run.
   void skip_stale();
   // The earliest live entry is at the run's front (else at the heap's top). REQUIRES: live_ > 0,
@@ -76,7 +77,11 @@ class VirtualClock final : public Clock {
   TimerId firing_ = 0;
   size_t live_ = 0;
   std::vector<Entry> heap_;
-  std::deque<Entry> run_;  // sorted: each entry armed no earlier than the one before
+  // sorted: each entry armed no earlier than the one before. A vector read from run_head_: popping
+  // the front is an index bump, and the vector is emptied (keeping its buffer) whenever the run is
+  // drained, or its consumed prefix dropped once it outgrows the rest.
+  std::vector<Entry> run_;
+  size_t run_head_ = 0;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
 };

@@ -58,14 +58,16 @@ void write_count(WireWriter& w, size_t n) {
 
 // Reads a list of `entry_bytes`-or-more entries, each starting with a node, in strictly
 // increasing node order (the canonical form: no repeats, one encoding per state). `each` reads
-// the rest of the entry.
-template <typename Each>
-void read_nodes(WireReader& r, const std::string& field, size_t entry_bytes, Each each) {
+// the rest of the entry. `list` is reserved for the count once it is known to fit in the bytes
+// left, so each list is one allocation.
+template <typename List, typename Each>
+void read_nodes(WireReader& r, const std::string& field, size_t entry_bytes, List& list, Each each) {
   const uint32_t n = r.length(field.c_str(), "count", kMaxRendezvousNodes);
   if (n > r.remaining() / entry_bytes) {
     throw errors::protocol_error(field + ": count " + std::to_string(n) + " cannot fit in " +
                                  std::to_string(r.remaining()) + " bytes (truncated or forged)");
   }
+  list.reserve(n);
   DAGSIM_ASSERT(entry_bytes >= kNodeBytes);
   const NodeFields fields(field);
   std::optional<NodeDesc> previous;
@@ -79,7 +81,7 @@ void read_nodes(WireReader& r, const std::string& field, size_t entry_bytes, Eac
   }
 }
 
-void append_nodes(std::ostringstream& out, const std::set<NodeDesc>& nodes) {
+void append_nodes(std::ostringstream& out, const FlatSortedSet<NodeDesc>& nodes) {
   out << "{";
   const char* sep = "";
   for (const NodeDesc& node : nodes) {
@@ -274,7 +276,7 @@ runtime::Bytes encode(const RendezvousState& state) {
   if (state.deadline) w.num("rendezvous_state.deadline", state.deadline->since_epoch.count());
   w.num("rendezvous_state.rerendezvous_requested", state.rerendezvous_requested);
   w.num("rendezvous_state.world_size", state.world_size);
-  // std::map and std::set iterate in node order: the canonical order decode() demands.
+  // The flat lists iterate in node order: the canonical order decode() demands.
   write_count(w, state.participants.size());
   for (const auto& [node, rank] : state.participants) {
     write_node(w, node);
@@ -308,16 +310,16 @@ RendezvousState decode(std::span<const uint8_t> bytes) {
   if (has_deadline) state.deadline = TimePoint{Duration(r.i64("rendezvous_state.deadline"))};
   r.num("rendezvous_state.rerendezvous_requested", state.rerendezvous_requested);
   r.num("rendezvous_state.world_size", state.world_size);
-  read_nodes(r, "rendezvous_state.participants", kNodeBytes + 4, [&](const NodeDesc& node) {
+  read_nodes(r, "rendezvous_state.participants", kNodeBytes + 4, state.participants, [&](const NodeDesc& node) {
     uint32_t rank = 0;
     r.num("rendezvous_state.participants.rank", rank);
     state.participants.emplace_hint(state.participants.end(), node, rank);
   });
-  read_nodes(r, "rendezvous_state.wait_list", kNodeBytes,
+  read_nodes(r, "rendezvous_state.wait_list", kNodeBytes, state.wait_list,
              [&](const NodeDesc& node) { state.wait_list.emplace_hint(state.wait_list.end(), node); });
-  read_nodes(r, "rendezvous_state.redundancy_list", kNodeBytes,
+  read_nodes(r, "rendezvous_state.redundancy_list", kNodeBytes, state.redundancy_list,
              [&](const NodeDesc& node) { state.redundancy_list.emplace_hint(state.redundancy_list.end(), node); });
-  read_nodes(r, "rendezvous_state.last_heartbeats", kNodeBytes + 8, [&](const NodeDesc& node) {
+  read_nodes(r, "rendezvous_state.last_heartbeats", kNodeBytes + 8, state.last_heartbeats, [&](const NodeDesc& node) {
     const TimePoint last{Duration(r.i64("rendezvous_state.last_heartbeats.time"))};
     state.last_heartbeats.emplace_hint(state.last_heartbeats.end(), node, last);
   });

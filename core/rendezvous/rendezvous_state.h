@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rendezvous/flat_sorted.h"
 #include "core/rendezvous/rendezvous_settings.h"
 #include "core/runtime/transport.h"
 
@@ -67,6 +68,8 @@ struct NodeDesc {
 std::string to_string(const NodeDesc& node);
 std::ostream& operator<<(std::ostream& out, const NodeDesc& node);
 
+// The lists are sorted vectors (flat_sorted.h): a state is four allocations whatever its size,
+// so a copy, a decode and a free cost a pass over the nodes, not a heap node each.
 struct RendezvousState {
   // Rises by exactly 1 when the last participant of a complete round leaves (S6).
   uint64_t round = 0;
@@ -76,19 +79,19 @@ struct RendezvousState {
   std::optional<TimePoint> deadline;
   bool closed = false;  // sticky (S7)
   // Node -> rank. Every rank is 0 until completion assigns 0..n-1 in node order (S2).
-  std::map<NodeDesc, uint32_t> participants;
+  FlatSortedMap<NodeDesc, uint32_t> participants;
   // n at completion (0 while incomplete): the world size next_rendezvous returns. Participants may
   // leave a complete round before a slow (polling) member has seen it complete; that member must
   // still get the round's world, which holds its rank. PyTorch returns len(participants) then, and
   // the property test caught the result: rank 7 of a world of 5.
   uint32_t world_size = 0;
   // Nodes that found the round complete with room to spare: they join the next round.
-  std::set<NodeDesc> wait_list;
+  FlatSortedSet<NodeDesc> wait_list;
   // Nodes that found the round complete and full (max_nodes): hot spares, never counted as
   // waiting (S9). Added by PyTorch in 2024 (#117066).
-  std::set<NodeDesc> redundancy_list;
+  FlatSortedSet<NodeDesc> redundancy_list;
   // Node -> its last heartbeat (wall time), for every node of the three lists above (S5).
-  std::map<NodeDesc, TimePoint> last_heartbeats;
+  FlatSortedMap<NodeDesc, TimePoint> last_heartbeats;
   // See Note [re-rendezvous on expiry]; never set while the round is incomplete.
   bool rerendezvous_requested = false;
 

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Runs the rendezvous formation benchmark (bench/bm_rendezvous.cc: N = 2..1000 nodes in the
-# simulator, event-driven against PyTorch's 1 s polling, joins at t = 0 or spread over 1 s) and
-# writes reports/rendezvous_bench.json and reports/rendezvous.md (the table, and this machine).
+# simulator, event-driven against PyTorch's 1 s polling, joins at t = 0 or spread over 1 s), then
+# the scale tier (event-driven, N = 1,000 and 10,000, t = 0 and spread, each in its own process so
+# its peak RSS is its own; every formation's invariants are checked, rendezvous_formation.h), and
+# writes reports/rendezvous_bench.json (the sweep's benchmarks, then the tier's, each with
+# peak_rss_mb) and reports/rendezvous.md (the tables, and this machine).
 # Promises: builds nothing (build first: /tmp/build_in.sh dagsim_bench_rendezvous or
 # scripts/build.sh); runs under /tmp/dagsim-build.lock when flock is there, so no build shares
 # the cores with it; every figure in the report comes from the JSON this run wrote.
 # Usage: scripts/bench_rendezvous.sh [BUILD_DIR]   (default: build)
-# Env: DAGSIM_BENCH_ARGS: extra benchmark arguments (e.g. --benchmark_filter=nodes:64).
+# Env: DAGSIM_BENCH_ARGS: extra benchmark arguments for the sweep (e.g. --benchmark_filter=nodes:64);
+#      DAGSIM_RENDEZVOUS_SCALE: the tier's node counts (default "1000 10000"; "" skips the tier);
+#      DAGSIM_RENDEZVOUS_SWEEP=0 skips the sweep (the tier alone, e.g. to rerun 10,000 nodes).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -16,10 +21,51 @@ cd "$root"
 json=reports/rendezvous_bench.json
 lock=()
 if command -v flock >/dev/null; then lock=(flock /tmp/dagsim-build.lock); fi
-# DAGSIM_BENCH_ARGS is split into words on purpose.
-# shellcheck disable=SC2086
-"${lock[@]}" "$bench" --benchmark_format=console --benchmark_out_format=json --benchmark_out="$json" \
-  ${DAGSIM_BENCH_ARGS:-} >&2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ "${DAGSIM_RENDEZVOUS_SWEEP:-1}" != 0 ]; then
+  # DAGSIM_BENCH_ARGS is split into words on purpose.
+  # shellcheck disable=SC2086
+  "${lock[@]}" "$bench" --benchmark_format=console --benchmark_out_format=json --benchmark_out="$tmp/sweep.json" \
+    ${DAGSIM_BENCH_ARGS:-} >&2
+fi
+# The scale tier: one process per formation (peak RSS is per process), each stopped after
+# DAGSIM_RENDEZVOUS_SCALE_LIMIT_S seconds (default 1800), which the report then says.
+limit=${DAGSIM_RENDEZVOUS_SCALE_LIMIT_S:-1800}
+for n in ${DAGSIM_RENDEZVOUS_SCALE-1000 10000}; do
+  for spread in 0 1; do
+    name="BM_RendezvousFormation/nodes:$n/poll_ms:0/spread:$spread"
+    rc=0
+    DAGSIM_RENDEZVOUS_LARGE=1 "${lock[@]}" timeout "$limit" "$bench" --benchmark_format=console \
+      --benchmark_out_format=json --benchmark_out="$tmp/scale_${n}_${spread}.json" \
+      --benchmark_filter="^$name/" >&2 || rc=$?
+    if [ "$rc" != 0 ]; then
+      why="did not finish within $limit s (exit $rc)"
+      [ "$rc" = 124 ] || why="exited with status $rc"
+      printf '{"benchmarks": [{"name": "%s/iterations:1/manual_time", "error_occurred": true, "error_message": "%s"}]}\n' \
+        "$name" "$why" >"$tmp/scale_${n}_${spread}.json"
+    fi
+  done
+done
+/usr/bin/python3 - "$tmp" "$json" <<'EOF'
+import glob, json, os, sys
+tmp, out = sys.argv[1], sys.argv[2]
+merged = None
+sweep = os.path.join(tmp, "sweep.json")
+if os.path.exists(sweep):
+    merged = json.load(open(sweep))
+for path in sorted(glob.glob(os.path.join(tmp, "scale_*.json"))):
+    part = json.load(open(path))
+    for b in part["benchmarks"]:
+        b["tier"] = "scale"
+    if merged is None:
+        merged = part
+        continue
+    merged["benchmarks"] += part["benchmarks"]
+if merged is None:
+    sys.exit("bench_rendezvous.sh: nothing ran")
+json.dump(merged, open(out, "w"), indent=2)
+EOF
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 cores=$(nproc)
@@ -29,8 +75,12 @@ path, cpu, cores = sys.argv[1], sys.argv[2], sys.argv[3]
 data = json.load(open(path))
 rows = {}
 det = None
+scale = []
 for b in data["benchmarks"]:
     name = b["name"]
+    if b.get("tier") == "scale":
+        scale.append(b)
+        continue
     if b.get("error_occurred"):
         print(f"<!-- {name}: {b.get('error_message', '')} -->")
         continue
@@ -73,6 +123,29 @@ for spread, title in ((0, "Every node joins at t = 0"), (1, "Joins spread unifor
               f"{int(e['cas_conflicts']):,} of {int(e['cas']):,} | {int(e['decodes']):,} | "
               f"{int(e['store_requests']):,} | {int(e['watches']):,} | {e['reply_mb']:,.1f} | "
               f"{e['wire_reply_mb']:,.1f} |")
+    print()
+if scale:
+    print("## Scale tier: 1,000 and 10,000 nodes, event-driven\n")
+    print("Each row is its own process (`DAGSIM_RENDEZVOUS_LARGE=1`), so **peak RSS** is that formation's "
+          "(the whole simulated cluster: the store, N nodes' fibers, agents, clients and states). **Round "
+          "time** is virtual, from the last join to the last return; for spread joins the last join is "
+          "near 1 s. **Invariants**: the formation checked the committed state and every node's answer "
+          "(one round formed, ranks 0..N-1 in node order agreed by every node, nobody waiting or spare, "
+          "S1 over every write, S5); a failed check fails the row.\n")
+    print("| N | joins | wall (s) | round time (ms) | last join (ms) | CAS attempts | CAS lost | "
+          "state decodes | store requests | peak RSS (MB) | invariants |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for b in sorted(scale, key=lambda b: (int(b["name"].split("nodes:")[1].split("/")[0]), b["name"])):
+        args = dict(p.split(":") for p in b["name"].split("/")[1:4])
+        joins = "spread over 1 s" if args["spread"] == "1" else "all at t = 0"
+        if b.get("error_occurred"):
+            print(f"| {int(args['nodes']):,} | {joins} | failed: {b.get('error_message', '')} ||||||||")
+            continue
+        print(f"| {int(args['nodes']):,} | {joins} | "
+              f"{b['build_wall_s'] + b['run_wall_s']:.2f} | {fmt_ms(b['virtual_ms'])} | {fmt_ms(b['last_join_ms'])} | "
+              f"{int(b['cas']):,} | {int(b['cas_conflicts']):,} | {int(b['decodes']):,} | "
+              f"{int(b['store_requests']):,} | {b['peak_rss_mb']:,.0f} | "
+              f"{'held' if b.get('invariants') == 1 else 'NOT CHECKED'} |")
     print()
 if det is not None:
     print(f"Determinism: `BM_RendezvousDeterminism` ran a spread formation of 64 nodes twice with one "

@@ -19,7 +19,9 @@ NodeClock::NodeClock(fibers::VirtualClock& world, Trace& trace, uint32_t node, D
 TimePoint NodeClock::to_local(TimePoint world) const {
   if (world == TimePoint::max()) return world;
   const __int128 w = world.ns();
-  const __int128 local = w + skew_.count() + (w * drift_ppm_) / kMillion;
+  // Without drift (the common case) the 128-bit division, a libgcc call per timer, is skipped:
+  // it would add 0.
+  const __int128 local = w + skew_.count() + (drift_ppm_ == 0 ? 0 : (w * drift_ppm_) / kMillion);
   if (local >= static_cast<__int128>(TimePoint::max().ns())) return TimePoint::max();
   return TimePoint{Duration{static_cast<int64_t>(local)}};
 }
@@ -31,7 +33,8 @@ TimePoint NodeClock::to_world(TimePoint local) const {
   if (shifted <= 0) return TimePoint{};
   // Invert local = w (1 + ppm / 1e6), then step to the first w whose reading reaches `local`
   // (integer division may land one short or one past).
-  int64_t w = static_cast<int64_t>((shifted * kMillion) / (kMillion + drift_ppm_));
+  int64_t w = drift_ppm_ == 0 ? static_cast<int64_t>(shifted)
+                              : static_cast<int64_t>((shifted * kMillion) / (kMillion + drift_ppm_));
   while (w > 0 && to_local(TimePoint{Duration{w - 1}}) >= local) --w;
   while (to_local(TimePoint{Duration{w}}) < local) ++w;
   return TimePoint{Duration{w}};

@@ -43,7 +43,11 @@ boost::fibers::context* DeterministicScheduler::pick_next() noexcept {
     size_t index = 0;
     if (random_.has_value() && ready_.size() > 1) index = random_->uniform_u64(ready_.size());
     next = ready_[index];
-    ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(index));
+    if (index == 0) {
+      ready_.pop_front();  // FIFO, and most random picks of a short queue: no general erase
+    } else {
+      ready_.erase(ready_.begin() + static_cast<std::ptrdiff_t>(index));
+    }
   } else if (dispatcher_ != nullptr) {
     // Before the driver: the dispatcher frees terminated fibers, then picks the driver itself.
     next = dispatcher_;

@@ -107,6 +107,12 @@ std::optional<FetchedState> RendezvousBackend::get_state() {
 }
 
 SetStateOutcome RendezvousBackend::set_state(const RendezvousState& state, Token token) {
+  return set_state(std::make_shared<const RendezvousState>(state), token);
+}
+
+SetStateOutcome RendezvousBackend::set_state(std::shared_ptr<const RendezvousState> shared, Token token) {
+  DAGSIM_ASSERT(shared != nullptr);
+  const RendezvousState& state = *shared;
   if (DAGSIM_BUGGIFY("rendezvous.cas_answered_lost")) {
     // A lost race without the write: nothing of this node's state lands and the store's current
     // state comes back, as PyTorch's set_state answers has_set = False. The holder decides afresh
@@ -133,7 +139,7 @@ SetStateOutcome RendezvousBackend::set_state(const RendezvousState& state, Token
                                  printable(key_, 120) + " at version " + std::to_string(outcome.current.version) +
                                  ", not past the version " + std::to_string(token) + " it replaced (a faulty store)");
   }
-  FetchedState mine{std::make_shared<const RendezvousState>(state), outcome.current.version};
+  FetchedState mine{std::move(shared), outcome.current.version};
   if (mine.token > cached_.token) cached_ = mine;
   DAGSIM_ASSERT(cached_.token >= mine.token);
   DAGSIM_ASSERT(mine.token > token);

@@ -83,6 +83,9 @@ class RendezvousBackend {
   // Writes `state` if the key's version is still `token`. Either way returns the key as it is
   // after the call (an empty state with token 0 if the key is absent).
   SetStateOutcome set_state(const RendezvousState& state, Token token);
+  // The same, for a state already shared (the holder's copy): a write that lands caches it as it
+  // is instead of a copy. REQUIRES: state is not null.
+  SetStateOutcome set_state(std::shared_ptr<const RendezvousState> state, Token token);
 
   // The changes key (Note [decisive changes]): its version now (0: never bumped), waiting until
   // it differs from `known` or `timeout` passes, and bumping it.

@@ -26,7 +26,7 @@ std::optional<bool> RendezvousStateHolder::sync(bool use_cache) {
     const std::shared_ptr<const RendezvousState> before = stored_;
     const std::shared_ptr<const RendezvousState> mine = state_;
     const Token token_before = token_;
-    SetStateOutcome outcome = backend_.set_state(*state_, token_);
+    SetStateOutcome outcome = backend_.set_state(state_, token_);
     ++store_syncs_;
     take(outcome.current);
     if (!outcome.written) DAGSIM_PROBE("rendezvous.lost_cas");

@@ -383,5 +383,39 @@ TEST(RendezvousStateSize, EncodedSizeIsWithinPyTorchsExpectedLimit) {
   }
 }
 
+// The lists are sorted vectors (flat_sorted.h): whatever order nodes arrive and leave in, they
+// iterate in node order with no repeats, so the encoding stays canonical (equal states, equal
+// bytes) and a repeated insertion changes nothing, as with the std::map and std::set they replaced.
+TEST(RendezvousState, ListsKeepNodeOrderWhateverTheOrderOfChanges) {
+  std::vector<NodeDesc> nodes;
+  for (int i = 0; i < 40; ++i) nodes.push_back(nd("w" + std::to_string((i * 17) % 40), static_cast<uint64_t>(i % 3)));
+  RendezvousState forward, backward;
+  for (const NodeDesc& n : nodes) {
+    forward.participants.emplace(n, 0);
+    forward.last_heartbeats[n] = at_s(5);
+  }
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    backward.last_heartbeats.emplace(*it, at_s(5));
+    backward.participants[*it] = 0;
+  }
+  EXPECT_TRUE(std::ranges::is_sorted(forward.participants, {}, [](const auto& p) { return p.first; }));
+  EXPECT_EQ(forward, backward);
+  EXPECT_EQ(encode(forward), encode(backward));
+  // A repeat neither adds nor overwrites; erasing keeps the rest in order.
+  EXPECT_FALSE(forward.participants.emplace(nodes[7], 9).second);
+  EXPECT_EQ(forward.participants.at(nodes[7]), 0u);
+  EXPECT_TRUE(forward.wait_list.insert(nd("x")).second);
+  EXPECT_FALSE(forward.wait_list.insert(nd("x")).second);
+  EXPECT_EQ(forward.wait_list.size(), 1u);
+  forward.wait_list.erase(nd("x"));
+  for (size_t i = 0; i < nodes.size(); i += 3) {
+    EXPECT_EQ(forward.participants.erase(nodes[i]), 1u);
+    EXPECT_EQ(forward.last_heartbeats.erase(nodes[i]), 1u);
+    EXPECT_EQ(forward.participants.erase(nodes[i]), 0u);
+  }
+  EXPECT_TRUE(std::ranges::is_sorted(forward.last_heartbeats, {}, [](const auto& p) { return p.first; }));
+  EXPECT_EQ(decode(encode(forward)), forward);
+}
+
 }  // namespace
 }  // namespace dagsim::rendezvous

@@ -1,6 +1,7 @@
 #include "core/rendezvous/rendezvous_state.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -27,6 +28,29 @@ void write_node(WireWriter& w, const NodeDesc& node) {
   w.str("rendezvous_state.node.addr", node.addr, kMaxNodeAddr);
   w.num("rendezvous_state.node.pid", node.pid);
   w.num("rendezvous_state.node.local_id", node.local_id);
+}
+
+// One list entry, its node and then `extra_bytes` of `extra` (a rank, a heartbeat; 0 bytes for
+// none), appended in one go: the very bytes write_node() and WireWriter::num() write, little end
+// first, without their per-byte appends (encode was a tenth of a 1,000-node formation).
+void append_entry(runtime::Bytes& out, const NodeDesc& node, uint64_t extra, size_t extra_bytes) {
+  if (node.addr.size() > kMaxNodeAddr) {
+    WireWriter w(out);
+    write_node(w, node);  // throws the writer's error for an over-long address
+  }
+  DAGSIM_ASSERT(extra_bytes == 0 || extra_bytes == 4 || extra_bytes == 8);
+  uint8_t entry[4 + kMaxNodeAddr + 8 + 8 + 8];
+  uint8_t* p = entry;
+  const auto put = [&p](uint64_t v, size_t n) {
+    for (size_t i = 0; i < n; ++i) *p++ = static_cast<uint8_t>(v >> (8 * i));
+  };
+  put(node.addr.size(), 4);
+  std::memcpy(p, node.addr.data(), node.addr.size());
+  p += node.addr.size();
+  put(node.pid, 8);
+  put(node.local_id, 8);
+  put(extra, extra_bytes);
+  out.insert(out.end(), entry, p);
 }
 
 // The names a list's node fields go by in errors ("rendezvous_state.wait_list.pid"), built once
@@ -296,18 +320,14 @@ runtime::Bytes encode(const RendezvousState& state) {
   w.num("rendezvous_state.world_size", state.world_size);
   // The flat lists iterate in node order: the canonical order decode() demands.
   write_count(w, state.participants.size());
-  for (const auto& [node, rank] : state.participants) {
-    write_node(w, node);
-    w.num("rendezvous_state.participants.rank", rank);
-  }
+  for (const auto& [node, rank] : state.participants) append_entry(out, node, rank, sizeof(rank));
   write_count(w, state.wait_list.size());
-  for (const NodeDesc& node : state.wait_list) write_node(w, node);
+  for (const NodeDesc& node : state.wait_list) append_entry(out, node, 0, 0);
   write_count(w, state.redundancy_list.size());
-  for (const NodeDesc& node : state.redundancy_list) write_node(w, node);
+  for (const NodeDesc& node : state.redundancy_list) append_entry(out, node, 0, 0);
   write_count(w, state.last_heartbeats.size());
   for (const auto& [node, last] : state.last_heartbeats) {
-    write_node(w, node);
-    w.num("rendezvous_state.last_heartbeats.time", last.since_epoch.count());
+    append_entry(out, node, static_cast<uint64_t>(last.since_epoch.count()), 8);
   }
   DAGSIM_ASSERT_EQ(out.size(), size);  // paired with encoded_size()
   return out;

@@ -120,5 +120,41 @@ TEST(DistAutogradFaults, ANodeDyingDuringTheBackwardFailsItPromptlyNamingTheNode
   EXPECT_LT(failed_at, TimePoint{1s}) << "failed by the death, not by a timeout";
 }
 
+// Beyond PyTorch: worker1 dies and is back before the backward reaches it. Its new life holds no
+// send function of the old one's, so the pass fails as a connection failure naming the life that
+// died, not with PyTorch's "Could not find ..." (found by examples/rref_owner_kills, seeds 15 and 42).
+TEST(DistAutogradFaults, ABackwardThatReachesARestartedWorkerFailsNamingTheLifeThatDied) {
+  AutogradWorld w(2, 1ms);
+  std::vector<std::unique_ptr<rpc::RpcAgent>> old_agents;  // the dead life's, kept until the end
+  std::vector<std::unique_ptr<dist_autograd::DistAutograd>> old_autograd;
+  Tensor x = leaf();
+  std::optional<Error> error;
+  w.world.spawn_foreground(0, "trainer", [&] {
+    dist_autograd::DistAutograd::Context ctx(*w.autograd[0]);
+    Tensor y = w.agents[0]->rpc_sync(1, "neg", {{x}, {}})[0];  // ~2 ms
+    w.world.env(0).clock.sleep(50ms);                          // worker1 dies and comes back
+    try {
+      w.autograd[0]->backward(ctx.id(), {sum(y)});
+    } catch (const Error& e) {
+      error = e;
+    }
+  });
+  w.world.at(TimePoint{10ms}, "kill", [&] { w.world.kill(1); });
+  w.world.at(TimePoint{20ms}, "restart", [&] {
+    w.world.restart(1);
+    old_autograd.push_back(std::move(w.autograd[1]));
+    old_agents.push_back(std::move(w.agents[1]));
+    w.agents[1] = std::make_unique<rpc::RpcAgent>(w.world.env(1), AutogradWorld::registry_,
+                                                  rpc::RpcOptions{.default_timeout = 5s, .limits = {}});
+    w.autograd[1] = std::make_unique<dist_autograd::DistAutograd>(*w.agents[1], dist_autograd::DistEngineOptions{});
+    w.agents[1]->start();
+  });
+  w.world.run({.max_virtual_time = TimePoint{60s}});
+  ASSERT_TRUE(error.has_value());
+  EXPECT_EQ(error->code(), ErrorCode::connection_failed) << error->what();
+  EXPECT_NE(std::string(error->what()).find("reached worker1 in life 2"), std::string::npos) << error->what();
+  EXPECT_NE(std::string(error->what()).find("was recorded by life 1, which died"), std::string::npos) << error->what();
+}
+
 }  // namespace
 }  // namespace dagsim::conformance

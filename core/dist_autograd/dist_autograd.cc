@@ -38,8 +38,10 @@ void DistAutograd::add_handlers() {
   using rpc::MessageType;
   agent_.add_handler(MessageType::backward_autograd_req, [this](WorkerId from, const Bytes& payload) {
     check_serving(from);
+    BackwardRequest request = from_bytes<BackwardRequest>(payload);
+    refuse_earlier_life(request.context, request.message);
     // Answered when this node's pass is done (or at once, when it joins a running pass).
-    engine_.receive_gradients(from, from_bytes<BackwardRequest>(payload));
+    engine_.receive_gradients(from, std::move(request));
     return Bytes{};
   });
   agent_.add_handler(MessageType::rref_backward_req, [this](WorkerId from, const Bytes& payload) {
@@ -260,6 +262,18 @@ void DistAutograd::abort_pass(ContextId context) {
   engine_.abort(context, errors::autograd_error("Error on Node " + std::to_string(agent_.self()) + ": autograd context " +
                                                 short_id(static_cast<uint64_t>(context)) + " was released during its backward pass"));
   DAGSIM_ASSERT(engine_.failing_or_idle(context));
+}
+
+void DistAutograd::refuse_earlier_life(ContextId context, MessageId message) const {
+  const auto id = static_cast<uint64_t>(message);
+  const uint32_t life = agent_.env().incarnation;
+  // Another worker's id, or one of a life not yet begun, is no send function of ours: the
+  // context's own lookup refuses it as PyTorch does.
+  if (worker_of(id) != agent_.self() || incarnation_of(id) >= life) return;
+  throw errors::connection_failed("Error on Node " + std::to_string(agent_.self()) + ": backward pass of context " +
+                                  short_id(static_cast<uint64_t>(context)) + " reached " + agent_.env().peer_name(agent_.self()) +
+                                  " in life " + std::to_string(life + 1) + ", but its send function " + short_id(id) +
+                                  " was recorded by life " + std::to_string(incarnation_of(id) + 1) + ", which died");
 }
 
 void DistAutograd::on_peer_failed(WorkerId peer, uint32_t incarnation, const std::string& reason) {

@@ -87,6 +87,12 @@ class DistAutograd final : public rpc::RpcExtension {
   void add_handlers();
   // The preconditions every handler opens with.
   void check_serving(WorkerId from) const;
+  // Beyond PyTorch: a backward request names its send function by the autograd message id that
+  // the life which recorded it made (ids.h). One made by an earlier life of this node reached a
+  // restart: that life and all it recorded died, so the pass fails as a connection failure naming
+  // the death (as it would had the request left a moment earlier), not with PyTorch's "Could not
+  // find ..." about state its sender could not know was gone.
+  void refuse_earlier_life(ContextId context, MessageId message) const;
   // A pass still running on a released context fails instead of using it.
   void abort_pass(ContextId context);
   void notify_release(ContextId context, const std::set<WorkerId>& workers, std::optional<WorkerId> except);

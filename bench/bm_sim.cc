@@ -18,6 +18,7 @@
 
 #include <boost/fiber/operations.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,45 +52,54 @@ double timed_run(benchmark::State& state, SimWorld& world, RunLimits limits, Sim
 constexpr int kRounds = 16;
 constexpr size_t kPayloadBytes = 16;
 
+// One messaging world: `nodes` nodes each run `sender`, and a foreground receiver on each counts
+// until `per_node` messages arrived (so run() returns once every node got everything). Returns
+// the messages delivered, or 0 after failing the benchmark when any went missing.
+uint64_t run_messaging(benchmark::State& state, WorkerId nodes, uint64_t per_node, bool keep_trace_events,
+                       const std::function<void(Env&)>& sender) {
+  SimOptions options;
+  options.network.latency = LatencyModel::constant(1us);  // 1 µs: virtual time moves each round
+  options.keep_trace_events = keep_trace_events;
+  SimWorld world(options);
+  std::vector<uint64_t> received(nodes, 0);
+  for (WorkerId i = 0; i < nodes; ++i) {
+    world.add_node("n" + std::to_string(i), sender);
+    world.start(i);
+    Env* env = &world.env(i);
+    world.spawn_foreground(i, "receiver", [env, per_node, count = &received[i]] {
+      while (*count < per_node) {
+        runtime::Delivery d = env->transport.inbox().pop();
+        benchmark::DoNotOptimize(d.payload.data());
+        if (d.kind == runtime::Delivery::Kind::message) ++*count;
+      }
+    });
+  }
+  timed_run(state, world, {}, SimWorld::Outcome::finished);
+  if (state.error_occurred()) return 0;
+  uint64_t delivered = 0;
+  for (uint64_t r : received) delivered += r;
+  if (delivered != per_node * nodes || world.network().stats().delivered != delivered) {
+    state.SkipWithError("not every message was delivered");
+    return 0;
+  }
+  return delivered;
+}
+
 void all_to_all(benchmark::State& state, bool keep_trace_events) {
   const auto nodes = static_cast<WorkerId>(state.range(0));
   const uint64_t per_node = static_cast<uint64_t>(nodes - 1) * kRounds;  // each node receives this many
   uint64_t delivered_total = 0;
   for (auto _ : state) {
-    SimOptions options;
-    options.network.latency = LatencyModel::constant(1us);  // 1 µs: virtual time moves each round
-    options.keep_trace_events = keep_trace_events;
-    SimWorld world(options);
-    std::vector<uint64_t> received(nodes, 0);
-    for (WorkerId i = 0; i < nodes; ++i) {
-      // Main sends; one round = one message to every peer, then 1 µs of virtual time.
-      world.add_node("n" + std::to_string(i), [nodes](Env& env) {
-        for (int round = 0; round < kRounds; ++round) {
-          for (WorkerId peer = 0; peer < nodes; ++peer) {
-            if (peer != env.self) env.transport.send(peer, runtime::Bytes(kPayloadBytes, uint8_t(round)));
-          }
-          env.clock.sleep(1us);
+    // One round = one message to every peer, then 1 µs of virtual time.
+    const uint64_t delivered = run_messaging(state, nodes, per_node, keep_trace_events, [nodes](Env& env) {
+      for (int round = 0; round < kRounds; ++round) {
+        for (WorkerId peer = 0; peer < nodes; ++peer) {
+          if (peer != env.self) env.transport.send(peer, runtime::Bytes(kPayloadBytes, uint8_t(round)));
         }
-      });
-      world.start(i);
-      // The receiver is a foreground fiber, so run() returns once every node got everything.
-      Env* env = &world.env(i);
-      world.spawn_foreground(i, "receiver", [env, per_node, count = &received[i]] {
-        while (*count < per_node) {
-          runtime::Delivery d = env->transport.inbox().pop();
-          benchmark::DoNotOptimize(d.payload.data());
-          if (d.kind == runtime::Delivery::Kind::message) ++*count;
-        }
-      });
-    }
-    timed_run(state, world, {}, SimWorld::Outcome::finished);
-    if (state.error_occurred()) break;
-    uint64_t delivered = 0;
-    for (uint64_t r : received) delivered += r;
-    if (delivered != per_node * nodes || world.network().stats().delivered != delivered) {
-      state.SkipWithError("not every message was delivered");
-      break;
-    }
+        env.clock.sleep(1us);
+      }
+    });
+    if (delivered == 0) break;
     delivered_total += delivered;
   }
   state.counters["messages_per_s"] =
@@ -115,39 +125,17 @@ void BM_SimGrowth(benchmark::State& state) {
   const auto nodes = static_cast<WorkerId>(state.range(0));
   uint64_t delivered_total = 0;
   for (auto _ : state) {
-    SimOptions options;
-    options.network.latency = LatencyModel::constant(1us);
-    SimWorld world(options);
-    std::vector<uint64_t> received(nodes, 0);
-    for (WorkerId i = 0; i < nodes; ++i) {
-      world.add_node("n" + std::to_string(i), [nodes](Env& env) {
-        const uint64_t rounds = kGrowthMessages / kGrowthFanout;
-        for (uint64_t round = 0; round < rounds; ++round) {
-          for (WorkerId j = 0; j < kGrowthFanout; ++j) {
-            const auto peer = static_cast<WorkerId>((env.self + 1 + j % (nodes - 1)) % nodes);
-            env.transport.send(peer, runtime::Bytes(kPayloadBytes, uint8_t(round)));
-          }
-          env.clock.sleep(1us);
+    const uint64_t delivered = run_messaging(state, nodes, kGrowthMessages, false, [nodes](Env& env) {
+      const uint64_t rounds = kGrowthMessages / kGrowthFanout;
+      for (uint64_t round = 0; round < rounds; ++round) {
+        for (WorkerId j = 0; j < kGrowthFanout; ++j) {
+          const auto peer = static_cast<WorkerId>((env.self + 1 + j % (nodes - 1)) % nodes);
+          env.transport.send(peer, runtime::Bytes(kPayloadBytes, uint8_t(round)));
         }
-      });
-      world.start(i);
-      Env* env = &world.env(i);
-      world.spawn_foreground(i, "receiver", [env, count = &received[i]] {
-        while (*count < kGrowthMessages) {
-          runtime::Delivery d = env->transport.inbox().pop();
-          benchmark::DoNotOptimize(d.payload.data());
-          if (d.kind == runtime::Delivery::Kind::message) ++*count;
-        }
-      });
-    }
-    timed_run(state, world, {}, SimWorld::Outcome::finished);
-    if (state.error_occurred()) break;
-    uint64_t delivered = 0;
-    for (uint64_t r : received) delivered += r;
-    if (delivered != kGrowthMessages * nodes || world.network().stats().delivered != delivered) {
-      state.SkipWithError("not every message was delivered");
-      break;
-    }
+        env.clock.sleep(1us);
+      }
+    });
+    if (delivered == 0) break;
     delivered_total += delivered;
   }
   state.counters["msgs_per_s"] = benchmark::Counter(static_cast<double>(delivered_total), benchmark::Counter::kIsRate);

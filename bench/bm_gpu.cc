@@ -11,9 +11,9 @@
 
 #include <cublas_v2.h>
 
-#include "core/device/cuda/cuda_gpu.h"
-#include "core/device/cuda/cuda_mlp.h"
-#include "core/device/cuda/cuda_op_kernels.h"
+#include "compute/device/cuda/cuda_gpu.h"
+#include "compute/device/cuda/cuda_mlp.h"
+#include "compute/device/cuda/cuda_op_kernels.h"
 #include "core/tensor/ops.h"
 
 namespace dagsim::device::cuda {

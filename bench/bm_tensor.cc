@@ -11,7 +11,7 @@
 
 #include "core/autograd/engine.h"
 #include "core/tensor/ops.h"
-#include "core/tensor/vector_math.h"
+#include "compute/kernels/vector_math.h"
 
 namespace dagsim {
 namespace {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device/sim_gpu.h"
+#include "compute/device/sim_gpu.h"
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/rpc/function_registry.h"
 #include "core/rpc/rpc_agent.h"
@@ -33,7 +33,7 @@
 #include "net/secure_channel.h"
 #include "net/tcp_transport.h"
 #ifdef DAGSIM_HAVE_CUDA
-#include "core/device/cuda/cuda_gpu.h"
+#include "compute/device/cuda/cuda_gpu.h"
 #endif
 
 namespace dagsim::bench {

@@ -1,7 +1,9 @@
 # `cmake --install` puts the `dagsim` command under bin/ (its bash and zsh completion under
-# share/), the public headers under include/dagsim/{core,sim,net,scenarios}/..., the libraries under
+# share/), the public headers under include/dagsim/{core,compute,sim,net,scenarios}/..., the libraries under
 # lib/, and a CMake package, so another project can `find_package(dagsim)` and link:
-#   dagsim::core       the engines (tensor, autograd, rpc, dist_autograd, optim, rendezvous, elastic)
+#   dagsim::core       the engines (tensor, autograd, rpc, dist_autograd, optim, rendezvous, elastic),
+#                      with the host kernels of compute/kernels linked in
+#   dagsim::devices    the device backends of compute/device (the simulated GPU)
 #   dagsim::sim        the deterministic simulator (SimWorld)
 #   dagsim::scenarios  the scenario runner: load a scenario (scenarios/format/scenario_loader.h),
 #                      run it and read its result (scenarios/run/runner.h); with the format and the
@@ -34,14 +36,14 @@ install(FILES ${PROJECT_SOURCE_DIR}/scripts/completion/dagsim.bash
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/completion/_dagsim DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
 # Static libraries: a consumer links each one's private dependencies too, so every dagsim library
 # the runner links is exported (dagsim_warnings is an empty interface target).
-install(TARGETS dagsim_core dagsim_warnings dagsim_sim dagsim_scenarios dagsim_scenario_runner dagsim_net dagsim_process
+install(TARGETS dagsim_core dagsim_devices dagsim_warnings dagsim_sim dagsim_scenarios dagsim_scenario_runner dagsim_net dagsim_process
                 dagsim_etcd EXPORT dagsimTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 # Headers keep the tree's layout ("scenarios/run/runner.h"), as dagsim's own files include them.
 # scenarios/cli/ is the dagsim program's own (its code is in no exported library, and its headers
 # include launch/, which is not installed), so it is left out.
-foreach(dir core sim net scenarios)
+foreach(dir core compute sim net scenarios)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dagsim
           FILES_MATCHING PATTERN "*.h" PATTERN "*.def" PATTERN "*_test*" EXCLUDE PATTERN "fuzz" EXCLUDE
           PATTERN "cli" EXCLUDE)

@@ -5,7 +5,7 @@
 #
 # Inputs (-D): SOURCE_DIR (the project root), OUTPUT (the .cc to write).
 #
-# Scans SOURCE_DIR/{core,net,launch,scenarios,sim}/**/*.{cc,h}, tests excepted (*_test.cc,
+# Scans SOURCE_DIR/{core,compute,net,launch,scenarios,sim}/**/*.{cc,h}, tests excepted (*_test.cc,
 # *_fuzz.cc, *_test_util.h: a test may hit a real probe by its name, but marks no site). A site is
 # DAGSIM_PROBE("name") or DAGSIM_BUGGIFY("name") on one line, outside a // comment. It fails, naming
 # the places, when a name is used at two sites (of the same kind), when a name is malformed (see
@@ -26,7 +26,7 @@ list(JOIN kAreas "|" area_alternatives)
 set(name_regex "^(${area_alternatives})(\\.[a-z0-9_]+)+$")
 
 set(files)
-foreach(dir core net launch scenarios sim)
+foreach(dir core compute net launch scenarios sim)
   file(GLOB_RECURSE found LIST_DIRECTORIES false "${SOURCE_DIR}/${dir}/*.cc" "${SOURCE_DIR}/${dir}/*.h")
   list(APPEND files ${found})
 endforeach()

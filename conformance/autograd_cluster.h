@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/device/sim_gpu.h"
+#include "compute/device/sim_gpu.h"
 #include "core/dist_autograd/dist_autograd.h"
 #include "sim/sim_world.h"
 

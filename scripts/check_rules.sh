@@ -4,7 +4,8 @@
 #    down only), and core/runtime (the seam) never includes core/fibers (its implementations);
 #  - in scenarios/, only the runner's simulator path (run/runner.cc) includes sim/: the format,
 #    the workloads, the judge and the CLI see a Cluster and an Env, never a SimWorld;
-#  - core/ and sim/ (tests aside) read no real time, start no OS threads, use no Boost.Fiber timed
+#  - compute/kernels/ sees no Tensor, autograd or runtime; core/ never includes a compute/device/ backend;
+#  - core/, compute/ and sim/ (tests aside) read no real time, start no OS threads, use no Boost.Fiber timed
 #    waits and no <random> distributions, so a seed replays byte for byte;
 #  - the Prng's continuous draws call no libm function.
 set -uo pipefail
@@ -30,6 +31,20 @@ for layer in core sim net launch scenarios; do
     echo "$layer/ must not include a folder above it or beside it ($(above "$layer")):"; echo "$hits"; status=1
   fi
 done
+# compute/ (issue 53): its kernels see pointers, shapes and dtypes only, so core/tensor calls them and
+# nothing there calls back; its device backends are plugged in from above, so core/ never names one
+# (tests aside: a core test may plug in the simulated GPU, as scenarios do). compute/ as a whole
+# reaches nothing above core.
+if hits=$(grep -rnE '#include *[<"](core|compute|sim|net|launch|scenarios|conformance|bench)/' compute/kernels 2>/dev/null \
+          | grep -v '_test\.cc:\|_test_util\.h:' | grep -vE '#include *"(compute/kernels/|core/base/|core/tensor/dtype\.h)'); then
+  echo "compute/kernels/ includes only compute/kernels/, core/base/ and core/tensor/dtype.h:"; echo "$hits"; status=1
+fi
+if hits=$(grep -rnE '#include *[<"]compute/device/' core 2>/dev/null | grep -v '_test\.cc:\|_test_util\.h:'); then
+  echo "core/ must not include compute/device/ (the backends are plugged in from above):"; echo "$hits"; status=1
+fi
+if hits=$(grep -rnE '#include *[<"](sim|net|launch|scenarios|conformance|bench)/' compute 2>/dev/null); then
+  echo "compute/ must not include a folder above core:"; echo "$hits"; status=1
+fi
 # The seam's interfaces and primitives do not depend on what implements them (tests aside).
 if hits=$(grep -rnE '#include *[<"]core/fibers/' core/runtime 2>/dev/null | grep -v '_test\.cc:'); then
   echo "core/runtime/ (the seam) must not include core/fibers/ (its implementations):"; echo "$hits"; status=1
@@ -38,7 +53,7 @@ if hits=$(grep -rnE '#include *[<"]sim/' scenarios 2>/dev/null | grep -v '^scena
   echo "scenarios/ includes sim/ only in run/runner.cc (workloads see a Cluster and an Env):"; echo "$hits"; status=1
 fi
 pattern='std::thread|this_thread::sleep|this_fiber::sleep|wait_for\(|try_lock_for|system_clock|steady_clock::now|std::rand\(|random_device|uniform_(int|real)_distribution|normal_distribution|std::mutex|std::condition_variable'
-for dir in core sim; do
+for dir in core compute sim; do
   [ -d "$dir" ] || continue
   if hits=$(grep -rnE "$pattern" --include='*.h' --include='*.cc' "$dir" | grep -v '_test\.cc:' | grep -vE '^\S+:[0-9]+:\s*//'); then
     echo "determinism: $dir/ must not use real time, OS threads or std distributions:"; echo "$hits"; status=1

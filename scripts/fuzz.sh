@@ -120,7 +120,7 @@ sources_of() {
       scenarios/workloads/job/job_report.cc scenarios/run/records.cc core/runtime/cluster.cc core/base/printable.cc \
       core/base/bounded_file.cc scenarios/format/bounded_json.cc "${common_sources[@]}" ;;
     # All of core/ but its tests: an op runs tensors, autograd and the registry, which reach the rest.
-    execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core -name '*.cc' ! -name '*_test.cc' ! -path 'core/device/cuda/*' | LC_ALL=C sort) "$probe_table" ;;
+    execute) echo net/fuzz/execute_fuzz.cc $(cd "$root" && find core compute -name '*.cc' ! -name '*_test.cc' ! -path 'compute/device/cuda/*' | LC_ALL=C sort) "$probe_table" ;;
   esac
 }
 # What a target links beyond the sanitizers, and the include flags it compiles with.
@@ -140,10 +140,10 @@ extra_cxxflags_of() {
 # Per-file flags, as core/CMakeLists.txt gives them: each CPU capability's kernels for its target.
 source_flags_of() {
   case "$1" in
-    core/tensor/vector_kernels_scalar.cc) echo "-ffp-contract=off" ;;
-    core/tensor/vector_kernels_avx2.cc) echo "-mavx2 -mfma -ffp-contract=off" ;;
-    core/tensor/vector_kernels_avx512.cc) echo "-mavx512f -mfma -ffp-contract=off" ;;
-    core/tensor/gemm_avx512.cc) echo "-mavx512f -mavx512dq -mavx512vl -mfma -I/usr/include/eigen3" ;;
+    compute/kernels/vector_kernels_scalar.cc) echo "-ffp-contract=off" ;;
+    compute/kernels/vector_kernels_avx2.cc) echo "-mavx2 -mfma -ffp-contract=off" ;;
+    compute/kernels/vector_kernels_avx512.cc) echo "-mavx512f -mfma -ffp-contract=off" ;;
+    compute/kernels/gemm_avx512.cc) echo "-mavx512f -mavx512dq -mavx512vl -mfma -I/usr/include/eigen3" ;;
   esac
 }
 corpus_of() { echo "$root/net/fuzz/corpus/$1"; }

@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-binaries=(build/dagsim build/core/cuda_gpu_test build/bench/dagsim_bench_gpu build/bench/dagsim_bench_tcp
+binaries=(build/dagsim build/compute/cuda_gpu_test build/bench/dagsim_bench_gpu build/bench/dagsim_bench_tcp
           build/bench/dagsim_bench_peer)
 
 case "${1:-}" in

@@ -10,7 +10,7 @@
 #include <memory>
 
 #include "core/base/throws_error_test_util.h"
-#include "core/device/sim_gpu.h"
+#include "compute/device/sim_gpu.h"
 #include "core/dist_autograd/dist_autograd.h"
 #include "core/fibers/local_runtime.h"
 #include "core/tensor/ops.h"

@@ -3,8 +3,8 @@
 // a stream, record and wait on events, query an event).
 //
 // Implementations: the cpu has none (a CPU tensor's Storage has no backend and every op runs
-// inline, as before devices existed); core/device/sim_gpu.h is the simulated GPU the simulator and
-// CI use; core/device/cuda/ holds the CUDA runtime's pieces, built only where nvcc is found.
+// inline, as before devices existed); compute/device/sim_gpu.h is the simulated GPU the simulator and
+// CI use; compute/device/cuda/ holds the CUDA runtime's pieces, built only where nvcc is found.
 //
 // How an op runs on a device (device_guard.h): the op's CPU code computes the values eagerly into
 // the device's memory (the sim GPU's memory is host memory), and the backend then orders that

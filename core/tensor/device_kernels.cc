@@ -8,7 +8,7 @@
 
 #include "core/base/assert.h"
 #include "core/tensor/device_guard.h"
-#include "core/tensor/vector_math.h"
+#include "compute/kernels/vector_math.h"
 
 namespace dagsim {
 

@@ -13,7 +13,7 @@
 // strides are in elements, row-major; a "strides" span gives, for each dimension of the shape it
 // goes with, how far one step along it moves in the other array (0 where it broadcasts).
 //
-// core/device/host_kernels.h is the table's reference on host memory: the simulated GPU can run
+// compute/device/host_kernels.h is the table's reference on host memory: the simulated GPU can run
 // through it, so CI checks that every listed op calls the table as its CPU code computes.
 #pragma once
 
@@ -24,8 +24,8 @@
 #include <string_view>
 
 #include "core/tensor/dtype.h"
-#include "core/tensor/line_kernels.h"
-#include "core/tensor/pointwise.h"
+#include "compute/kernels/line_kernels.h"
+#include "compute/kernels/pointwise.h"
 
 namespace dagsim {
 

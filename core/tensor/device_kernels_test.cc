@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/base/prng.h"
-#include "core/tensor/line_kernels.h"
-#include "core/tensor/vector_math.h"
+#include "compute/kernels/line_kernels.h"
+#include "compute/kernels/vector_math.h"
 
 namespace dagsim {
 namespace {

@@ -5,7 +5,7 @@
 #include <dnnl.h>
 
 #include "core/autograd/op_backward.h"
-#include "core/tensor/gemm_avx512.h"
+#include "compute/kernels/gemm_avx512.h"
 #include "core/tensor/device_guard.h"
 #include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"

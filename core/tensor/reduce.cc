@@ -11,7 +11,7 @@
 #include "core/tensor/device_kernels.h"
 #include "core/tensor/op_util.h"
 #include "core/tensor/ops.h"
-#include "core/tensor/vector_math.h"
+#include "compute/kernels/vector_math.h"
 
 namespace dagsim {
 

@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "cli_test_util.h"
-#include "core/tensor/vector_math.h"
+#include "compute/kernels/vector_math.h"
 
 namespace dagsim::cli {
 namespace {

@@ -2,7 +2,7 @@
 #include <string>
 
 #ifdef DAGSIM_HAVE_CUDA
-#include "core/device/cuda/cuda_gpu.h"
+#include "compute/device/cuda/cuda_gpu.h"
 #endif
 #include "core/base/error.h"
 #include "scenarios/cli/commands.h"

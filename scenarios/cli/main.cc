@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "core/base/printable.h"
-#include "core/tensor/vector_math.h"
+#include "compute/kernels/vector_math.h"
 #include "launch/launch_flags.h"
 #include "launch/launch_log.h"
 #include "launch/launcher.h"

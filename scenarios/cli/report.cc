@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "core/base/printable.h"
-#include "core/tensor/vector_math.h"
+#include "compute/kernels/vector_math.h"
 #include "scenarios/cli/build_info.h"
 #include "scenarios/cli/commands.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/base/assert.h"
-#include "core/device/sim_gpu.h"
+#include "compute/device/sim_gpu.h"
 #include "core/rpc/device_maps.h"
 #include "core/runtime/network_model.h"
 
@@ -159,7 +159,7 @@ struct CheckSpec {
   nlohmann::json params = nlohmann::json::object();
 };
 
-// [devices]: every node's simulated GPUs (core/device/sim_gpu.h) and the RPC device maps between
+// [devices]: every node's simulated GPUs (compute/device/sim_gpu.h) and the RPC device maps between
 // nodes (core/rpc/device_maps.h). No GPUs by default.
 struct DevicesSpec {
   uint32_t gpus = 0;  // per node: cuda:0 .. cuda:gpus-1

@@ -2,7 +2,7 @@
 
 #include "core/base/assert.h"
 #include "core/base/error.h"
-#include "core/device/sim_gpu.h"
+#include "compute/device/sim_gpu.h"
 
 namespace dagsim::scenarios {
 

@@ -53,7 +53,7 @@ struct RunOptions {
   // How the result shows the workload's results (run_scenario's judging).
   ReportOptions report;
   // What the nodes' GPUs ([devices]) are: "sim" (the simulated GPU, running each op's CPU code),
-  // "sim-kernels" (the same, through the kernel table the cuda backend runs: core/device/
+  // "sim-kernels" (the same, through the kernel table the cuda backend runs: compute/device/
   // host_kernels.h) or "cuda" (real GPUs, from make_cuda_gpu).
   std::string gpus = "sim";
   // cuda: node `node`'s GPU `ordinal`, polling on `clock` (the CLI sets it where the cuda backend

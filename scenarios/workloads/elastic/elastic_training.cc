@@ -7,7 +7,7 @@
 #include "core/base/prng.h"
 #include "core/optim/distributed_optimizer.h"
 #include "core/tensor/ops.h"
-#include "core/tensor/vector_math.h"
+#include "compute/kernels/vector_math.h"
 #include "scenarios/workloads/program/program.h"
 
 namespace dagsim::scenarios {

@@ -39,6 +39,7 @@ void KeyValueTable::change(const std::string& key, std::optional<Bytes> after) {
     // Every write raises the store-wide revision by exactly one, and it never wraps.
     DAGSIM_ASSERT_EQ(revision_, revision_before + 1);
     changed_.notify_all();
+    if (const auto w = watchers_.find(key); w != watchers_.end()) w->second.moved.notify_all();
   }
   if (observers_.empty()) return;
   const KeyChange c{key, before, after, version};
@@ -206,7 +207,19 @@ bool KeyValueTable::wait_for_change(const std::string& key, uint64_t known_versi
     return it == data_.end() ? uint64_t{0} : it->second.version;
   };
   WaitState state = WaitState::pending;
-  const bool moved = runtime::block_until(changed_, lock, [&] { return version() != known_version; }, deadline, "store.watch");
+  // Registered for the wait only (a kill or cancellation unwinds through the guard).
+  const auto entry = watchers_.try_emplace(key).first;
+  ++entry->second.waiting;
+  struct Unregister {
+    std::map<std::string, KeyWatchers>& watchers;
+    std::map<std::string, KeyWatchers>::iterator entry;
+    ~Unregister() {
+      DAGSIM_ASSERT(entry->second.waiting > 0);
+      if (--entry->second.waiting == 0) watchers.erase(entry);
+    }
+  } unregister{watchers_, entry};
+  const bool moved =
+      runtime::block_until(entry->second.moved, lock, [&] { return version() != known_version; }, deadline, "store.watch");
   if (!moved) DAGSIM_PROBE("store.watch_timed_out");
   transition(state, moved ? WaitState::satisfied : WaitState::timed_out,
              WaitFacts{version() != known_version, true, false});

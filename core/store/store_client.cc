@@ -2,6 +2,7 @@
 
 #include "core/base/error.h"
 #include "core/base/printable.h"
+#include "core/store/held_values.h"
 #include "core/store/value_delta.h"
 
 namespace dagsim::store {
@@ -74,7 +75,7 @@ Versioned StoreClient::versioned_call(StoreOp op, const std::string& key, std::v
   const auto it = held_.find(key);
   if (it == held_.end() || out.version == 0 || it->second->version < out.version) {
     if (out.version != 0 && out.value.size() >= kMinDeltaBytes) {
-      held_[key] = std::make_shared<const Versioned>(out);
+      held_[key] = HeldValues::for_this_thread().intern(out);
     } else if (it != held_.end()) {
       held_.erase(it);
     }

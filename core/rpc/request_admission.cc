@@ -39,6 +39,25 @@ void RequestAdmission::finished(WorkerId from) {
   if (--it->second == 0) serving_by_peer_.erase(it);
 }
 
+bool RequestAdmission::park(WorkerId from) {
+  size_t& parked_for = parked_by_peer_[from];
+  if (parked_for >= limits_.max_parked_per_peer) {
+    if (parked_for == 0) parked_by_peer_.erase(from);
+    return false;
+  }
+  finished(from);
+  ++parked_for;
+  ++parked_;
+  return true;
+}
+
+void RequestAdmission::finished_parked(WorkerId from) {
+  const auto it = parked_by_peer_.find(from);
+  DAGSIM_ASSERT(parked_ > 0 && it != parked_by_peer_.end() && it->second > 0);  // parked once, finished once
+  --parked_;
+  if (--it->second == 0) parked_by_peer_.erase(it);
+}
+
 std::optional<WaitingRequest> RequestAdmission::next() {
   if (backlog_.empty() || serving_ >= limits_.max_serving) return std::nullopt;
   // The first peer at or after turn_ with room, wrapping around: each peer in turn.

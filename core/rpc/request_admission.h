@@ -13,6 +13,13 @@
 // Memory for requests is then bounded by max_serving stacks plus max_backlog_bytes, whatever the
 // peers send. PyTorch's TensorPipe agent queues requests for its thread pool without a bound.
 //
+// A request that waits on something other than this node's work (a store watch, a wait for keys)
+// may be parked: it steps out of the serving count, up to max_parked_per_peer per peer, so waiting
+// calls cannot take every fiber the node has. Before, a store serving 1,024 watching nodes (a
+// rendezvous of 2,048) had every handler fiber asleep in a watch and the joins' writes queued
+// behind them until a watch timed out: the formation stalled. Parked requests still cost a stack
+// each, bounded by max_parked_per_peer per peer.
+//
 // Pure bookkeeping, no fibers: RpcAgent calls it from its listener and its handler fibers.
 #pragma once
 
@@ -31,6 +38,7 @@ struct AdmissionLimits {
   size_t max_serving = 1024;
   size_t max_serving_per_peer = 256;
   size_t max_backlog_bytes = size_t{64} << 20;
+  size_t max_parked_per_peer = 16;
 };
 
 struct WaitingRequest {
@@ -52,6 +60,12 @@ class RequestAdmission {
   bool defer(WaitingRequest request);
   // A request of `from` finished.
   void finished(WorkerId from);
+  // A serving request of `from` is about to wait on something else than this node's work: it
+  // stops counting as serving (its fiber may then let a waiting request start). False, and it
+  // stays counted, when `from` already has max_parked_per_peer parked.
+  bool park(WorkerId from);
+  // A parked request of `from` finished.
+  void finished_parked(WorkerId from);
   // The next waiting request that may start now (counted as serving), the peers taking turns.
   std::optional<WaitingRequest> next();
 
@@ -59,6 +73,9 @@ class RequestAdmission {
   size_t serving_for(WorkerId peer) const;
   size_t waiting() const { return waiting_; }
   size_t backlog_bytes() const { return backlog_bytes_; }
+  size_t parked() const { return parked_; }
+  // Nothing serving, parked or waiting (a draining agent waits for this).
+  bool idle() const { return serving_ == 0 && parked_ == 0 && waiting_ == 0; }
   const AdmissionLimits& limits() const { return limits_; }
 
  private:
@@ -69,6 +86,8 @@ class RequestAdmission {
   size_t waiting_ = 0;
   size_t backlog_bytes_ = 0;
   std::map<WorkerId, size_t> serving_by_peer_;
+  size_t parked_ = 0;
+  std::map<WorkerId, size_t> parked_by_peer_;
   std::map<WorkerId, std::deque<WaitingRequest>> backlog_;  // only peers with requests waiting
   WorkerId turn_ = 0;  // next() looks at this peer first, then the ones after it
 };

@@ -66,6 +66,27 @@ TEST(RequestAdmission, ServesUpToItsLimitsThenKeepsABoundedBacklogInOrderPeersTa
 }
 
 // Node 0 floods node 1 with slow calls carrying 4 KiB each; node 2 makes one honest call.
+TEST(RequestAdmission, AParkedRequestFreesItsSlotUpToThePeersParkingLimit) {
+  RequestAdmission a({.max_serving = 2, .max_serving_per_peer = 2, .max_backlog_bytes = 100, .max_parked_per_peer = 1});
+  EXPECT_TRUE(a.try_start(1));
+  EXPECT_TRUE(a.try_start(1));
+  EXPECT_TRUE(a.defer(waiting(2, 10, 21)));
+  EXPECT_FALSE(a.next().has_value());  // the node is full
+  EXPECT_TRUE(a.park(1));              // one of peer 1's requests waits on something else now
+  EXPECT_EQ(a.serving(), 1u);
+  EXPECT_EQ(a.parked(), 1u);
+  const std::optional<WaitingRequest> next = a.next();  // its slot serves peer 2
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->message.request_id, 21u);
+  EXPECT_FALSE(a.park(1));  // peer 1 is at its parking limit: this one stays counted
+  EXPECT_EQ(a.serving(), 2u);
+  a.finished(1);
+  a.finished(2);
+  EXPECT_FALSE(a.idle());  // the parked one still runs
+  a.finished_parked(1);
+  EXPECT_TRUE(a.idle());
+}
+
 TEST(RequestAdmission, AFloodedNodeKeepsItsBoundsRefusesTheRestByNameAndServesAnHonestPeer) {
   fibers::LocalRuntime rt;
   FunctionRegistry registry = FunctionRegistry::with_builtins();

@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "core/base/fiber_local.h"
 #include "core/base/probe.h"
 #include "core/rpc/call_messages.h"
 #include "core/rpc/gathered_frame.h"
@@ -12,6 +13,19 @@
 #include <mutex>
 
 namespace dagsim::rpc {
+
+namespace {
+// The request the running fiber serves, if any: what park_request() parks.
+struct ServingSlot {
+  const RpcAgent* agent = nullptr;
+  WorkerId from = 0;
+  bool parked = false;
+};
+ServingSlot& serving_slot() {
+  static FiberLocal<ServingSlot> slot;
+  return slot.get();
+}
+}  // namespace
 
 using runtime::Delivery;
 
@@ -177,16 +191,25 @@ void RpcAgent::on_response(WorkerId from, Message response) {
 
 void RpcAgent::serve(WorkerId from, uint32_t from_incarnation, Message request) {
   DAGSIM_ASSERT(admission_.serving_for(from) > 0);  // admitted before this fiber was spawned
+  ServingSlot& slot = serving_slot();
+  DAGSIM_ASSERT(slot.agent == nullptr);  // one request per handler fiber
+  slot = ServingSlot{this, from, false};
   struct Done {
     RpcAgent& agent;
     WorkerId from;
+    ServingSlot& slot;
     ~Done() {
-      agent.admission_.finished(from);
+      const bool parked = std::exchange(slot, ServingSlot{}).parked;
+      if (parked) {
+        agent.admission_.finished_parked(from);
+      } else {
+        agent.admission_.finished(from);
+      }
       // Not while unwinding (the node is dying or its scope cancelled): nothing new starts then.
       if (std::uncaught_exceptions() == 0) agent.start_waiting();
       agent.notify_drained();
     }
-  } done{*this, from};
+  } done{*this, from, slot};
   DAGSIM_ASSERT(is_request(request.type));
   const uint64_t request_id = request.request_id;
   Message response;
@@ -416,9 +439,21 @@ void RpcAgent::add_handler(MessageType type, Handler handler) {
                                   std::to_string(static_cast<uint16_t>(type)) + ")");
 }
 
+void RpcAgent::park_request() {
+  ServingSlot& slot = serving_slot();
+  if (slot.agent != this || slot.parked) return;
+  if (!admission_.park(slot.from)) {
+    DAGSIM_PROBE("rpc.park_refused_at_the_peer_limit");
+    return;
+  }
+  DAGSIM_PROBE("rpc.request_parked");
+  slot.parked = true;
+  start_waiting();  // the fiber it held for others may serve a waiting request now
+}
+
 void RpcAgent::notify_drained() {
   DAGSIM_ASSERT(!stopping_ || started_);  // shutdown() requires a started agent
-  if (stopping_ && pending_.empty() && admission_.serving() == 0 && admission_.waiting() == 0) drained_.notify_all();
+  if (stopping_ && pending_.empty() && admission_.idle()) drained_.notify_all();
 }
 
 void RpcAgent::shutdown() {
@@ -429,15 +464,15 @@ void RpcAgent::shutdown() {
   stopping_ = true;
   runtime::FiberLock lock(drain_mutex_);
   const bool drained = runtime::block_until(
-      drained_, lock, [this] { return pending_.empty() && admission_.serving() == 0 && admission_.waiting() == 0; },
+      drained_, lock, [this] { return pending_.empty() && admission_.idle(); },
       env_.clock.now() + options_.default_timeout, "RpcAgent::shutdown");
   if (!drained) {
     throw errors::timed_out("RpcAgent::shutdown of node " + std::to_string(env_.self) + ": " +
                             std::to_string(pending_.size()) + " call(s) and " +
-                            std::to_string(admission_.serving() + admission_.waiting()) +
+                            std::to_string(admission_.serving() + admission_.parked() + admission_.waiting()) +
                             " handler(s) still outstanding");
   }
-  DAGSIM_ASSERT(pending_.empty() && admission_.serving() == 0 && admission_.waiting() == 0);  // drained: nothing can complete after the reaper stops
+  DAGSIM_ASSERT(pending_.empty() && admission_.idle());  // drained: nothing can complete after the reaper stops
   stop_reaper();
   env_.transport.inbox().close();
 }

@@ -170,6 +170,11 @@ class RpcAgent {
   // request or forward_autograd_req); one handler per type (asserted).
   void add_handler(MessageType type, Handler handler);
   bool has_handler(MessageType type) const { return handlers_.count(type) != 0; }
+  // Called by a handler, on its fiber, before it waits on something other than this node's work
+  // (a store watch or wait): the request is parked (request_admission.h), so waiting calls cannot
+  // hold every handler fiber while the requests that would end their wait queue behind them.
+  // Nothing outside a handler of this agent, or past the peer's max_parked_per_peer.
+  void park_request();
 
   // Sends a request of `type` carrying `payload` to `to`'s handler for it; the future holds the
   // handler's reply payload. The same promises as rpc_async: the handler's error with its code and

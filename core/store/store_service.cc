@@ -132,6 +132,7 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
       if (keys.empty() || !request.values.empty()) at_least_one_key();
       if (!table_.check(keys)) {
         const std::string what = std::string(store_op_name(op)) + " for keys " + key_list(keys);
+        agent_.park_request();  // what ends this wait is another request: let it in (rpc_agent.h)
         if (!table_.wait_for_keys(keys, deadline(request, what))) {
           throw errors::timed_out(timed_out_after(what).detail() + "; still missing: " + key_list(table_.missing(keys)));
         }
@@ -208,6 +209,7 @@ rpc::Bytes StoreService::serve(const StoreRequest& request) {
       need(1, 0);
       const std::string what = "watch of key " + printable(keys[0], 80);
       // A quiet watch answers the unchanged key at its timeout (Store::watch_at_most).
+      agent_.park_request();  // what ends this wait is another request: let it in (rpc_agent.h)
       if (!table_.wait_for_change(keys[0], request.version, deadline(request, what)) && request.number != kWatchQuietly) {
         throw timed_out_after(what);
       }

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/base/throws_error_test_util.h"
 #include "core/fibers/local_runtime.h"
@@ -316,6 +318,52 @@ TEST(StoreIncarnations, ARestartedStoreNeverHandsOutAVersionOfAnEarlierLife) {
   EXPECT_LT(first[0], first[1]);
   EXPECT_LT(second[0], second[1]);
   EXPECT_GT(second.front(), first.back());
+}
+
+// More nodes waiting on the store than it has handler fibers (max_serving): each waiting call is
+// parked (RpcAgent::park_request), so the write that ends their wait is served at once. Before,
+// the waits held every fiber, the write queued behind them, and every one of them timed out: a
+// rendezvous of 2,048 simulated nodes (1,024 fibers by default) never formed.
+TEST(StoreParking, WatchersBeyondTheStoresHandlerFibersDoNotStarveTheWriteThatWakesThem) {
+  constexpr int kWatchers = 6;
+  LocalRuntime rt;
+  rpc::FunctionRegistry registry = rpc::FunctionRegistry::with_builtins();
+  rpc::RpcOptions options;
+  options.admission.max_serving = 2;  // fewer fibers than watchers
+  std::vector<std::unique_ptr<rpc::RpcAgent>> agents;
+  std::vector<std::unique_ptr<StoreClient>> clients;
+  std::unique_ptr<StoreService> service;
+  for (int i = 0; i <= kWatchers + 1; ++i) {
+    runtime::Env& env = rt.add_node("worker" + std::to_string(i));
+    agents.push_back(std::make_unique<rpc::RpcAgent>(env, registry, i == 0 ? options : rpc::RpcOptions{}));
+    if (i == 0) service = std::make_unique<StoreService>(*agents.back());
+    agents.back()->start();
+    clients.push_back(std::make_unique<StoreClient>(*agents.back(), 0));
+    clients.back()->set_timeout(10s);
+  }
+  const uint64_t known = rt.run_on(1, [&] {
+    clients[1]->set("k", text("before"));
+    return clients[1]->get_versioned("k").version;
+  });
+  std::vector<uint64_t> seen(kWatchers + 2, 0);
+  std::vector<runtime::TimePoint> woke(kWatchers + 2);
+  for (int i = 1; i <= kWatchers; ++i) {
+    rt.env(static_cast<WorkerId>(i)).spawner.spawn("watcher", [&, i] {
+      seen[i] = clients[i]->watch("k", known).version;
+      woke[i] = rt.now();
+    });
+  }
+  const runtime::TimePoint written = rt.run_on(kWatchers + 1, [&] {
+    rt.env(kWatchers + 1).clock.sleep(100ms);  // every watch is at the store by now
+    clients[kWatchers + 1]->set("k", text("after"));
+    return rt.now();
+  });
+  EXPECT_LT(written, runtime::TimePoint{} + 1s) << "the write waited behind the watches";
+  rt.run_on(1, [&] { rt.env(1).clock.sleep(200ms); });
+  for (int i = 1; i <= kWatchers; ++i) {
+    EXPECT_GT(seen[i], known) << "watcher " << i;
+    EXPECT_LT(woke[i], runtime::TimePoint{} + 1s) << "watcher " << i;
+  }
 }
 
 }  // namespace

@@ -32,31 +32,29 @@ bool RequestAdmission::defer(WaitingRequest request) {
   return true;
 }
 
-void RequestAdmission::finished(WorkerId from) {
-  const auto it = serving_by_peer_.find(from);
-  DAGSIM_ASSERT(serving_ > 0 && it != serving_by_peer_.end() && it->second > 0);  // started once, finished once
-  --serving_;
-  if (--it->second == 0) serving_by_peer_.erase(it);
+namespace {
+// One of `from`'s counted requests ends: the total and the peer's count go down by one (a peer at
+// zero leaves the map). Each request is counted once and released once.
+void release(size_t& total, std::map<WorkerId, size_t>& by_peer, WorkerId from) {
+  const auto it = by_peer.find(from);
+  DAGSIM_ASSERT(total > 0 && it != by_peer.end() && it->second > 0);
+  --total;
+  if (--it->second == 0) by_peer.erase(it);
 }
+}  // namespace
+
+void RequestAdmission::finished(WorkerId from) { release(serving_, serving_by_peer_, from); }
 
 bool RequestAdmission::park(WorkerId from) {
-  size_t& parked_for = parked_by_peer_[from];
-  if (parked_for >= limits_.max_parked_per_peer) {
-    if (parked_for == 0) parked_by_peer_.erase(from);
-    return false;
-  }
-  finished(from);
-  ++parked_for;
+  const auto it = parked_by_peer_.find(from);
+  if ((it == parked_by_peer_.end() ? 0 : it->second) >= limits_.max_parked_per_peer) return false;
+  release(serving_, serving_by_peer_, from);
+  ++parked_by_peer_[from];
   ++parked_;
   return true;
 }
 
-void RequestAdmission::finished_parked(WorkerId from) {
-  const auto it = parked_by_peer_.find(from);
-  DAGSIM_ASSERT(parked_ > 0 && it != parked_by_peer_.end() && it->second > 0);  // parked once, finished once
-  --parked_;
-  if (--it->second == 0) parked_by_peer_.erase(it);
-}
+void RequestAdmission::finished_parked(WorkerId from) { release(parked_, parked_by_peer_, from); }
 
 std::optional<WaitingRequest> RequestAdmission::next() {
   if (backlog_.empty() || serving_ >= limits_.max_serving) return std::nullopt;

@@ -39,7 +39,7 @@ class StackPool {
   boost::context::stack_context allocate();
   void deallocate(boost::context::stack_context& stack) noexcept;
 
-  // What the pool holds, for tests and the benchmarks' reports.
+  // What the pool holds (tests check the budget and the slabs with it).
   struct Counts {
     size_t protected_live = 0;  // guarded stacks handed out and not yet back
     size_t slab_live = 0;       // slab stacks handed out and not yet back

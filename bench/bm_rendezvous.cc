@@ -8,6 +8,8 @@
 //     P = 0: event-driven waits (the default); P = 1000: PyTorch's fixed 1 s polling.
 //     S = 0: every node joins at t = 0; S = 1: joins spread uniformly over the first second.
 //   Counters:
+//     keep_alive_s   the nodes' heartbeat interval: PyTorch's 5 s up to 2,048 nodes, longer past
+//                    that (keep_alive_for() says why);
 //     virtual_ms     virtual time from the last join to the last return from next_rendezvous
 //                    (the round time; deterministic for a seed);
 //     run_wall_s     wall seconds of world.run(), the simulation itself;
@@ -77,9 +79,24 @@ void report(benchmark::State& state, const FormationResult& r) {
   state.counters["peak_rss_mb"] = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
 }
 
+// The heartbeat interval a formation of `nodes` runs with. Up to 2,048 nodes it is PyTorch's
+// default (5 s). Past that, as an operator of such a cluster would set it in the rdzv conf
+// (`keep_alive_interval`): every heartbeat is a compare-and-set of the one state key, which
+// commits about one write per store round trip (0.5-1 ms each way here, so some 700 a second),
+// and N nodes beating every 5 s ask for N / 5 writes a second: at 4,096 nodes more than the key
+// can commit, so the joins starve and the round never forms (measured: not within 600 s). From
+// 4,096 nodes the interval is N * 15 ms, whole seconds (61 s at 4,096, 150 s at 10,000): the
+// heartbeats take at most a tenth of the key's writes. PyTorch has the same single key and the
+// same limit.
+runtime::Duration keep_alive_for(uint32_t nodes) {
+  if (nodes <= 2048) return 5s;
+  return std::chrono::seconds(nodes * 15 / 1000);
+}
+
 void BM_RendezvousFormation(benchmark::State& state) {
   FormationSpec spec;
   spec.nodes = static_cast<uint32_t>(state.range(0));
+  spec.keep_alive_interval = keep_alive_for(spec.nodes);
   spec.poll_interval = std::chrono::milliseconds(state.range(1));
   spec.spread_joins = state.range(2) != 0;
   spec.seed = kSeed;
@@ -93,6 +110,7 @@ void BM_RendezvousFormation(benchmark::State& state) {
     }
   }
   report(state, last);
+  state.counters["keep_alive_s"] = std::chrono::duration<double>(spec.keep_alive_interval).count();
 }
 
 bool large_runs() {
@@ -106,7 +124,7 @@ void formation_args(benchmark::internal::Benchmark* b) {
     for (int poll_ms : {0, 1000}) {
       for (int nodes : {2, 4, 8, 16, 64, 256, 1000}) b->Args({nodes, poll_ms, spread});
       if (poll_ms == 0 && large_runs()) {
-        for (int nodes : {4096, 10000}) b->Args({nodes, poll_ms, spread});
+        for (int nodes : {2048, 4096, 10000}) b->Args({nodes, poll_ms, spread});
       }
     }
   }

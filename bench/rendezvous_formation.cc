@@ -37,6 +37,7 @@ struct FormationWorld {
     settings.run_id = "bench";
     settings.min_nodes = spec.nodes;
     settings.max_nodes = spec.nodes;
+    settings.keep_alive_interval = spec.keep_alive_interval;
     rendezvous::RendezvousHandlerOptions handler_options;
     handler_options.poll_interval = spec.poll_interval;
     for (uint32_t i = 0; i <= spec.nodes; ++i) {

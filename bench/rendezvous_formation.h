@@ -33,6 +33,9 @@ struct FormationSpec {
   // Every message's latency, uniform in [latency_min, latency_max] (seeded).
   runtime::Duration latency_min = std::chrono::microseconds(500);
   runtime::Duration latency_max = std::chrono::microseconds(1000);
+  // The nodes' heartbeat interval (RendezvousSettings::keep_alive_interval; PyTorch's 5 s default).
+  // See keep_alive_for() in bm_rendezvous.cc for why the large tier sets it longer.
+  runtime::Duration keep_alive_interval = std::chrono::seconds(5);
 };
 
 struct FormationResult {

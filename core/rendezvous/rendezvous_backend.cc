@@ -29,6 +29,10 @@ struct PoolEntry {
 };
 thread_local std::unordered_multimap<size_t, PoolEntry> t_pool;
 thread_local size_t t_sweep_at = 64;
+// The state this thread decoded last, while someone holds it: the next decode shares its chunks
+// (chunked_sorted.h). Versions arrive in about the order they were written, so the last one is
+// a join or two away from the next.
+thread_local std::weak_ptr<const RendezvousState> t_last_decoded;
 
 std::shared_ptr<const RendezvousState> pooled_decode(std::span<const uint8_t> bytes) {
   // XXH3: a 100 KB state hashes at memory speed (std::hash's was a visible cost at 1,000 nodes).
@@ -38,7 +42,9 @@ std::shared_ptr<const RendezvousState> pooled_decode(std::span<const uint8_t> by
     if (!std::ranges::equal(it->second.bytes, bytes)) continue;
     if (std::shared_ptr<const RendezvousState> held = it->second.state.lock()) return held;
   }
-  auto state = std::make_shared<const RendezvousState>(decode(bytes));
+  const std::shared_ptr<const RendezvousState> base = t_last_decoded.lock();
+  auto state = std::make_shared<const RendezvousState>(decode(bytes, base.get()));
+  t_last_decoded = state;
   if (t_pool.size() >= t_sweep_at) {
     std::erase_if(t_pool, [](const auto& entry) { return entry.second.state.expired(); });
     t_sweep_at = std::max<size_t>(64, 2 * t_pool.size());

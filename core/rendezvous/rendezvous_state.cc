@@ -80,10 +80,16 @@ void write_count(WireWriter& w, size_t n) {
   w.u32(static_cast<uint32_t>(n));
 }
 
+const NodeDesc& node_of(const NodeDesc& node) { return node; }
+template <typename V>
+const NodeDesc& node_of(const std::pair<NodeDesc, V>& entry) {
+  return entry.first;
+}
+
 // Reads a list of `entry_bytes`-or-more entries, each starting with a node, in strictly
 // increasing node order (the canonical form: no repeats, one encoding per state). `each` reads
-// the rest of the entry. `list` is reserved for the count once it is known to fit in the bytes
-// left, so each list is one allocation.
+// the rest of the entry and appends it to `list`, a vector reserved for the count once it is known
+// to fit in the bytes left, so each list is one allocation.
 template <typename List, typename Each>
 void read_nodes(WireReader& r, const std::string& field, size_t entry_bytes, List& list, Each each) {
   const uint32_t n = r.length(field.c_str(), "count", kMaxRendezvousNodes);
@@ -94,18 +100,18 @@ void read_nodes(WireReader& r, const std::string& field, size_t entry_bytes, Lis
   list.reserve(n);
   DAGSIM_ASSERT(entry_bytes >= kNodeBytes);
   const NodeFields fields(field);
-  std::optional<NodeDesc> previous;
+  const NodeDesc* previous = nullptr;  // the last node `each` appended (list is reserved: it stays put)
   for (uint32_t i = 0; i < n; ++i) {
     NodeDesc node = read_node(r, fields);
-    if (previous && !(*previous < node)) {
+    if (previous != nullptr && !(*previous < node)) {
       throw errors::protocol_error(field + ": node " + printable(to_string(node)) + " is out of order or repeated");
     }
-    each(node);
-    previous = std::move(node);
+    each(std::move(node));
+    previous = list.empty() ? nullptr : &node_of(list.back());
   }
 }
 
-void append_nodes(std::ostringstream& out, const FlatSortedSet<NodeDesc>& nodes) {
+void append_nodes(std::ostringstream& out, const ChunkedSortedSet<NodeDesc>& nodes) {
   out << "{";
   const char* sep = "";
   for (const NodeDesc& node : nodes) {
@@ -333,7 +339,7 @@ runtime::Bytes encode(const RendezvousState& state) {
   return out;
 }
 
-RendezvousState decode(std::span<const uint8_t> bytes) {
+RendezvousState decode(std::span<const uint8_t> bytes, const RendezvousState* base) {
   WireReader r(bytes);
   const uint8_t version = r.u8("rendezvous_state.version");
   if (version != kStateVersion) {
@@ -349,19 +355,29 @@ RendezvousState decode(std::span<const uint8_t> bytes) {
   if (has_deadline) state.deadline = TimePoint{Duration(r.i64("rendezvous_state.deadline"))};
   r.num("rendezvous_state.rerendezvous_requested", state.rerendezvous_requested);
   r.num("rendezvous_state.world_size", state.world_size);
-  read_nodes(r, "rendezvous_state.participants", kNodeBytes + 4, state.participants, [&](const NodeDesc& node) {
+  // Each list is read into one vector, then cut into chunks: those equal to the base's are the
+  // base's, shared (chunked_sorted.h), so a state one join away from its base costs a few chunks.
+  std::vector<std::pair<NodeDesc, uint32_t>> participants;
+  read_nodes(r, "rendezvous_state.participants", kNodeBytes + 4, participants, [&](NodeDesc&& node) {
     uint32_t rank = 0;
     r.num("rendezvous_state.participants.rank", rank);
-    state.participants.emplace_hint(state.participants.end(), node, rank);
+    participants.emplace_back(std::move(node), rank);
   });
-  read_nodes(r, "rendezvous_state.wait_list", kNodeBytes, state.wait_list,
-             [&](const NodeDesc& node) { state.wait_list.emplace_hint(state.wait_list.end(), node); });
-  read_nodes(r, "rendezvous_state.redundancy_list", kNodeBytes, state.redundancy_list,
-             [&](const NodeDesc& node) { state.redundancy_list.emplace_hint(state.redundancy_list.end(), node); });
-  read_nodes(r, "rendezvous_state.last_heartbeats", kNodeBytes + 8, state.last_heartbeats, [&](const NodeDesc& node) {
+  std::vector<NodeDesc> wait_list;
+  read_nodes(r, "rendezvous_state.wait_list", kNodeBytes, wait_list,
+             [&](NodeDesc&& node) { wait_list.push_back(std::move(node)); });
+  std::vector<NodeDesc> redundancy_list;
+  read_nodes(r, "rendezvous_state.redundancy_list", kNodeBytes, redundancy_list,
+             [&](NodeDesc&& node) { redundancy_list.push_back(std::move(node)); });
+  std::vector<std::pair<NodeDesc, TimePoint>> last_heartbeats;
+  read_nodes(r, "rendezvous_state.last_heartbeats", kNodeBytes + 8, last_heartbeats, [&](NodeDesc&& node) {
     const TimePoint last{Duration(r.i64("rendezvous_state.last_heartbeats.time"))};
-    state.last_heartbeats.emplace_hint(state.last_heartbeats.end(), node, last);
+    last_heartbeats.emplace_back(std::move(node), last);
   });
+  state.participants.assign_sorted(std::move(participants), base ? &base->participants : nullptr);
+  state.wait_list.assign_sorted(std::move(wait_list), base ? &base->wait_list : nullptr);
+  state.redundancy_list.assign_sorted(std::move(redundancy_list), base ? &base->redundancy_list : nullptr);
+  state.last_heartbeats.assign_sorted(std::move(last_heartbeats), base ? &base->last_heartbeats : nullptr);
   r.expect_end("rendezvous_state");
   if (std::optional<std::string> violation = structural_violation(state)) throw errors::protocol_error(*violation);
   // Paired with encode(): what decode accepts, encode writes back byte for byte.

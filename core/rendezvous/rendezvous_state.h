@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "core/rendezvous/flat_sorted.h"
+#include "core/rendezvous/chunked_sorted.h"
 #include "core/rendezvous/rendezvous_settings.h"
 #include "core/runtime/transport.h"
 
@@ -68,8 +68,9 @@ struct NodeDesc {
 std::string to_string(const NodeDesc& node);
 std::ostream& operator<<(std::ostream& out, const NodeDesc& node);
 
-// The lists are sorted vectors (flat_sorted.h): a state is four allocations whatever its size,
-// so a copy, a decode and a free cost a pass over the nodes, not a heap node each.
+// The lists are sorted runs of shared chunks (chunked_sorted.h): a copy costs a pointer per 64
+// nodes, a change one chunk, and decode() with a base shares every chunk the base already holds,
+// so the many versions a simulated cluster's nodes hold cost O(changes) each, not O(nodes).
 struct RendezvousState {
   // Rises by exactly 1 when the last participant of a complete round leaves (S6).
   uint64_t round = 0;
@@ -79,19 +80,19 @@ struct RendezvousState {
   std::optional<TimePoint> deadline;
   bool closed = false;  // sticky (S7)
   // Node -> rank. Every rank is 0 until completion assigns 0..n-1 in node order (S2).
-  FlatSortedMap<NodeDesc, uint32_t> participants;
+  ChunkedSortedMap<NodeDesc, uint32_t> participants;
   // n at completion (0 while incomplete): the world size next_rendezvous returns. Participants may
   // leave a complete round before a slow (polling) member has seen it complete; that member must
   // still get the round's world, which holds its rank. PyTorch returns len(participants) then, and
   // the property test caught the result: rank 7 of a world of 5.
   uint32_t world_size = 0;
   // Nodes that found the round complete with room to spare: they join the next round.
-  FlatSortedSet<NodeDesc> wait_list;
+  ChunkedSortedSet<NodeDesc> wait_list;
   // Nodes that found the round complete and full (max_nodes): hot spares, never counted as
   // waiting (S9). Added by PyTorch in 2024 (#117066).
-  FlatSortedSet<NodeDesc> redundancy_list;
+  ChunkedSortedSet<NodeDesc> redundancy_list;
   // Node -> its last heartbeat (wall time), for every node of the three lists above (S5).
-  FlatSortedMap<NodeDesc, TimePoint> last_heartbeats;
+  ChunkedSortedMap<NodeDesc, TimePoint> last_heartbeats;
   // See Note [re-rendezvous on expiry]; never set while the round is incomplete.
   bool rerendezvous_requested = false;
 
@@ -123,8 +124,10 @@ std::optional<std::string> structural_violation(const RendezvousState& state);
 
 // The canonical encoding (see the file comment), and its inverse. decode() throws protocol_error
 // naming the field ("rendezvous_state.wait_list: ...") for anything encode() cannot have written.
+// With a `base` (any state, typically the version before), the decoded lists share the base's
+// chunks wherever their elements are equal: the result is the same state either way.
 runtime::Bytes encode(const RendezvousState& state);
-RendezvousState decode(std::span<const uint8_t> bytes);
+RendezvousState decode(std::span<const uint8_t> bytes, const RendezvousState* base = nullptr);
 
 // What PyTorch runs after a participant leaves (rem_p) or is found dead (sanitize): a complete
 // round with no participants left advances (complete = false, round + 1, and a re-rendezvous

@@ -383,7 +383,7 @@ TEST(RendezvousStateSize, EncodedSizeIsWithinPyTorchsExpectedLimit) {
   }
 }
 
-// The lists are sorted vectors (flat_sorted.h): whatever order nodes arrive and leave in, they
+// The lists are sorted runs of chunks (chunked_sorted.h): whatever order nodes arrive and leave in, they
 // iterate in node order with no repeats, so the encoding stays canonical (equal states, equal
 // bytes) and a repeated insertion changes nothing, as with the std::map and std::set they replaced.
 TEST(RendezvousState, ListsKeepNodeOrderWhateverTheOrderOfChanges) {
@@ -415,6 +415,33 @@ TEST(RendezvousState, ListsKeepNodeOrderWhateverTheOrderOfChanges) {
   }
   EXPECT_TRUE(std::ranges::is_sorted(forward.last_heartbeats, {}, [](const auto& p) { return p.first; }));
   EXPECT_EQ(decode(encode(forward)), forward);
+}
+
+// decode() with a base: the same state as without, sharing every chunk of the base it repeats;
+// at 1,000 nodes a join away from the base, all but the joined node's chunk of each list.
+TEST(RendezvousState, DecodeWithABaseSharesItsChunksAndGivesTheSameState) {
+  RendezvousState before;
+  for (int i = 0; i < 1000; ++i) {
+    const NodeDesc n = nd("worker" + std::to_string(i));
+    before.participants.emplace(n, 0);
+    before.last_heartbeats.emplace(n, at_s(5));
+  }
+  const RendezvousState base = decode(encode(before));
+  RendezvousState after = base;
+  after.participants.emplace(nd("worker5000"), 0);
+  after.last_heartbeats.emplace(nd("worker5000"), at_s(6));
+  const runtime::Bytes bytes = encode(after);
+  const RendezvousState plain = decode(bytes);
+  const RendezvousState shared = decode(bytes, &base);
+  EXPECT_EQ(shared, after);
+  EXPECT_EQ(shared, plain);
+  EXPECT_EQ(encode(shared), bytes);
+  EXPECT_EQ(plain.participants.chunks().shared_on_assign(), 0u);
+  EXPECT_EQ(shared.participants.chunks().shared_on_assign(), base.participants.chunks().chunk_count() - 1);
+  EXPECT_EQ(shared.last_heartbeats.chunks().shared_on_assign(), base.last_heartbeats.chunks().chunk_count() - 1);
+  // A base that has nothing in common (another run's state) changes nothing but the sharing.
+  EXPECT_EQ(decode(bytes, &before), after);
+  EXPECT_EQ(decode(encode(base), &after), base);
 }
 
 }  // namespace

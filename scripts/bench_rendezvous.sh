@@ -2,7 +2,8 @@
 # Runs the rendezvous formation benchmark (bench/bm_rendezvous.cc: N = 2..1000 nodes in the
 # simulator, event-driven against PyTorch's 1 s polling, joins at t = 0 or spread over 1 s), then
 # the scale tier (event-driven, N = 1,000 and 10,000, t = 0 and spread, each in its own process so
-# its peak RSS is its own; every formation's invariants are checked, rendezvous_formation.h), and
+# its peak RSS is its own; every formation's invariants are checked, rendezvous_formation.h; past
+# 2,048 nodes with a longer keep-alive, bm_rendezvous.cc's keep_alive_for), and
 # writes reports/rendezvous_bench.json (the sweep's benchmarks, then the tier's, each with
 # peak_rss_mb) and reports/rendezvous.md (the tables, and this machine).
 # Promises: builds nothing (build first: /tmp/build_in.sh dagsim_bench_rendezvous or
@@ -132,16 +133,21 @@ if scale:
           "near 1 s. **Invariants**: the formation checked the committed state and every node's answer "
           "(one round formed, ranks 0..N-1 in node order agreed by every node, nobody waiting or spare, "
           "S1 over every write, S5); a failed check fails the row.\n")
-    print("| N | joins | wall (s) | round time (ms) | last join (ms) | CAS attempts | CAS lost | "
+    print("Past 2,048 nodes the nodes heartbeat every N * 15 ms instead of PyTorch's 5 s, as an operator "
+          "of such a cluster would set `keep_alive_interval` in the rdzv conf: every heartbeat is a "
+          "compare-and-set of the one state key, which commits about one write per store round trip, and "
+          "at 4,096 nodes N / 5 heartbeats a second leave no room for the joins (the round never formed). "
+          "The **keep-alive** column gives each row's interval (bench/bm_rendezvous.cc, keep_alive_for).\n")
+    print("| N | joins | keep-alive (s) | wall (s) | round time (ms) | last join (ms) | CAS attempts | CAS lost | "
           "state decodes | store requests | peak RSS (MB) | invariants |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for b in sorted(scale, key=lambda b: (int(b["name"].split("nodes:")[1].split("/")[0]), b["name"])):
         args = dict(p.split(":") for p in b["name"].split("/")[1:4])
         joins = "spread over 1 s" if args["spread"] == "1" else "all at t = 0"
         if b.get("error_occurred"):
-            print(f"| {int(args['nodes']):,} | {joins} | failed: {b.get('error_message', '')} ||||||||")
+            print(f"| {int(args['nodes']):,} | {joins} | | failed: {b.get('error_message', '')} ||||||||")
             continue
-        print(f"| {int(args['nodes']):,} | {joins} | "
+        print(f"| {int(args['nodes']):,} | {joins} | {b.get('keep_alive_s', 5):,.0f} | "
               f"{b['build_wall_s'] + b['run_wall_s']:.2f} | {fmt_ms(b['virtual_ms'])} | {fmt_ms(b['last_join_ms'])} | "
               f"{int(b['cas']):,} | {int(b['cas_conflicts']):,} | {int(b['decodes']):,} | "
               f"{int(b['store_requests']):,} | {b['peak_rss_mb']:,.0f} | "

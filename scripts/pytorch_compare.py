@@ -6,7 +6,8 @@ Usage: pytorch_compare.py BUILD_DIR OUT_DIR [--rounds N] [--seconds S] [--quick]
            fewer sweep sizes, no 10,000-node rendezvous (explicit --rounds/--seconds still win).
            Its figures are not to be quoted; the report says it was a quick run.
 Env: DAGSIM_BENCH_TIMEOUT (s, default 1200): limit on one benchmark process; DAGSIM_RDZV_TIMEOUT
-     (s, default 300, 60 with --quick): limit on one simulated rendezvous formation.
+     (s, default 300, 60 with --quick): limit on one simulated rendezvous formation (three times
+     that from 4,096 nodes, which run in the first round only: scripts/performance_growth.py).
 (scripts/bench_pytorch.sh installs what it needs and calls this.)
 
 Promises:

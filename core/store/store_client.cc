@@ -39,14 +39,17 @@ Versioned StoreClient::versioned_call(StoreOp op, const std::string& key, std::v
   std::optional<Bytes> sent;
   uint64_t value_base = 0;
   if (op == StoreOp::compare_set_version) {
-    sent = values.at(0);
-    cas_value_bytes_ += sent->size();
-    if (held && held->version == version && version != 0 && sent->size() >= kMinDeltaBytes) {
-      if (std::optional<Bytes> d = make_delta(held->value, *sent, sent->size() / 2)) {
+    const Bytes& value = values.at(0);
+    cas_value_bytes_ += value.size();
+    if (held && held->version == version && version != 0 && value.size() >= kMinDeltaBytes) {
+      if (std::optional<Bytes> d = make_delta(held->value, value, value.size() / 2)) {
+        // The whole value stays here and the delta goes: no copy of a state per attempt.
+        sent = std::move(values[0]);
         values[0] = std::move(*d);
         value_base = version;
       }
     }
+    if (!sent) sent = values[0];
   }
   StoreReply r = call(op, {key}, std::move(values), number, version, waits, held ? held->version : 0, value_base);
   if (written != nullptr) *written = r.flag;

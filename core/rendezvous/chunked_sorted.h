@@ -102,7 +102,6 @@ class Chunks {
     chunks_.clear();
     size_ = 0;
   }
-  void reserve(size_t n) { chunks_.reserve(n / kChunkTarget + 1); }
 
   // Where `key` is or would go: (chunk, index), (chunks_.size(), 0) past every element.
   std::pair<size_t, size_t> lower(const Key& key) const {
@@ -280,7 +279,6 @@ class ChunkedSortedMap {
   size_t size() const { return chunks_.size(); }
   bool empty() const { return chunks_.empty(); }
   void clear() { chunks_.clear(); }
-  void reserve(size_t n) { chunks_.reserve(n); }
 
   iterator find(const K& key) { return chunks_.find_writable(key); }
   const_iterator find(const K& key) const { return chunks_.find(key); }
@@ -353,7 +351,6 @@ class ChunkedSortedSet {
   size_t size() const { return chunks_.size(); }
   bool empty() const { return chunks_.empty(); }
   void clear() { chunks_.clear(); }
-  void reserve(size_t n) { chunks_.reserve(n); }
 
   iterator find(const K& key) const { return chunks_.find(key); }
   bool contains(const K& key) const { return find(key) != end(); }

@@ -67,7 +67,7 @@ void RendezvousExecutor::run(RendezvousOp op, std::string_view op_name, TimePoin
     DAGSIM_ASSERT(!holder_.dirty());
     fresh_read_ = false;
     // A read or a write is one round trip to the store: the scale of Note [contention at scale].
-    if (holder_.store_syncs() != store_syncs) round_trip_ = env_.clock.now() - sent;
+    if (holder_.store_syncs() != store_syncs) observe_round_trip(env_.clock.now() - sent);
     if (written) {
       lost_races_ = *written ? 0 : lost_races_ + 1;
       backed_off = false;
@@ -138,6 +138,19 @@ TimePoint RendezvousExecutor::next_transition(const RendezvousState& state, cons
   // Every bound is strictly ahead: a wait until it never returns at once and spins.
   DAGSIM_ASSERT(bound > clock.now);
   return bound;
+}
+
+void RendezvousExecutor::observe_round_trip(Duration sample) {
+  DAGSIM_ASSERT(sample >= Duration::zero());
+  round_trip_samples_[round_trip_next_] = sample;
+  round_trip_next_ = (round_trip_next_ + 1) % kRoundTripSamples;
+  // Slots not yet written hold zero and are skipped: the least of the samples taken so far.
+  Duration least = Duration::max();
+  for (const Duration d : round_trip_samples_) {
+    if (d > Duration::zero()) least = std::min(least, d);
+  }
+  round_trip_ = least == Duration::max() ? Duration::zero() : least;
+  DAGSIM_ASSERT(round_trip_ <= sample || sample == Duration::zero());
 }
 
 bool RendezvousExecutor::back_off(TimePoint deadline) {

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include <sys/mman.h>
+
 #include "core/base/assert.h"
 #include "core/base/error.h"
 #include "core/base/probe.h"
@@ -17,6 +19,26 @@ constexpr uint8_t kMessageKind = 1;
 constexpr size_t kStagingBytes = 64 * 1024;
 // A payload at least this long still to come is read straight into its buffer.
 constexpr size_t kDirectReadBytes = 16 * 1024;
+// A payload at least this long is allocated on pages the kernel may back with 2 MiB huge pages.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+constexpr size_t kHugePayloadBytes = 4 * kHugePageBytes;
+
+// Sizes `payload` to `length` zeros. A large one is first reserved (fresh pages of its own: glibc
+// maps an allocation this size apart), then its whole huge pages are marked MADV_HUGEPAGE before
+// anything touches them: filling 64 MiB costs 32 page faults instead of 16,384, which were a third
+// of a 64 MiB stream's receiving time. The advice is only advice: where the kernel has no huge
+// page to give (or THP is off), the pages are ordinary ones, as before.
+void size_payload(std::vector<uint8_t>& payload, size_t length) {
+  if (length >= kHugePayloadBytes && payload.capacity() < length) {
+    std::vector<uint8_t>().swap(payload);
+    payload.reserve(length);
+    const auto start = reinterpret_cast<uintptr_t>(payload.data());
+    const uintptr_t first = (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+    const uintptr_t last = (start + length) & ~(kHugePageBytes - 1);
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+  payload.assign(length, 0);
+}
 
 }  // namespace
 
@@ -148,7 +170,7 @@ void EnvelopeDecoder::process() {
           throw errors::protocol_error("envelope " + std::to_string(seq_) + ": padding " + std::to_string(padding) +
                                        " exceeds the limit of " + std::to_string(limits_.max_padding_bytes));
         }
-        payload_.assign(length, 0);  // checked above; see the file comment
+        size_payload(payload_, length);  // checked above; see the file comment
         filled_ = 0;
         if (mac_state_) {
           mac_state_->begin(seq_);  // the payload is MACed piece by piece as it arrives

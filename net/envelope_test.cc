@@ -104,6 +104,29 @@ TEST(Envelope, ALargePayloadIsReadStraightIntoItsBuffer) {
   EXPECT_TRUE(decoder.mid_envelope());
 }
 
+// Payloads of 8 MiB and more are allocated apart and advised onto huge pages before they are
+// filled: on either side of that size, and at odd lengths that end mid huge page, every byte
+// arrives in order and the MAC verifies.
+TEST(Envelope, PayloadsOnEitherSideOfTheHugePageSizeArriveWhole) {
+  EnvelopeSealer sealer(key(2));
+  EnvelopeDecoder decoder(key(2), {});
+  std::vector<std::vector<uint8_t>> payloads;
+  for (size_t n : {(size_t{8} << 20) - 1, size_t{8} << 20, (size_t{9} << 20) + 12345, size_t{100}}) {
+    payloads.push_back(pattern(n, static_cast<uint8_t>(n)));
+  }
+  std::vector<uint8_t> bytes;
+  for (const auto& p : payloads) {
+    const std::vector<uint8_t> one = wire(sealer, p, 3);
+    bytes.insert(bytes.end(), one.begin(), one.end());
+  }
+  const std::vector<ReceivedEnvelope> got = decode_all(decoder, bytes, 1 << 20);
+  ASSERT_EQ(got.size(), payloads.size());
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    EXPECT_TRUE(got[i].payload == payloads[i]) << "envelope " << i;
+    EXPECT_EQ(got[i].padding, 3u);
+  }
+}
+
 TEST(Envelope, RefusesATamperedByteAnywhereInTheHeaderPayloadOrMac) {
   EnvelopeSealer sealer(key(1));
   const std::vector<uint8_t> good = wire(sealer, pattern(100, 1), 0);

@@ -149,8 +149,8 @@ void RendezvousExecutor::observe_round_trip(Duration sample) {
   for (const Duration d : round_trip_samples_) {
     if (d > Duration::zero()) least = std::min(least, d);
   }
-  round_trip_ = least == Duration::max() ? Duration::zero() : least;
-  DAGSIM_ASSERT(round_trip_ <= sample || sample == Duration::zero());
+  round_trip_ = least == Duration::max() ? sample : std::min(sample, least * kRoundTripOutlier);
+  DAGSIM_ASSERT(round_trip_ <= sample && round_trip_ >= Duration::zero());
 }
 
 bool RendezvousExecutor::back_off(TimePoint deadline) {

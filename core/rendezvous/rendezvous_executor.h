@@ -54,10 +54,12 @@
 // With no care two costs grow as N^2 state reads (bench/bm_rendezvous.cc: 256 nodes took seconds
 // of simulation, 1,000 minutes): N joiners racing for one compare-and-set lose N^2/2 times, and N
 // waiters woken by each of N joins read the state N^2/2 times. So, scaled by the round trip this
-// node measured to the store (zero in a zero-latency world, where nothing changes): the least of
-// its last kRoundTripSamples round trips, since one that spans a pause of the store is no measure
-// of how fast the others write (the property test found a node whose one 2.5 s sample, taken
-// across a store pause, made it back off for 17 s, past a close it owed the world within 2.5 s):
+// node last measured to the store (zero in a zero-latency world, where nothing changes), but never
+// more than kRoundTripOutlier times the least of its last kRoundTripSamples: a round trip that
+// spans a pause of the store is no measure of how fast the others write (the property test found
+// a node whose one 2.5 s sample, taken across a store pause, made it back off for 17 s, past a
+// close it owed the world within 2.5 s). Below the cap the last sample stands, queueing included:
+// scaling by the least alone cost the 1,000-node spread formation 300 ms more, its back-offs short:
 //  - the first lost race retries at once (as PyTorch); after the k-th in a row (k >= 2) the node
 //    waits a back-off, uniform in [0, rtt * 2^(k-2)] (doubling up to 2^kMaxBackoffDoublings, and
 //    never past rtt * the nodes in the state: the time the other contenders need to write once
@@ -96,8 +98,10 @@ inline constexpr Duration kMinSyncWait = std::chrono::milliseconds(1);
 inline constexpr uint32_t kMaxBackoffDoublings = 10;
 inline constexpr uint64_t kHoldOffNodesPerRtt = 16;
 inline constexpr Duration kMaxSyncHoldOff = std::chrono::milliseconds(100);
-// The round trip the back-off and the hold-off scale by is the least of this many last samples.
+// The round trip the back-off and the hold-off scale by: the last sample, at most kRoundTripOutlier
+// times the least of the last kRoundTripSamples (Note [contention at scale]).
 inline constexpr size_t kRoundTripSamples = 4;
+inline constexpr int64_t kRoundTripOutlier = 4;
 
 class RendezvousExecutor {
  public:
@@ -152,9 +156,9 @@ class RendezvousExecutor {
   const Duration poll_interval_;
   uint64_t sync_waits_ = 0;
   uint64_t actions_applied_ = 0;
-  // Note [contention at scale]: the store's round trip, the least of the last kRoundTripSamples
-  // samples (round_trip_samples_, a ring; zero where none yet); races lost in a row; whether the
-  // last wait was ended by a change that has not (yet) led to an action.
+  // Note [contention at scale]: the store's round trip, the last sample capped by the least of the
+  // last kRoundTripSamples (round_trip_samples_, a ring; zero where none yet); races lost in a row;
+  // whether the last wait was ended by a change that has not (yet) led to an action.
   void observe_round_trip(Duration sample);
   std::array<Duration, kRoundTripSamples> round_trip_samples_{};
   size_t round_trip_next_ = 0;

@@ -80,7 +80,7 @@ RC_GTEST_PROP(ElasticProperties, TrainingEqualsLocalOrEndsWithANamedErrorAndNeve
   const auto fail = [&](const std::string& why) {
     std::string checks;
     for (const scenarios::CheckResult& c : result.checks) checks += (c.passed ? "PASS " : "FAIL ") + c.name + ": " + c.detail + "\n";
-    RC_FAIL("seed " + std::to_string(seed) + ": " + why + "\n" + checks + "--- scenario ---\n" + text);
+    fail_case("seed " + std::to_string(seed) + ": " + why + "\n" + checks + "--- scenario ---\n" + text);
   };
   if (result.outcome != "finished") fail("the run did not end by itself (" + result.outcome + "): a hang");
   std::map<std::string, const scenarios::CheckResult*> checks;

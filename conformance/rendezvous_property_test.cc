@@ -82,7 +82,7 @@ RC_GTEST_PROP(RendezvousProperties, InvariantsHoldOverRandomSchedulesAndFaults, 
   for (const scenarios::CheckResult& check : result.checks) {
     if (!check.passed) failures += check.name + ": " + check.detail + "\n";
   }
-  if (!result.passed) RC_FAIL("seed " + std::to_string(seed) + "\n" + failures + "--- scenario ---\n" + text);
+  if (!result.passed) fail_case("seed " + std::to_string(seed) + "\n" + failures + "--- scenario ---\n" + text);
 }
 
 }  // namespace

@@ -28,9 +28,10 @@ constexpr size_t kHugePayloadBytes = 4 * kHugePageBytes;
 // anything touches them: filling 64 MiB costs 32 page faults instead of 16,384, which were a third
 // of a 64 MiB stream's receiving time. The advice is only advice: where the kernel has no huge
 // page to give (or THP is off), the pages are ordinary ones, as before.
+// REQUIRES: `payload` holds no buffer (verify() hands each one on and leaves none behind).
 void size_payload(std::vector<uint8_t>& payload, size_t length) {
-  if (length >= kHugePayloadBytes && payload.capacity() < length) {
-    std::vector<uint8_t>().swap(payload);
+  DAGSIM_ASSERT(payload.capacity() == 0);
+  if (length >= kHugePayloadBytes) {
     payload.reserve(length);
     const auto start = reinterpret_cast<uintptr_t>(payload.data());
     const uintptr_t first = (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);

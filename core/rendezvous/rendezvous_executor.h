@@ -146,6 +146,8 @@ class RendezvousExecutor {
   // Sleeps the back-off that follows a lost race, never past `deadline`; false if it did not sleep
   // at all (a zero-latency world: the write goes at once, as PyTorch's).
   bool back_off(TimePoint deadline);
+  // Takes one store round trip into round_trip_ (Note [contention at scale]).
+  void observe_round_trip(Duration sample);
   // "rendezvous run job, round 3, node worker1_0_0, join op"
   std::string where(std::string_view op_name) const;
 
@@ -159,7 +161,6 @@ class RendezvousExecutor {
   // Note [contention at scale]: the store's round trip, the last sample capped by the least of the
   // last kRoundTripSamples (round_trip_samples_, a ring; zero where none yet); races lost in a row;
   // whether the last wait was ended by a change that has not (yet) led to an action.
-  void observe_round_trip(Duration sample);
   std::array<Duration, kRoundTripSamples> round_trip_samples_{};
   size_t round_trip_next_ = 0;
   Duration round_trip_ = Duration::zero();

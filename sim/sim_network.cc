@@ -98,7 +98,9 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
     in_flight_.emplace_back();
   }
   in_flight_[slot] = InFlight{key, &conn, conn.generation, dir, Message{id, std::move(payload), padding}};
-  world_.world_clock().call_at(*arrival, [this, slot] { arrive(slot); });
+  world_.world_clock().post_at(
+      *arrival, [](void* network, uint64_t at) { static_cast<SimNetwork*>(network)->arrive(static_cast<uint32_t>(at)); },
+      this, slot);
 }
 
 namespace {
@@ -158,12 +160,12 @@ bool SimNetwork::must_hold(WorkerId from, WorkerId to) const {
 }
 
 void SimNetwork::arrive(uint32_t in_flight_slot) {
-  InFlight flight = std::move(in_flight_[in_flight_slot]);
-  free_in_flight_.push_back(in_flight_slot);
+  InFlight& flight = in_flight_[in_flight_slot];
   const Key key = flight.key;
   const uint64_t generation = flight.generation;
   const int dir = flight.dir;
   Message message = std::move(flight.message);
+  free_in_flight_.push_back(in_flight_slot);
   const WorkerId from = dir == 0 ? key.first : key.second;
   const WorkerId to = dir == 0 ? key.second : key.first;
   Connection& conn = *flight.conn;
@@ -186,7 +188,7 @@ void SimNetwork::arrive(uint32_t in_flight_slot) {
   hand_over(key, conn, dir, std::move(message));
 }
 
-void SimNetwork::hand_over(Key key, Connection& conn, int dir, Message message) {
+void SimNetwork::hand_over(Key key, Connection& conn, int dir, Message&& message) {
   const WorkerId from = dir == 0 ? key.first : key.second;
   const WorkerId to = dir == 0 ? key.second : key.first;
   // A message of a newer connection reaching an end that has not learned of an older one's
@@ -195,8 +197,9 @@ void SimNetwork::hand_over(Key key, Connection& conn, int dir, Message message) 
   const uint32_t target_incarnation = conn.incarnation[1 - dir];
   const uint64_t id = message.id;
   const uint64_t bytes = message.payload.size() + message.padding;
-  if (!world_.deliver(to, target_incarnation,
-                      Delivery{Delivery::Kind::message, from, std::move(message.payload), {}, conn.incarnation[dir], message.padding})) {
+  if (!world_.deliver_made(to, target_incarnation, [&] {
+        return Delivery{Delivery::Kind::message, from, std::move(message.payload), {}, conn.incarnation[dir], message.padding};
+      })) {
     drop(from, to, id, "receiver is no longer running");
     return;
   }

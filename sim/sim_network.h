@@ -104,8 +104,8 @@ class SimNetwork {
     Direction direction[2];         // [0]: low id -> high id, [1]: high -> low
   };
   using Key = std::pair<WorkerId, WorkerId>;  // (low, high)
-  // A message on the wire. The arrival event holds only its slot, so the event's callback fits
-  // std::function's inline buffer and a message costs no allocation beyond its payload.
+  // A message on the wire. The arrival event holds only its slot (a posted timer: this and the slot),
+  // so a message costs no allocation beyond its payload.
   // `conn` stays valid: connections are never erased, and a deque keeps its elements where they
   // are as it grows.
   struct InFlight {
@@ -125,7 +125,7 @@ class SimNetwork {
   void arrive(uint32_t in_flight_slot);
   // Connections in key order: whatever iterates them may reach the trace, so never hash order.
   std::vector<Key> sorted_keys() const;
-  void hand_over(Key key, Connection& conn, int dir, Message message);
+  void hand_over(Key key, Connection& conn, int dir, Message&& message);
   // Whether traffic on this direction must wait (partition, crashed target).
   bool must_hold(WorkerId from, WorkerId to) const;
   void hold(Connection& conn, Key key, int dir, Message message);

@@ -316,16 +316,18 @@ void SimWorld::heal_all() {
   network_->remove_all_partitions();
 }
 
-bool SimWorld::deliver(WorkerId id, uint32_t incarnation, Delivery&& delivery) {
+runtime::Channel<Delivery>* SimWorld::open_inbox(WorkerId id, uint32_t incarnation) {
   Node& n = node(id);
-  if (n.current == nullptr || n.current->number != incarnation) return false;
-  if (n.current->transport.inbox().closed()) return false;  // the node stopped listening
-  if (n.state == NodeState::paused) {
-    n.held_while_paused.push_back(std::move(delivery));
-    return true;
-  }
-  // offer, never push: the driver must not get channel_closed thrown at it.
-  return n.current->transport.inbox().offer(std::move(delivery));
+  if (n.current == nullptr || n.current->number != incarnation) return nullptr;
+  runtime::Channel<Delivery>& inbox = n.current->transport.inbox();
+  if (inbox.closed()) return nullptr;  // the node stopped listening
+  return &inbox;
+}
+
+bool SimWorld::paused(WorkerId id) const { return node(id).state == NodeState::paused; }
+
+void SimWorld::hold_while_paused(WorkerId id, Delivery delivery) {
+  node(id).held_while_paused.push_back(std::move(delivery));
 }
 
 void SimWorld::spawn_foreground(WorkerId id, std::string name, std::function<void()> fn) {
@@ -390,9 +392,7 @@ SimWorld::Outcome SimWorld::run(RunLimits limits) {
     rounds_at_instant_ = instant == last_instant_ ? rounds_at_instant_ + 1 : 0;
     last_instant_ = instant;
     if (rounds_at_instant_ >= kMaxRoundsPerInstant) return Outcome::livelock;
-    do {
-      clock_.fire_next();
-    } while (clock_.has_timers() && clock_.next_deadline() == instant);
+    while (clock_.fire_next_at(instant)) continue;
   }
 }
 

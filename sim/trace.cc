@@ -1,7 +1,7 @@
 #include "sim/trace.h"
 
-// Inlined: fold runs for every event of a run (several per message), and a call into the shared
-// library costs as much as the hash of its 40 bytes. Same function, same values.
+// Inlined: fold runs for every event of a run (several per message). Same function, same values
+// as the shared library's.
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/base/assert.h"
+#include "core/base/hash.h"
 
 namespace dagsim::sim {
 
@@ -32,15 +33,29 @@ std::string_view trace_kind_name(TraceKind kind) {
 
 void Trace::fold(runtime::TimePoint time, uint32_t node, TraceKind kind, uint64_t digest, uint64_t flow) {
   // Fixed-width words only, so no padding bytes reach the hash.
-  const uint64_t words[5] = {static_cast<uint64_t>(time.ns()), node, static_cast<uint64_t>(kind), digest, flow};
-  hash_ = XXH64(words, sizeof(words), hash_);
+  uint64_t* record = block_ + block_words_;
+  record[0] = static_cast<uint64_t>(time.ns());
+  record[1] = node;
+  record[2] = static_cast<uint64_t>(kind);
+  record[3] = digest;
+  record[4] = flow;
+  block_words_ += kFoldWords;
+  if (block_words_ == kFoldRecords * kFoldWords) {
+    hash_ = xxh3_64(std::span(reinterpret_cast<const uint8_t*>(block_), sizeof(block_)), hash_);
+    block_words_ = 0;
+  }
   ++count_;
   ++per_kind_[static_cast<size_t>(kind)];
 }
 
+uint64_t Trace::hash() const {
+  if (block_words_ == 0) return hash_;
+  return xxh3_64(std::span(reinterpret_cast<const uint8_t*>(block_), block_words_ * sizeof(uint64_t)), hash_);
+}
+
 void Trace::record(runtime::TimePoint time, uint32_t node, TraceKind kind, std::string_view detail,
                    uint64_t flow, uint32_t peer) {
-  record_lazy(time, node, kind, XXH64(detail.data(), detail.size(), 0), flow, peer,
+  record_lazy(time, node, kind, XXH3_64bits(detail.data(), detail.size()), flow, peer,
               [detail] { return std::string(detail); });
 }
 

@@ -1,8 +1,11 @@
 // Trace: the ordered record of everything that happens in a simulated run, and its hash.
 //
 // Every send, delivery, drop, timer, fault and workload event is appended as (virtual time, node,
-// kind, digest of its detail) and folded into a 64-bit rolling hash (xxHash64, each record seeded
-// with the hash so far). Two runs of one seed on one build must give the same `hash()`: that is
+// kind, digest of its detail) and folded into a 64-bit rolling hash: records are gathered as
+// fixed-width words in blocks of kFoldRecords, and each full block is hashed with XXH3 seeded with
+// the hash so far (one long hash per block costs a fraction of one short hash per record, and the
+// fold runs for every send, delivery and timer). `hash()` covers the records of the part-filled
+// block too, computed on demand, so it is a function of the records alone. Two runs of one seed on one build must give the same `hash()`: that is
 // the determinism self-check. When asked to keep events, the trace also holds their details and
 // writes Chrome trace-event JSON (Perfetto, chrome://tracing): one named track per node, and each
 // message as a flow from its send to its delivery.
@@ -84,7 +87,7 @@ class Trace {
     if (keep_events_) events_.push_back(TraceEvent{time, node, kind, digest, flow, peer, make_detail()});
   }
 
-  uint64_t hash() const { return hash_; }
+  uint64_t hash() const;
   uint64_t count() const { return count_; }
   uint64_t count(TraceKind kind) const { return per_kind_[static_cast<size_t>(kind)]; }
   bool keeps_events() const { return keep_events_; }
@@ -99,8 +102,13 @@ class Trace {
  private:
   void fold(runtime::TimePoint time, uint32_t node, TraceKind kind, uint64_t digest, uint64_t flow);
 
+  static constexpr size_t kFoldWords = 5;     // time, node, kind, digest, flow
+  static constexpr size_t kFoldRecords = 64;  // 2,560 bytes a block
+
   bool keep_events_;
-  uint64_t hash_ = 0x64616773696d;  // "dagsim"
+  uint64_t hash_ = 0x64616773696d;  // "dagsim": the seed, then the hash of every full block
+  uint64_t block_[kFoldRecords * kFoldWords];
+  size_t block_words_ = 0;  // filled words of block_
   uint64_t count_ = 0;
   uint64_t per_kind_[10] = {};  // one per TraceKind
   std::vector<TraceEvent> events_;

@@ -6,28 +6,37 @@
 
 namespace dagsim::fibers {
 
+void VirtualClock::enqueue(Entry entry) {
+  entry.at = std::max(entry.at, now_);
+  if (run_empty() || entry.at >= run_.back().at) {
+    run_.push_back(std::move(entry));  // ids only grow, so the run stays sorted
+  } else {
+    heap_.push_back(entry);
+    std::push_heap(heap_.begin(), heap_.end(), later);
+  }
+  ++live_;
+}
+
 TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
   uint32_t slot;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
     free_slots_.pop_back();
   } else {
-    DAGSIM_ASSERT_MSG(slots_.size() < kSlotMask, "more than 16M timers armed at once");
+    DAGSIM_ASSERT_MSG(slots_.size() < kPosted, "more than 16M timers armed at once");
     slot = static_cast<uint32_t>(slots_.size());
     slots_.emplace_back();
   }
   const TimerId id = (++next_sequence_ << kSlotBits) | slot;
   slots_[slot].id = id;
   slots_[slot].fire = std::move(fire);
-  const Entry entry{std::max(deadline, now_), id};
-  if (run_empty() || entry.at >= run_.back().at) {
-    run_.push_back(entry);  // ids only grow, so the run stays sorted
-  } else {
-    heap_.push_back(entry);
-    std::push_heap(heap_.begin(), heap_.end(), later);
-  }
-  ++live_;
+  enqueue(Entry{deadline, id});
   return id;
+}
+
+void VirtualClock::post_at(TimePoint deadline, RawAction action, void* context, uint64_t argument) {
+  DAGSIM_ASSERT(action != nullptr);
+  enqueue(Entry{deadline, (++next_sequence_ << kSlotBits) | kPosted, action, context, argument});
 }
 
 void VirtualClock::cancel(TimerId id) {
@@ -38,26 +47,18 @@ void VirtualClock::cancel(TimerId id) {
   free_slots_.push_back(static_cast<uint32_t>(slot));
   --live_;
   // Cancelled long timeouts would otherwise sit in the queue until their deadline.
-  const size_t entries = heap_.size() + (run_.size() - run_head_);
+  const size_t entries = heap_.size() + run_.size();
   if (entries > 1024 && entries > 4 * live_) sweep();
 }
 
 void VirtualClock::sweep() {
   std::erase_if(heap_, [this](const Entry& e) { return stale(e); });
   std::make_heap(heap_.begin(), heap_.end(), later);
-  run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_head_));
-  run_head_ = 0;
-  std::erase_if(run_, [this](const Entry& e) { return stale(e); });  // keeps the run's order
-}
-
-void VirtualClock::run_pop_front() {
-  ++run_head_;
-  if (run_head_ == run_.size()) {
-    run_.clear();
-    run_head_ = 0;
-  } else if (run_head_ >= 1024 && 2 * run_head_ >= run_.size()) {
-    run_.erase(run_.begin(), run_.begin() + static_cast<std::ptrdiff_t>(run_head_));
-    run_head_ = 0;
+  // Round the ring once, keeping the live entries in their order.
+  for (size_t n = run_.size(); n > 0; --n) {
+    const Entry e = run_.front();
+    run_.pop_front();
+    if (!stale(e)) run_.push_back(Entry(e));
   }
 }
 
@@ -66,43 +67,65 @@ void VirtualClock::skip_stale() {
     std::pop_heap(heap_.begin(), heap_.end(), later);
     heap_.pop_back();
   }
-  while (!run_empty() && stale(run_[run_head_])) run_pop_front();
+  while (!run_empty() && stale(run_.front())) run_.pop_front();
 }
 
 bool VirtualClock::next_in_run() const {
   if (heap_.empty()) return true;
   if (run_empty()) return false;
-  return later(heap_.front(), run_[run_head_]);
+  return later(heap_.front(), run_.front());
 }
 
 TimePoint VirtualClock::next_deadline() {
   DAGSIM_ASSERT(live_ > 0);
   skip_stale();
-  return next_in_run() ? run_[run_head_].at : heap_.front().at;
+  return next_in_run() ? run_.front().at : heap_.front().at;
 }
 
 void VirtualClock::fire_next() {
   DAGSIM_ASSERT(live_ > 0);
   skip_stale();
+  fire(pop_next());
+}
+
+bool VirtualClock::fire_next_at(TimePoint instant) {
+  DAGSIM_ASSERT(instant >= now_);
+  if (live_ == 0) return false;
+  skip_stale();
+  const TimePoint next = next_in_run() ? run_.front().at : heap_.front().at;
+  if (next != instant) return false;
+  fire(pop_next());
+  return true;
+}
+
+VirtualClock::Entry VirtualClock::pop_next() {
   Entry top;
   if (next_in_run()) {
-    top = run_[run_head_];
-    run_pop_front();
+    top = run_.front();
+    run_.pop_front();
   } else {
     top = heap_.front();
     std::pop_heap(heap_.begin(), heap_.end(), later);
     heap_.pop_back();
   }
+  return top;
+}
+
+void VirtualClock::fire(const Entry& top) {
   DAGSIM_ASSERT(top.at >= now_);
   now_ = top.at;
-  Slot& slot = slots_[top.id & kSlotMask];
-  std::function<void()> fire = std::move(slot.fire);
-  slot.id = 0;
-  slot.fire = nullptr;
-  free_slots_.push_back(static_cast<uint32_t>(top.id & kSlotMask));
-  --live_;
   firing_ = top.id;
-  fire();
+  --live_;
+  if ((top.id & kSlotMask) == kPosted) {
+    top.raw(top.context, top.argument);
+  } else {
+    Slot& slot = slots_[top.id & kSlotMask];
+    std::function<void()> fire = std::move(slot.fire);
+    slot.id = 0;
+    slot.fire = nullptr;
+    free_slots_.push_back(static_cast<uint32_t>(top.id & kSlotMask));
+    fire();
+  }
   firing_ = 0;
 }
 

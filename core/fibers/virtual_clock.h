@@ -13,7 +13,8 @@
 // next timer is the smaller of the two fronts, so the order is exactly (deadline, arm order)
 // either way. A timer id carries its sequence number and its slot, so cancel frees the slot at
 // once and leaves a stale entry that is skipped when it surfaces (and swept when stale entries
-// outnumber live ones), which keeps arm, fire and cancel free of tree rebalancing.
+// outnumber live ones), which keeps arm, fire and cancel free of tree rebalancing. A posted timer
+// (post_at: never cancelled) carries its action in its entry and takes no slot at all.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "core/runtime/clock.h"
+#include "core/runtime/ring_queue.h"
 
 namespace dagsim::fibers {
 
@@ -35,6 +37,11 @@ class VirtualClock final : public Clock {
   // One time line for every node of the runtime: virtual time is shared, so it is also wall time.
   TimePoint wall_now() const override { return now_; }
   TimerId call_at(TimePoint deadline, std::function<void()> fire) override;
+  // A timer that is never cancelled, whose action is a plain function of two words, called as
+  // action(context, argument): it lives in the queue's entry alone, with no slot and nothing to
+  // build, move or destroy, for the simulator's per-message events. Same order rules as call_at.
+  using RawAction = void (*)(void* context, uint64_t argument);
+  void post_at(TimePoint deadline, RawAction action, void* context, uint64_t argument);
   void cancel(TimerId id) override;
 
   bool has_timers() const { return live_ > 0; }
@@ -42,6 +49,9 @@ class VirtualClock final : public Clock {
   TimePoint next_deadline();
   // Moves time to the earliest timer and fires it. REQUIRES: has_timers().
   void fire_next();
+  // Fires the earliest timer if it is due at `instant` and returns whether it did: a driver that
+  // drains one instant looks at the queue once per timer, not twice. REQUIRES: instant >= now().
+  bool fire_next_at(TimePoint instant);
   // Moves time forward to `t` without firing anything (a run that stops at a time limit).
   // REQUIRES: t >= now() and no timer is due before t.
   void advance_to(TimePoint t);
@@ -52,36 +62,45 @@ class VirtualClock final : public Clock {
   static constexpr int kSlotBits = 24;
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
 
+  // The slot index of posted timers: they have none (slots_ never grows this far).
+  static constexpr uint64_t kPosted = kSlotMask;
+
   struct Entry {
     TimePoint at;
-    TimerId id;  // (sequence << kSlotBits) | slot: ordering ids orders by sequence
+    TimerId id;  // (sequence << kSlotBits) | slot (or kPosted): ordering ids orders by sequence
+    RawAction raw = nullptr;  // posted timers only
+    void* context = nullptr;
+    uint64_t argument = 0;
   };
   struct Slot {
     TimerId id = 0;  // 0: free
     std::function<void()> fire;
   };
+  // Queues `entry` (its `at` not yet clamped to now) and counts it live.
+  void enqueue(Entry entry);
   // Min-heap order: earliest deadline, then earliest armed.
   static bool later(const Entry& a, const Entry& b) { return a.at != b.at ? a.at > b.at : a.id > b.id; }
-  bool stale(const Entry& e) const { return slots_[e.id & kSlotMask].id != e.id; }
-  bool run_empty() const { return run_head_ == run_.size(); }
-  void run_pop_front();
+  bool stale(const Entry& e) const { return (e.id & kSlotMask) != kPosted && slots_[e.id & kSlotMask].id != e.id; }
+  bool run_empty() const { return run_.empty(); }
   // Pops stale entries off the fronts of the heap and the run.
   void skip_stale();
   // The earliest live entry is at the run's front (else at the heap's top). REQUIRES: live_ > 0,
   // skip_stale() done.
   bool next_in_run() const;
   void sweep();
+  // Takes the earliest live entry off its queue. REQUIRES: live_ > 0, skip_stale() done.
+  Entry pop_next();
+  // Moves time to `entry` and runs its action.
+  void fire(const Entry& entry);
 
   TimePoint now_;
   uint64_t next_sequence_ = 0;
   TimerId firing_ = 0;
   size_t live_ = 0;
   std::vector<Entry> heap_;
-  // sorted: each entry armed no earlier than the one before. A vector read from run_head_: popping
-  // the front is an index bump, and the vector is emptied (keeping its buffer) whenever the run is
-  // drained, or its consumed prefix dropped once it outgrows the rest.
-  std::vector<Entry> run_;
-  size_t run_head_ = 0;
+  // sorted: each entry armed no earlier than the one before. A ring: push and pop move nothing
+  // else and, once it has grown to the high-water mark, allocate nothing.
+  runtime::RingQueue<Entry> run_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
 };

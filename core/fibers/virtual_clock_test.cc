@@ -1,6 +1,6 @@
 // VirtualClock's ordering promise under any mix of arms, cancels and fires: timers fire in
-// (deadline, arm order) order, a past deadline fires at the current time, cancel removes exactly
-// its timer. Checked against a reference model (an ordered set) over generated operation streams
+// (deadline, arm order) order whether armed with call_at or posted, a past deadline fires at the
+// current time, cancel removes exactly its timer, fire_next_at fires only what is due. Checked against a reference model (an ordered set) over generated operation streams
 // that mix the two queues' cases: deadlines at or after the last one armed (the FIFO run), earlier
 // ones (the heap), many equal deadlines, past deadlines, and cancels of armed, fired and unknown ids.
 #include "core/fibers/virtual_clock.h"
@@ -44,8 +44,14 @@ void check_against_model(uint64_t seed, int steps, uint64_t arm_below, uint64_t 
         }
         last_deadline = at;
         const uint64_t n = ++armed;
-        const TimerId id = clock.call_at(at, [&fired, n] { fired.push_back(n); });
-        ids[n] = id;
+        if (prng.uniform_int(0, 2) == 0) {
+          // A posted timer: no id, never cancelled, same order.
+          clock.post_at(
+              at, [](void* log, uint64_t number) { static_cast<std::vector<uint64_t>*>(log)->push_back(number); },
+              &fired, n);
+        } else {
+          ids[n] = clock.call_at(at, [&fired, n] { fired.push_back(n); });
+        }
         model.insert({std::max(at, clock.now()), n});
       } else if (op < cancel_below && !ids.empty()) {
         // Cancel a random armed timer (and now and then one that is gone already).
@@ -59,7 +65,14 @@ void check_against_model(uint64_t seed, int steps, uint64_t arm_below, uint64_t 
         ASSERT_FALSE(model.empty());
         const auto want = *model.begin();
         ASSERT_EQ(clock.next_deadline(), want.first);
-        clock.fire_next();
+        if (want.first > clock.now()) {
+          ASSERT_FALSE(clock.fire_next_at(clock.now()));  // not due yet
+        }
+        if (prng.uniform_int(0, 1) == 0) {
+          clock.fire_next();
+        } else {
+          ASSERT_TRUE(clock.fire_next_at(want.first));
+        }
         ASSERT_EQ(fired.back(), want.second);
         ASSERT_EQ(clock.now(), want.first);
         model.erase(model.begin());

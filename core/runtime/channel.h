@@ -56,16 +56,22 @@ class Channel {
   // an inbox whose node stopped listening, or a socket reader thread.
   bool offer(const T& item) { return offer(T(item)); }
   bool offer(T&& item) {
+    return offer_made([&item]() -> T&& { return std::move(item); });
+  }
+  // offer() of the item `make()` returns, built in the queue (RingQueue::push_made); `make` runs
+  // only if the channel is open.
+  template <typename Make>
+  bool offer_made(Make&& make) {
     DAGSIM_ASSERT_MSG(capacity_ == 0, "Channel::offer on a bounded channel");
     if (one_thread_) {
       if (closed_) return false;
-      items_.push_back(std::move(item));
+      items_.push_made(make);
       wake_waiters();
       return true;
     }
     FiberLock lock(mutex_);
     if (closed_) return false;
-    items_.push_back(std::move(item));
+    items_.push_made(make);
     cv_.notify_all();
     return true;
   }

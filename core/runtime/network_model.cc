@@ -13,7 +13,7 @@ Duration from_ns(double ns) {
 }
 }  // namespace
 
-Duration LatencyModel::sample(Prng& random) const {
+Duration LatencyModel::sample_drawn(Prng& random) const {
   Duration value{0};
   switch (dist) {
     case Dist::constant:
@@ -31,14 +31,14 @@ Duration LatencyModel::sample(Prng& random) const {
   return std::clamp(value, min, max);
 }
 
-const LatencyModel& NetworkModel::latency_for(WorkerId from, WorkerId to) const {
+const LatencyModel& NetworkModel::link_latency(WorkerId from, WorkerId to) const {
   for (const LinkModel& link : links) {
     if (link.from == from && link.to == to) return link.latency;
   }
   return latency;
 }
 
-double NetworkModel::bandwidth_for(WorkerId from, WorkerId to) const {
+double NetworkModel::link_bandwidth(WorkerId from, WorkerId to) const {
   for (const LinkModel& link : links) {
     if (link.from == from && link.to == to && link.bandwidth_bytes_per_s) return *link.bandwidth_bytes_per_s;
   }

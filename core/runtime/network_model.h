@@ -31,8 +31,11 @@ struct LatencyModel {
 
   Duration upper_bound() const { return max; }
   Duration lower_bound() const { return min; }
-  // One sample, clamped to [min, max].
-  Duration sample(Prng& random) const;
+  // One sample, clamped to [min, max]. A constant draws nothing (inline: every simulated message
+  // takes one sample).
+  Duration sample(Prng& random) const { return dist == Dist::constant ? max : sample_drawn(random); }
+  // sample() for the distributions that draw.
+  Duration sample_drawn(Prng& random) const;
 };
 
 // Overrides the default latency (and bandwidth) for messages from `from` to `to`.
@@ -55,8 +58,16 @@ struct NetworkModel {
   std::vector<LinkModel> links;
 
   // The latency model and bandwidth for one direction of one link.
-  const LatencyModel& latency_for(WorkerId from, WorkerId to) const;
-  double bandwidth_for(WorkerId from, WorkerId to) const;
+  // Inline for the common case of no per-link overrides: asked once or twice per message.
+  const LatencyModel& latency_for(WorkerId from, WorkerId to) const {
+    return links.empty() ? latency : link_latency(from, to);
+  }
+  double bandwidth_for(WorkerId from, WorkerId to) const {
+    return links.empty() ? bandwidth_bytes_per_s : link_bandwidth(from, to);
+  }
+  // The same, looked up in `links`.
+  const LatencyModel& link_latency(WorkerId from, WorkerId to) const;
+  double link_bandwidth(WorkerId from, WorkerId to) const;
   // The largest latency any link can produce (for checks' bounds).
   Duration max_latency() const;
 };

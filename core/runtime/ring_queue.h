@@ -31,14 +31,28 @@ class RingQueue {
   size_t size() const { return size_; }
 
   void push_back(T&& item) {
+    push_made([&item]() -> T&& { return std::move(item); });
+  }
+  // Appends the item `make()` returns, built in its place: a prvalue is never moved (C++17's
+  // guaranteed elision), which is one move and one destruction less per item than push_back.
+  template <typename Make>
+  void push_made(Make&& make) {
     if (size_ == capacity_) grow();
-    ::new (static_cast<void*>(buffer_ + ((head_ + size_) & (capacity_ - 1)))) T(std::move(item));
+    ::new (static_cast<void*>(buffer_ + ((head_ + size_) & (capacity_ - 1)))) T(make());
     ++size_;
   }
-  // REQUIRES (both): !empty().
+  // REQUIRES (all three): !empty().
   T& front() {
     DAGSIM_ASSERT(size_ > 0);
     return buffer_[head_];
+  }
+  const T& front() const {
+    DAGSIM_ASSERT(size_ > 0);
+    return buffer_[head_];
+  }
+  const T& back() const {
+    DAGSIM_ASSERT(size_ > 0);
+    return buffer_[(head_ + size_ - 1) & (capacity_ - 1)];
   }
   void pop_front() {
     DAGSIM_ASSERT(size_ > 0);

@@ -17,18 +17,23 @@ void VirtualClock::enqueue(Entry entry) {
   ++live_;
 }
 
-TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
-  uint32_t slot;
+TimerId VirtualClock::take_slot(uint32_t& slot) {
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
     free_slots_.pop_back();
   } else {
-    DAGSIM_ASSERT_MSG(slots_.size() < kPosted, "more than 16M timers armed at once");
+    DAGSIM_ASSERT_MSG(slots_.size() < kSlotMask, "more than 16M timers armed at once");
     slot = static_cast<uint32_t>(slots_.size());
     slots_.emplace_back();
   }
   const TimerId id = (++next_sequence_ << kSlotBits) | slot;
   slots_[slot].id = id;
+  return id;
+}
+
+TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
+  uint32_t slot;
+  const TimerId id = take_slot(slot);
   slots_[slot].fire = std::move(fire);
   enqueue(Entry{deadline, id});
   return id;
@@ -36,13 +41,20 @@ TimerId VirtualClock::call_at(TimePoint deadline, std::function<void()> fire) {
 
 void VirtualClock::post_at(TimePoint deadline, RawAction action, void* context, uint64_t argument) {
   DAGSIM_ASSERT(action != nullptr);
-  enqueue(Entry{deadline, (++next_sequence_ << kSlotBits) | kPosted, action, context, argument});
+  uint32_t slot;
+  const TimerId id = take_slot(slot);
+  Slot& s = slots_[slot];
+  s.raw = action;
+  s.context = context;
+  s.argument = argument;
+  enqueue(Entry{deadline, id});
 }
 
 void VirtualClock::cancel(TimerId id) {
   const uint64_t slot = id & kSlotMask;
   if (id == 0 || slot >= slots_.size() || slots_[slot].id != id) return;
   slots_[slot].id = 0;
+  slots_[slot].raw = nullptr;
   slots_[slot].fire = nullptr;
   free_slots_.push_back(static_cast<uint32_t>(slot));
   --live_;
@@ -116,14 +128,20 @@ void VirtualClock::fire(const Entry& top) {
   now_ = top.at;
   firing_ = top.id;
   --live_;
-  if ((top.id & kSlotMask) == kPosted) {
-    top.raw(top.context, top.argument);
+  const uint32_t index = static_cast<uint32_t>(top.id & kSlotMask);
+  Slot& slot = slots_[index];
+  slot.id = 0;
+  free_slots_.push_back(index);
+  if (slot.raw != nullptr) {
+    // Copied out first: the action may arm timers, which may take this slot or grow slots_.
+    const RawAction action = slot.raw;
+    void* const context = slot.context;
+    const uint64_t argument = slot.argument;
+    slot.raw = nullptr;
+    action(context, argument);
   } else {
-    Slot& slot = slots_[top.id & kSlotMask];
     std::function<void()> fire = std::move(slot.fire);
-    slot.id = 0;
     slot.fire = nullptr;
-    free_slots_.push_back(static_cast<uint32_t>(top.id & kSlotMask));
     fire();
   }
   firing_ = 0;

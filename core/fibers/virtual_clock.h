@@ -14,7 +14,7 @@
 // either way. A timer id carries its sequence number and its slot, so cancel frees the slot at
 // once and leaves a stale entry that is skipped when it surfaces (and swept when stale entries
 // outnumber live ones), which keeps arm, fire and cancel free of tree rebalancing. A posted timer
-// (post_at: never cancelled) carries its action in its entry and takes no slot at all.
+// (post_at: never cancelled) keeps a plain function and two words in its slot, no std::function.
 #pragma once
 
 #include <cstdint>
@@ -38,8 +38,8 @@ class VirtualClock final : public Clock {
   TimePoint wall_now() const override { return now_; }
   TimerId call_at(TimePoint deadline, std::function<void()> fire) override;
   // A timer that is never cancelled, whose action is a plain function of two words, called as
-  // action(context, argument): it lives in the queue's entry alone, with no slot and nothing to
-  // build, move or destroy, for the simulator's per-message events. Same order rules as call_at.
+  // action(context, argument): nothing to build, move or destroy, for the simulator's per-message
+  // events. Same order rules as call_at.
   using RawAction = void (*)(void* context, uint64_t argument);
   void post_at(TimePoint deadline, RawAction action, void* context, uint64_t argument);
   void cancel(TimerId id) override;
@@ -62,25 +62,25 @@ class VirtualClock final : public Clock {
   static constexpr int kSlotBits = 24;
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
 
-  // The slot index of posted timers: they have none (slots_ never grows this far).
-  static constexpr uint64_t kPosted = kSlotMask;
-
   struct Entry {
     TimePoint at;
-    TimerId id;  // (sequence << kSlotBits) | slot (or kPosted): ordering ids orders by sequence
-    RawAction raw = nullptr;  // posted timers only
-    void* context = nullptr;
-    uint64_t argument = 0;
+    TimerId id;  // (sequence << kSlotBits) | slot: ordering ids orders by sequence
   };
+  // Entries stay 16 bytes (the heap sifts them), so a posted timer's action lives in its slot.
   struct Slot {
     TimerId id = 0;  // 0: free
+    RawAction raw = nullptr;  // set: a posted timer, raw(context, argument); `fire` is empty
+    void* context = nullptr;
+    uint64_t argument = 0;
     std::function<void()> fire;
   };
+  // Takes a free slot for a new timer and returns its id; the caller fills the slot's action.
+  TimerId take_slot(uint32_t& slot);
   // Queues `entry` (its `at` not yet clamped to now) and counts it live.
   void enqueue(Entry entry);
   // Min-heap order: earliest deadline, then earliest armed.
   static bool later(const Entry& a, const Entry& b) { return a.at != b.at ? a.at > b.at : a.id > b.id; }
-  bool stale(const Entry& e) const { return (e.id & kSlotMask) != kPosted && slots_[e.id & kSlotMask].id != e.id; }
+  bool stale(const Entry& e) const { return slots_[e.id & kSlotMask].id != e.id; }
   bool run_empty() const { return run_.empty(); }
   // Pops stale entries off the fronts of the heap and the run.
   void skip_stale();

@@ -94,9 +94,9 @@ TEST(VirtualClock, FiresInDeadlineThenArmOrderLikeAnOrderedSetUnderAnyMix) {
   for (uint64_t seed = 1; seed <= 40; ++seed) check_against_model(seed, 3000, 6, 8);
 }
 
-// Long streams with many fires: the FIFO run's consumed prefix outgrows 1024 entries and is
-// dropped, and sweeps of cancelled entries meet a run that was partly consumed.
-TEST(VirtualClock, KeepsTheOrderOverLongRunsWhosePrefixIsDropped) {
+// Long streams with many fires: the FIFO run's ring wraps and grows while partly consumed, and
+// sweeps of cancelled entries go round a ring whose front has moved.
+TEST(VirtualClock, KeepsTheOrderOverLongRunsWhoseRingWraps) {
   for (uint64_t seed = 1; seed <= 4; ++seed) check_against_model(seed, 40000, 5, 6);
 }
 

@@ -99,7 +99,7 @@ void SimNetwork::send(WorkerId source, uint32_t incarnation, WorkerId target, By
   }
   in_flight_[slot] = InFlight{key, &conn, conn.generation, dir, Message{id, std::move(payload), padding}};
   world_.world_clock().post_at(
-      *arrival, [](void* network, uint64_t at) { static_cast<SimNetwork*>(network)->arrive(static_cast<uint32_t>(at)); },
+      *arrival, [](void* network, uint64_t slot) { static_cast<SimNetwork*>(network)->arrive(static_cast<uint32_t>(slot)); },
       this, slot);
 }
 

@@ -103,9 +103,7 @@ void VirtualClock::fire_next() {
 bool VirtualClock::fire_next_at(TimePoint instant) {
   DAGSIM_ASSERT(instant >= now_);
   if (live_ == 0) return false;
-  skip_stale();
-  const TimePoint next = next_in_run() ? run_.front().at : heap_.front().at;
-  if (next != instant) return false;
+  if (next_deadline() != instant) return false;  // next_deadline() skips the stale entries
   fire(pop_next());
   return true;
 }
